@@ -1,0 +1,181 @@
+//! One client connection's protocol state machine: HTTP request → (101 and WebSocket echo |
+//! 200 for plain GETs | 400 for bad upgrades), or raw TCP echo. It turns input bytes into
+//! output bytes and never touches the socket, so the event loop owns all I/O and buffering.
+//!
+//! Idle connections hold no buffers: `input` keeps only an incomplete header or control
+//! frame, `message` only a message still arriving in pieces, and both are freed when done.
+
+use wsbench_proto::handshake::{Request, parse_request, server_response};
+use wsbench_proto::{CloseCode, Decoder, OpCode, Role, write_frame};
+
+use crate::transport::Transport;
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting for the first request (the handshake timeout runs).
+    Handshake,
+    /// Served plain HTTP requests; more may follow on the same connection.
+    Http,
+    WebSocket,
+    /// The raw TCP echo port.
+    Raw,
+    /// Our side is done; discard input until the peer closes or the close timeout fires.
+    Closing,
+}
+
+/// The limits a connection enforces.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_message: u64,
+    pub max_header_bytes: usize,
+}
+
+/// What the event loop should do after `process`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    Continue,
+    /// Send what is in the output, then end the connection.
+    CloseAfterFlush,
+}
+
+const HTTP_OK: &[u8] =
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nok\n";
+const HTTP_METHOD_NOT_ALLOWED: &[u8] = b"HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\nContent-Type: text/plain\r\nContent-Length: 26\r\nConnection: close\r\n\r\nonly GET is served here.\r\n";
+
+#[derive(Debug)]
+pub struct Conn {
+    pub transport: Transport,
+    pub phase: Phase,
+    /// Distinguishes this connection from a later one reusing its slab slot (timers).
+    pub serial: u32,
+    /// Unprocessed input (an incomplete request header or frame header).
+    pub input: Vec<u8>,
+    /// Output the socket did not take yet, and how much of it has been written since.
+    pub output: Vec<u8>,
+    pub output_sent: usize,
+    /// Write interest is registered (output is pending).
+    pub write_interest: bool,
+    /// Our side of the stream has been shut down (in `Closing`).
+    pub write_shut: bool,
+    /// Reading stops while the peer is not reading what we send.
+    pub reading_paused: bool,
+    decoder: Option<Box<Decoder>>,
+    /// A message arriving in several pieces, reassembled before it is echoed.
+    message: Vec<u8>,
+}
+
+impl Conn {
+    pub fn new(transport: Transport, phase: Phase, serial: u32) -> Conn {
+        Conn {
+            transport,
+            phase,
+            serial,
+            input: Vec::new(),
+            output: Vec::new(),
+            output_sent: 0,
+            write_interest: false,
+            write_shut: false,
+            reading_paused: false,
+            decoder: None,
+            message: Vec::new(),
+        }
+    }
+
+    /// Consumes bytes from the start of `data`, appending replies to `out`. Returns how many
+    /// bytes were used; the rest must be offered again with more input.
+    pub fn process(&mut self, data: &mut [u8], out: &mut Vec<u8>, limits: Limits) -> (usize, Next) {
+        match self.phase {
+            Phase::Handshake | Phase::Http => self.process_http(data, out, limits),
+            Phase::WebSocket => self.process_frames(data, out),
+            Phase::Raw => {
+                out.extend_from_slice(data);
+                (data.len(), Next::Continue)
+            }
+            Phase::Closing => (data.len(), Next::Continue),
+        }
+    }
+
+    /// Queues a close frame with `code` (used at shutdown: 1001).
+    pub fn close_with(&mut self, code: u16, out: &mut Vec<u8>) {
+        if self.phase == Phase::WebSocket {
+            write_frame(out, true, OpCode::Close, None, &code.to_be_bytes());
+        }
+    }
+
+    fn process_http(&mut self, data: &mut [u8], out: &mut Vec<u8>, limits: Limits) -> (usize, Next) {
+        let mut used = 0;
+        loop {
+            match parse_request(&data[used..], limits.max_header_bytes) {
+                Ok(None) => return (used, Next::Continue),
+                Ok(Some((Request::Upgrade(request), n))) => {
+                    used += n;
+                    out.extend_from_slice(&server_response(
+                        &request,
+                        request.protocols.first().map(String::as_str),
+                    ));
+                    self.phase = Phase::WebSocket;
+                    self.decoder = Some(Box::new(Decoder::new(Role::Server, limits.max_message)));
+                    let (more, next) = self.process_frames(&mut data[used..], out);
+                    return (used + more, next);
+                }
+                Ok(Some((Request::Http { method, .. }, n))) => {
+                    used += n;
+                    if method != "GET" && method != "HEAD" {
+                        out.extend_from_slice(HTTP_METHOD_NOT_ALLOWED);
+                        return (data.len(), Next::CloseAfterFlush);
+                    }
+                    out.extend_from_slice(HTTP_OK);
+                    self.phase = Phase::Http;
+                }
+                Err(error) => {
+                    out.extend_from_slice(&error.http_response());
+                    return (data.len(), Next::CloseAfterFlush);
+                }
+            }
+        }
+    }
+
+    fn process_frames(&mut self, data: &mut [u8], out: &mut Vec<u8>) -> (usize, Next) {
+        let decoder = self.decoder.as_mut().expect("a WebSocket connection has a decoder");
+        let mut used = 0;
+        loop {
+            let chunk = match decoder.decode(&mut data[used..]) {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => return (used, Next::Continue),
+                Err(error) => {
+                    let mut payload = error.close_code().to_be_bytes().to_vec();
+                    let reason = error.to_string();
+                    payload.extend_from_slice(&reason.as_bytes()[..reason.len().min(120)]);
+                    write_frame(out, true, OpCode::Close, None, &payload);
+                    return (data.len(), Next::CloseAfterFlush);
+                }
+            };
+            let payload = &data[used + chunk.payload.start..used + chunk.payload.end];
+            match chunk.opcode {
+                OpCode::Text | OpCode::Binary if chunk.first && chunk.last => {
+                    write_frame(out, true, chunk.opcode, None, payload);
+                }
+                OpCode::Text | OpCode::Binary => {
+                    self.message.extend_from_slice(payload);
+                    if chunk.last {
+                        write_frame(out, true, chunk.opcode, None, &self.message);
+                        self.message = Vec::new();
+                    }
+                }
+                OpCode::Ping => write_frame(out, true, OpCode::Pong, None, payload),
+                OpCode::Pong | OpCode::Continuation => {}
+                OpCode::Close => {
+                    // Echo the code (the decoder validated it); an empty close gets an empty one.
+                    let code = if payload.len() >= 2 { &payload[..2] } else { &[][..] };
+                    write_frame(out, true, OpCode::Close, None, code);
+                    return (data.len(), Next::CloseAfterFlush);
+                }
+            }
+            used += chunk.consumed;
+        }
+    }
+}
+
+/// The close code sent to every WebSocket connection when the server stops.
+pub const SHUTDOWN_CLOSE_CODE: u16 = CloseCode::GOING_AWAY;

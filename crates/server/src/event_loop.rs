@@ -1,0 +1,474 @@
+//! One event loop: a mio poll over this thread's listeners and connections.
+//!
+//! All socket I/O happens here. Input is read into one thread-wide buffer and handed to the
+//! connection's state machine; replies are collected in one thread-wide output buffer and
+//! written at once, so a connection keeps buffers of its own only while the peer is slow.
+//! Readiness is edge-triggered: reads go on until `WouldBlock`, and write interest is
+//! registered only while output is pending. A peer that does not read its echoes makes the
+//! loop stop reading from it (backpressure) instead of growing memory.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+use rustls::{ServerConfig, ServerConnection};
+use slab::Slab;
+
+use crate::ServeConfig;
+use crate::conn::{Conn, Limits, Next, Phase, SHUTDOWN_CLOSE_CODE};
+use crate::transport::Transport;
+
+const WEBSOCKET_LISTENER: Token = Token(0);
+const TCP_LISTENER: Token = Token(1);
+const WAKER: Token = Token(2);
+const FIRST_CONNECTION: usize = 3;
+
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// Pending output above which the loop stops reading from that peer.
+const BACKPRESSURE_BYTES: usize = 1024 * 1024;
+/// How long a connection that we closed may take to close its side.
+const CLOSING_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long shutdown waits for peers to answer the 1001 close.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
+const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
+
+/// State shared by every event loop of one server.
+#[derive(Debug)]
+pub struct Shared {
+    pub stopping: AtomicBool,
+    pub connections: AtomicUsize,
+    pub wakers: Mutex<Vec<Arc<Waker>>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Deadline {
+    at: Instant,
+    key: usize,
+    serial: u32,
+}
+
+pub struct EventLoop {
+    poll: Poll,
+    events: Events,
+    ready: Vec<(Token, bool, bool)>,
+    config: ServeConfig,
+    limits: Limits,
+    tls: Option<Arc<ServerConfig>>,
+    websocket_listener: Option<TcpListener>,
+    tcp_listener: Option<TcpListener>,
+    shared: Arc<Shared>,
+    conns: Slab<Conn>,
+    read_buf: Box<[u8]>,
+    out: Vec<u8>,
+    handshake_deadlines: VecDeque<Deadline>,
+    closing_deadlines: VecDeque<Deadline>,
+    next_serial: u32,
+    /// An fd held back so that, at the open-file limit, one can be freed to accept and
+    /// immediately close a connection instead of leaving it hanging in the backlog.
+    reserve_fd: Option<File>,
+    last_refusal_log: Option<Instant>,
+    stop_deadline: Option<Instant>,
+}
+
+impl std::fmt::Debug for EventLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventLoop").field("connections", &self.conns.len()).finish_non_exhaustive()
+    }
+}
+
+impl EventLoop {
+    pub fn new(
+        config: ServeConfig,
+        tls: Option<Arc<ServerConfig>>,
+        mut websocket_listener: TcpListener,
+        mut tcp_listener: Option<TcpListener>,
+        shared: Arc<Shared>,
+    ) -> io::Result<EventLoop> {
+        let poll = Poll::new()?;
+        poll.registry().register(&mut websocket_listener, WEBSOCKET_LISTENER, Interest::READABLE)?;
+        if let Some(listener) = tcp_listener.as_mut() {
+            poll.registry().register(listener, TCP_LISTENER, Interest::READABLE)?;
+        }
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        shared.wakers.lock().unwrap_or_else(|e| e.into_inner()).push(waker);
+        Ok(EventLoop {
+            poll,
+            events: Events::with_capacity(1024),
+            ready: Vec::with_capacity(1024),
+            limits: Limits { max_message: config.max_message, max_header_bytes: config.max_header_bytes },
+            config,
+            tls,
+            websocket_listener: Some(websocket_listener),
+            tcp_listener,
+            shared,
+            conns: Slab::new(),
+            read_buf: vec![0u8; READ_BUFFER_BYTES].into_boxed_slice(),
+            out: Vec::with_capacity(READ_BUFFER_BYTES),
+            handshake_deadlines: VecDeque::new(),
+            closing_deadlines: VecDeque::new(),
+            next_serial: 0,
+            reserve_fd: File::open("/dev/null").ok(),
+            last_refusal_log: None,
+            stop_deadline: None,
+        })
+    }
+
+    pub fn run(&mut self) -> io::Result<()> {
+        loop {
+            let timeout = self.next_timeout();
+            match self.poll.poll(&mut self.events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            self.ready.clear();
+            for event in &self.events {
+                let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+                self.ready.push((event.token(), readable, event.is_writable()));
+            }
+            for i in 0..self.ready.len() {
+                let (token, readable, writable) = self.ready[i];
+                match token {
+                    WEBSOCKET_LISTENER => self.accept(false),
+                    TCP_LISTENER => self.accept(true),
+                    WAKER => {}
+                    Token(n) => self.on_connection_event(n - FIRST_CONNECTION, readable, writable),
+                }
+            }
+            let now = Instant::now();
+            self.expire_deadlines(now);
+            if self.shared.stopping.load(Ordering::Relaxed) && self.stop_deadline.is_none() {
+                self.begin_stop(now);
+            }
+            if let Some(deadline) = self.stop_deadline
+                && (self.conns.is_empty() || now >= deadline)
+            {
+                return Ok(());
+            }
+        }
+    }
+
+    fn next_timeout(&self) -> Option<Duration> {
+        let fronts = [
+            self.handshake_deadlines.front().map(|d| d.at),
+            self.closing_deadlines.front().map(|d| d.at),
+            self.stop_deadline,
+        ];
+        let earliest = fronts.into_iter().flatten().min()?;
+        Some(earliest.saturating_duration_since(Instant::now()) + Duration::from_millis(1))
+    }
+
+    fn accept(&mut self, raw: bool) {
+        loop {
+            let listener = if raw { self.tcp_listener.as_ref() } else { self.websocket_listener.as_ref() };
+            let Some(listener) = listener else { return };
+            match listener.accept() {
+                Ok((stream, _)) => self.admit(stream, raw),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                    if !self.refuse_at_file_limit(raw) {
+                        return;
+                    }
+                }
+                Err(e)
+                    if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted) => {}
+                Err(e) => {
+                    eprintln!("wsbench serve: accept failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// At the open-file limit: frees the reserve fd to accept one pending connection and
+    /// close it at once. Returns false when nothing could be done.
+    fn refuse_at_file_limit(&mut self, raw: bool) -> bool {
+        self.log_refusal("open-file limit reached: refusing new connections (raise `ulimit -n` or use more server processes)");
+        if self.reserve_fd.take().is_none() {
+            return false;
+        }
+        let listener = if raw { self.tcp_listener.as_ref() } else { self.websocket_listener.as_ref() };
+        if let Some(listener) = listener {
+            drop(listener.accept());
+        }
+        self.reserve_fd = File::open("/dev/null").ok();
+        true
+    }
+
+    fn log_refusal(&mut self, what: &str) {
+        let now = Instant::now();
+        if self.last_refusal_log.is_none_or(|at| now.duration_since(at) >= REFUSAL_LOG_INTERVAL) {
+            self.last_refusal_log = Some(now);
+            let open = self.shared.connections.load(Ordering::Relaxed);
+            eprintln!("wsbench serve: {what} ({open} connections open)");
+        }
+    }
+
+    fn admit(&mut self, stream: TcpStream, raw: bool) {
+        if self.shared.connections.load(Ordering::Relaxed) >= self.config.max_connections {
+            self.log_refusal("--max-connections reached: refusing new connections");
+            return;
+        }
+        let _ = stream.set_nodelay(true);
+        let transport = match (&self.tls, raw) {
+            (Some(config), false) => match ServerConnection::new(config.clone()) {
+                Ok(session) => Transport::tls(stream, session),
+                Err(e) => {
+                    eprintln!("wsbench serve: TLS session set-up failed: {e}");
+                    return;
+                }
+            },
+            _ => Transport::Plain(stream),
+        };
+        let entry = self.conns.vacant_entry();
+        let key = entry.key();
+        let serial = self.next_serial;
+        self.next_serial = self.next_serial.wrapping_add(1);
+        let phase = if raw { Phase::Raw } else { Phase::Handshake };
+        let conn = entry.insert(Conn::new(transport, phase, serial));
+        let token = Token(key + FIRST_CONNECTION);
+        if self.poll.registry().register(conn.transport.socket(), token, Interest::READABLE).is_err() {
+            self.conns.remove(key);
+            return;
+        }
+        self.shared.connections.fetch_add(1, Ordering::Relaxed);
+        if !raw {
+            let at = Instant::now() + self.config.handshake_timeout;
+            self.handshake_deadlines.push_back(Deadline { at, key, serial });
+        }
+    }
+
+    fn on_connection_event(&mut self, key: usize, readable: bool, writable: bool) {
+        if !self.conns.contains(key) {
+            return;
+        }
+        if writable && !self.flush(key) {
+            return;
+        }
+        if readable {
+            self.read(key);
+        }
+    }
+
+    /// Reads until the socket is drained, processing and answering as it goes.
+    fn read(&mut self, key: usize) {
+        loop {
+            let conn = &mut self.conns[key];
+            if conn.reading_paused {
+                return;
+            }
+            let n = match conn.transport.read(&mut self.read_buf) {
+                Ok(0) => return self.close(key),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return self.close(key),
+            };
+            let next = if conn.input.is_empty() {
+                let (used, next) = conn.process(&mut self.read_buf[..n], &mut self.out, self.limits);
+                if used < n {
+                    conn.input.extend_from_slice(&self.read_buf[used..n]);
+                }
+                next
+            } else {
+                conn.input.extend_from_slice(&self.read_buf[..n]);
+                let mut input = std::mem::take(&mut conn.input);
+                let (used, next) = conn.process(&mut input, &mut self.out, self.limits);
+                input.drain(..used);
+                if !input.is_empty() {
+                    conn.input = input;
+                }
+                next
+            };
+            if conn.phase == Phase::Handshake
+                && self.out.is_empty()
+                && conn.input.len() > self.limits.max_header_bytes
+            {
+                return self.close(key);
+            }
+            if !self.send(key) {
+                return;
+            }
+            if next == Next::CloseAfterFlush {
+                return self.begin_closing(key);
+            }
+            let conn = &mut self.conns[key];
+            if conn.output.len() > BACKPRESSURE_BYTES {
+                conn.reading_paused = true;
+                return;
+            }
+        }
+    }
+
+    /// Writes the thread's output buffer for `key`, keeping what the socket refuses.
+    /// Returns false when the connection was closed because of a write error.
+    fn send(&mut self, key: usize) -> bool {
+        let conn = &mut self.conns[key];
+        if !self.out.is_empty() {
+            if conn.output.is_empty() {
+                match write_some(&mut conn.transport, &self.out) {
+                    Ok(written) if written < self.out.len() => {
+                        if written == 0 && self.out.capacity() > BACKPRESSURE_BYTES {
+                            // A large echo: hand the whole buffer over instead of copying it.
+                            conn.output =
+                                std::mem::replace(&mut self.out, Vec::with_capacity(READ_BUFFER_BYTES));
+                        } else {
+                            conn.output.extend_from_slice(&self.out[written..]);
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => {
+                        self.out.clear();
+                        self.close(key);
+                        return false;
+                    }
+                }
+            } else {
+                conn.output.extend_from_slice(&self.out);
+            }
+            self.out.clear();
+            if self.out.capacity() > BACKPRESSURE_BYTES {
+                self.out = Vec::with_capacity(READ_BUFFER_BYTES);
+            }
+        }
+        self.flush(key)
+    }
+
+    /// Writes pending output; updates write interest; resumes reading once drained.
+    /// Returns false when the connection was closed.
+    fn flush(&mut self, key: usize) -> bool {
+        let conn = &mut self.conns[key];
+        let mut drained = match conn.transport.flush() {
+            Ok(done) => done,
+            Err(_) => {
+                self.close(key);
+                return false;
+            }
+        };
+        while drained && conn.output_sent < conn.output.len() {
+            match write_some(&mut conn.transport, &conn.output[conn.output_sent..]) {
+                Ok(0) => drained = false,
+                Ok(n) => conn.output_sent += n,
+                Err(_) => {
+                    self.close(key);
+                    return false;
+                }
+            }
+        }
+        if drained && !conn.output.is_empty() {
+            conn.output = Vec::new();
+            conn.output_sent = 0;
+            drained = conn.transport.flush().unwrap_or(false);
+        }
+        let want_write = !drained;
+        if want_write != conn.write_interest {
+            conn.write_interest = want_write;
+            let interest =
+                if want_write { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+            let token = Token(key + FIRST_CONNECTION);
+            if self.poll.registry().reregister(conn.transport.socket(), token, interest).is_err() {
+                self.close(key);
+                return false;
+            }
+        }
+        if drained {
+            if conn.phase == Phase::Closing && !conn.write_shut {
+                conn.write_shut = true;
+                conn.transport.shutdown_write();
+            }
+            if conn.reading_paused {
+                conn.reading_paused = false;
+                self.read(key);
+                return self.conns.contains(key);
+            }
+        }
+        true
+    }
+
+    /// Our side is finished: flush, half-close, and wait (bounded) for the peer to close.
+    fn begin_closing(&mut self, key: usize) {
+        let conn = &mut self.conns[key];
+        conn.phase = Phase::Closing;
+        conn.reading_paused = false;
+        let serial = conn.serial;
+        self.closing_deadlines.push_back(Deadline { at: Instant::now() + CLOSING_TIMEOUT, key, serial });
+        self.flush(key);
+    }
+
+    fn close(&mut self, key: usize) {
+        if let Some(mut conn) = self.conns.try_remove(key) {
+            let _ = self.poll.registry().deregister(conn.transport.socket());
+            self.shared.connections.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    fn expire_deadlines(&mut self, now: Instant) {
+        while let Some(deadline) = self.handshake_deadlines.front().copied() {
+            if deadline.at > now {
+                break;
+            }
+            self.handshake_deadlines.pop_front();
+            if self
+                .conns
+                .get(deadline.key)
+                .is_some_and(|c| c.serial == deadline.serial && c.phase == Phase::Handshake)
+            {
+                self.close(deadline.key);
+            }
+        }
+        while let Some(deadline) = self.closing_deadlines.front().copied() {
+            if deadline.at > now {
+                break;
+            }
+            self.closing_deadlines.pop_front();
+            if self
+                .conns
+                .get(deadline.key)
+                .is_some_and(|c| c.serial == deadline.serial && c.phase == Phase::Closing)
+            {
+                self.close(deadline.key);
+            }
+        }
+    }
+
+    /// Shutdown: stop accepting, send 1001 to every WebSocket, drop the rest.
+    fn begin_stop(&mut self, now: Instant) {
+        self.stop_deadline = Some(now + SHUTDOWN_GRACE);
+        self.websocket_listener = None;
+        self.tcp_listener = None;
+        let keys: Vec<usize> = self.conns.iter().map(|(key, _)| key).collect();
+        for key in keys {
+            let conn = &mut self.conns[key];
+            match conn.phase {
+                Phase::WebSocket => {
+                    conn.close_with(SHUTDOWN_CLOSE_CODE, &mut self.out);
+                    if self.send(key) {
+                        self.begin_closing(key);
+                    }
+                }
+                Phase::Closing => {}
+                _ => self.close(key),
+            }
+        }
+    }
+}
+
+/// Writes as much of `data` as the socket takes now; `WouldBlock` counts as 0.
+fn write_some(transport: &mut Transport, data: &[u8]) -> io::Result<usize> {
+    let mut written = 0;
+    while written < data.len() {
+        match transport.write(&data[written..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(written)
+}

@@ -1,0 +1,164 @@
+//! `wsbench serve`: the built-in echo server, wsbench's default benchmark target.
+//!
+//! It must never be the reason a benchmark looks bad, so it is small and lean: one mio event
+//! loop per thread (default one, like the seeds' single-threaded servers), listeners shared
+//! with `SO_REUSEPORT`, per-connection state of a few hundred bytes while idle, and no
+//! allocation per echoed message on the hot path (a whole frame is echoed straight from the
+//! thread's read buffer). Besides WebSocket echo it answers plain HTTP GETs and, on an extra
+//! port, echoes raw TCP: the baselines of the rtt scenario.
+
+mod config;
+mod conn;
+mod event_loop;
+mod listener;
+mod tls;
+mod transport;
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+
+pub use config::{
+    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_THREADS, ServeConfig, TlsSource,
+};
+
+/// Why the server could not start or stopped abnormally.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot listen on {addr}: {source} (is the port in use? try --port 0)")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("TLS set-up failed: {0}")]
+    Tls(String),
+    #[error("cannot read {path}: {source}")]
+    ReadFile { path: String, source: std::io::Error },
+    #[error("event loop failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("an event loop thread panicked")]
+    Panicked,
+}
+
+/// Listener addresses of a started server.
+#[derive(Debug, Clone)]
+pub struct Endpoints {
+    /// The WebSocket (and HTTP) listener.
+    pub websocket: SocketAddr,
+    /// The raw TCP echo listener, when asked for.
+    pub tcp: Option<SocketAddr>,
+    pub tls: bool,
+}
+
+impl Endpoints {
+    /// The `listening on …` line tools wait for.
+    pub fn listening_line(&self) -> String {
+        let scheme = if self.tls { "wss" } else { "ws" };
+        let mut line = format!("listening on {scheme}://{}", self.websocket);
+        if let Some(tcp) = self.tcp {
+            line.push_str(&format!(" tcp://{tcp}"));
+        }
+        line
+    }
+}
+
+/// A running server: its endpoints and a handle to stop it.
+#[derive(Debug)]
+pub struct RunningServer {
+    pub endpoints: Endpoints,
+    shared: Arc<event_loop::Shared>,
+    threads: Vec<JoinHandle<std::io::Result<()>>>,
+}
+
+impl RunningServer {
+    /// Asks every event loop to close its connections with 1001 and exit.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle { shared: self.shared.clone() }
+    }
+
+    /// Waits for every event loop to finish.
+    pub fn wait(self) -> Result<(), ServeError> {
+        for thread in self.threads {
+            thread.join().map_err(|_| ServeError::Panicked)??;
+        }
+        Ok(())
+    }
+}
+
+/// Stops a running server from another thread (or a signal handler thread).
+#[derive(Debug, Clone)]
+pub struct ShutdownHandle {
+    shared: Arc<event_loop::Shared>,
+}
+
+impl ShutdownHandle {
+    pub fn shutdown(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        for waker in self.shared.wakers.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = waker.wake();
+        }
+    }
+}
+
+/// Binds every listener and starts the event loops.
+pub fn start(config: &ServeConfig) -> Result<RunningServer, ServeError> {
+    let tls = match &config.tls {
+        Some(source) => Some(tls::server_config(source)?),
+        None => None,
+    };
+    let threads = config.threads.max(1);
+    let mut websocket_listeners = listener::bind_group(config.host, config.port, threads)?;
+    let websocket = websocket_listeners[0].local_addr()?;
+    let mut tcp_listeners = match config.tcp_port {
+        Some(port) => listener::bind_group(config.host, port, threads)?,
+        None => Vec::new(),
+    };
+    let tcp = tcp_listeners.first().map(|l| l.local_addr()).transpose()?;
+    let shared = Arc::new(event_loop::Shared {
+        stopping: AtomicBool::new(false),
+        connections: AtomicUsize::new(0),
+        wakers: Default::default(),
+    });
+    let mut handles = Vec::with_capacity(threads);
+    for index in 0..threads {
+        let websocket_listener = websocket_listeners.remove(0);
+        let tcp_listener = (!tcp_listeners.is_empty()).then(|| tcp_listeners.remove(0));
+        let mut event_loop = event_loop::EventLoop::new(
+            config.clone(),
+            tls.clone(),
+            websocket_listener,
+            tcp_listener,
+            shared.clone(),
+        )?;
+        handles.push(
+            std::thread::Builder::new().name(format!("serve-{index}")).spawn(move || event_loop.run())?,
+        );
+    }
+    Ok(RunningServer {
+        endpoints: Endpoints { websocket, tcp, tls: tls.is_some() },
+        shared,
+        threads: handles,
+    })
+}
+
+/// Runs the server until SIGINT or SIGTERM: prints the `listening on` line, then closes every
+/// connection with 1001 and returns.
+pub fn serve_until_signalled(config: &ServeConfig) -> Result<(), ServeError> {
+    let server = start(config)?;
+    let mut stdout = std::io::stdout().lock();
+    // A closed stdout (the starter went away) must not stop the server.
+    let _ = writeln!(stdout, "{}", server.endpoints.listening_line());
+    let _ = stdout.flush();
+    drop(stdout);
+    let handle = server.shutdown_handle();
+    let mut signals =
+        signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
+    let signal_handle = signals.handle();
+    std::thread::Builder::new().name("serve-signals".into()).spawn(move || {
+        if signals.forever().next().is_some() {
+            handle.shutdown();
+        }
+    })?;
+    let result = server.wait();
+    signal_handle.close();
+    result
+}

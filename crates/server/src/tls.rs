@@ -1,0 +1,48 @@
+//! TLS for wss and https: a rustls server configuration from PEM files, or from a
+//! self-signed certificate generated at start (benchmark clients run with `--insecure`).
+
+use std::sync::Arc;
+
+use rustls::ServerConfig;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::{ServeError, TlsSource};
+
+pub fn server_config(source: &TlsSource) -> Result<Arc<ServerConfig>, ServeError> {
+    let (certs, key) = match source {
+        TlsSource::SelfSigned => {
+            let names = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
+            let generated =
+                rcgen::generate_simple_self_signed(names).map_err(|e| ServeError::Tls(e.to_string()))?;
+            let key = PrivateKeyDer::try_from(generated.signing_key.serialize_der())
+                .map_err(|e| ServeError::Tls(e.to_string()))?;
+            (vec![generated.cert.der().clone()], key)
+        }
+        TlsSource::Files { cert, key } => {
+            let read = |path: &std::path::Path| {
+                std::fs::read(path)
+                    .map_err(|source| ServeError::ReadFile { path: path.display().to_string(), source })
+            };
+            let cert_pem = read(cert)?;
+            let key_pem = read(key)?;
+            let certs = CertificateDer::pem_slice_iter(&cert_pem)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| ServeError::Tls(format!("{}: {e}", cert.display())))?;
+            if certs.is_empty() {
+                return Err(ServeError::Tls(format!("{}: no certificate found", cert.display())));
+            }
+            let key = PrivateKeyDer::from_pem_slice(&key_pem)
+                .map_err(|e| ServeError::Tls(format!("{}: {e}", key.display())))?;
+            (certs, key)
+        }
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ServeError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| ServeError::Tls(e.to_string()))?;
+    Ok(Arc::new(config))
+}

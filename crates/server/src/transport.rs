@@ -1,0 +1,113 @@
+//! A connection's byte stream: a plain non-blocking TCP socket or rustls on top of one.
+//! Both look the same to the connection state machine: `read` gives plaintext (0 at end of
+//! stream, `WouldBlock` when nothing is ready), `write` accepts what fits. TLS output is
+//! capped inside rustls so a slow reader pushes back instead of growing memory.
+
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+
+use mio::net::TcpStream;
+use rustls::ServerConnection;
+
+/// Plaintext rustls may buffer per connection before `write` reports it full.
+const TLS_BUFFER_LIMIT: usize = 256 * 1024;
+
+#[derive(Debug)]
+pub enum Transport {
+    Plain(TcpStream),
+    Tls(Box<TlsStream>),
+}
+
+#[derive(Debug)]
+pub struct TlsStream {
+    socket: TcpStream,
+    session: ServerConnection,
+}
+
+impl Transport {
+    pub fn tls(socket: TcpStream, mut session: ServerConnection) -> Transport {
+        session.set_buffer_limit(Some(TLS_BUFFER_LIMIT));
+        Transport::Tls(Box::new(TlsStream { socket, session }))
+    }
+
+    pub fn socket(&mut self) -> &mut TcpStream {
+        match self {
+            Transport::Plain(socket) => socket,
+            Transport::Tls(tls) => &mut tls.socket,
+        }
+    }
+
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(socket) => socket.read(buf),
+            Transport::Tls(tls) => tls.read(buf),
+        }
+    }
+
+    pub fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(socket) => socket.write(data),
+            Transport::Tls(tls) => {
+                let accepted = tls.session.writer().write(data)?;
+                tls.flush_records()?;
+                if accepted == 0 && !data.is_empty() {
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                Ok(accepted)
+            }
+        }
+    }
+
+    /// Pushes out TLS records rustls still holds; true when none are left.
+    pub fn flush(&mut self) -> io::Result<bool> {
+        match self {
+            Transport::Plain(_) => Ok(true),
+            Transport::Tls(tls) => tls.flush_records(),
+        }
+    }
+
+    /// Ends our side of the stream (TLS close_notify first) while still reading the peer's.
+    pub fn shutdown_write(&mut self) {
+        if let Transport::Tls(tls) = self {
+            tls.session.send_close_notify();
+            let _ = tls.flush_records();
+        }
+        let _ = self.socket().shutdown(Shutdown::Write);
+    }
+}
+
+impl TlsStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.session.reader().read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // The peer closed the TCP stream without close_notify: treat as end of stream.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) => return Err(e),
+            }
+            if self.session.read_tls(&mut self.socket)? == 0 {
+                return Ok(0);
+            }
+            if let Err(error) = self.session.process_new_packets() {
+                // Send the alert rustls queued, then give up on the connection.
+                let _ = self.flush_records();
+                return Err(io::Error::new(io::ErrorKind::InvalidData, error));
+            }
+            if self.session.wants_write() {
+                self.flush_records()?;
+            }
+        }
+    }
+
+    fn flush_records(&mut self) -> io::Result<bool> {
+        while self.session.wants_write() {
+            match self.session.write_tls(&mut self.socket) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+}

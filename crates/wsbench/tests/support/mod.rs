@@ -1,0 +1,126 @@
+//! Test support shared by the integration tests: starts the real `wsbench serve` binary on
+//! port 0 and hands out its address. Tests never use fixed ports.
+//!
+//! A server shared by many tests (see [`shared_server`]) is spawned from a thread that never
+//! exits, with `PR_SET_PDEATHSIG`, so it dies with the test process instead of outliving it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock, mpsc};
+use std::time::Duration;
+
+/// Path of the `wsbench` binary built for this test run.
+pub fn wsbench_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_wsbench")
+}
+
+/// A running `wsbench serve` child process; killed on drop.
+#[derive(Debug)]
+pub struct Server {
+    pub child: Child,
+    /// The WebSocket listener (first URL on the `listening on` line).
+    pub addr: SocketAddr,
+    /// Every URL printed on the `listening on` line, e.g. `ws://127.0.0.1:4000`.
+    pub urls: Vec<String>,
+}
+
+impl Server {
+    /// Starts `wsbench serve --port 0 ARGS…` and waits for its `listening on` line.
+    pub fn spawn(args: &[&str]) -> Server {
+        let (child, urls) = spawn_serve(args);
+        let addr = addr_of(&urls[0]);
+        Server { child, addr, urls }
+    }
+
+    /// The address of the listener whose URL has `scheme` (`ws`, `wss`, `tcp`).
+    pub fn addr_for(&self, scheme: &str) -> SocketAddr {
+        let url = self
+            .urls
+            .iter()
+            .find(|u| u.starts_with(&format!("{scheme}://")))
+            .unwrap_or_else(|| panic!("no {scheme} listener in {:?}", self.urls));
+        addr_of(url)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn addr_of(url: &str) -> SocketAddr {
+    let rest = url.split("://").nth(1).expect("url has a scheme");
+    let host_port = rest.split('/').next().unwrap();
+    host_port.parse().unwrap_or_else(|e| panic!("bad address in {url}: {e}"))
+}
+
+fn spawn_serve(args: &[&str]) -> (Child, Vec<String>) {
+    let mut cmd = Command::new(wsbench_bin());
+    cmd.arg("serve").arg("--port").arg("0").args(args);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill the child when the
+    // thread that forked it exits.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("spawn wsbench serve");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        if let Some(Ok(first)) = lines.next() {
+            let _ = tx.send(first);
+        }
+        // Keep draining so the server never blocks on a full stdout pipe.
+        for _ in lines {}
+    });
+    let first = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("wsbench serve printed no `listening on` line within 20 s");
+    let urls: Vec<String> = first
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {first:?}"))
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    (child, urls)
+}
+
+/// One server per distinct argument list, shared by every test in this test binary and
+/// killed when the test process exits.
+pub fn shared_server(args: &[&str]) -> SocketAddr {
+    static SERVERS: OnceLock<Mutex<Vec<(Vec<String>, SocketAddr)>>> = OnceLock::new();
+    let key: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let servers = SERVERS.get_or_init(|| Mutex::new(Vec::new()));
+    let mut servers = servers.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, addr)) = servers.iter().find(|(k, _)| *k == key) {
+        return *addr;
+    }
+    // PDEATHSIG fires when the forking *thread* exits, so fork from a thread that never does.
+    let (tx, rx) = mpsc::channel();
+    let owned = key.clone();
+    std::thread::spawn(move || {
+        let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let (child, urls) = spawn_serve(&refs);
+        let _ = tx.send(addr_of(&urls[0]));
+        let _keep_alive = child;
+        loop {
+            std::thread::park();
+        }
+    });
+    let addr = rx.recv().expect("shared server started");
+    servers.push((key, addr));
+    addr
+}
