@@ -4,4 +4,6 @@
 //! load engine, metrics, result files and reports.
 
 pub mod cli;
+pub mod metrics;
+pub mod samples;
 pub mod units;

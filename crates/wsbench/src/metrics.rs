@@ -1,0 +1,219 @@
+//! What a run measures, in a form that merges losslessly: HdrHistograms (µs, 3 significant
+//! digits) that merge with `add`, counters that merge with `+=`, and one latency histogram
+//! per wall-clock second. Each engine worker owns one [`Metrics`] and records without locks;
+//! workers, shards and processes are combined with [`Metrics::merge`].
+
+use std::collections::BTreeMap;
+use std::ops::AddAssign;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Highest value a histogram tracks: one hour in microseconds.
+pub const HISTOGRAM_MAX_US: u64 = 3_600_000_000;
+pub const HISTOGRAM_SIGFIG: u8 = 3;
+
+/// A latency histogram in microseconds.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG).expect("valid histogram bounds")
+}
+
+/// Records a value, saturating at the histogram's maximum instead of failing.
+pub fn record_us(histogram: &mut Histogram<u64>, micros: u64) {
+    histogram.saturating_record(micros.max(1));
+}
+
+/// Counters of one run, by kind. Every field is a count of events.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    pub connections_attempted: u64,
+    pub connections_established: u64,
+    pub connect_timeouts: u64,
+    pub connections_refused: u64,
+    /// TCP connected but the TLS or WebSocket handshake failed (e.g. HTTP 4xx/5xx).
+    pub handshake_failures: u64,
+    /// Other connect errors (unreachable, out of source ports, …).
+    pub connect_errors: u64,
+    /// Server closed with a close frame, by close code (0 = close frame without a code).
+    pub closed_by_server: BTreeMap<u16, u64>,
+    /// Connection reset or ended without a close frame.
+    pub resets: u64,
+    /// The server broke RFC 6455 (masked frame, bad opcode, …).
+    pub protocol_errors: u64,
+    /// An echo that did not match what was sent.
+    pub payload_mismatches: u64,
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Messages sent but never answered when the run ended.
+    pub messages_unanswered: u64,
+    /// Messages answered during warm-up (not in the latency histogram).
+    pub warmup_messages: u64,
+}
+
+impl Counters {
+    /// Connections that were attempted and never established.
+    pub fn connections_failed(&self) -> u64 {
+        self.connections_attempted.saturating_sub(self.connections_established)
+    }
+
+    /// Server-initiated disconnections of any kind.
+    pub fn disconnections(&self) -> u64 {
+        self.closed_by_server.values().sum::<u64>() + self.resets
+    }
+
+    /// Every non-zero error counter by kind, e.g. `connect_timeout` or `closed_1001`.
+    pub fn errors(&self) -> BTreeMap<String, u64> {
+        let mut errors = BTreeMap::new();
+        let mut put = |kind: &str, count: u64| {
+            if count > 0 {
+                errors.insert(kind.to_owned(), count);
+            }
+        };
+        put("connect_timeout", self.connect_timeouts);
+        put("connection_refused", self.connections_refused);
+        put("handshake_failed", self.handshake_failures);
+        put("connect_error", self.connect_errors);
+        put("reset", self.resets);
+        put("protocol_error", self.protocol_errors);
+        put("payload_mismatch", self.payload_mismatches);
+        for (code, count) in &self.closed_by_server {
+            put(&format!("closed_{code}"), *count);
+        }
+        errors
+    }
+}
+
+impl AddAssign<&Counters> for Counters {
+    fn add_assign(&mut self, other: &Counters) {
+        self.connections_attempted += other.connections_attempted;
+        self.connections_established += other.connections_established;
+        self.connect_timeouts += other.connect_timeouts;
+        self.connections_refused += other.connections_refused;
+        self.handshake_failures += other.handshake_failures;
+        self.connect_errors += other.connect_errors;
+        for (code, count) in &other.closed_by_server {
+            *self.closed_by_server.entry(*code).or_default() += count;
+        }
+        self.resets += other.resets;
+        self.protocol_errors += other.protocol_errors;
+        self.payload_mismatches += other.payload_mismatches;
+        self.messages_sent += other.messages_sent;
+        self.messages_received += other.messages_received;
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.messages_unanswered += other.messages_unanswered;
+        self.warmup_messages += other.warmup_messages;
+    }
+}
+
+/// One wall-clock second of the run.
+#[derive(Debug, Clone)]
+pub struct Interval {
+    /// Seconds since the run started.
+    pub second: u64,
+    /// Round trips completed in this second (including warm-up ones).
+    pub echoes: u64,
+    pub connections_open: u64,
+    pub latency: Histogram<u64>,
+}
+
+/// Everything one worker (or a merge of several) measured.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    /// Round-trip latency after warm-up, corrected for coordinated omission in open-loop
+    /// runs (measured from the intended send time).
+    pub latency: Histogram<u64>,
+    /// Round-trip latency from the actual send time.
+    pub latency_uncorrected: Histogram<u64>,
+    /// TCP connect start → WebSocket handshake done.
+    pub connect: Histogram<u64>,
+    /// Open-loop only: how late the client sent (actual − intended).
+    pub send_lag: Histogram<u64>,
+    pub counters: Counters,
+    pub intervals: Vec<Interval>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            latency: new_histogram(),
+            latency_uncorrected: new_histogram(),
+            connect: new_histogram(),
+            send_lag: new_histogram(),
+            counters: Counters::default(),
+            intervals: Vec::new(),
+        }
+    }
+}
+
+impl Metrics {
+    /// The interval for `second`, created (with any gap before it) on first use.
+    pub fn interval(&mut self, second: u64) -> &mut Interval {
+        let index = second as usize;
+        while self.intervals.len() <= index {
+            let second = self.intervals.len() as u64;
+            self.intervals.push(Interval { second, echoes: 0, connections_open: 0, latency: new_histogram() });
+        }
+        &mut self.intervals[index]
+    }
+
+    /// Adds `other` into `self` losslessly; intervals are aligned on their second.
+    pub fn merge(&mut self, other: &Metrics) {
+        self.latency.add(&other.latency).expect("histograms share bounds");
+        self.latency_uncorrected.add(&other.latency_uncorrected).expect("histograms share bounds");
+        self.connect.add(&other.connect).expect("histograms share bounds");
+        self.send_lag.add(&other.send_lag).expect("histograms share bounds");
+        self.counters += &other.counters;
+        for interval in &other.intervals {
+            let mine = self.interval(interval.second);
+            mine.echoes += interval.echoes;
+            mine.connections_open += interval.connections_open;
+            mine.latency.add(&interval.latency).expect("histograms share bounds");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_histogram_equals_one_fed_all_samples() {
+        let mut all = Metrics::default();
+        let mut parts = [Metrics::default(), Metrics::default(), Metrics::default()];
+        for i in 0..30_000u64 {
+            let value = (i * 7919) % 250_000 + 1;
+            record_us(&mut all.latency, value);
+            record_us(&mut parts[(i % 3) as usize].latency, value);
+        }
+        let mut merged = Metrics::default();
+        for part in &parts {
+            merged.merge(part);
+        }
+        assert_eq!(merged.latency.len(), all.latency.len());
+        for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(merged.latency.value_at_quantile(q), all.latency.value_at_quantile(q));
+        }
+    }
+
+    #[test]
+    fn counters_sum_and_intervals_align() {
+        let mut a = Metrics::default();
+        a.counters.messages_sent = 5;
+        a.counters.closed_by_server.insert(1001, 2);
+        a.interval(2).echoes = 10;
+        let mut b = Metrics::default();
+        b.counters.messages_sent = 7;
+        b.counters.closed_by_server.insert(1001, 1);
+        b.counters.resets = 4;
+        b.interval(0).echoes = 3;
+        b.interval(2).echoes = 1;
+        a.merge(&b);
+        assert_eq!(a.counters.messages_sent, 12);
+        assert_eq!(a.counters.disconnections(), 7);
+        assert_eq!(a.counters.errors().get("closed_1001"), Some(&3));
+        assert_eq!(a.intervals.iter().map(|i| i.echoes).collect::<Vec<_>>(), [3, 0, 11]);
+    }
+}

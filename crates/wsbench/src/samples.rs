@@ -1,0 +1,80 @@
+//! Plain data handed from the measuring parts (engine, server probe, client self-check,
+//! machine facts) to the result file. Kept apart so each side can be built and tested
+//! without the other.
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::Metrics;
+
+/// One sample of the server process(es), summed over their pids.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ServerSample {
+    /// Milliseconds since the run started.
+    pub t_ms: u64,
+    pub rss_bytes: u64,
+    /// User + system CPU time since the process started.
+    pub cpu_seconds: f64,
+    pub threads: u64,
+    pub fds: u64,
+}
+
+/// What the server probe saw.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerReport {
+    /// The processes measured; empty when the server could not be probed.
+    pub pids: Vec<u32>,
+    /// How they were found: `spawned`, `--server-pid`, `listening-port`.
+    pub found_by: Option<String>,
+    /// Why the server was not probed (e.g. a remote target), when it was not.
+    pub unprobed_reason: Option<String>,
+    /// Sampled every 250 ms; the first is taken before any connection opens.
+    pub samples: Vec<ServerSample>,
+}
+
+/// CPU use of one client worker thread over the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerCpu {
+    pub name: String,
+    pub cpu_seconds: f64,
+    /// Fraction of one core (cpu_seconds / wall seconds).
+    pub share: f64,
+}
+
+/// Facts about the machine the client ran on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineFacts {
+    pub cpu_model: String,
+    pub cores: usize,
+    pub kernel: String,
+    pub hostname: String,
+    pub wsbench_version: String,
+    /// Open-file limit (soft) the client ran with.
+    pub open_files_limit: u64,
+}
+
+/// Everything a finished (or interrupted) run hands to the result file.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// `echo`, `throughput`, `scalability`, …
+    pub scenario: String,
+    pub target_url: String,
+    /// The target was the built-in server, started by wsbench.
+    pub target_builtin: bool,
+    /// The full validated configuration, as given to the engine.
+    pub config: serde_json::Value,
+    pub started_at_unix_ms: u64,
+    /// Wall time from the first connection attempt to the end.
+    pub elapsed_secs: f64,
+    /// Wall time over which `echoes_per_sec` is computed (after ramp and warm-up).
+    pub measured_secs: f64,
+    /// Round trips completed inside the measured window.
+    pub measured_echoes: u64,
+    pub interrupted: bool,
+    /// Connections × in-flight messages the run aimed to keep busy (Little's law).
+    pub connections: u64,
+    pub in_flight: u64,
+    pub metrics: Metrics,
+    pub server: ServerReport,
+    pub client_workers: Vec<WorkerCpu>,
+    pub machine: MachineFacts,
+}
