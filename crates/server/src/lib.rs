@@ -12,7 +12,7 @@ mod conn;
 mod event_loop;
 mod listener;
 mod tls;
-mod transport;
+pub mod transport;
 
 use std::io::Write;
 use std::net::SocketAddr;

@@ -1,5 +1,6 @@
-//! A connection's byte stream: a plain non-blocking TCP socket or rustls on top of one.
-//! Both look the same to the connection state machine: `read` gives plaintext (0 at end of
+//! A connection's byte stream: a plain non-blocking TCP socket or rustls on top of one,
+//! for either side (the load engine's client connections use it too). Both look the same
+//! to a connection state machine: `read` gives plaintext (0 at end of
 //! stream, `WouldBlock` when nothing is ready), `write` accepts what fits. TLS output is
 //! capped inside rustls so a slow reader pushes back instead of growing memory.
 
@@ -7,7 +8,7 @@ use std::io::{self, Read, Write};
 use std::net::Shutdown;
 
 use mio::net::TcpStream;
-use rustls::ServerConnection;
+use rustls::Connection;
 
 /// Plaintext rustls may buffer per connection before `write` reports it full.
 const TLS_BUFFER_LIMIT: usize = 256 * 1024;
@@ -21,11 +22,12 @@ pub enum Transport {
 #[derive(Debug)]
 pub struct TlsStream {
     socket: TcpStream,
-    session: ServerConnection,
+    session: Connection,
 }
 
 impl Transport {
-    pub fn tls(socket: TcpStream, mut session: ServerConnection) -> Transport {
+    pub fn tls(socket: TcpStream, session: impl Into<Connection>) -> Transport {
+        let mut session = session.into();
         session.set_buffer_limit(Some(TLS_BUFFER_LIMIT));
         Transport::Tls(Box::new(TlsStream { socket, session }))
     }
@@ -64,6 +66,11 @@ impl Transport {
             Transport::Plain(_) => Ok(true),
             Transport::Tls(tls) => tls.flush_records(),
         }
+    }
+
+    /// TLS is still negotiating (always false for plain TCP).
+    pub fn is_handshaking(&self) -> bool {
+        matches!(self, Transport::Tls(tls) if tls.session.is_handshaking())
     }
 
     /// Ends our side of the stream (TLS close_notify first) while still reading the peer's.

@@ -10,6 +10,8 @@ use wsbench_server::{
     DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_THREADS, ServeConfig, TlsSource,
 };
 
+use crate::config::{ConfigError, RunConfig, RunSettings};
+use crate::report::ReportFormat;
 use crate::units::{UnitError, format_duration, parse_bytes, parse_duration};
 
 /// A duration flag: parsed with [`parse_duration`], shown with [`format_duration`] in `--help`.
@@ -43,8 +45,72 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run a benchmark scenario (default: echo against the built-in server).
+    Run(RunArgs),
+    /// Render result files (terminal text or JSON).
+    Report(ReportArgs),
     /// Run the built-in echo server (the default benchmark target).
     Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A scenario (echo, throughput, scalability) and/or a target URL (ws:// or wss://);
+    /// without a URL wsbench starts its built-in server.
+    #[arg(value_name = "SCENARIO|URL", num_args = 0..=2)]
+    pub positional: Vec<String>,
+    /// A TOML scenario file (e.g. scenarios/includeos-25k.toml); flags override it.
+    #[arg(long = "scenario", value_name = "FILE")]
+    pub scenario_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub settings: RunSettings,
+}
+
+impl RunArgs {
+    /// The run's validated configuration: scenario file, then positionals and flags.
+    pub fn into_config(self) -> Result<RunConfig, ConfigError> {
+        let mut settings = self.settings;
+        for word in self.positional {
+            let slot = if word.contains("://") { &mut settings.target } else { &mut settings.scenario };
+            if slot.replace(word.clone()).is_some() {
+                return Err(ConfigError::Invalid {
+                    setting: "scenario",
+                    problem: format!("`{word}`: give at most one scenario and one URL"),
+                });
+            }
+        }
+        let base = match &self.scenario_file {
+            Some(path) => RunSettings::from_file(path)?,
+            None => RunSettings::default(),
+        };
+        settings.over(base).validate()
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result files written by `wsbench run --json`.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    pub format: FormatArg,
+}
+
+/// Output formats of `wsbench report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    Text,
+    Json,
+}
+
+impl From<FormatArg> for ReportFormat {
+    fn from(format: FormatArg) -> ReportFormat {
+        match format {
+            FormatArg::Text => ReportFormat::Text,
+            FormatArg::Json => ReportFormat::Json,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

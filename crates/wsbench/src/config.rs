@@ -1,0 +1,411 @@
+//! The one validated run configuration. Command-line flags and TOML scenario files both
+//! land in [`RunSettings`] (every field optional; flags override the file), and
+//! [`RunSettings::validate`] turns that into a [`RunConfig`] with every default applied and
+//! every value checked, or a one-line error naming the setting and what to do.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::target::Target;
+use crate::units::{UnitError, parse_bytes, parse_duration, parse_rate};
+
+pub const DEFAULT_CONNECTIONS: u64 = 1000;
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+pub const DEFAULT_WARMUP: Duration = Duration::from_secs(1);
+pub const DEFAULT_HOLD: Duration = Duration::from_secs(5);
+pub const DEFAULT_IN_FLIGHT: u64 = 1;
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+pub const DEFAULT_THROUGHPUT_PAYLOAD: u64 = 20;
+pub const DEFAULT_FRAMES_PER_SEND: u64 = 10;
+
+/// A bad setting, named, with what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0}")]
+    Unit(#[from] UnitError),
+    #[error("--{setting}: {problem}")]
+    Invalid { setting: &'static str, problem: String },
+    #[error("cannot read scenario file {path}: {source}")]
+    ReadScenario { path: PathBuf, source: std::io::Error },
+    #[error("scenario file {path}: {message}")]
+    ParseScenario { path: PathBuf, message: String },
+}
+
+fn invalid(setting: &'static str, problem: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { setting, problem: problem.into() }
+}
+
+/// The scenarios of `wsbench run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// Closed loop: each connection keeps K messages in flight (seeds 000/002).
+    Echo,
+    /// F frames per send, as fast as the server echoes (seed 004).
+    Throughput,
+    /// Open N connections and hold them; connections/ms and connections/MB (seed 004).
+    Scalability,
+}
+
+impl std::str::FromStr for Scenario {
+    type Err = ConfigError;
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name {
+            "echo" => Ok(Scenario::Echo),
+            "throughput" => Ok(Scenario::Throughput),
+            "scalability" => Ok(Scenario::Scalability),
+            other => Err(invalid("scenario", format!("unknown scenario `{other}`: use echo, throughput or scalability"))),
+        }
+    }
+}
+
+impl Scenario {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Echo => "echo",
+            Scenario::Throughput => "throughput",
+            Scenario::Scalability => "scalability",
+        }
+    }
+}
+
+/// What each message carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Payload {
+    /// A JSON object with the client's send timestamp and a sequence number, as in seed 000.
+    JsonTs,
+    /// N random bytes, the same for every message of the run; echoes are checked.
+    Bytes(u64),
+}
+
+impl std::str::FromStr for Payload {
+    type Err = ConfigError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text == "json-ts" {
+            return Ok(Payload::JsonTs);
+        }
+        match text.strip_prefix("bytes:") {
+            Some(size) => Ok(Payload::Bytes(parse_bytes(size)?)),
+            None => Err(invalid("payload", format!("`{text}` is not a payload: use json-ts or bytes:N (e.g. bytes:20)"))),
+        }
+    }
+}
+
+/// Text or binary frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MessageKind {
+    Text,
+    Binary,
+}
+
+/// Settings as given, from flags or a TOML scenario file; all optional.
+#[derive(Debug, Clone, Default, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RunSettings {
+    /// Scenario: echo (default), throughput or scalability.
+    #[arg(skip)]
+    pub scenario: Option<String>,
+    /// Server URL (ws:// or wss://); without one, wsbench starts its built-in server.
+    #[arg(skip)]
+    pub target: Option<String>,
+    /// Connections to open.
+    #[arg(long)]
+    pub connections: Option<u64>,
+    /// Connection rate while ramping up, e.g. 75/s (default: as fast as possible).
+    #[arg(long)]
+    pub ramp: Option<String>,
+    /// Measured load time, after the ramp and the warm-up.
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Load time after the ramp that is not measured.
+    #[arg(long)]
+    pub warmup: Option<String>,
+    /// Scalability: how long to hold the connections open.
+    #[arg(long)]
+    pub hold: Option<String>,
+    /// Messages each connection keeps in flight (closed loop).
+    #[arg(long)]
+    pub in_flight: Option<u64>,
+    /// Message payload: json-ts or bytes:N.
+    #[arg(long)]
+    pub payload: Option<String>,
+    /// Throughput: payload bytes per frame (same as --payload bytes:N).
+    #[arg(long)]
+    pub payload_bytes: Option<String>,
+    /// Throughput: frames written in one send.
+    #[arg(long)]
+    pub frames_per_send: Option<u64>,
+    /// Send binary frames.
+    #[arg(long, conflicts_with = "text")]
+    #[serde(default)]
+    pub binary: bool,
+    /// Send text frames.
+    #[arg(long)]
+    #[serde(default)]
+    pub text: bool,
+    /// Give up on a connection not established by then.
+    #[arg(long)]
+    pub connect_timeout: Option<String>,
+    /// CPUs for the client's workers, one worker per CPU (e.g. 1 or 1-3).
+    #[arg(long)]
+    pub client_cpus: Option<String>,
+    /// CPUs for the built-in server wsbench starts (e.g. 0).
+    #[arg(long)]
+    pub server_cpus: Option<String>,
+    /// Source addresses to spread connections over, e.g. 127.0.0.2-127.0.0.40.
+    #[arg(long)]
+    pub source_addrs: Option<String>,
+    /// Accept any TLS certificate (for self-signed servers).
+    #[arg(long)]
+    #[serde(default)]
+    pub insecure: bool,
+    /// Measure this process as the server instead of finding it by its port.
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+    /// Write the result file here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write per-second latency histograms as an HdrHistogram log here.
+    #[arg(long)]
+    pub hlog: Option<PathBuf>,
+}
+
+impl RunSettings {
+    /// Reads a TOML scenario file (the same keys as the flags, kebab-case).
+    pub fn from_file(path: &Path) -> Result<RunSettings, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::ReadScenario { path: path.to_owned(), source })?;
+        toml::from_str(&text).map_err(|e| ConfigError::ParseScenario {
+            path: path.to_owned(),
+            message: e.message().to_owned() + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
+        })
+    }
+
+    /// `self` overrides `base` wherever `self` has a value.
+    pub fn over(self, base: RunSettings) -> RunSettings {
+        RunSettings {
+            scenario: self.scenario.or(base.scenario),
+            target: self.target.or(base.target),
+            connections: self.connections.or(base.connections),
+            ramp: self.ramp.or(base.ramp),
+            duration: self.duration.or(base.duration),
+            warmup: self.warmup.or(base.warmup),
+            hold: self.hold.or(base.hold),
+            in_flight: self.in_flight.or(base.in_flight),
+            payload: self.payload.or(base.payload),
+            payload_bytes: self.payload_bytes.or(base.payload_bytes),
+            frames_per_send: self.frames_per_send.or(base.frames_per_send),
+            binary: self.binary || (base.binary && !self.text),
+            text: self.text || (base.text && !self.binary),
+            connect_timeout: self.connect_timeout.or(base.connect_timeout),
+            client_cpus: self.client_cpus.or(base.client_cpus),
+            server_cpus: self.server_cpus.or(base.server_cpus),
+            source_addrs: self.source_addrs.or(base.source_addrs),
+            insecure: self.insecure || base.insecure,
+            server_pid: self.server_pid.or(base.server_pid),
+            json: self.json.or(base.json),
+            hlog: self.hlog.or(base.hlog),
+        }
+    }
+
+    /// Applies defaults and checks every value.
+    pub fn validate(self) -> Result<RunConfig, ConfigError> {
+        let scenario: Scenario = self.scenario.as_deref().unwrap_or("echo").parse()?;
+        let target = self.target.as_deref().map(Target::parse).transpose()?;
+        let connections = self.connections.unwrap_or(DEFAULT_CONNECTIONS);
+        if connections == 0 {
+            return Err(invalid("connections", "must be at least 1"));
+        }
+        let duration = |value: &Option<String>, default: Duration| -> Result<Duration, ConfigError> {
+            Ok(value.as_deref().map(parse_duration).transpose()?.unwrap_or(default))
+        };
+        let payload = match (&self.payload, &self.payload_bytes) {
+            (Some(_), Some(_)) => return Err(invalid("payload-bytes", "give either --payload or --payload-bytes")),
+            (Some(text), None) => text.parse()?,
+            (None, Some(size)) => Payload::Bytes(parse_bytes(size)?),
+            (None, None) if scenario == Scenario::Throughput => Payload::Bytes(DEFAULT_THROUGHPUT_PAYLOAD),
+            (None, None) => Payload::JsonTs,
+        };
+        let frames_per_send = match (scenario, self.frames_per_send) {
+            (_, Some(0)) => return Err(invalid("frames-per-send", "must be at least 1")),
+            (Scenario::Throughput, frames) => frames.unwrap_or(DEFAULT_FRAMES_PER_SEND),
+            (_, Some(_)) => return Err(invalid("frames-per-send", "only applies to the throughput scenario")),
+            (_, None) => 1,
+        };
+        let in_flight = match (scenario, self.in_flight) {
+            (_, Some(0)) => return Err(invalid("in-flight", "must be at least 1")),
+            (Scenario::Throughput, Some(k)) if k % frames_per_send != 0 => {
+                return Err(invalid("in-flight", format!("must be a multiple of --frames-per-send ({frames_per_send})")));
+            }
+            (Scenario::Throughput, k) => k.unwrap_or(frames_per_send),
+            (_, k) => k.unwrap_or(DEFAULT_IN_FLIGHT),
+        };
+        let message = match (self.binary, self.text, payload) {
+            (true, _, Payload::JsonTs) => return Err(invalid("binary", "json-ts payloads are text; drop --binary or use --payload bytes:N")),
+            (true, _, _) => MessageKind::Binary,
+            (_, true, _) => MessageKind::Text,
+            (_, _, Payload::JsonTs) => MessageKind::Text,
+            (_, _, Payload::Bytes(_)) => MessageKind::Binary,
+        };
+        if let (MessageKind::Text, Payload::Bytes(_)) = (message, payload) {
+            // Random bytes are not UTF-8; text frames carry printable ASCII instead.
+        }
+        let ramp = self.ramp.as_deref().map(parse_rate).transpose()?;
+        let client_cpus = self.client_cpus.as_deref().map(crate::affinity::parse_cpu_list).transpose().map_err(|e| invalid("client-cpus", e.to_string()))?;
+        let server_cpus = self.server_cpus.as_deref().map(crate::affinity::parse_cpu_list).transpose().map_err(|e| invalid("server-cpus", e.to_string()))?;
+        let source_addrs = self.source_addrs.as_deref().map(parse_addr_range).transpose()?.unwrap_or_default();
+        if target.is_some() && server_cpus.is_some() {
+            return Err(invalid("server-cpus", "only applies to the built-in server (give no URL)"));
+        }
+        Ok(RunConfig {
+            scenario,
+            target,
+            connections,
+            ramp_per_sec: ramp,
+            duration: duration(&self.duration, DEFAULT_DURATION)?,
+            warmup: duration(&self.warmup, if scenario == Scenario::Scalability { Duration::ZERO } else { DEFAULT_WARMUP })?,
+            hold: duration(&self.hold, DEFAULT_HOLD)?,
+            in_flight,
+            payload,
+            message,
+            frames_per_send,
+            connect_timeout: duration(&self.connect_timeout, DEFAULT_CONNECT_TIMEOUT)?,
+            client_cpus,
+            server_cpus,
+            source_addrs,
+            insecure: self.insecure,
+            server_pid: self.server_pid,
+            json: self.json,
+            hlog: self.hlog,
+        })
+    }
+}
+
+/// `127.0.0.2-127.0.0.40` or a comma-separated list of addresses.
+pub fn parse_addr_range(text: &str) -> Result<Vec<IpAddr>, ConfigError> {
+    let bad = |why: &str| invalid("source-addrs", format!("`{text}`: {why}; use e.g. 127.0.0.2-127.0.0.40"));
+    let mut addrs = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        match part.split_once('-') {
+            Some((first, last)) => {
+                let first: std::net::Ipv4Addr = first.trim().parse().map_err(|_| bad("not an IPv4 address"))?;
+                let last: std::net::Ipv4Addr = last.trim().parse().map_err(|_| bad("not an IPv4 address"))?;
+                let (a, b) = (u32::from(first), u32::from(last));
+                if a > b || b - a > 65_535 {
+                    return Err(bad("the range is reversed or too large"));
+                }
+                addrs.extend((a..=b).map(|n| IpAddr::from(std::net::Ipv4Addr::from(n))));
+            }
+            None => addrs.push(part.parse().map_err(|_| bad("not an IP address"))?),
+        }
+    }
+    Ok(addrs)
+}
+
+/// A validated run: what the engine executes. Serialized into the result file.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunConfig {
+    pub scenario: Scenario,
+    /// `None`: start the built-in server.
+    pub target: Option<Target>,
+    pub connections: u64,
+    pub ramp_per_sec: Option<f64>,
+    #[serde(serialize_with = "as_secs")]
+    pub duration: Duration,
+    #[serde(serialize_with = "as_secs")]
+    pub warmup: Duration,
+    #[serde(serialize_with = "as_secs")]
+    pub hold: Duration,
+    pub in_flight: u64,
+    pub payload: Payload,
+    pub message: MessageKind,
+    pub frames_per_send: u64,
+    #[serde(serialize_with = "as_secs")]
+    pub connect_timeout: Duration,
+    pub client_cpus: Option<Vec<usize>>,
+    pub server_cpus: Option<Vec<usize>>,
+    pub source_addrs: Vec<IpAddr>,
+    pub insecure: bool,
+    pub server_pid: Option<u32>,
+    pub json: Option<PathBuf>,
+    pub hlog: Option<PathBuf>,
+}
+
+fn as_secs<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(f: impl FnOnce(&mut RunSettings)) -> RunSettings {
+        let mut s = RunSettings::default();
+        f(&mut s);
+        s
+    }
+
+    #[test]
+    fn defaults_are_the_seed_echo_loop() {
+        let config = RunSettings::default().validate().unwrap();
+        assert_eq!(config.scenario, Scenario::Echo);
+        assert_eq!(config.connections, DEFAULT_CONNECTIONS);
+        assert_eq!(config.payload, Payload::JsonTs);
+        assert_eq!(config.message, MessageKind::Text);
+        assert_eq!(config.in_flight, 1);
+        assert!(config.target.is_none());
+    }
+
+    #[test]
+    fn throughput_defaults_follow_the_uws_benchmark() {
+        let config = settings(|s| s.scenario = Some("throughput".into())).validate().unwrap();
+        assert_eq!(config.payload, Payload::Bytes(20));
+        assert_eq!(config.frames_per_send, 10);
+        assert_eq!(config.in_flight, 10);
+        assert_eq!(config.message, MessageKind::Binary);
+    }
+
+    #[test]
+    fn flags_override_the_scenario_file() {
+        let file: RunSettings = toml::from_str("scenario = \"echo\"\nconnections = 25000\nramp = \"75/s\"\n").unwrap();
+        let flags = settings(|s| s.connections = Some(10));
+        let config = flags.over(file).validate().unwrap();
+        assert_eq!(config.connections, 10);
+        assert_eq!(config.ramp_per_sec, Some(75.0));
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        let cases: Vec<(RunSettings, &str)> = vec![
+            (settings(|s| s.connections = Some(0)), "--connections"),
+            (settings(|s| s.payload = Some("words".into())), "--payload"),
+            (settings(|s| s.duration = Some("soon".into())), "duration"),
+            (settings(|s| s.scenario = Some("c1m".into())), "--scenario"),
+            (settings(|s| s.frames_per_send = Some(3)), "--frames-per-send"),
+            (settings(|s| s.source_addrs = Some("127.0.0.9-127.0.0.2".into())), "--source-addrs"),
+            (settings(|s| s.target = Some("http://x".into())), "ws://"),
+        ];
+        for (settings, expected) in cases {
+            let message = settings.validate().unwrap_err().to_string();
+            assert!(message.contains(expected), "{message:?} should mention {expected}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_in_a_scenario_file_are_rejected() {
+        let error = toml::from_str::<RunSettings>("conections = 5\n").unwrap_err();
+        assert!(error.to_string().contains("conections"));
+    }
+
+    #[test]
+    fn source_address_ranges() {
+        let addrs = parse_addr_range("127.0.0.2-127.0.0.4").unwrap();
+        assert_eq!(addrs.len(), 3);
+        assert_eq!(addrs[2], IpAddr::from([127, 0, 0, 4]));
+    }
+}

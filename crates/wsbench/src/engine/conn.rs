@@ -1,0 +1,120 @@
+//! One client connection's state. The worker drives it; this file holds the data and the
+//! small pieces of logic that belong to one connection (what to write next, in order).
+
+use std::collections::VecDeque;
+use std::io;
+use std::time::Instant;
+
+use wsbench_proto::Decoder;
+use wsbench_server::transport::Transport;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// TCP connect in progress.
+    Connecting,
+    /// Upgrade request sent (after TLS, if any); waiting for `101`.
+    Upgrading,
+    Open,
+    /// We sent a close frame (end of run); waiting for the server's.
+    Closing,
+}
+
+#[derive(Debug)]
+pub struct ClientConn {
+    pub transport: Transport,
+    pub state: State,
+    /// When the TCP connect started (connect time runs to the end of the handshake).
+    pub started: Instant,
+    /// The `Sec-WebSocket-Key` sent.
+    pub key: String,
+    pub decoder: Decoder,
+    /// Unprocessed input (an incomplete response header or frame header).
+    pub input: Vec<u8>,
+    /// Handshake, json-ts frames and control frames to write, and how much is written.
+    pub output: Vec<u8>,
+    pub output_sent: usize,
+    /// Batches of the worker's pre-encoded frames still to write, and the position inside
+    /// the one being written.
+    pub batches_pending: u64,
+    pub batch_pos: usize,
+    /// Send times of the messages in flight, oldest first (echoes come back in order).
+    pub in_flight: VecDeque<Instant>,
+    pub next_seq: u64,
+    pub echoes: u64,
+    /// Partial json-ts message being reassembled.
+    pub message: Vec<u8>,
+    /// Byte-for-byte check of the echo being received: offset reached, or None if this
+    /// echo is not sampled.
+    pub check_offset: Option<usize>,
+    pub check_failed: bool,
+    pub write_interest: bool,
+}
+
+impl ClientConn {
+    pub fn new(transport: Transport, key: String, decoder: Decoder, started: Instant) -> ClientConn {
+        ClientConn {
+            transport,
+            state: State::Connecting,
+            started,
+            key,
+            decoder,
+            input: Vec::new(),
+            output: Vec::new(),
+            output_sent: 0,
+            batches_pending: 0,
+            batch_pos: 0,
+            in_flight: VecDeque::new(),
+            next_seq: 0,
+            echoes: 0,
+            message: Vec::new(),
+            check_offset: None,
+            check_failed: false,
+            write_interest: true,
+        }
+    }
+
+    /// Writes pending bytes in order: a half-written batch first (frames must not be
+    /// interleaved), then `output`, then further batches. Returns true when all is written.
+    pub fn flush(&mut self, batch: &[u8]) -> io::Result<bool> {
+        if !self.transport.flush()? {
+            return Ok(false);
+        }
+        loop {
+            let output_pending = self.output_sent < self.output.len();
+            if self.batch_pos > 0 || (!output_pending && self.batches_pending > 0) {
+                match write_some(&mut self.transport, &batch[self.batch_pos..])? {
+                    0 => return Ok(false),
+                    n => self.batch_pos += n,
+                }
+                if self.batch_pos == batch.len() {
+                    self.batch_pos = 0;
+                    self.batches_pending -= 1;
+                }
+            } else if output_pending {
+                match write_some(&mut self.transport, &self.output[self.output_sent..])? {
+                    0 => return Ok(false),
+                    n => self.output_sent += n,
+                }
+                if self.output_sent == self.output.len() {
+                    self.output.clear();
+                    self.output_sent = 0;
+                }
+            } else {
+                return self.transport.flush();
+            }
+        }
+    }
+}
+
+/// Writes what the socket takes now; 0 means it would block.
+fn write_some(transport: &mut Transport, data: &[u8]) -> io::Result<usize> {
+    loop {
+        match transport.write(data) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! The load engine: splits the connections over one worker thread per client CPU, runs the
+//! phases (connect at the ramp's pace → warm-up → measured window, or hold for
+//! scalability → drain and close), and merges the workers' metrics. It knows nothing of
+//! result files or reports; it returns numbers.
+
+mod conn;
+mod payload;
+mod tls;
+mod worker;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rustls::ClientConfig;
+
+use crate::config::{RunConfig, Scenario};
+use crate::metrics::Metrics;
+use crate::samples::WorkerCpu;
+use crate::target::Target;
+use worker::{Worker, WorkerPlan};
+
+/// Everything the workers share, read-only.
+#[derive(Debug)]
+pub struct EngineSpec {
+    pub config: RunConfig,
+    pub target: Target,
+    pub tls: Option<Arc<ClientConfig>>,
+    /// Source addresses connections are spread over (empty: the kernel picks).
+    pub source_addrs: Vec<IpAddr>,
+}
+
+impl EngineSpec {
+    pub fn new(config: RunConfig, target: Target) -> EngineSpec {
+        let tls = target.tls.then(|| tls::client_config(config.insecure));
+        let source_addrs = config.source_addrs.clone();
+        EngineSpec { config, target, tls, source_addrs }
+    }
+}
+
+/// The run's phase, shared by the coordinator (writer) and the workers (readers).
+#[derive(Debug)]
+pub struct Control {
+    pub start: Instant,
+    measure_start_us: AtomicU64,
+    end_us: AtomicU64,
+    stop: AtomicBool,
+    pub interrupted: AtomicBool,
+    pub workers_connected: AtomicUsize,
+    /// Live figures for the progress line.
+    pub open_connections: AtomicU64,
+    pub echoes: AtomicU64,
+    /// p99 of the last complete second on any worker, in µs.
+    pub last_p99_us: AtomicU64,
+}
+
+impl Control {
+    fn new() -> Control {
+        Control {
+            start: Instant::now(),
+            measure_start_us: AtomicU64::new(u64::MAX),
+            end_us: AtomicU64::new(u64::MAX),
+            stop: AtomicBool::new(false),
+            interrupted: AtomicBool::new(false),
+            workers_connected: AtomicUsize::new(0),
+            open_connections: AtomicU64::new(0),
+            echoes: AtomicU64::new(0),
+            last_p99_us: AtomicU64::new(0),
+        }
+    }
+
+    /// The measured window in µs since start (both `u64::MAX` until the ramp is over).
+    pub fn window(&self) -> (u64, u64) {
+        (self.measure_start_us.load(Ordering::Relaxed), self.end_us.load(Ordering::Relaxed))
+    }
+
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    pub fn sending_allowed(&self, now_us: u64) -> bool {
+        !self.stopping() && now_us < self.end_us.load(Ordering::Relaxed)
+    }
+}
+
+/// What the engine measured.
+#[derive(Debug)]
+pub struct EngineOutput {
+    pub metrics: Metrics,
+    pub measured_echoes: u64,
+    pub measured_secs: f64,
+    pub elapsed_secs: f64,
+    /// From the first connection attempt until every connection was established or failed.
+    pub connect_phase_secs: f64,
+    pub workers: Vec<WorkerCpu>,
+    pub interrupted: bool,
+}
+
+/// Runs the scenario. `cpus` gives one entry per worker (its CPU, or None to leave it
+/// unpinned); `interrupt` ends the run early (Ctrl-C); `progress` is called a few times a
+/// second from this thread.
+pub fn run(
+    spec: EngineSpec,
+    cpus: &[Option<usize>],
+    interrupt: &AtomicBool,
+    progress: &mut dyn FnMut(&Control),
+) -> std::io::Result<EngineOutput> {
+    let spec = Arc::new(spec);
+    let control = Arc::new(Control::new());
+    let worker_count = cpus.len().max(1).min(spec.config.connections as usize);
+    let mut plans: Vec<WorkerPlan> = (0..worker_count)
+        .map(|id| WorkerPlan { id, cpu: cpus.get(id).copied().flatten(), connections: Vec::new() })
+        .collect();
+    for index in 0..spec.config.connections {
+        plans[index as usize % worker_count].connections.push(index);
+    }
+    let mut handles = Vec::with_capacity(worker_count);
+    for plan in plans {
+        let worker = Worker::new(spec.clone(), control.clone(), plan.clone())?;
+        handles.push(std::thread::Builder::new().name(format!("wsbench-w{}", plan.id)).spawn(move || {
+            if let Some(cpu) = plan.cpu {
+                let _ = crate::affinity::pin_current_thread(cpu);
+            }
+            worker.run()
+        })?);
+    }
+    let tick = Duration::from_millis(100);
+    let wait_until = |deadline: Option<Instant>, done: &dyn Fn() -> bool, progress: &mut dyn FnMut(&Control)| loop {
+        if interrupt.load(Ordering::Relaxed) {
+            control.interrupted.store(true, Ordering::SeqCst);
+            return;
+        }
+        if done() || deadline.is_some_and(|d| Instant::now() >= d) {
+            return;
+        }
+        progress(&control);
+        let sleep = deadline.map_or(tick, |d| d.saturating_duration_since(Instant::now()).min(tick));
+        std::thread::sleep(sleep);
+    };
+    // Connect phase.
+    wait_until(None, &|| control.workers_connected.load(Ordering::SeqCst) == worker_count, progress);
+    let connect_phase_secs = control.start.elapsed().as_secs_f64();
+    // Load phase.
+    let now_us = control.start.elapsed().as_micros() as u64;
+    let (measure_start_us, end_us) = match spec.config.scenario {
+        Scenario::Scalability => (now_us, now_us + spec.config.hold.as_micros() as u64),
+        Scenario::Echo | Scenario::Throughput => {
+            let start = now_us + spec.config.warmup.as_micros() as u64;
+            (start, start + spec.config.duration.as_micros() as u64)
+        }
+    };
+    control.measure_start_us.store(measure_start_us, Ordering::SeqCst);
+    control.end_us.store(end_us, Ordering::SeqCst);
+    if !control.interrupted.load(Ordering::Relaxed) {
+        let end = control.start + Duration::from_micros(end_us);
+        wait_until(Some(end), &|| false, progress);
+    }
+    let stopped_us = control.start.elapsed().as_micros() as u64;
+    control.stop.store(true, Ordering::SeqCst);
+    let mut metrics = Metrics::default();
+    let mut measured_echoes = 0;
+    let mut workers = Vec::with_capacity(handles.len());
+    let elapsed_for_share = control.start.elapsed().as_secs_f64();
+    for (id, handle) in handles.into_iter().enumerate() {
+        let output = handle.join().map_err(|_| std::io::Error::other(format!("worker {id} panicked")))?;
+        metrics.merge(&output.metrics);
+        measured_echoes += output.measured_echoes;
+        workers.push(WorkerCpu {
+            name: format!("wsbench-w{id}"),
+            cpu_seconds: output.cpu_seconds,
+            share: output.cpu_seconds / elapsed_for_share.max(1e-9),
+        });
+    }
+    let measured_secs = stopped_us.min(end_us).saturating_sub(measure_start_us) as f64 / 1e6;
+    Ok(EngineOutput {
+        metrics,
+        measured_echoes,
+        measured_secs,
+        elapsed_secs: control.start.elapsed().as_secs_f64(),
+        connect_phase_secs,
+        workers,
+        interrupted: control.interrupted.load(Ordering::Relaxed),
+    })
+}

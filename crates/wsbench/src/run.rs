@@ -1,0 +1,277 @@
+//! `wsbench run`: everything around the engine. It checks that the run fits this process
+//! (open files), splits the CPUs between the built-in server and the client workers, starts
+//! and stops the built-in server when no URL is given, finds and samples the server
+//! process, runs the engine, and turns what was measured into a result file.
+
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::config::RunConfig;
+use crate::engine::{self, Control, EngineSpec};
+use crate::probe::{SAMPLE_INTERVAL, ServerProbe, pids_listening_on};
+use crate::result::RunResult;
+use crate::samples::RunOutcome;
+use crate::target::Target;
+
+/// Open files the client keeps for itself beyond one per connection.
+pub const RESERVED_FILES: u64 = 64;
+const SERVER_START_TIMEOUT: Duration = Duration::from_secs(15);
+const SERVER_STOP_TIMEOUT: Duration = Duration::from_secs(3);
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(
+        "{wanted} connections need {needed} open files, but this process may open only {limit} \
+         (hard limit): run at most {fits} connections per process, or split the run across \
+         processes with shards"
+    )]
+    TooManyConnections { wanted: u64, needed: u64, limit: u64, fits: u64 },
+    #[error("cannot start the built-in server: {0}")]
+    ServerStart(String),
+    #[error("the engine failed: {0}")]
+    Engine(#[from] std::io::Error),
+    #[error(transparent)]
+    Result(#[from] crate::result::ResultError),
+}
+
+/// A started built-in server (`wsbench serve` as a child process), stopped on drop.
+#[derive(Debug)]
+pub struct BuiltinServer {
+    child: Child,
+    pub url: String,
+}
+
+impl BuiltinServer {
+    /// Starts `wsbench serve --port 0` from this very binary, pinned to `cpus`.
+    pub fn start(cpus: &[usize], extra_args: &[&str]) -> Result<BuiltinServer, RunError> {
+        let exe = std::env::current_exe().map_err(|e| RunError::ServerStart(e.to_string()))?;
+        let mut command = Command::new(exe);
+        command.args(["serve", "--port", "0"]).args(extra_args).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        if !cpus.is_empty() {
+            crate::affinity::pin_command(&mut command, cpus);
+        }
+        let mut child = command.spawn().map_err(|e| RunError::ServerStart(e.to_string()))?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let _ = tx.send(lines.next());
+            for _ in lines {}
+        });
+        let line = match rx.recv_timeout(SERVER_START_TIMEOUT) {
+            Ok(Some(Ok(line))) => line,
+            _ => {
+                let _ = child.kill();
+                let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+                return Err(RunError::ServerStart(format!("it printed no `listening on` line ({status})")));
+            }
+        };
+        let url = line
+            .strip_prefix("listening on ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .ok_or_else(|| RunError::ServerStart(format!("unexpected first line {line:?}")))?
+            .to_owned();
+        Ok(BuiltinServer { child, url })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM, then SIGKILL if it has not exited in time.
+    pub fn stop(&mut self) {
+        // SAFETY: sending a signal to our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + SERVER_STOP_TIMEOUT;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for BuiltinServer {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.stop();
+        }
+    }
+}
+
+/// Which CPUs the server and the client workers get.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuPlan {
+    pub server: Vec<usize>,
+    /// One worker per entry.
+    pub client: Vec<Option<usize>>,
+}
+
+/// With a built-in server on a machine of two or more CPUs, the server gets the first CPU
+/// and the client the rest, so neither steals the other's time.
+pub fn plan_cpus(config: &RunConfig, allowed: &[usize]) -> CpuPlan {
+    let builtin = config.target.is_none();
+    let server = match &config.server_cpus {
+        Some(cpus) => cpus.clone(),
+        None if builtin && allowed.len() >= 2 => vec![allowed[0]],
+        None => Vec::new(),
+    };
+    let client = match &config.client_cpus {
+        Some(cpus) => cpus.iter().copied().map(Some).collect(),
+        None => {
+            let rest: Vec<Option<usize>> =
+                allowed.iter().copied().filter(|cpu| !server.contains(cpu)).map(Some).collect();
+            if rest.is_empty() { vec![None] } else { rest }
+        }
+    };
+    CpuPlan { server, client }
+}
+
+/// Checks the open-file limit (after raising the soft limit) against the connections.
+pub fn check_file_limit(connections: u64) -> Result<u64, RunError> {
+    let limit = crate::machine::raise_open_file_limit().unwrap_or(1024);
+    let needed = connections + RESERVED_FILES;
+    if needed > limit {
+        return Err(RunError::TooManyConnections {
+            wanted: connections,
+            needed,
+            limit,
+            fits: limit.saturating_sub(RESERVED_FILES),
+        });
+    }
+    Ok(limit)
+}
+
+/// Runs a validated configuration to its result. Progress goes to stderr when stdout is
+/// a terminal; `interrupt` (Ctrl-C) ends the run early and the result says so.
+pub fn run(config: RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+    check_file_limit(config.connections)?;
+    let cpus = plan_cpus(&config, &crate::affinity::allowed_cpus());
+    let mut builtin = match config.target {
+        Some(_) => None,
+        None => Some(BuiltinServer::start(&cpus.server, &[])?),
+    };
+    let target = match (&config.target, &builtin) {
+        (Some(target), _) => target.clone(),
+        (None, Some(server)) => Target::parse(&server.url).map_err(|e| RunError::ServerStart(e.to_string()))?,
+        (None, None) => unreachable!("a built-in server was started"),
+    };
+    let started_at_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let run_start = Instant::now();
+    let probe = start_probe(&config, &target, builtin.as_ref(), run_start);
+    let spec = EngineSpec::new(config.clone(), target.clone());
+    let mut progress = Progress::new();
+    let output = engine::run(spec, &cpus.client, interrupt, &mut |control| progress.update(control));
+    progress.finish();
+    let server = match probe {
+        Ok(probe) => probe.stop(),
+        Err(report) => report,
+    };
+    if let Some(server) = builtin.as_mut() {
+        server.stop();
+    }
+    let output = output?;
+    let outcome = RunOutcome {
+        scenario: config.scenario.name().to_owned(),
+        target_url: target.url.clone(),
+        target_builtin: builtin.is_some(),
+        config: serde_json::to_value(&config).unwrap_or_default(),
+        started_at_unix_ms,
+        elapsed_secs: output.elapsed_secs,
+        measured_secs: output.measured_secs,
+        measured_echoes: output.measured_echoes,
+        interrupted: output.interrupted,
+        connections: config.connections,
+        in_flight: config.in_flight,
+        metrics: output.metrics,
+        server,
+        client_workers: output.workers,
+        machine: crate::machine::machine_facts(),
+    };
+    let result = RunResult::from_outcome(&outcome);
+    if let Some(path) = &config.json {
+        result.write_json(path)?;
+    }
+    if let Some(path) = &config.hlog {
+        crate::hlog::write_hlog(path, started_at_unix_ms, &outcome.metrics.intervals)?;
+    }
+    Ok(result)
+}
+
+/// Finds the server process: the spawned built-in server, `--server-pid`, or whatever
+/// listens on the target's port on this machine.
+fn start_probe(
+    config: &RunConfig,
+    target: &Target,
+    builtin: Option<&BuiltinServer>,
+    run_start: Instant,
+) -> Result<ServerProbe, crate::samples::ServerReport> {
+    let (pids, found_by) = if let Some(server) = builtin {
+        (vec![server.pid()], "spawned")
+    } else if let Some(pid) = config.server_pid {
+        (vec![pid], "--server-pid")
+    } else if is_local(target) {
+        match pids_listening_on(target.addr.port()) {
+            Ok(pids) if !pids.is_empty() => (pids, "listening-port"),
+            Ok(_) => {
+                return Err(ServerProbe::unprobed(&format!(
+                    "no process of this machine visibly listens on port {} (give --server-pid)",
+                    target.addr.port()
+                )));
+            }
+            Err(e) => return Err(ServerProbe::unprobed(&format!("finding the listening process failed: {e}"))),
+        }
+    } else {
+        return Err(ServerProbe::unprobed("remote target: the probe only sees processes on this machine"));
+    };
+    Ok(ServerProbe::start(pids, found_by, SAMPLE_INTERVAL, run_start))
+}
+
+fn is_local(target: &Target) -> bool {
+    target.addr.ip().is_loopback()
+}
+
+/// The live progress line: on stderr, only when stdout is a terminal.
+struct Progress {
+    enabled: bool,
+    last_echoes: u64,
+    last_at: Instant,
+    shown: bool,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress { enabled: std::io::stdout().is_terminal(), last_echoes: 0, last_at: Instant::now(), shown: false }
+    }
+
+    fn update(&mut self, control: &Control) {
+        if !self.enabled || self.last_at.elapsed() < Duration::from_millis(500) {
+            return;
+        }
+        let echoes = control.echoes.load(Ordering::Relaxed);
+        let rate = (echoes - self.last_echoes) as f64 / self.last_at.elapsed().as_secs_f64();
+        self.last_echoes = echoes;
+        self.last_at = Instant::now();
+        let open = control.open_connections.load(Ordering::Relaxed);
+        let p99 = control.last_p99_us.load(Ordering::Relaxed);
+        let elapsed = control.start.elapsed().as_secs_f64();
+        let mut stderr = std::io::stderr().lock();
+        let _ = write!(stderr, "\r\x1b[2K{elapsed:6.1}s  {open} connections open  {rate:.0} echoes/s  p99 {:.2} ms", p99 as f64 / 1e3);
+        let _ = stderr.flush();
+        self.shown = true;
+    }
+
+    fn finish(&mut self) {
+        if self.shown {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}

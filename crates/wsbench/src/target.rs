@@ -1,0 +1,89 @@
+//! The benchmark target's URL (`ws://host:port/path`, `wss://…`), parsed once into the parts
+//! the engine needs. Only IP literals and `localhost` are resolved: the machines wsbench
+//! runs on reach loopback and their own test hosts.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+
+use serde::Serialize;
+
+use crate::config::ConfigError;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Target {
+    pub url: String,
+    pub tls: bool,
+    /// Host as written (sent in the `Host` header and used for TLS SNI).
+    pub host: String,
+    pub addr: SocketAddr,
+    pub path: String,
+}
+
+impl Target {
+    pub fn parse(url: &str) -> Result<Target, ConfigError> {
+        let bad = |why: String| ConfigError::Invalid { setting: "target", problem: format!("`{url}`: {why}") };
+        let (tls, rest) = if let Some(rest) = url.strip_prefix("ws://") {
+            (false, rest)
+        } else if let Some(rest) = url.strip_prefix("wss://") {
+            (true, rest)
+        } else {
+            return Err(bad("the URL must start with ws:// or wss://".into()));
+        };
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let default_port = if tls { 443 } else { 80 };
+        let (host, port) = if let Some(inner) = authority.strip_prefix('[') {
+            let (host, after) = inner.split_once(']').ok_or_else(|| bad("unclosed [ in IPv6 address".into()))?;
+            let port = after.strip_prefix(':').map(str::parse).transpose().map_err(|_| bad("bad port".into()))?;
+            (host, port.unwrap_or(default_port))
+        } else {
+            match authority.rsplit_once(':') {
+                Some((host, port)) => (host, port.parse().map_err(|_| bad(format!("bad port `{port}`")))?),
+                None => (authority, default_port),
+            }
+        };
+        if host.is_empty() {
+            return Err(bad("no host".into()));
+        }
+        let addr = match host.parse::<IpAddr>() {
+            Ok(ip) => SocketAddr::new(ip, port),
+            Err(_) => (host, port)
+                .to_socket_addrs()
+                .map_err(|e| bad(format!("cannot resolve `{host}`: {e}")))?
+                .next()
+                .ok_or_else(|| bad(format!("`{host}` resolves to no address")))?,
+        };
+        Ok(Target { url: url.to_owned(), tls, host: host.to_owned(), addr, path: path.to_owned() })
+    }
+
+    /// `Host` header value.
+    pub fn host_header(&self) -> String {
+        let default_port = if self.tls { 443 } else { 80 };
+        if self.addr.port() == default_port { self.host.clone() } else { format!("{}:{}", self.host, self.addr.port()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_urls() {
+        let t = Target::parse("ws://127.0.0.1:8080/echo").unwrap();
+        assert_eq!((t.tls, t.addr.port(), t.path.as_str()), (false, 8080, "/echo"));
+        let t = Target::parse("wss://localhost:9443").unwrap();
+        assert!(t.tls);
+        assert_eq!(t.path, "/");
+        assert_eq!(t.host_header(), "localhost:9443");
+        let t = Target::parse("ws://[::1]:7000/").unwrap();
+        assert_eq!(t.addr, "[::1]:7000".parse().unwrap());
+    }
+
+    #[test]
+    fn rejects_bad_urls() {
+        for url in ["http://a:1", "ws://:1", "ws://a:notaport", "127.0.0.1:80"] {
+            assert!(Target::parse(url).is_err(), "{url}");
+        }
+    }
+}
