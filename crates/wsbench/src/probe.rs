@@ -1,0 +1,764 @@
+//! The server probe: what the server under test costs while wsbench loads it.
+//!
+//! The classic published benchmarks report "connections per MB" and "echoes per CPU second",
+//! so the server's memory, CPU time, threads and open files have to be watched for the whole
+//! run, starting before the first connection (the baseline). This module finds the server's
+//! processes (by the port they listen on, when wsbench did not spawn them) and samples them
+//! from `/proc` on a thread of its own. Linux only: everything is read from `/proc` directly.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io;
+use std::path::Path;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::samples::{ServerReport, ServerSample};
+
+/// How often [`ServerProbe`] samples in a real run.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Name of the sampling thread (visible in `top -H` and `/proc/self/task/*/comm`).
+pub const PROBE_THREAD_NAME: &str = "wsbench-probe";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// The process exited (or is a zombie waiting to be reaped).
+    #[error("server process {0} has exited")]
+    Gone(u32),
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("unexpected contents in {path}: {detail}")]
+    Parse { path: String, detail: String },
+    #[error("no server process to sample")]
+    NoPids,
+}
+
+impl ProbeError {
+    fn read(path: &Path, source: io::Error) -> ProbeError {
+        ProbeError::Read { path: path.display().to_string(), source }
+    }
+
+    fn parse(path: &Path, detail: impl Into<String>) -> ProbeError {
+        ProbeError::Parse { path: path.display().to_string(), detail: detail.into() }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding the server by its listening port
+// ---------------------------------------------------------------------------------------------
+
+/// TCP state `LISTEN` as `/proc/net/tcp` writes it.
+const TCP_LISTEN: &str = "0A";
+
+/// The pids of the processes holding a listening TCP socket (IPv4 or IPv6) on `port`, sorted
+/// and deduplicated. Several pids are normal: multi-process servers share the port with
+/// `SO_REUSEPORT` or inherit the listening socket from a parent.
+///
+/// Only sockets of this network namespace are seen, and as a non-root user only processes
+/// whose `/proc/PID/fd` may be read (the same user's); others are skipped, not errors. An
+/// empty result means nobody visible listens on the port.
+pub fn pids_listening_on(port: u16) -> Result<Vec<u32>, ProbeError> {
+    let mut inodes = BTreeSet::new();
+    let mut read_any = false;
+    let mut first_error = None;
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let path = Path::new(table);
+        match fs::read_to_string(path) {
+            Ok(text) => {
+                read_any = true;
+                inodes.extend(parse_listen_inodes(&text, port));
+            }
+            // tcp6 is missing when IPv6 is disabled; only fail if neither table is readable.
+            Err(e) => {
+                first_error.get_or_insert(ProbeError::read(path, e));
+            }
+        }
+    }
+    if !read_any {
+        return Err(first_error.unwrap_or(ProbeError::NoPids));
+    }
+    if inodes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let wanted: BTreeSet<String> = inodes.iter().map(|inode| format!("socket:[{inode}]")).collect();
+
+    let proc_dir = Path::new("/proc");
+    let entries = fs::read_dir(proc_dir).map_err(|e| ProbeError::read(proc_dir, e))?;
+    let mut pids = BTreeSet::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else {
+            continue;
+        };
+        // Processes of other users (EACCES) and ones that exit meanwhile (ENOENT) are skipped.
+        let Ok(fds) = fs::read_dir(entry.path().join("fd")) else { continue };
+        for fd in fds.flatten() {
+            if let Ok(target) = fs::read_link(fd.path())
+                && target.to_str().is_some_and(|t| wanted.contains(t))
+            {
+                pids.insert(pid);
+                break;
+            }
+        }
+    }
+    Ok(pids.into_iter().collect())
+}
+
+/// Socket inodes of the `LISTEN` rows on `port` in the text of `/proc/net/tcp` or
+/// `/proc/net/tcp6` (same layout; only the address width differs).
+fn parse_listen_inodes(table: &str, port: u16) -> Vec<u64> {
+    let mut inodes = Vec::new();
+    for line in table.lines().skip(1) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+        if fields.len() < 10 || fields[3] != TCP_LISTEN {
+            continue;
+        }
+        let Some((_, port_hex)) = fields[1].rsplit_once(':') else { continue };
+        if u16::from_str_radix(port_hex, 16).ok() != Some(port) {
+            continue;
+        }
+        if let Ok(inode) = fields[9].parse::<u64>()
+            && inode != 0
+        {
+            inodes.push(inode);
+        }
+    }
+    inodes
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sampling
+// ---------------------------------------------------------------------------------------------
+
+/// The fields wsbench uses from `/proc/PID/stat` or `/proc/PID/task/TID/stat`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ProcStat {
+    /// Field 2 without its parentheses (the kernel truncates it to 15 bytes).
+    pub comm: String,
+    /// Field 3: `R`, `S`, `D`, `Z`, …
+    pub state: char,
+    /// Fields 14 + 15, in clock ticks.
+    pub cpu_ticks: u64,
+    /// Field 20.
+    pub threads: u64,
+}
+
+/// Parses one `stat` line. The comm field may itself contain spaces and parentheses, so the
+/// numeric fields are taken after the *last* `)`.
+pub(crate) fn parse_stat(text: &str) -> Option<ProcStat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    if close < open {
+        return None;
+    }
+    let comm = text[open + 1..close].to_owned();
+    // Fields 3.. follow the comm; index 0 here is field 3.
+    let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
+    let field = |n: usize| rest.get(n - 3).copied();
+    let state = field(3)?.chars().next()?;
+    let utime: u64 = field(14)?.parse().ok()?;
+    let stime: u64 = field(15)?.parse().ok()?;
+    let threads: u64 = field(20)?.parse().ok()?;
+    Some(ProcStat { comm, state, cpu_ticks: utime + stime, threads })
+}
+
+/// Clock ticks per second (`USER_HZ`), the unit of the CPU times in `stat`.
+pub(crate) fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 { ticks as f64 } else { 100.0 }
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 { size as u64 } else { 4096 }
+}
+
+/// Resident pages (second field) of `/proc/PID/statm`.
+fn parse_statm_resident_pages(text: &str) -> Option<u64> {
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Reads a file under `/proc/PID`, mapping "the process is gone" to [`ProbeError::Gone`].
+fn read_proc(pid: u32, path: &Path) -> Result<String, ProbeError> {
+    fs::read_to_string(path).map_err(|e| classify(pid, path, e))
+}
+
+fn classify(pid: u32, path: &Path, e: io::Error) -> ProbeError {
+    if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH) {
+        ProbeError::Gone(pid)
+    } else {
+        ProbeError::read(path, e)
+    }
+}
+
+fn sample_one(pid: u32, ticks_per_second: f64, page_size: u64) -> Result<ServerSample, ProbeError> {
+    let base = Path::new("/proc").join(pid.to_string());
+
+    let stat_path = base.join("stat");
+    let stat_text = read_proc(pid, &stat_path)?;
+    let stat = parse_stat(&stat_text).ok_or_else(|| ProbeError::parse(&stat_path, stat_text.trim()))?;
+    // A zombie still has a /proc entry but no memory, fds or future: it has exited.
+    if matches!(stat.state, 'Z' | 'X' | 'x') {
+        return Err(ProbeError::Gone(pid));
+    }
+
+    let statm_path = base.join("statm");
+    let statm_text = read_proc(pid, &statm_path)?;
+    let pages = parse_statm_resident_pages(&statm_text)
+        .ok_or_else(|| ProbeError::parse(&statm_path, statm_text.trim()))?;
+
+    let fd_path = base.join("fd");
+    let fds = fs::read_dir(&fd_path).map_err(|e| classify(pid, &fd_path, e))?.count() as u64;
+
+    Ok(ServerSample {
+        t_ms: 0,
+        rss_bytes: pages * page_size,
+        cpu_seconds: stat.cpu_ticks as f64 / ticks_per_second,
+        threads: stat.threads,
+        fds,
+    })
+}
+
+/// One sample of `pids`, summed: resident memory (`statm` resident pages × page size), user +
+/// system CPU time since each process started, threads and open file descriptors.
+///
+/// A pid that has exited (or is a zombie) gives [`ProbeError::Gone`]. Other users' processes
+/// can be sampled only by root (their `fd` directory is unreadable otherwise).
+pub fn sample(pids: &[u32], t_ms: u64) -> Result<ServerSample, ProbeError> {
+    if pids.is_empty() {
+        return Err(ProbeError::NoPids);
+    }
+    let ticks = clock_ticks_per_second();
+    let page = page_size();
+    let mut total = ServerSample { t_ms, rss_bytes: 0, cpu_seconds: 0.0, threads: 0, fds: 0 };
+    for &pid in pids {
+        let one = sample_one(pid, ticks, page)?;
+        total.rss_bytes += one.rss_bytes;
+        total.cpu_seconds += one.cpu_seconds;
+        total.threads += one.threads;
+        total.fds += one.fds;
+    }
+    Ok(total)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sampling thread
+// ---------------------------------------------------------------------------------------------
+
+/// Samples the server on its own thread (`wsbench-probe`) for the length of a run.
+///
+/// [`ServerProbe::start`] takes the baseline sample at once, on the calling thread, so call it
+/// before the first connection opens; it then samples every `interval` until
+/// [`ServerProbe::stop`], which takes a final sample. If a server process exits mid-run,
+/// sampling ends there and the samples taken so far are kept. Dropping the probe without
+/// stopping it ends the thread too.
+#[derive(Debug)]
+pub struct ServerProbe {
+    pids: Vec<u32>,
+    found_by: String,
+    run_start: Instant,
+    /// Set when the baseline could not be taken; nothing is sampled then.
+    unprobed_reason: Option<String>,
+    baseline: Option<ServerSample>,
+    stop_tx: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<(Vec<ServerSample>, Option<ProbeError>)>>,
+}
+
+fn ms_since(run_start: Instant) -> u64 {
+    Instant::now().saturating_duration_since(run_start).as_millis() as u64
+}
+
+impl ServerProbe {
+    /// Takes the baseline sample of `pids` now and starts sampling every `interval`
+    /// ([`SAMPLE_INTERVAL`] in real runs). `found_by` is recorded as is (`spawned`,
+    /// `--server-pid`, `listening-port`); `run_start` is the instant sample times count from.
+    ///
+    /// Never fails: if the baseline cannot be taken (the process is gone, `/proc` is not
+    /// readable), the report says why in `unprobed_reason` and holds no samples.
+    pub fn start(pids: Vec<u32>, found_by: &str, interval: Duration, run_start: Instant) -> ServerProbe {
+        let mut probe = ServerProbe {
+            pids,
+            found_by: found_by.to_owned(),
+            run_start,
+            unprobed_reason: None,
+            baseline: None,
+            stop_tx: None,
+            thread: None,
+        };
+        let baseline = match sample(&probe.pids, ms_since(run_start)) {
+            Ok(baseline) => baseline,
+            Err(e) => {
+                probe.unprobed_reason = Some(format!("the baseline sample failed: {e}"));
+                return probe;
+            }
+        };
+        probe.baseline = Some(baseline);
+
+        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let pids = probe.pids.clone();
+        let interval = interval.max(Duration::from_millis(1));
+        let spawned = thread::Builder::new().name(PROBE_THREAD_NAME.to_owned()).spawn(move || {
+            let mut samples = Vec::new();
+            let mut next = Instant::now() + interval;
+            loop {
+                match stop_rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Ok(()) | Err(RecvTimeoutError::Disconnected) => return (samples, None),
+                }
+                match sample(&pids, ms_since(run_start)) {
+                    Ok(s) => samples.push(s),
+                    Err(e) => return (samples, Some(e)),
+                }
+                // Keep to the grid; if a sample took longer than an interval, skip ticks.
+                next += interval;
+                let now = Instant::now();
+                while next <= now {
+                    next += interval;
+                }
+            }
+        });
+        // Without a thread (out of threads?) the report still gets the baseline and final.
+        if let Ok(handle) = spawned {
+            probe.stop_tx = Some(stop_tx);
+            probe.thread = Some(handle);
+        }
+        probe
+    }
+
+    /// A report for a server that cannot be probed (e.g. a remote target).
+    pub fn unprobed(reason: &str) -> ServerReport {
+        ServerReport {
+            pids: Vec::new(),
+            found_by: None,
+            unprobed_reason: Some(reason.to_owned()),
+            samples: Vec::new(),
+        }
+    }
+
+    /// The pids being sampled.
+    pub fn pids(&self) -> &[u32] {
+        &self.pids
+    }
+
+    /// Stops sampling, takes a final sample (unless a process already exited) and returns all
+    /// samples, the baseline first.
+    pub fn stop(self) -> ServerReport {
+        self.stop_with_reason().0
+    }
+
+    /// As [`ServerProbe::stop`], also returning the error that ended sampling early, if any
+    /// (typically [`ProbeError::Gone`]: the server died during the run).
+    pub fn stop_with_reason(mut self) -> (ServerReport, Option<ProbeError>) {
+        let mut report = ServerReport {
+            pids: self.pids.clone(),
+            found_by: Some(self.found_by.clone()),
+            unprobed_reason: self.unprobed_reason.take(),
+            samples: Vec::new(),
+        };
+        let Some(baseline) = self.baseline else {
+            return (report, None);
+        };
+        report.samples.push(baseline);
+        drop(self.stop_tx.take());
+        let mut ended_by = None;
+        if let Some(handle) = self.thread.take() {
+            match handle.join() {
+                Ok((samples, error)) => {
+                    report.samples.extend(samples);
+                    ended_by = error;
+                }
+                Err(_) => {
+                    ended_by = Some(ProbeError::Parse {
+                        path: "/proc".to_owned(),
+                        detail: "the probe thread panicked".to_owned(),
+                    })
+                }
+            }
+        }
+        if ended_by.is_none() {
+            match sample(&self.pids, ms_since(self.run_start)) {
+                Ok(last) => report.samples.push(last),
+                Err(e) => ended_by = Some(e),
+            }
+        }
+        (report, ended_by)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Derived figures
+// ---------------------------------------------------------------------------------------------
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+impl ServerReport {
+    /// Highest resident memory seen.
+    pub fn rss_peak_bytes(&self) -> Option<u64> {
+        self.samples.iter().map(|s| s.rss_bytes).max()
+    }
+
+    /// Resident memory before any load (the first sample).
+    pub fn rss_baseline_bytes(&self) -> Option<u64> {
+        self.samples.first().map(|s| s.rss_bytes)
+    }
+
+    /// CPU seconds the server used during the run: last sample minus the baseline. `None`
+    /// with fewer than two samples.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        match self.samples.as_slice() {
+            [first, .., last] => Some((last.cpu_seconds - first.cpu_seconds).max(0.0)),
+            _ => None,
+        }
+    }
+
+    pub fn threads_peak(&self) -> Option<u64> {
+        self.samples.iter().map(|s| s.threads).max()
+    }
+
+    pub fn fds_peak(&self) -> Option<u64> {
+        self.samples.iter().map(|s| s.fds).max()
+    }
+
+    /// `connections` / (peak RSS − baseline RSS, in MiB). `None` when memory did not grow.
+    pub fn connections_per_mb(&self, connections: u64) -> Option<f64> {
+        let growth = self.rss_peak_bytes()?.checked_sub(self.rss_baseline_bytes()?)?;
+        if growth == 0 {
+            return None;
+        }
+        Some(connections as f64 / (growth as f64 / MIB))
+    }
+
+    /// `echoes` / server CPU seconds. `None` when no CPU time was measured.
+    pub fn echoes_per_cpu_second(&self, echoes: u64) -> Option<f64> {
+        let cpu = self.cpu_seconds()?;
+        if cpu <= 0.0 {
+            return None;
+        }
+        Some(echoes as f64 / cpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+    use super::*;
+
+    /// Set in the environment of the test binary re-run as a helper child process.
+    const CHILD_ENV: &str = "WSBENCH_PROBE_TEST_CHILD";
+
+    /// Not a test: the body of the helper child. It obeys one command per stdin line
+    /// (`listen`, `alloc MIB`), answers with one line prefixed `reply:`, and exits on EOF.
+    #[test]
+    fn helper_child_process() {
+        if std::env::var_os(CHILD_ENV).is_none() {
+            return;
+        }
+        let mut keep_listeners = Vec::new();
+        let mut keep_memory: Vec<Vec<u8>> = Vec::new();
+        let stdin = std::io::stdin();
+        let mut out = std::io::stdout();
+        for line in stdin.lock().lines() {
+            let line = line.unwrap();
+            let mut words = line.split_whitespace();
+            match words.next() {
+                Some("listen") => {
+                    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                    writeln!(out, "reply:{}", listener.local_addr().unwrap().port()).unwrap();
+                    keep_listeners.push(listener);
+                }
+                Some("alloc") => {
+                    let mib: usize = words.next().unwrap().parse().unwrap();
+                    // Non-zero bytes so every page is really touched.
+                    keep_memory.push(vec![1u8; mib << 20]);
+                    writeln!(
+                        out,
+                        "reply:{}",
+                        keep_memory.iter().map(|m| m[m.len() / 2] as usize).sum::<usize>()
+                    )
+                    .unwrap();
+                }
+                _ => writeln!(out, "reply:?").unwrap(),
+            }
+            out.flush().unwrap();
+        }
+    }
+
+    /// This test binary re-run as [`helper_child_process`]: no python or netcat needed.
+    struct Helper {
+        child: Child,
+        stdin: Option<ChildStdin>,
+        stdout: BufReader<ChildStdout>,
+    }
+
+    impl Helper {
+        fn spawn() -> Helper {
+            let mut child = Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "probe::tests::helper_child_process", "--nocapture", "--test-threads=1"])
+                .env(CHILD_ENV, "1")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("re-run the test binary as a helper");
+            let stdin = child.stdin.take();
+            let stdout = BufReader::new(child.stdout.take().unwrap());
+            Helper { child, stdin, stdout }
+        }
+
+        fn pid(&self) -> u32 {
+            self.child.id()
+        }
+
+        fn ask(&mut self, command: &str) -> String {
+            let stdin = self.stdin.as_mut().unwrap();
+            writeln!(stdin, "{command}").unwrap();
+            stdin.flush().unwrap();
+            loop {
+                let mut line = String::new();
+                assert_ne!(self.stdout.read_line(&mut line).unwrap(), 0, "helper exited early");
+                // libtest may print `test NAME ... ` on the same line before the reply.
+                if let Some(at) = line.find("reply:") {
+                    return line[at + "reply:".len()..].trim_end().to_owned();
+                }
+            }
+        }
+    }
+
+    impl Drop for Helper {
+        fn drop(&mut self) {
+            drop(self.stdin.take());
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    fn sleeper() -> Child {
+        Command::new("sleep").arg("30").spawn().expect("spawn sleep")
+    }
+
+    #[test]
+    fn stat_parser_takes_fields_after_the_last_parenthesis() {
+        let line = "1234 (a) b) c) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 7 0 \
+                    12345 1000000 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
+        let stat = parse_stat(line).expect("parses");
+        assert_eq!(stat.comm, "a) b) c");
+        assert_eq!(stat.state, 'S');
+        assert_eq!(stat.cpu_ticks, 300);
+        assert_eq!(stat.threads, 7);
+
+        let spaces = "42 (web server (x)) R 1 42 42 0 -1 0 0 0 0 0 3 4 0 0 20 0 2 0 1 1 1";
+        let stat = parse_stat(spaces).expect("parses");
+        assert_eq!(
+            (stat.comm.as_str(), stat.state, stat.cpu_ticks, stat.threads),
+            ("web server (x)", 'R', 7, 2)
+        );
+
+        assert_eq!(parse_stat("1 (short) S 1 2"), None);
+        assert_eq!(parse_stat("no parentheses at all"), None);
+    }
+
+    #[test]
+    fn stat_parser_reads_this_process() {
+        let text = fs::read_to_string("/proc/self/stat").unwrap();
+        let stat = parse_stat(&text).expect("parses /proc/self/stat");
+        assert!(stat.threads >= 1);
+        assert!(matches!(stat.state, 'R' | 'S' | 'D'));
+    }
+
+    #[test]
+    fn listen_rows_are_picked_by_state_and_port() {
+        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1111 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:1F90 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000     0        0 2222 1 0000000000000000 20 4 30 10 -1
+   2: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 3333 1 0000000000000000 100 0 0 10 0
+   3: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4444 1 0000000000000000 100 0 0 10 0
+";
+        assert_eq!(parse_listen_inodes(tcp, 8080), [1111, 4444]);
+        assert_eq!(parse_listen_inodes(tcp, 8081), [3333]);
+        assert!(parse_listen_inodes(tcp, 80).is_empty());
+
+        let tcp6 = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5555 1 0000000000000000 100 0 0 10 0
+   1: 00000000000000000000000001000000:1F90 00000000000000000000000001000000:9C40 01 00000000:00000000 00:00000000 00000000     0        0 6666 1 0000000000000000 20 4 30 10 -1
+";
+        assert_eq!(parse_listen_inodes(tcp6, 8080), [5555]);
+    }
+
+    #[test]
+    fn finds_this_process_by_its_listening_port() {
+        // Another test forking at that very moment briefly shares the socket (close-on-exec
+        // acts only at exec), so look a few times before deciding.
+        let settles_to = |port: u16, expected: &[u32]| {
+            (0..20).any(|_| {
+                let found = pids_listening_on(port).unwrap() == expected;
+                if !found {
+                    thread::sleep(Duration::from_millis(10));
+                }
+                found
+            })
+        };
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert!(settles_to(port, &[std::process::id()]), "{:?}", pids_listening_on(port));
+        drop(listener);
+        assert!(settles_to(port, &[]), "{:?}", pids_listening_on(port));
+    }
+
+    #[test]
+    fn finds_a_child_process_by_its_listening_port() {
+        let mut helper = Helper::spawn();
+        let port: u16 = helper.ask("listen").parse().unwrap();
+        assert_eq!(pids_listening_on(port).unwrap(), [helper.pid()]);
+    }
+
+    #[test]
+    fn sample_sees_memory_grow_and_fds_open() {
+        let mut helper = Helper::spawn();
+        let pid = helper.pid();
+        helper.ask("noop"); // the child is up and idle
+        let before = sample(&[pid], 1).unwrap();
+        assert_eq!(before.t_ms, 1);
+        assert!(before.rss_bytes > 0 && before.threads >= 1 && before.fds >= 3, "{before:?}");
+
+        helper.ask("alloc 64");
+        helper.ask("listen");
+        let after = sample(&[pid], 2).unwrap();
+        let grown = after.rss_bytes.saturating_sub(before.rss_bytes);
+        assert!(grown >= 60 << 20, "RSS grew by only {grown} bytes: {before:?} → {after:?}");
+        assert!(grown < 200 << 20, "RSS grew by {grown} bytes for 64 MiB");
+        assert!(after.fds > before.fds, "{before:?} → {after:?}");
+        assert!(after.cpu_seconds >= before.cpu_seconds);
+    }
+
+    #[test]
+    fn sample_sums_over_pids() {
+        let (mut a, mut b) = (sleeper(), sleeper());
+        let one = sample(&[a.id()], 0).unwrap();
+        let two = sample(&[a.id(), b.id()], 0).unwrap();
+        assert_eq!(two.threads, 2 * one.threads);
+        assert!(two.rss_bytes > one.rss_bytes);
+        assert!(two.fds > one.fds);
+        for child in [&mut a, &mut b] {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+
+    #[test]
+    fn exited_and_zombie_processes_are_gone() {
+        let mut child = sleeper();
+        let pid = child.id();
+        assert!(sample(&[pid], 0).is_ok());
+        child.kill().unwrap();
+        // Not reaped yet: a zombie, which is as good as gone. Wait for the kill to land.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match sample(&[pid], 0) {
+                Err(ProbeError::Gone(p)) => {
+                    assert_eq!(p, pid);
+                    break;
+                }
+                other => assert!(Instant::now() < deadline, "still sampled after kill: {other:?}"),
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+        child.wait().unwrap();
+        assert!(matches!(sample(&[pid], 0), Err(ProbeError::Gone(p)) if p == pid));
+        assert!(matches!(sample(&[], 0), Err(ProbeError::NoPids)));
+    }
+
+    #[test]
+    fn probe_samples_from_baseline_to_stop() {
+        let mut child = sleeper();
+        let run_start = Instant::now();
+        let probe = ServerProbe::start(vec![child.id()], "spawned", Duration::from_millis(20), run_start);
+        thread::sleep(Duration::from_millis(200));
+        let (report, ended_by) = probe.stop_with_reason();
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        assert!(ended_by.is_none(), "{ended_by:?}");
+        assert_eq!(report.pids, [child.id()]);
+        assert_eq!(report.found_by.as_deref(), Some("spawned"));
+        assert_eq!(report.unprobed_reason, None);
+        // 200 ms at 20 ms: about 10 periodic samples; allow a slow machine plenty of slack.
+        assert!(report.samples.len() >= 4, "only {} samples", report.samples.len());
+        assert!(report.samples[0].t_ms < 100, "baseline at {} ms", report.samples[0].t_ms);
+        assert!(report.samples.last().unwrap().t_ms >= 200);
+        assert!(report.samples.windows(2).all(|w| w[0].t_ms <= w[1].t_ms));
+        assert!(report.samples.windows(2).all(|w| w[0].cpu_seconds <= w[1].cpu_seconds));
+        assert!(report.rss_baseline_bytes().unwrap() > 0);
+        assert!(report.cpu_seconds().unwrap() >= 0.0);
+    }
+
+    #[test]
+    fn probe_keeps_samples_when_the_server_dies() {
+        let mut child = sleeper();
+        let probe =
+            ServerProbe::start(vec![child.id()], "--server-pid", Duration::from_millis(10), Instant::now());
+        thread::sleep(Duration::from_millis(100));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        thread::sleep(Duration::from_millis(100));
+        let (report, ended_by) = probe.stop_with_reason();
+        assert!(matches!(ended_by, Some(ProbeError::Gone(_))), "{ended_by:?}");
+        assert!(report.samples.len() >= 2, "only {} samples", report.samples.len());
+        assert_eq!(report.unprobed_reason, None);
+    }
+
+    #[test]
+    fn probe_of_a_missing_process_reports_why() {
+        let mut child = sleeper();
+        let pid = child.id();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let report = ServerProbe::start(vec![pid], "--server-pid", SAMPLE_INTERVAL, Instant::now()).stop();
+        assert!(report.samples.is_empty());
+        let reason = report.unprobed_reason.expect("a reason");
+        assert!(reason.contains("exited"), "{reason}");
+
+        let remote = ServerProbe::unprobed("remote target");
+        assert_eq!(remote.unprobed_reason.as_deref(), Some("remote target"));
+        assert!(remote.samples.is_empty() && remote.pids.is_empty());
+        assert_eq!(remote.cpu_seconds(), None);
+        assert_eq!(remote.connections_per_mb(10), None);
+    }
+
+    fn at(t_ms: u64, rss_mib: u64, cpu_seconds: f64, threads: u64, fds: u64) -> ServerSample {
+        ServerSample { t_ms, rss_bytes: rss_mib << 20, cpu_seconds, threads, fds }
+    }
+
+    #[test]
+    fn derived_figures() {
+        let report = ServerReport {
+            pids: vec![1],
+            found_by: Some("spawned".into()),
+            unprobed_reason: None,
+            samples: vec![at(0, 10, 1.5, 4, 10), at(250, 30, 2.0, 8, 1010), at(500, 20, 3.5, 6, 900)],
+        };
+        assert_eq!(report.rss_baseline_bytes(), Some(10 << 20));
+        assert_eq!(report.rss_peak_bytes(), Some(30 << 20));
+        assert_eq!(report.cpu_seconds(), Some(2.0));
+        assert_eq!(report.threads_peak(), Some(8));
+        assert_eq!(report.fds_peak(), Some(1010));
+        assert_eq!(report.connections_per_mb(1000), Some(50.0));
+        assert_eq!(report.echoes_per_cpu_second(1000), Some(500.0));
+
+        let flat = ServerReport { samples: vec![at(0, 10, 1.0, 1, 1), at(250, 10, 1.0, 1, 1)], ..report };
+        assert_eq!(flat.connections_per_mb(1000), None);
+        assert_eq!(flat.echoes_per_cpu_second(1000), None);
+        let one = ServerReport { samples: vec![at(0, 10, 1.0, 1, 1)], ..flat };
+        assert_eq!(one.cpu_seconds(), None);
+        assert_eq!(one.rss_peak_bytes(), Some(10 << 20));
+    }
+}

@@ -1,0 +1,46 @@
+//! Every preset in `scenarios/` is a valid scenario file: it parses, validates, and says
+//! what its comment says (the seeds' setups).
+
+use std::path::PathBuf;
+
+use wsbench::config::{Payload, RunSettings, Scenario};
+
+fn preset(name: &str) -> wsbench::config::RunConfig {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(name);
+    RunSettings::from_file(&path).and_then(RunSettings::validate).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn every_preset_validates() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut count = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            RunSettings::from_file(&path).and_then(RunSettings::validate).unwrap_or_else(|e| panic!("{e}"));
+            count += 1;
+        }
+    }
+    assert!(count >= 4, "expected the seeds' presets in {}", dir.display());
+}
+
+#[test]
+fn includeos_preset_is_the_seed_setup() {
+    let config = preset("includeos-25k.toml");
+    assert_eq!(config.scenario, Scenario::Echo);
+    assert_eq!(config.connections, 25_000);
+    assert_eq!(config.ramp_per_sec, Some(375.0));
+    assert_eq!(config.payload, Payload::JsonTs);
+}
+
+#[test]
+fn uws_presets_are_the_seed_arguments() {
+    let throughput = preset("uws-throughput.toml");
+    assert_eq!(
+        (throughput.connections, throughput.payload, throughput.frames_per_send),
+        (10_000, Payload::Bytes(20), 10)
+    );
+    let huge = preset("uws-huge.toml");
+    assert_eq!((huge.connections, huge.payload, huge.frames_per_send), (1, Payload::Bytes(104_857_600), 1));
+    assert_eq!(preset("uws-scalability.toml").scenario, Scenario::Scalability);
+}
