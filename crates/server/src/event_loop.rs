@@ -302,6 +302,9 @@ impl EventLoop {
                 conn.reading_paused = true;
                 return;
             }
+            if n < self.read_buf.len() && conn.transport.short_read_drains() {
+                return;
+            }
         }
     }
 

@@ -68,6 +68,14 @@ impl Transport {
         }
     }
 
+    /// Whether a read shorter than the buffer proves the socket is drained. True for plain
+    /// TCP: with edge-triggered readiness, bytes arriving after that read raise a new
+    /// event, so the extra read that would only return `WouldBlock` can be skipped (one
+    /// syscall per echo). Not for TLS, which buffers records inside rustls.
+    pub fn short_read_drains(&self) -> bool {
+        matches!(self, Transport::Plain(_))
+    }
+
     /// TLS is still negotiating (always false for plain TCP).
     pub fn is_handshaking(&self) -> bool {
         matches!(self, Transport::Tls(tls) if tls.session.is_handshaking())

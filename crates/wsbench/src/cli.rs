@@ -46,7 +46,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a benchmark scenario (default: echo against the built-in server).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Render result files (terminal text or JSON).
     Report(ReportArgs),
     /// Run the built-in echo server (the default benchmark target).

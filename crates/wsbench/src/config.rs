@@ -57,7 +57,10 @@ impl std::str::FromStr for Scenario {
             "echo" => Ok(Scenario::Echo),
             "throughput" => Ok(Scenario::Throughput),
             "scalability" => Ok(Scenario::Scalability),
-            other => Err(invalid("scenario", format!("unknown scenario `{other}`: use echo, throughput or scalability"))),
+            other => Err(invalid(
+                "scenario",
+                format!("unknown scenario `{other}`: use echo, throughput or scalability"),
+            )),
         }
     }
 }
@@ -90,7 +93,10 @@ impl std::str::FromStr for Payload {
         }
         match text.strip_prefix("bytes:") {
             Some(size) => Ok(Payload::Bytes(parse_bytes(size)?)),
-            None => Err(invalid("payload", format!("`{text}` is not a payload: use json-ts or bytes:N (e.g. bytes:20)"))),
+            None => Err(invalid(
+                "payload",
+                format!("`{text}` is not a payload: use json-ts or bytes:N (e.g. bytes:20)"),
+            )),
         }
     }
 }
@@ -182,7 +188,8 @@ impl RunSettings {
             .map_err(|source| ConfigError::ReadScenario { path: path.to_owned(), source })?;
         toml::from_str(&text).map_err(|e| ConfigError::ParseScenario {
             path: path.to_owned(),
-            message: e.message().to_owned() + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
+            message: e.message().to_owned()
+                + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
         })
     }
 
@@ -225,7 +232,9 @@ impl RunSettings {
             Ok(value.as_deref().map(parse_duration).transpose()?.unwrap_or(default))
         };
         let payload = match (&self.payload, &self.payload_bytes) {
-            (Some(_), Some(_)) => return Err(invalid("payload-bytes", "give either --payload or --payload-bytes")),
+            (Some(_), Some(_)) => {
+                return Err(invalid("payload-bytes", "give either --payload or --payload-bytes"));
+            }
             (Some(text), None) => text.parse()?,
             (None, Some(size)) => Payload::Bytes(parse_bytes(size)?),
             (None, None) if scenario == Scenario::Throughput => Payload::Bytes(DEFAULT_THROUGHPUT_PAYLOAD),
@@ -234,19 +243,29 @@ impl RunSettings {
         let frames_per_send = match (scenario, self.frames_per_send) {
             (_, Some(0)) => return Err(invalid("frames-per-send", "must be at least 1")),
             (Scenario::Throughput, frames) => frames.unwrap_or(DEFAULT_FRAMES_PER_SEND),
-            (_, Some(_)) => return Err(invalid("frames-per-send", "only applies to the throughput scenario")),
+            (_, Some(_)) => {
+                return Err(invalid("frames-per-send", "only applies to the throughput scenario"));
+            }
             (_, None) => 1,
         };
         let in_flight = match (scenario, self.in_flight) {
             (_, Some(0)) => return Err(invalid("in-flight", "must be at least 1")),
             (Scenario::Throughput, Some(k)) if k % frames_per_send != 0 => {
-                return Err(invalid("in-flight", format!("must be a multiple of --frames-per-send ({frames_per_send})")));
+                return Err(invalid(
+                    "in-flight",
+                    format!("must be a multiple of --frames-per-send ({frames_per_send})"),
+                ));
             }
             (Scenario::Throughput, k) => k.unwrap_or(frames_per_send),
             (_, k) => k.unwrap_or(DEFAULT_IN_FLIGHT),
         };
         let message = match (self.binary, self.text, payload) {
-            (true, _, Payload::JsonTs) => return Err(invalid("binary", "json-ts payloads are text; drop --binary or use --payload bytes:N")),
+            (true, _, Payload::JsonTs) => {
+                return Err(invalid(
+                    "binary",
+                    "json-ts payloads are text; drop --binary or use --payload bytes:N",
+                ));
+            }
             (true, _, _) => MessageKind::Binary,
             (_, true, _) => MessageKind::Text,
             (_, _, Payload::JsonTs) => MessageKind::Text,
@@ -256,9 +275,20 @@ impl RunSettings {
             // Random bytes are not UTF-8; text frames carry printable ASCII instead.
         }
         let ramp = self.ramp.as_deref().map(parse_rate).transpose()?;
-        let client_cpus = self.client_cpus.as_deref().map(crate::affinity::parse_cpu_list).transpose().map_err(|e| invalid("client-cpus", e.to_string()))?;
-        let server_cpus = self.server_cpus.as_deref().map(crate::affinity::parse_cpu_list).transpose().map_err(|e| invalid("server-cpus", e.to_string()))?;
-        let source_addrs = self.source_addrs.as_deref().map(parse_addr_range).transpose()?.unwrap_or_default();
+        let client_cpus = self
+            .client_cpus
+            .as_deref()
+            .map(crate::affinity::parse_cpu_list)
+            .transpose()
+            .map_err(|e| invalid("client-cpus", e.to_string()))?;
+        let server_cpus = self
+            .server_cpus
+            .as_deref()
+            .map(crate::affinity::parse_cpu_list)
+            .transpose()
+            .map_err(|e| invalid("server-cpus", e.to_string()))?;
+        let source_addrs =
+            self.source_addrs.as_deref().map(parse_addr_range).transpose()?.unwrap_or_default();
         if target.is_some() && server_cpus.is_some() {
             return Err(invalid("server-cpus", "only applies to the built-in server (give no URL)"));
         }
@@ -268,7 +298,10 @@ impl RunSettings {
             connections,
             ramp_per_sec: ramp,
             duration: duration(&self.duration, DEFAULT_DURATION)?,
-            warmup: duration(&self.warmup, if scenario == Scenario::Scalability { Duration::ZERO } else { DEFAULT_WARMUP })?,
+            warmup: duration(
+                &self.warmup,
+                if scenario == Scenario::Scalability { Duration::ZERO } else { DEFAULT_WARMUP },
+            )?,
             hold: duration(&self.hold, DEFAULT_HOLD)?,
             in_flight,
             payload,
@@ -293,7 +326,8 @@ pub fn parse_addr_range(text: &str) -> Result<Vec<IpAddr>, ConfigError> {
     for part in text.split(',').map(str::trim) {
         match part.split_once('-') {
             Some((first, last)) => {
-                let first: std::net::Ipv4Addr = first.trim().parse().map_err(|_| bad("not an IPv4 address"))?;
+                let first: std::net::Ipv4Addr =
+                    first.trim().parse().map_err(|_| bad("not an IPv4 address"))?;
                 let last: std::net::Ipv4Addr = last.trim().parse().map_err(|_| bad("not an IPv4 address"))?;
                 let (a, b) = (u32::from(first), u32::from(last));
                 if a > b || b - a > 65_535 {
@@ -372,7 +406,8 @@ mod tests {
 
     #[test]
     fn flags_override_the_scenario_file() {
-        let file: RunSettings = toml::from_str("scenario = \"echo\"\nconnections = 25000\nramp = \"75/s\"\n").unwrap();
+        let file: RunSettings =
+            toml::from_str("scenario = \"echo\"\nconnections = 25000\nramp = \"75/s\"\n").unwrap();
         let flags = settings(|s| s.connections = Some(10));
         let config = flags.over(file).validate().unwrap();
         assert_eq!(config.connections, 10);

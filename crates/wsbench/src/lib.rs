@@ -3,7 +3,18 @@
 //! lives here: the command-line model, the built-in server's front end, and (growing) the
 //! load engine, metrics, result files and reports.
 
+pub mod affinity;
 pub mod cli;
+pub mod client_cpu;
+pub mod config;
+pub mod engine;
+pub mod hlog;
+pub mod machine;
 pub mod metrics;
+pub mod probe;
+pub mod report;
+pub mod result;
+pub mod run;
 pub mod samples;
+pub mod target;
 pub mod units;

@@ -17,11 +17,11 @@ const EXIT_INTERRUPTED: u8 = 130;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::Report(args) => report(args),
-        Command::Serve(args) => {
-            wsbench_server::serve_until_signalled(&args.into_config()).map(|()| ExitCode::SUCCESS).map_err(Into::into)
-        }
+        Command::Serve(args) => wsbench_server::serve_until_signalled(&args.into_config())
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(Into::into),
     };
     match result {
         Ok(code) => code,
@@ -47,7 +47,11 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let text = wsbench::report::report_command_with(&args.files, args.format.into(), std::io::stdout().is_terminal())?;
+    let text = wsbench::report::report_command_with(
+        &args.files,
+        args.format.into(),
+        std::io::stdout().is_terminal(),
+    )?;
     print(&text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -154,7 +154,12 @@ impl Metrics {
         let index = second as usize;
         while self.intervals.len() <= index {
             let second = self.intervals.len() as u64;
-            self.intervals.push(Interval { second, echoes: 0, connections_open: 0, latency: new_histogram() });
+            self.intervals.push(Interval {
+                second,
+                echoes: 0,
+                connections_open: 0,
+                latency: new_histogram(),
+            });
         }
         &mut self.intervals[index]
     }

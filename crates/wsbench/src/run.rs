@@ -49,7 +49,11 @@ impl BuiltinServer {
     pub fn start(cpus: &[usize], extra_args: &[&str]) -> Result<BuiltinServer, RunError> {
         let exe = std::env::current_exe().map_err(|e| RunError::ServerStart(e.to_string()))?;
         let mut command = Command::new(exe);
-        command.args(["serve", "--port", "0"]).args(extra_args).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        command
+            .args(["serve", "--port", "0"])
+            .args(extra_args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
         if !cpus.is_empty() {
             crate::affinity::pin_command(&mut command, cpus);
         }
@@ -161,10 +165,13 @@ pub fn run(config: RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunEr
     };
     let target = match (&config.target, &builtin) {
         (Some(target), _) => target.clone(),
-        (None, Some(server)) => Target::parse(&server.url).map_err(|e| RunError::ServerStart(e.to_string()))?,
+        (None, Some(server)) => {
+            Target::parse(&server.url).map_err(|e| RunError::ServerStart(e.to_string()))?
+        }
         (None, None) => unreachable!("a built-in server was started"),
     };
-    let started_at_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let started_at_unix_ms =
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
     let run_start = Instant::now();
     let probe = start_probe(&config, &target, builtin.as_ref(), run_start);
     let spec = EngineSpec::new(config.clone(), target.clone());
@@ -227,7 +234,9 @@ fn start_probe(
                     target.addr.port()
                 )));
             }
-            Err(e) => return Err(ServerProbe::unprobed(&format!("finding the listening process failed: {e}"))),
+            Err(e) => {
+                return Err(ServerProbe::unprobed(&format!("finding the listening process failed: {e}")));
+            }
         }
     } else {
         return Err(ServerProbe::unprobed("remote target: the probe only sees processes on this machine"));
@@ -249,7 +258,12 @@ struct Progress {
 
 impl Progress {
     fn new() -> Progress {
-        Progress { enabled: std::io::stdout().is_terminal(), last_echoes: 0, last_at: Instant::now(), shown: false }
+        Progress {
+            enabled: std::io::stdout().is_terminal(),
+            last_echoes: 0,
+            last_at: Instant::now(),
+            shown: false,
+        }
     }
 
     fn update(&mut self, control: &Control) {
@@ -264,7 +278,11 @@ impl Progress {
         let p99 = control.last_p99_us.load(Ordering::Relaxed);
         let elapsed = control.start.elapsed().as_secs_f64();
         let mut stderr = std::io::stderr().lock();
-        let _ = write!(stderr, "\r\x1b[2K{elapsed:6.1}s  {open} connections open  {rate:.0} echoes/s  p99 {:.2} ms", p99 as f64 / 1e3);
+        let _ = write!(
+            stderr,
+            "\r\x1b[2K{elapsed:6.1}s  {open} connections open  {rate:.0} echoes/s  p99 {:.2} ms",
+            p99 as f64 / 1e3
+        );
         let _ = stderr.flush();
         self.shown = true;
     }

@@ -20,7 +20,8 @@ pub struct Target {
 
 impl Target {
     pub fn parse(url: &str) -> Result<Target, ConfigError> {
-        let bad = |why: String| ConfigError::Invalid { setting: "target", problem: format!("`{url}`: {why}") };
+        let bad =
+            |why: String| ConfigError::Invalid { setting: "target", problem: format!("`{url}`: {why}") };
         let (tls, rest) = if let Some(rest) = url.strip_prefix("ws://") {
             (false, rest)
         } else if let Some(rest) = url.strip_prefix("wss://") {
@@ -34,8 +35,10 @@ impl Target {
         };
         let default_port = if tls { 443 } else { 80 };
         let (host, port) = if let Some(inner) = authority.strip_prefix('[') {
-            let (host, after) = inner.split_once(']').ok_or_else(|| bad("unclosed [ in IPv6 address".into()))?;
-            let port = after.strip_prefix(':').map(str::parse).transpose().map_err(|_| bad("bad port".into()))?;
+            let (host, after) =
+                inner.split_once(']').ok_or_else(|| bad("unclosed [ in IPv6 address".into()))?;
+            let port =
+                after.strip_prefix(':').map(str::parse).transpose().map_err(|_| bad("bad port".into()))?;
             (host, port.unwrap_or(default_port))
         } else {
             match authority.rsplit_once(':') {
@@ -60,7 +63,11 @@ impl Target {
     /// `Host` header value.
     pub fn host_header(&self) -> String {
         let default_port = if self.tls { 443 } else { 80 };
-        if self.addr.port() == default_port { self.host.clone() } else { format!("{}:{}", self.host, self.addr.port()) }
+        if self.addr.port() == default_port {
+            self.host.clone()
+        } else {
+            format!("{}:{}", self.host, self.addr.port())
+        }
     }
 }
 

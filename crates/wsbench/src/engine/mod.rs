@@ -126,18 +126,19 @@ pub fn run(
         })?);
     }
     let tick = Duration::from_millis(100);
-    let wait_until = |deadline: Option<Instant>, done: &dyn Fn() -> bool, progress: &mut dyn FnMut(&Control)| loop {
-        if interrupt.load(Ordering::Relaxed) {
-            control.interrupted.store(true, Ordering::SeqCst);
-            return;
-        }
-        if done() || deadline.is_some_and(|d| Instant::now() >= d) {
-            return;
-        }
-        progress(&control);
-        let sleep = deadline.map_or(tick, |d| d.saturating_duration_since(Instant::now()).min(tick));
-        std::thread::sleep(sleep);
-    };
+    let wait_until =
+        |deadline: Option<Instant>, done: &dyn Fn() -> bool, progress: &mut dyn FnMut(&Control)| loop {
+            if interrupt.load(Ordering::Relaxed) {
+                control.interrupted.store(true, Ordering::SeqCst);
+                return;
+            }
+            if done() || deadline.is_some_and(|d| Instant::now() >= d) {
+                return;
+            }
+            progress(&control);
+            let sleep = deadline.map_or(tick, |d| d.saturating_duration_since(Instant::now()).min(tick));
+            std::thread::sleep(sleep);
+        };
     // Connect phase.
     wait_until(None, &|| control.workers_connected.load(Ordering::SeqCst) == worker_count, progress);
     let connect_phase_secs = control.start.elapsed().as_secs_f64();
@@ -153,8 +154,10 @@ pub fn run(
     control.measure_start_us.store(measure_start_us, Ordering::SeqCst);
     control.end_us.store(end_us, Ordering::SeqCst);
     if !control.interrupted.load(Ordering::Relaxed) {
+        // With every connection gone (refused, or the server died) there is nothing left
+        // to measure: the run ends now instead of idling to the end of its window.
         let end = control.start + Duration::from_micros(end_us);
-        wait_until(Some(end), &|| false, progress);
+        wait_until(Some(end), &|| control.open_connections.load(Ordering::Relaxed) == 0, progress);
     }
     let stopped_us = control.start.elapsed().as_micros() as u64;
     control.stop.store(true, Ordering::SeqCst);

@@ -94,7 +94,8 @@ mod tests {
 
     #[test]
     fn fixed_batches_hold_frames_per_send_masked_frames() {
-        let Template::Fixed { payload, batch } = Template::new(Payload::Bytes(20), MessageKind::Binary, 10) else {
+        let Template::Fixed { payload, batch } = Template::new(Payload::Bytes(20), MessageKind::Binary, 10)
+        else {
             panic!("fixed payload expected")
         };
         assert_eq!(batch.len(), 10 * 26);
@@ -106,7 +107,8 @@ mod tests {
 
     #[test]
     fn text_payloads_are_printable_ascii() {
-        let Template::Fixed { payload, .. } = Template::new(Payload::Bytes(1000), MessageKind::Text, 1) else {
+        let Template::Fixed { payload, .. } = Template::new(Payload::Bytes(1000), MessageKind::Text, 1)
+        else {
             panic!("fixed payload expected")
         };
         assert!(payload.iter().all(|b| (b' '..=b'~').contains(b)));

@@ -16,7 +16,10 @@ pub fn client_config(insecure: bool) -> Arc<ClientConfig> {
         .with_safe_default_protocol_versions()
         .expect("ring supports the default protocol versions");
     let config = if insecure {
-        builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider))).with_no_client_auth()
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+            .with_no_client_auth()
     } else {
         let roots = RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
         builder.with_root_certificates(roots).with_no_client_auth()

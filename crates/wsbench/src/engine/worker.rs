@@ -189,7 +189,10 @@ impl Worker {
                 self.count_connect_error(&error);
             }
         }
-        if !self.reported_connected && self.next_connection == self.plan.connections.len() && self.connecting == 0 {
+        if !self.reported_connected
+            && self.next_connection == self.plan.connections.len()
+            && self.connecting == 0
+        {
             self.reported_connected = true;
             self.control.workers_connected.fetch_add(1, Ordering::SeqCst);
         }
@@ -226,7 +229,11 @@ impl Worker {
         let mut conn = ClientConn::new(transport, client_key(nonce), decoder, now);
         let entry = self.conns.vacant_entry();
         let key = entry.key();
-        self.poll.registry().register(conn.transport.socket(), Token(key), Interest::READABLE | Interest::WRITABLE)?;
+        self.poll.registry().register(
+            conn.transport.socket(),
+            Token(key),
+            Interest::READABLE | Interest::WRITABLE,
+        )?;
         conn.output.extend_from_slice(&client_request(&target.host_header(), &target.path, &conn.key, &[]));
         entry.insert(conn);
         self.connecting += 1;
@@ -249,10 +256,9 @@ impl Worker {
                 break;
             }
             self.connect_deadlines.pop_front();
-            let still_connecting = self
-                .conns
-                .get(key)
-                .is_some_and(|c| c.started == started && matches!(c.state, State::Connecting | State::Upgrading));
+            let still_connecting = self.conns.get(key).is_some_and(|c| {
+                c.started == started && matches!(c.state, State::Connecting | State::Upgrading)
+            });
             if still_connecting {
                 self.metrics.counters.connect_timeouts += 1;
                 self.drop_conn(key);
@@ -345,7 +351,8 @@ impl Worker {
         let want_write = !done || conn.state == State::Connecting;
         if want_write != conn.write_interest {
             conn.write_interest = want_write;
-            let interest = if want_write { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+            let interest =
+                if want_write { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
             if self.poll.registry().reregister(conn.transport.socket(), Token(key), interest).is_err() {
                 self.on_broken(key);
                 return false;
@@ -388,7 +395,8 @@ impl Worker {
             }
             let Some(conn) = self.conns.get_mut(key) else { return };
             conn.input = input;
-            if !self.flush(key) {
+            let drained = n < buf.len() && conn.transport.short_read_drains();
+            if !self.flush(key) || drained {
                 return;
             }
         }
@@ -432,13 +440,16 @@ impl Worker {
             let payload = used + chunk.payload.start..used + chunk.payload.end;
             used += chunk.consumed;
             match chunk.opcode {
-                OpCode::Text | OpCode::Binary => self.on_data(key, chunk.first, chunk.last, &data[payload], now),
+                OpCode::Text | OpCode::Binary => {
+                    self.on_data(key, chunk.first, chunk.last, &data[payload], now)
+                }
                 OpCode::Ping => {
                     write_frame(&mut conn.output, true, OpCode::Pong, Some([0; 4]), &data[payload]);
                 }
                 OpCode::Close => {
                     if conn.state == State::Open {
-                        let code = parse_close_payload(&data[payload]).ok().flatten().map_or(0, |(code, _)| code);
+                        let code =
+                            parse_close_payload(&data[payload]).ok().flatten().map_or(0, |(code, _)| code);
                         *self.metrics.counters.closed_by_server.entry(code).or_default() += 1;
                         self.metrics.counters.messages_unanswered += conn.in_flight.len() as u64;
                         conn.in_flight.clear();
@@ -467,7 +478,9 @@ impl Worker {
 
     /// Sends batches until the connection has `in_flight` messages outstanding.
     fn fill_in_flight(&mut self, key: usize, now: Instant) {
-        if self.spec.config.scenario == Scenario::Scalability || !self.control.sending_allowed(self.micros_since_start(now)) {
+        if self.spec.config.scenario == Scenario::Scalability
+            || !self.control.sending_allowed(self.micros_since_start(now))
+        {
             return;
         }
         let frames = self.spec.config.frames_per_send;

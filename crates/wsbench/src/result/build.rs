@@ -1,0 +1,248 @@
+//! Turning what the engine measured ([`RunOutcome`]) into the numbers the result file
+//! reports: percentiles, throughput, Little's law, the server's resource use from the
+//! probe's raw samples, and whether the client was the bottleneck.
+
+use hdrhistogram::Histogram;
+
+use super::{
+    ByteCounts, ClientSummary, ConnectStats, ConnectionCounts, EncodedHistograms, LatencyStats, LittlesLaw,
+    MessageCounts, RunResult, SCHEMA_VERSION, ServerSummary, Summary, Target, TimelinePoint,
+    encode_histogram,
+};
+use crate::samples::{RunOutcome, ServerReport, WorkerCpu};
+
+/// A client worker busier than this (fraction of one core) bounds the result.
+pub const CLIENT_BOUND_SHARE: f64 = 0.9;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// `x`, or 0 when it is NaN or infinite (JSON has no such numbers).
+fn finite(x: f64) -> f64 {
+    if x.is_finite() { x } else { 0.0 }
+}
+
+impl LatencyStats {
+    pub fn from_histogram(histogram: &Histogram<u64>) -> LatencyStats {
+        if histogram.is_empty() {
+            return LatencyStats::default();
+        }
+        let q = |quantile: f64| histogram.value_at_quantile(quantile);
+        LatencyStats {
+            count: histogram.len(),
+            min: histogram.min(),
+            mean: finite(histogram.mean()),
+            stddev: finite(histogram.stdev()),
+            p50: q(0.5),
+            p75: q(0.75),
+            p90: q(0.9),
+            p95: q(0.95),
+            p99: q(0.99),
+            p999: q(0.999),
+            p9999: q(0.9999),
+            max: histogram.max(),
+        }
+    }
+}
+
+impl ConnectStats {
+    pub fn from_histogram(histogram: &Histogram<u64>) -> ConnectStats {
+        if histogram.is_empty() {
+            return ConnectStats::default();
+        }
+        ConnectStats {
+            count: histogram.len(),
+            min: histogram.min(),
+            mean: finite(histogram.mean()),
+            p50: histogram.value_at_quantile(0.5),
+            p90: histogram.value_at_quantile(0.9),
+            p99: histogram.value_at_quantile(0.99),
+            max: histogram.max(),
+        }
+    }
+}
+
+impl LittlesLaw {
+    /// `throughput` in round trips per second, `measured_mean_us` the mean latency.
+    pub fn new(connections: u64, in_flight: u64, throughput: f64, measured_mean_us: f64) -> LittlesLaw {
+        let throughput = finite(throughput);
+        let predicted = (throughput > 0.0).then(|| (connections * in_flight) as f64 / throughput * 1e6);
+        let ratio = predicted.filter(|p| *p > 0.0).map(|p| finite(measured_mean_us / p));
+        LittlesLaw {
+            connections,
+            in_flight,
+            throughput_per_sec: throughput,
+            predicted_mean_latency_us: predicted,
+            measured_mean_latency_us: finite(measured_mean_us),
+            ratio,
+        }
+    }
+}
+
+impl ServerSummary {
+    /// Derives the server's numbers from the probe's raw samples. `established` and
+    /// `measured_echoes` come from the client side.
+    pub fn from_report(report: &ServerReport, established: u64, measured_echoes: u64) -> ServerSummary {
+        let samples = &report.samples;
+        let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
+            let reason = report.unprobed_reason.clone().unwrap_or_else(|| {
+                if report.pids.is_empty() { "no server process was found" } else { "no samples were taken" }
+                    .to_owned()
+            });
+            return ServerSummary {
+                probed: false,
+                pids: report.pids.clone(),
+                found_by: report.found_by.clone(),
+                unprobed_reason: Some(reason),
+                rss_baseline_bytes: None,
+                rss_peak_bytes: None,
+                cpu_seconds: None,
+                threads_peak: None,
+                fds_peak: None,
+                connections_per_mb: None,
+                echoes_per_cpu_second: None,
+                samples: Vec::new(),
+            };
+        };
+        let baseline = first.rss_bytes;
+        let peak = samples.iter().map(|s| s.rss_bytes).max().unwrap_or(baseline);
+        let cpu_seconds = finite((last.cpu_seconds - first.cpu_seconds).max(0.0));
+        let growth_mib = peak.saturating_sub(baseline) as f64 / MIB;
+        ServerSummary {
+            probed: true,
+            pids: report.pids.clone(),
+            found_by: report.found_by.clone(),
+            unprobed_reason: None,
+            rss_baseline_bytes: Some(baseline),
+            rss_peak_bytes: Some(peak),
+            cpu_seconds: Some(cpu_seconds),
+            threads_peak: samples.iter().map(|s| s.threads).max(),
+            fds_peak: samples.iter().map(|s| s.fds).max(),
+            connections_per_mb: (growth_mib > 0.0).then(|| established as f64 / growth_mib),
+            echoes_per_cpu_second: (cpu_seconds > 0.0).then(|| measured_echoes as f64 / cpu_seconds),
+            samples: samples.clone(),
+        }
+    }
+}
+
+impl ClientSummary {
+    pub fn from_workers(workers: &[WorkerCpu]) -> ClientSummary {
+        let busy: Vec<&WorkerCpu> = workers.iter().filter(|w| w.share >= CLIENT_BOUND_SHARE).collect();
+        let busiest = busy.iter().copied().max_by(|a, b| a.share.total_cmp(&b.share));
+        let bound_reason = busiest.map(|busiest| {
+            let percent = (busiest.share * 100.0).round();
+            let who = if busy.len() == 1 {
+                format!("Client worker {} was {percent:.0}% busy", busiest.name)
+            } else {
+                format!(
+                    "{} of {} client workers were at least {:.0}% busy (busiest: {} at {percent:.0}%)",
+                    busy.len(),
+                    workers.len(),
+                    CLIENT_BOUND_SHARE * 100.0,
+                    busiest.name
+                )
+            };
+            format!(
+                "{who}, so this result is bounded by the client, not the server: \
+                 give the client more threads or cores, or run it on another machine."
+            )
+        });
+        ClientSummary { bound: busiest.is_some(), bound_reason, workers: workers.to_vec() }
+    }
+}
+
+impl RunResult {
+    /// Everything the result file says about a finished (or interrupted) run.
+    pub fn from_outcome(outcome: &RunOutcome) -> RunResult {
+        let metrics = &outcome.metrics;
+        let counters = &metrics.counters;
+        let echoes_per_sec = if outcome.measured_secs > 0.0 {
+            finite(outcome.measured_echoes as f64 / outcome.measured_secs)
+        } else {
+            0.0
+        };
+        let latency_us = LatencyStats::from_histogram(&metrics.latency);
+        let workers: Vec<WorkerCpu> = outcome
+            .client_workers
+            .iter()
+            .map(|w| WorkerCpu {
+                name: w.name.clone(),
+                cpu_seconds: finite(w.cpu_seconds),
+                share: finite(w.share),
+            })
+            .collect();
+        let mut server = outcome.server.clone();
+        for sample in &mut server.samples {
+            sample.cpu_seconds = finite(sample.cpu_seconds);
+        }
+        let summary = Summary {
+            echoes_per_sec,
+            measured_echoes: outcome.measured_echoes,
+            latency_us,
+            latency_uncorrected_us: LatencyStats::from_histogram(&metrics.latency_uncorrected),
+            connect_us: ConnectStats::from_histogram(&metrics.connect),
+            send_lag_us: LatencyStats::from_histogram(&metrics.send_lag),
+            connections: ConnectionCounts {
+                attempted: counters.connections_attempted,
+                established: counters.connections_established,
+                failed: counters.connections_failed(),
+            },
+            disconnections: counters.disconnections(),
+            errors: counters.errors(),
+            messages: MessageCounts {
+                sent: counters.messages_sent,
+                received: counters.messages_received,
+                unanswered: counters.messages_unanswered,
+            },
+            bytes: ByteCounts { sent: counters.bytes_sent, received: counters.bytes_received },
+            littles_law: LittlesLaw::new(
+                outcome.connections,
+                outcome.in_flight,
+                echoes_per_sec,
+                latency_us.mean,
+            ),
+        };
+        let timeline = metrics
+            .intervals
+            .iter()
+            .map(|interval| TimelinePoint {
+                second: interval.second,
+                echoes: interval.echoes,
+                connections_open: interval.connections_open,
+                p50_us: if interval.latency.is_empty() { 0 } else { interval.latency.value_at_quantile(0.5) },
+                p99_us: if interval.latency.is_empty() {
+                    0
+                } else {
+                    interval.latency.value_at_quantile(0.99)
+                },
+            })
+            .collect();
+        RunResult {
+            schema_version: SCHEMA_VERSION,
+            wsbench_version: env!("CARGO_PKG_VERSION").to_owned(),
+            scenario: outcome.scenario.clone(),
+            target: Target { url: outcome.target_url.clone(), builtin: outcome.target_builtin },
+            config: outcome.config.clone(),
+            machine: outcome.machine.clone(),
+            started_at_unix_ms: outcome.started_at_unix_ms,
+            elapsed_s: finite(outcome.elapsed_secs),
+            measured_s: finite(outcome.measured_secs),
+            interrupted: outcome.interrupted,
+            summary,
+            server: ServerSummary::from_report(
+                &server,
+                counters.connections_established,
+                outcome.measured_echoes,
+            ),
+            client: ClientSummary::from_workers(&workers),
+            timeline,
+            counters: counters.clone(),
+            histograms: EncodedHistograms {
+                latency: encode_histogram(&metrics.latency),
+                latency_uncorrected: encode_histogram(&metrics.latency_uncorrected),
+                connect: encode_histogram(&metrics.connect),
+                send_lag: encode_histogram(&metrics.send_lag),
+                intervals: metrics.intervals.iter().map(|i| encode_histogram(&i.latency)).collect(),
+            },
+        }
+    }
+}

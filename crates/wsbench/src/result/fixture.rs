@@ -1,0 +1,293 @@
+//! Deterministic, realistic run outcomes for tests: the golden report files, the schema test
+//! and the round-trip tests all build on them. Values come from a seeded integer generator
+//! (no floating-point maths), so every platform records exactly the same histograms.
+//! Not part of the public API.
+
+use std::collections::BTreeMap;
+
+use crate::metrics::{Counters, Metrics, record_us};
+use crate::samples::{MachineFacts, RunOutcome, ServerReport, ServerSample, WorkerCpu};
+
+/// SplitMix64: tiny, seeded, and the same everywhere.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..bound`.
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next_u64() % bound.max(1)
+    }
+
+    /// A latency-like value around `median` µs: bell-shaped (sum of four uniforms) with a
+    /// 1% tail up to 10× and a 0.1% tail up to 100×.
+    pub fn latency_us(&mut self, median: u64) -> u64 {
+        let spread = median / 2 + 1;
+        let bell = (0..4).map(|_| self.below(spread)).sum::<u64>() / 2 + median / 2;
+        let tail = self.below(1000);
+        let value = match tail {
+            0 => bell * (10 + self.below(90)),
+            1..=10 => bell * (2 + self.below(8)),
+            _ => bell,
+        };
+        value.max(1)
+    }
+}
+
+/// Metrics with `samples` random values in every histogram and `seconds` intervals.
+pub fn random_metrics(seed: u64, samples: u64, seconds: u64) -> Metrics {
+    let mut rng = Rng::new(seed);
+    let mut metrics = Metrics::default();
+    for _ in 0..samples {
+        let value = rng.latency_us(2_000);
+        record_us(&mut metrics.latency, value + rng.below(500));
+        record_us(&mut metrics.latency_uncorrected, value);
+        record_us(&mut metrics.connect, rng.latency_us(800));
+        record_us(&mut metrics.send_lag, rng.below(300));
+    }
+    for second in 0..seconds {
+        let interval = metrics.interval(second);
+        interval.echoes = samples / seconds.max(1);
+        interval.connections_open = 100;
+        for _ in 0..samples / seconds.max(1) {
+            record_us(&mut interval.latency, rng.latency_us(2_000));
+        }
+    }
+    metrics.counters.messages_sent = samples + 7;
+    metrics.counters.messages_received = samples;
+    metrics.counters.messages_unanswered = 7;
+    metrics.counters.closed_by_server.insert(1001, 3);
+    metrics.counters.warmup_messages = 11;
+    metrics
+}
+
+fn machine() -> MachineFacts {
+    MachineFacts {
+        cpu_model: "AMD EPYC 7B13".to_owned(),
+        cores: 2,
+        kernel: "Linux 6.1.0".to_owned(),
+        hostname: "bench-1".to_owned(),
+        wsbench_version: "0.1.0".to_owned(),
+        open_files_limit: 1_048_576,
+    }
+}
+
+/// Fills `metrics` the way a run at `rate` echoes per second for `seconds` (the first
+/// `warmup` not measured) with latencies around `median_us` would.
+fn simulate(
+    rng: &mut Rng,
+    metrics: &mut Metrics,
+    seconds: u64,
+    warmup: u64,
+    rate: u64,
+    median_us: u64,
+    open: u64,
+) -> u64 {
+    // Each recorded value stands for `weight` round trips, to keep fixtures fast.
+    let weight = 50;
+    let mut measured = 0;
+    for second in 0..seconds {
+        let echoes = rate - rate / 50 + rng.below(rate / 25 + 1);
+        let values: Vec<u64> = (0..echoes / weight).map(|_| rng.latency_us(median_us)).collect();
+        if second >= warmup {
+            for &value in &values {
+                metrics.latency.saturating_record_n(value, weight);
+                metrics.latency_uncorrected.saturating_record_n(value, weight);
+            }
+        }
+        let interval = metrics.interval(second);
+        interval.echoes = echoes;
+        interval.connections_open = open;
+        for &value in &values {
+            interval.latency.saturating_record_n(value, weight);
+        }
+        if second >= warmup {
+            measured += echoes / weight * weight;
+        }
+    }
+    measured
+}
+
+fn config(scenario: &str, connections: u64, extra: serde_json::Value) -> serde_json::Value {
+    let mut config = serde_json::json!({
+        "scenario": scenario,
+        "connections": connections,
+        "duration_s": 30,
+        "warmup_s": 5,
+        "message_size": 32,
+    });
+    if let (Some(config), Some(extra)) = (config.as_object_mut(), extra.as_object()) {
+        config.extend(extra.clone());
+    }
+    config
+}
+
+/// A clean closed-loop echo run against the built-in server, probed, not client-bound.
+pub fn closed_loop() -> RunOutcome {
+    let mut rng = Rng::new(1);
+    let mut metrics = Metrics::default();
+    let measured = simulate(&mut rng, &mut metrics, 35, 5, 52_300, 19_000, 1_000);
+    for _ in 0..1_000 {
+        record_us(&mut metrics.connect, rng.latency_us(1_200));
+    }
+    metrics.counters = Counters {
+        connections_attempted: 1_000,
+        connections_established: 1_000,
+        messages_sent: measured + 1_000 + 5 * 52_300,
+        messages_received: measured + 5 * 52_300,
+        messages_unanswered: 1_000,
+        bytes_sent: (measured + 1_000 + 5 * 52_300) * 38,
+        bytes_received: (measured + 5 * 52_300) * 34,
+        warmup_messages: 5 * 52_300,
+        ..Counters::default()
+    };
+    let samples = (0..=140u64)
+        .map(|i| ServerSample {
+            t_ms: i * 250,
+            rss_bytes: 12 * 1024 * 1024 + (i.min(8) * 4_800_000),
+            cpu_seconds: 0.25 + i as f64 * 0.2,
+            threads: 3,
+            fds: 8 + i.min(8) * 125,
+        })
+        .collect();
+    RunOutcome {
+        scenario: "echo".to_owned(),
+        target_url: "ws://127.0.0.1:9001/".to_owned(),
+        target_builtin: true,
+        config: config("echo", 1_000, serde_json::json!({ "in_flight": 1 })),
+        started_at_unix_ms: 1_735_689_600_000,
+        elapsed_secs: 35.0,
+        measured_secs: 30.0,
+        measured_echoes: measured,
+        interrupted: false,
+        connections: 1_000,
+        in_flight: 1,
+        metrics,
+        server: ServerReport {
+            pids: vec![4242],
+            found_by: Some("spawned".to_owned()),
+            unprobed_reason: None,
+            samples,
+        },
+        client_workers: vec![
+            WorkerCpu { name: "w0".to_owned(), cpu_seconds: 21.7, share: 0.62 },
+            WorkerCpu { name: "w1".to_owned(), cpu_seconds: 21.0, share: 0.60 },
+        ],
+        machine: machine(),
+    }
+}
+
+/// An interrupted open-loop run against a remote server: errors, a client worker at 97%,
+/// coordinated omission visible (corrected ≠ uncorrected latency), server not probed.
+pub fn open_loop_troubled() -> RunOutcome {
+    let mut rng = Rng::new(2);
+    let mut metrics = Metrics::default();
+    let measured = simulate(&mut rng, &mut metrics, 12, 2, 9_800, 850, 480);
+    // The corrected histogram adds the time each send waited behind the client.
+    metrics.latency.reset();
+    for _ in 0..measured / 50 {
+        let lag = rng.latency_us(400);
+        record_us(&mut metrics.send_lag, lag);
+        metrics.latency.saturating_record_n(rng.latency_us(850) + lag, 50);
+    }
+    for _ in 0..485 {
+        record_us(&mut metrics.connect, rng.latency_us(3_500));
+    }
+    let mut closed_by_server = BTreeMap::new();
+    closed_by_server.insert(1001, 4);
+    closed_by_server.insert(1011, 1);
+    metrics.counters = Counters {
+        connections_attempted: 500,
+        connections_established: 485,
+        connect_timeouts: 12,
+        connections_refused: 3,
+        closed_by_server,
+        resets: 2,
+        messages_sent: measured + 2 * 9_800 + 310,
+        messages_received: measured + 2 * 9_800,
+        messages_unanswered: 310,
+        bytes_sent: (measured + 2 * 9_800 + 310) * 1_030,
+        bytes_received: (measured + 2 * 9_800) * 1_026,
+        warmup_messages: 2 * 9_800,
+        ..Counters::default()
+    };
+    RunOutcome {
+        scenario: "throughput".to_owned(),
+        target_url: "wss://bench.example.net:8443/echo".to_owned(),
+        target_builtin: false,
+        config: config(
+            "throughput",
+            500,
+            serde_json::json!({ "rate_per_connection": 20, "message_size": 1024 }),
+        ),
+        started_at_unix_ms: 1_735_693_200_000,
+        elapsed_secs: 12.4,
+        measured_secs: 10.0,
+        measured_echoes: measured,
+        interrupted: true,
+        connections: 500,
+        in_flight: 1,
+        metrics,
+        server: ServerReport {
+            pids: Vec::new(),
+            found_by: None,
+            unprobed_reason: Some("the target is on another host".to_owned()),
+            samples: Vec::new(),
+        },
+        client_workers: vec![
+            WorkerCpu { name: "w0".to_owned(), cpu_seconds: 12.0, share: 0.97 },
+            WorkerCpu { name: "w1".to_owned(), cpu_seconds: 7.1, share: 0.57 },
+        ],
+        machine: machine(),
+    }
+}
+
+/// A run in which no connection was ever established: everything zero, no throughput.
+pub fn nothing_answered() -> RunOutcome {
+    let metrics = Metrics {
+        counters: Counters { connections_attempted: 10, connections_refused: 10, ..Counters::default() },
+        ..Metrics::default()
+    };
+    RunOutcome {
+        scenario: "echo".to_owned(),
+        target_url: "ws://127.0.0.1:9/".to_owned(),
+        target_builtin: false,
+        config: config("echo", 10, serde_json::json!({})),
+        started_at_unix_ms: 1_735_696_800_000,
+        elapsed_secs: 0.3,
+        measured_secs: 0.0,
+        measured_echoes: 0,
+        interrupted: false,
+        connections: 10,
+        in_flight: 1,
+        metrics,
+        server: ServerReport {
+            pids: vec![77],
+            found_by: Some("listening-port".to_owned()),
+            unprobed_reason: None,
+            samples: Vec::new(),
+        },
+        client_workers: vec![WorkerCpu { name: "w0".to_owned(), cpu_seconds: 0.01, share: 0.03 }],
+        machine: machine(),
+    }
+}
+
+/// Every fixture by name, as the golden files are named.
+pub fn all() -> Vec<(&'static str, RunOutcome)> {
+    vec![
+        ("closed_loop", closed_loop()),
+        ("open_loop_troubled", open_loop_troubled()),
+        ("nothing_answered", nothing_answered()),
+    ]
+}

@@ -1,0 +1,274 @@
+//! The result file: one JSON document per run that users' scripts, `wsbench report` and
+//! (later) `wsbench merge` read back. It carries the derived numbers people look at
+//! (`summary`, `server`, `client`, `timeline`) *and* the raw HdrHistograms in HdrHistogram's
+//! own "V2 compressed" encoding, so nothing is lost: [`RunResult::metrics`] rebuilds the exact
+//! [`Metrics`](crate::metrics::Metrics) the run measured. The field names are a public contract, pinned by
+//! `schema/result.schema.json` at the repository root; bump [`SCHEMA_VERSION`] on any
+//! incompatible change.
+
+mod atomic;
+mod build;
+mod codec;
+
+#[doc(hidden)]
+pub mod fixture;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::Counters;
+use crate::samples::{MachineFacts, ServerSample, WorkerCpu};
+
+pub(crate) use atomic::write_atomically;
+pub use codec::{decode_histogram, encode_histogram};
+
+/// The result-file format this wsbench writes, and the newest it reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Why a result file could not be written, read or decoded. Every variant names the file or
+/// the field at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultError {
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: io::Error },
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: io::Error },
+    #[error("{} is not a wsbench result file: it is not valid JSON ({source})", path.display())]
+    NotJson { path: PathBuf, source: serde_json::Error },
+    #[error(
+        "{} was written by a newer wsbench (schema_version {found}; this wsbench reads \
+         schema_version {SCHEMA_VERSION}): upgrade wsbench to read it",
+        path.display()
+    )]
+    NewerSchema { path: PathBuf, found: u64 },
+    #[error("{} is not a wsbench result file: {reason}", path.display())]
+    Invalid { path: PathBuf, reason: String },
+    #[error("the result's `{field}` cannot be decoded: {reason}")]
+    Histogram { field: String, reason: String },
+}
+
+/// One run, as written to and read from the JSON result file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Always [`SCHEMA_VERSION`] when written by this wsbench.
+    pub schema_version: u32,
+    /// The wsbench that wrote the file.
+    pub wsbench_version: String,
+    pub scenario: String,
+    pub target: Target,
+    /// The full validated configuration the engine ran with.
+    pub config: serde_json::Value,
+    pub machine: MachineFacts,
+    pub started_at_unix_ms: u64,
+    /// Wall time from the first connection attempt to the end.
+    pub elapsed_s: f64,
+    /// Wall time over which `summary.echoes_per_sec` is computed (after ramp and warm-up).
+    pub measured_s: f64,
+    /// The run was stopped early (Ctrl-C, fatal error); the numbers cover what ran.
+    pub interrupted: bool,
+    pub summary: Summary,
+    pub server: ServerSummary,
+    pub client: ClientSummary,
+    /// One entry per wall-clock second of the run.
+    pub timeline: Vec<TimelinePoint>,
+    /// The raw counters, so results can be merged exactly.
+    pub counters: Counters,
+    pub histograms: EncodedHistograms,
+}
+
+/// What was benchmarked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    pub url: String,
+    /// The built-in server, started by wsbench.
+    pub builtin: bool,
+}
+
+/// The headline numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Round trips per second inside the measured window (0 when the window is empty).
+    pub echoes_per_sec: f64,
+    /// Round trips completed inside the measured window.
+    pub measured_echoes: u64,
+    /// Round-trip latency, corrected for coordinated omission in open-loop runs.
+    pub latency_us: LatencyStats,
+    /// Round-trip latency from the actual send time.
+    pub latency_uncorrected_us: LatencyStats,
+    /// TCP connect start → WebSocket handshake done.
+    pub connect_us: ConnectStats,
+    /// Open-loop only: how late the client sent; all zero otherwise.
+    pub send_lag_us: LatencyStats,
+    pub connections: ConnectionCounts,
+    /// Server-initiated disconnections (close frames and resets).
+    pub disconnections: u64,
+    /// Every non-zero error counter by kind (`connect_timeout`, `closed_1001`, …).
+    pub errors: BTreeMap<String, u64>,
+    pub messages: MessageCounts,
+    pub bytes: ByteCounts,
+    pub littles_law: LittlesLaw,
+}
+
+/// Percentiles of a histogram in microseconds; all zero when it is empty.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyStats {
+    pub count: u64,
+    pub min: u64,
+    pub mean: f64,
+    pub stddev: f64,
+    pub p50: u64,
+    pub p75: u64,
+    pub p90: u64,
+    pub p95: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub p9999: u64,
+    pub max: u64,
+}
+
+/// Connect-time percentiles in microseconds; all zero when nothing connected.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectStats {
+    pub count: u64,
+    pub min: u64,
+    pub mean: f64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionCounts {
+    pub attempted: u64,
+    pub established: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageCounts {
+    pub sent: u64,
+    pub received: u64,
+    pub unanswered: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ByteCounts {
+    pub sent: u64,
+    pub received: u64,
+}
+
+/// Little's law as a sanity check: with `connections × in_flight` messages always out, the
+/// mean latency must be that number divided by the throughput. A ratio far from 1 means the
+/// client did not keep the intended load in flight (or stalled).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LittlesLaw {
+    pub connections: u64,
+    pub in_flight: u64,
+    pub throughput_per_sec: f64,
+    /// `connections × in_flight ÷ throughput`, in µs; null when the throughput is 0.
+    pub predicted_mean_latency_us: Option<f64>,
+    pub measured_mean_latency_us: f64,
+    /// measured ÷ predicted; null when there is no prediction.
+    pub ratio: Option<f64>,
+}
+
+/// The server's resource use, from the probe's samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerSummary {
+    pub probed: bool,
+    pub pids: Vec<u32>,
+    /// `spawned`, `--server-pid`, `listening-port`.
+    pub found_by: Option<String>,
+    /// Why the server was not probed; null when it was.
+    pub unprobed_reason: Option<String>,
+    /// RSS before any connection opened.
+    pub rss_baseline_bytes: Option<u64>,
+    pub rss_peak_bytes: Option<u64>,
+    /// CPU time the server used during the run.
+    pub cpu_seconds: Option<f64>,
+    pub threads_peak: Option<u64>,
+    pub fds_peak: Option<u64>,
+    /// Established connections per MiB of RSS growth; null when RSS did not grow.
+    pub connections_per_mb: Option<f64>,
+    /// Measured round trips per CPU-second of the server.
+    pub echoes_per_cpu_second: Option<f64>,
+    pub samples: Vec<ServerSample>,
+}
+
+/// Whether the client, rather than the server, limited the result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientSummary {
+    /// Some worker was busy ≥ 90% of a core.
+    pub bound: bool,
+    /// A sentence saying why, when `bound`.
+    pub bound_reason: Option<String>,
+    pub workers: Vec<WorkerCpu>,
+}
+
+/// One second of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelinePoint {
+    /// Seconds since the run started.
+    pub second: u64,
+    /// Round trips completed in this second (warm-up included).
+    pub echoes: u64,
+    pub connections_open: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+}
+
+/// The run's histograms, each HdrHistogram "V2 compressed" (V2 + DEFLATE) in base64: the
+/// same text HdrHistogram's Java and Go tools decode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EncodedHistograms {
+    pub latency: String,
+    pub latency_uncorrected: String,
+    pub connect: String,
+    pub send_lag: String,
+    /// Per-second latency histograms, in the order of `timeline`.
+    pub intervals: Vec<String>,
+}
+
+impl RunResult {
+    /// Writes the result as pretty JSON, atomically: a crash or a full disk leaves either
+    /// the previous file or none at `path`, never a truncated one.
+    pub fn write_json(&self, path: &Path) -> Result<(), ResultError> {
+        write_atomically(path, |out| {
+            serde_json::to_writer_pretty(&mut *out, self).map_err(io::Error::other)?;
+            out.write_all(b"\n")
+        })
+    }
+
+    /// Reads a result file, saying which file is wrong and how.
+    pub fn read_json(path: &Path) -> Result<RunResult, ResultError> {
+        let bytes =
+            std::fs::read(path).map_err(|source| ResultError::Read { path: path.to_owned(), source })?;
+        Self::from_json_bytes(path, &bytes)
+    }
+
+    /// Parses a result file's contents; `path` is only used in errors.
+    pub fn from_json_bytes(path: &Path, bytes: &[u8]) -> Result<RunResult, ResultError> {
+        let invalid = |reason: String| ResultError::Invalid { path: path.to_owned(), reason };
+        let value: serde_json::Value = serde_json::from_slice(bytes)
+            .map_err(|source| ResultError::NotJson { path: path.to_owned(), source })?;
+        let object = value.as_object().ok_or_else(|| invalid("it is JSON but not an object".to_owned()))?;
+        match object.get("schema_version") {
+            None => return Err(invalid("it has no `schema_version`".to_owned())),
+            Some(version) => match version.as_u64() {
+                Some(found) if found > u64::from(SCHEMA_VERSION) => {
+                    return Err(ResultError::NewerSchema { path: path.to_owned(), found });
+                }
+                Some(found) if found >= 1 => {}
+                _ => return Err(invalid(format!("`schema_version` is {version}, not a version number"))),
+            },
+        }
+        serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,305 @@
+//! Tests of building, writing, reading and decoding result files.
+
+use std::io;
+use std::path::PathBuf;
+
+use super::*;
+use crate::metrics::{Metrics, record_us};
+use crate::samples::RunOutcome;
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wsbench-result-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn outcome_with(metrics: Metrics) -> RunOutcome {
+    let mut outcome = fixture::closed_loop();
+    outcome.metrics = metrics;
+    outcome
+}
+
+fn assert_histograms_equal(name: &str, a: &hdrhistogram::Histogram<u64>, b: &hdrhistogram::Histogram<u64>) {
+    assert_eq!(a, b, "{name}");
+    assert_eq!(a.len(), b.len(), "{name}");
+    for quantile in [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999, 0.99999, 1.0] {
+        assert_eq!(a.value_at_quantile(quantile), b.value_at_quantile(quantile), "{name} q{quantile}");
+    }
+    assert_eq!(a.min(), b.min(), "{name}");
+    assert_eq!(a.max(), b.max(), "{name}");
+    assert_eq!(a.mean(), b.mean(), "{name}");
+    assert_eq!(a.stdev(), b.stdev(), "{name}");
+}
+
+#[test]
+fn histograms_survive_json_round_trip_losslessly() {
+    let metrics = fixture::random_metrics(42, 20_000, 5);
+    let result = RunResult::from_outcome(&outcome_with(metrics.clone()));
+    let json = serde_json::to_string(&result).unwrap();
+    let parsed = RunResult::from_json_bytes(Path::new("memory.json"), json.as_bytes()).unwrap();
+    let decoded = parsed.metrics().unwrap();
+
+    assert_histograms_equal("latency", &decoded.latency, &metrics.latency);
+    assert_histograms_equal(
+        "latency_uncorrected",
+        &decoded.latency_uncorrected,
+        &metrics.latency_uncorrected,
+    );
+    assert_histograms_equal("connect", &decoded.connect, &metrics.connect);
+    assert_histograms_equal("send_lag", &decoded.send_lag, &metrics.send_lag);
+    assert_eq!(decoded.counters, metrics.counters);
+    assert_eq!(decoded.intervals.len(), metrics.intervals.len());
+    for (got, want) in decoded.intervals.iter().zip(&metrics.intervals) {
+        assert_eq!(
+            (got.second, got.echoes, got.connections_open),
+            (want.second, want.echoes, want.connections_open)
+        );
+        assert_histograms_equal("interval", &got.latency, &want.latency);
+    }
+}
+
+#[test]
+fn decoded_metrics_merge_like_the_originals() {
+    let a = fixture::random_metrics(1, 3_000, 3);
+    let b = fixture::random_metrics(2, 5_000, 4);
+    let mut direct = a.clone();
+    direct.merge(&b);
+    let mut via_files = RunResult::from_outcome(&outcome_with(a)).metrics().unwrap();
+    via_files.merge(&RunResult::from_outcome(&outcome_with(b)).metrics().unwrap());
+    assert_histograms_equal("latency", &via_files.latency, &direct.latency);
+    assert_eq!(via_files.counters, direct.counters);
+    assert_eq!(via_files.intervals.len(), 4);
+}
+
+#[test]
+fn histograms_use_hdrhistogram_v2_compressed_base64() {
+    let result = RunResult::from_outcome(&fixture::closed_loop());
+    // Cookie 0x1c849314 (V2 compressed) in base64 is "HISTFAAA…", as Java and Go write it.
+    assert!(result.histograms.latency.starts_with("HISTFAAA"), "{}", &result.histograms.latency[..16]);
+    assert!(result.histograms.intervals.iter().all(|h| h.starts_with("HISTFAAA")));
+}
+
+#[test]
+fn histogram_with_other_bounds_is_rerecorded_into_wsbench_bounds() {
+    let mut foreign = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+    foreign.record_n(1_234, 10).unwrap();
+    let decoded = decode_histogram("x", &encode_histogram(&foreign)).unwrap();
+    assert_eq!(decoded.high(), crate::metrics::HISTOGRAM_MAX_US);
+    assert_eq!(decoded.len(), 10);
+    assert_eq!(decoded.value_at_quantile(0.5), foreign.value_at_quantile(0.5));
+}
+
+#[test]
+fn garbage_histogram_error_names_the_field() {
+    let mut result = RunResult::from_outcome(&fixture::closed_loop());
+    result.histograms.connect = "not base64!".to_owned();
+    let error = result.metrics().unwrap_err().to_string();
+    assert!(error.contains("histograms.connect") && error.contains("base64"), "{error}");
+    result.histograms.connect = "AAAA".to_owned();
+    let error = result.metrics().unwrap_err().to_string();
+    assert!(error.contains("HdrHistogram"), "{error}");
+}
+
+#[test]
+fn summary_derives_throughput_percentiles_and_counts() {
+    let outcome = fixture::closed_loop();
+    let result = RunResult::from_outcome(&outcome);
+    let summary = &result.summary;
+    assert_eq!(summary.echoes_per_sec, outcome.measured_echoes as f64 / 30.0);
+    assert_eq!(summary.latency_us.count, outcome.metrics.latency.len());
+    assert_eq!(summary.latency_us.p99, outcome.metrics.latency.value_at_quantile(0.99));
+    assert_eq!(summary.latency_us.max, outcome.metrics.latency.max());
+    assert!(
+        summary.latency_us.p50 <= summary.latency_us.p90 && summary.latency_us.p999 <= summary.latency_us.max
+    );
+    assert_eq!(summary.connect_us.count, 1_000);
+    assert_eq!(summary.send_lag_us, LatencyStats::default());
+    assert_eq!(summary.connections, ConnectionCounts { attempted: 1_000, established: 1_000, failed: 0 });
+    assert!(summary.errors.is_empty());
+    assert_eq!(result.timeline.len(), 35);
+    assert_eq!(result.timeline[3].second, 3);
+    assert_eq!(result.timeline[3].echoes, outcome.metrics.intervals[3].echoes);
+    assert_eq!(result.histograms.intervals.len(), 35);
+}
+
+#[test]
+fn echoes_per_sec_is_zero_when_nothing_was_measured() {
+    let result = RunResult::from_outcome(&fixture::nothing_answered());
+    assert_eq!(result.summary.echoes_per_sec, 0.0);
+    assert_eq!(result.summary.latency_us, LatencyStats::default());
+    assert_eq!(result.summary.connect_us, ConnectStats::default());
+    assert_eq!(result.summary.connections.failed, 10);
+    assert_eq!(result.summary.errors.get("connection_refused"), Some(&10));
+    assert_eq!(result.summary.littles_law.predicted_mean_latency_us, None);
+    assert_eq!(result.summary.littles_law.ratio, None);
+}
+
+#[test]
+fn littles_law_predicts_mean_latency_from_concurrency_and_throughput() {
+    let law = LittlesLaw::new(1_000, 1, 52_300.0, 19_400.0);
+    let predicted = law.predicted_mean_latency_us.unwrap();
+    assert!((predicted - 19_120.46).abs() < 0.01, "{predicted}");
+    assert!((law.ratio.unwrap() - 19_400.0 / predicted).abs() < 1e-12);
+    assert_eq!(LittlesLaw::new(0, 1, 100.0, 5.0).ratio, None);
+}
+
+#[test]
+fn server_numbers_come_from_the_probe_samples() {
+    let outcome = fixture::closed_loop();
+    let server = RunResult::from_outcome(&outcome).server;
+    let samples = &outcome.server.samples;
+    assert!(server.probed);
+    assert_eq!(server.rss_baseline_bytes, Some(samples[0].rss_bytes));
+    assert_eq!(server.rss_peak_bytes, samples.iter().map(|s| s.rss_bytes).max());
+    let cpu = samples.last().unwrap().cpu_seconds - samples[0].cpu_seconds;
+    assert_eq!(server.cpu_seconds, Some(cpu));
+    let growth_mib = (server.rss_peak_bytes.unwrap() - server.rss_baseline_bytes.unwrap()) as f64 / 1048576.0;
+    assert_eq!(server.connections_per_mb, Some(1_000.0 / growth_mib));
+    assert_eq!(server.echoes_per_cpu_second, Some(outcome.measured_echoes as f64 / cpu));
+    assert_eq!(server.fds_peak, Some(1_008));
+    assert_eq!(server.samples.len(), samples.len());
+}
+
+#[test]
+fn unprobed_server_has_null_resource_numbers_and_a_reason() {
+    let server = RunResult::from_outcome(&fixture::open_loop_troubled()).server;
+    assert!(!server.probed);
+    assert_eq!(server.unprobed_reason.as_deref(), Some("the target is on another host"));
+    assert_eq!((server.rss_peak_bytes, server.cpu_seconds, server.connections_per_mb), (None, None, None));
+    let json = serde_json::to_value(&server).unwrap();
+    assert!(json["rss_peak_bytes"].is_null() && json["cpu_seconds"].is_null());
+
+    let found_without_samples = RunResult::from_outcome(&fixture::nothing_answered()).server;
+    assert_eq!(found_without_samples.unprobed_reason.as_deref(), Some("no samples were taken"));
+}
+
+#[test]
+fn flat_rss_gives_no_connections_per_mb() {
+    let mut outcome = fixture::closed_loop();
+    for sample in &mut outcome.server.samples {
+        sample.rss_bytes = 10 << 20;
+    }
+    assert_eq!(RunResult::from_outcome(&outcome).server.connections_per_mb, None);
+}
+
+#[test]
+fn client_is_bound_when_a_worker_is_ninety_percent_busy() {
+    let troubled = RunResult::from_outcome(&fixture::open_loop_troubled()).client;
+    assert!(troubled.bound);
+    let reason = troubled.bound_reason.unwrap();
+    assert!(reason.contains("w0") && reason.contains("97%"), "{reason}");
+    assert!(reason.contains("bounded by the client, not the server"), "{reason}");
+
+    let calm = RunResult::from_outcome(&fixture::closed_loop()).client;
+    assert!(!calm.bound);
+    assert_eq!(calm.bound_reason, None);
+
+    let edge = ClientSummary::from_workers(&[
+        crate::samples::WorkerCpu { name: "a".into(), cpu_seconds: 9.0, share: 0.9 },
+        crate::samples::WorkerCpu { name: "b".into(), cpu_seconds: 9.5, share: 0.95 },
+    ]);
+    assert!(edge.bound_reason.unwrap().starts_with("2 of 2 client workers"));
+}
+
+#[test]
+fn non_finite_inputs_still_give_valid_json() {
+    let mut outcome = fixture::closed_loop();
+    outcome.elapsed_secs = f64::NAN;
+    outcome.client_workers[0].share = f64::INFINITY;
+    let result = RunResult::from_outcome(&outcome);
+    let json = serde_json::to_vec(&result).unwrap();
+    let parsed = RunResult::from_json_bytes(Path::new("nan.json"), &json).unwrap();
+    assert_eq!(parsed.elapsed_s, 0.0);
+}
+
+#[test]
+fn written_file_reads_back_equal() {
+    let dir = temp_dir("roundtrip");
+    let path = dir.join("run.json");
+    let result = RunResult::from_outcome(&fixture::open_loop_troubled());
+    result.write_json(&path).unwrap();
+    assert_eq!(RunResult::read_json(&path).unwrap(), result);
+    let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers, [std::ffi::OsString::from("run.json")]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn failed_write_keeps_the_previous_file_and_removes_the_temporary() {
+    let dir = temp_dir("diskfull");
+    let path = dir.join("run.json");
+    std::fs::write(&path, b"previous complete file").unwrap();
+    let error = write_atomically(&path, |out| {
+        out.write_all(b"{\"schema_version\": 1, \"trunc")?;
+        Err(io::Error::new(io::ErrorKind::StorageFull, "No space left on device"))
+    })
+    .unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains(&path.display().to_string()) && message.contains("No space left"), "{message}");
+    assert_eq!(std::fs::read(&path).unwrap(), b"previous complete file");
+    assert!(!atomic::temp_path(&path).exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn failed_write_leaves_no_file_where_there_was_none() {
+    let dir = temp_dir("nofile");
+    let path = dir.join("run.json");
+    let _ = write_atomically(&path, |out| {
+        out.write_all(&[b'x'; 100_000])?;
+        Err(io::Error::new(io::ErrorKind::StorageFull, "No space left on device"))
+    });
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn writing_into_a_missing_directory_names_the_path() {
+    let path = Path::new("/nonexistent-wsbench-dir/run.json");
+    let error = RunResult::from_outcome(&fixture::nothing_answered()).write_json(path).unwrap_err();
+    assert!(error.to_string().starts_with("cannot write /nonexistent-wsbench-dir/run.json: "), "{error}");
+}
+
+#[test]
+fn reading_a_missing_file_names_it() {
+    let error = RunResult::read_json(Path::new("/nonexistent-wsbench-dir/run.json")).unwrap_err();
+    assert!(error.to_string().starts_with("cannot read /nonexistent-wsbench-dir/run.json: "), "{error}");
+}
+
+#[test]
+fn reading_non_json_says_so_and_names_the_file() {
+    let error = RunResult::from_json_bytes(Path::new("run.json"), b"wrk 4.2.0 output").unwrap_err();
+    let message = error.to_string();
+    assert!(message.starts_with("run.json is not a wsbench result file: it is not valid JSON"), "{message}");
+}
+
+#[test]
+fn reading_a_newer_schema_says_a_newer_wsbench_wrote_it() {
+    let mut json = serde_json::to_value(RunResult::from_outcome(&fixture::nothing_answered())).unwrap();
+    json["schema_version"] = 2.into();
+    let error = RunResult::from_json_bytes(Path::new("new.json"), json.to_string().as_bytes()).unwrap_err();
+    assert!(matches!(error, ResultError::NewerSchema { found: 2, .. }));
+    assert!(error.to_string().contains("new.json was written by a newer wsbench"), "{error}");
+}
+
+#[test]
+fn reading_json_that_is_not_a_result_says_what_is_wrong() {
+    let read = |text: &str| {
+        RunResult::from_json_bytes(Path::new("x.json"), text.as_bytes()).unwrap_err().to_string()
+    };
+    assert_eq!(read("[1, 2]"), "x.json is not a wsbench result file: it is JSON but not an object");
+    assert_eq!(read("{\"a\": 1}"), "x.json is not a wsbench result file: it has no `schema_version`");
+    assert!(read("{\"schema_version\": \"one\"}").contains("not a version number"));
+    let mut json = serde_json::to_value(RunResult::from_outcome(&fixture::nothing_answered())).unwrap();
+    json.as_object_mut().unwrap().remove("summary");
+    let error = RunResult::from_json_bytes(Path::new("x.json"), json.to_string().as_bytes()).unwrap_err();
+    assert!(error.to_string().contains("missing field `summary`"), "{error}");
+}
+
+#[test]
+fn saturated_values_are_kept_at_the_histogram_maximum() {
+    let mut metrics = Metrics::default();
+    record_us(&mut metrics.latency, u64::MAX);
+    let decoded = RunResult::from_outcome(&outcome_with(metrics.clone())).metrics().unwrap();
+    assert_eq!(decoded.latency, metrics.latency);
+}

@@ -1,0 +1,83 @@
+//! Golden-file tests of the terminal report: `render_text` of each deterministic fixture
+//! run must equal `tests/golden/NAME.txt` byte for byte, so layout changes are reviewed
+//! as diffs. Regenerate after an intended change with
+//! `WSBENCH_UPDATE_GOLDEN=1 cargo test -p wsbench --test report_golden`.
+
+use std::path::PathBuf;
+
+use wsbench::report::render_text;
+use wsbench::result::{RunResult, fixture};
+
+fn golden_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(format!("{name}.txt"))
+}
+
+/// A line-by-line diff of two texts: `-` lines from `expected`, `+` lines from `actual`.
+fn line_diff(expected: &str, actual: &str) -> String {
+    let expected: Vec<&str> = expected.lines().collect();
+    let actual: Vec<&str> = actual.lines().collect();
+    let mut diff = String::new();
+    for i in 0..expected.len().max(actual.len()) {
+        match (expected.get(i), actual.get(i)) {
+            (Some(e), Some(a)) if e == a => diff.push_str(&format!("  {e}\n")),
+            (e, a) => {
+                if let Some(e) = e {
+                    diff.push_str(&format!("- {e}\n"));
+                }
+                if let Some(a) = a {
+                    diff.push_str(&format!("+ {a}\n"));
+                }
+            }
+        }
+    }
+    diff
+}
+
+fn check_golden(name: &str, actual: &str) {
+    let path = golden_path(name);
+    if std::env::var_os("WSBENCH_UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!("cannot read {}: {e}\nCreate it with WSBENCH_UPDATE_GOLDEN=1 cargo test -p wsbench --test report_golden", path.display())
+    });
+    if expected != actual {
+        panic!(
+            "the report for `{name}` differs from {} (- golden, + rendered):\n{}\n\
+             If the change is intended, regenerate with \
+             WSBENCH_UPDATE_GOLDEN=1 cargo test -p wsbench --test report_golden",
+            path.display(),
+            line_diff(&expected, actual)
+        );
+    }
+}
+
+#[test]
+fn reports_match_golden_files() {
+    for (name, outcome) in fixture::all() {
+        check_golden(name, &render_text(&RunResult::from_outcome(&outcome)));
+    }
+}
+
+#[test]
+fn report_from_a_written_file_matches_the_golden_file() {
+    // What `wsbench report FILE` prints must equal what the run printed.
+    let dir = std::env::temp_dir().join(format!("wsbench-golden-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("closed_loop.json");
+    RunResult::from_outcome(&fixture::closed_loop()).write_json(&path).unwrap();
+    let rendered =
+        wsbench::report::report_command(std::slice::from_ref(&path), wsbench::report::ReportFormat::Text)
+            .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    if std::env::var_os("WSBENCH_UPDATE_GOLDEN").is_none() {
+        check_golden("closed_loop", &rendered);
+    }
+}
+
+#[test]
+fn line_diff_marks_changed_lines() {
+    assert_eq!(line_diff("a\nb\n", "a\nc\nd\n"), "  a\n- b\n+ c\n+ d\n");
+}

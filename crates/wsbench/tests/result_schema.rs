@@ -1,0 +1,146 @@
+//! The result file is a contract with users' scripts: every file wsbench writes must validate
+//! against `schema/result.schema.json`, and the schema must actually reject files missing the
+//! fields scripts rely on.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use wsbench::result::{RunResult, fixture};
+
+fn schema() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/result.schema.json");
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+fn validator() -> jsonschema::Validator {
+    jsonschema::validator_for(&schema()).expect("the schema is a valid JSON Schema")
+}
+
+/// Every validation error, one per line, with where it is.
+fn errors(instance: &Value) -> Vec<String> {
+    validator().iter_errors(instance).map(|e| format!("{}: {e}", e.instance_path)).collect()
+}
+
+fn temp_file(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wsbench-schema-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// The file as `wsbench run` would write it, parsed back as plain JSON.
+fn written(name: &str, result: &RunResult) -> Value {
+    let path = temp_file(name);
+    result.write_json(&path).unwrap();
+    let value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    value
+}
+
+#[test]
+fn schema_declares_draft_2020_12_with_an_id_and_version_1() {
+    let schema = schema();
+    assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    assert!(schema["$id"].as_str().is_some_and(|id| id.ends_with("result.schema.json")));
+    assert_eq!(schema["properties"]["schema_version"]["const"], 1);
+}
+
+#[test]
+fn written_result_files_validate_against_the_schema() {
+    for (name, outcome) in fixture::all() {
+        let json = written(&format!("{name}.json"), &RunResult::from_outcome(&outcome));
+        let errors = errors(&json);
+        assert!(errors.is_empty(), "{name} does not validate:\n{}", errors.join("\n"));
+    }
+}
+
+#[test]
+fn missing_echoes_per_sec_fails_validation() {
+    let mut json = written("no-eps.json", &RunResult::from_outcome(&fixture::closed_loop()));
+    json["summary"].as_object_mut().unwrap().remove("echoes_per_sec");
+    let errors = errors(&json);
+    assert!(errors.iter().any(|e| e.contains("echoes_per_sec")), "{errors:?}");
+}
+
+#[test]
+fn every_documented_field_is_required() {
+    let base = written("required.json", &RunResult::from_outcome(&fixture::open_loop_troubled()));
+    let required: &[&[&str]] = &[
+        &["schema_version"],
+        &["wsbench_version"],
+        &["scenario"],
+        &["target", "url"],
+        &["target", "builtin"],
+        &["config"],
+        &["machine"],
+        &["started_at_unix_ms"],
+        &["elapsed_s"],
+        &["measured_s"],
+        &["interrupted"],
+        &["summary", "latency_us", "p9999"],
+        &["summary", "latency_uncorrected_us", "p50"],
+        &["summary", "connect_us", "p99"],
+        &["summary", "send_lag_us", "max"],
+        &["summary", "connections", "failed"],
+        &["summary", "disconnections"],
+        &["summary", "errors"],
+        &["summary", "messages", "unanswered"],
+        &["summary", "bytes", "received"],
+        &["summary", "littles_law", "ratio"],
+        &["server", "rss_peak_bytes"],
+        &["server", "cpu_seconds"],
+        &["server", "connections_per_mb"],
+        &["server", "echoes_per_cpu_second"],
+        &["client", "bound"],
+        &["client", "bound_reason"],
+        &["client", "workers"],
+        &["timeline"],
+        &["histograms", "latency"],
+        &["histograms", "send_lag"],
+        &["histograms", "intervals"],
+    ];
+    for path in required {
+        let mut json = base.clone();
+        let (last, parents) = path.split_last().unwrap();
+        let parent = parents.iter().fold(&mut json, |value, key| &mut value[*key]);
+        assert!(parent.as_object_mut().unwrap().remove(*last).is_some(), "{path:?} is not in the file");
+        assert!(!validator().is_valid(&json), "the schema accepts a file without {}", path.join("."));
+    }
+}
+
+#[test]
+fn timeline_entries_require_their_fields() {
+    let mut json = written("timeline.json", &RunResult::from_outcome(&fixture::closed_loop()));
+    json["timeline"][0].as_object_mut().unwrap().remove("p99_us");
+    assert!(!validator().is_valid(&json));
+}
+
+#[test]
+fn unprobed_server_must_have_null_rss_and_cpu() {
+    let mut json = written("unprobed.json", &RunResult::from_outcome(&fixture::open_loop_troubled()));
+    assert!(validator().is_valid(&json));
+    json["server"]["rss_peak_bytes"] = 1024.into();
+    assert!(!validator().is_valid(&json));
+}
+
+#[test]
+fn unknown_top_level_fields_are_allowed() {
+    let mut json = written("extra.json", &RunResult::from_outcome(&fixture::nothing_answered()));
+    json["annotations"] = serde_json::json!({ "note": "added by a script" });
+    assert!(validator().is_valid(&json));
+}
+
+#[test]
+fn histograms_must_be_v2_compressed_base64() {
+    let mut json = written("histogram.json", &RunResult::from_outcome(&fixture::nothing_answered()));
+    json["histograms"]["latency"] = "not a histogram".into();
+    assert!(!validator().is_valid(&json));
+}
+
+#[test]
+fn newer_schema_version_fails_validation() {
+    let mut json = written("v2.json", &RunResult::from_outcome(&fixture::nothing_answered()));
+    json["schema_version"] = 2.into();
+    assert!(!validator().is_valid(&json));
+}
