@@ -316,7 +316,7 @@ mod tests {
     #[test]
     fn color_report_highlights_warning_errors_and_interruption() {
         let text = report(fixture::open_loop_troubled(), true);
-        assert!(text.contains("\x1b[1;33mWARNING: Client worker w0"), "{text}");
+        assert!(text.contains("\x1b[1;33mWARNING: worker w0 used 97% of a core"), "{text}");
         assert!(text.contains("\x1b[1;31m[INTERRUPTED: partial results]\x1b[0m"), "{text}");
         assert!(text.contains("errors:       \x1b[1;31mclosed_1001 4"), "{text}");
         assert_eq!(
@@ -338,7 +338,7 @@ mod tests {
     fn client_bound_warning_only_when_bound() {
         assert!(!report(fixture::closed_loop(), false).contains("WARNING"));
         let text = report(fixture::open_loop_troubled(), false);
-        assert!(text.contains("\nWARNING: Client worker w0 was 97% busy"), "{text}");
+        assert!(text.contains("\nWARNING: worker w0 used 97% of a core"), "{text}");
     }
 
     #[test]

@@ -11,10 +11,7 @@ use super::{
 };
 use crate::samples::{RunOutcome, ServerReport, WorkerCpu};
 
-/// A client worker busier than this (fraction of one core) bounds the result.
-pub const CLIENT_BOUND_SHARE: f64 = 0.9;
 
-const MIB: f64 = 1024.0 * 1024.0;
 
 /// `x`, or 0 when it is NaN or infinite (JSON has no such numbers).
 fn finite(x: f64) -> f64 {
@@ -83,7 +80,7 @@ impl ServerSummary {
     /// `measured_echoes` come from the client side.
     pub fn from_report(report: &ServerReport, established: u64, measured_echoes: u64) -> ServerSummary {
         let samples = &report.samples;
-        let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
+        if samples.is_empty() {
             let reason = report.unprobed_reason.clone().unwrap_or_else(|| {
                 if report.pids.is_empty() { "no server process was found" } else { "no samples were taken" }
                     .to_owned()
@@ -103,22 +100,18 @@ impl ServerSummary {
                 samples: Vec::new(),
             };
         };
-        let baseline = first.rss_bytes;
-        let peak = samples.iter().map(|s| s.rss_bytes).max().unwrap_or(baseline);
-        let cpu_seconds = finite((last.cpu_seconds - first.cpu_seconds).max(0.0));
-        let growth_mib = peak.saturating_sub(baseline) as f64 / MIB;
         ServerSummary {
             probed: true,
             pids: report.pids.clone(),
             found_by: report.found_by.clone(),
             unprobed_reason: None,
-            rss_baseline_bytes: Some(baseline),
-            rss_peak_bytes: Some(peak),
-            cpu_seconds: Some(cpu_seconds),
-            threads_peak: samples.iter().map(|s| s.threads).max(),
-            fds_peak: samples.iter().map(|s| s.fds).max(),
-            connections_per_mb: (growth_mib > 0.0).then(|| established as f64 / growth_mib),
-            echoes_per_cpu_second: (cpu_seconds > 0.0).then(|| measured_echoes as f64 / cpu_seconds),
+            rss_baseline_bytes: report.rss_baseline_bytes(),
+            rss_peak_bytes: report.rss_peak_bytes(),
+            cpu_seconds: Some(finite(report.cpu_seconds().unwrap_or(0.0))),
+            threads_peak: report.threads_peak(),
+            fds_peak: report.fds_peak(),
+            connections_per_mb: report.connections_per_mb(established),
+            echoes_per_cpu_second: report.echoes_per_cpu_second(measured_echoes),
             samples: samples.clone(),
         }
     }
@@ -126,27 +119,8 @@ impl ServerSummary {
 
 impl ClientSummary {
     pub fn from_workers(workers: &[WorkerCpu]) -> ClientSummary {
-        let busy: Vec<&WorkerCpu> = workers.iter().filter(|w| w.share >= CLIENT_BOUND_SHARE).collect();
-        let busiest = busy.iter().copied().max_by(|a, b| a.share.total_cmp(&b.share));
-        let bound_reason = busiest.map(|busiest| {
-            let percent = (busiest.share * 100.0).round();
-            let who = if busy.len() == 1 {
-                format!("Client worker {} was {percent:.0}% busy", busiest.name)
-            } else {
-                format!(
-                    "{} of {} client workers were at least {:.0}% busy (busiest: {} at {percent:.0}%)",
-                    busy.len(),
-                    workers.len(),
-                    CLIENT_BOUND_SHARE * 100.0,
-                    busiest.name
-                )
-            };
-            format!(
-                "{who}, so this result is bounded by the client, not the server: \
-                 give the client more threads or cores, or run it on another machine."
-            )
-        });
-        ClientSummary { bound: busiest.is_some(), bound_reason, workers: workers.to_vec() }
+        let bound_reason = crate::client_cpu::client_bound(workers);
+        ClientSummary { bound: bound_reason.is_some(), bound_reason, workers: workers.to_vec() }
     }
 }
 

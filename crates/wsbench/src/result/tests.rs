@@ -198,7 +198,7 @@ fn client_is_bound_when_a_worker_is_ninety_percent_busy() {
         crate::samples::WorkerCpu { name: "a".into(), cpu_seconds: 9.0, share: 0.9 },
         crate::samples::WorkerCpu { name: "b".into(), cpu_seconds: 9.5, share: 0.95 },
     ]);
-    assert!(edge.bound_reason.unwrap().starts_with("2 of 2 client workers"));
+    assert!(edge.bound_reason.unwrap().starts_with("2 workers used at least 90% of a core"));
 }
 
 #[test]
