@@ -143,6 +143,10 @@ pub fn start(config: &ServeConfig) -> Result<RunningServer, ServeError> {
 /// Runs the server until SIGINT or SIGTERM: prints the `listening on` line, then closes every
 /// connection with 1001 and returns.
 pub fn serve_until_signalled(config: &ServeConfig) -> Result<(), ServeError> {
+    // Handlers go in before the `listening on` line: a starter may signal as soon as it
+    // reads it, and the default action would kill the process instead of closing cleanly.
+    let mut signals =
+        signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
     let server = start(config)?;
     let mut stdout = std::io::stdout().lock();
     // A closed stdout (the starter went away) must not stop the server.
@@ -150,8 +154,6 @@ pub fn serve_until_signalled(config: &ServeConfig) -> Result<(), ServeError> {
     let _ = stdout.flush();
     drop(stdout);
     let handle = server.shutdown_handle();
-    let mut signals =
-        signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
     let signal_handle = signals.handle();
     std::thread::Builder::new().name("serve-signals".into()).spawn(move || {
         if signals.forever().next().is_some() {
