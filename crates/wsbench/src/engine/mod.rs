@@ -5,7 +5,7 @@
 
 mod conn;
 mod payload;
-mod tls;
+pub mod tls;
 mod worker;
 
 use std::net::IpAddr;
