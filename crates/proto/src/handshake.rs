@@ -103,9 +103,8 @@ pub fn parse_request(
         return Err(HandshakeError::BadUpgrade("missing `Connection: Upgrade`"));
     }
     let key = key.ok_or(HandshakeError::BadUpgrade("missing Sec-WebSocket-Key"))?;
-    let key = std::str::from_utf8(key)
-        .map_err(|_| HandshakeError::BadUpgrade("Sec-WebSocket-Key is not ASCII"))?
-        .trim();
+    let key = std::str::from_utf8(key.trim_ascii())
+        .map_err(|_| HandshakeError::BadUpgrade("Sec-WebSocket-Key is not ASCII"))?;
     if BASE64.decode(key).map(|k| k.len()) != Ok(16) {
         return Err(HandshakeError::BadUpgrade("Sec-WebSocket-Key is not 16 bytes in base64"));
     }
@@ -167,6 +166,9 @@ pub fn parse_response(buf: &[u8], key: &str) -> Result<Option<(UpgradeResponse, 
             return Err(HandshakeError::HeaderTooLarge(DEFAULT_MAX_HEADER_BYTES));
         }
         httparse::Status::Partial => return Ok(None),
+        httparse::Status::Complete(n) if n > DEFAULT_MAX_HEADER_BYTES => {
+            return Err(HandshakeError::HeaderTooLarge(DEFAULT_MAX_HEADER_BYTES));
+        }
         httparse::Status::Complete(n) => n,
     };
     let status = response.code.unwrap_or(0);
@@ -182,7 +184,7 @@ pub fn parse_response(buf: &[u8], key: &str) -> Result<Option<(UpgradeResponse, 
         return Err(HandshakeError::BadAccept);
     }
     let protocol =
-        find("Sec-WebSocket-Protocol").and_then(|v| std::str::from_utf8(v).ok()).map(|p| p.trim().to_owned());
+        find("Sec-WebSocket-Protocol").and_then(|v| std::str::from_utf8(v.trim_ascii()).ok()).map(str::to_owned);
     Ok(Some((UpgradeResponse { protocol }, consumed)))
 }
 
