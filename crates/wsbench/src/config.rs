@@ -20,6 +20,12 @@ pub const DEFAULT_IN_FLIGHT: u64 = 1;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 pub const DEFAULT_THROUGHPUT_PAYLOAD: u64 = 20;
 pub const DEFAULT_FRAMES_PER_SEND: u64 = 10;
+/// c10k (seed 003): a new client every 1 ms, one message per client per second, 300 s.
+pub const DEFAULT_C10K_ARRIVAL: Duration = Duration::from_millis(1);
+pub const DEFAULT_C10K_INTERVAL: Duration = Duration::from_secs(1);
+pub const DEFAULT_C10K_DURATION: Duration = Duration::from_secs(300);
+/// An open-loop run whose send lag p99 exceeds this was limited by the client.
+pub const DEFAULT_MAX_SEND_LAG: Duration = Duration::from_millis(5);
 
 /// A bad setting, named, with what to do about it.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +54,8 @@ pub enum Scenario {
     Throughput,
     /// Open N connections and hold them; connections/ms and connections/MB (seed 004).
     Scalability,
+    /// Open loop: a new client every `--arrival`, each sending on a fixed schedule (seed 003).
+    C10k,
 }
 
 impl std::str::FromStr for Scenario {
@@ -57,9 +65,10 @@ impl std::str::FromStr for Scenario {
             "echo" => Ok(Scenario::Echo),
             "throughput" => Ok(Scenario::Throughput),
             "scalability" => Ok(Scenario::Scalability),
+            "c10k" => Ok(Scenario::C10k),
             other => Err(invalid(
                 "scenario",
-                format!("unknown scenario `{other}`: use echo, throughput or scalability"),
+                format!("unknown scenario `{other}`: use echo, throughput, scalability or c10k"),
             )),
         }
     }
@@ -71,6 +80,7 @@ impl Scenario {
             Scenario::Echo => "echo",
             Scenario::Throughput => "throughput",
             Scenario::Scalability => "scalability",
+            Scenario::C10k => "c10k",
         }
     }
 }
@@ -122,6 +132,21 @@ pub struct RunSettings {
     /// Connections to open.
     #[arg(long)]
     pub connections: Option<u64>,
+    /// c10k: clients to connect (the same as --connections).
+    #[arg(long)]
+    pub clients: Option<u64>,
+    /// c10k: time between two new clients (e.g. 1ms).
+    #[arg(long)]
+    pub arrival: Option<String>,
+    /// Open loop: each connection sends one message every interval, whatever the replies.
+    #[arg(long)]
+    pub interval: Option<String>,
+    /// Open loop: total message rate spread over the connections, e.g. 20000/s.
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Open loop: send lag p99 above this marks the run as client-bound.
+    #[arg(long)]
+    pub max_send_lag: Option<String>,
     /// Connection rate while ramping up, e.g. 75/s (default: as fast as possible).
     #[arg(long)]
     pub ramp: Option<String>,
@@ -199,6 +224,11 @@ impl RunSettings {
             scenario: self.scenario.or(base.scenario),
             target: self.target.or(base.target),
             connections: self.connections.or(base.connections),
+            clients: self.clients.or(base.clients),
+            arrival: self.arrival.or(base.arrival),
+            interval: self.interval.or(base.interval),
+            rate: self.rate.or(base.rate),
+            max_send_lag: self.max_send_lag.or(base.max_send_lag),
             ramp: self.ramp.or(base.ramp),
             duration: self.duration.or(base.duration),
             warmup: self.warmup.or(base.warmup),
@@ -224,7 +254,10 @@ impl RunSettings {
     pub fn validate(self) -> Result<RunConfig, ConfigError> {
         let scenario: Scenario = self.scenario.as_deref().unwrap_or("echo").parse()?;
         let target = self.target.as_deref().map(Target::parse).transpose()?;
-        let connections = self.connections.unwrap_or(DEFAULT_CONNECTIONS);
+        let connections = match (self.connections, self.clients) {
+            (Some(_), Some(_)) => return Err(invalid("clients", "give either --clients or --connections")),
+            (count, clients) => count.or(clients).unwrap_or(DEFAULT_CONNECTIONS),
+        };
         if connections == 0 {
             return Err(invalid("connections", "must be at least 1"));
         }
@@ -248,6 +281,7 @@ impl RunSettings {
             }
             (_, None) => 1,
         };
+        let open_loop = scenario == Scenario::C10k || self.rate.is_some() || self.interval.is_some();
         let in_flight = match (scenario, self.in_flight) {
             (_, Some(0)) => return Err(invalid("in-flight", "must be at least 1")),
             (Scenario::Throughput, Some(k)) if k % frames_per_send != 0 => {
@@ -256,9 +290,28 @@ impl RunSettings {
                     format!("must be a multiple of --frames-per-send ({frames_per_send})"),
                 ));
             }
-            (Scenario::Throughput, k) => k.unwrap_or(frames_per_send),
-            (_, k) => k.unwrap_or(DEFAULT_IN_FLIGHT),
+            (_, Some(k)) => k,
+            // Open loop sends on schedule whatever is outstanding, unless capped.
+            _ if open_loop => u64::MAX,
+            (Scenario::Throughput, None) => frames_per_send,
+            (_, None) => DEFAULT_IN_FLIGHT,
         };
+        let message_interval = match (scenario, &self.rate, &self.interval) {
+            (_, Some(_), Some(_)) => return Err(invalid("rate", "give either --rate or --interval")),
+            (Scenario::Scalability, Some(_), _) | (Scenario::Scalability, _, Some(_)) => {
+                return Err(invalid("rate", "the scalability scenario sends no messages"));
+            }
+            (_, Some(rate), None) => {
+                let per_connection = parse_rate(rate)? / connections as f64;
+                Some(Duration::from_secs_f64(1.0 / per_connection))
+            }
+            (_, None, Some(interval)) => Some(parse_duration(interval)?),
+            (Scenario::C10k, None, None) => Some(DEFAULT_C10K_INTERVAL),
+            (_, None, None) => None,
+        };
+        if message_interval.is_some_and(|i| i.is_zero()) {
+            return Err(invalid("interval", "must be longer than zero"));
+        }
         let message = match (self.binary, self.text, payload) {
             (true, _, Payload::JsonTs) => {
                 return Err(invalid(
@@ -274,7 +327,22 @@ impl RunSettings {
         if let (MessageKind::Text, Payload::Bytes(_)) = (message, payload) {
             // Random bytes are not UTF-8; text frames carry printable ASCII instead.
         }
-        let ramp = self.ramp.as_deref().map(parse_rate).transpose()?;
+        let ramp = match (&self.ramp, &self.arrival) {
+            (Some(_), Some(_)) => return Err(invalid("arrival", "give either --arrival or --ramp")),
+            (Some(rate), None) => Some(parse_rate(rate)?),
+            (None, Some(arrival)) => {
+                let arrival = parse_duration(arrival)?;
+                if arrival.is_zero() {
+                    return Err(invalid(
+                        "arrival",
+                        "must be longer than zero (omit it to connect as fast as possible)",
+                    ));
+                }
+                Some(1.0 / arrival.as_secs_f64())
+            }
+            (None, None) if scenario == Scenario::C10k => Some(1.0 / DEFAULT_C10K_ARRIVAL.as_secs_f64()),
+            (None, None) => None,
+        };
         let client_cpus = self
             .client_cpus
             .as_deref()
@@ -297,11 +365,20 @@ impl RunSettings {
             target,
             connections,
             ramp_per_sec: ramp,
-            duration: duration(&self.duration, DEFAULT_DURATION)?,
+            duration: duration(
+                &self.duration,
+                if scenario == Scenario::C10k { DEFAULT_C10K_DURATION } else { DEFAULT_DURATION },
+            )?,
             warmup: duration(
                 &self.warmup,
-                if scenario == Scenario::Scalability { Duration::ZERO } else { DEFAULT_WARMUP },
+                if matches!(scenario, Scenario::Scalability | Scenario::C10k) {
+                    Duration::ZERO
+                } else {
+                    DEFAULT_WARMUP
+                },
             )?,
+            message_interval,
+            max_send_lag: duration(&self.max_send_lag, DEFAULT_MAX_SEND_LAG)?,
             hold: duration(&self.hold, DEFAULT_HOLD)?,
             in_flight,
             payload,
@@ -355,7 +432,14 @@ pub struct RunConfig {
     pub warmup: Duration,
     #[serde(serialize_with = "as_secs")]
     pub hold: Duration,
+    /// Messages a connection may have outstanding (`u64::MAX`: no cap, open loop's default).
     pub in_flight: u64,
+    /// Open loop: each connection sends one batch every interval on a fixed schedule;
+    /// `None` is the closed loop (send the next when an echo returns).
+    #[serde(serialize_with = "as_optional_secs")]
+    pub message_interval: Option<Duration>,
+    #[serde(serialize_with = "as_secs")]
+    pub max_send_lag: Duration,
     pub payload: Payload,
     pub message: MessageKind,
     pub frames_per_send: u64,
@@ -368,6 +452,16 @@ pub struct RunConfig {
     pub server_pid: Option<u32>,
     pub json: Option<PathBuf>,
     pub hlog: Option<PathBuf>,
+}
+
+fn as_optional_secs<S: serde::Serializer>(
+    duration: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match duration {
+        Some(duration) => serializer.serialize_f64(duration.as_secs_f64()),
+        None => serializer.serialize_none(),
+    }
 }
 
 fn as_secs<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
@@ -435,6 +529,29 @@ mod tests {
     fn unknown_keys_in_a_scenario_file_are_rejected() {
         let error = toml::from_str::<RunSettings>("conections = 5\n").unwrap_err();
         assert!(error.to_string().contains("conections"));
+    }
+
+    #[test]
+    fn c10k_defaults_are_the_seed_setup() {
+        let config = settings(|s| s.scenario = Some("c10k".into())).validate().unwrap();
+        assert_eq!(config.ramp_per_sec, Some(1000.0));
+        assert_eq!(config.message_interval, Some(Duration::from_secs(1)));
+        assert_eq!(config.duration, Duration::from_secs(300));
+        assert_eq!(config.in_flight, u64::MAX);
+        assert_eq!(config.warmup, Duration::ZERO);
+    }
+
+    #[test]
+    fn rate_spreads_over_the_connections() {
+        let config = settings(|s| {
+            s.connections = Some(100);
+            s.rate = Some("1000/s".into());
+            s.in_flight = Some(1);
+        })
+        .validate()
+        .unwrap();
+        assert_eq!(config.message_interval, Some(Duration::from_millis(100)));
+        assert_eq!(config.in_flight, 1);
     }
 
     #[test]

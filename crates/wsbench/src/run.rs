@@ -4,6 +4,7 @@
 //! process, runs the engine, and turns what was measured into a result file.
 
 use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -42,6 +43,8 @@ pub enum RunError {
 pub struct BuiltinServer {
     child: Child,
     pub url: String,
+    /// Every URL of the `listening on` line (`ws://H:P`, then e.g. `tcp://H:P2`).
+    pub urls: Vec<String>,
 }
 
 impl BuiltinServer {
@@ -56,6 +59,14 @@ impl BuiltinServer {
             .stderr(Stdio::inherit());
         if !cpus.is_empty() {
             crate::affinity::pin_command(&mut command, cpus);
+        }
+        // The server must not outlive wsbench, even when wsbench is killed outright.
+        // SAFETY: prctl is async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
         }
         let mut child = command.spawn().map_err(|e| RunError::ServerStart(e.to_string()))?;
         let stdout = child.stdout.take().expect("stdout is piped");
@@ -73,12 +84,15 @@ impl BuiltinServer {
                 return Err(RunError::ServerStart(format!("it printed no `listening on` line ({status})")));
             }
         };
-        let url = line
+        let urls: Vec<String> = line
             .strip_prefix("listening on ")
-            .and_then(|rest| rest.split_whitespace().next())
+            .map(|rest| rest.split_whitespace().map(str::to_owned).collect())
+            .unwrap_or_default();
+        let url = urls
+            .first()
             .ok_or_else(|| RunError::ServerStart(format!("unexpected first line {line:?}")))?
-            .to_owned();
-        Ok(BuiltinServer { child, url })
+            .clone();
+        Ok(BuiltinServer { child, url, urls })
     }
 
     pub fn pid(&self) -> u32 {
@@ -196,7 +210,7 @@ pub fn run(config: RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunEr
         measured_secs: output.measured_secs,
         measured_echoes: output.measured_echoes,
         interrupted: output.interrupted,
-        connections: config.connections,
+        connections: output.metrics.counters.connections_established,
         in_flight: config.in_flight,
         metrics: output.metrics,
         server,

@@ -37,8 +37,14 @@ pub struct ClientConn {
     /// the one being written.
     pub batches_pending: u64,
     pub batch_pos: usize,
-    /// Send times of the messages in flight, oldest first (echoes come back in order).
-    pub in_flight: VecDeque<Instant>,
+    /// The connection's number in the run (0-based, across workers).
+    pub index: u64,
+    /// Messages in flight, oldest first (echoes come back in order): when each was meant to
+    /// be sent and when it was sent. In a closed loop the two are the same.
+    pub in_flight: VecDeque<(Instant, Instant)>,
+    /// Open loop: sends that fell due while `--in-flight` messages were outstanding; they go
+    /// out as echoes free room, and their latency counts from the time they were due.
+    pub backlog: VecDeque<Instant>,
     pub next_seq: u64,
     pub echoes: u64,
     /// Partial json-ts message being reassembled.
@@ -51,8 +57,16 @@ pub struct ClientConn {
 }
 
 impl ClientConn {
-    pub fn new(transport: Transport, key: String, decoder: Decoder, started: Instant) -> ClientConn {
+    pub fn new(
+        transport: Transport,
+        index: u64,
+        key: String,
+        decoder: Decoder,
+        started: Instant,
+    ) -> ClientConn {
         ClientConn {
+            index,
+            backlog: VecDeque::new(),
             transport,
             state: State::Connecting,
             started,

@@ -46,6 +46,10 @@ pub struct Control {
     measure_start_us: AtomicU64,
     end_us: AtomicU64,
     stop: AtomicBool,
+    /// Connections may send. Without a ramp this waits until every connection is up, so a
+    /// slow server is not drowned in echoes while it still accepts; with a ramp (and in
+    /// c10k) clients send as soon as they open, as the seeds' clients did.
+    traffic: AtomicBool,
     pub interrupted: AtomicBool,
     pub workers_connected: AtomicUsize,
     /// Live figures for the progress line.
@@ -62,6 +66,7 @@ impl Control {
             measure_start_us: AtomicU64::new(u64::MAX),
             end_us: AtomicU64::new(u64::MAX),
             stop: AtomicBool::new(false),
+            traffic: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
             workers_connected: AtomicUsize::new(0),
             open_connections: AtomicU64::new(0),
@@ -80,7 +85,13 @@ impl Control {
     }
 
     pub fn sending_allowed(&self, now_us: u64) -> bool {
-        !self.stopping() && now_us < self.end_us.load(Ordering::Relaxed)
+        self.traffic.load(Ordering::Relaxed)
+            && !self.stopping()
+            && now_us < self.end_us.load(Ordering::Relaxed)
+    }
+
+    pub fn traffic(&self) -> bool {
+        self.traffic.load(Ordering::Relaxed)
     }
 }
 
@@ -139,25 +150,40 @@ pub fn run(
             let sleep = deadline.map_or(tick, |d| d.saturating_duration_since(Instant::now()).min(tick));
             std::thread::sleep(sleep);
         };
+    let config = &spec.config;
+    let open_loop_from_start = config.scenario == Scenario::C10k;
+    if open_loop_from_start {
+        // c10k measures from the first client on, for the run's whole duration.
+        control.measure_start_us.store(0, Ordering::SeqCst);
+        control.end_us.store(config.duration.as_micros() as u64, Ordering::SeqCst);
+    }
+    if open_loop_from_start || config.ramp_per_sec.is_some() {
+        control.traffic.store(true, Ordering::SeqCst);
+    }
     // Connect phase.
-    wait_until(None, &|| control.workers_connected.load(Ordering::SeqCst) == worker_count, progress);
+    let all_connected = || control.workers_connected.load(Ordering::SeqCst) == worker_count;
+    let connect_deadline = open_loop_from_start.then(|| control.start + config.duration);
+    wait_until(connect_deadline, &all_connected, progress);
     let connect_phase_secs = control.start.elapsed().as_secs_f64();
     // Load phase.
     let now_us = control.start.elapsed().as_micros() as u64;
-    let (measure_start_us, end_us) = match spec.config.scenario {
-        Scenario::Scalability => (now_us, now_us + spec.config.hold.as_micros() as u64),
+    let (measure_start_us, end_us) = match config.scenario {
+        Scenario::C10k => control.window(),
+        Scenario::Scalability => (now_us, now_us + config.hold.as_micros() as u64),
         Scenario::Echo | Scenario::Throughput => {
-            let start = now_us + spec.config.warmup.as_micros() as u64;
-            (start, start + spec.config.duration.as_micros() as u64)
+            let start = now_us + config.warmup.as_micros() as u64;
+            (start, start + config.duration.as_micros() as u64)
         }
     };
     control.measure_start_us.store(measure_start_us, Ordering::SeqCst);
     control.end_us.store(end_us, Ordering::SeqCst);
+    control.traffic.store(true, Ordering::SeqCst);
     if !control.interrupted.load(Ordering::Relaxed) {
         // With every connection gone (refused, or the server died) there is nothing left
         // to measure: the run ends now instead of idling to the end of its window.
         let end = control.start + Duration::from_micros(end_us);
-        wait_until(Some(end), &|| control.open_connections.load(Ordering::Relaxed) == 0, progress);
+        let nothing_open = || all_connected() && control.open_connections.load(Ordering::Relaxed) == 0;
+        wait_until(Some(end), &nothing_open, progress);
     }
     let stopped_us = control.start.elapsed().as_micros() as u64;
     control.stop.store(true, Ordering::SeqCst);

@@ -3,7 +3,8 @@
 //! the ramp's schedule, keeps each one's messages in flight, records every round trip, and
 //! at the end drains what is in flight and closes cleanly.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -73,6 +74,10 @@ pub struct Worker {
     connecting: usize,
     connect_deadlines: VecDeque<(Instant, usize, Instant)>,
     reported_connected: bool,
+    /// Open loop: the next scheduled send of each connection (due, key, connection start as
+    /// its identity, since keys are reused).
+    timers: BinaryHeap<Reverse<(Instant, usize, Instant)>>,
+    traffic_started: bool,
     draining_since: Option<Instant>,
     closing_since: Option<Instant>,
     open: u64,
@@ -94,6 +99,8 @@ impl Worker {
             connecting: 0,
             connect_deadlines: VecDeque::new(),
             reported_connected: false,
+            timers: BinaryHeap::new(),
+            traffic_started: false,
             draining_since: None,
             closing_since: None,
             open: 0,
@@ -117,6 +124,16 @@ impl Worker {
             interval.connections_open = interval.connections_open.max(open);
             self.open_due_connections(now);
             self.expire_connects(now);
+            if !self.traffic_started && self.control.traffic() {
+                self.traffic_started = true;
+                let keys: Vec<usize> =
+                    self.conns.iter().filter(|(_, c)| c.state == State::Open).map(|(k, _)| k).collect();
+                for key in keys {
+                    self.start_traffic(key, now);
+                    self.flush(key);
+                }
+            }
+            self.fire_timers(now);
             if self.finish_phase(now) {
                 break;
             }
@@ -161,6 +178,9 @@ impl Worker {
         }
         if let Some((deadline, _, _)) = self.connect_deadlines.front() {
             wake = wake.min(deadline.saturating_duration_since(now));
+        }
+        if let Some(Reverse((due, _, _))) = self.timers.peek() {
+            wake = wake.min(due.saturating_duration_since(now));
         }
         wake
     }
@@ -226,7 +246,7 @@ impl Worker {
         let mut nonce = [0u8; 16];
         rand::rng().fill_bytes(&mut nonce);
         let decoder = Decoder::new(Role::Client, u64::MAX >> 1);
-        let mut conn = ClientConn::new(transport, client_key(nonce), decoder, now);
+        let mut conn = ClientConn::new(transport, index, client_key(nonce), decoder, now);
         let entry = self.conns.vacant_entry();
         let key = entry.key();
         self.poll.registry().register(
@@ -473,37 +493,99 @@ impl Worker {
         self.control.open_connections.fetch_add(1, Ordering::Relaxed);
         self.metrics.counters.connections_established += 1;
         record_us(&mut self.metrics.connect, now.duration_since(conn.started).as_micros() as u64);
-        self.fill_in_flight(key, now);
+        if self.control.traffic() {
+            self.start_traffic(key, now);
+        }
     }
 
-    /// Sends batches until the connection has `in_flight` messages outstanding.
+    /// Begins a connection's messages: the closed loop's first batches, or the open loop's
+    /// schedule, spread so that the connections' sends interleave evenly.
+    fn start_traffic(&mut self, key: usize, now: Instant) {
+        let config = &self.spec.config;
+        match config.message_interval {
+            None => self.fill_in_flight(key, now),
+            Some(interval) if config.scenario != Scenario::Scalability => {
+                let conn = &self.conns[key];
+                let phase =
+                    interval.mul_f64((conn.index % config.connections) as f64 / config.connections as f64);
+                self.timers.push(Reverse((now + phase, key, conn.started)));
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Open loop: sends every batch that has fallen due, on schedule whatever the replies.
+    fn fire_timers(&mut self, now: Instant) {
+        let Some(interval) = self.spec.config.message_interval else { return };
+        while let Some(&Reverse((due, key, started))) = self.timers.peek() {
+            if due > now {
+                break;
+            }
+            self.timers.pop();
+            if !self.control.sending_allowed(self.micros_since_start(due)) {
+                continue;
+            }
+            let Some(conn) = self.conns.get_mut(key) else { continue };
+            if conn.started != started || conn.state != State::Open {
+                continue;
+            }
+            if self.has_room(key) {
+                self.send_batch(key, due, now);
+                self.flush(key);
+            } else {
+                self.conns[key].backlog.push_back(due);
+            }
+            if self.conns.contains(key) {
+                self.timers.push(Reverse((due + interval, key, started)));
+            }
+        }
+    }
+
+    /// Whether one more batch fits under `--in-flight`.
+    fn has_room(&self, key: usize) -> bool {
+        let config = &self.spec.config;
+        (self.conns[key].in_flight.len() as u64).saturating_add(config.frames_per_send) <= config.in_flight
+    }
+
+    /// Closed loop: sends batches until the connection has `in_flight` messages outstanding.
     fn fill_in_flight(&mut self, key: usize, now: Instant) {
         if self.spec.config.scenario == Scenario::Scalability
             || !self.control.sending_allowed(self.micros_since_start(now))
         {
             return;
         }
+        while self.conns[key].state == State::Open && self.has_room(key) {
+            self.send_batch(key, now, now);
+        }
+    }
+
+    /// Queues one batch (`frames_per_send` messages) that was due at `intended`.
+    fn send_batch(&mut self, key: usize, intended: Instant, now: Instant) {
         let frames = self.spec.config.frames_per_send;
-        let limit = self.spec.config.in_flight;
         let conn = &mut self.conns[key];
-        while conn.state == State::Open && conn.in_flight.len() as u64 + frames <= limit {
-            let bytes = match &self.template {
-                Template::Fixed { batch, .. } => {
-                    conn.batches_pending += 1;
-                    batch.len()
+        let bytes = match &self.template {
+            Template::Fixed { batch, .. } => {
+                conn.batches_pending += 1;
+                batch.len()
+            }
+            Template::JsonTs { mask, opcode } => {
+                let before = conn.output.len();
+                for _ in 0..frames {
+                    Template::encode_json(*mask, *opcode, conn.next_seq, &mut conn.output);
+                    conn.next_seq += 1;
                 }
-                Template::JsonTs { mask, opcode } => {
-                    let before = conn.output.len();
-                    for _ in 0..frames {
-                        Template::encode_json(*mask, *opcode, conn.next_seq, &mut conn.output);
-                        conn.next_seq += 1;
-                    }
-                    conn.output.len() - before
-                }
-            };
-            conn.in_flight.extend(std::iter::repeat_n(now, frames as usize));
-            self.metrics.counters.messages_sent += frames;
-            self.metrics.counters.bytes_sent += bytes as u64;
+                conn.output.len() - before
+            }
+        };
+        conn.in_flight.extend(std::iter::repeat_n((intended, now), frames as usize));
+        self.metrics.counters.messages_sent += frames;
+        self.metrics.counters.bytes_sent += bytes as u64;
+        if self.spec.config.message_interval.is_some() {
+            let (measure_start, end) = self.control.window();
+            let due_us = self.micros_since_start(intended);
+            if due_us >= measure_start && due_us <= end {
+                record_us(&mut self.metrics.send_lag, now.duration_since(intended).as_micros() as u64);
+            }
         }
     }
 
@@ -549,13 +631,21 @@ impl Worker {
             return;
         }
         let conn = &mut self.conns[key];
-        let Some(sent) = conn.in_flight.pop_front() else {
+        if conn.state == State::Closing {
+            // An echo that crossed our close at the end of the run: already counted as
+            // unanswered, and not a round trip of the run.
+            return;
+        }
+        let Some((intended, sent)) = conn.in_flight.pop_front() else {
             // An echo of nothing we sent.
             self.metrics.counters.payload_mismatches += 1;
             return;
         };
         conn.echoes += 1;
-        let latency = now.duration_since(sent).as_micros() as u64;
+        // Latency counts from when the message was due (coordinated omission corrected);
+        // the uncorrected figure from when it actually went out is kept beside it.
+        let latency = now.duration_since(intended).as_micros() as u64;
+        let latency_uncorrected = now.duration_since(sent).as_micros() as u64;
         let now_us = self.micros_since_start(now);
         self.metrics.counters.messages_received += 1;
         let interval = self.metrics.interval(now_us / 1_000_000);
@@ -564,7 +654,7 @@ impl Worker {
         let (measure_start, end) = self.control.window();
         if now_us >= measure_start && now_us <= end {
             record_us(&mut self.metrics.latency, latency);
-            record_us(&mut self.metrics.latency_uncorrected, latency);
+            record_us(&mut self.metrics.latency_uncorrected, latency_uncorrected);
             self.measured_echoes += 1;
         } else if now_us < measure_start {
             self.metrics.counters.warmup_messages += 1;
@@ -572,7 +662,14 @@ impl Worker {
         if self.metrics.counters.messages_received.is_multiple_of(PROGRESS_BATCH) {
             self.control.echoes.fetch_add(PROGRESS_BATCH, Ordering::Relaxed);
         }
-        self.fill_in_flight(key, now);
+        if self.spec.config.message_interval.is_none() {
+            return self.fill_in_flight(key, now);
+        }
+        while self.has_room(key)
+            && let Some(due) = self.conns[key].backlog.pop_front()
+        {
+            self.send_batch(key, due, now);
+        }
     }
 
     /// The connection ended without a close frame from the server.

@@ -42,7 +42,11 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
         seconds(result.elapsed_s),
         seconds(result.measured_s),
         group(summary.littles_law.connections),
-        group(summary.littles_law.in_flight),
+        if summary.littles_law.in_flight == u64::MAX {
+            "uncapped".to_owned()
+        } else {
+            group(summary.littles_law.in_flight)
+        },
     );
     out.push('\n');
 
@@ -152,9 +156,11 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
         }
     }
 
-    // Little's law.
+    // Little's law holds for a closed loop; an open loop's concurrency is not fixed.
     let law = &summary.littles_law;
+    let open_loop = result.config.get("message_interval").is_some_and(|v| !v.is_null());
     match law.predicted_mean_latency_us {
+        _ if open_loop => {}
         Some(predicted) => {
             let _ = writeln!(
                 out,
@@ -170,7 +176,51 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
             let _ = writeln!(out, "Little's law: no prediction (no round trips were measured)");
         }
     }
+    if result.scenario == "c10k" {
+        render_c10k_block(&mut out, result);
+    }
     out
+}
+
+/// The C10K seed's statistics block (µs), connection time and latency, then its counters.
+fn render_c10k_block(out: &mut String, result: &RunResult) {
+    let summary = &result.summary;
+    let _ = writeln!(out, "\nstatistics (µs, as the C10K seed reports them):");
+    for (name, d) in
+        [("connection_time", &summary.connect_distribution), ("latency", &summary.latency_distribution)]
+    {
+        let _ = writeln!(
+            out,
+            "  {name}: min {} max {} arithmetic_mean {:.1} geometric_mean {:.1} harmonic_mean {:.1} median {}",
+            d.min, d.max, d.arithmetic_mean, d.geometric_mean, d.harmonic_mean, d.median
+        );
+        let _ = writeln!(
+            out,
+            "    variance {:.1} standard_deviation {:.1} skewness {:.3} kurtosis {:.3}",
+            d.variance, d.standard_deviation, d.skewness, d.kurtosis
+        );
+        let _ = writeln!(out, "    percentile 75 {}, 95 {}, 99 {}, 99.9 {}", d.p75, d.p95, d.p99, d.p999);
+        let bins: Vec<String> =
+            d.histogram.iter().map(|(upper, count)| format!("≤{upper}: {count}")).collect();
+        let _ = writeln!(out, "    histogram {}", bins.join(", "));
+    }
+    let timeouts = summary.errors.get("connect_timeout").copied().unwrap_or(0);
+    // The seed counts as crashes the clients that died of anything but a timeout or the server.
+    let crashes: Vec<(&String, &u64)> = summary
+        .errors
+        .iter()
+        .filter(|(kind, _)| *kind != "connect_timeout" && !kind.starts_with("closed_") && *kind != "reset")
+        .collect();
+    let crash_count: u64 = crashes.iter().map(|(_, count)| **count).sum();
+    let crashes: Vec<String> = crashes.iter().map(|(kind, count)| format!("{kind} {count}")).collect();
+    let _ = writeln!(
+        out,
+        "  connections {}, disconnections {}, messages {}, connection_timeouts {timeouts}, crashes {crash_count}{}",
+        summary.connections.established,
+        summary.disconnections,
+        summary.messages.received,
+        if crashes.is_empty() { String::new() } else { format!(" ({})", crashes.join(", ")) }
+    );
 }
 
 /// One labelled line; an empty label continues the previous one.

@@ -11,8 +11,6 @@ use super::{
 };
 use crate::samples::{RunOutcome, ServerReport, WorkerCpu};
 
-
-
 /// `x`, or 0 when it is NaN or infinite (JSON has no such numbers).
 fn finite(x: f64) -> f64 {
     if x.is_finite() { x } else { 0.0 }
@@ -62,7 +60,9 @@ impl LittlesLaw {
     /// `throughput` in round trips per second, `measured_mean_us` the mean latency.
     pub fn new(connections: u64, in_flight: u64, throughput: f64, measured_mean_us: f64) -> LittlesLaw {
         let throughput = finite(throughput);
-        let predicted = (throughput > 0.0).then(|| (connections * in_flight) as f64 / throughput * 1e6);
+        // An uncapped open loop (in_flight = u64::MAX) has no fixed concurrency to predict from.
+        let predicted = (throughput > 0.0 && in_flight != u64::MAX)
+            .then(|| connections as f64 * in_flight as f64 / throughput * 1e6);
         let ratio = predicted.filter(|p| *p > 0.0).map(|p| finite(measured_mean_us / p));
         LittlesLaw {
             connections,
@@ -124,6 +124,36 @@ impl ClientSummary {
     }
 }
 
+impl ClientSummary {
+    /// An open-loop client that could not send on schedule (send lag p99 above the limit)
+    /// bounds the result too, whatever its CPU share says.
+    pub fn with_send_lag(mut self, send_lag: &Histogram<u64>, limit_us: Option<u64>) -> ClientSummary {
+        let Some(limit_us) = limit_us else { return self };
+        let p99 = send_lag.value_at_quantile(0.99);
+        if send_lag.is_empty() || p99 <= limit_us {
+            return self;
+        }
+        let lag = format!(
+            "send lag p99 was {:.1} ms, above the {:.1} ms limit: the client could not send on schedule, so \
+             the result is bounded by the client, not the server",
+            p99 as f64 / 1e3,
+            limit_us as f64 / 1e3
+        );
+        self.bound_reason = Some(match self.bound_reason.take() {
+            Some(cpu) => format!("{cpu}; {lag}"),
+            None => lag,
+        });
+        self.bound = true;
+        self
+    }
+}
+
+/// The open-loop send-lag limit of a run's configuration, in µs (None for a closed loop).
+fn send_lag_limit_us(config: &serde_json::Value) -> Option<u64> {
+    config.get("message_interval")?.as_f64()?;
+    Some((config.get("max_send_lag")?.as_f64()? * 1e6) as u64)
+}
+
 impl RunResult {
     /// Everything the result file says about a finished (or interrupted) run.
     pub fn from_outcome(outcome: &RunOutcome) -> RunResult {
@@ -168,6 +198,8 @@ impl RunResult {
                 unanswered: counters.messages_unanswered,
             },
             bytes: ByteCounts { sent: counters.bytes_sent, received: counters.bytes_received },
+            latency_distribution: super::Distribution::from_histogram(&metrics.latency),
+            connect_distribution: super::Distribution::from_histogram(&metrics.connect),
             littles_law: LittlesLaw::new(
                 outcome.connections,
                 outcome.in_flight,
@@ -207,7 +239,8 @@ impl RunResult {
                 counters.connections_established,
                 outcome.measured_echoes,
             ),
-            client: ClientSummary::from_workers(&workers),
+            client: ClientSummary::from_workers(&workers)
+                .with_send_lag(&metrics.send_lag, send_lag_limit_us(&outcome.config)),
             timeline,
             counters: counters.clone(),
             histograms: EncodedHistograms {

@@ -9,6 +9,7 @@
 mod atomic;
 mod build;
 mod codec;
+mod distribution;
 
 #[doc(hidden)]
 pub mod fixture;
@@ -24,6 +25,7 @@ use crate::samples::{MachineFacts, ServerSample, WorkerCpu};
 
 pub(crate) use atomic::write_atomically;
 pub use codec::{decode_histogram, encode_histogram};
+pub use distribution::Distribution;
 
 /// The result-file format this wsbench writes, and the newest it reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -110,6 +112,11 @@ pub struct Summary {
     pub messages: MessageCounts,
     pub bytes: ByteCounts,
     pub littles_law: LittlesLaw,
+    /// The C10K seed's statistics block for latency and connect time.
+    #[serde(default)]
+    pub latency_distribution: Distribution,
+    #[serde(default)]
+    pub connect_distribution: Distribution,
 }
 
 /// Percentiles of a histogram in microseconds; all zero when it is empty.

@@ -12,6 +12,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
+pub mod scripted_server;
+
 /// Path of the `wsbench` binary built for this test run.
 pub fn wsbench_bin() -> &'static str {
     env!("CARGO_BIN_EXE_wsbench")
@@ -98,10 +100,13 @@ fn spawn_serve(args: &[&str]) -> (Child, Vec<String>) {
     (child, urls)
 }
 
+/// Shared servers by argument list, with their addresses.
+type SharedServers = Mutex<Vec<(Vec<String>, SocketAddr)>>;
+
 /// One server per distinct argument list, shared by every test in this test binary and
 /// killed when the test process exits.
 pub fn shared_server(args: &[&str]) -> SocketAddr {
-    static SERVERS: OnceLock<Mutex<Vec<(Vec<String>, SocketAddr)>>> = OnceLock::new();
+    static SERVERS: OnceLock<SharedServers> = OnceLock::new();
     let key: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let servers = SERVERS.get_or_init(|| Mutex::new(Vec::new()));
     let mut servers = servers.lock().unwrap_or_else(|e| e.into_inner());

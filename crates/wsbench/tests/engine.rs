@@ -1,0 +1,27 @@
+//! Integration tests of the load engine: the real `wsbench run` binary against its built-in
+//! server, a scripted server that misbehaves on purpose (`support/scripted_server.rs`), a
+//! `wsbench serve` killed mid-run, and the node `ws` echo server; plus bad input, the open
+//! file limit and Ctrl-C. Every run is short (2–5 s) and bounded: a run that overstays is
+//! killed and the test fails.
+//!
+//! Load-generating tests take a slot (`harness::heavy`) so that at most two of them share
+//! the machine's CPUs; the one whose latencies are asserted takes both.
+//!
+//! Run: `cargo test -p wsbench --test engine` (the node test needs
+//! `scripts/install-test-peers.sh`; it is skipped without it unless `WSBENCH_REQUIRE_PEERS=1`).
+
+mod support;
+
+#[path = "engine/harness.rs"]
+mod harness;
+
+#[path = "engine/bad_input.rs"]
+mod bad_input;
+#[path = "engine/builtin.rs"]
+mod builtin;
+#[path = "engine/open_loop.rs"]
+mod open_loop;
+#[path = "engine/peers.rs"]
+mod peers;
+#[path = "engine/scripted.rs"]
+mod scripted;

@@ -1,0 +1,137 @@
+//! `wsbench run` against the scripted server (`support/scripted_server.rs`), which delays,
+//! closes or corrupts on purpose: the engine must measure and count exactly that.
+
+use std::time::Duration;
+
+use crate::harness::{arg, errors, heavy, read_result, scratch, summary_of, uint, wsbench};
+use crate::support::scripted_server::Script;
+
+#[test]
+fn delayed_echo_of_20ms_gives_p50_between_20_and_23_ms() {
+    // Latencies are asserted: take the whole machine.
+    let _slot = heavy(2);
+    let server = Script::echo().delay_each_echo(Duration::from_millis(20)).start();
+    let json = scratch("delayed-echo").join("r.json");
+    let run = wsbench(
+        &["run", "echo", &server.url(), "--connections", "20", "--duration", "3s", "--json", arg(&json)],
+        Duration::from_secs(30),
+    );
+    run.assert_success();
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    let p50 = uint(&result, "/summary/latency_us/p50");
+    assert!((20_000..=23_000).contains(&p50), "p50 {p50} µs, want 20–23 ms\n{context}");
+    let min = uint(&result, "/summary/latency_us/min");
+    assert!(min >= 20_000, "a round trip faster than the server's 20 ms delay: min {min} µs\n{context}");
+    assert!(errors(&result).is_empty(), "{context}");
+    // Closed loop, one in flight: 20 connections ÷ ~20 ms ≈ 1000 round trips/s.
+    let rate = result["summary"]["echoes_per_sec"].as_f64().unwrap_or_default();
+    assert!((700.0..=1000.0).contains(&rate), "{rate} round trips/s, want ≈ 20 / 20 ms\n{context}");
+}
+
+#[test]
+fn server_closing_every_10th_connection_shows_in_the_counters() {
+    let _slot = heavy(1);
+    let server = Script::echo().close_every_nth_connection(10, 1001).start();
+    let json = scratch("close-every-10th").join("r.json");
+    let run = wsbench(
+        &["run", "echo", &server.url(), "--connections", "100", "--duration", "2s", "--json", arg(&json)],
+        Duration::from_secs(30),
+    );
+    run.assert_success();
+    let result = read_result(&json);
+    let context = format!(
+        "{}\nserver sent {} close frames\n{}",
+        summary_of(&result),
+        server.closes_sent(),
+        run.describe()
+    );
+    assert_eq!(server.closes_sent(), 10, "the scripted server closes 10 of 100\n{context}");
+    assert_eq!(uint(&result, "/summary/connections/established"), 100, "{context}");
+    assert_eq!(errors(&result).get("closed_1001").copied(), Some(10), "{context}");
+    assert_eq!(uint(&result, "/summary/disconnections"), 10, "{context}");
+    let other: Vec<_> = errors(&result).into_iter().filter(|(kind, _)| kind != "closed_1001").collect();
+    assert!(other.is_empty(), "errors besides the 10 closes: {other:?}\n{context}");
+    assert!(run.stdout.contains("closed_1001 10"), "the report shows the closes\n{}", run.describe());
+}
+
+#[test]
+fn json_ts_payload_echoes_are_checked() {
+    let _slot = heavy(1);
+    let server = Script::echo().corrupt_echo().start();
+    let json = scratch("corrupt-echo").join("r.json");
+    let run = wsbench(
+        &[
+            "run",
+            "echo",
+            &server.url(),
+            "--payload",
+            "json-ts",
+            "--connections",
+            "20",
+            "--duration",
+            "2s",
+            "--json",
+            arg(&json),
+        ],
+        Duration::from_secs(30),
+    );
+    run.assert_success();
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    let received = uint(&result, "/summary/messages/received");
+    let mismatches = errors(&result).get("payload_mismatch").copied().unwrap_or(0);
+    assert!(received > 0, "{context}");
+    assert!(mismatches > 0, "every echo was corrupted, none was caught\n{context}");
+    // json-ts echoes are all checked (their sequence number), not sampled.
+    assert_eq!(mismatches, received, "every corrupted echo counts\n{context}");
+}
+
+#[test]
+fn corrupted_binary_echoes_are_caught_by_sampling() {
+    let _slot = heavy(1);
+    let server = Script::echo().corrupt_echo().start();
+    let json = scratch("corrupt-binary").join("r.json");
+    let run = wsbench(
+        &[
+            "run",
+            "echo",
+            &server.url(),
+            "--payload",
+            "bytes:64",
+            "--connections",
+            "10",
+            "--duration",
+            "2s",
+            "--json",
+            arg(&json),
+        ],
+        Duration::from_secs(30),
+    );
+    run.assert_success();
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    let mismatches = errors(&result).get("payload_mismatch").copied().unwrap_or(0);
+    // At least each connection's first echo is checked byte for byte.
+    assert!(mismatches >= 10, "{mismatches} mismatches for 10 connections' corrupted echoes\n{context}");
+}
+
+#[test]
+fn server_stall_shows_in_max_latency_not_as_errors() {
+    let _slot = heavy(1);
+    // The stall falls inside the measured window (after the default 1 s warm-up).
+    let server = Script::echo().stall(Duration::from_millis(1500), Duration::from_millis(500)).start();
+    let json = scratch("stall").join("r.json");
+    let run = wsbench(
+        &["run", "echo", &server.url(), "--connections", "10", "--duration", "2s", "--json", arg(&json)],
+        Duration::from_secs(30),
+    );
+    run.assert_success();
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    let max = uint(&result, "/summary/latency_us/max");
+    assert!((400_000..=1_000_000).contains(&max), "max {max} µs, want ≈ the 500 ms stall\n{context}");
+    assert!(uint(&result, "/summary/latency_us/p50") < 100_000, "only the stall is slow\n{context}");
+    assert!(errors(&result).is_empty(), "a stall is not an error\n{context}");
+    assert_eq!(uint(&result, "/summary/messages/unanswered"), 0, "{context}");
+}

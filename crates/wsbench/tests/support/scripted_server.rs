@@ -1,0 +1,330 @@
+//! A scripted WebSocket echo server for engine tests: real sockets on port 0, one std thread
+//! per connection (small stacks), and misbehaviour chosen by the test:
+//!
+//! - [`Script::delay_each_echo`]: every echo is written after sleeping that long;
+//! - [`Script::close_every_nth_connection`]: the n-th, 2n-th … accepted connections get a
+//!   close frame with the given code after their first echo, then the TCP connection ends;
+//! - [`Script::stall`]: during a window (measured from the server's start) no connection
+//!   reads or answers; afterwards everything queued is answered;
+//! - [`Script::corrupt_echo`]: every echo has one byte changed (for json-ts messages, a digit
+//!   of the sequence number, so the text stays valid UTF-8).
+//!
+//! With no behaviour it is a plain echo server. Dropping the [`ScriptedServer`] stops it: the
+//! listener closes and every open connection is shut down.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use wsbench_proto::handshake::{DEFAULT_MAX_HEADER_BYTES, Request, parse_request, server_response};
+use wsbench_proto::{Decoder, OpCode, Role, write_frame};
+
+/// Largest message the scripted server accepts.
+const MAX_MESSAGE: u64 = 64 * 1024 * 1024;
+/// Stack of each connection thread: the echo loop needs little.
+const CONNECTION_STACK: usize = 64 * 1024;
+/// After sending a close frame: how long to wait for the client's close and EOF.
+const CLOSE_LINGER: Duration = Duration::from_secs(2);
+
+/// What the server does; build with the methods below, then [`Script::start`].
+#[derive(Debug, Clone, Default)]
+pub struct Script {
+    delay: Option<Duration>,
+    close_every: Option<(u64, u16)>,
+    stall: Option<(Duration, Duration)>,
+    corrupt: bool,
+}
+
+impl Script {
+    /// A plain echo server.
+    pub fn echo() -> Script {
+        Script::default()
+    }
+
+    /// Sleep `delay` before writing each echo (per connection).
+    pub fn delay_each_echo(mut self, delay: Duration) -> Script {
+        self.delay = Some(delay);
+        self
+    }
+
+    /// The `n`-th, `2n`-th … accepted connections get a close frame with `code` after their
+    /// first echo, then the TCP connection is closed.
+    pub fn close_every_nth_connection(mut self, n: u64, code: u16) -> Script {
+        assert!(n > 0, "n must be at least 1");
+        self.close_every = Some((n, code));
+        self
+    }
+
+    /// From `after` (since the server started) for `duration`, no connection reads or
+    /// answers; then everything queued is answered.
+    pub fn stall(mut self, after: Duration, duration: Duration) -> Script {
+        self.stall = Some((after, duration));
+        self
+    }
+
+    /// Every echo comes back with one byte changed.
+    pub fn corrupt_echo(mut self) -> Script {
+        self.corrupt = true;
+        self
+    }
+
+    /// Binds 127.0.0.1:0 and starts accepting.
+    pub fn start(self) -> ScriptedServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the scripted server");
+        let addr = listener.local_addr().expect("scripted server address");
+        let shared = Arc::new(Shared {
+            script: self,
+            started: Instant::now(),
+            stop: AtomicBool::new(false),
+            accepted: AtomicU64::new(0),
+            echoes: AtomicU64::new(0),
+            closes_sent: AtomicU64::new(0),
+            streams: Mutex::new(Vec::new()),
+        });
+        let accept_shared = shared.clone();
+        let acceptor = thread::Builder::new()
+            .name("scripted-accept".into())
+            .spawn(move || accept_loop(listener, accept_shared))
+            .expect("spawn the accept thread");
+        ScriptedServer { addr, shared, acceptor: Some(acceptor) }
+    }
+}
+
+struct Shared {
+    script: Script,
+    started: Instant,
+    stop: AtomicBool,
+    accepted: AtomicU64,
+    echoes: AtomicU64,
+    closes_sent: AtomicU64,
+    /// A clone of every accepted stream, to shut them all down on drop.
+    streams: Mutex<Vec<TcpStream>>,
+}
+
+impl Shared {
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Sleeps through the stall window if `now` is inside it.
+    fn wait_out_stall(&self) {
+        let Some((after, duration)) = self.script.stall else { return };
+        let (from, until) = (self.started + after, self.started + after + duration);
+        let now = Instant::now();
+        if now >= from && now < until {
+            while !self.stopping() && Instant::now() < until {
+                thread::sleep(until.saturating_duration_since(Instant::now()).min(Duration::from_millis(20)));
+            }
+        }
+    }
+}
+
+/// A running scripted server; stopped on drop.
+pub struct ScriptedServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ScriptedServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedServer")
+            .field("addr", &self.addr)
+            .field("script", &self.shared.script)
+            .finish()
+    }
+}
+
+impl ScriptedServer {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `ws://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("ws://{}", self.addr)
+    }
+
+    /// TCP connections accepted so far.
+    pub fn accepted(&self) -> u64 {
+        self.shared.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Echoes written so far.
+    pub fn echoes(&self) -> u64 {
+        self.shared.echoes.load(Ordering::SeqCst)
+    }
+
+    /// Close frames sent by the `close_every_nth_connection` behaviour.
+    pub fn closes_sent(&self) -> u64 {
+        self.shared.closes_sent.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for ScriptedServer {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // Wake the blocking accept() with a connection of our own.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+        let streams = std::mem::take(&mut *self.shared.streams.lock().unwrap_or_else(|e| e.into_inner()));
+        for stream in streams {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    for stream in listener.incoming() {
+        if shared.stopping() {
+            return;
+        }
+        let Ok(stream) = stream else {
+            // Out of file descriptors or similar: back off instead of spinning.
+            thread::sleep(Duration::from_millis(10));
+            continue;
+        };
+        let number = shared.accepted.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Ok(clone) = stream.try_clone() {
+            shared.streams.lock().unwrap_or_else(|e| e.into_inner()).push(clone);
+        }
+        let conn_shared = shared.clone();
+        let spawned = thread::Builder::new()
+            .name(format!("scripted-{number}"))
+            .stack_size(CONNECTION_STACK)
+            .spawn(move || {
+                let _ = serve_connection(stream, number, &conn_shared);
+            });
+        if spawned.is_err() {
+            eprintln!("scripted server: cannot spawn a thread for connection {number}");
+        }
+    }
+}
+
+fn serve_connection(mut stream: TcpStream, number: u64, shared: &Shared) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut chunk = vec![0u8; 64 * 1024];
+
+    // Opening handshake.
+    let request = loop {
+        if let Some((request, used)) =
+            parse_request(&buf, DEFAULT_MAX_HEADER_BYTES).map_err(io::Error::other)?
+        {
+            buf.drain(..used);
+            break request;
+        }
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let Request::Upgrade(upgrade) = request else {
+        stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
+        return Ok(());
+    };
+    stream.write_all(&server_response(&upgrade, None))?;
+
+    let close_code = shared.script.close_every.and_then(|(n, code)| number.is_multiple_of(n).then_some(code));
+    let mut decoder = Decoder::new(Role::Server, MAX_MESSAGE);
+    let mut message: Vec<u8> = Vec::new();
+    let mut message_opcode = OpCode::Binary;
+    let mut out: Vec<u8> = Vec::new();
+    loop {
+        // Decode every complete chunk in `buf`.
+        let mut used = 0;
+        while let Some(piece) = decoder.decode(&mut buf[used..]).map_err(io::Error::other)? {
+            let payload = used + piece.payload.start..used + piece.payload.end;
+            used += piece.consumed;
+            match piece.opcode {
+                OpCode::Text | OpCode::Binary => {
+                    if piece.first {
+                        message.clear();
+                        message_opcode = piece.opcode;
+                    }
+                    message.extend_from_slice(&buf[payload]);
+                    if !piece.last {
+                        continue;
+                    }
+                    shared.wait_out_stall();
+                    if let Some(delay) = shared.script.delay {
+                        thread::sleep(delay);
+                    }
+                    if shared.script.corrupt {
+                        corrupt(&mut message);
+                    }
+                    out.clear();
+                    write_frame(&mut out, true, message_opcode, None, &message);
+                    stream.write_all(&out)?;
+                    shared.echoes.fetch_add(1, Ordering::Relaxed);
+                    if let Some(code) = close_code {
+                        out.clear();
+                        write_frame(&mut out, true, OpCode::Close, None, &code.to_be_bytes());
+                        stream.write_all(&out)?;
+                        shared.closes_sent.fetch_add(1, Ordering::SeqCst);
+                        return linger_until_closed(stream);
+                    }
+                }
+                OpCode::Ping => {
+                    out.clear();
+                    write_frame(&mut out, true, OpCode::Pong, None, &buf[payload]);
+                    stream.write_all(&out)?;
+                }
+                OpCode::Close => {
+                    // Answer with the client's code (or none), then end the connection.
+                    let body = buf[payload].get(..2).map(<[u8]>::to_vec).unwrap_or_default();
+                    out.clear();
+                    write_frame(&mut out, true, OpCode::Close, None, &body);
+                    let _ = stream.write_all(&out);
+                    return linger_until_closed(stream);
+                }
+                OpCode::Pong | OpCode::Continuation => {}
+            }
+        }
+        buf.drain(..used);
+        if shared.stopping() {
+            return Ok(());
+        }
+        shared.wait_out_stall();
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// After our close frame: stop writing and read (and discard) until the client closes, so
+/// the client sees the close frame rather than a reset.
+fn linger_until_closed(mut stream: TcpStream) -> io::Result<()> {
+    stream.shutdown(Shutdown::Write)?;
+    stream.set_read_timeout(Some(CLOSE_LINGER))?;
+    let mut sink = [0u8; 4096];
+    while let Ok(n) = stream.read(&mut sink) {
+        if n == 0 {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Changes one byte of an echo. In a json-ts message (`{"ts":…,"seq":N}`) the first digit
+/// of the sequence number changes, so the text stays UTF-8 but no longer matches; otherwise
+/// the first byte has its lowest bit flipped (ASCII stays ASCII).
+fn corrupt(message: &mut [u8]) {
+    let seq_digit = message.windows(6).position(|w| w == b"\"seq\":").map(|at| at + 6);
+    match seq_digit {
+        Some(at) if message.get(at).is_some_and(u8::is_ascii_digit) => message[at] ^= 1,
+        _ => {
+            if let Some(first) = message.first_mut() {
+                *first ^= 1;
+            }
+        }
+    }
+}
