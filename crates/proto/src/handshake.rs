@@ -183,8 +183,9 @@ pub fn parse_response(buf: &[u8], key: &str) -> Result<Option<(UpgradeResponse, 
     if find("Sec-WebSocket-Accept").map(<[u8]>::trim_ascii) != Some(accept_key(key.as_bytes()).as_bytes()) {
         return Err(HandshakeError::BadAccept);
     }
-    let protocol =
-        find("Sec-WebSocket-Protocol").and_then(|v| std::str::from_utf8(v.trim_ascii()).ok()).map(str::to_owned);
+    let protocol = find("Sec-WebSocket-Protocol")
+        .and_then(|v| std::str::from_utf8(v.trim_ascii()).ok())
+        .map(str::to_owned);
     Ok(Some((UpgradeResponse { protocol }, consumed)))
 }
 

@@ -147,6 +147,13 @@ pub struct RunSettings {
     /// Open loop: send lag p99 above this marks the run as client-bound.
     #[arg(long)]
     pub max_send_lag: Option<String>,
+    /// Find the highest open-loop rate under --slo (each step runs --warmup + --duration).
+    #[arg(long)]
+    #[serde(default)]
+    pub find_max_rate: bool,
+    /// Latency objective for --find-max-rate, e.g. 'p99<10ms' or 'p99<10ms,p999<50ms'.
+    #[arg(long)]
+    pub slo: Option<String>,
     /// Connection rate while ramping up, e.g. 75/s (default: as fast as possible).
     #[arg(long)]
     pub ramp: Option<String>,
@@ -229,6 +236,8 @@ impl RunSettings {
             interval: self.interval.or(base.interval),
             rate: self.rate.or(base.rate),
             max_send_lag: self.max_send_lag.or(base.max_send_lag),
+            find_max_rate: self.find_max_rate || base.find_max_rate,
+            slo: self.slo.or(base.slo),
             ramp: self.ramp.or(base.ramp),
             duration: self.duration.or(base.duration),
             warmup: self.warmup.or(base.warmup),
@@ -357,6 +366,17 @@ impl RunSettings {
             .map_err(|e| invalid("server-cpus", e.to_string()))?;
         let source_addrs =
             self.source_addrs.as_deref().map(parse_addr_range).transpose()?.unwrap_or_default();
+        let find_max_rate = match (self.find_max_rate, self.slo) {
+            (false, None) => None,
+            (false, Some(_)) => return Err(invalid("slo", "only applies with --find-max-rate")),
+            (true, None) => {
+                return Err(invalid("find-max-rate", "needs a latency objective, e.g. --slo 'p99<10ms'"));
+            }
+            (true, Some(_)) if !matches!(scenario, Scenario::Echo | Scenario::Throughput) => {
+                return Err(invalid("find-max-rate", "applies to the echo and throughput scenarios"));
+            }
+            (true, Some(slo)) => Some(slo.parse::<crate::find_rate::Slo>()?),
+        };
         if target.is_some() && server_cpus.is_some() {
             return Err(invalid("server-cpus", "only applies to the built-in server (give no URL)"));
         }
@@ -378,6 +398,7 @@ impl RunSettings {
                 },
             )?,
             message_interval,
+            find_max_rate,
             max_send_lag: duration(&self.max_send_lag, DEFAULT_MAX_SEND_LAG)?,
             hold: duration(&self.hold, DEFAULT_HOLD)?,
             in_flight,
@@ -440,6 +461,8 @@ pub struct RunConfig {
     pub message_interval: Option<Duration>,
     #[serde(serialize_with = "as_secs")]
     pub max_send_lag: Duration,
+    /// Search for the highest rate under this objective instead of one run.
+    pub find_max_rate: Option<crate::find_rate::Slo>,
     pub payload: Payload,
     pub message: MessageKind,
     pub frames_per_send: u64,

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::config::RunConfig;
 use crate::engine::{self, Control, EngineSpec};
+use crate::find_rate::{Search, Slo, Step, search};
 use crate::probe::{SAMPLE_INTERVAL, ServerProbe, pids_listening_on};
 use crate::result::RunResult;
 use crate::samples::RunOutcome;
@@ -168,63 +169,119 @@ pub fn check_file_limit(connections: u64) -> Result<u64, RunError> {
     Ok(limit)
 }
 
+/// The target of one or more measured runs: the built-in server (started once, pinned)
+/// or the given URL, and the CPUs the client's workers use.
+#[derive(Debug)]
+pub struct Session {
+    cpus: CpuPlan,
+    builtin: Option<BuiltinServer>,
+    target: Target,
+}
+
+impl Session {
+    /// Checks that `config` fits this process and starts the built-in server if needed.
+    pub fn start(config: &RunConfig) -> Result<Session, RunError> {
+        check_file_limit(config.connections)?;
+        let cpus = plan_cpus(config, &crate::affinity::allowed_cpus());
+        let builtin = match config.target {
+            Some(_) => None,
+            None => Some(BuiltinServer::start(&cpus.server, &[])?),
+        };
+        let target = match (&config.target, &builtin) {
+            (Some(target), _) => target.clone(),
+            (None, Some(server)) => {
+                Target::parse(&server.url).map_err(|e| RunError::ServerStart(e.to_string()))?
+            }
+            (None, None) => unreachable!("a built-in server was started"),
+        };
+        Ok(Session { cpus, builtin, target })
+    }
+
+    /// One measured run of `config` against this session's target.
+    pub fn measure(&self, config: &RunConfig, interrupt: &AtomicBool) -> Result<RunOutcome, RunError> {
+        let started_at_unix_ms =
+            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+        let run_start = Instant::now();
+        let probe = start_probe(config, &self.target, self.builtin.as_ref(), run_start);
+        let spec = EngineSpec::new(config.clone(), self.target.clone());
+        let mut progress = Progress::new();
+        let output = engine::run(spec, &self.cpus.client, interrupt, &mut |control| progress.update(control));
+        progress.finish();
+        let server = match probe {
+            Ok(probe) => probe.stop(),
+            Err(report) => report,
+        };
+        let output = output?;
+        Ok(RunOutcome {
+            scenario: config.scenario.name().to_owned(),
+            target_url: self.target.url.clone(),
+            target_builtin: self.builtin.is_some(),
+            config: serde_json::to_value(config).unwrap_or_default(),
+            started_at_unix_ms,
+            elapsed_secs: output.elapsed_secs,
+            measured_secs: output.measured_secs,
+            measured_echoes: output.measured_echoes,
+            interrupted: output.interrupted,
+            connections: output.metrics.counters.connections_established,
+            in_flight: config.in_flight,
+            metrics: output.metrics,
+            server,
+            client_workers: output.workers,
+            machine: crate::machine::machine_facts(),
+        })
+    }
+
+    /// Stops the built-in server, if this session started one.
+    pub fn finish(mut self) {
+        if let Some(server) = self.builtin.as_mut() {
+            server.stop();
+        }
+    }
+}
+
 /// Runs a validated configuration to its result. Progress goes to stderr when stdout is
 /// a terminal; `interrupt` (Ctrl-C) ends the run early and the result says so.
 pub fn run(config: RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
-    check_file_limit(config.connections)?;
-    let cpus = plan_cpus(&config, &crate::affinity::allowed_cpus());
-    let mut builtin = match config.target {
-        Some(_) => None,
-        None => Some(BuiltinServer::start(&cpus.server, &[])?),
-    };
-    let target = match (&config.target, &builtin) {
-        (Some(target), _) => target.clone(),
-        (None, Some(server)) => {
-            Target::parse(&server.url).map_err(|e| RunError::ServerStart(e.to_string()))?
-        }
-        (None, None) => unreachable!("a built-in server was started"),
-    };
-    let started_at_unix_ms =
-        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-    let run_start = Instant::now();
-    let probe = start_probe(&config, &target, builtin.as_ref(), run_start);
-    let spec = EngineSpec::new(config.clone(), target.clone());
-    let mut progress = Progress::new();
-    let output = engine::run(spec, &cpus.client, interrupt, &mut |control| progress.update(control));
-    progress.finish();
-    let server = match probe {
-        Ok(probe) => probe.stop(),
-        Err(report) => report,
-    };
-    if let Some(server) = builtin.as_mut() {
-        server.stop();
-    }
-    let output = output?;
-    let outcome = RunOutcome {
-        scenario: config.scenario.name().to_owned(),
-        target_url: target.url.clone(),
-        target_builtin: builtin.is_some(),
-        config: serde_json::to_value(&config).unwrap_or_default(),
-        started_at_unix_ms,
-        elapsed_secs: output.elapsed_secs,
-        measured_secs: output.measured_secs,
-        measured_echoes: output.measured_echoes,
-        interrupted: output.interrupted,
-        connections: output.metrics.counters.connections_established,
-        in_flight: config.in_flight,
-        metrics: output.metrics,
-        server,
-        client_workers: output.workers,
-        machine: crate::machine::machine_facts(),
-    };
+    let session = Session::start(&config)?;
+    let outcome = session.measure(&config, interrupt);
+    session.finish();
+    let outcome = outcome?;
     let result = RunResult::from_outcome(&outcome);
     if let Some(path) = &config.json {
         result.write_json(path)?;
     }
     if let Some(path) = &config.hlog {
-        crate::hlog::write_hlog(path, started_at_unix_ms, &outcome.metrics.intervals)?;
+        crate::hlog::write_hlog(path, outcome.started_at_unix_ms, &outcome.metrics.intervals)?;
     }
     Ok(result)
+}
+
+/// Message rate of the first step of `--find-max-rate` when `--rate` does not give one.
+pub const DEFAULT_SEARCH_START_RATE: f64 = 1000.0;
+
+/// `--find-max-rate`: measures open-loop steps against one server until the search ends.
+pub fn find_max_rate(config: RunConfig, slo: Slo, interrupt: &AtomicBool) -> Result<Search, RunError> {
+    let session = Session::start(&config)?;
+    let connections = config.connections as f64;
+    let start = config.message_interval.map_or(DEFAULT_SEARCH_START_RATE, |i| connections / i.as_secs_f64());
+    let judge = slo.clone();
+    let search = search(slo, start, |rate| {
+        let mut step = config.clone();
+        step.message_interval = Some(Duration::from_secs_f64(connections / rate));
+        step.json = None;
+        step.hlog = None;
+        if !std::io::stdout().is_terminal() {
+            eprintln!("wsbench: step at {rate:.0} messages/s");
+        }
+        let result = RunResult::from_outcome(&session.measure(&step, interrupt)?);
+        Ok::<_, RunError>((Step::judge(rate, &result, &judge), result.interrupted))
+    });
+    session.finish();
+    let search = search?;
+    if let Some(path) = &config.json {
+        search.write_json(path)?;
+    }
+    Ok(search)
 }
 
 /// Finds the server process: the spawned built-in server, `--server-pid`, or whatever

@@ -593,6 +593,11 @@ impl Worker {
     /// round trip.
     fn on_data(&mut self, key: usize, first: bool, last: bool, payload: &[u8], now: Instant) {
         let conn = &mut self.conns[key];
+        if conn.state == State::Closing {
+            // Echoes that crossed our close at the end of the run: already counted as
+            // unanswered, and not round trips of the run.
+            return;
+        }
         let mismatch = match &self.template {
             Template::Fixed { payload: expected, .. } => {
                 if first {
@@ -631,11 +636,6 @@ impl Worker {
             return;
         }
         let conn = &mut self.conns[key];
-        if conn.state == State::Closing {
-            // An echo that crossed our close at the end of the run: already counted as
-            // unanswered, and not a round trip of the run.
-            return;
-        }
         let Some((intended, sent)) = conn.in_flight.pop_front() else {
             // An echo of nothing we sent.
             self.metrics.counters.payload_mismatches += 1;

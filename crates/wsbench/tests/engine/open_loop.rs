@@ -97,3 +97,47 @@ fn c10k_messages_follow_the_schedule() {
     }
     assert!(run.stdout.contains("statistics (µs"), "the seed's statistics block is printed\n{context}");
 }
+
+#[test]
+fn find_max_rate_finds_a_known_capacity_within_10_percent() {
+    let _slot = heavy(2);
+    // One connection to a server that sleeps 2 ms per echo: at most 500 echoes/s.
+    let server = Script::echo().delay_each_echo(Duration::from_millis(2)).start();
+    let json = scratch("find-max-rate").join("search.json");
+    let url = server.url();
+    let run = wsbench(
+        &[
+            "run",
+            "echo",
+            &url,
+            "--connections",
+            "1",
+            "--find-max-rate",
+            "--slo",
+            "p99<20ms",
+            "--rate",
+            "100/s",
+            "--warmup",
+            "500ms",
+            "--duration",
+            "2s",
+            "--json",
+            arg(&json),
+        ],
+        Duration::from_secs(120),
+    );
+    run.assert_success();
+    let search: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let found = search["max_rate_per_sec"].as_f64().unwrap_or_default();
+    assert!(
+        (450.0..=525.0).contains(&found),
+        "found {found}/s, the server's limit is 500/s\n{}",
+        run.describe()
+    );
+    assert!(
+        search["steps"].as_array().is_some_and(|s| s.len() >= 4),
+        "each step is reported\n{}",
+        run.describe()
+    );
+    assert!(run.stdout.contains("max rate:"), "{}", run.describe());
+}
