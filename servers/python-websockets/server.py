@@ -1,0 +1,72 @@
+"""wsbench fleet: a WebSocket echo server on Python's `websockets` library (asyncio).
+
+Usage: `.venv/bin/python server.py PORT`. Listens on 127.0.0.1:PORT on one asyncio event loop
+(one process, one thread), echoes every message with its type (str stays text, bytes stay
+binary); `websockets` answers pings with pongs and completes the closing handshake. A plain
+HTTP GET gets 200. Prints `listening on ws://127.0.0.1:PORT` once ready. Exits on SIGTERM or
+SIGINT.
+
+Settings that differ from the library's defaults, each to make it a plain echo server
+comparable with the others: no permessage-deflate (on by default), no keepalive pings (by
+default the server pings every 20 s and drops a client that is too busy to answer in 20 s),
+messages up to 128 MiB (default 1 MiB), and a listen backlog of 4096 (default 100).
+"""
+
+import asyncio
+import http
+import signal
+import sys
+
+from websockets.asyncio.server import serve
+from websockets.exceptions import ConnectionClosed
+
+# Large enough for 16 MiB messages, capped like wsbench serve's default.
+MAX_MESSAGE = 128 * 1024 * 1024
+
+
+async def echo(ws):
+    try:
+        async for message in ws:
+            await ws.send(message)
+    except ConnectionClosed:
+        # A protocol error or a dropped peer ends only this connection.
+        pass
+
+
+def process_request(connection, request):
+    """Answers a plain HTTP request (no WebSocket upgrade) with 200 instead of 426."""
+    if request.headers.get("Upgrade", "").lower() != "websocket":
+        return connection.respond(http.HTTPStatus.OK, "ok\n")
+    return None
+
+
+async def main():
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    stop = asyncio.get_running_loop().create_future()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set_result, None)
+
+    server = await serve(
+        echo,
+        "127.0.0.1",
+        port,
+        process_request=process_request,
+        compression=None,
+        max_size=MAX_MESSAGE,
+        ping_interval=None,
+        backlog=4096,
+    )
+    bound = server.sockets[0].getsockname()[1]
+    print(f"listening on ws://127.0.0.1:{bound}", flush=True)
+
+    await stop
+    # Close with 1001 "going away", but do not wait long for peers to answer.
+    server.close()
+    try:
+        await asyncio.wait_for(server.wait_closed(), 1.0)
+    except TimeoutError:
+        pass
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
