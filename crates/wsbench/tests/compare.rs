@@ -1,0 +1,85 @@
+//! `wsbench fleet` and `wsbench compare` against a fleet made up for the test: a healthy
+//! server, one whose start command fails, and one that dies in the middle of its run. The
+//! healthy rows are measured; the broken ones get a row that says what happened.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fleet_dir(test: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("compare-{test}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let bin = env!("CARGO_BIN_EXE_wsbench");
+    let servers = [
+        ("healthy", format!("exec {bin} serve --port {{port}}"), "true"),
+        ("never-starts", "echo 'no such library' >&2; exit 3 # {port}".to_owned(), "true"),
+        ("dies-early", format!("exec timeout 2 {bin} serve --port {{port}}"), "true"),
+        ("not-installed", format!("exec {bin} serve --port {{port}}"), "false"),
+    ];
+    for (name, start, installed) in servers {
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+        std::fs::write(
+            dir.join(name).join("server.toml"),
+            format!(
+                "name = \"{name}\"\nlanguage = \"Rust\"\nlibrary = \"test\"\nversion = \"0\"\ndescription = \"test\"\n\
+                 requires = [\"sh\"]\ninstall = []\ninstalled = \"{installed}\"\nstart = \"{start}\"\nthreads = 1\nhttp = true\n"
+            ),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+fn wsbench(args: &[&str], dir: &Path) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_wsbench")).args(args).arg("--fleet-dir").arg(dir).output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn fleet_list_shows_each_server_and_whether_it_is_installed() {
+    let dir = fleet_dir("list");
+    let (ok, stdout, stderr) = wsbench(&["fleet", "list"], &dir);
+    assert!(ok, "{stderr}");
+    for name in ["builtin", "healthy", "never-starts", "dies-early"] {
+        let line = stdout.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name} missing:\n{stdout}"));
+        assert!(line.ends_with("installed"), "{line}");
+    }
+    let line = stdout.lines().find(|l| l.starts_with("not-installed")).unwrap();
+    assert!(line.contains("not installed"), "{line}");
+}
+
+#[test]
+fn broken_servers_get_a_row_that_says_so_and_the_others_are_measured() {
+    let dir = fleet_dir("broken");
+    let out = dir.join("results");
+    let (ok, stdout, stderr) = wsbench(
+        &[
+            "compare", "--servers", "builtin,healthy,never-starts,dies-early,not-installed", "--connections", "20",
+            "--warmup", "0s", "--duration", "4s", "--out", out.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    assert!(ok, "{stdout}\n{stderr}");
+    let row = |name: &str| {
+        stdout.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no row for {name}:\n{stdout}")).to_owned()
+    };
+    for healthy in ["builtin", "healthy"] {
+        assert!(row(healthy).contains("20/20"), "{}\n{stderr}", row(healthy));
+        assert!(out.join(format!("{healthy}-1.json")).is_file(), "result file kept");
+    }
+    assert!(row("never-starts").contains("failed to start"), "{}", row("never-starts"));
+    assert!(row("never-starts").contains("no such library"), "the server's own words: {}", row("never-starts"));
+    assert!(row("dies-early").contains("died mid-run"), "{}\n{stderr}", row("dies-early"));
+    assert!(row("not-installed").contains("not installed"), "{}", row("not-installed"));
+}
+
+#[test]
+fn unknown_server_names_the_known_ones() {
+    let dir = fleet_dir("unknown");
+    let (ok, _, stderr) = wsbench(&["compare", "--servers", "nginx-9000"], &dir);
+    assert!(!ok);
+    assert!(stderr.contains("unknown server `nginx-9000`") && stderr.contains("healthy"), "{stderr}");
+}
