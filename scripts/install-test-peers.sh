@@ -3,6 +3,9 @@
 # (crates/wsbench/tests/interop.rs) drive against `wsbench serve`:
 #   - Python `websockets` into <repo>/.venv (pinned in tests/interop/requirements.txt)
 #   - node `ws` into tests/interop/node_modules (pinned in tests/interop/package-lock.json)
+# and what the HTML report's browser test (crates/wsbench/tests/browser.rs) needs:
+#   - `playwright-core` into tests/browser/node_modules (pinned in tests/browser/package-lock.json)
+#   - Chromium at /usr/bin/chromium (apt-get, only when it is missing; needs root or sudo)
 # Idempotent: re-running it only re-checks what is already installed.
 set -euo pipefail
 
@@ -26,3 +29,21 @@ echo "install-test-peers: pip install -r tests/interop/requirements.txt"
 echo "install-test-peers: npm ci in tests/interop"
 (cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)
 node -e 'console.log("install-test-peers: node", process.version, "ws", require("./tests/interop/node_modules/ws/package.json").version)'
+
+echo "install-test-peers: npm ci in tests/browser"
+(cd tests/browser && npm ci --no-audit --no-fund --loglevel=error)
+if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" -eq 0 ]; then
+        sudo=""
+    elif command -v sudo >/dev/null; then
+        sudo="sudo"
+    else
+        echo "install-test-peers: /usr/bin/chromium is missing; install the chromium package as root" >&2
+        exit 1
+    fi
+    echo "install-test-peers: apt-get update && apt-get install -y chromium"
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+fi
+echo "install-test-peers: $(/usr/bin/chromium --version 2>/dev/null)," \
+    "playwright-core $(node -p 'require("./tests/browser/node_modules/playwright-core/package.json").version')"

@@ -6,11 +6,14 @@
 //! allocation per echoed message on the hot path (a whole frame is echoed straight from the
 //! thread's read buffer). Besides WebSocket echo it answers plain HTTP GETs and, on an extra
 //! port, echoes raw TCP: the baselines of the rtt scenario.
+//! Past one process's open-file limit it runs as several processes sharing the port the
+//! same way ([`serve_processes`], `--processes N`).
 
 mod config;
 mod conn;
 mod event_loop;
 mod listener;
+mod processes;
 mod tls;
 pub mod transport;
 
@@ -19,6 +22,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
+
+pub use processes::serve_processes;
 
 pub use config::{
     DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_THREADS, ServeConfig, TlsSource,
@@ -37,6 +42,9 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
     #[error("an event loop thread panicked")]
     Panicked,
+    /// A process of a multi-process server (`--processes N`) failed.
+    #[error("{0}")]
+    Process(String),
 }
 
 /// Listener addresses of a started server.

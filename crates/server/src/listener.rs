@@ -23,6 +23,21 @@ pub fn bind_group(host: IpAddr, port: u16, count: usize) -> Result<Vec<mio::net:
     Ok(listeners)
 }
 
+/// Binds `host:port` (port 0: a free one) with `SO_REUSEPORT` but does not listen: the port
+/// is held for server processes that bind it too, and since the socket never listens the
+/// kernel never hands it a connection. Drop it once they listen.
+pub fn reserve(host: IpAddr, port: u16) -> Result<Socket, ServeError> {
+    let addr = SocketAddr::new(host, port);
+    let reserve = || -> std::io::Result<Socket> {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        socket.set_reuse_address(true)?;
+        socket.set_reuse_port(true)?;
+        socket.bind(&addr.into())?;
+        Ok(socket)
+    };
+    reserve().map_err(|source| ServeError::Bind { addr, source })
+}
+
 fn bind_one(addr: SocketAddr) -> std::io::Result<mio::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;

@@ -154,6 +154,12 @@ pub struct RunSettings {
     /// Latency objective for --find-max-rate, e.g. 'p99<10ms' or 'p99<10ms,p999<50ms'.
     #[arg(long)]
     pub slo: Option<String>,
+    /// Run the I-th of N equal parts of the scenario (0-based), e.g. 2/5.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// Begin at this instant (milliseconds since the Unix epoch), so shards start together.
+    #[arg(long)]
+    pub start_at: Option<u64>,
     /// Connection rate while ramping up, e.g. 75/s (default: as fast as possible).
     #[arg(long)]
     pub ramp: Option<String>,
@@ -211,6 +217,17 @@ pub struct RunSettings {
     /// Write per-second latency histograms as an HdrHistogram log here.
     #[arg(long)]
     pub hlog: Option<PathBuf>,
+    /// Run the scenario as N client processes (shards of this run, each with its own
+    /// open-file limit) and merge their results.
+    #[arg(long)]
+    pub processes: Option<u64>,
+    /// Start the built-in server as N processes sharing the port (`serve --processes N`).
+    #[arg(long)]
+    pub server_processes: Option<u64>,
+    /// Do not sample the server (a `--processes` parent probes it for its shards).
+    #[arg(long)]
+    #[serde(default)]
+    pub no_probe: bool,
 }
 
 impl RunSettings {
@@ -238,6 +255,8 @@ impl RunSettings {
             max_send_lag: self.max_send_lag.or(base.max_send_lag),
             find_max_rate: self.find_max_rate || base.find_max_rate,
             slo: self.slo.or(base.slo),
+            shard: self.shard.or(base.shard),
+            start_at: self.start_at.or(base.start_at),
             ramp: self.ramp.or(base.ramp),
             duration: self.duration.or(base.duration),
             warmup: self.warmup.or(base.warmup),
@@ -256,11 +275,104 @@ impl RunSettings {
             server_pid: self.server_pid.or(base.server_pid),
             json: self.json.or(base.json),
             hlog: self.hlog.or(base.hlog),
+            processes: self.processes.or(base.processes),
+            server_processes: self.server_processes.or(base.server_processes),
+            no_probe: self.no_probe || base.no_probe,
         }
+    }
+
+    /// The command-line arguments of `wsbench run` that give these settings back: the
+    /// scenario and the target as positionals, then one `--flag=value` per set field.
+    /// `--processes` re-runs a scenario in child processes with them.
+    pub fn to_args(&self) -> Vec<String> {
+        // Destructured without `..`: a new setting does not compile until it is passed on.
+        let RunSettings {
+            scenario,
+            target,
+            connections,
+            clients,
+            arrival,
+            interval,
+            rate,
+            max_send_lag,
+            find_max_rate,
+            slo,
+            shard,
+            start_at,
+            ramp,
+            duration,
+            warmup,
+            hold,
+            in_flight,
+            payload,
+            payload_bytes,
+            frames_per_send,
+            binary,
+            text,
+            connect_timeout,
+            client_cpus,
+            server_cpus,
+            source_addrs,
+            insecure,
+            server_pid,
+            json,
+            hlog,
+            processes,
+            server_processes,
+            no_probe,
+        } = self;
+        let mut args: Vec<String> = scenario.iter().chain(target).cloned().collect();
+        let mut value = |flag: &str, value: Option<String>| {
+            if let Some(value) = value {
+                args.push(format!("--{flag}={value}"));
+            }
+        };
+        let text_of = |v: &Option<String>| v.clone();
+        let number = |v: &Option<u64>| v.map(|n| n.to_string());
+        let path = |v: &Option<PathBuf>| v.as_ref().map(|p| p.display().to_string());
+        value("connections", number(connections));
+        value("clients", number(clients));
+        value("arrival", text_of(arrival));
+        value("interval", text_of(interval));
+        value("rate", text_of(rate));
+        value("max-send-lag", text_of(max_send_lag));
+        value("slo", text_of(slo));
+        value("shard", text_of(shard));
+        value("start-at", number(start_at));
+        value("ramp", text_of(ramp));
+        value("duration", text_of(duration));
+        value("warmup", text_of(warmup));
+        value("hold", text_of(hold));
+        value("in-flight", number(in_flight));
+        value("payload", text_of(payload));
+        value("payload-bytes", text_of(payload_bytes));
+        value("frames-per-send", number(frames_per_send));
+        value("connect-timeout", text_of(connect_timeout));
+        value("client-cpus", text_of(client_cpus));
+        value("server-cpus", text_of(server_cpus));
+        value("source-addrs", text_of(source_addrs));
+        value("server-pid", server_pid.map(|p| p.to_string()));
+        value("json", path(json));
+        value("hlog", path(hlog));
+        value("processes", number(processes));
+        value("server-processes", number(server_processes));
+        for (flag, set) in [
+            ("find-max-rate", find_max_rate),
+            ("binary", binary),
+            ("text", text),
+            ("insecure", insecure),
+            ("no-probe", no_probe),
+        ] {
+            if *set {
+                args.push(format!("--{flag}"));
+            }
+        }
+        args
     }
 
     /// Applies defaults and checks every value.
     pub fn validate(self) -> Result<RunConfig, ConfigError> {
+        let settings = self.clone();
         let scenario: Scenario = self.scenario.as_deref().unwrap_or("echo").parse()?;
         let target = self.target.as_deref().map(Target::parse).transpose()?;
         let connections = match (self.connections, self.clients) {
@@ -377,6 +489,37 @@ impl RunSettings {
             }
             (true, Some(slo)) => Some(slo.parse::<crate::find_rate::Slo>()?),
         };
+        let shard = self.shard.as_deref().map(|text| Shard::parse(text, connections)).transpose()?;
+        let processes = match self.processes {
+            None | Some(1) => 1,
+            Some(0) => return Err(invalid("processes", "must be at least 1")),
+            Some(_) if shard.is_some() => {
+                return Err(invalid(
+                    "processes",
+                    "give either --processes or --shard (a shard runs in one process)",
+                ));
+            }
+            Some(_) if find_max_rate.is_some() => {
+                return Err(invalid("processes", "does not combine with --find-max-rate"));
+            }
+            Some(n) if n > connections => {
+                return Err(invalid(
+                    "processes",
+                    format!(
+                        "{n} processes for {connections} connections: use at most one process per connection"
+                    ),
+                ));
+            }
+            Some(n) => n,
+        };
+        let server_processes = match self.server_processes {
+            None => 1,
+            Some(0) => return Err(invalid("server-processes", "must be at least 1")),
+            Some(_) if target.is_some() => {
+                return Err(invalid("server-processes", "only applies to the built-in server (give no URL)"));
+            }
+            Some(n) => n,
+        };
         if target.is_some() && server_cpus.is_some() {
             return Err(invalid("server-cpus", "only applies to the built-in server (give no URL)"));
         }
@@ -399,6 +542,8 @@ impl RunSettings {
             )?,
             message_interval,
             find_max_rate,
+            shard,
+            start_at_unix_ms: self.start_at,
             max_send_lag: duration(&self.max_send_lag, DEFAULT_MAX_SEND_LAG)?,
             hold: duration(&self.hold, DEFAULT_HOLD)?,
             in_flight,
@@ -413,7 +558,48 @@ impl RunSettings {
             server_pid: self.server_pid,
             json: self.json,
             hlog: self.hlog,
+            processes,
+            server_processes,
+            no_probe: self.no_probe,
+            settings,
         })
+    }
+}
+
+/// One of N equal parts of a scenario: the connections whose number `i` has
+/// `i % count == index`. The ramp and the open-loop schedule are computed from the global
+/// connection number, so the parts interleave exactly into the whole, remainders spread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    /// `I/N`, checked against the run's connections.
+    pub fn parse(text: &str, connections: u64) -> Result<Shard, ConfigError> {
+        let bad =
+            |why: &str| invalid("shard", format!("`{text}`: {why}; write I/N with 0 ≤ I < N, e.g. 0/5"));
+        let (index, count) = text.split_once('/').ok_or_else(|| bad("no `/`"))?;
+        let index: u64 = index.trim().parse().map_err(|_| bad("I is not a number"))?;
+        let count: u64 = count.trim().parse().map_err(|_| bad("N is not a number"))?;
+        if count == 0 || index >= count {
+            return Err(bad("I must be below N"));
+        }
+        if count > connections {
+            return Err(bad("more shards than connections"));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// Whether connection `i` belongs to this shard.
+    pub fn owns(&self, connection: u64) -> bool {
+        connection % self.count == self.index
+    }
+
+    /// How many of `connections` this shard opens.
+    pub fn share_of(&self, connections: u64) -> u64 {
+        connections / self.count + u64::from(self.index < connections % self.count)
     }
 }
 
@@ -463,6 +649,10 @@ pub struct RunConfig {
     pub max_send_lag: Duration,
     /// Search for the highest rate under this objective instead of one run.
     pub find_max_rate: Option<crate::find_rate::Slo>,
+    /// This process runs one part of the scenario.
+    pub shard: Option<Shard>,
+    /// Common start instant of the shards (ms since the Unix epoch).
+    pub start_at_unix_ms: Option<u64>,
     pub payload: Payload,
     pub message: MessageKind,
     pub frames_per_send: u64,
@@ -475,6 +665,27 @@ pub struct RunConfig {
     pub server_pid: Option<u32>,
     pub json: Option<PathBuf>,
     pub hlog: Option<PathBuf>,
+    /// Client processes the run is split into (1: this process runs it all).
+    pub processes: u64,
+    /// Processes of the built-in server.
+    pub server_processes: u64,
+    /// The server is not sampled by this process.
+    pub no_probe: bool,
+    /// The settings this configuration was validated from, to hand to child processes.
+    #[serde(skip)]
+    pub settings: RunSettings,
+}
+
+impl RunConfig {
+    /// The most connections one process of this run opens: the whole run, this shard's
+    /// share, or the largest share of its `--processes` children. The open-file limit is
+    /// checked against this.
+    pub fn connections_per_process(&self) -> u64 {
+        match self.shard {
+            Some(shard) => shard.share_of(self.connections),
+            None => self.connections.div_ceil(self.processes.max(1)),
+        }
+    }
 }
 
 fn as_optional_secs<S: serde::Serializer>(
@@ -575,6 +786,130 @@ mod tests {
         .unwrap();
         assert_eq!(config.message_interval, Some(Duration::from_millis(100)));
         assert_eq!(config.in_flight, 1);
+    }
+
+    #[test]
+    fn shards_divide_the_connections_exactly() {
+        for (connections, count) in [(25_000u64, 5u64), (10, 3), (7, 7), (1000, 6)] {
+            let shards: Vec<Shard> =
+                (0..count).map(|i| Shard::parse(&format!("{i}/{count}"), connections).unwrap()).collect();
+            let total: u64 = shards.iter().map(|s| s.share_of(connections)).sum();
+            assert_eq!(total, connections);
+            for i in 0..connections {
+                assert_eq!(shards.iter().filter(|s| s.owns(i)).count(), 1, "connection {i} owned once");
+            }
+            for shard in &shards {
+                assert_eq!(
+                    (0..connections).filter(|&i| shard.owns(i)).count() as u64,
+                    shard.share_of(connections)
+                );
+            }
+        }
+        for bad in ["5/5", "1", "a/2", "0/0", "0/20"] {
+            assert!(Shard::parse(bad, 10).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn settings_survive_the_round_trip_through_flags() {
+        let some = |text: &str| Some(text.to_owned());
+        let every = RunSettings {
+            scenario: some("throughput"),
+            target: some("ws://127.0.0.1:9/path"),
+            connections: Some(100),
+            clients: Some(101),
+            arrival: some("1ms"),
+            interval: some("1s"),
+            rate: some("10/s"),
+            max_send_lag: some("5ms"),
+            find_max_rate: true,
+            slo: some("p99<10ms,p999<50ms"),
+            shard: some("1/3"),
+            start_at: Some(1_700_000_000_000),
+            ramp: some("75/s"),
+            duration: some("2s"),
+            warmup: some("0s"),
+            hold: some("3s"),
+            in_flight: Some(4),
+            payload: some("bytes:20"),
+            payload_bytes: some("1KiB"),
+            frames_per_send: Some(2),
+            binary: true,
+            text: false,
+            connect_timeout: some("2s"),
+            client_cpus: some("1-3"),
+            server_cpus: some("0"),
+            source_addrs: some("127.0.0.2-127.0.0.6"),
+            insecure: true,
+            server_pid: Some(42),
+            json: Some("out dir/r.json".into()),
+            hlog: Some("r.hlog".into()),
+            processes: Some(5),
+            server_processes: Some(2),
+            no_probe: true,
+        };
+        let args = every.to_args();
+        let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(
+            ["wsbench", "run"].into_iter().map(str::to_owned).chain(args.iter().cloned()),
+        )
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        let crate::cli::Command::Run(run) = cli.command else { panic!("not a run") };
+        assert_eq!(run.positional, ["throughput", "ws://127.0.0.1:9/path"]);
+        let mut back = run.settings;
+        (back.scenario, back.target) = (every.scenario.clone(), every.target.clone());
+        assert_eq!(format!("{back:?}"), format!("{every:?}"));
+        assert!(RunSettings::default().to_args().is_empty());
+    }
+
+    #[test]
+    fn processes_are_checked() {
+        let config = settings(|s| s.processes = Some(5)).validate().unwrap();
+        assert_eq!((config.processes, config.server_processes), (5, 1));
+        let big = settings(|s| {
+            s.connections = Some(25_000);
+            s.processes = Some(5);
+        })
+        .validate()
+        .unwrap();
+        assert_eq!(big.connections_per_process(), 5_000);
+        let shard = settings(|s| {
+            s.connections = Some(10);
+            s.shard = Some("0/3".into());
+        })
+        .validate()
+        .unwrap();
+        assert_eq!(shard.connections_per_process(), 4);
+        let cases: Vec<(RunSettings, &str)> = vec![
+            (settings(|s| s.processes = Some(0)), "--processes: must be at least 1"),
+            (settings(|s| s.server_processes = Some(0)), "--server-processes: must be at least 1"),
+            (
+                settings(|s| {
+                    s.processes = Some(2);
+                    s.shard = Some("0/2".into());
+                }),
+                "--processes: give either --processes or --shard",
+            ),
+            (
+                settings(|s| {
+                    s.connections = Some(3);
+                    s.processes = Some(4);
+                }),
+                "--processes: 4 processes for 3 connections",
+            ),
+            (
+                settings(|s| {
+                    s.target = Some("ws://127.0.0.1:9/".into());
+                    s.server_processes = Some(2);
+                }),
+                "--server-processes: only applies to the built-in server",
+            ),
+        ];
+        for (settings, expected) in cases {
+            let message = settings.validate().unwrap_err().to_string();
+            assert!(message.starts_with(expected), "{message:?} should start with {expected:?}");
+        }
+        let file: RunSettings = toml::from_str("processes = 5\nserver-processes = 2\n").unwrap();
+        assert_eq!((file.processes, file.server_processes), (Some(5), Some(2)));
     }
 
     #[test]

@@ -78,7 +78,9 @@ impl std::str::FromStr for Slo {
                 "p99.9" | "p999" => Statistic::P999,
                 "max" => Statistic::Max,
                 other => {
-                    return Err(bad(format!("unknown statistic `{other}` (mean, p50, p90, p99, p99.9, max)")));
+                    return Err(bad(format!(
+                        "unknown statistic `{other}` (mean, p50, p90, p99, p99.9, max)"
+                    )));
                 }
             };
             let limit = crate::units::parse_duration(limit.trim().trim_start_matches('='))

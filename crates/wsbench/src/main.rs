@@ -1,5 +1,6 @@
 //! The `wsbench` binary: parses flags and hands them to the library. Exit codes: 0 success,
-//! 1 the command failed, 2 bad usage (flags, scenario files), 130 a run interrupted by
+//! 1 the command failed (or a shard of a `run --processes` died; the merged result is still
+//! written), 2 bad usage (flags, scenario files), 130 a run interrupted by
 //! Ctrl-C (its result is still written).
 
 use std::io::{IsTerminal, Write};
@@ -9,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
 use clap::Parser;
-use wsbench::cli::{Cli, Command, ReportArgs, RunArgs};
+use wsbench::cli::{Cli, Command, CompareArgs, FleetCommand, ReportArgs, RunArgs};
 
 const EXIT_USAGE: u8 = 2;
 const EXIT_INTERRUPTED: u8 = 130;
@@ -19,9 +20,18 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(*args),
         Command::Report(args) => report(args),
-        Command::Serve(args) => wsbench_server::serve_until_signalled(&args.into_config())
-            .map(|()| ExitCode::SUCCESS)
-            .map_err(Into::into),
+        Command::Fleet(command) => fleet(command),
+        Command::Compare(args) => compare(*args),
+        Command::Serve(args) => args.serve().map(|()| ExitCode::SUCCESS).map_err(Into::into),
+        Command::Merge(args) => {
+            wsbench::merge::command(&args.files, args.output.as_deref(), std::io::stdout().is_terminal())
+                .map_err(Into::into)
+                .and_then(|text| print(&text))
+                .map(|()| ExitCode::SUCCESS)
+        }
+        Command::Rtt(args) => {
+            wsbench::rtt::command(args).and_then(|table| print(&table)).map(|()| ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,
@@ -41,12 +51,83 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         signal_hook::flag::register_conditional_shutdown(signal, 130, interrupt.clone())?;
         signal_hook::flag::register(signal, interrupt.clone())?;
     }
+    if let Some(slo) = config.find_max_rate.clone() {
+        let search = wsbench::run::find_max_rate(config, slo, &interrupt)?;
+        print(&search.render())?;
+        return Ok(if search.interrupted { ExitCode::from(EXIT_INTERRUPTED) } else { ExitCode::SUCCESS });
+    }
     let result = wsbench::run::run(config, &interrupt)?;
     print(&wsbench::report::render_text_with(&result, std::io::stdout().is_terminal()))?;
-    Ok(if result.interrupted { ExitCode::from(EXIT_INTERRUPTED) } else { ExitCode::SUCCESS })
+    // Interrupted without Ctrl-C: a shard of a `--processes` run died.
+    let ctrl_c = interrupt.load(std::sync::atomic::Ordering::Relaxed);
+    Ok(match (result.interrupted, ctrl_c) {
+        (false, _) => ExitCode::SUCCESS,
+        (true, true) => ExitCode::from(EXIT_INTERRUPTED),
+        (true, false) => ExitCode::FAILURE,
+    })
+}
+
+fn fleet(command: FleetCommand) -> anyhow::Result<ExitCode> {
+    use wsbench::fleet;
+    match command {
+        FleetCommand::List { fleet_dir } => {
+            let servers = fleet::load(&fleet_dir.unwrap_or_else(fleet::default_dir))?;
+            let mut text =
+                format!("{:<24} {:<11} {:<22} {:<16} status\n", "name", "language", "library", "version");
+            for manifest in &servers {
+                text.push_str(&fleet::status_line(manifest));
+                text.push('\n');
+            }
+            print(&text)?;
+        }
+        FleetCommand::Install { names, force, fleet_dir } => {
+            let servers = fleet::load(&fleet_dir.unwrap_or_else(fleet::default_dir))?;
+            let names = if names.is_empty() { vec!["all".to_owned()] } else { names };
+            let mut failed = Vec::new();
+            for manifest in fleet::select(&servers, &names)? {
+                if let Err(error) =
+                    fleet::install(manifest, force, &mut |line| eprintln!("fleet install {line}"))
+                {
+                    eprintln!("wsbench: {error}");
+                    failed.push(manifest.name.clone());
+                }
+            }
+            if !failed.is_empty() {
+                anyhow::bail!(
+                    "fleet install failed for {} (see above); the others are installed",
+                    failed.join(", ")
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let interrupt = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, interrupt.clone())?;
+        signal_hook::flag::register(signal, interrupt.clone())?;
+    }
+    let mut settings = args.settings;
+    settings.scenario = args.scenario_name;
+    let config = wsbench::compare::CompareConfig {
+        servers: args.servers,
+        repeat: args.repeat,
+        fleet_dir: args.fleet_dir.unwrap_or_else(wsbench::fleet::default_dir),
+        out: args.out,
+        settings,
+    };
+    let rows = wsbench::compare::compare(&config, &interrupt, &mut |line| eprintln!("{line}"))?;
+    print(&wsbench::compare::render_table(&rows))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    if let Some(html) = &args.html {
+        wsbench::report::write_html_report(&args.files, html)?;
+        eprintln!("wsbench: wrote {}", html.display());
+    }
     let text = wsbench::report::report_command_with(
         &args.files,
         args.format.into(),

@@ -37,6 +37,10 @@ pub enum RunError {
     Engine(#[from] std::io::Error),
     #[error(transparent)]
     Result(#[from] crate::result::ResultError),
+    #[error("{0}")]
+    Shards(String),
+    #[error(transparent)]
+    Merge(#[from] crate::merge::MergeError),
 }
 
 /// A started built-in server (`wsbench serve` as a child process), stopped on drop.
@@ -61,6 +65,9 @@ impl BuiltinServer {
         if !cpus.is_empty() {
             crate::affinity::pin_command(&mut command, cpus);
         }
+        // Ctrl-C in a terminal reaches wsbench only: the server keeps serving while the
+        // client stops and writes its (interrupted) result, and is stopped after.
+        command.process_group(0);
         // The server must not outlive wsbench, even when wsbench is killed outright.
         // SAFETY: prctl is async-signal-safe.
         unsafe {
@@ -98,6 +105,20 @@ impl BuiltinServer {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Every process of the server: the one started, plus the processes it started in turn
+    /// when it runs as several (`serve --processes N`), found by the port they listen on.
+    pub fn pids(&self) -> Vec<u32> {
+        let mut pids = vec![self.pid()];
+        if let Ok(target) = Target::parse(&self.url)
+            && let Ok(listening) = pids_listening_on(target.addr.port())
+        {
+            pids.extend(listening);
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        pids
     }
 
     /// SIGTERM, then SIGKILL if it has not exited in time.
@@ -173,19 +194,22 @@ pub fn check_file_limit(connections: u64) -> Result<u64, RunError> {
 /// or the given URL, and the CPUs the client's workers use.
 #[derive(Debug)]
 pub struct Session {
-    cpus: CpuPlan,
-    builtin: Option<BuiltinServer>,
-    target: Target,
+    pub(crate) cpus: CpuPlan,
+    pub(crate) builtin: Option<BuiltinServer>,
+    pub(crate) target: Target,
 }
 
 impl Session {
     /// Checks that `config` fits this process and starts the built-in server if needed.
     pub fn start(config: &RunConfig) -> Result<Session, RunError> {
-        check_file_limit(config.connections)?;
+        check_file_limit(config.connections_per_process())?;
         let cpus = plan_cpus(config, &crate::affinity::allowed_cpus());
+        let server_processes = config.server_processes.to_string();
+        let extra_args: &[&str] =
+            if config.server_processes > 1 { &["--processes", &server_processes] } else { &[] };
         let builtin = match config.target {
             Some(_) => None,
-            None => Some(BuiltinServer::start(&cpus.server, &[])?),
+            None => Some(BuiltinServer::start(&cpus.server, extra_args)?),
         };
         let target = match (&config.target, &builtin) {
             (Some(target), _) => target.clone(),
@@ -199,9 +223,9 @@ impl Session {
 
     /// One measured run of `config` against this session's target.
     pub fn measure(&self, config: &RunConfig, interrupt: &AtomicBool) -> Result<RunOutcome, RunError> {
-        let started_at_unix_ms =
-            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-        let run_start = Instant::now();
+        // Shards given --start-at begin then (the engine waits): their timelines and server
+        // samples count from that instant, so merged shards line up.
+        let (started_at_unix_ms, run_start) = start_instant(config.start_at_unix_ms);
         let probe = start_probe(config, &self.target, self.builtin.as_ref(), run_start);
         let spec = EngineSpec::new(config.clone(), self.target.clone());
         let mut progress = Progress::new();
@@ -239,11 +263,31 @@ impl Session {
     }
 }
 
+/// The wall-clock start of a run (ms since the Unix epoch) and the same instant as an
+/// [`Instant`]: now, or `start_at_unix_ms` when that is later.
+pub(crate) fn start_instant(start_at_unix_ms: Option<u64>) -> (u64, Instant) {
+    let now = Instant::now();
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let start_ms = start_at_unix_ms.map_or(now_ms, |at| at.max(now_ms));
+    (start_ms, now + Duration::from_millis(start_ms - now_ms))
+}
+
 /// Runs a validated configuration to its result. Progress goes to stderr when stdout is
-/// a terminal; `interrupt` (Ctrl-C) ends the run early and the result says so.
+/// a terminal; `interrupt` (Ctrl-C) ends the run early and the result says so. With
+/// `--processes N` the run is split into N child processes whose results are merged
+/// ([`crate::processes`]).
 pub fn run(config: RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+    if config.processes > 1 {
+        return crate::processes::run(&config, interrupt);
+    }
     let session = Session::start(&config)?;
-    let outcome = session.measure(&config, interrupt);
+    let hook = crate::processes::TestHook::armed(&config);
+    let outcome = std::thread::scope(|scope| {
+        if let Some(hook) = hook {
+            scope.spawn(move || hook.fire(interrupt));
+        }
+        session.measure(&config, interrupt)
+    });
     session.finish();
     let outcome = outcome?;
     let result = RunResult::from_outcome(&outcome);
@@ -252,6 +296,9 @@ pub fn run(config: RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunEr
     }
     if let Some(path) = &config.hlog {
         crate::hlog::write_hlog(path, outcome.started_at_unix_ms, &outcome.metrics.intervals)?;
+    }
+    if let Some(hook) = hook {
+        hook.exit_after_result();
     }
     Ok(result)
 }
@@ -286,14 +333,17 @@ pub fn find_max_rate(config: RunConfig, slo: Slo, interrupt: &AtomicBool) -> Res
 
 /// Finds the server process: the spawned built-in server, `--server-pid`, or whatever
 /// listens on the target's port on this machine.
-fn start_probe(
+pub(crate) fn start_probe(
     config: &RunConfig,
     target: &Target,
     builtin: Option<&BuiltinServer>,
     run_start: Instant,
 ) -> Result<ServerProbe, crate::samples::ServerReport> {
+    if config.no_probe {
+        return Err(ServerProbe::unprobed("--no-probe: this process did not sample the server"));
+    }
     let (pids, found_by) = if let Some(server) = builtin {
-        (vec![server.pid()], "spawned")
+        (server.pids(), "spawned")
     } else if let Some(pid) = config.server_pid {
         (vec![pid], "--server-pid")
     } else if is_local(target) {

@@ -30,7 +30,8 @@ fn fleet_dir(test: &str) -> PathBuf {
 }
 
 fn wsbench(args: &[&str], dir: &Path) -> (bool, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_wsbench")).args(args).arg("--fleet-dir").arg(dir).output().unwrap();
+    let output =
+        Command::new(env!("CARGO_BIN_EXE_wsbench")).args(args).arg("--fleet-dir").arg(dir).output().unwrap();
     (
         output.status.success(),
         String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -44,7 +45,10 @@ fn fleet_list_shows_each_server_and_whether_it_is_installed() {
     let (ok, stdout, stderr) = wsbench(&["fleet", "list"], &dir);
     assert!(ok, "{stderr}");
     for name in ["builtin", "healthy", "never-starts", "dies-early"] {
-        let line = stdout.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name} missing:\n{stdout}"));
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} missing:\n{stdout}"));
         assert!(line.ends_with("installed"), "{line}");
     }
     let line = stdout.lines().find(|l| l.starts_with("not-installed")).unwrap();
@@ -57,21 +61,38 @@ fn broken_servers_get_a_row_that_says_so_and_the_others_are_measured() {
     let out = dir.join("results");
     let (ok, stdout, stderr) = wsbench(
         &[
-            "compare", "--servers", "builtin,healthy,never-starts,dies-early,not-installed", "--connections", "20",
-            "--warmup", "0s", "--duration", "4s", "--out", out.to_str().unwrap(),
+            "compare",
+            "--servers",
+            "builtin,healthy,never-starts,dies-early,not-installed",
+            "--connections",
+            "20",
+            "--warmup",
+            "0s",
+            "--duration",
+            "4s",
+            "--out",
+            out.to_str().unwrap(),
         ],
         &dir,
     );
     assert!(ok, "{stdout}\n{stderr}");
     let row = |name: &str| {
-        stdout.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no row for {name}:\n{stdout}")).to_owned()
+        stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{stdout}"))
+            .to_owned()
     };
     for healthy in ["builtin", "healthy"] {
         assert!(row(healthy).contains("20/20"), "{}\n{stderr}", row(healthy));
         assert!(out.join(format!("{healthy}-1.json")).is_file(), "result file kept");
     }
     assert!(row("never-starts").contains("failed to start"), "{}", row("never-starts"));
-    assert!(row("never-starts").contains("no such library"), "the server's own words: {}", row("never-starts"));
+    assert!(
+        row("never-starts").contains("no such library"),
+        "the server's own words: {}",
+        row("never-starts")
+    );
     assert!(row("dies-early").contains("died mid-run"), "{}\n{stderr}", row("dies-early"));
     assert!(row("not-installed").contains("not installed"), "{}", row("not-installed"));
 }

@@ -31,6 +31,10 @@ fn includeos_preset_is_the_seed_setup() {
     assert_eq!(config.connections, 25_000);
     assert_eq!(config.ramp_per_sec, Some(375.0));
     assert_eq!(config.payload, Payload::JsonTs);
+    // Five client processes, as the seed ran, and a server of two processes: each within
+    // one process's 20,000 open files.
+    assert_eq!((config.processes, config.server_processes), (5, 2));
+    assert_eq!(config.connections_per_process(), 5_000);
 }
 
 #[test]

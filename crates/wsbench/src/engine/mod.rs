@@ -118,13 +118,19 @@ pub fn run(
     progress: &mut dyn FnMut(&Control),
 ) -> std::io::Result<EngineOutput> {
     let spec = Arc::new(spec);
+    if let Some(start_at) = spec.config.start_at_unix_ms {
+        wait_for_unix_ms(start_at, interrupt);
+    }
     let control = Arc::new(Control::new());
-    let worker_count = cpus.len().max(1).min(spec.config.connections as usize);
+    let my_connections =
+        spec.config.shard.map_or(spec.config.connections, |s| s.share_of(spec.config.connections));
+    let worker_count = cpus.len().max(1).min(my_connections as usize);
     let mut plans: Vec<WorkerPlan> = (0..worker_count)
         .map(|id| WorkerPlan { id, cpu: cpus.get(id).copied().flatten(), connections: Vec::new() })
         .collect();
-    for index in 0..spec.config.connections {
-        plans[index as usize % worker_count].connections.push(index);
+    let mine = (0..spec.config.connections).filter(|&i| spec.config.shard.is_none_or(|shard| shard.owns(i)));
+    for (n, index) in mine.enumerate() {
+        plans[n % worker_count].connections.push(index);
     }
     let mut handles = Vec::with_capacity(worker_count);
     for plan in plans {
@@ -211,4 +217,17 @@ pub fn run(
         workers,
         interrupted: control.interrupted.load(Ordering::Relaxed),
     })
+}
+
+/// Sleeps until the wall clock reaches `unix_ms` (shards of one run start together);
+/// returns at once if that instant has passed or the run is interrupted.
+fn wait_for_unix_ms(unix_ms: u64, interrupt: &AtomicBool) {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    loop {
+        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        if now_ms >= unix_ms || interrupt.load(Ordering::Relaxed) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis((unix_ms - now_ms).min(50)));
+    }
 }

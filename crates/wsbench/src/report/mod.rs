@@ -1,13 +1,21 @@
-//! `wsbench report FILE...`: renders result files for people (a compact terminal report) or
-//! for scripts (the JSON, pretty-printed). Each output format is its own submodule; this
-//! module reads the files and dispatches.
+//! `wsbench report FILE...`: renders result files for people (a compact terminal report, a
+//! self-contained HTML page with charts, a Markdown table) or for scripts (the JSON,
+//! pretty-printed; a CSV table). Each output format is its own submodule; this module reads
+//! the files and dispatches.
 
+mod charts;
+mod html;
+mod svg;
+mod table;
 mod text;
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-use crate::result::{ResultError, RunResult};
+use crate::result::{ResultError, RunResult, write_atomically};
 
+pub use html::render_html;
+pub use table::{render_csv, render_md};
 pub use text::{render_text, render_text_with};
 
 /// How `wsbench report` renders result files.
@@ -18,6 +26,37 @@ pub enum ReportFormat {
     Text,
     /// The result file itself, checked and pretty-printed.
     Json,
+    /// The summary table as CSV, one line per file.
+    Csv,
+    /// The summary table as Markdown, one row per file.
+    Md,
+}
+
+/// Reads every file and labels it with its file stem (the whole path when two files share
+/// a stem), as the HTML, CSV and Markdown tables name results.
+pub fn read_labelled(files: &[PathBuf]) -> Result<Vec<(String, RunResult)>, ResultError> {
+    let stem = |path: &Path| path.file_stem().map(|s| s.to_string_lossy().into_owned());
+    let mut stems: BTreeMap<Option<String>, usize> = BTreeMap::new();
+    for path in files {
+        *stems.entry(stem(path)).or_default() += 1;
+    }
+    files
+        .iter()
+        .map(|path| {
+            let label = match stem(path) {
+                Some(stem) if stems[&Some(stem.clone())] == 1 => stem,
+                _ => path.display().to_string(),
+            };
+            Ok((label, RunResult::read_json(path)?))
+        })
+        .collect()
+}
+
+/// Renders `files` as one HTML page (see [`render_html`]) and writes it to `out`
+/// atomically.
+pub fn write_html_report(files: &[PathBuf], out: &Path) -> Result<(), ResultError> {
+    let page = render_html(&read_labelled(files)?)?;
+    write_atomically(out, |writer| writer.write_all(page.as_bytes()))
 }
 
 /// Renders every file in turn, without colours. See [`report_command_with`].
@@ -30,11 +69,17 @@ pub fn report_command(files: &[PathBuf], format: ReportFormat) -> Result<String,
 /// Text: one report per file, each headed `==> FILE <==` when there are several.
 /// Json: each file parsed and pretty-printed back in the file's field order (fields this
 /// wsbench does not know are dropped), one document after another, as `jq` reads them. `color` adds ANSI colours to text reports.
+/// Csv and Md: one table with a row per file, labelled by [`read_labelled`].
 pub fn report_command_with(
     files: &[PathBuf],
     format: ReportFormat,
     color: bool,
 ) -> Result<String, ResultError> {
+    match format {
+        ReportFormat::Csv => return Ok(render_csv(&read_labelled(files)?)),
+        ReportFormat::Md => return Ok(render_md(&read_labelled(files)?)),
+        ReportFormat::Text | ReportFormat::Json => {}
+    }
     let mut out = String::new();
     for (index, path) in files.iter().enumerate() {
         match format {
@@ -53,6 +98,7 @@ pub fn report_command_with(
                 out.push_str(&serde_json::to_string_pretty(&result).expect("a result serializes"));
                 out.push('\n');
             }
+            ReportFormat::Csv | ReportFormat::Md => unreachable!("rendered above"),
         }
     }
     Ok(out)
@@ -94,6 +140,39 @@ mod tests {
         assert_eq!(single, render_text(&result));
         std::fs::remove_dir_all(first.parent().unwrap()).unwrap();
         std::fs::remove_dir_all(second.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn labels_are_file_stems_unless_two_files_share_one() {
+        let (first, _) = written("label-a.json");
+        let (second, _) = written("label-b.json");
+        let labels: Vec<String> =
+            read_labelled(&[first.clone(), second.clone()]).unwrap().into_iter().map(|(l, _)| l).collect();
+        assert_eq!(labels, ["label-a", "label-b"]);
+        let same = read_labelled(&[first.clone(), first.clone()]).unwrap();
+        assert_eq!(same[0].0, first.display().to_string());
+        let md = report_command(std::slice::from_ref(&first), ReportFormat::Md).unwrap();
+        assert!(md.lines().nth(2).unwrap().starts_with("| label-a | echo |"), "{md}");
+        let csv = report_command(std::slice::from_ref(&second), ReportFormat::Csv).unwrap();
+        assert!(csv.lines().nth(1).unwrap().starts_with("label-b,echo,"), "{csv}");
+        std::fs::remove_dir_all(first.parent().unwrap()).unwrap();
+        std::fs::remove_dir_all(second.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn html_report_is_written_atomically() {
+        let (path, _) = written("html-src.json");
+        let out = path.with_file_name("report.html");
+        write_html_report(std::slice::from_ref(&path), &out).unwrap();
+        let page = std::fs::read_to_string(&out).unwrap();
+        assert!(page.starts_with("<!DOCTYPE html>") && page.contains("html-src"));
+        let leftovers: Vec<_> = std::fs::read_dir(out.parent().unwrap())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .collect();
+        assert!(leftovers.is_empty());
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
     #[test]

@@ -156,6 +156,30 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
         }
     }
 
+    // A merged result: which shards it is made of, and which of them died.
+    if !result.shards.is_empty() {
+        let mut hosts: Vec<&str> = result.shards.iter().map(|s| s.host.as_str()).collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        let rates: Vec<String> = result.shards.iter().map(|s| rate(s.echoes_per_sec)).collect();
+        line(
+            &mut out,
+            "shards:",
+            &format!(
+                "{} merged (on {}), round trips/s {}",
+                result.shards.len(),
+                hosts.join(", "),
+                rates.join(" + ")
+            ),
+        );
+        for shard in &result.shards {
+            if let Some(died) = &shard.died {
+                let name = shard.shard.as_deref().unwrap_or(&shard.file);
+                line(&mut out, "", &paint(RED, &format!("shard {name} died ({died}): partial result")));
+            }
+        }
+    }
+
     // Little's law holds for a closed loop; an open loop's concurrency is not fixed.
     let law = &summary.littles_law;
     let open_loop = result.config.get("message_interval").is_some_and(|v| !v.is_null());
@@ -237,7 +261,7 @@ fn latency_row(stats: &LatencyStats) -> String {
 }
 
 /// Three significant digits: `1.23`, `12.3`, `123`, `1234`.
-fn sig3(x: f64) -> String {
+pub(super) fn sig3(x: f64) -> String {
     if x < 9.995 {
         format!("{x:.2}")
     } else if x < 99.95 {
@@ -248,7 +272,7 @@ fn sig3(x: f64) -> String {
 }
 
 /// Microseconds in the unit that reads best: `850 µs`, `19.4 ms`, `1.60 s`.
-fn micros(us: f64) -> String {
+pub(super) fn micros(us: f64) -> String {
     if us < 999.5 {
         format!("{us:.0} µs")
     } else if us < 999_500.0 {
@@ -259,12 +283,12 @@ fn micros(us: f64) -> String {
 }
 
 /// Wall-clock seconds: `35.0 s`, `0.30 s`.
-fn seconds(s: f64) -> String {
+pub(super) fn seconds(s: f64) -> String {
     if s < 10.0 { format!("{s:.2} s") } else { format!("{s:.1} s") }
 }
 
 /// Bytes in binary units: `12.0 MiB`.
-fn bytes(n: u64) -> String {
+pub(super) fn bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
     if n < 1024 {
         return format!("{n} B");
@@ -282,12 +306,12 @@ fn bytes(n: u64) -> String {
 }
 
 /// An event rate, rounded, with thousands separators: `52,314`.
-fn rate(per_sec: f64) -> String {
+pub(super) fn rate(per_sec: f64) -> String {
     group(per_sec.round().max(0.0) as u64)
 }
 
 /// Thousands separators: `1,569,000`.
-fn group(n: u64) -> String {
+pub(super) fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

@@ -250,6 +250,7 @@ impl RunResult {
                 send_lag: encode_histogram(&metrics.send_lag),
                 intervals: metrics.intervals.iter().map(|i| encode_histogram(&i.latency)).collect(),
             },
+            shards: Vec::new(),
         }
     }
 }

@@ -79,6 +79,32 @@ pub struct RunResult {
     /// The raw counters, so results can be merged exactly.
     pub counters: Counters,
     pub histograms: EncodedHistograms,
+    /// A merged result (`wsbench merge`, `run --processes`): each merged shard's own view.
+    /// Absent from single runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardSummary>,
+}
+
+/// One shard of a merged result: where it ran and what it saw of the server and of itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardSummary {
+    /// The shard's result file, as given to the merge.
+    pub file: String,
+    /// The host its client ran on (`machine.hostname`).
+    pub host: String,
+    /// `I/N` from the shard's configuration; null when it ran unsharded.
+    pub shard: Option<String>,
+    pub started_at_unix_ms: u64,
+    pub interrupted: bool,
+    /// How the shard's process ended abnormally (`exit status 3`, `signal 9`); null when
+    /// it exited normally or is not known.
+    pub died: Option<String>,
+    pub connections_established: u64,
+    /// The shard's own measured round trips per second.
+    pub echoes_per_sec: f64,
+    /// The server as this shard's process probed it (unprobed with `--no-probe`).
+    pub server: ServerSummary,
+    pub client: ClientSummary,
 }
 
 /// What was benchmarked.

@@ -1,0 +1,291 @@
+//! The competitor fleet: real WebSocket servers under `servers/`, each a folder with a tiny
+//! echo server and a `server.toml` manifest (how to install it from its registry, how to
+//! start it). This module reads the manifests, tells what is installed, runs the install
+//! steps, and starts and stops a server for `wsbench compare`. The built-in server is the
+//! fleet's first member and is always installed.
+
+mod process;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde::Deserialize;
+
+pub use process::{FleetServer, StartError};
+
+/// The built-in server's name in `--servers` lists and tables.
+pub const BUILTIN: &str = "builtin";
+
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    #[error(
+        "cannot read the fleet in {dir}: {source} (run wsbench from the repository, or give --fleet-dir)"
+    )]
+    ReadDir { dir: PathBuf, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Manifest { path: PathBuf, message: String },
+    #[error("unknown server `{name}`: known servers are {known}")]
+    Unknown { name: String, known: String },
+    #[error("fleet install {name}: {tool} is not installed ({hint})")]
+    MissingTool { name: String, tool: String, hint: String },
+    #[error("fleet install {name}: step {step} of {steps} (`{command}`) failed: {status}")]
+    StepFailed { name: String, step: usize, steps: usize, command: String, status: String },
+}
+
+/// One `servers/NAME/server.toml`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub name: String,
+    pub language: String,
+    pub library: String,
+    pub version: String,
+    pub description: String,
+    /// Executables that must be on PATH to install and run it.
+    pub requires: Vec<String>,
+    /// Shell commands run in order, with the folder as working directory.
+    pub install: Vec<String>,
+    /// Shell command that exits 0 when the server is installed.
+    pub installed: String,
+    /// Shell command starting the server; `{port}` is replaced.
+    pub start: String,
+    pub threads: u32,
+    /// Answers a plain HTTP GET with 200.
+    pub http: bool,
+    /// A WebSocket server (false for the HTTP-only baseline, nginx).
+    #[serde(default = "yes")]
+    pub websocket: bool,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The folder the manifest came from (not in the file).
+    #[serde(skip)]
+    pub dir: PathBuf,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Where `servers/` is: `--fleet-dir`, else `./servers`, else next to the source tree.
+pub fn default_dir() -> PathBuf {
+    let here = PathBuf::from("servers");
+    if here.is_dir() {
+        return here;
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../servers")
+}
+
+/// Every manifest under `dir`, sorted by name, after the built-in server.
+pub fn load(dir: &Path) -> Result<Vec<Manifest>, FleetError> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|source| FleetError::ReadDir { dir: dir.to_owned(), source })?;
+    let mut fleet = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path().join("server.toml");
+        if !path.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| FleetError::Manifest { path: path.clone(), message: e.to_string() })?;
+        let mut manifest: Manifest = toml::from_str(&text)
+            .map_err(|e| FleetError::Manifest { path: path.clone(), message: e.message().to_owned() })?;
+        let folder = entry.file_name().to_string_lossy().into_owned();
+        if manifest.name != folder {
+            return Err(FleetError::Manifest {
+                path,
+                message: format!("name `{}` differs from its folder `{folder}`", manifest.name),
+            });
+        }
+        if !manifest.start.contains("{port}") {
+            return Err(FleetError::Manifest { path, message: "`start` has no {port} placeholder".into() });
+        }
+        manifest.dir = entry.path();
+        fleet.push(manifest);
+    }
+    fleet.sort_by(|a, b| a.name.cmp(&b.name));
+    fleet.insert(0, builtin());
+    Ok(fleet)
+}
+
+/// The built-in server as a fleet member: this very binary.
+pub fn builtin() -> Manifest {
+    let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "wsbench".into());
+    Manifest {
+        name: BUILTIN.into(),
+        language: "Rust".into(),
+        library: "wsbench-server".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        description: "wsbench's own echo server".into(),
+        requires: Vec::new(),
+        install: Vec::new(),
+        installed: "true".into(),
+        start: format!("exec '{exe}' serve --port {{port}}"),
+        threads: 1,
+        http: true,
+        websocket: true,
+        env: BTreeMap::new(),
+        dir: std::env::temp_dir(),
+    }
+}
+
+/// Picks servers by name: `all` means every WebSocket server of the fleet.
+pub fn select<'a>(fleet: &'a [Manifest], names: &[String]) -> Result<Vec<&'a Manifest>, FleetError> {
+    if names.iter().any(|n| n == "all") {
+        return Ok(fleet.iter().filter(|m| m.websocket).collect());
+    }
+    names
+        .iter()
+        .map(|name| {
+            fleet.iter().find(|m| &m.name == name).ok_or_else(|| FleetError::Unknown {
+                name: name.clone(),
+                known: fleet.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", "),
+            })
+        })
+        .collect()
+}
+
+/// Whether an executable is on PATH.
+pub fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
+}
+
+/// What is missing to run a server, if anything.
+pub fn missing_tools(manifest: &Manifest) -> Vec<&str> {
+    manifest.requires.iter().map(String::as_str).filter(|tool| !on_path(tool)).collect()
+}
+
+fn shell(command: &str, dir: &Path) -> Command {
+    let mut shell = Command::new("sh");
+    shell.arg("-c").arg(command).current_dir(dir);
+    shell
+}
+
+/// Whether the manifest's `installed` check passes.
+pub fn is_installed(manifest: &Manifest) -> bool {
+    missing_tools(manifest).is_empty()
+        && shell(&manifest.installed, &manifest.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+}
+
+/// A line of `wsbench fleet list`.
+pub fn status_line(manifest: &Manifest) -> String {
+    let status = match missing_tools(manifest).as_slice() {
+        [] if is_installed(manifest) => "installed".to_owned(),
+        [] => "not installed (wsbench fleet install NAME)".to_owned(),
+        missing => format!("unavailable: needs {}", missing.join(", ")),
+    };
+    format!(
+        "{:<24} {:<11} {:<22} {:<16} {status}",
+        manifest.name, manifest.language, manifest.library, manifest.version
+    )
+}
+
+/// Runs the install steps of a server that is not installed yet (all of them with
+/// `force`), printing each step; errors name the failing step.
+pub fn install(manifest: &Manifest, force: bool, log: &mut dyn FnMut(&str)) -> Result<(), FleetError> {
+    if let Some(tool) = missing_tools(manifest).first() {
+        return Err(FleetError::MissingTool {
+            name: manifest.name.clone(),
+            tool: (*tool).to_owned(),
+            hint: format!("install {tool} first; the manifest needs {}", manifest.requires.join(", ")),
+        });
+    }
+    if !force && is_installed(manifest) {
+        log(&format!("{}: already installed", manifest.name));
+        return Ok(());
+    }
+    let steps = manifest.install.len();
+    for (i, step) in manifest.install.iter().enumerate() {
+        log(&format!("{}: [{}/{steps}] {step}", manifest.name, i + 1));
+        let status = shell(step, &manifest.dir).stdin(Stdio::null()).status();
+        let failure = match status {
+            Ok(status) if status.success() => continue,
+            Ok(status) => status.to_string(),
+            Err(error) => error.to_string(),
+        };
+        return Err(FleetError::StepFailed {
+            name: manifest.name.clone(),
+            step: i + 1,
+            steps,
+            command: step.clone(),
+            status: failure,
+        });
+    }
+    if !is_installed(manifest) {
+        return Err(FleetError::StepFailed {
+            name: manifest.name.clone(),
+            step: steps,
+            steps,
+            command: manifest.installed.clone(),
+            status: "the install steps succeeded but the `installed` check still fails".into(),
+        });
+    }
+    log(&format!("{}: installed", manifest.name));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_manifest(root: &Path, name: &str, body: &str) {
+        std::fs::create_dir_all(root.join(name)).unwrap();
+        std::fs::write(root.join(name).join("server.toml"), body).unwrap();
+    }
+
+    fn manifest_text(name: &str, installed: &str, install: &str) -> String {
+        format!(
+            "name = \"{name}\"\nlanguage = \"C\"\nlibrary = \"x\"\nversion = \"1\"\ndescription = \"d\"\n\
+             requires = [\"sh\"]\ninstall = [{install}]\ninstalled = \"{installed}\"\nstart = \"echo {{port}}\"\n\
+             threads = 1\nhttp = false\n"
+        )
+    }
+
+    #[test]
+    fn loads_manifests_after_the_builtin_server() {
+        let dir = std::env::temp_dir().join(format!("wsbench-fleet-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        write_manifest(&dir, "zeta", &manifest_text("zeta", "true", ""));
+        write_manifest(&dir, "alpha", &manifest_text("alpha", "test -f done", "\"touch done\""));
+        let fleet = load(&dir).unwrap();
+        let names: Vec<&str> = fleet.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["builtin", "alpha", "zeta"]);
+        assert!(!is_installed(&fleet[1]));
+        install(&fleet[1], false, &mut |_| {}).unwrap();
+        assert!(is_installed(&fleet[1]));
+        assert!(select(&fleet, &["nope".into()]).unwrap_err().to_string().contains("alpha"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failing_step_is_named() {
+        let dir = std::env::temp_dir().join(format!("wsbench-fleet-fail-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        write_manifest(&dir, "broken", &manifest_text("broken", "false", "\"true\", \"exit 3\""));
+        let fleet = load(&dir).unwrap();
+        let error = install(&fleet[1], false, &mut |_| {}).unwrap_err().to_string();
+        assert!(error.contains("step 2 of 2 (`exit 3`)"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_manifests_are_refused_with_the_file_named() {
+        let dir = std::env::temp_dir().join(format!("wsbench-fleet-bad-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        write_manifest(&dir, "typo", &manifest_text("typo", "true", "").replace("threads", "thread"));
+        let error = load(&dir).unwrap_err().to_string();
+        assert!(error.contains("server.toml") && error.contains("thread"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_repository_fleet_parses() {
+        let fleet = load(&default_dir()).unwrap();
+        assert!(fleet.len() > 1, "servers/ has manifests");
+    }
+}

@@ -1,0 +1,150 @@
+//! A fleet server as a running process: started from its manifest on a free port, pinned to
+//! its CPUs, in a process group of its own (start commands may be scripts that spawn the
+//! real server), ready once its port accepts connections, and stopped with SIGTERM to the
+//! whole group (SIGKILL after a grace period). Its output goes to a log file whose last
+//! lines explain a failed start.
+
+use std::fs::File;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use super::Manifest;
+
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("could not be started: {0}")]
+    Spawn(String),
+    #[error("exited during start-up ({status}){log}")]
+    Exited { status: String, log: String },
+    #[error("did not open port {port} within {seconds} s{log}")]
+    NotListening { port: u16, seconds: u64, log: String },
+}
+
+#[derive(Debug)]
+pub struct FleetServer {
+    pub name: String,
+    pub port: u16,
+    child: Child,
+    pub log: PathBuf,
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// The last lines of a log, as ": …" for error messages.
+fn log_tail(path: &PathBuf) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+    if tail.is_empty() { String::new() } else { format!(": {tail}") }
+}
+
+impl FleetServer {
+    /// Starts the server and waits (up to `timeout`) until its port accepts.
+    pub fn start(manifest: &Manifest, cpus: &[usize], timeout: Duration) -> Result<FleetServer, StartError> {
+        let port = free_port().map_err(|e| StartError::Spawn(e.to_string()))?;
+        let log = std::env::temp_dir().join(format!(
+            "wsbench-fleet-{}-{}-{port}.log",
+            manifest.name,
+            std::process::id()
+        ));
+        let output = File::create(&log).map_err(|e| StartError::Spawn(format!("{}: {e}", log.display())))?;
+        let errors = output.try_clone().map_err(|e| StartError::Spawn(e.to_string()))?;
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(manifest.start.replace("{port}", &port.to_string()))
+            .current_dir(&manifest.dir)
+            .envs(&manifest.env)
+            .stdin(Stdio::null())
+            .stdout(output)
+            .stderr(errors)
+            .process_group(0);
+        if !cpus.is_empty() {
+            crate::affinity::pin_command(&mut command, cpus);
+        }
+        let child = command.spawn().map_err(|e| StartError::Spawn(e.to_string()))?;
+        let mut server = FleetServer { name: manifest.name.clone(), port, child, log };
+        let deadline = Instant::now() + timeout;
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        loop {
+            if let Some(status) = server.exited() {
+                return Err(StartError::Exited { status: status.to_string(), log: log_tail(&server.log) });
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return Ok(server);
+            }
+            if Instant::now() >= deadline {
+                let log = log_tail(&server.log);
+                server.stop();
+                return Err(StartError::NotListening { port, seconds: timeout.as_secs(), log });
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("ws://127.0.0.1:{}/", self.port)
+    }
+
+    /// The processes to measure: whatever listens on the port (the real server even when
+    /// the start command is a script), else the started process.
+    pub fn pids(&self) -> Vec<u32> {
+        match crate::probe::pids_listening_on(self.port) {
+            Ok(pids) if !pids.is_empty() => pids,
+            _ => vec![self.child.id()],
+        }
+    }
+
+    /// The exit status, if the server has exited.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// The exit status, waiting up to `grace` for the server to exit.
+    pub fn exited_within(&mut self, grace: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + grace;
+        loop {
+            if let Some(status) = self.exited() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGTERM to the process group, SIGKILL after the grace period.
+    pub fn stop(&mut self) {
+        let group = -(self.child.id() as libc::pid_t);
+        // SAFETY: signalling the process group this server was started in.
+        unsafe { libc::kill(group, libc::SIGTERM) };
+        let deadline = Instant::now() + STOP_GRACE;
+        while Instant::now() < deadline {
+            if self.exited().is_some() {
+                // The shell is gone; make sure nothing of the group lingers.
+                unsafe { libc::kill(group, libc::SIGKILL) };
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(group, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for FleetServer {
+    fn drop(&mut self) {
+        if self.exited().is_none() {
+            self.stop();
+        }
+    }
+}

@@ -1,0 +1,472 @@
+//! `wsbench run --processes N`: one run split over N client processes of this machine.
+//!
+//! A process may open only so many files (20,000 on the project's machines, a hard limit),
+//! one per connection, so bigger runs are run as N shards (`--shard i/N`) of the same
+//! scenario, each its own process with its own limit, as the seed's five node.js clients
+//! were. The parent starts the built-in server once (or uses the URL), samples the server
+//! itself for the whole run (the children get `--no-probe`), spawns the children with one
+//! `--start-at` instant about 1.5 s ahead so they start together, waits for them and merges
+//! their result files losslessly ([`crate::merge`]). The shards' files are kept next to the
+//! parent's `--json` (`NAME.shards/shard-I.json`), or in a temporary directory removed after.
+//!
+//! The children re-run this very binary with the validated settings re-serialized into
+//! flags ([`RunSettings::to_args`]), the resolved URL, and their share of the client CPUs.
+//! A loopback run of more than [`SOURCE_ADDRS_ABOVE`] connections would exhaust the ports of
+//! one source address towards one destination, so unless `--source-addrs` is given the
+//! children spread over `127.0.0.2`, `127.0.0.3`, … automatically.
+//!
+//! A child that dies is reported by name (`shard 3/5 (pid N) died: signal 9`) and its
+//! partial result merged if it wrote one; the merged result is then marked interrupted. The
+//! children run in process groups of their own, so Ctrl-C reaches only the parent, which
+//! forwards it once: every child stops, writes its partial result, and the merged,
+//! interrupted, result is still written.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::config::RunConfig;
+use crate::merge::{ShardInput, merge};
+use crate::result::{RunResult, ServerSummary, Target as ResultTarget};
+use crate::run::{RunError, Session, start_instant, start_probe};
+use crate::target::Target;
+
+/// How far ahead of now the children are told to start: time for N processes to exec and
+/// check their limits.
+pub const START_DELAY: Duration = Duration::from_millis(1500);
+/// Loopback runs of more connections than this spread over source addresses.
+pub const SOURCE_ADDRS_ABOVE: u64 = 20_000;
+/// Connections per source address when they are spread automatically.
+pub const CONNECTIONS_PER_SOURCE_ADDR: u64 = 10_000;
+const POLL: Duration = Duration::from_millis(50);
+
+/// Runs `config` (with `processes > 1`) as that many child processes and merges them.
+pub fn run(config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+    let session = Session::start(config)?;
+    let result = run_shards(&session, config, interrupt);
+    session.finish();
+    result
+}
+
+fn run_shards(session: &Session, config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+    let count = config.processes;
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let start_at = config.start_at_unix_ms.unwrap_or(now_ms + START_DELAY.as_millis() as u64);
+    let (start_ms, run_start) = start_instant(Some(start_at));
+    let dir = ShardDir::new(config.json.as_deref(), count)?;
+    let source_addrs = auto_source_addrs(config, &session.target);
+    let probe = start_probe(config, &session.target, session.builtin.as_ref(), run_start);
+    let exe =
+        std::env::current_exe().map_err(|e| RunError::Shards(format!("cannot find this program: {e}")))?;
+    let mut shards: Vec<Shard> = Vec::with_capacity(count as usize);
+    for index in 0..count {
+        let args =
+            child_args(config, &session.target, &session.cpus.client, index, start_ms, &dir.file(index))
+                .with_source_addrs(source_addrs.as_deref());
+        match spawn(&exe, &args.0, index, count) {
+            Ok(shard) => shards.push(shard),
+            Err(e) => {
+                for shard in &mut shards {
+                    let _ = shard.child.kill();
+                    let _ = shard.child.wait();
+                }
+                return Err(RunError::Shards(format!("cannot start shard {index}/{count}: {e}")));
+            }
+        }
+    }
+    let forwarded = wait_all(&mut shards, interrupt);
+    let mut server = match probe {
+        Ok(probe) => probe.stop(),
+        Err(report) => report,
+    };
+
+    let mut inputs = Vec::new();
+    let mut incomplete = false;
+    for shard in &shards {
+        let status = shard.status.expect("every shard was waited for");
+        let file = dir.file(shard.index);
+        let died = death(status, forwarded);
+        let result = file.exists().then(|| RunResult::read_json(&file));
+        if let Some(why) = &died {
+            incomplete = true;
+            let kept = match &result {
+                Some(Ok(_)) => "its partial result is merged",
+                Some(Err(_)) => "its result file is unreadable",
+                None => "it left no result",
+            };
+            eprintln!("wsbench: shard {}/{count} (pid {}) died: {why}; {kept}", shard.index, shard.pid);
+        }
+        match result {
+            Some(Ok(result)) => {
+                inputs.push(ShardInput { name: file.display().to_string(), result, died });
+            }
+            Some(Err(e)) => {
+                incomplete = true;
+                eprintln!("wsbench: shard {}/{count}: {e}", shard.index);
+            }
+            None if died.is_none() => {
+                incomplete = true;
+                eprintln!("wsbench: shard {}/{count} (pid {}) wrote no result", shard.index, shard.pid);
+            }
+            None => {}
+        }
+    }
+    if inputs.is_empty() {
+        return Err(RunError::Shards(format!("none of the {count} shards left a result")));
+    }
+    let mut merged = merge(&inputs)?;
+    // The parent's view of the whole: its configuration, its target, its probe.
+    merged.config = serde_json::to_value(config).unwrap_or_default();
+    if let Some(addrs) = &source_addrs
+        && let Ok(addrs) = crate::config::parse_addr_range(addrs)
+    {
+        // What the shards were given, though the parent's flags did not say it.
+        merged.config["source_addrs"] = serde_json::to_value(addrs).unwrap_or_default();
+    }
+    merged.target = ResultTarget { url: session.target.url.clone(), builtin: session.builtin.is_some() };
+    // The probe counted from `start_ms`; the merged clock from the first shard's start.
+    let offset_ms = merged.started_at_unix_ms.saturating_sub(start_ms);
+    for sample in &mut server.samples {
+        sample.t_ms = sample.t_ms.saturating_sub(offset_ms);
+    }
+    merged.server = ServerSummary::from_report(
+        &server,
+        merged.summary.connections.established,
+        merged.summary.measured_echoes,
+    );
+    merged.interrupted |= incomplete || interrupt.load(Ordering::Relaxed);
+    if let Some(path) = &config.json {
+        merged.write_json(path)?;
+    }
+    if let Some(path) = &config.hlog {
+        let metrics = merged.metrics()?;
+        crate::hlog::write_hlog(path, merged.started_at_unix_ms, &metrics.intervals)?;
+    }
+    dir.finish();
+    Ok(merged)
+}
+
+/// A child's command line, before the source addresses are settled.
+struct ChildArgs(Vec<String>);
+
+impl ChildArgs {
+    fn with_source_addrs(mut self, addrs: Option<&str>) -> ChildArgs {
+        if let Some(addrs) = addrs {
+            self.0.push(format!("--source-addrs={addrs}"));
+        }
+        self
+    }
+}
+
+/// `run` arguments of shard `index`: the parent's settings with the resolved URL, the
+/// shard, the common start, its own result file, its CPUs, and no probing.
+fn child_args(
+    config: &RunConfig,
+    target: &Target,
+    client_cpus: &[Option<usize>],
+    index: u64,
+    start_ms: u64,
+    json: &Path,
+) -> ChildArgs {
+    let mut settings = config.settings.clone();
+    settings.scenario = Some(config.scenario.name().to_owned());
+    settings.target = Some(target.url.clone());
+    settings.shard = Some(format!("{index}/{}", config.processes));
+    settings.start_at = Some(start_ms);
+    settings.json = Some(json.to_owned());
+    settings.hlog = None;
+    settings.processes = None;
+    settings.server_processes = None;
+    settings.server_cpus = None;
+    settings.server_pid = None;
+    settings.no_probe = true;
+    let cpus = cpus_of_shard(client_cpus, index, config.processes);
+    settings.client_cpus = (!cpus.is_empty()).then(|| crate::affinity::format_cpu_list(&cpus));
+    let mut args = vec!["run".to_owned()];
+    args.extend(settings.to_args());
+    ChildArgs(args)
+}
+
+/// Shard `index`'s client CPUs: an equal part of them, or, with fewer CPUs than shards, one
+/// CPU shared round-robin. Empty when the client is not pinned.
+pub fn cpus_of_shard(client: &[Option<usize>], index: u64, count: u64) -> Vec<usize> {
+    let cpus: Vec<usize> = client.iter().flatten().copied().collect();
+    if cpus.is_empty() {
+        return Vec::new();
+    }
+    if cpus.len() as u64 >= count {
+        cpus.iter().enumerate().filter(|(j, _)| *j as u64 % count == index).map(|(_, cpu)| *cpu).collect()
+    } else {
+        vec![cpus[(index % cpus.len() as u64) as usize]]
+    }
+}
+
+/// `127.0.0.2-127.0.0.K` for a loopback (IPv4) target and more than [`SOURCE_ADDRS_ABOVE`]
+/// connections, unless `--source-addrs` was given: one address per shard, and enough that
+/// none carries more than [`CONNECTIONS_PER_SOURCE_ADDR`] connections.
+pub fn auto_source_addrs(config: &RunConfig, target: &Target) -> Option<String> {
+    let loopback_v4 = matches!(target.addr.ip(), std::net::IpAddr::V4(ip) if ip.is_loopback());
+    if config.settings.source_addrs.is_some() || !loopback_v4 || config.connections <= SOURCE_ADDRS_ABOVE {
+        return None;
+    }
+    let count = config.processes.max(config.connections.div_ceil(CONNECTIONS_PER_SOURCE_ADDR)).min(253);
+    Some(format!("127.0.0.2-127.0.0.{}", 1 + count))
+}
+
+/// A running shard.
+struct Shard {
+    index: u64,
+    pid: u32,
+    child: Child,
+    status: Option<ExitStatus>,
+}
+
+fn spawn(exe: &Path, args: &[String], index: u64, count: u64) -> std::io::Result<Shard> {
+    let mut command = Command::new(exe);
+    command.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    // Ctrl-C reaches the parent only; it forwards the signal once (a second SIGINT would
+    // end a child before it writes its result).
+    command.process_group(0);
+    // SAFETY: prctl is async-signal-safe. A child must not outlive a killed parent.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    let mut child = command.spawn()?;
+    let stderr = child.stderr.take().expect("stderr is piped");
+    // The children's messages reach the user, labelled with their shard.
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("[shard {index}/{count}] {line}");
+        }
+    });
+    Ok(Shard { index, pid: child.id(), child, status: None })
+}
+
+/// Waits for every shard; on `interrupt` forwards SIGINT to those still running, once.
+/// Returns whether it did.
+fn wait_all(shards: &mut [Shard], interrupt: &AtomicBool) -> bool {
+    let mut forwarded = false;
+    loop {
+        for shard in shards.iter_mut().filter(|s| s.status.is_none()) {
+            match shard.child.try_wait() {
+                Ok(Some(status)) => shard.status = Some(status),
+                Ok(None) => {}
+                Err(_) => shard.status = Some(ExitStatus::from_raw(libc::SIGKILL)),
+            }
+        }
+        if shards.iter().all(|s| s.status.is_some()) {
+            return forwarded;
+        }
+        if !forwarded && interrupt.load(Ordering::Relaxed) {
+            forwarded = true;
+            for shard in shards.iter().filter(|s| s.status.is_none()) {
+                // SAFETY: signalling our own, not yet reaped, child.
+                unsafe {
+                    libc::kill(shard.pid as libc::pid_t, libc::SIGINT);
+                }
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// How a shard's process ended abnormally, or `None`: success, or the 130 of a shard that
+/// was interrupted because the parent forwarded Ctrl-C.
+pub fn death(status: ExitStatus, forwarded: bool) -> Option<String> {
+    if status.success() || (forwarded && status.code() == Some(130)) {
+        return None;
+    }
+    Some(match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(signal)) if status.core_dumped() => format!("signal {signal} (core dumped)"),
+        (None, Some(signal)) => format!("signal {signal}"),
+        _ => status.to_string(),
+    })
+}
+
+/// Where the shards write their results.
+struct ShardDir {
+    dir: PathBuf,
+    /// A temporary directory, removed when the run is over.
+    temporary: bool,
+}
+
+impl ShardDir {
+    /// `NAME.shards/` next to `--json NAME.json`, or a temporary directory; stale shard
+    /// files of an earlier run are removed first, so they cannot be mistaken for new ones.
+    fn new(json: Option<&Path>, count: u64) -> Result<ShardDir, RunError> {
+        let (dir, temporary) = match json {
+            Some(path) => (path.with_extension("shards"), false),
+            None => {
+                let unique = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+                (std::env::temp_dir().join(format!("wsbench-shards-{}-{unique}", std::process::id())), true)
+            }
+        };
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| RunError::Shards(format!("cannot create {}: {e}", dir.display())))?;
+        let shard_dir = ShardDir { dir, temporary };
+        for index in 0..count {
+            let _ = std::fs::remove_file(shard_dir.file(index));
+        }
+        Ok(shard_dir)
+    }
+
+    fn file(&self, index: u64) -> PathBuf {
+        self.dir.join(format!("shard-{index}.json"))
+    }
+
+    fn finish(self) {
+        if self.temporary {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// A test hook, for the integration tests of dead shards only. With
+/// `WSBENCH_TEST_SHARD_EXIT=I`, shard I stops one second after the common start, writes its
+/// partial result and exits with status 3; with `WSBENCH_TEST_SHARD_EXIT=I:kill` it kills
+/// itself (SIGKILL) at that moment instead, leaving no result.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TestHook {
+    at_unix_ms: u64,
+    kill: bool,
+}
+
+pub(crate) const TEST_HOOK_ENV: &str = "WSBENCH_TEST_SHARD_EXIT";
+
+impl TestHook {
+    pub(crate) fn armed(config: &RunConfig) -> Option<TestHook> {
+        let value = std::env::var(TEST_HOOK_ENV).ok()?;
+        let (index, kill) = match value.split_once(':') {
+            Some((index, "kill")) => (index, true),
+            _ => (value.as_str(), false),
+        };
+        let shard = config.shard?;
+        (index.parse::<u64>().ok()? == shard.index)
+            .then_some(TestHook { at_unix_ms: config.start_at_unix_ms.unwrap_or(0) + 1_000, kill })
+    }
+
+    /// Waits for the moment, then interrupts the run (or kills the process).
+    pub(crate) fn fire(self, interrupt: &AtomicBool) {
+        loop {
+            let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+            if now >= self.at_unix_ms {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis((self.at_unix_ms - now).min(50)));
+        }
+        if self.kill {
+            // SAFETY: raising a signal in this process.
+            unsafe {
+                libc::raise(libc::SIGKILL);
+            }
+        }
+        interrupt.store(true, Ordering::SeqCst);
+    }
+
+    /// After the partial result is written: the process ends as a crashed shard would.
+    pub(crate) fn exit_after_result(self) -> ! {
+        std::process::exit(3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RunSettings;
+
+    #[test]
+    fn deaths_are_named_by_exit_status_or_signal() {
+        assert_eq!(death(ExitStatus::from_raw(0), false), None);
+        assert_eq!(death(ExitStatus::from_raw(3 << 8), false).as_deref(), Some("exit status 3"));
+        assert_eq!(death(ExitStatus::from_raw(libc::SIGKILL), false).as_deref(), Some("signal 9"));
+        // Interrupted on the parent's request is not a death; unasked, it is.
+        assert_eq!(death(ExitStatus::from_raw(130 << 8), true), None);
+        assert_eq!(death(ExitStatus::from_raw(130 << 8), false).as_deref(), Some("exit status 130"));
+    }
+
+    #[test]
+    fn client_cpus_are_split_or_shared_round_robin() {
+        let some = |cpus: &[usize]| cpus.iter().copied().map(Some).collect::<Vec<_>>();
+        assert_eq!(cpus_of_shard(&some(&[1]), 3, 5), [1]);
+        assert_eq!(cpus_of_shard(&some(&[1, 2]), 3, 5), [2]);
+        assert_eq!(cpus_of_shard(&some(&[0, 1, 2, 3, 4]), 1, 2), [1, 3]);
+        assert_eq!(cpus_of_shard(&some(&[0, 1, 2, 3, 4]), 0, 2), [0, 2, 4]);
+        assert!(cpus_of_shard(&[None], 0, 2).is_empty());
+    }
+
+    fn config(f: impl FnOnce(&mut RunSettings)) -> RunConfig {
+        let mut settings = RunSettings::default();
+        f(&mut settings);
+        settings.validate().unwrap()
+    }
+
+    #[test]
+    fn big_loopback_runs_spread_over_source_addresses() {
+        let local = Target::parse("ws://127.0.0.1:9000/").unwrap();
+        let big = config(|s| {
+            s.connections = Some(25_000);
+            s.processes = Some(5);
+        });
+        assert_eq!(auto_source_addrs(&big, &local).as_deref(), Some("127.0.0.2-127.0.0.6"));
+        let bigger = config(|s| {
+            s.connections = Some(60_000);
+            s.processes = Some(4);
+        });
+        assert_eq!(auto_source_addrs(&bigger, &local).as_deref(), Some("127.0.0.2-127.0.0.7"));
+        let small = config(|s| s.processes = Some(2));
+        assert_eq!(auto_source_addrs(&small, &local), None);
+        let given = config(|s| {
+            s.connections = Some(25_000);
+            s.processes = Some(5);
+            s.source_addrs = Some("127.0.0.9".into());
+        });
+        assert_eq!(auto_source_addrs(&given, &local), None);
+        let remote = Target::parse("ws://10.0.0.1:9000/").unwrap();
+        assert_eq!(auto_source_addrs(&big, &remote), None);
+    }
+
+    #[test]
+    fn children_run_the_same_scenario_as_one_shard_each() {
+        let parent = config(|s| {
+            s.connections = Some(300);
+            s.ramp = Some("150/s".into());
+            s.duration = Some("3s".into());
+            s.processes = Some(3);
+            s.server_processes = Some(2);
+            s.json = Some("out.json".into());
+            s.hlog = Some("out.hlog".into());
+        });
+        let target = Target::parse("ws://127.0.0.1:4567/").unwrap();
+        let args = child_args(&parent, &target, &[Some(1)], 2, 1_000, Path::new("d/shard-2.json")).0;
+        assert_eq!(args[..3], ["run", "echo", "ws://127.0.0.1:4567/"]);
+        let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(
+            std::iter::once("wsbench".to_owned()).chain(args.iter().cloned()),
+        )
+        .unwrap();
+        let crate::cli::Command::Run(run) = cli.command else { panic!("not a run: {args:?}") };
+        let child = run.into_config().unwrap();
+        assert_eq!(child.shard, Some(crate::config::Shard { index: 2, count: 3 }));
+        assert_eq!(child.start_at_unix_ms, Some(1_000));
+        assert_eq!(child.json.as_deref(), Some(Path::new("d/shard-2.json")));
+        assert_eq!((child.hlog.clone(), child.processes, child.server_processes), (None, 1, 1));
+        assert_eq!(child.client_cpus, Some(vec![1]));
+        assert!(child.no_probe);
+        assert_eq!(child.target.as_ref(), Some(&target));
+        // Everything that defines the scenario is the parent's.
+        let scenario = |c: &RunConfig| {
+            let mut value = serde_json::to_value(c).unwrap();
+            for key in crate::merge::SHARD_KEYS.iter().chain(&["target", "processes", "server_processes"]) {
+                value.as_object_mut().unwrap().remove(*key);
+            }
+            value
+        };
+        assert_eq!(scenario(&child), scenario(&parent));
+    }
+}

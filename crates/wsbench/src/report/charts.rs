@@ -1,0 +1,369 @@
+//! The HTML report's charts: turns result files (their timeline, server samples and decoded
+//! histograms) into series and bars for [`super::svg`]. Each function returns one finished
+//! `<svg>`, or the "no data" placeholder explaining why there is nothing to draw.
+
+use hdrhistogram::Histogram;
+
+use super::svg::{self, Axis, Bar, Scale, Series};
+use crate::metrics::Metrics;
+use crate::result::RunResult;
+
+/// One result as the charts need it: label, colour, the file, and its decoded histograms.
+#[derive(Debug)]
+pub(super) struct Charted<'a> {
+    pub label: &'a str,
+    pub color: &'static str,
+    pub result: &'a RunResult,
+    pub metrics: Metrics,
+}
+
+/// Highest percentile the spectrum plots: 99.9999%.
+const MAX_NINES: f64 = 6.0;
+/// Spectrum points per decade of nines.
+const STEPS_PER_NINE: u32 = 20;
+/// Timeline seconds covering less of a second than this (the run's end) are not plotted.
+const MIN_PARTIAL_SECOND: f64 = 0.25;
+
+/// A tick number with at most two decimals, trailing zeros dropped: `5`, `2.5`, `0.25`.
+fn num(value: f64) -> String {
+    let text = format!("{value:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+fn tick_seconds(s: f64) -> String {
+    format!("{} s", num(s))
+}
+
+fn tick_rate(value: f64) -> String {
+    if value >= 1e6 {
+        format!("{}M", num(value / 1e6))
+    } else if value >= 1e3 {
+        format!("{}k", num(value / 1e3))
+    } else {
+        num(value)
+    }
+}
+
+fn tick_micros(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{} s", num(us / 1e6))
+    } else if us >= 1e3 {
+        format!("{} ms", num(us / 1e3))
+    } else {
+        format!("{} µs", num(us))
+    }
+}
+
+fn tick_mib(mib: f64) -> String {
+    format!("{} MiB", num(mib))
+}
+
+fn tick_percent(percent: f64) -> String {
+    format!("{}%", num(percent))
+}
+
+fn value_rate(value: f64) -> String {
+    super::text::rate(value)
+}
+
+fn value_micros(us: f64) -> String {
+    super::text::micros(us)
+}
+
+fn value_mib(mib: f64) -> String {
+    format!("{} MiB", super::text::sig3(mib))
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Logarithmic when the values span more than a factor of 20 (latency tails), else linear.
+fn auto_scale<'v>(values: impl Iterator<Item = &'v f64>) -> Scale {
+    let (min, max) =
+        values.filter(|v| **v > 0.0).fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    if min.is_finite() && max / min > 20.0 { Scale::Log } else { Scale::Linear }
+}
+
+/// Round trips per second, second by second (the last, partial second scaled up to a rate).
+pub(super) fn throughput(charted: &[Charted]) -> String {
+    let (name, title) = ("throughput", "Throughput over time");
+    let series: Vec<Series> = charted
+        .iter()
+        .filter(|c| !c.result.timeline.is_empty())
+        .map(|c| {
+            let points = c
+                .result
+                .timeline
+                .iter()
+                .filter_map(|point| {
+                    let second = point.second as f64;
+                    let covered = (c.result.elapsed_s - second).clamp(0.0, 1.0);
+                    (covered >= MIN_PARTIAL_SECOND)
+                        .then(|| (second + covered / 2.0, point.echoes as f64 / covered))
+                })
+                .collect();
+            Series { label: c.label.to_owned(), color: c.color, dashed: false, points }
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    if series.is_empty() {
+        return svg::empty(name, title, "No timeline: the runs recorded no whole second.");
+    }
+    let x = Axis { label: "time since start", scale: Scale::Linear, format: tick_seconds };
+    let y = Axis { label: "round trips / s", scale: Scale::Linear, format: tick_rate };
+    svg::line_chart(name, title, x, y, &series)
+}
+
+/// p50 (dashed) and p99 latency second by second, from the timeline.
+pub(super) fn latency_over_time(charted: &[Charted]) -> String {
+    let (name, title) = ("latency-over-time", "Latency over time");
+    let mut series = Vec::new();
+    for c in charted {
+        for (percentile, dashed) in [("p99", false), ("p50", true)] {
+            let points: Vec<(f64, f64)> = c
+                .result
+                .timeline
+                .iter()
+                .filter_map(|point| {
+                    let second = point.second as f64;
+                    let covered = (c.result.elapsed_s - second).clamp(0.0, 1.0);
+                    let value = if dashed { point.p50_us } else { point.p99_us };
+                    (covered >= MIN_PARTIAL_SECOND && value > 0)
+                        .then(|| (second + covered / 2.0, value as f64))
+                })
+                .collect();
+            if !points.is_empty() {
+                let label = format!("{} {percentile}", c.label);
+                series.push(Series { label, color: c.color, dashed, points });
+            }
+        }
+    }
+    if series.is_empty() {
+        return svg::empty(name, title, "No round trips were recorded in any second.");
+    }
+    let scale = auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| &p.1)));
+    let x = Axis { label: "time since start", scale: Scale::Linear, format: tick_seconds };
+    let y = Axis { label: "round-trip latency", scale, format: tick_micros };
+    svg::line_chart(name, title, x, y, &series)
+}
+
+/// Latency at each percentile, HdrHistogram style; one line per result, plus a dashed
+/// uncorrected line where coordinated-omission correction changed the numbers.
+pub(super) fn latency_spectrum(charted: &[Charted]) -> String {
+    let (name, title) = ("latency-spectrum", "Latency by percentile");
+    let mut series = Vec::new();
+    for c in charted {
+        series.extend(spectrum(c.label.to_owned(), c.color, false, &c.metrics.latency));
+        if c.result.summary.latency_uncorrected_us != c.result.summary.latency_us {
+            let label = format!("{} (uncorrected)", c.label);
+            series.extend(spectrum(label, c.color, true, &c.metrics.latency_uncorrected));
+        }
+    }
+    if series.is_empty() {
+        return svg::empty(name, title, "No round trips were measured.");
+    }
+    let scale = auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| &p.1)));
+    let x = Axis { label: "percentile", scale: Scale::Nines, format: svg::percentile_label };
+    let y = Axis { label: "round-trip latency", scale, format: tick_micros };
+    svg::line_chart(name, title, x, y, &series)
+}
+
+fn spectrum(label: String, color: &'static str, dashed: bool, histogram: &Histogram<u64>) -> Option<Series> {
+    if histogram.is_empty() {
+        return None;
+    }
+    // Beyond log10(count) nines there is less than one value per step.
+    let top = (histogram.len() as f64).log10().clamp(1.0, MAX_NINES);
+    let steps = (top * f64::from(STEPS_PER_NINE)).floor() as u32;
+    let points = (0..=steps)
+        .map(|step| {
+            let q = 1.0 - 10f64.powf(-f64::from(step) / f64::from(STEPS_PER_NINE));
+            (q, histogram.value_at_quantile(q) as f64)
+        })
+        .collect();
+    Some(Series { label, color, dashed, points })
+}
+
+/// The connect times' cumulative distribution: x = time, y = share of connections.
+pub(super) fn connect_time(charted: &[Charted]) -> String {
+    let (name, title) = ("connect-time", "Connection time (CDF)");
+    let series: Vec<Series> = charted
+        .iter()
+        .filter(|c| !c.metrics.connect.is_empty())
+        .map(|c| {
+            let histogram = &c.metrics.connect;
+            let points = (0..=200u32)
+                .map(|i| {
+                    let q = f64::from(i) / 200.0;
+                    (histogram.value_at_quantile(q) as f64, q * 100.0)
+                })
+                .collect();
+            Series { label: c.label.to_owned(), color: c.color, dashed: false, points }
+        })
+        .collect();
+    if series.is_empty() {
+        return svg::empty(name, title, "No connection was established.");
+    }
+    let scale = auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| &p.0)));
+    let x = Axis { label: "TCP connect + WebSocket handshake", scale, format: tick_micros };
+    let y = Axis { label: "connections", scale: Scale::Linear, format: tick_percent };
+    svg::line_chart(name, title, x, y, &series)
+}
+
+/// Why no result has server samples, for the placeholder.
+fn unprobed_message(charted: &[Charted]) -> String {
+    let reasons: Vec<String> = charted
+        .iter()
+        .map(|c| {
+            let reason = c.result.server.unprobed_reason.as_deref().unwrap_or("no samples were taken");
+            format!("{}: {reason}", c.label)
+        })
+        .collect();
+    format!("Server not probed ({}).", reasons.join("; "))
+}
+
+/// One series per probed result, each point computed from the server samples.
+fn server_series(
+    charted: &[Charted],
+    points: impl Fn(&[crate::samples::ServerSample]) -> Vec<(f64, f64)>,
+) -> Vec<Series> {
+    charted
+        .iter()
+        .map(|c| Series {
+            label: c.label.to_owned(),
+            color: c.color,
+            dashed: false,
+            points: points(&c.result.server.samples),
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect()
+}
+
+/// The server's resident memory, sample by sample.
+pub(super) fn server_rss(charted: &[Charted]) -> String {
+    let (name, title) = ("server-rss", "Server memory (RSS) over time");
+    let series = server_series(charted, |samples| {
+        samples.iter().map(|s| (s.t_ms as f64 / 1e3, s.rss_bytes as f64 / MIB)).collect()
+    });
+    if series.is_empty() {
+        return svg::empty(name, title, &unprobed_message(charted));
+    }
+    let x = Axis { label: "time since start", scale: Scale::Linear, format: tick_seconds };
+    let y = Axis { label: "resident memory", scale: Scale::Linear, format: tick_mib };
+    svg::line_chart(name, title, x, y, &series)
+}
+
+/// The server's CPU use between consecutive samples, in % of one core.
+pub(super) fn server_cpu(charted: &[Charted]) -> String {
+    let (name, title) = ("server-cpu", "Server CPU over time");
+    let series = server_series(charted, |samples| {
+        samples
+            .windows(2)
+            .filter_map(|pair| {
+                let dt = pair[1].t_ms.saturating_sub(pair[0].t_ms) as f64 / 1e3;
+                let cpu = (pair[1].cpu_seconds - pair[0].cpu_seconds).max(0.0);
+                (dt > 0.0).then(|| ((pair[0].t_ms + pair[1].t_ms) as f64 / 2e3, cpu / dt * 100.0))
+            })
+            .collect()
+    });
+    if series.is_empty() {
+        return svg::empty(name, title, &unprobed_message(charted));
+    }
+    let x = Axis { label: "time since start", scale: Scale::Linear, format: tick_seconds };
+    let y = Axis { label: "CPU (% of one core)", scale: Scale::Linear, format: tick_percent };
+    svg::line_chart(name, title, x, y, &series)
+}
+
+/// One comparison chart: its title, what "better" means, and the chart.
+#[derive(Debug)]
+pub(super) struct Comparison {
+    pub title: &'static str,
+    pub better: &'static str,
+    pub svg: String,
+}
+
+/// What one comparison chart shows: which number of a result, and how it is labelled.
+#[derive(Debug)]
+struct Metric {
+    name: &'static str,
+    title: &'static str,
+    better: &'static str,
+    axis: Axis,
+    value: fn(f64) -> String,
+    pick: fn(&RunResult) -> Option<f64>,
+}
+
+const METRICS: [Metric; 4] = [
+    Metric {
+        name: "compare-echoes-per-sec",
+        title: "Round trips per second",
+        better: "higher is better",
+        axis: Axis { label: "round trips / s (after warm-up)", scale: Scale::Linear, format: tick_rate },
+        value: value_rate,
+        pick: |r| Some(r.summary.echoes_per_sec),
+    },
+    Metric {
+        name: "compare-p99-latency",
+        title: "p99 latency",
+        better: "lower is better",
+        axis: Axis { label: "99th percentile round-trip latency", scale: Scale::Linear, format: tick_micros },
+        value: value_micros,
+        pick: |r| (r.summary.latency_us.count > 0).then_some(r.summary.latency_us.p99 as f64),
+    },
+    Metric {
+        name: "compare-rss-peak",
+        title: "Server RSS peak",
+        better: "lower is better",
+        axis: Axis { label: "peak resident memory", scale: Scale::Linear, format: tick_mib },
+        value: value_mib,
+        pick: |r| r.server.rss_peak_bytes.map(|b| b as f64 / MIB),
+    },
+    Metric {
+        name: "compare-echoes-per-cpu-second",
+        title: "Round trips per server CPU-second",
+        better: "higher is better",
+        axis: Axis { label: "round trips / server CPU-second", scale: Scale::Linear, format: tick_rate },
+        value: value_rate,
+        pick: |r| r.server.echoes_per_cpu_second,
+    },
+];
+
+/// Bar charts comparing the results on the headline numbers (for two or more results).
+pub(super) fn comparisons(charted: &[Charted]) -> Vec<Comparison> {
+    METRICS
+        .iter()
+        .map(|metric| {
+            let bars: Vec<Bar> = charted
+                .iter()
+                .map(|c| Bar { label: c.label.to_owned(), color: c.color, value: (metric.pick)(c.result) })
+                .collect();
+            let svg = if bars.iter().all(|b| b.value.is_none()) {
+                svg::empty(metric.name, metric.title, "No result has this number.")
+            } else {
+                svg::bar_chart(metric.name, metric.title, metric.axis, metric.value, &bars)
+            };
+            Comparison { title: metric.title, better: metric.better, svg }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tick_labels_are_short() {
+        assert_eq!(tick_rate(50_000.0), "50k");
+        assert_eq!(tick_rate(1_500_000.0), "1.5M");
+        assert_eq!(tick_micros(2_500.0), "2.5 ms");
+        assert_eq!(tick_micros(100.0), "100 µs");
+        assert_eq!(tick_seconds(0.25), "0.25 s");
+        assert_eq!(tick_percent(100.0), "100%");
+    }
+
+    #[test]
+    fn wide_ranges_get_a_log_scale() {
+        assert_eq!(auto_scale([300.0, 13_000.0].iter()), Scale::Log);
+        assert_eq!(auto_scale([300.0, 900.0].iter()), Scale::Linear);
+        assert_eq!(auto_scale([].iter()), Scale::Linear);
+    }
+}

@@ -1,0 +1,267 @@
+//! What `wsbench rtt` is asked to do, validated: which protocols, against which servers, how
+//! many round trips. Flags land in [`crate::cli::RttArgs`]; [`RttConfig::from_args`] turns
+//! them into an [`RttConfig`] or a one-line [`ConfigError`] naming the flag and what to do,
+//! which the binary reports as a usage error (exit 2).
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::cli::RttArgs;
+use crate::config::ConfigError;
+
+/// Largest `--payload-bytes`: a message this size still echoes in one piece on loopback.
+pub const MAX_PAYLOAD_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The five protocols of the seed's round-trip benchmark, in table order (the raw TCP
+/// baseline first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// Raw TCP echo: write N bytes, read N bytes back (the baseline).
+    Tcp,
+    /// `GET /` on a keep-alive HTTP/1.1 connection.
+    Http,
+    /// The same over TLS.
+    Https,
+    /// A masked binary WebSocket frame of N bytes and its echo.
+    Ws,
+    /// The same over TLS.
+    Wss,
+}
+
+impl Protocol {
+    pub const ALL: [Protocol; 5] =
+        [Protocol::Tcp, Protocol::Http, Protocol::Https, Protocol::Ws, Protocol::Wss];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Http => "http",
+            Protocol::Https => "https",
+            Protocol::Ws => "ws",
+            Protocol::Wss => "wss",
+        }
+    }
+
+    /// Whether the protocol runs over TLS.
+    pub fn is_tls(self) -> bool {
+        matches!(self, Protocol::Https | Protocol::Wss)
+    }
+
+    /// Parses a protocol name (case-insensitive); the error says which names exist.
+    pub fn parse(name: &str, setting: &'static str) -> Result<Protocol, ConfigError> {
+        Protocol::ALL.into_iter().find(|p| p.name().eq_ignore_ascii_case(name.trim())).ok_or_else(|| {
+            ConfigError::Invalid {
+                setting,
+                problem: format!("unknown protocol `{}`: use tcp, http, https, ws or wss", name.trim()),
+            }
+        })
+    }
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One server to measure: `PROTO=HOST:PORT[/path]` (a `scheme://` prefix is accepted too).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RttTarget {
+    pub protocol: Protocol,
+    /// Host name or IP address, without brackets (TLS server name).
+    pub host: String,
+    pub port: u16,
+    /// Request path for http/https/ws/wss (`/` unless given).
+    pub path: String,
+}
+
+impl RttTarget {
+    /// `HOST:PORT` as written in a Host header (IPv6 addresses in brackets).
+    pub fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
+    /// Parses `PROTO=HOST:PORT[/path]`.
+    pub fn parse(spec: &str) -> Result<RttTarget, ConfigError> {
+        let invalid = |problem: String| ConfigError::Invalid { setting: "target", problem };
+        let (name, address) = spec.split_once('=').ok_or_else(|| {
+            invalid(format!("`{spec}` is not PROTO=HOST:PORT (e.g. --target ws=127.0.0.1:8080)"))
+        })?;
+        let protocol = Protocol::parse(name, "target")?;
+        let address = address.trim();
+        let without_scheme = address.split_once("://").map_or(address, |(_, rest)| rest);
+        let (authority, path) = match without_scheme.find('/') {
+            Some(at) => (&without_scheme[..at], &without_scheme[at..]),
+            None => (without_scheme, "/"),
+        };
+        let bad =
+            || invalid(format!("`{address}` is not HOST:PORT (e.g. --target {protocol}=127.0.0.1:8080)"));
+        let (host, port) = authority.rsplit_once(':').ok_or_else(bad)?;
+        let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        if host.is_empty() || port == 0 {
+            return Err(bad());
+        }
+        Ok(RttTarget { protocol, host: host.to_owned(), port, path: path.to_owned() })
+    }
+}
+
+/// A validated `wsbench rtt` configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RttConfig {
+    /// In table order, without duplicates.
+    pub protocols: Vec<Protocol>,
+    /// Explicit servers, one per protocol; empty means "start the built-in servers".
+    pub targets: Vec<RttTarget>,
+    /// Timed repeats per protocol (one untimed warm-up repeat comes first).
+    pub repeats: u32,
+    /// Round trips per repeat.
+    pub iterations: u64,
+    /// Bytes per tcp/ws/wss message.
+    pub payload_bytes: u64,
+    /// Accept any TLS certificate (always for the built-in server).
+    pub insecure: bool,
+    #[serde(skip)]
+    pub json: Option<PathBuf>,
+}
+
+impl RttConfig {
+    /// Validates the flags. With targets and no `--protocols`, the targeted protocols run;
+    /// with both, every protocol asked for needs a target.
+    pub fn from_args(args: RttArgs) -> Result<RttConfig, ConfigError> {
+        let mut targets = Vec::new();
+        for spec in &args.targets {
+            let target = RttTarget::parse(spec)?;
+            if targets.iter().any(|t: &RttTarget| t.protocol == target.protocol) {
+                return Err(ConfigError::Invalid {
+                    setting: "target",
+                    problem: format!("{} is given twice: one --target per protocol", target.protocol),
+                });
+            }
+            targets.push(target);
+        }
+        let mut protocols = if args.protocols.is_empty() {
+            if targets.is_empty() {
+                Protocol::ALL.to_vec()
+            } else {
+                targets.iter().map(|t| t.protocol).collect()
+            }
+        } else {
+            args.protocols.iter().map(|name| Protocol::parse(name, "protocols")).collect::<Result<_, _>>()?
+        };
+        protocols.sort();
+        protocols.dedup();
+        if !targets.is_empty() {
+            if let Some(missing) = protocols.iter().find(|p| !targets.iter().any(|t| t.protocol == **p)) {
+                return Err(ConfigError::Invalid {
+                    setting: "target",
+                    problem: format!(
+                        "{missing} has no target: add --target {missing}=HOST:PORT, or leave it out of \
+                         --protocols (without any --target the built-in servers are used)"
+                    ),
+                });
+            }
+            targets.retain(|t| protocols.contains(&t.protocol));
+            targets.sort_by_key(|t| t.protocol);
+        }
+        if args.payload_bytes == 0 || args.payload_bytes > MAX_PAYLOAD_BYTES {
+            return Err(ConfigError::Invalid {
+                setting: "payload-bytes",
+                problem: format!("{} is out of range: give 1 B to 16 MiB", args.payload_bytes),
+            });
+        }
+        if let Some(path) = &args.json {
+            // Fail before measuring, not after, when the file cannot go where it is asked to.
+            let dir =
+                path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+            if !dir.is_dir() {
+                return Err(ConfigError::Invalid {
+                    setting: "json",
+                    problem: format!(
+                        "{} is not a directory: create it or choose another file",
+                        dir.display()
+                    ),
+                });
+            }
+        }
+        Ok(RttConfig {
+            protocols,
+            targets,
+            repeats: args.repeats.max(1),
+            iterations: args.iterations.max(1),
+            payload_bytes: args.payload_bytes,
+            insecure: args.insecure,
+            json: args.json,
+        })
+    }
+
+    /// Whether wsbench starts its own servers (no `--target`).
+    pub fn builtin(&self) -> bool {
+        self.targets.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(targets: &[&str], protocols: &[&str]) -> RttArgs {
+        RttArgs {
+            targets: targets.iter().map(|s| s.to_string()).collect(),
+            protocols: protocols.iter().map(|s| s.to_string()).collect(),
+            repeats: 3,
+            iterations: 10,
+            payload_bytes: 20,
+            json: None,
+            insecure: false,
+        }
+    }
+
+    #[test]
+    fn targets_parse_with_or_without_scheme_and_path() {
+        let t = RttTarget::parse("ws=127.0.0.1:8080").unwrap();
+        assert_eq!(
+            (t.protocol, t.host.as_str(), t.port, t.path.as_str()),
+            (Protocol::Ws, "127.0.0.1", 8080, "/")
+        );
+        let t = RttTarget::parse("WSS=wss://localhost:443/echo").unwrap();
+        assert_eq!(
+            (t.protocol, t.host.as_str(), t.port, t.path.as_str()),
+            (Protocol::Wss, "localhost", 443, "/echo")
+        );
+        let t = RttTarget::parse("tcp=[::1]:9000").unwrap();
+        assert_eq!((t.host.as_str(), t.authority()), ("::1", "[::1]:9000".to_owned()));
+        for bad in ["ws", "ws=127.0.0.1", "ws=:80", "ws=h:0", "ws=h:http", "gopher=h:70"] {
+            assert!(RttTarget::parse(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn protocols_default_to_all_or_to_the_targeted_ones() {
+        assert_eq!(RttConfig::from_args(args(&[], &[])).unwrap().protocols, Protocol::ALL);
+        let config = RttConfig::from_args(args(&["ws=h:1", "tcp=h:2"], &[])).unwrap();
+        assert_eq!(config.protocols, [Protocol::Tcp, Protocol::Ws]);
+        assert_eq!(config.targets[0].protocol, Protocol::Tcp);
+        let config = RttConfig::from_args(args(&[], &["wss", "tcp", "tcp"])).unwrap();
+        assert_eq!(config.protocols, [Protocol::Tcp, Protocol::Wss]);
+    }
+
+    #[test]
+    fn usage_errors_name_the_flag_and_the_fix() {
+        let error = RttConfig::from_args(args(&[], &["tcp", "quic"])).unwrap_err().to_string();
+        assert_eq!(error, "--protocols: unknown protocol `quic`: use tcp, http, https, ws or wss");
+        let error = RttConfig::from_args(args(&["tcp=h:1"], &["tcp", "https"])).unwrap_err().to_string();
+        assert!(error.contains("https has no target: add --target https=HOST:PORT"), "{error}");
+        let error = RttConfig::from_args(args(&["tcp=h:1", "tcp=h:2"], &[])).unwrap_err().to_string();
+        assert!(error.contains("given twice"), "{error}");
+        let mut zero = args(&[], &[]);
+        zero.payload_bytes = 0;
+        assert!(RttConfig::from_args(zero).unwrap_err().to_string().starts_with("--payload-bytes"));
+    }
+}

@@ -1,0 +1,310 @@
+//! `wsbench rtt`: the single-connection round-trip microbenchmark of seed 001, done the
+//! google-benchmark way. One connection per protocol — a raw TCP socket (the baseline),
+//! HTTP, HTTPS, ws and wss — sends prepared requests one after another and waits for each
+//! complete answer; repeats of many round trips give the mean, median and standard deviation
+//! of the time and client CPU per round trip, and every protocol is set against the raw TCP
+//! round trip measured in the same run.
+//!
+//! Without `--target` it starts the built-in server twice (plain with a raw TCP echo port,
+//! and `--tls`), pinned to the first CPU while the client thread runs on the second, so the
+//! numbers compare the protocols and not the scheduler.
+//!
+//! The parts: [`config`] (flags → [`RttConfig`]), [`clients`] (the five clients),
+//! [`bench`] (the timed loop), [`stats`] (mean/median/stddev), [`table`] (the terminal
+//! table) and [`json`] (the result file).
+
+pub mod bench;
+pub mod clients;
+pub mod config;
+pub mod json;
+pub mod stats;
+pub mod table;
+
+use std::io;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub use config::{Protocol, RttConfig, RttTarget};
+pub use stats::{Quantiles, Repeat, Summary};
+
+use crate::cli::RttArgs;
+use crate::run::{BuiltinServer, RunError};
+use crate::samples::MachineFacts;
+use clients::{IO_TIMEOUT, Stage};
+
+pub const DEFAULT_REPEATS: u32 = 20;
+pub const DEFAULT_ITERATIONS: u64 = 2000;
+pub const DEFAULT_PAYLOAD_BYTES: u64 = 20;
+
+/// Why a measurement could not be made. Each message names the protocol, the target and
+/// what to check.
+#[derive(Debug, thiserror::Error)]
+pub enum RttError {
+    #[error(transparent)]
+    Server(#[from] RunError),
+    #[error(
+        "{protocol} target {target}: {} failed: {}{}",
+        stage.describe(),
+        describe_io(error),
+        connect_hint(*protocol, *stage, error)
+    )]
+    Connect { protocol: Protocol, target: String, stage: Stage, error: io::Error },
+    #[error(
+        "{protocol} target {target}: a round trip failed: {}{}",
+        describe_io(error),
+        round_trip_hint(*protocol)
+    )]
+    RoundTrip { protocol: Protocol, target: String, error: io::Error },
+    #[error("cannot start the measuring thread: {0}")]
+    Thread(io::Error),
+    #[error("the measuring thread panicked")]
+    Panicked,
+    /// The `--json` file could not be written (the message names it).
+    #[error("{0}")]
+    Write(String),
+}
+
+fn describe_io(error: &io::Error) -> String {
+    match error.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            format!("no answer within {} s", IO_TIMEOUT.as_secs())
+        }
+        _ => error.to_string(),
+    }
+}
+
+fn connect_hint(protocol: Protocol, stage: Stage, error: &io::Error) -> String {
+    match stage {
+        Stage::Resolve => format!("; check the host name in --target {protocol}=HOST:PORT"),
+        Stage::Connect if error.kind() == io::ErrorKind::ConnectionRefused => {
+            format!("; is a server listening there? Start one or fix --target {protocol}=HOST:PORT")
+        }
+        Stage::Connect => format!("; check --target {protocol}=HOST:PORT"),
+        Stage::Tls if error.to_string().contains("certificate") => {
+            "; for a self-signed certificate add --insecure".to_owned()
+        }
+        Stage::Tls => "; is it a TLS server?".to_owned(),
+        Stage::Upgrade => "; is it a WebSocket server (right port and path)?".to_owned(),
+    }
+}
+
+fn round_trip_hint(protocol: Protocol) -> &'static str {
+    match protocol {
+        Protocol::Tcp => "; the tcp target must echo what it receives (e.g. `wsbench serve --tcp-port`)",
+        Protocol::Http | Protocol::Https => {
+            "; the server must keep the connection alive and send Content-Length"
+        }
+        Protocol::Ws | Protocol::Wss => "; the server must echo binary messages",
+    }
+}
+
+/// One protocol's figures, per round trip, across the timed repeats.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProtocolResult {
+    pub protocol: Protocol,
+    /// `HOST:PORT` measured.
+    pub target: String,
+    /// Mean wall time per round trip of each repeat, summarised (µs).
+    pub wall_us: Summary,
+    /// Client CPU time per round trip of each repeat, summarised (µs).
+    pub cpu_us: Summary,
+    /// Quantiles of the single round trips of every timed repeat.
+    pub quantiles: Quantiles,
+    /// Mean wall time per round trip over raw TCP's, when tcp was measured.
+    pub ratio_to_tcp: Option<f64>,
+    pub iterations: u64,
+    pub repeats: u32,
+    pub per_repeat: Vec<Repeat>,
+}
+
+/// Everything `wsbench rtt` measured, with the facts needed to read it.
+#[derive(Debug, Clone)]
+pub struct RttResult {
+    pub config: RttConfig,
+    pub machine: MachineFacts,
+    pub started_at_unix_ms: u64,
+    /// The CPU the client thread was pinned to, if any.
+    pub client_cpu: Option<usize>,
+    /// The CPU the built-in servers were pinned to, if any.
+    pub server_cpu: Option<usize>,
+    /// In table order.
+    pub protocols: Vec<ProtocolResult>,
+}
+
+/// The `wsbench rtt` command: validates the flags (a bad one is a [`crate::config::ConfigError`],
+/// exit 2), measures, writes `--json` if asked, and returns the table to print.
+pub fn command(args: RttArgs) -> anyhow::Result<String> {
+    let config = RttConfig::from_args(args)?;
+    let result = run(&config)?;
+    if let Some(path) = &config.json {
+        json::write(&result, path).map_err(|e| RttError::Write(e.to_string()))?;
+    }
+    Ok(table::render(&result))
+}
+
+/// Measures every protocol of `config` (starting the built-in servers when it has no targets).
+pub fn run(config: &RttConfig) -> Result<RttResult, RttError> {
+    let started_at_unix_ms =
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let allowed = crate::affinity::allowed_cpus();
+    let (server_cpu, client_cpu) = if config.builtin() && allowed.len() >= 2 {
+        (Some(allowed[0]), Some(allowed[1]))
+    } else {
+        (None, None)
+    };
+    // The servers live until the measurement is over; they stop when dropped.
+    let (targets, _servers) = if config.builtin() {
+        start_builtin(&config.protocols, server_cpu)?
+    } else {
+        (config.targets.clone(), Vec::new())
+    };
+    let insecure = config.insecure || config.builtin();
+    let tls = bench::needs_tls(&targets).then(|| crate::engine::tls::client_config(insecure));
+    let (repeats, iterations, payload_bytes) =
+        (config.repeats, config.iterations, config.payload_bytes as usize);
+    let thread_targets = targets.clone();
+    let measuring = std::thread::Builder::new()
+        .name("wsbench-rtt".into())
+        .spawn(move || {
+            let pinned = match client_cpu {
+                Some(cpu) => match crate::affinity::pin_current_thread(cpu) {
+                    Ok(()) => Some(cpu),
+                    Err(error) => {
+                        eprintln!("wsbench rtt: running the client unpinned: {error}");
+                        None
+                    }
+                },
+                None => None,
+            };
+            bench::measure(&thread_targets, repeats, iterations, payload_bytes, tls.as_ref())
+                .map(|measured| (measured, pinned))
+        })
+        .map_err(RttError::Thread)?;
+    let (measured, client_cpu) = measuring.join().map_err(|_| RttError::Panicked)??;
+    Ok(RttResult {
+        config: config.clone(),
+        machine: crate::machine::machine_facts(),
+        started_at_unix_ms,
+        client_cpu,
+        server_cpu,
+        protocols: summarise(measured),
+    })
+}
+
+/// Turns raw measurements into per-protocol figures with ratios to tcp.
+pub fn summarise(measured: Vec<bench::Measured>) -> Vec<ProtocolResult> {
+    let wall =
+        |m: &bench::Measured| -> Vec<f64> { m.repeats.iter().map(Repeat::wall_us_per_round_trip).collect() };
+    let tcp_mean =
+        measured.iter().find(|m| m.target.protocol == Protocol::Tcp).map(|m| stats::mean(&wall(m)));
+    measured
+        .iter()
+        .map(|m| {
+            let wall_us = Summary::of(&wall(m));
+            let cpu: Vec<f64> = m.repeats.iter().map(Repeat::cpu_us_per_round_trip).collect();
+            ProtocolResult {
+                protocol: m.target.protocol,
+                target: m.target.authority(),
+                wall_us,
+                cpu_us: Summary::of(&cpu),
+                quantiles: Quantiles::of(&m.histogram),
+                ratio_to_tcp: stats::ratio(wall_us.mean, tcp_mean),
+                iterations: m.repeats.first().map_or(0, |r| r.iterations),
+                repeats: m.repeats.len() as u32,
+                per_repeat: m.repeats.clone(),
+            }
+        })
+        .collect()
+}
+
+/// Starts the built-in server(s) the protocols need: a plain one with a raw TCP echo port
+/// (tcp, http, ws) and a `--tls` one (https, wss). Returns one target per protocol.
+fn start_builtin(
+    protocols: &[Protocol],
+    server_cpu: Option<usize>,
+) -> Result<(Vec<RttTarget>, Vec<BuiltinServer>), RttError> {
+    let cpus: Vec<usize> = server_cpu.into_iter().collect();
+    let mut servers = Vec::new();
+    let mut urls: Vec<String> = Vec::new();
+    if protocols.iter().any(|p| !p.is_tls()) {
+        let server = BuiltinServer::start(&cpus, &["--tcp-port", "0"])?;
+        urls.extend(server.urls.iter().cloned());
+        servers.push(server);
+    }
+    if protocols.iter().any(|p| p.is_tls()) {
+        let server = BuiltinServer::start(&cpus, &["--tls"])?;
+        urls.extend(server.urls.iter().cloned());
+        servers.push(server);
+    }
+    let mut targets = Vec::new();
+    for &protocol in protocols {
+        let scheme = match protocol {
+            Protocol::Tcp => "tcp",
+            Protocol::Http | Protocol::Ws => "ws",
+            Protocol::Https | Protocol::Wss => "wss",
+        };
+        let url = urls.iter().find(|u| u.starts_with(&format!("{scheme}://"))).ok_or_else(|| {
+            RunError::ServerStart(format!(
+                "its `listening on` line has no {scheme}:// URL ({})",
+                urls.join(" ")
+            ))
+        })?;
+        let target = RttTarget::parse(&format!("{protocol}={url}"))
+            .map_err(|e| RunError::ServerStart(format!("unexpected URL {url}: {e}")))?;
+        targets.push(target);
+    }
+    Ok((targets, servers))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn measured(protocol: Protocol, wall_ns: &[u64]) -> bench::Measured {
+        let mut histogram = stats::new_ns_histogram();
+        histogram.record(wall_ns[0] / 10).unwrap();
+        bench::Measured {
+            target: RttTarget { protocol, host: "127.0.0.1".into(), port: 1, path: "/".into() },
+            repeats: wall_ns.iter().map(|&w| Repeat { iterations: 10, wall_ns: w, cpu_ns: w / 2 }).collect(),
+            histogram,
+        }
+    }
+
+    #[test]
+    fn ratios_are_to_the_tcp_mean() {
+        let results = summarise(vec![
+            measured(Protocol::Tcp, &[200_000, 200_000]),
+            measured(Protocol::Ws, &[240_000, 260_000]),
+        ]);
+        assert_eq!(results[0].wall_us.mean, 20.0);
+        assert_eq!(results[0].ratio_to_tcp, Some(1.0));
+        assert_eq!(results[1].wall_us.mean, 25.0);
+        assert_eq!(results[1].cpu_us.mean, 12.5);
+        assert_eq!(results[1].ratio_to_tcp, Some(1.25));
+        assert_eq!((results[1].iterations, results[1].repeats), (10, 2));
+    }
+
+    #[test]
+    fn without_tcp_there_is_no_ratio() {
+        let results = summarise(vec![measured(Protocol::Http, &[300_000])]);
+        assert_eq!(results[0].ratio_to_tcp, None);
+    }
+
+    #[test]
+    fn errors_name_the_protocol_target_and_fix() {
+        let error = RttError::Connect {
+            protocol: Protocol::Ws,
+            target: "127.0.0.1:9".into(),
+            stage: Stage::Connect,
+            error: io::Error::from(io::ErrorKind::ConnectionRefused),
+        };
+        let text = error.to_string();
+        assert!(text.starts_with("ws target 127.0.0.1:9: connecting failed: "), "{text}");
+        assert!(text.contains("--target ws=HOST:PORT"), "{text}");
+        let error = RttError::RoundTrip {
+            protocol: Protocol::Tcp,
+            target: "h:1".into(),
+            error: io::Error::from(io::ErrorKind::WouldBlock),
+        };
+        assert!(error.to_string().contains("no answer within 5 s"), "{error}");
+    }
+}

@@ -1,0 +1,160 @@
+//! The HTML report in a real browser: two real runs of the `wsbench` binary against its
+//! built-in server (50 and 20 connections), `wsbench report a.json b.json --html`, then
+//! `tests/browser/check-report.mjs` opens the page in headless Chromium and checks that every
+//! chart is drawn, that nothing is logged as an error and that the page requests nothing but
+//! itself. Golden files pin the page's bytes; only a browser shows that those bytes render.
+//!
+//! The check saves a full-page screenshot, and the run files and page next to it, in
+//! `target/browser-artifacts/` for people (and CI artifacts) to look at.
+//!
+//! Chromium and the pinned `playwright-core` are installed by `scripts/install-test-peers.sh`.
+//! When either is missing the test is skipped with a message, unless
+//! `WSBENCH_REQUIRE_PEERS=1` (set by `scripts/test.sh`), in which case it fails.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+/// Upper bound for one command (a 2 s run, or the browser check); the child is killed past it.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+}
+
+/// `target/browser-artifacts`, wherever the target directory is.
+fn artifacts_dir() -> PathBuf {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().expect("target dir").to_owned();
+    target.join("browser-artifacts")
+}
+
+/// The node script, once Chromium, node and playwright-core are all there.
+fn browser_check() -> Result<PathBuf, String> {
+    if !Path::new(CHROMIUM).exists() {
+        return Err(format!("{CHROMIUM} does not exist"));
+    }
+    let browser = repo_root().join("tests/browser");
+    let playwright = browser.join("node_modules/playwright-core/package.json");
+    if !playwright.exists() {
+        return Err(format!("{} does not exist", playwright.display()));
+    }
+    let version = Command::new("node")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run `node`: {e}"))?;
+    if !version.status.success() {
+        return Err("`node --version` failed".to_owned());
+    }
+    Ok(browser.join("check-report.mjs"))
+}
+
+/// The check script, or `None` (after saying why on stderr) when it cannot run and peers
+/// are optional.
+fn require_browser() -> Option<PathBuf> {
+    match browser_check() {
+        Ok(script) => Some(script),
+        Err(why) => {
+            let msg = format!("browser check not installed: run scripts/install-test-peers.sh ({why})");
+            if std::env::var("WSBENCH_REQUIRE_PEERS").as_deref() == Ok("1") {
+                panic!("{msg}");
+            }
+            eprintln!("skipping: {msg}");
+            None
+        }
+    }
+}
+
+/// Runs `command` to completion (killing it after [`COMMAND_TIMEOUT`]) and panics, showing
+/// its output, unless it succeeds.
+fn run(command: &mut Command) -> Output {
+    let shown = format!("{command:?}");
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {shown}: {e}"));
+    let collect = |mut pipe: Box<dyn Read + Send>| {
+        thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = pipe.read_to_end(&mut out);
+            out
+        })
+    };
+    let stdout = collect(Box::new(child.stdout.take().unwrap()));
+    let stderr = collect(Box::new(child.stderr.take().unwrap()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for child") {
+            break Some(status);
+        }
+        if start.elapsed() > COMMAND_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let output = Output {
+        status: status.unwrap_or_default(),
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    };
+    let report = format!(
+        "{shown}\n--- stdout ---\n{}--- stderr ---\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    match status {
+        None => panic!("timed out after {COMMAND_TIMEOUT:?}, killed: {report}"),
+        Some(status) if !status.success() => panic!("exited with {status}: {report}"),
+        Some(_) => output,
+    }
+}
+
+#[test]
+fn html_report_of_real_runs_renders_in_chromium() {
+    let Some(script) = require_browser() else { return };
+    let dir = artifacts_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let wsbench = env!("CARGO_BIN_EXE_wsbench");
+    for (file, connections) in [("a.json", "50"), ("b.json", "20")] {
+        let json = dir.join(file);
+        run(Command::new(wsbench)
+            .args(["run", "--duration", "2s", "--connections", connections, "--json"])
+            .arg(&json));
+        assert!(json.exists(), "{} was not written", json.display());
+    }
+    let html = dir.join("report.html");
+    let screenshot = dir.join("report.png");
+    let _ = std::fs::remove_file(&screenshot);
+    run(Command::new(wsbench)
+        .arg("report")
+        .arg(dir.join("a.json"))
+        .arg(dir.join("b.json"))
+        .arg("--html")
+        .arg(&html));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<title>wsbench report: a, b</title>"), "labels are the file stems");
+
+    let output = run(Command::new("node")
+        .arg(&script)
+        .arg(&html)
+        .arg(&screenshot)
+        .current_dir(script.parent().unwrap()));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    assert!(stdout.contains("all checks passed"), "the check exited 0 without finishing:\n{stdout}");
+    let png = std::fs::read(&screenshot)
+        .unwrap_or_else(|e| panic!("no screenshot at {}: {e}", screenshot.display()));
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+        "{} is not a real PNG",
+        screenshot.display()
+    );
+    println!("screenshot: {}", screenshot.display());
+}

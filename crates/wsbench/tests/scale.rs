@@ -1,0 +1,391 @@
+//! Scale-out against real processes on loopback: shards of one run merged losslessly
+//! (`run --shard I/N --start-at T`, `wsbench merge`), one run split over client processes
+//! (`run --processes N`, with a shard that dies and with Ctrl-C), and the built-in server as
+//! several processes sharing its port (`serve --processes N`), as the probe sees it.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use clap::{Parser, ValueEnum};
+use support::{Server, wsbench_bin};
+use wsbench::cli::{Cli, FormatArg};
+use wsbench::result::{RunResult, fixture};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wsbench-scale-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+fn wsbench(args: &[&str]) -> Output {
+    Command::new(wsbench_bin()).args(args).output().expect("run wsbench")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn read(path: &Path) -> RunResult {
+    RunResult::read_json(path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn latency_count(result: &RunResult) -> u64 {
+    result.metrics().unwrap().latency.len()
+}
+
+/// Every validation error of `path` against `schema/result.schema.json`.
+fn schema_errors(path: &Path) -> Vec<String> {
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/result.schema.json");
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
+    let instance: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    validator.iter_errors(&instance).map(|e| format!("{}: {e}", e.instance_path)).collect()
+}
+
+/// A merged result is a result like any other: it validates and renders in every format.
+fn assert_is_a_good_result_file(path: &Path) {
+    let errors = schema_errors(path);
+    assert!(errors.is_empty(), "{} does not validate:\n{}", path.display(), errors.join("\n"));
+    for format in FormatArg::value_variants() {
+        let name = format.to_possible_value().unwrap().get_name().to_owned();
+        let output = wsbench(&["report", path.to_str().unwrap(), "--format", &name]);
+        assert!(output.status.success(), "report --format {name}: {}", stderr(&output));
+        assert!(!output.stdout.is_empty(), "report --format {name} printed nothing");
+    }
+}
+
+#[test]
+fn merge_of_shards_equals_the_sum() {
+    let server = Server::spawn(&[]);
+    let url = format!("ws://{}/", server.addr);
+    let dir = temp_dir("merge");
+    let start_at = (now_ms() + 1_500).to_string();
+    let files: Vec<PathBuf> = (0..2).map(|i| dir.join(format!("shard-{i}.json"))).collect();
+    let shards: Vec<_> = (0..2)
+        .map(|i| {
+            let shard = format!("{i}/2");
+            Command::new(wsbench_bin())
+                .args(["run", &url, "--connections", "200", "--duration", "1s", "--warmup", "0s"])
+                .args(["--shard", &shard, "--start-at", &start_at, "--json", files[i].to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for shard in shards {
+        let output = shard.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let merged_path = dir.join("merged.json");
+    let output = wsbench(&[
+        "merge",
+        files[0].to_str().unwrap(),
+        files[1].to_str().unwrap(),
+        "-o",
+        merged_path.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("shards:"));
+
+    let (a, b, merged) = (read(&files[0]), read(&files[1]), read(&merged_path));
+    let (ca, cb, cm) = (&a.summary.connections, &b.summary.connections, &merged.summary.connections);
+    assert_eq!((ca.established, cb.established), (100, 100), "each shard opens its half");
+    assert_eq!(cm.attempted, ca.attempted + cb.attempted);
+    assert_eq!(cm.established, ca.established + cb.established);
+    assert_eq!(cm.established, 200);
+    let sum = |f: fn(&RunResult) -> u64| f(&a) + f(&b);
+    assert_eq!(merged.counters.messages_sent, sum(|r| r.counters.messages_sent));
+    assert_eq!(merged.counters.messages_received, sum(|r| r.counters.messages_received));
+    assert_eq!(merged.counters.bytes_received, sum(|r| r.counters.bytes_received));
+    assert_eq!(latency_count(&merged), latency_count(&a) + latency_count(&b));
+    assert_eq!(merged.summary.latency_us.count, latency_count(&merged));
+    assert_eq!(merged.summary.measured_echoes, a.summary.measured_echoes + b.summary.measured_echoes);
+    assert_eq!(merged.summary.echoes_per_sec, a.summary.echoes_per_sec + b.summary.echoes_per_sec);
+    // They started together: the shared --start-at, within the time it takes to exec.
+    assert!(a.started_at_unix_ms.abs_diff(b.started_at_unix_ms) < 200, "{a:?}");
+    assert_eq!(merged.started_at_unix_ms, a.started_at_unix_ms.min(b.started_at_unix_ms));
+    // Both probed the same server by its port: it is kept once.
+    assert_eq!(merged.server.pids, [server.pid()]);
+    assert_eq!(merged.shards.len(), 2);
+    assert_eq!(merged.shards[1].shard.as_deref(), Some("1/2"));
+    assert_is_a_good_result_file(&merged_path);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn merge_refuses_different_scenarios() {
+    let dir = temp_dir("refuse");
+    let small = dir.join("small.json");
+    let big = dir.join("big.json");
+    RunResult::from_outcome(&fixture::closed_loop()).write_json(&small).unwrap();
+    let mut outcome = fixture::closed_loop();
+    outcome.config["connections"] = serde_json::json!(2_000);
+    RunResult::from_outcome(&outcome).write_json(&big).unwrap();
+    let merged = dir.join("merged.json");
+    let output =
+        wsbench(&["merge", small.to_str().unwrap(), big.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let message = stderr(&output);
+    assert_eq!(message.lines().count(), 1, "{message}");
+    assert!(message.contains("`connections` is 1000"), "{message}");
+    assert!(
+        message.contains(small.to_str().unwrap()) && message.contains(big.to_str().unwrap()),
+        "{message}"
+    );
+    assert!(!merged.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn processes_2_runs_two_shards_and_merges() {
+    let dir = temp_dir("processes");
+    let json = dir.join("run.json");
+    let output = wsbench(&[
+        "run",
+        "--connections",
+        "200",
+        "--duration",
+        "2s",
+        "--processes",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let merged = read(&json);
+    assert_eq!(merged.summary.connections.attempted, 200);
+    assert_eq!(merged.summary.connections.established, 200);
+    assert_eq!(merged.config["processes"], 2);
+    assert!(merged.target.builtin);
+    assert!(!merged.interrupted);
+    // The parent probed the server for the whole run; the shards did not.
+    assert!(merged.server.probed, "{:?}", merged.server);
+    assert_eq!(merged.server.found_by.as_deref(), Some("spawned"));
+    assert!(merged.server.samples.len() >= 8, "{} samples", merged.server.samples.len());
+    assert_eq!(merged.shards.len(), 2);
+    let shard_files: Vec<RunResult> =
+        (0..2).map(|i| read(&dir.join(format!("run.shards/shard-{i}.json")))).collect();
+    for (i, shard) in shard_files.iter().enumerate() {
+        assert_eq!(shard.summary.connections.established, 100);
+        assert_eq!(shard.config["shard"]["index"], i);
+        assert!(!shard.server.probed);
+        assert_eq!(merged.shards[i].shard.as_deref(), Some(format!("{i}/2").as_str()));
+    }
+    assert_eq!(latency_count(&merged), shard_files.iter().map(latency_count).sum::<u64>());
+    assert_eq!(
+        merged.summary.echoes_per_sec,
+        shard_files.iter().map(|s| s.summary.echoes_per_sec).sum::<f64>()
+    );
+    assert!(merged.summary.echoes_per_sec > 0.0);
+    assert_is_a_good_result_file(&json);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `/proc/PID/stat` field 4.
+fn parent_of(pid: u32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat[stat.rfind(')').unwrap() + 1..].split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn serve_processes_2_listens_once_and_sums_in_the_probe() {
+    let mut supervisor = Command::new(wsbench_bin())
+        .args(["serve", "--port", "0", "--processes", "2"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let stdout = supervisor.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let line = rx.recv_timeout(Duration::from_secs(20)).expect("a `listening on` line");
+    let port: u16 = line.rsplit(':').next().unwrap().parse().unwrap_or_else(|_| panic!("{line}"));
+    assert!(line.starts_with("listening on ws://127.0.0.1:"), "{line}");
+    assert!(rx.recv_timeout(Duration::from_millis(500)).is_err(), "only one `listening on` line");
+
+    // Exactly the two server processes listen; the supervisor does not.
+    let pids = wsbench::probe::pids_listening_on(port).unwrap();
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    assert!(!pids.contains(&supervisor.id()));
+    assert!(pids.iter().all(|&pid| parent_of(pid) == supervisor.id()));
+    let both = wsbench::probe::sample(&pids, 0).unwrap();
+    let each: Vec<_> = pids.iter().map(|&pid| wsbench::probe::sample(&[pid], 0).unwrap()).collect();
+    assert_eq!(both.threads, each.iter().map(|s| s.threads).sum::<u64>());
+
+    // A run against it finds both by the port and sums them.
+    let dir = temp_dir("serve-processes");
+    let json = dir.join("run.json");
+    let url = format!("ws://127.0.0.1:{port}/");
+    let output =
+        wsbench(&["run", &url, "--connections", "200", "--duration", "1s", "--json", json.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result = read(&json);
+    assert_eq!(result.summary.connections.established, 200);
+    assert_eq!(result.server.pids, pids);
+    assert!(result.server.threads_peak.unwrap() >= both.threads);
+
+    // SIGTERM: forwarded, every process exits, the supervisor with 0, promptly.
+    unsafe {
+        libc::kill(supervisor.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let status = loop {
+        if let Some(status) = supervisor.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the supervisor did not exit within 2 s of SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    assert!(wsbench::probe::pids_listening_on(port).unwrap().is_empty());
+
+    // The built-in server of a run, as two processes: the probe sums all three.
+    let output = wsbench(&[
+        "run",
+        "--server-processes",
+        "2",
+        "--connections",
+        "100",
+        "--duration",
+        "1s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result = read(&json);
+    assert_eq!(result.server.found_by.as_deref(), Some("spawned"));
+    assert_eq!(result.server.pids.len(), 3, "{:?}", result.server.pids);
+    // Each server process runs at least its event loop, its signal thread and main; the
+    // supervisor at least main.
+    let server_threads = 2 * 3 + 1;
+    assert!(result.server.threads_peak.unwrap() >= server_threads, "{:?}", result.server.threads_peak);
+    assert_eq!(result.summary.connections.established, 100);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn dead_shard_is_reported_by_name_and_others_merged() {
+    let dir = temp_dir("dead-shard");
+    let json = dir.join("run.json");
+    let run = |hook: &str| {
+        Command::new(wsbench_bin())
+            .args(["run", "--connections", "200", "--duration", "3s", "--processes", "2"])
+            .args(["--json", json.to_str().unwrap()])
+            .env("WSBENCH_TEST_SHARD_EXIT", hook)
+            .output()
+            .unwrap()
+    };
+
+    // Shard 1 stops early, writes its partial result and exits with status 3.
+    let output = run("1");
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{message}");
+    assert!(message.contains("shard 1/2 (pid "), "{message}");
+    assert!(message.contains("died: exit status 3; its partial result is merged"), "{message}");
+    let merged = read(&json);
+    assert!(merged.interrupted);
+    assert_eq!(merged.shards.len(), 2);
+    assert_eq!(merged.shards[0].died, None);
+    assert_eq!(merged.shards[1].died.as_deref(), Some("exit status 3"));
+    let shards: Vec<RunResult> =
+        (0..2).map(|i| read(&dir.join(format!("run.shards/shard-{i}.json")))).collect();
+    assert!(shards[1].interrupted && !shards[0].interrupted);
+    assert_eq!(
+        merged.summary.connections.attempted,
+        shards.iter().map(|s| s.summary.connections.attempted).sum::<u64>()
+    );
+    assert_eq!(latency_count(&merged), shards.iter().map(latency_count).sum::<u64>());
+    assert!(String::from_utf8_lossy(&output.stdout).contains("shard 1/2 died (exit status 3)"));
+
+    // Shard 1 is killed outright: no result; shard 0 alone is the merged result.
+    let output = run("1:kill");
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{message}");
+    assert!(message.contains("died: signal 9; it left no result"), "{message}");
+    let merged = read(&json);
+    assert!(merged.interrupted);
+    assert_eq!(merged.shards.len(), 1);
+    assert_eq!(merged.shards[0].shard.as_deref(), Some("0/2"));
+    assert_eq!(merged.summary.connections.established, 100);
+    assert!(!dir.join("run.shards/shard-1.json").exists(), "a stale shard file must not be merged");
+    assert_is_a_good_result_file(&json);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ctrl_c_stops_every_shard_and_still_writes_the_merged_result() {
+    let dir = temp_dir("ctrl-c");
+    let json = dir.join("run.json");
+    let parent = Command::new(wsbench_bin())
+        .args(["run", "--connections", "100", "--duration", "60s", "--processes", "2"])
+        .args(["--json", json.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    unsafe {
+        libc::kill(parent.id() as libc::pid_t, libc::SIGINT);
+    }
+    let started = Instant::now();
+    let output = parent.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("died"), "{}", stderr(&output));
+    let merged = read(&json);
+    assert!(merged.interrupted);
+    assert_eq!(merged.shards.len(), 2);
+    assert!(merged.shards.iter().all(|s| s.interrupted && s.died.is_none()));
+    assert_eq!(merged.summary.connections.established, 100);
+    assert!(merged.summary.measured_echoes > 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn serve_processes_children_get_every_setting() {
+    let parse = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
+        wsbench::cli::Command::Serve(serve) => serve,
+        other => panic!("{other:?}"),
+    };
+    let given = parse(&[
+        "wsbench",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--threads",
+        "3",
+        "--tls",
+        "--tcp-port",
+        "0",
+        "--max-message",
+        "1MiB",
+        "--max-connections",
+        "500",
+        "--handshake-timeout",
+        "3s",
+        "--processes",
+        "4",
+    ]);
+    let args = given.child_args(5000, Some(5001));
+    let child = parse(&std::iter::once("wsbench").chain(args.iter().map(String::as_str)).collect::<Vec<_>>());
+    assert_eq!(child.processes, 1);
+    let mut expected = given.clone().into_config();
+    (expected.port, expected.tcp_port) = (5000, Some(5001));
+    assert_eq!(format!("{:?}", child.into_config()), format!("{expected:?}"));
+}

@@ -1,0 +1,171 @@
+// Opens a report written by `wsbench report --html` in a real browser (the system Chromium,
+// driven by the pinned playwright-core) and checks what a reader would see: every expected
+// chart (`svg[data-chart=NAME]`) is present, visible and has drawn marks; the page logs no
+// console errors and throws no page errors; and it makes no request beyond its own file
+// (every request is intercepted, anything else is aborted and fails the check). Then it
+// saves a full-page screenshot. Run by crates/wsbench/tests/browser.rs.
+//
+// usage: node check-report.mjs REPORT.html SCREENSHOT.png [--charts NAME,NAME,...]
+// Prints one line per check and "all checks passed" on success; exits 1 on any failure.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+import { chromium } from 'playwright-core';
+
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+// A report of two or more results has all of these.
+const DEFAULT_CHARTS = [
+  'throughput',
+  'latency-over-time',
+  'latency-spectrum',
+  'connect-time',
+  'server-rss',
+  'server-cpu',
+  'compare-echoes-per-sec',
+  'compare-p99-latency',
+  'compare-rss-peak',
+  'compare-echoes-per-cpu-second',
+];
+const TIMEOUT_MS = 60_000;
+
+function parseArgs(argv) {
+  const positional = [];
+  let charts = DEFAULT_CHARTS;
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--charts') {
+      charts = (argv[++i] ?? '').split(',').filter(Boolean);
+    } else {
+      positional.push(argv[i]);
+    }
+  }
+  if (positional.length !== 2 || charts.length === 0) {
+    console.error('usage: node check-report.mjs REPORT.html SCREENSHOT.png [--charts NAME,NAME,...]');
+    process.exit(2);
+  }
+  return { report: resolve(positional[0]), screenshot: resolve(positional[1]), charts };
+}
+
+/// In the page: what each expected chart looks like.
+function inspectCharts(names) {
+  return names.map((name) => {
+    const found = document.querySelectorAll(`svg[data-chart="${name}"]`);
+    if (found.length !== 1) {
+      return { name, problems: [`${found.length} elements match svg[data-chart="${name}"]`] };
+    }
+    const svg = found[0];
+    const problems = [];
+    const box = svg.getBoundingClientRect();
+    const style = getComputedStyle(svg);
+    if (box.width < 50 || box.height < 50 || style.display === 'none' || style.visibility !== 'visible') {
+      problems.push(`not visible (${box.width}x${box.height}, display ${style.display}, visibility ${style.visibility})`);
+    }
+    const title = svg.querySelector(':scope > title');
+    if (!title || !title.textContent.trim()) {
+      problems.push('no <title>');
+    }
+    if (svg.dataset.empty === 'true') {
+      problems.push(`drawn as "no data": ${svg.textContent.trim()}`);
+    }
+    const marks = [...svg.querySelectorAll('.mark')].filter((mark) => {
+      const bbox = mark.getBBox();
+      return bbox.width > 0 || bbox.height > 0;
+    });
+    if (marks.length === 0) {
+      problems.push('no drawn marks (lines, dots or bars of non-zero size)');
+    }
+    return { name, problems, marks: marks.length, size: `${Math.round(box.width)}x${Math.round(box.height)}` };
+  });
+}
+
+async function main() {
+  const { report, screenshot, charts } = parseArgs(process.argv.slice(2));
+  const reportUrl = pathToFileURL(report).href;
+  const failures = [];
+  const userDataDir = mkdtempSync(join(tmpdir(), 'wsbench-chromium-'));
+  let context;
+  try {
+    // A persistent context is how Playwright takes a --user-data-dir; this one is fresh.
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1360, height: 900 },
+      deviceScaleFactor: 1,
+      timeout: TIMEOUT_MS,
+    });
+    // Only the report itself may load; anything else is a leak.
+    await context.route('**/*', (route) => {
+      const url = route.request().url();
+      if (url === reportUrl) {
+        return route.continue();
+      }
+      failures.push(`request leaving the file: ${url}`);
+      return route.abort('blockedbyclient');
+    });
+    const page = context.pages()[0] ?? (await context.newPage());
+    page.on('console', (message) => {
+      if (message.type() === 'error') {
+        failures.push(`console error: ${message.text()}`);
+      }
+    });
+    page.on('pageerror', (error) => failures.push(`page error: ${error.message}`));
+    page.on('request', (request) => {
+      if (request.url() !== reportUrl && !request.url().startsWith('data:')) {
+        failures.push(`request: ${request.url()}`);
+      }
+    });
+
+    const response = await page.goto(reportUrl, { waitUntil: 'load', timeout: TIMEOUT_MS });
+    if (!response || !response.ok()) {
+      failures.push(`loading ${reportUrl} failed (${response ? response.status() : 'no response'})`);
+    }
+    const title = await page.title();
+    console.log(`page: ${title}`);
+    if (!title.startsWith('wsbench report')) {
+      failures.push(`unexpected page title: ${title}`);
+    }
+    const rows = await page.locator('table.summary tbody tr').count();
+    console.log(`summary table: ${rows} rows`);
+    if (rows === 0) {
+      failures.push('the summary table has no rows');
+    }
+    for (const chart of await page.evaluate(inspectCharts, charts)) {
+      if (chart.problems.length === 0) {
+        console.log(`chart ${chart.name}: ok (${chart.size}, ${chart.marks} marks)`);
+      } else {
+        failures.push(`chart ${chart.name}: ${chart.problems.join('; ')}`);
+      }
+    }
+    await page.screenshot({ path: screenshot, fullPage: true });
+    console.log(`screenshot: ${screenshot}`);
+  } catch (error) {
+    failures.push(`browser: ${error.stack ?? error}`);
+  } finally {
+    if (context) {
+      await context.close();
+    }
+    rmSync(userDataDir, { recursive: true, force: true });
+  }
+  if (failures.length > 0) {
+    for (const failure of failures) {
+      console.error(`FAIL ${failure}`);
+    }
+    process.exit(1);
+  }
+  console.log('all checks passed');
+}
+
+await main();
