@@ -164,6 +164,8 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         elapsed_secs,
         measured_secs,
         measured_echoes,
+        // Shards connect at the same time: the slowest one's connect phase is the run's.
+        connect_phase_secs: inputs.iter().map(|i| i.result.summary.connect_phase_s).fold(0.0, f64::max),
         interrupted: inputs.iter().any(|i| i.result.interrupted),
         connections,
         in_flight,

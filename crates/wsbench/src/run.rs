@@ -20,6 +20,9 @@ use crate::target::Target;
 
 /// Open files the client keeps for itself beyond one per connection.
 pub const RESERVED_FILES: u64 = 64;
+/// Exit status of a `wsbench run` that completed but counted failures (`summary.errors` is
+/// not empty; docs/exit-codes.md). A shard exiting with it completed: it did not die.
+pub const EXIT_RUN_FAILURES: u8 = 3;
 const SERVER_START_TIMEOUT: Duration = Duration::from_secs(15);
 const SERVER_STOP_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -27,10 +30,15 @@ const SERVER_STOP_TIMEOUT: Duration = Duration::from_secs(3);
 pub enum RunError {
     #[error(
         "{wanted} connections need {needed} open files, but this process may open only {limit} \
-         (hard limit): run at most {fits} connections per process, or split the run across \
-         processes with shards"
+         (hard limit): run at most {fits} connections per process, or split the run over \
+         processes with --processes N (or --shard I/N)"
     )]
     TooManyConnections { wanted: u64, needed: u64, limit: u64, fits: u64 },
+    #[error(
+        "{connections} connections do not fit in {processes} built-in server process(es) of \
+         {limit} open files each: add --server-processes {needed}"
+    )]
+    ServerTooSmall { connections: u64, processes: u64, limit: u64, needed: u64 },
     #[error("cannot start the built-in server: {0}")]
     ServerStart(String),
     #[error("the engine failed: {0}")]
@@ -190,6 +198,24 @@ pub fn check_file_limit(connections: u64) -> Result<u64, RunError> {
     Ok(limit)
 }
 
+/// Checks that the built-in server's processes can hold `connections` (the server inherits
+/// the client's open-file limit), allowing 10% for `SO_REUSEPORT`'s uneven spread.
+pub fn check_server_processes(connections: u64, processes: u64, limit: u64) -> Result<(), RunError> {
+    let per_process = limit.saturating_sub(RESERVED_FILES).max(1);
+    let with_spread = connections + connections / 10;
+    if processes > 1 && with_spread.div_ceil(processes) > per_process
+        || processes == 1 && connections > per_process
+    {
+        return Err(RunError::ServerTooSmall {
+            connections,
+            processes,
+            limit,
+            needed: with_spread.div_ceil(per_process).max(2),
+        });
+    }
+    Ok(())
+}
+
 /// The target of one or more measured runs: the built-in server (started once, pinned)
 /// or the given URL, and the CPUs the client's workers use.
 #[derive(Debug)]
@@ -202,7 +228,10 @@ pub struct Session {
 impl Session {
     /// Checks that `config` fits this process and starts the built-in server if needed.
     pub fn start(config: &RunConfig) -> Result<Session, RunError> {
-        check_file_limit(config.connections_per_process())?;
+        let limit = check_file_limit(config.connections_per_process())?;
+        if config.target.is_none() {
+            check_server_processes(config.connections, config.server_processes, limit)?;
+        }
         let cpus = plan_cpus(config, &crate::affinity::allowed_cpus());
         let server_processes = config.server_processes.to_string();
         let extra_args: &[&str] =
@@ -245,6 +274,7 @@ impl Session {
             elapsed_secs: output.elapsed_secs,
             measured_secs: output.measured_secs,
             measured_echoes: output.measured_echoes,
+            connect_phase_secs: output.connect_phase_secs,
             interrupted: output.interrupted,
             connections: output.metrics.counters.connections_established,
             in_flight: config.in_flight,

@@ -69,6 +69,8 @@ pub struct RunOutcome {
     pub measured_secs: f64,
     /// Round trips completed inside the measured window.
     pub measured_echoes: u64,
+    /// From the first connection attempt until every connection was established or failed.
+    pub connect_phase_secs: f64,
     pub interrupted: bool,
     /// Connections × in-flight messages the run aimed to keep busy (Little's law).
     pub connections: u64,

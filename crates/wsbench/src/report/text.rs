@@ -200,6 +200,15 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
             let _ = writeln!(out, "Little's law: no prediction (no round trips were measured)");
         }
     }
+    if result.scenario == "scalability" {
+        let _ = writeln!(
+            out,
+            "connect phase: {} connections in {} ({:.1} connections/ms)",
+            group(summary.connections.established),
+            seconds(summary.connect_phase_s),
+            summary.connections_per_ms
+        );
+    }
     if result.scenario == "c10k" {
         render_c10k_block(&mut out, result);
     }

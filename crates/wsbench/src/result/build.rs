@@ -198,6 +198,12 @@ impl RunResult {
                 unanswered: counters.messages_unanswered,
             },
             bytes: ByteCounts { sent: counters.bytes_sent, received: counters.bytes_received },
+            connect_phase_s: finite(outcome.connect_phase_secs),
+            connections_per_ms: if outcome.connect_phase_secs > 0.0 {
+                finite(counters.connections_established as f64 / (outcome.connect_phase_secs * 1e3))
+            } else {
+                0.0
+            },
             latency_distribution: super::Distribution::from_histogram(&metrics.latency),
             connect_distribution: super::Distribution::from_histogram(&metrics.connect),
             littles_law: LittlesLaw::new(

@@ -138,6 +138,13 @@ pub struct Summary {
     pub messages: MessageCounts,
     pub bytes: ByteCounts,
     pub littles_law: LittlesLaw,
+    /// From the first connection attempt until every connection was up or had failed.
+    #[serde(default)]
+    pub connect_phase_s: f64,
+    /// Connections established per millisecond of the connect phase (uWebSockets'
+    /// "connection performance").
+    #[serde(default)]
+    pub connections_per_ms: f64,
     /// The C10K seed's statistics block for latency and connect time.
     #[serde(default)]
     pub latency_distribution: Distribution,
