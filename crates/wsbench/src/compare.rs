@@ -160,6 +160,18 @@ fn measure(settings: RunSettings, interrupt: &AtomicBool) -> Result<RunResult, R
     Ok(result)
 }
 
+/// Each measured server's median run, labelled with its name, for the report renderers.
+pub fn median_results(rows: &[Row]) -> Vec<(String, RunResult)> {
+    rows.iter().filter_map(|row| Some((row.manifest.name.clone(), row.median_run()?.clone()))).collect()
+}
+
+/// Writes the HTML page of a comparison (atomically).
+pub fn write_html(rows: &[Row], path: &std::path::Path) -> Result<(), CompareError> {
+    let page = crate::report::render_html(&median_results(rows))?;
+    crate::result::write_atomically(path, |out| out.write_all(page.as_bytes()))?;
+    Ok(())
+}
+
 /// The comparison table, shaped like the seeds' tables.
 pub fn render_table(rows: &[Row]) -> String {
     let mut out = String::new();

@@ -1,7 +1,10 @@
-//! The `wsbench` binary: parses flags and hands them to the library. Exit codes: 0 success,
-//! 1 the command failed (or a shard of a `run --processes` died; the merged result is still
-//! written), 2 bad usage (flags, scenario files), 130 a run interrupted by
-//! Ctrl-C (its result is still written).
+//! The `wsbench` binary: parses flags and hands them to the library. Exit codes (see
+//! docs/exit-codes.md): 0 success (a run: completed with no error counted), 1 the command
+//! failed (or a shard of a `run --processes` died; the merged result is still written), 2 bad
+//! usage (flags, scenario files), 3 a run completed but counted failures (connect timeouts,
+//! resets, close frames, … `summary.errors` is not empty; its result is still written), 130 a
+//! run interrupted by Ctrl-C (its result is still written). `compare` and `--find-max-rate`
+//! exit 0 when they complete: their tables say what failed.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -13,6 +16,8 @@ use clap::Parser;
 use wsbench::cli::{Cli, Command, CompareArgs, FleetCommand, ReportArgs, RunArgs};
 
 const EXIT_USAGE: u8 = 2;
+/// The run completed, but counted failures (`summary.errors` is not empty).
+const EXIT_RUN_FAILURES: u8 = wsbench::run::EXIT_RUN_FAILURES;
 const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
@@ -61,6 +66,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Interrupted without Ctrl-C: a shard of a `--processes` run died.
     let ctrl_c = interrupt.load(std::sync::atomic::Ordering::Relaxed);
     Ok(match (result.interrupted, ctrl_c) {
+        (false, _) if !result.summary.errors.is_empty() => ExitCode::from(EXIT_RUN_FAILURES),
         (false, _) => ExitCode::SUCCESS,
         (true, true) => ExitCode::from(EXIT_INTERRUPTED),
         (true, false) => ExitCode::FAILURE,
@@ -120,6 +126,13 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     };
     let rows = wsbench::compare::compare(&config, &interrupt, &mut |line| eprintln!("{line}"))?;
     print(&wsbench::compare::render_table(&rows))?;
+    if args.markdown {
+        print(&format!("\n{}", wsbench::report::render_md(&wsbench::compare::median_results(&rows))))?;
+    }
+    if let Some(path) = &args.html {
+        wsbench::compare::write_html(&rows, path)?;
+        eprintln!("wrote {}", path.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -72,6 +72,9 @@ fn broken_servers_get_a_row_that_says_so_and_the_others_are_measured() {
             "4s",
             "--out",
             out.to_str().unwrap(),
+            "--html",
+            dir.join("compare.html").to_str().unwrap(),
+            "--markdown",
         ],
         &dir,
     );
@@ -95,6 +98,13 @@ fn broken_servers_get_a_row_that_says_so_and_the_others_are_measured() {
     );
     assert!(row("dies-early").contains("died mid-run"), "{}\n{stderr}", row("dies-early"));
     assert!(row("not-installed").contains("not installed"), "{}", row("not-installed"));
+    let page = std::fs::read_to_string(dir.join("compare.html"))
+        .unwrap_or_else(|e| panic!("--html writes the page: {e}\n{stderr}"));
+    assert!(page.contains("data-chart=\"compare-echoes-per-sec\""), "comparison bars in the page");
+    assert!(
+        stdout.contains("| healthy |") || stdout.contains("| healthy"),
+        "--markdown prints the table\n{stdout}"
+    );
 }
 
 #[test]
