@@ -6,6 +6,8 @@
 # and what the HTML report's browser test (crates/wsbench/tests/browser.rs) needs:
 #   - `playwright-core` into tests/browser/node_modules (pinned in tests/browser/package-lock.json)
 #   - Chromium at /usr/bin/chromium (apt-get, only when it is missing; needs root or sudo)
+# and the fault tests' proxy (crates/wsbench/tests/faults.rs):
+#   - toxiproxy-server into <repo>/.tools (scripts/install-toxiproxy.sh, needs Go)
 # Idempotent: re-running it only re-checks what is already installed.
 set -euo pipefail
 
@@ -47,3 +49,5 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 echo "install-test-peers: $(/usr/bin/chromium --version 2>/dev/null)," \
     "playwright-core $(node -p 'require("./tests/browser/node_modules/playwright-core/package.json").version')"
+
+./scripts/install-toxiproxy.sh

@@ -1,5 +1,7 @@
 //! wsbench's fuzzing crate: the invariant checks live in [`checks`] so that the libFuzzer
 //! targets in `fuzz_targets/` and the corpus test in `crates/proto/tests/fuzz_corpus.rs` run
-//! exactly the same code.
+//! exactly the same code; [`server_checks`] does the same for the echo server's `server_conn`
+//! target and `crates/server/tests/fuzz_corpus.rs`.
 
 pub mod checks;
+pub mod server_checks;

@@ -43,10 +43,11 @@ const HTTP_OK: &[u8] =
     b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nok\n";
 const HTTP_METHOD_NOT_ALLOWED: &[u8] = b"HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\nContent-Type: text/plain\r\nContent-Length: 26\r\nConnection: close\r\n\r\nonly GET is served here.\r\n";
 
+/// A connection: its socket and I/O bookkeeping (owned by the event loop) around the
+/// protocol state machine [`ConnState`].
 #[derive(Debug)]
 pub struct Conn {
     pub transport: Transport,
-    pub phase: Phase,
     /// Distinguishes this connection from a later one reusing its slab slot (timers).
     pub serial: u32,
     /// Unprocessed input (an incomplete request header or frame header).
@@ -60,16 +61,14 @@ pub struct Conn {
     pub write_shut: bool,
     /// Reading stops while the peer is not reading what we send.
     pub reading_paused: bool,
-    decoder: Option<Box<Decoder>>,
-    /// A message arriving in several pieces, reassembled before it is echoed.
-    message: Vec<u8>,
+    /// The protocol state: everything `process` needs, and nothing of the socket.
+    pub state: ConnState,
 }
 
 impl Conn {
     pub fn new(transport: Transport, phase: Phase, serial: u32) -> Conn {
         Conn {
             transport,
-            phase,
             serial,
             input: Vec::new(),
             output: Vec::new(),
@@ -77,9 +76,34 @@ impl Conn {
             write_interest: false,
             write_shut: false,
             reading_paused: false,
-            decoder: None,
-            message: Vec::new(),
+            state: ConnState::new(phase),
         }
+    }
+
+    /// See [`ConnState::process`].
+    pub fn process(&mut self, data: &mut [u8], out: &mut Vec<u8>, limits: Limits) -> (usize, Next) {
+        self.state.process(data, out, limits)
+    }
+
+    /// See [`ConnState::close_with`].
+    pub fn close_with(&mut self, code: u16, out: &mut Vec<u8>) {
+        self.state.close_with(code, out);
+    }
+}
+
+/// One connection's protocol state, apart from its socket, so it can be driven without one
+/// (the `server_conn` fuzz target does, through [`crate::fuzzing`]).
+#[derive(Debug)]
+pub struct ConnState {
+    pub phase: Phase,
+    decoder: Option<Box<Decoder>>,
+    /// A message arriving in several pieces, reassembled before it is echoed.
+    message: Vec<u8>,
+}
+
+impl ConnState {
+    pub fn new(phase: Phase) -> ConnState {
+        ConnState { phase, decoder: None, message: Vec::new() }
     }
 
     /// Consumes bytes from the start of `data`, appending replies to `out`. Returns how many

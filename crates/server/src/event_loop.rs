@@ -55,7 +55,8 @@ struct Deadline {
 pub struct EventLoop {
     poll: Poll,
     events: Events,
-    ready: Vec<(Token, bool, bool)>,
+    /// This poll's events: token, readable, writable, and whether the peer's FIN came with it.
+    ready: Vec<(Token, bool, bool, bool)>,
     config: ServeConfig,
     limits: Limits,
     tls: Option<Arc<ServerConfig>>,
@@ -129,15 +130,17 @@ impl EventLoop {
             self.ready.clear();
             for event in &self.events {
                 let readable = event.is_readable() || event.is_read_closed() || event.is_error();
-                self.ready.push((event.token(), readable, event.is_writable()));
+                self.ready.push((event.token(), readable, event.is_writable(), event.is_read_closed()));
             }
             for i in 0..self.ready.len() {
-                let (token, readable, writable) = self.ready[i];
+                let (token, readable, writable, peer_closed) = self.ready[i];
                 match token {
                     WEBSOCKET_LISTENER => self.accept(false),
                     TCP_LISTENER => self.accept(true),
                     WAKER => {}
-                    Token(n) => self.on_connection_event(n - FIRST_CONNECTION, readable, writable),
+                    Token(n) => {
+                        self.on_connection_event(n - FIRST_CONNECTION, readable, writable, peer_closed)
+                    }
                 }
             }
             let now = Instant::now();
@@ -186,18 +189,18 @@ impl EventLoop {
     }
 
     /// At the open-file limit: frees the reserve fd to accept one pending connection and
-    /// close it at once. Returns false when nothing could be done.
+    /// close it at once. Returns false when nothing could be done, including when nothing
+    /// was pending: Linux reports EMFILE before it looks at the backlog, so an accept loop
+    /// that went on after an empty accept here would spin forever.
     fn refuse_at_file_limit(&mut self, raw: bool) -> bool {
         self.log_refusal("open-file limit reached: refusing new connections (raise `ulimit -n` or use more server processes)");
         if self.reserve_fd.take().is_none() {
             return false;
         }
         let listener = if raw { self.tcp_listener.as_ref() } else { self.websocket_listener.as_ref() };
-        if let Some(listener) = listener {
-            drop(listener.accept());
-        }
+        let refused = listener.is_some_and(|listener| listener.accept().is_ok());
         self.reserve_fd = File::open("/dev/null").ok();
-        true
+        refused
     }
 
     fn log_refusal(&mut self, what: &str) {
@@ -243,7 +246,8 @@ impl EventLoop {
         }
     }
 
-    fn on_connection_event(&mut self, key: usize, readable: bool, writable: bool) {
+    /// `peer_closed`: the peer's FIN is already in, and no later event will say so.
+    fn on_connection_event(&mut self, key: usize, readable: bool, writable: bool, peer_closed: bool) {
         if !self.conns.contains(key) {
             return;
         }
@@ -251,12 +255,14 @@ impl EventLoop {
             return;
         }
         if readable {
-            self.read(key);
+            self.read(key, peer_closed);
         }
     }
 
-    /// Reads until the socket is drained, processing and answering as it goes.
-    fn read(&mut self, key: usize) {
+    /// Reads until the socket is drained, processing and answering as it goes. With
+    /// `until_would_block` it does not trust a short read to mean "drained": needed when the
+    /// peer's FIN already arrived (no further event will come) or after a pause in reading.
+    fn read(&mut self, key: usize, until_would_block: bool) {
         loop {
             let conn = &mut self.conns[key];
             if conn.reading_paused {
@@ -285,7 +291,7 @@ impl EventLoop {
                 }
                 next
             };
-            if conn.phase == Phase::Handshake
+            if conn.state.phase == Phase::Handshake
                 && self.out.is_empty()
                 && conn.input.len() > self.limits.max_header_bytes
             {
@@ -302,7 +308,7 @@ impl EventLoop {
                 conn.reading_paused = true;
                 return;
             }
-            if n < self.read_buf.len() && conn.transport.short_read_drains() {
+            if !until_would_block && n < self.read_buf.len() && conn.transport.short_read_drains() {
                 return;
             }
         }
@@ -380,13 +386,13 @@ impl EventLoop {
             }
         }
         if drained {
-            if conn.phase == Phase::Closing && !conn.write_shut {
+            if conn.state.phase == Phase::Closing && !conn.write_shut {
                 conn.write_shut = true;
                 conn.transport.shutdown_write();
             }
             if conn.reading_paused {
                 conn.reading_paused = false;
-                self.read(key);
+                self.read(key, true);
                 return self.conns.contains(key);
             }
         }
@@ -396,7 +402,7 @@ impl EventLoop {
     /// Our side is finished: flush, half-close, and wait (bounded) for the peer to close.
     fn begin_closing(&mut self, key: usize) {
         let conn = &mut self.conns[key];
-        conn.phase = Phase::Closing;
+        conn.state.phase = Phase::Closing;
         conn.reading_paused = false;
         let serial = conn.serial;
         self.closing_deadlines.push_back(Deadline { at: Instant::now() + CLOSING_TIMEOUT, key, serial });
@@ -419,7 +425,7 @@ impl EventLoop {
             if self
                 .conns
                 .get(deadline.key)
-                .is_some_and(|c| c.serial == deadline.serial && c.phase == Phase::Handshake)
+                .is_some_and(|c| c.serial == deadline.serial && c.state.phase == Phase::Handshake)
             {
                 self.close(deadline.key);
             }
@@ -432,7 +438,7 @@ impl EventLoop {
             if self
                 .conns
                 .get(deadline.key)
-                .is_some_and(|c| c.serial == deadline.serial && c.phase == Phase::Closing)
+                .is_some_and(|c| c.serial == deadline.serial && c.state.phase == Phase::Closing)
             {
                 self.close(deadline.key);
             }
@@ -447,7 +453,7 @@ impl EventLoop {
         let keys: Vec<usize> = self.conns.iter().map(|(key, _)| key).collect();
         for key in keys {
             let conn = &mut self.conns[key];
-            match conn.phase {
+            match conn.state.phase {
                 Phase::WebSocket => {
                     conn.close_with(SHUTDOWN_CLOSE_CODE, &mut self.out);
                     if self.send(key) {

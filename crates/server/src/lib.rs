@@ -25,6 +25,44 @@ use std::thread::JoinHandle;
 
 pub use processes::serve_processes;
 
+/// Drives one connection's protocol state machine without a socket, for the `server_conn`
+/// fuzz target (fuzz/fuzz_targets/server_conn.rs) and its corpus test. Not a stable API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use crate::conn::{ConnState, Limits, Next, Phase};
+
+    /// The message limit `feed_connection` uses: small, so fuzzed lengths can cross it.
+    pub const MAX_MESSAGE: u64 = 64 * 1024;
+    /// The request header limit `feed_connection` uses (the server's default).
+    pub const MAX_HEADER_BYTES: usize = wsbench_proto::handshake::DEFAULT_MAX_HEADER_BYTES;
+
+    /// Feeds `chunks` to a new WebSocket-port connection one after the other, the way the
+    /// event loop hands over socket reads (keeping unused input for the next read), and
+    /// returns everything the server would have written. Stops where the event loop would
+    /// stop reading: after a reply that ends the connection, or at an oversized pending
+    /// request header.
+    pub fn feed_connection(chunks: &[&[u8]]) -> Vec<u8> {
+        let limits = Limits { max_message: MAX_MESSAGE, max_header_bytes: MAX_HEADER_BYTES };
+        let mut state = ConnState::new(Phase::Handshake);
+        let mut input: Vec<u8> = Vec::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            input.extend_from_slice(chunk);
+            let before = out.len();
+            let (used, next) = state.process(&mut input, &mut out, limits);
+            assert!(used <= input.len(), "process used more bytes than it was given");
+            input.drain(..used);
+            if next == Next::CloseAfterFlush {
+                break;
+            }
+            if state.phase == Phase::Handshake && out.len() == before && input.len() > MAX_HEADER_BYTES {
+                break;
+            }
+        }
+        out
+    }
+}
+
 pub use config::{
     DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_THREADS, ServeConfig, TlsSource,
 };

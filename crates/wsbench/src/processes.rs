@@ -276,10 +276,12 @@ fn wait_all(shards: &mut [Shard], interrupt: &AtomicBool) -> bool {
     }
 }
 
-/// How a shard's process ended abnormally, or `None`: success, or the 130 of a shard that
-/// was interrupted because the parent forwarded Ctrl-C.
+/// How a shard's process ended abnormally, or `None`: success, a run that completed with
+/// failures counted (exit 3: they are in its result), or the 130 of a shard that was
+/// interrupted because the parent forwarded Ctrl-C.
 pub fn death(status: ExitStatus, forwarded: bool) -> Option<String> {
-    if status.success() || (forwarded && status.code() == Some(130)) {
+    let completed_with_failures = status.code() == Some(i32::from(crate::run::EXIT_RUN_FAILURES));
+    if status.success() || completed_with_failures || (forwarded && status.code() == Some(130)) {
         return None;
     }
     Some(match (status.code(), status.signal()) {
@@ -330,7 +332,7 @@ impl ShardDir {
 
 /// A test hook, for the integration tests of dead shards only. With
 /// `WSBENCH_TEST_SHARD_EXIT=I`, shard I stops one second after the common start, writes its
-/// partial result and exits with status 3; with `WSBENCH_TEST_SHARD_EXIT=I:kill` it kills
+/// partial result and exits with status 1; with `WSBENCH_TEST_SHARD_EXIT=I:kill` it kills
 /// itself (SIGKILL) at that moment instead, leaving no result.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TestHook {
@@ -372,7 +374,7 @@ impl TestHook {
 
     /// After the partial result is written: the process ends as a crashed shard would.
     pub(crate) fn exit_after_result(self) -> ! {
-        std::process::exit(3)
+        std::process::exit(1)
     }
 }
 
@@ -384,7 +386,9 @@ mod tests {
     #[test]
     fn deaths_are_named_by_exit_status_or_signal() {
         assert_eq!(death(ExitStatus::from_raw(0), false), None);
-        assert_eq!(death(ExitStatus::from_raw(3 << 8), false).as_deref(), Some("exit status 3"));
+        assert_eq!(death(ExitStatus::from_raw(1 << 8), false).as_deref(), Some("exit status 1"));
+        // Completed, with failures counted in its result: not a death.
+        assert_eq!(death(ExitStatus::from_raw(3 << 8), false), None);
         assert_eq!(death(ExitStatus::from_raw(libc::SIGKILL), false).as_deref(), Some("signal 9"));
         // Interrupted on the parent's request is not a death; unasked, it is.
         assert_eq!(death(ExitStatus::from_raw(130 << 8), true), None);
@@ -399,6 +403,18 @@ mod tests {
         assert_eq!(cpus_of_shard(&some(&[0, 1, 2, 3, 4]), 1, 2), [1, 3]);
         assert_eq!(cpus_of_shard(&some(&[0, 1, 2, 3, 4]), 0, 2), [0, 2, 4]);
         assert!(cpus_of_shard(&[None], 0, 2).is_empty());
+    }
+
+    #[test]
+    fn the_built_in_server_gets_enough_processes() {
+        use crate::run::check_server_processes as check;
+        assert!(check(19_000, 1, 20_000).is_ok());
+        assert!(check(25_000, 2, 20_000).is_ok());
+        let message = check(25_000, 1, 20_000).unwrap_err().to_string();
+        assert!(message.ends_with("add --server-processes 2"), "{message}");
+        // 10% spare for the kernel's uneven spread over the processes.
+        let message = check(38_000, 2, 20_000).unwrap_err().to_string();
+        assert!(message.ends_with("add --server-processes 3"), "{message}");
     }
 
     fn config(f: impl FnOnce(&mut RunSettings)) -> RunConfig {

@@ -290,17 +290,18 @@ fn dead_shard_is_reported_by_name_and_others_merged() {
             .unwrap()
     };
 
-    // Shard 1 stops early, writes its partial result and exits with status 3.
+    // Shard 1 stops early, writes its partial result and exits with status 1 (a run that
+    // merely counted failures exits 3, which is not a death).
     let output = run("1");
     let message = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{message}");
     assert!(message.contains("shard 1/2 (pid "), "{message}");
-    assert!(message.contains("died: exit status 3; its partial result is merged"), "{message}");
+    assert!(message.contains("died: exit status 1; its partial result is merged"), "{message}");
     let merged = read(&json);
     assert!(merged.interrupted);
     assert_eq!(merged.shards.len(), 2);
     assert_eq!(merged.shards[0].died, None);
-    assert_eq!(merged.shards[1].died.as_deref(), Some("exit status 3"));
+    assert_eq!(merged.shards[1].died.as_deref(), Some("exit status 1"));
     let shards: Vec<RunResult> =
         (0..2).map(|i| read(&dir.join(format!("run.shards/shard-{i}.json")))).collect();
     assert!(shards[1].interrupted && !shards[0].interrupted);
@@ -309,7 +310,7 @@ fn dead_shard_is_reported_by_name_and_others_merged() {
         shards.iter().map(|s| s.summary.connections.attempted).sum::<u64>()
     );
     assert_eq!(latency_count(&merged), shards.iter().map(latency_count).sum::<u64>());
-    assert!(String::from_utf8_lossy(&output.stdout).contains("shard 1/2 died (exit status 3)"));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("shard 1/2 died (exit status 1)"));
 
     // Shard 1 is killed outright: no result; shard 0 alone is the merged result.
     let output = run("1:kill");

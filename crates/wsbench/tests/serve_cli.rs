@@ -742,3 +742,20 @@ fn tls_upgrades_and_echoes() {
     send(&mut s, true, OP_CLOSE, &1000u16.to_be_bytes());
     expect_close(&mut s, 1000);
 }
+
+/// Regression: the upgrade, a message and the client's FIN arriving in one burst. The FIN
+/// raises no further readiness event, so the server must not stop at the short read that
+/// returned the message: it must echo, see the end of stream, and close its side.
+#[test]
+fn data_and_fin_in_one_burst_are_answered_and_closed() {
+    let server = Server::spawn(&[]);
+    let mut s = connect(server.addr);
+    let mut burst = upgrade_request("dGhlIHNhbXBsZSBub25jZQ==").into_bytes();
+    burst.extend(frame(true, 0x1, b"last words", true));
+    s.write_all(&burst).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let response = read_response(&mut s).unwrap();
+    assert_eq!(response.status, 101);
+    assert_eq!(read_message(&mut s), (0x1, b"last words".to_vec()));
+    expect_eof(&mut s, "after the client's FIN");
+}

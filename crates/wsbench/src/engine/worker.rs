@@ -37,6 +37,8 @@ const TICK: Duration = Duration::from_millis(20);
 /// server's close frames.
 const DRAIN: Duration = Duration::from_secs(1);
 const CLOSE_WAIT: Duration = Duration::from_millis(300);
+/// Longest echo of a json-ts message worth reading (the messages are under 64 bytes).
+const MAX_JSON_ECHO: usize = 256;
 /// Echoes counted locally before the shared progress counter is updated.
 const PROGRESS_BATCH: u64 = 256;
 
@@ -64,7 +66,8 @@ pub struct Worker {
     plan: WorkerPlan,
     poll: Poll,
     events: Events,
-    ready: Vec<(Token, bool, bool)>,
+    /// This poll's events: token, readable, writable, and whether the peer's FIN came with it.
+    ready: Vec<(Token, bool, bool, bool)>,
     conns: Slab<ClientConn>,
     template: Template,
     read_buf: Box<[u8]>,
@@ -147,11 +150,12 @@ impl Worker {
             self.ready.clear();
             for event in &self.events {
                 let readable = event.is_readable() || event.is_read_closed() || event.is_error();
-                self.ready.push((event.token(), readable, event.is_writable() || event.is_error()));
+                let writable = event.is_writable() || event.is_error();
+                self.ready.push((event.token(), readable, writable, event.is_read_closed()));
             }
             for i in 0..self.ready.len() {
-                let (Token(key), readable, writable) = self.ready[i];
-                self.on_event(key, readable, writable);
+                let (Token(key), readable, writable, read_closed) = self.ready[i];
+                self.on_event(key, readable, writable, read_closed);
             }
         }
         for (_, conn) in self.conns.iter() {
@@ -323,7 +327,8 @@ impl Worker {
         self.flush(key);
     }
 
-    fn on_event(&mut self, key: usize, readable: bool, writable: bool) {
+    /// `read_closed`: the peer's FIN is already in, and no later event will say so.
+    fn on_event(&mut self, key: usize, readable: bool, writable: bool, read_closed: bool) {
         let Some(conn) = self.conns.get_mut(key) else { return };
         if conn.state == State::Connecting {
             if !(readable || writable) {
@@ -349,7 +354,7 @@ impl Worker {
             return;
         }
         if readable || self.conns.get(key).is_some_and(|c| c.state == State::Upgrading) {
-            self.read(key);
+            self.read(key, read_closed);
         }
     }
 
@@ -381,14 +386,14 @@ impl Worker {
         true
     }
 
-    fn read(&mut self, key: usize) {
+    fn read(&mut self, key: usize, read_closed: bool) {
         // The read buffer is lent out for the call so `process` can borrow the worker.
         let mut buf = std::mem::take(&mut self.read_buf);
-        self.read_into(key, &mut buf);
+        self.read_into(key, &mut buf, read_closed);
         self.read_buf = buf;
     }
 
-    fn read_into(&mut self, key: usize, buf: &mut [u8]) {
+    fn read_into(&mut self, key: usize, buf: &mut [u8], read_closed: bool) {
         loop {
             let Some(conn) = self.conns.get_mut(key) else { return };
             let n = match conn.transport.read(buf) {
@@ -415,7 +420,9 @@ impl Worker {
             }
             let Some(conn) = self.conns.get_mut(key) else { return };
             conn.input = input;
-            let drained = n < buf.len() && conn.transport.short_read_drains();
+            // A short read drains the socket, unless the FIN came with the data (a server
+            // that sends its last bytes and closes): then read on, to the end of the stream.
+            let drained = !read_closed && n < buf.len() && conn.transport.short_read_drains();
             if !self.flush(key) || drained {
                 return;
             }
@@ -611,14 +618,22 @@ impl Worker {
                 last && (conn.check_failed || conn.check_offset.is_some_and(|end| end != expected.len()))
             }
             Template::JsonTs { .. } => {
-                if !(first && last) {
+                if first {
+                    conn.check_failed = false;
+                }
+                // An echo longer than any json-ts message is wrong already; buffering it would
+                // let a hostile server grow the client without bound (cf. CVE-2020-27813).
+                if conn.message.len() + payload.len() > MAX_JSON_ECHO {
+                    conn.check_failed = true;
+                    conn.message = Vec::new();
+                } else if !(conn.check_failed || first && last) {
                     conn.message.extend_from_slice(payload);
                 }
                 if !last {
                     return self.finish_data(key, false, now);
                 }
                 let message = if first { payload } else { &conn.message[..] };
-                let mismatch = json_seq(message) != Some(conn.echoes);
+                let mismatch = conn.check_failed || json_seq(message) != Some(conn.echoes);
                 if !first {
                     conn.message = Vec::new();
                 }

@@ -59,6 +59,7 @@ fn unreachable_url_counts_connection_refused_and_ends_quickly() {
         Duration::from_secs(15),
     );
     assert!(run.elapsed < Duration::from_secs(8), "took {:.2?}\n{}", run.elapsed, run.describe());
+    run.assert_completed_with_failures();
     assert!(json.exists(), "no result file\n{}", run.describe());
     let result = read_result(&json);
     let context = format!("{}\n{}", summary_of(&result), run.describe());

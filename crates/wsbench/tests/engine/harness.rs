@@ -191,6 +191,12 @@ impl Finished {
     pub fn assert_success(&self) {
         assert_eq!(self.code, Some(0), "wsbench failed\n{}", self.describe());
     }
+
+    /// Exit status 3: the run completed, its result is written, and it counted failures
+    /// (docs/exit-codes.md).
+    pub fn assert_completed_with_failures(&self) {
+        assert_eq!(self.code, Some(3), "want exit 3 (completed, failures counted)\n{}", self.describe());
+    }
 }
 
 // ---------------------------------------------------------------------------------------

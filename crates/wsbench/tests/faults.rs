@@ -1,0 +1,505 @@
+//! Fault handling: `wsbench run` against servers and networks that fail on purpose. Each test
+//! drives a real fault and checks what a user relies on when things go wrong: the run ends on
+//! time, every failure is counted by kind (in the text report, in `summary.errors` and in
+//! `counters` of the JSON), the result file is written, and the exit status is 3 when
+//! failures were counted, 0 when the run was clean (docs/exit-codes.md,
+//! docs/failure-counters.md).
+//!
+//! The faults:
+//! - a `wsbench serve` frozen with SIGSTOP for 2 s (frozen is not failed: latency shows it);
+//! - tiny std servers in this file that answer the upgrade with 503, send garbage, a masked
+//!   frame or an impossible 64-bit length after the upgrade, or never answer at all;
+//! - Toxiproxy (`scripts/install-toxiproxy.sh`) between wsbench and `wsbench serve`, resetting
+//!   connections, adding latency, and cutting them after N bytes (mid-frame). Without
+//!   toxiproxy those tests are skipped with a message, unless `WSBENCH_REQUIRE_PEERS=1`.
+//!
+//! Every run is ≤ 5 s; load-generating tests take a slot (`harness::heavy`).
+//!
+//! Run: `cargo test -p wsbench --test faults`.
+
+mod support;
+
+// Shared with the engine tests; not every helper is used here.
+#[allow(dead_code)]
+#[path = "engine/harness.rs"]
+mod harness;
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wsbench_proto::handshake::{DEFAULT_MAX_HEADER_BYTES, Request, parse_request, server_response};
+use wsbench_proto::{OpCode, write_frame};
+
+use harness::{Finished, Wsbench, arg, errors, float, heavy, read_result, scratch, summary_of, uint};
+use support::Server;
+
+/// Connections of every fault run: enough to count, few enough to count exactly.
+const CONNECTIONS: u64 = 10;
+
+// ---------------------------------------------------------------------------------------
+// Checks shared by every test.
+
+/// The run ended within `limit` and wrote its result file; returns the result.
+fn finished_on_time(run: &Finished, json: &Path, limit: Duration) -> Value {
+    assert!(run.elapsed < limit, "the run took {:.2?}, want < {limit:?}\n{}", run.elapsed, run.describe());
+    assert!(json.exists(), "no result file\n{}", run.describe());
+    let result = read_result(json);
+    assert_eq!(result["interrupted"], Value::Bool(false), "{}\n{}", summary_of(&result), run.describe());
+    result
+}
+
+/// `kind` was counted `count` times: in the report line, in `summary.errors`, and in the raw
+/// counter `counter` of the JSON; and the run exited 3.
+fn assert_counted(run: &Finished, result: &Value, kind: &str, counter: &str, count: u64) {
+    let context = format!("{}\n{}", summary_of(result), run.describe());
+    run.assert_completed_with_failures();
+    assert_eq!(errors(result).get(kind).copied(), Some(count), "summary.errors.{kind}\n{context}");
+    assert_eq!(uint(result, &format!("/counters/{counter}")), count, "counters.{counter}\n{context}");
+    let line = run.stdout.lines().find(|l| l.starts_with("errors:")).unwrap_or_default();
+    assert!(line.contains(&format!("{kind} {count}")), "the report's errors line: {line:?}\n{context}");
+}
+
+/// A clean run: exit 0, no error of any kind, and the report says so.
+fn assert_clean(run: &Finished, result: &Value) {
+    let context = format!("{}\n{}", summary_of(result), run.describe());
+    run.assert_success();
+    assert!(errors(result).is_empty(), "{context}");
+    let line = run.stdout.lines().find(|l| l.starts_with("errors:")).unwrap_or_default();
+    assert!(line.ends_with("none"), "the report's errors line: {line:?}\n{context}");
+}
+
+/// `wsbench run echo URL --connections 10 --warmup 0s ARGS… --json FILE`, not yet waited for.
+fn spawn_run(url: &str, json: &Path, extra: &[&str]) -> Wsbench {
+    let connections = CONNECTIONS.to_string();
+    let mut args = vec!["run", "echo", url, "--connections", &connections, "--warmup", "0s"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--json", arg(json)]);
+    Wsbench::spawn(&args)
+}
+
+// ---------------------------------------------------------------------------------------
+// A frozen server.
+
+fn signal(pid: u32, signal: libc::c_int) {
+    // SAFETY: signalling a child process this test started.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, signal) };
+    assert_eq!(rc, 0, "kill({pid}, {signal}) failed: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn server_frozen_for_2s_shows_in_max_latency_not_as_errors() {
+    let _slot = heavy(1);
+    let server = Server::spawn(&[]);
+    let json = scratch("faults-frozen").join("r.json");
+    let run = spawn_run(&server.urls[0], &json, &["--duration", "4s"]);
+    thread::sleep(Duration::from_millis(1000));
+    signal(server.pid(), libc::SIGSTOP);
+    thread::sleep(Duration::from_secs(2));
+    signal(server.pid(), libc::SIGCONT);
+    let run = run.finish(Duration::from_secs(20));
+    let result = finished_on_time(&run, &json, Duration::from_secs(9));
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_clean(&run, &result);
+    assert_eq!(uint(&result, "/summary/connections/established"), CONNECTIONS, "{context}");
+    let max = uint(&result, "/summary/latency_us/max");
+    assert!(max >= 1_500_000, "max latency {max} µs, want ≥ 1.5 s (the 2 s freeze)\n{context}");
+    assert!(uint(&result, "/summary/latency_us/p50") < 100_000, "only the freeze is slow\n{context}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Misbehaving servers: a std listener, one thread per connection.
+
+/// What a [`BadServer`] does with each connection.
+#[derive(Debug, Clone)]
+enum Misbehaviour {
+    /// Answers the upgrade request with this HTTP response instead of 101.
+    Refuse(&'static [u8]),
+    /// Completes the upgrade, then sends these bytes at once (in the same write).
+    AfterUpgrade(Vec<u8>),
+    /// Accepts, reads the request, and never says anything.
+    Silent,
+}
+
+/// A server that fails on purpose; stopped (every connection shut down) on drop.
+struct BadServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl BadServer {
+    fn start(misbehaviour: Misbehaviour) -> BadServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the bad server");
+        let addr = listener.local_addr().expect("bad server address");
+        let stop = Arc::new(AtomicBool::new(false));
+        let streams = Arc::new(Mutex::new(Vec::new()));
+        let (accept_stop, accept_streams) = (stop.clone(), streams.clone());
+        let acceptor = thread::spawn(move || {
+            for stream in listener.incoming() {
+                if accept_stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                if let Ok(clone) = stream.try_clone() {
+                    accept_streams.lock().unwrap_or_else(|e| e.into_inner()).push(clone);
+                }
+                let misbehaviour = misbehaviour.clone();
+                thread::spawn(move || {
+                    let _ = misbehave(stream, &misbehaviour);
+                });
+            }
+        });
+        BadServer { addr, stop, streams, acceptor: Some(acceptor) }
+    }
+
+    fn url(&self) -> String {
+        format!("ws://{}", self.addr)
+    }
+}
+
+impl Drop for BadServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the blocking accept() with a connection of our own.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+        for stream in std::mem::take(&mut *self.streams.lock().unwrap_or_else(|e| e.into_inner())) {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+fn misbehave(mut stream: TcpStream, misbehaviour: &Misbehaviour) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(15)))?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let upgrade = loop {
+        if let Some((request, _)) =
+            parse_request(&buf, DEFAULT_MAX_HEADER_BYTES).map_err(std::io::Error::other)?
+        {
+            break request;
+        }
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    match (misbehaviour, upgrade) {
+        (Misbehaviour::Refuse(response), _) => {
+            stream.write_all(response)?;
+            return stream.shutdown(Shutdown::Write);
+        }
+        (Misbehaviour::AfterUpgrade(bytes), Request::Upgrade(upgrade)) => {
+            let mut out = server_response(&upgrade, None);
+            out.extend_from_slice(bytes);
+            stream.write_all(&out)?;
+        }
+        (Misbehaviour::AfterUpgrade(_), Request::Http { .. }) => return Ok(()),
+        (Misbehaviour::Silent, _) => {}
+    }
+    // Keep the connection open (and read what comes) until the client ends it: the fault
+    // must be the only thing the client sees.
+    while stream.read(&mut chunk)? > 0 {}
+    Ok(())
+}
+
+/// Runs 10 connections for (at most) 3 s against `misbehaviour`; the run must end early,
+/// since no connection survives.
+fn run_against(name: &str, misbehaviour: Misbehaviour, extra: &[&str]) -> (Finished, Value) {
+    let server = BadServer::start(misbehaviour);
+    let json = scratch(name).join("r.json");
+    let mut args = vec!["--duration", "3s"];
+    args.extend_from_slice(extra);
+    let run = spawn_run(&server.url(), &json, &args).finish(Duration::from_secs(20));
+    let result = finished_on_time(&run, &json, Duration::from_secs(6));
+    (run, result)
+}
+
+#[test]
+fn upgrade_answered_with_503_counts_every_connection_as_handshake_failed() {
+    let response = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    let (run, result) = run_against("faults-503", Misbehaviour::Refuse(response), &[]);
+    assert_counted(&run, &result, "handshake_failed", "handshake_failures", CONNECTIONS);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(uint(&result, "/summary/connections/established"), 0, "{context}");
+    assert_eq!(uint(&result, "/summary/connections/failed"), CONNECTIONS, "{context}");
+    assert_eq!(errors(&result).len(), 1, "only handshake failures\n{context}");
+}
+
+/// After the upgrade the server sends `bytes`: each connection is established, then counted
+/// as a protocol error, and nothing else.
+fn assert_protocol_error_after_upgrade(name: &str, bytes: Vec<u8>) {
+    let (run, result) = run_against(name, Misbehaviour::AfterUpgrade(bytes), &[]);
+    assert_counted(&run, &result, "protocol_error", "protocol_errors", CONNECTIONS);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(uint(&result, "/summary/connections/established"), CONNECTIONS, "{context}");
+    assert_eq!(errors(&result).len(), 1, "only protocol errors\n{context}");
+}
+
+#[test]
+fn garbage_after_the_upgrade_is_a_protocol_error() {
+    // 't' = 0x74: reserved bits set and reserved opcode 4.
+    assert_protocol_error_after_upgrade("faults-garbage", b"this is not a websocket frame\r\n".to_vec());
+}
+
+#[test]
+fn masked_server_frame_is_a_protocol_error() {
+    let mut frame = Vec::new();
+    write_frame(&mut frame, true, OpCode::Binary, Some([1, 2, 3, 4]), b"server frames are never masked");
+    assert_protocol_error_after_upgrade("faults-masked", frame);
+}
+
+#[test]
+fn frame_length_with_the_top_bit_set_is_a_protocol_error() {
+    // A binary frame whose 64-bit length has its most significant bit set (RFC 6455 5.2).
+    let frame = vec![0x82, 0x7F, 0x80, 0, 0, 0, 0, 0, 0, 0x10];
+    assert_protocol_error_after_upgrade("faults-oversized-length", frame);
+}
+
+#[test]
+fn server_that_never_answers_the_upgrade_counts_connect_timeouts() {
+    let (run, result) = run_against("faults-silent", Misbehaviour::Silent, &["--connect-timeout", "1s"]);
+    assert_counted(&run, &result, "connect_timeout", "connect_timeouts", CONNECTIONS);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(uint(&result, "/summary/connections/established"), 0, "{context}");
+    assert_eq!(errors(&result).len(), 1, "only connect timeouts\n{context}");
+    assert!(run.elapsed >= Duration::from_secs(1), "timed out before 1 s\n{context}");
+    assert!(float(&result, "/elapsed_s") < 3.0, "waited past the timeout\n{context}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Toxiproxy.
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+}
+
+/// The `toxiproxy-server` to run: `<repo>/.tools/` first, then `$PATH`.
+fn toxiproxy_server() -> Result<PathBuf, String> {
+    let local = repo_root().join(".tools/toxiproxy-server");
+    let candidates = [local.clone(), PathBuf::from("toxiproxy-server")];
+    for program in candidates {
+        let ran = Command::new(&program).arg("-version").stdin(Stdio::null()).output();
+        if ran.is_ok_and(|out| out.status.success()) {
+            return Ok(program);
+        }
+    }
+    Err(format!("neither {} nor toxiproxy-server on PATH runs", local.display()))
+}
+
+/// A running `toxiproxy-server` on a free port of 127.0.0.1, driven over its HTTP API;
+/// killed on drop.
+struct Toxiproxy {
+    child: Child,
+    api: SocketAddr,
+}
+
+impl Toxiproxy {
+    /// The server, or None (after saying why) when it is not installed and peers are optional.
+    fn start(log: &Path) -> Option<Toxiproxy> {
+        let program = match toxiproxy_server() {
+            Ok(program) => program,
+            Err(why) => {
+                let msg = format!("toxiproxy not installed: run scripts/install-toxiproxy.sh ({why})");
+                if std::env::var("WSBENCH_REQUIRE_PEERS").as_deref() == Ok("1") {
+                    panic!("{msg}");
+                }
+                eprintln!("skipping: {msg}");
+                return None;
+            }
+        };
+        // A free port: bound, read, released (toxiproxy cannot be told to take port 0).
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        let api = SocketAddr::from(([127, 0, 0, 1], port));
+        let log_file = std::fs::File::create(log).expect("create the toxiproxy log");
+        let mut command = Command::new(&program);
+        command
+            .args(["-host", "127.0.0.1", "-port", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().expect("log file"))
+            .stderr(log_file);
+        // SAFETY: prctl is async-signal-safe; the proxy dies with this test's thread.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = command.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", program.display()));
+        let proxy = Toxiproxy { child, api };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while proxy.try_request("GET", "/version", None).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "toxiproxy-server did not answer on {api}; see {}",
+                log.display()
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+        Some(proxy)
+    }
+
+    /// One HTTP/1.1 request (`Connection: close`); the status and the body as JSON (Null
+    /// when the body is empty or not JSON).
+    fn try_request(&self, method: &str, path: &str, body: Option<&Value>) -> std::io::Result<(u16, Value)> {
+        let mut stream = TcpStream::connect_timeout(&self.api, Duration::from_secs(2))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let body = body.map(Value::to_string).unwrap_or_default();
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.api,
+            body.len()
+        )?;
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response)?;
+        let text = String::from_utf8_lossy(&response);
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not an HTTP response: {text:?}"))
+        })?;
+        let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+            dechunk(body)
+        } else {
+            body.to_owned()
+        };
+        Ok((status, serde_json::from_str(&body).unwrap_or(Value::Null)))
+    }
+
+    /// A request that must succeed (2xx).
+    fn request(&self, method: &str, path: &str, body: &Value) -> Value {
+        let (status, answer) = self
+            .try_request(method, path, Some(body))
+            .unwrap_or_else(|e| panic!("toxiproxy {method} {path}: {e}"));
+        assert!((200..300).contains(&status), "toxiproxy {method} {path} {body}: HTTP {status} {answer}");
+        answer
+    }
+
+    /// Creates proxy `name` from a free port of 127.0.0.1 to `upstream`; returns its URL.
+    fn proxy(&self, name: &str, upstream: SocketAddr) -> String {
+        let created = self.request(
+            "POST",
+            "/proxies",
+            &json!({"name": name, "listen": "127.0.0.1:0", "upstream": upstream.to_string(), "enabled": true}),
+        );
+        let listen = created["listen"].as_str().unwrap_or_else(|| panic!("no listen address in {created}"));
+        assert!(!listen.ends_with(":0"), "toxiproxy did not say which port it took: {created}");
+        format!("ws://{listen}")
+    }
+
+    /// Adds a toxic of `kind` to every connection of `proxy`, on `stream` (`upstream`:
+    /// client → server, `downstream`: server → client).
+    fn toxic(&self, proxy: &str, kind: &str, stream: &str, attributes: Value) {
+        let name = format!("{kind}_{stream}");
+        self.request(
+            "POST",
+            &format!("/proxies/{proxy}/toxics"),
+            &json!({"name": name, "type": kind, "stream": stream, "toxicity": 1.0, "attributes": attributes}),
+        );
+    }
+}
+
+impl Drop for Toxiproxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The body of a `Transfer-Encoding: chunked` response.
+fn dechunk(mut text: &str) -> String {
+    let mut body = String::new();
+    while let Some((size, rest)) = text.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        body.push_str(&rest[..size]);
+        text = rest[size..].trim_start_matches("\r\n");
+    }
+    body
+}
+
+/// A `wsbench serve` behind a fresh toxiproxy, or None when toxiproxy is not installed.
+fn proxied_server(test: &str) -> Option<(Server, Toxiproxy, String, PathBuf)> {
+    let dir = scratch(test);
+    let toxiproxy = Toxiproxy::start(&dir.join("toxiproxy.log"))?;
+    let server = Server::spawn(&[]);
+    let url = toxiproxy.proxy("ws", server.addr);
+    Some((server, toxiproxy, url, dir.join("r.json")))
+}
+
+#[test]
+fn toxiproxy_reset_peer_mid_run_counts_resets() {
+    let Some((_server, toxiproxy, url, json)) = proxied_server("faults-reset-peer") else { return };
+    let _slot = heavy(1);
+    let run = spawn_run(&url, &json, &["--duration", "4s"]);
+    // reset_peer drops what it forwards from its first chunk on: added before the upgrade,
+    // it would fail handshakes instead. Added once the connections are open, every one of
+    // them is reset 200 ms after its next echo.
+    thread::sleep(Duration::from_millis(1000));
+    toxiproxy.toxic("ws", "reset_peer", "downstream", json!({"timeout": 200}));
+    let run = run.finish(Duration::from_secs(20));
+    // Every connection is gone ~1.2 s in: the run ends then, not at 4 s.
+    let result = finished_on_time(&run, &json, Duration::from_secs(4));
+    assert_counted(&run, &result, "reset", "resets", CONNECTIONS);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(uint(&result, "/summary/connections/established"), CONNECTIONS, "{context}");
+    assert_eq!(uint(&result, "/summary/disconnections"), CONNECTIONS, "{context}");
+    assert_eq!(errors(&result).len(), 1, "only resets\n{context}");
+    assert!(uint(&result, "/summary/messages/received") > 0, "{context}");
+}
+
+#[test]
+fn toxiproxy_latency_of_50ms_each_way_gives_p50_of_100ms_and_no_errors() {
+    let Some((_server, toxiproxy, url, json)) = proxied_server("faults-latency") else { return };
+    let _slot = heavy(1);
+    for stream in ["upstream", "downstream"] {
+        toxiproxy.toxic("ws", "latency", stream, json!({"latency": 50, "jitter": 0}));
+    }
+    let run = spawn_run(&url, &json, &["--duration", "2s"]).finish(Duration::from_secs(20));
+    let result = finished_on_time(&run, &json, Duration::from_secs(6));
+    assert_clean(&run, &result);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(uint(&result, "/summary/connections/established"), CONNECTIONS, "{context}");
+    let p50 = uint(&result, "/summary/latency_us/p50");
+    assert!((100_000..1_000_000).contains(&p50), "p50 {p50} µs, want ≥ 100 ms (50 ms each way)\n{context}");
+    assert!(uint(&result, "/summary/latency_us/min") >= 100_000, "faster than the proxy's delay\n{context}");
+    assert!(uint(&result, "/summary/connect_us/p50") >= 100_000, "the upgrade crosses it too\n{context}");
+}
+
+#[test]
+fn toxiproxy_limit_data_cuts_connections_mid_frame_and_counts_resets() {
+    let Some((_server, toxiproxy, url, json)) = proxied_server("faults-limit-data") else { return };
+    let _slot = heavy(1);
+    // Each connection's server → client stream is cut after 5000 bytes: the 101 response
+    // (~130 bytes), four 1004-byte echoes (4-byte header + 1000), and part of the fifth.
+    const LIMIT: u64 = 5000;
+    toxiproxy.toxic("ws", "limit_data", "downstream", json!({"bytes": LIMIT}));
+    let run = spawn_run(&url, &json, &["--duration", "3s", "--payload", "bytes:1000"])
+        .finish(Duration::from_secs(20));
+    let result = finished_on_time(&run, &json, Duration::from_secs(5));
+    assert_counted(&run, &result, "reset", "resets", CONNECTIONS);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(uint(&result, "/summary/connections/established"), CONNECTIONS, "{context}");
+    assert_eq!(errors(&result).len(), 1, "only resets\n{context}");
+    assert_eq!(
+        uint(&result, "/summary/messages/received"),
+        4 * CONNECTIONS,
+        "four whole echoes each\n{context}"
+    );
+    assert_eq!(uint(&result, "/counters/bytes_received"), LIMIT * CONNECTIONS, "cut at the limit\n{context}");
+}
