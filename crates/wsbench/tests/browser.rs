@@ -11,11 +11,13 @@
 //! When either is missing the test is skipped with a message, unless
 //! `WSBENCH_REQUIRE_PEERS=1` (set by `scripts/test.sh`), in which case it fails.
 
-use std::io::Read;
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use support::{Finished, peer_missing, run_with_timeout};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 /// Upper bound for one command (a 2 s run, or the browser check); the child is killed past it.
@@ -58,11 +60,7 @@ fn require_browser() -> Option<PathBuf> {
     match browser_check() {
         Ok(script) => Some(script),
         Err(why) => {
-            let msg = format!("browser check not installed: run scripts/install-test-peers.sh ({why})");
-            if std::env::var("WSBENCH_REQUIRE_PEERS").as_deref() == Ok("1") {
-                panic!("{msg}");
-            }
-            eprintln!("skipping: {msg}");
+            peer_missing(&format!("browser check not installed ({why})"));
             None
         }
     }
@@ -70,49 +68,13 @@ fn require_browser() -> Option<PathBuf> {
 
 /// Runs `command` to completion (killing it after [`COMMAND_TIMEOUT`]) and panics, showing
 /// its output, unless it succeeds.
-fn run(command: &mut Command) -> Output {
+fn run(command: &mut Command) -> Finished {
     let shown = format!("{command:?}");
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {shown}: {e}"));
-    let collect = |mut pipe: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut out = Vec::new();
-            let _ = pipe.read_to_end(&mut out);
-            out
-        })
-    };
-    let stdout = collect(Box::new(child.stdout.take().unwrap()));
-    let stderr = collect(Box::new(child.stderr.take().unwrap()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for child") {
-            break Some(status);
-        }
-        if start.elapsed() > COMMAND_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    let output = Output {
-        status: status.unwrap_or_default(),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    };
-    let report = format!(
-        "{shown}\n--- stdout ---\n{}--- stderr ---\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    match status {
-        None => panic!("timed out after {COMMAND_TIMEOUT:?}, killed: {report}"),
-        Some(status) if !status.success() => panic!("exited with {status}: {report}"),
-        Some(_) => output,
+    let finished = run_with_timeout(command, COMMAND_TIMEOUT);
+    match finished.status {
+        None => panic!("timed out after {COMMAND_TIMEOUT:?}, killed: {}", finished.describe(&shown)),
+        Some(status) if !status.success() => panic!("exited with {status}: {}", finished.describe(&shown)),
+        Some(_) => finished,
     }
 }
 
@@ -146,7 +108,7 @@ fn html_report_of_real_runs_renders_in_chromium() {
         .arg(&html)
         .arg(&screenshot)
         .current_dir(script.parent().unwrap()));
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = &output.stdout;
     println!("{stdout}");
     assert!(stdout.contains("all checks passed"), "the check exited 0 without finishing:\n{stdout}");
     let png = std::fs::read(&screenshot)

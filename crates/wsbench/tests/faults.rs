@@ -312,11 +312,7 @@ impl Toxiproxy {
         let program = match toxiproxy_server() {
             Ok(program) => program,
             Err(why) => {
-                let msg = format!("toxiproxy not installed: run scripts/install-toxiproxy.sh ({why})");
-                if std::env::var("WSBENCH_REQUIRE_PEERS").as_deref() == Ok("1") {
-                    panic!("{msg}");
-                }
-                eprintln!("skipping: {msg}");
+                support::peer_missing(&format!("toxiproxy not installed ({why})"));
                 return None;
             }
         };

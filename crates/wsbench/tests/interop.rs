@@ -12,13 +12,11 @@
 
 mod support;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use support::Server;
+use support::{Server, peer_missing, run_with_timeout};
 
 /// Upper bound for one whole client script run; the child is killed past it.
 const PEER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -77,11 +75,7 @@ fn require(peer: Result<Peer, String>, name: &str) -> Option<Peer> {
     match peer {
         Ok(peer) => Some(peer),
         Err(why) => {
-            let msg = format!("peer {name} not installed: run scripts/install-test-peers.sh ({why})");
-            if std::env::var("WSBENCH_REQUIRE_PEERS").as_deref() == Ok("1") {
-                panic!("{msg}");
-            }
-            eprintln!("skipping: {msg}");
+            peer_missing(&format!("peer {name} not installed ({why})"));
             None
         }
     }
@@ -89,45 +83,16 @@ fn require(peer: Result<Peer, String>, name: &str) -> Option<Peer> {
 
 /// Runs `peer` against `url` and asserts that every check passed.
 fn run_peer(peer: &Peer, url: &str) {
-    let mut child = Command::new(&peer.program)
-        .arg(&peer.script)
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {}: {e}", peer.program.display()));
-    let collect = |mut pipe: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut out = Vec::new();
-            let _ = pipe.read_to_end(&mut out);
-            String::from_utf8_lossy(&out).into_owned()
-        })
-    };
-    let stdout = collect(Box::new(child.stdout.take().unwrap()));
-    let stderr = collect(Box::new(child.stderr.take().unwrap()));
-
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for peer") {
-            break Some(status);
-        }
-        if start.elapsed() > PEER_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    let stdout = stdout.join().unwrap();
-    let stderr = stderr.join().unwrap();
-    let report =
-        format!("{} client against {url}\n--- stdout ---\n{stdout}--- stderr ---\n{stderr}", peer.name);
-    match status {
+    let finished = run_with_timeout(Command::new(&peer.program).arg(&peer.script).arg(url), PEER_TIMEOUT);
+    let report = finished.describe(&format!("{} client against {url}", peer.name));
+    match finished.status {
         None => panic!("timed out after {PEER_TIMEOUT:?}, killed\n{report}"),
         Some(status) if !status.success() => panic!("exited with {status}\n{report}"),
         Some(_) => {
-            assert!(stdout.contains("all checks passed"), "exited 0 without finishing its checks\n{report}");
+            assert!(
+                finished.stdout.contains("all checks passed"),
+                "exited 0 without finishing its checks\n{report}"
+            );
             println!("{report}");
         }
     }

@@ -309,11 +309,7 @@ impl NodeEchoServer {
         let script = match node_ws() {
             Ok(script) => script,
             Err(why) => {
-                let msg = format!("peer node ws not installed: run scripts/install-test-peers.sh ({why})");
-                if std::env::var("WSBENCH_REQUIRE_PEERS").as_deref() == Ok("1") {
-                    panic!("{msg}");
-                }
-                eprintln!("skipping: {msg}");
+                crate::support::peer_missing(&format!("peer node ws not installed ({why})"));
                 return None;
             }
         };

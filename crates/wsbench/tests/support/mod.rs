@@ -129,3 +129,62 @@ pub fn shared_server(args: &[&str]) -> SocketAddr {
     servers.push((key, addr));
     addr
 }
+
+/// A child process that ran to its end or was killed at its time limit.
+#[derive(Debug)]
+pub struct Finished {
+    /// `None` when it was killed at the time limit.
+    pub status: Option<std::process::ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Finished {
+    /// `what`, then both outputs, for failure messages.
+    pub fn describe(&self, what: &str) -> String {
+        format!("{what}\n--- stdout ---\n{}--- stderr ---\n{}", self.stdout, self.stderr)
+    }
+}
+
+/// Runs `command` with stdin closed, collecting its output, and kills it after `timeout`.
+pub fn run_with_timeout(command: &mut Command, timeout: Duration) -> Finished {
+    let shown = format!("{command:?}");
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {shown}: {e}"));
+    let collect = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = pipe.read_to_end(&mut out);
+            String::from_utf8_lossy(&out).into_owned()
+        })
+    };
+    let stdout = collect(Box::new(child.stdout.take().expect("stdout is piped")));
+    let stderr = collect(Box::new(child.stderr.take().expect("stderr is piped")));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for child") {
+            break Some(status);
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Finished { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }
+}
+
+/// What a test does when a third-party peer is not installed: skips with a message, or
+/// fails when `WSBENCH_REQUIRE_PEERS=1` (as `scripts/test.sh` sets it).
+pub fn peer_missing(message: &str) {
+    let message = format!("{message}: run scripts/install-test-peers.sh");
+    if std::env::var("WSBENCH_REQUIRE_PEERS").as_deref() == Ok("1") {
+        panic!("{message}");
+    }
+    eprintln!("skipping: {message}");
+}
