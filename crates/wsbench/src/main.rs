@@ -88,9 +88,10 @@ fn fleet(command: FleetCommand) -> anyhow::Result<ExitCode> {
         }
         FleetCommand::Install { names, force, fleet_dir } => {
             let servers = fleet::load(&fleet_dir.unwrap_or_else(fleet::default_dir))?;
-            let names = if names.is_empty() { vec!["all".to_owned()] } else { names };
+            // No names: every manifest, the HTTP-only baseline (nginx) included.
+            let selected = if names.is_empty() { servers.iter().collect() } else { fleet::select(&servers, &names)? };
             let mut failed = Vec::new();
-            for manifest in fleet::select(&servers, &names)? {
+            for manifest in selected {
                 if let Err(error) =
                     fleet::install(manifest, force, &mut |line| eprintln!("fleet install {line}"))
                 {
