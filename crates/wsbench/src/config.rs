@@ -204,6 +204,11 @@ pub struct RunSettings {
     /// Source addresses to spread connections over, e.g. 127.0.0.2-127.0.0.40.
     #[arg(long)]
     pub source_addrs: Option<String>,
+    /// Reopen a connection the server closed or reset (after a short pause), counting each
+    /// reconnection; off by default, so a lost connection stays lost.
+    #[arg(long)]
+    #[serde(default)]
+    pub reconnect: bool,
     /// Accept any TLS certificate (for self-signed servers).
     #[arg(long)]
     #[serde(default)]
@@ -272,6 +277,7 @@ impl RunSettings {
             server_cpus: self.server_cpus.or(base.server_cpus),
             source_addrs: self.source_addrs.or(base.source_addrs),
             insecure: self.insecure || base.insecure,
+            reconnect: self.reconnect || base.reconnect,
             server_pid: self.server_pid.or(base.server_pid),
             json: self.json.or(base.json),
             hlog: self.hlog.or(base.hlog),
@@ -314,6 +320,7 @@ impl RunSettings {
             server_cpus,
             source_addrs,
             insecure,
+            reconnect,
             server_pid,
             json,
             hlog,
@@ -361,6 +368,7 @@ impl RunSettings {
             ("binary", binary),
             ("text", text),
             ("insecure", insecure),
+            ("reconnect", reconnect),
             ("no-probe", no_probe),
         ] {
             if *set {
@@ -555,6 +563,7 @@ impl RunSettings {
             server_cpus,
             source_addrs,
             insecure: self.insecure,
+            reconnect: self.reconnect,
             server_pid: self.server_pid,
             json: self.json,
             hlog: self.hlog,
@@ -661,6 +670,8 @@ pub struct RunConfig {
     pub client_cpus: Option<Vec<usize>>,
     pub server_cpus: Option<Vec<usize>>,
     pub source_addrs: Vec<IpAddr>,
+    /// Reopen connections the server closed or reset.
+    pub reconnect: bool,
     pub insecure: bool,
     pub server_pid: Option<u32>,
     pub json: Option<PathBuf>,

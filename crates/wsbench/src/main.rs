@@ -89,7 +89,8 @@ fn fleet(command: FleetCommand) -> anyhow::Result<ExitCode> {
         FleetCommand::Install { names, force, fleet_dir } => {
             let servers = fleet::load(&fleet_dir.unwrap_or_else(fleet::default_dir))?;
             // No names: every manifest, the HTTP-only baseline (nginx) included.
-            let selected = if names.is_empty() { servers.iter().collect() } else { fleet::select(&servers, &names)? };
+            let selected =
+                if names.is_empty() { servers.iter().collect() } else { fleet::select(&servers, &names)? };
             let mut failed = Vec::new();
             for manifest in selected {
                 if let Err(error) =

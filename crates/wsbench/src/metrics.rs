@@ -50,6 +50,9 @@ pub struct Counters {
     pub messages_unanswered: u64,
     /// Messages answered during warm-up (not in the latency histogram).
     pub warmup_messages: u64,
+    /// Connections reopened after the server closed or reset them (`--reconnect`).
+    #[serde(default)]
+    pub reconnections: u64,
 }
 
 impl Counters {
@@ -105,6 +108,7 @@ impl AddAssign<&Counters> for Counters {
         self.bytes_received += other.bytes_received;
         self.messages_unanswered += other.messages_unanswered;
         self.warmup_messages += other.warmup_messages;
+        self.reconnections += other.reconnections;
     }
 }
 

@@ -499,3 +499,83 @@ fn toxiproxy_limit_data_cuts_connections_mid_frame_and_counts_resets() {
     );
     assert_eq!(uint(&result, "/counters/bytes_received"), LIMIT * CONNECTIONS, "cut at the limit\n{context}");
 }
+
+// ---------------------------------------------------------------------------------------
+// A server restarted in the middle of a run: lost for good by default, reopened and
+// counted with `--reconnect`.
+
+/// `wsbench serve` on a fixed port (a restart must come back where the clients look).
+fn serve_on(port: u16) -> Child {
+    let mut command = Command::new(support::wsbench_bin());
+    command.args(["serve", "--port", &port.to_string()]).stdout(Stdio::null()).stderr(Stdio::null());
+    // SAFETY: prctl is async-signal-safe; the server dies with the test.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let child = command.spawn().expect("spawn wsbench serve");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the restarted server did not listen on {port}");
+        thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+fn restarted_run(test: &str, extra: &[&str]) -> (Finished, Value) {
+    let mut first = Server::spawn(&[]);
+    let port = first.addr.port();
+    let json = scratch(test).join("r.json");
+    let mut args = vec!["--duration", "4s"];
+    args.extend_from_slice(extra);
+    let run = spawn_run(&first.urls[0], &json, &args);
+    thread::sleep(Duration::from_secs(1));
+    let _ = first.child.kill();
+    let _ = first.child.wait();
+    thread::sleep(Duration::from_millis(500));
+    let mut second = serve_on(port);
+    let run = run.finish(Duration::from_secs(20));
+    let _ = second.kill();
+    let _ = second.wait();
+    let result = finished_on_time(&run, &json, Duration::from_secs(10));
+    (run, result)
+}
+
+#[test]
+fn server_restarted_without_reconnect_loses_every_connection() {
+    let _slot = heavy(1);
+    let (run, result) = restarted_run("faults-restart", &[]);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    run.assert_completed_with_failures();
+    assert_eq!(uint(&result, "/counters/reconnections"), 0, "--reconnect is off by default\n{context}");
+    assert_eq!(uint(&result, "/summary/connections/established"), CONNECTIONS, "{context}");
+    assert_eq!(errors(&result).get("reset").copied(), Some(CONNECTIONS), "{context}");
+    assert!(run.elapsed < Duration::from_secs(3), "with every connection lost the run ends early\n{context}");
+}
+
+#[test]
+fn server_restarted_with_reconnect_is_reconnected_and_counted() {
+    let _slot = heavy(1);
+    let (run, result) = restarted_run("faults-restart-reconnect", &["--reconnect"]);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    run.assert_completed_with_failures();
+    let reconnections = uint(&result, "/counters/reconnections");
+    assert!(reconnections >= CONNECTIONS, "each lost connection is reopened: {reconnections}\n{context}");
+    assert!(uint(&result, "/summary/connections/established") >= 2 * CONNECTIONS, "{context}");
+    assert_eq!(
+        errors(&result).get("reset").copied(),
+        Some(CONNECTIONS),
+        "the loss is still counted\n{context}"
+    );
+    let after_restart: u64 = result["timeline"]
+        .as_array()
+        .expect("timeline")
+        .iter()
+        .filter(|point| point["second"].as_u64().unwrap_or(0) >= 2)
+        .map(|point| point["echoes"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(after_restart > 0, "echoes resume after the restart\n{context}");
+    assert!(run.stdout.contains("reconnections"), "the report says so\n{context}");
+}

@@ -188,7 +188,9 @@ pub fn run(
         // With every connection gone (refused, or the server died) there is nothing left
         // to measure: the run ends now instead of idling to the end of its window.
         let end = control.start + Duration::from_micros(end_us);
-        let nothing_open = || all_connected() && control.open_connections.load(Ordering::Relaxed) == 0;
+        // With --reconnect, connections may come back (a restarting server): run to the end.
+        let nothing_open =
+            || !config.reconnect && all_connected() && control.open_connections.load(Ordering::Relaxed) == 0;
         wait_until(Some(end), &nothing_open, progress);
     }
     let stopped_us = control.start.elapsed().as_micros() as u64;

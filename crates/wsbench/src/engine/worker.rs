@@ -37,6 +37,8 @@ const TICK: Duration = Duration::from_millis(20);
 /// server's close frames.
 const DRAIN: Duration = Duration::from_secs(1);
 const CLOSE_WAIT: Duration = Duration::from_millis(300);
+/// `--reconnect`: pause before reopening a lost connection (and between failed attempts).
+const RECONNECT_DELAY: Duration = Duration::from_millis(100);
 /// Longest echo of a json-ts message worth reading (the messages are under 64 bytes).
 const MAX_JSON_ECHO: usize = 256;
 /// Echoes counted locally before the shared progress counter is updated.
@@ -81,6 +83,8 @@ pub struct Worker {
     /// its identity, since keys are reused).
     timers: BinaryHeap<Reverse<(Instant, usize, Instant)>>,
     traffic_started: bool,
+    /// `--reconnect`: connections to reopen (when, connection number).
+    reconnects: VecDeque<(Instant, u64)>,
     draining_since: Option<Instant>,
     closing_since: Option<Instant>,
     open: u64,
@@ -104,6 +108,7 @@ impl Worker {
             reported_connected: false,
             timers: BinaryHeap::new(),
             traffic_started: false,
+            reconnects: VecDeque::new(),
             draining_since: None,
             closing_since: None,
             open: 0,
@@ -183,6 +188,9 @@ impl Worker {
         if let Some((deadline, _, _)) = self.connect_deadlines.front() {
             wake = wake.min(deadline.saturating_duration_since(now));
         }
+        if let Some((due, _)) = self.reconnects.front() {
+            wake = wake.min(due.saturating_duration_since(now));
+        }
         if let Some(Reverse((due, _, _))) = self.timers.peek() {
             wake = wake.min(due.saturating_duration_since(now));
         }
@@ -211,6 +219,21 @@ impl Worker {
             self.metrics.counters.connections_attempted += 1;
             if let Err(error) = self.connect(index, now) {
                 self.count_connect_error(&error);
+                self.reconnect_later(index);
+            }
+        }
+        while self.connecting < MAX_CONNECTING && !self.control.stopping() {
+            match self.reconnects.front() {
+                Some(&(due, index)) if due <= now => {
+                    self.reconnects.pop_front();
+                    self.metrics.counters.reconnections += 1;
+                    self.metrics.counters.connections_attempted += 1;
+                    if let Err(error) = self.connect(index, now) {
+                        self.count_connect_error(&error);
+                        self.reconnect_later(index);
+                    }
+                }
+                _ => break,
             }
         }
         if !self.reported_connected
@@ -702,9 +725,20 @@ impl Worker {
         self.drop_conn(key);
     }
 
+    /// With `--reconnect`, schedules connection `index` to be opened again.
+    fn reconnect_later(&mut self, index: u64) {
+        if self.spec.config.reconnect && !self.control.stopping() {
+            self.reconnects.push_back((Instant::now() + RECONNECT_DELAY, index));
+        }
+    }
+
     fn drop_conn(&mut self, key: usize) {
         if let Some(mut conn) = self.conns.try_remove(key) {
             let _ = self.poll.registry().deregister(conn.transport.socket());
+            if conn.state != State::Closing {
+                // Lost, not closed by us at the end of the run.
+                self.reconnect_later(conn.index);
+            }
             match conn.state {
                 State::Connecting | State::Upgrading => self.connecting -= 1,
                 State::Open | State::Closing => {

@@ -100,10 +100,14 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
         &mut out,
         "connections:",
         &format!(
-            "{} attempted, {} established, {} failed",
+            "{} attempted, {} established, {} failed{}",
             group(connections.attempted),
             group(connections.established),
-            group(connections.failed)
+            group(connections.failed),
+            match result.counters.reconnections {
+                0 => String::new(),
+                n => format!(" ({} reconnections)", group(n)),
+            }
         ),
     );
     if summary.errors.is_empty() {
