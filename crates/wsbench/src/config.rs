@@ -852,6 +852,7 @@ mod tests {
             server_cpus: some("0"),
             source_addrs: some("127.0.0.2-127.0.0.6"),
             insecure: true,
+            reconnect: true,
             server_pid: Some(42),
             json: Some("out dir/r.json".into()),
             hlog: Some("r.hlog".into()),
