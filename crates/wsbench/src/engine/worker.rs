@@ -167,6 +167,9 @@ impl Worker {
             self.metrics.counters.messages_unanswered += conn.in_flight.len() as u64;
         }
         self.conns.clear();
+        if self.spec.config.message_interval.is_none() {
+            self.metrics.latency_uncorrected = self.metrics.latency.clone();
+        }
         WorkerOutput {
             metrics: self.metrics,
             measured_echoes: self.measured_echoes,
@@ -692,7 +695,10 @@ impl Worker {
         let (measure_start, end) = self.control.window();
         if now_us >= measure_start && now_us <= end {
             record_us(&mut self.metrics.latency, latency);
-            record_us(&mut self.metrics.latency_uncorrected, latency_uncorrected);
+            // A closed loop sends when it means to: the two figures are one, copied at the end.
+            if self.spec.config.message_interval.is_some() {
+                record_us(&mut self.metrics.latency_uncorrected, latency_uncorrected);
+            }
             self.measured_echoes += 1;
         } else if now_us < measure_start {
             self.metrics.counters.warmup_messages += 1;
