@@ -1,5 +1,6 @@
-//! The command-line model: clap structs for every subcommand and their mapping onto the
-//! library's validated configuration types. Defaults come from the library's constants.
+//! The command-line model of the binary (not part of the library): clap structs for every
+//! subcommand, mapped onto the library's settings types. Defaults come from the library's
+//! constants; the library never sees these types.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -10,9 +11,10 @@ use wsbench_server::{
     DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_THREADS, ServeConfig, TlsSource,
 };
 
-use crate::config::{ConfigError, RunConfig, RunSettings};
-use crate::report::ReportFormat;
-use crate::units::{UnitError, format_duration, parse_bytes, parse_duration};
+use wsbench::config::{ConfigError, RunSettings};
+use wsbench::report::ReportFormat;
+use wsbench::rtt::RttSettings;
+use wsbench::units::{UnitError, format_duration, parse_bytes, parse_duration};
 
 /// A duration flag: parsed with [`parse_duration`], shown with [`format_duration`] in `--help`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +56,7 @@ pub enum Command {
     /// Run the built-in echo server (the default benchmark target).
     Serve(ServeArgs),
     /// Single-connection round-trip times: raw TCP, HTTP, HTTPS, ws and wss (seed 001).
-    Rtt(RttArgs),
+    Rtt(RttSettings),
     /// The competitor servers under servers/: list or install them.
     #[command(subcommand)]
     Fleet(FleetCommand),
@@ -122,8 +124,8 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// The run's validated configuration: scenario file, then positionals and flags.
-    pub fn into_config(self) -> Result<RunConfig, ConfigError> {
+    /// The run's settings: the scenario file, overridden by the positionals and the flags.
+    pub fn into_settings(self) -> Result<RunSettings, ConfigError> {
         let mut settings = self.settings;
         for word in self.positional {
             let slot = if word.contains("://") { &mut settings.target } else { &mut settings.scenario };
@@ -138,42 +140,8 @@ impl RunArgs {
             Some(path) => RunSettings::from_file(path)?,
             None => RunSettings::default(),
         };
-        settings.over(base).validate()
+        settings.over(base)
     }
-}
-
-#[derive(Debug, Args)]
-pub struct RttArgs {
-    /// A server to measure, as PROTO=HOST:PORT (e.g. ws=127.0.0.1:8080); repeatable.
-    /// Without any, wsbench starts its built-in servers.
-    #[arg(long = "target", value_name = "PROTO=HOST:PORT")]
-    pub targets: Vec<String>,
-    /// Protocols to measure, comma-separated (default: all five, or those given a --target).
-    #[arg(long, value_delimiter = ',', value_name = "tcp,http,https,ws,wss")]
-    pub protocols: Vec<String>,
-    /// Timed repeats per protocol (after one untimed warm-up repeat).
-    #[arg(
-        long,
-        default_value_t = crate::rtt::DEFAULT_REPEATS,
-        value_parser = clap::value_parser!(u32).range(1..)
-    )]
-    pub repeats: u32,
-    /// Round trips per repeat.
-    #[arg(
-        long,
-        default_value_t = crate::rtt::DEFAULT_ITERATIONS,
-        value_parser = clap::value_parser!(u64).range(1..)
-    )]
-    pub iterations: u64,
-    /// Bytes per tcp/ws message (e.g. 20, 4KiB).
-    #[arg(long, value_parser = parse_bytes, default_value_t = crate::rtt::DEFAULT_PAYLOAD_BYTES)]
-    pub payload_bytes: u64,
-    /// Also write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Accept any TLS certificate (implied for the built-in server's self-signed one).
-    #[arg(long)]
-    pub insecure: bool,
 }
 
 #[derive(Debug, Args)]
@@ -182,35 +150,11 @@ pub struct ReportArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
-    pub format: FormatArg,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
     /// Also write a self-contained HTML page with charts comparing the files to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-}
-
-/// Output formats of `wsbench report`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FormatArg {
-    /// The terminal report.
-    Text,
-    /// The result files, checked and pretty-printed.
-    Json,
-    /// The summary table as CSV.
-    Csv,
-    /// The summary table as Markdown.
-    Md,
-}
-
-impl From<FormatArg> for ReportFormat {
-    fn from(format: FormatArg) -> ReportFormat {
-        match format {
-            FormatArg::Text => ReportFormat::Text,
-            FormatArg::Json => ReportFormat::Json,
-            FormatArg::Csv => ReportFormat::Csv,
-            FormatArg::Md => ReportFormat::Md,
-        }
-    }
 }
 
 #[derive(Debug, Args)]
@@ -336,5 +280,46 @@ impl ServeArgs {
             handshake_timeout: self.handshake_timeout.0,
             ..ServeConfig::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serve_processes_children_get_every_setting() {
+        let parse = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
+            Command::Serve(serve) => serve,
+            other => panic!("{other:?}"),
+        };
+        let given = parse(&[
+            "wsbench",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--threads",
+            "3",
+            "--tls",
+            "--tcp-port",
+            "0",
+            "--max-message",
+            "1MiB",
+            "--max-connections",
+            "500",
+            "--handshake-timeout",
+            "3s",
+            "--processes",
+            "4",
+        ]);
+        let args = given.child_args(5000, Some(5001));
+        let child =
+            parse(&std::iter::once("wsbench").chain(args.iter().map(String::as_str)).collect::<Vec<_>>());
+        assert_eq!(child.processes, 1);
+        let mut expected = given.clone().into_config();
+        (expected.port, expected.tcp_port) = (5000, Some(5001));
+        assert_eq!(format!("{:?}", child.into_config()), format!("{expected:?}"));
     }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::config::{ConfigError, RunSettings};
 use crate::fleet::{self, FleetError, FleetServer, Manifest};
 use crate::result::RunResult;
-use crate::run::{RunError, Session};
+use crate::session::{self, RunError};
 
 /// How long a server may take to open its port (the JVM and Erlang are slow starters).
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -23,8 +23,12 @@ pub enum CompareError {
     Fleet(#[from] FleetError),
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("cannot create {path}: {source}")]
-    OutDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot create {path}")]
+    OutDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Result(#[from] crate::result::ResultError),
 }
@@ -149,15 +153,7 @@ pub fn compare(
 }
 
 fn measure(settings: RunSettings, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
-    let config = settings.validate().map_err(|e| RunError::ServerStart(e.to_string()))?;
-    let session = Session::start(&config)?;
-    let outcome = session.measure(&config, interrupt);
-    session.finish();
-    let result = RunResult::from_outcome(&outcome?);
-    if let Some(path) = &config.json {
-        result.write_json(path)?;
-    }
-    Ok(result)
+    session::measure_once(&settings.validate()?, interrupt)
 }
 
 /// Each measured server's median run, labelled with its name, for the report renderers.

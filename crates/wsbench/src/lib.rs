@@ -1,14 +1,23 @@
 //! wsbench: measures WebSocket servers the way the classic published benchmarks did, with
-//! numbers that can be trusted. The binary (`main.rs`) only parses flags; everything else
-//! lives here: the command-line model, the built-in server's front end, and (growing) the
-//! load engine, metrics, result files and reports.
+//! numbers that can be trusted. The binary (`main.rs`, with its flag model in `cli.rs`)
+//! parses flags and calls this library, which is laid out as the data path (drawn in
+//! docs/architecture.md):
+//!
+//! `config` (flags and TOML → one validated [`config::RunConfig`]) → `session` (the built-in
+//! server, the probe, shards: everything around one measurement) → `engine` (connections,
+//! pacing, workers) → `metrics` → `result` (files with a schema) → `report` (every
+//! renderer). Beside them: `fleet` and `compare` (competitor servers), `rtt` (seed 001),
+//! `merge` (shards into one result), `find_rate` (the rate search), `probe` (the server
+//! process in /proc), `exit` (what each outcome means as an exit code) and `error` (the error a command ends
+//! with).
 
 pub mod affinity;
-pub mod cli;
 pub mod client_cpu;
 pub mod compare;
 pub mod config;
 pub mod engine;
+pub mod error;
+pub mod exit;
 pub mod find_rate;
 pub mod fleet;
 pub mod hlog;
@@ -16,11 +25,9 @@ pub mod machine;
 pub mod merge;
 pub mod metrics;
 pub mod probe;
-pub mod processes;
 pub mod report;
 pub mod result;
 pub mod rtt;
-pub mod run;
 pub mod samples;
-pub mod target;
+pub mod session;
 pub mod units;

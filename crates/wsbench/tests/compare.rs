@@ -114,3 +114,48 @@ fn unknown_server_names_the_known_ones() {
     assert!(!ok);
     assert!(stderr.contains("unknown server `nginx-9000`") && stderr.contains("healthy"), "{stderr}");
 }
+
+#[test]
+fn a_bad_flag_is_a_usage_error_before_any_server_starts() {
+    let dir = fleet_dir("usage");
+    let output = Command::new(env!("CARGO_BIN_EXE_wsbench"))
+        .args(["compare", "--servers", "builtin", "--connections", "0", "--fleet-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim(), "wsbench: --connections: must be at least 1");
+}
+
+#[test]
+fn ctrl_c_ends_the_comparison_with_130_and_keeps_what_was_measured() {
+    let dir = fleet_dir("ctrl-c");
+    let out = dir.join("results");
+    let child = Command::new(env!("CARGO_BIN_EXE_wsbench"))
+        .args(["compare", "--servers", "healthy,builtin", "--connections", "10", "--duration", "30s"])
+        .arg("--out")
+        .arg(&out)
+        .arg("--fleet-dir")
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first server is measuring by then (its start takes well under a second).
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: signalling the child started above.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let started = std::time::Instant::now();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "Ctrl-C took too long");
+    assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+    // The interrupted run is in the table and its result file was written; the next
+    // server was never started.
+    let row = stdout.lines().find(|l| l.starts_with("healthy")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.contains("10/10"), "{row}");
+    let result = wsbench::result::RunResult::read_json(&out.join("healthy-1.json")).unwrap();
+    assert!(result.interrupted);
+    assert!(!out.join("builtin-1.json").exists());
+}

@@ -7,7 +7,7 @@ use wsbench::config::{Payload, RunSettings, Scenario};
 
 fn preset(name: &str) -> wsbench::config::RunConfig {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(name);
-    RunSettings::from_file(&path).and_then(RunSettings::validate).unwrap_or_else(|e| panic!("{name}: {e}"))
+    RunSettings::from_file(&path).and_then(|s| s.validate()).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 #[test]
@@ -17,7 +17,7 @@ fn every_preset_validates() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {
-            RunSettings::from_file(&path).and_then(RunSettings::validate).unwrap_or_else(|e| panic!("{e}"));
+            RunSettings::from_file(&path).and_then(|s| s.validate()).unwrap_or_else(|e| panic!("{e}"));
             count += 1;
         }
     }
@@ -33,7 +33,7 @@ fn includeos_preset_is_the_seed_setup() {
     assert_eq!(config.payload, Payload::JsonTs);
     // Five client processes, as the seed ran, and a server of two processes: each within
     // one process's 20,000 open files.
-    assert_eq!((config.processes, config.server_processes), (5, 2));
+    assert_eq!((config.placement.processes, config.placement.server_processes), (5, 2));
     assert_eq!(config.connections_per_process(), 5_000);
 }
 

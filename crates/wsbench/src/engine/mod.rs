@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use rustls::ClientConfig;
 
+use crate::config::Target;
 use crate::config::{RunConfig, Scenario};
 use crate::metrics::Metrics;
 use crate::samples::WorkerCpu;
-use crate::target::Target;
 use worker::{Worker, WorkerPlan};
 
 /// Everything the workers share, read-only.

@@ -19,10 +19,12 @@ pub const BUILTIN: &str = "builtin";
 
 #[derive(Debug, thiserror::Error)]
 pub enum FleetError {
-    #[error(
-        "cannot read the fleet in {dir}: {source} (run wsbench from the repository, or give --fleet-dir)"
-    )]
-    ReadDir { dir: PathBuf, source: std::io::Error },
+    #[error("cannot read the fleet in {dir} (run wsbench from the repository, or give --fleet-dir)")]
+    ReadDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{path}: {message}")]
     Manifest { path: PathBuf, message: String },
     #[error("unknown server `{name}`: known servers are {known}")]
@@ -31,6 +33,9 @@ pub enum FleetError {
     MissingTool { name: String, tool: String, hint: String },
     #[error("fleet install {name}: step {step} of {steps} (`{command}`) failed: {status}")]
     StepFailed { name: String, step: usize, steps: usize, command: String, status: String },
+    /// Every failed install's error, joined; the other servers were installed.
+    #[error("{0}; the other servers are installed")]
+    InstallsFailed(String),
 }
 
 /// One `servers/NAME/server.toml`.
@@ -170,6 +175,34 @@ pub fn is_installed(manifest: &Manifest) -> bool {
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
+}
+
+/// The table of `wsbench fleet list`: name, language, library, version, status.
+pub fn list_table(servers: &[Manifest]) -> String {
+    let mut text = format!("{:<24} {:<11} {:<22} {:<16} status\n", "name", "language", "library", "version");
+    for manifest in servers {
+        text.push_str(&status_line(manifest));
+        text.push('\n');
+    }
+    text
+}
+
+/// Installs the named servers (none named: every manifest, the HTTP-only baseline nginx
+/// included), going on past a failure; the error names every server that failed.
+pub fn install_all(
+    servers: &[Manifest],
+    names: &[String],
+    force: bool,
+    log: &mut dyn FnMut(&str),
+) -> Result<(), FleetError> {
+    let selected = if names.is_empty() { servers.iter().collect() } else { select(servers, names)? };
+    let mut failed = Vec::new();
+    for manifest in selected {
+        if let Err(error) = install(manifest, force, log) {
+            failed.push(error.to_string());
+        }
+    }
+    if failed.is_empty() { Ok(()) } else { Err(FleetError::InstallsFailed(failed.join("; "))) }
 }
 
 /// A line of `wsbench fleet list`.

@@ -6,12 +6,12 @@
 
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use super::Manifest;
+use crate::session::supervisor::Supervised;
 
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -29,7 +29,7 @@ pub enum StartError {
 pub struct FleetServer {
     pub name: String,
     pub port: u16,
-    child: Child,
+    process: Supervised,
     pub log: PathBuf,
 }
 
@@ -64,13 +64,12 @@ impl FleetServer {
             .envs(&manifest.env)
             .stdin(Stdio::null())
             .stdout(output)
-            .stderr(errors)
-            .process_group(0);
+            .stderr(errors);
         if !cpus.is_empty() {
             crate::affinity::pin_command(&mut command, cpus);
         }
-        let child = command.spawn().map_err(|e| StartError::Spawn(e.to_string()))?;
-        let mut server = FleetServer { name: manifest.name.clone(), port, child, log };
+        let process = Supervised::spawn(command, STOP_GRACE).map_err(|e| StartError::Spawn(e.to_string()))?;
+        let mut server = FleetServer { name: manifest.name.clone(), port, process, log };
         let deadline = Instant::now() + timeout;
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         loop {
@@ -98,53 +97,22 @@ impl FleetServer {
     pub fn pids(&self) -> Vec<u32> {
         match crate::probe::pids_listening_on(self.port) {
             Ok(pids) if !pids.is_empty() => pids,
-            _ => vec![self.child.id()],
+            _ => vec![self.process.pid()],
         }
     }
 
     /// The exit status, if the server has exited.
     pub fn exited(&mut self) -> Option<ExitStatus> {
-        self.child.try_wait().ok().flatten()
+        self.process.exited()
     }
 
     /// The exit status, waiting up to `grace` for the server to exit.
     pub fn exited_within(&mut self, grace: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + grace;
-        loop {
-            if let Some(status) = self.exited() {
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.process.exited_within(grace)
     }
 
     /// SIGTERM to the process group, SIGKILL after the grace period.
     pub fn stop(&mut self) {
-        let group = -(self.child.id() as libc::pid_t);
-        // SAFETY: signalling the process group this server was started in.
-        unsafe { libc::kill(group, libc::SIGTERM) };
-        let deadline = Instant::now() + STOP_GRACE;
-        while Instant::now() < deadline {
-            if self.exited().is_some() {
-                // The shell is gone; make sure nothing of the group lingers.
-                unsafe { libc::kill(group, libc::SIGKILL) };
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        // SAFETY: as above.
-        unsafe { libc::kill(group, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for FleetServer {
-    fn drop(&mut self) {
-        if self.exited().is_none() {
-            self.stop();
-        }
+        self.process.stop();
     }
 }

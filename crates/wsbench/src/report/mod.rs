@@ -19,7 +19,7 @@ pub use table::{render_csv, render_md};
 pub use text::{render_text, render_text_with};
 
 /// How `wsbench report` renders result files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ReportFormat {
     /// The terminal report.
     #[default]

@@ -1,5 +1,5 @@
 //! What `wsbench rtt` is asked to do, validated: which protocols, against which servers, how
-//! many round trips. Flags land in [`crate::cli::RttArgs`]; [`RttConfig::from_args`] turns
+//! many round trips. Flags land in [`RttSettings`]; [`RttConfig::from_settings`] turns
 //! them into an [`RttConfig`] or a one-line [`ConfigError`] naming the flag and what to do,
 //! which the binary reports as a usage error (exit 2).
 
@@ -7,8 +7,39 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::cli::RttArgs;
 use crate::config::ConfigError;
+use crate::units::parse_bytes;
+
+pub const DEFAULT_REPEATS: u32 = 20;
+pub const DEFAULT_ITERATIONS: u64 = 2000;
+pub const DEFAULT_PAYLOAD_BYTES: u64 = 20;
+
+/// The flags of `wsbench rtt`, as given.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RttSettings {
+    /// A server to measure, as PROTO=HOST:PORT (e.g. ws=127.0.0.1:8080); repeatable.
+    /// Without any, wsbench starts its built-in servers.
+    #[arg(long = "target", value_name = "PROTO=HOST:PORT")]
+    pub targets: Vec<String>,
+    /// Protocols to measure, comma-separated (default: all five, or those given a --target).
+    #[arg(long, value_delimiter = ',', value_name = "tcp,http,https,ws,wss")]
+    pub protocols: Vec<String>,
+    /// Timed repeats per protocol (after one untimed warm-up repeat).
+    #[arg(long, default_value_t = DEFAULT_REPEATS, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeats: u32,
+    /// Round trips per repeat.
+    #[arg(long, default_value_t = DEFAULT_ITERATIONS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub iterations: u64,
+    /// Bytes per tcp/ws message (e.g. 20, 4KiB).
+    #[arg(long, value_parser = parse_bytes, default_value_t = DEFAULT_PAYLOAD_BYTES)]
+    pub payload_bytes: u64,
+    /// Also write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Accept any TLS certificate (implied for the built-in server's self-signed one).
+    #[arg(long)]
+    pub insecure: bool,
+}
 
 /// Largest `--payload-bytes`: a message this size still echoes in one piece on loopback.
 pub const MAX_PAYLOAD_BYTES: u64 = 16 * 1024 * 1024;
@@ -134,7 +165,7 @@ pub struct RttConfig {
 impl RttConfig {
     /// Validates the flags. With targets and no `--protocols`, the targeted protocols run;
     /// with both, every protocol asked for needs a target.
-    pub fn from_args(args: RttArgs) -> Result<RttConfig, ConfigError> {
+    pub fn from_settings(args: RttSettings) -> Result<RttConfig, ConfigError> {
         let mut targets = Vec::new();
         for spec in &args.targets {
             let target = RttTarget::parse(spec)?;
@@ -211,8 +242,8 @@ impl RttConfig {
 mod tests {
     use super::*;
 
-    fn args(targets: &[&str], protocols: &[&str]) -> RttArgs {
-        RttArgs {
+    fn args(targets: &[&str], protocols: &[&str]) -> RttSettings {
+        RttSettings {
             targets: targets.iter().map(|s| s.to_string()).collect(),
             protocols: protocols.iter().map(|s| s.to_string()).collect(),
             repeats: 3,
@@ -244,24 +275,24 @@ mod tests {
 
     #[test]
     fn protocols_default_to_all_or_to_the_targeted_ones() {
-        assert_eq!(RttConfig::from_args(args(&[], &[])).unwrap().protocols, Protocol::ALL);
-        let config = RttConfig::from_args(args(&["ws=h:1", "tcp=h:2"], &[])).unwrap();
+        assert_eq!(RttConfig::from_settings(args(&[], &[])).unwrap().protocols, Protocol::ALL);
+        let config = RttConfig::from_settings(args(&["ws=h:1", "tcp=h:2"], &[])).unwrap();
         assert_eq!(config.protocols, [Protocol::Tcp, Protocol::Ws]);
         assert_eq!(config.targets[0].protocol, Protocol::Tcp);
-        let config = RttConfig::from_args(args(&[], &["wss", "tcp", "tcp"])).unwrap();
+        let config = RttConfig::from_settings(args(&[], &["wss", "tcp", "tcp"])).unwrap();
         assert_eq!(config.protocols, [Protocol::Tcp, Protocol::Wss]);
     }
 
     #[test]
     fn usage_errors_name_the_flag_and_the_fix() {
-        let error = RttConfig::from_args(args(&[], &["tcp", "quic"])).unwrap_err().to_string();
+        let error = RttConfig::from_settings(args(&[], &["tcp", "quic"])).unwrap_err().to_string();
         assert_eq!(error, "--protocols: unknown protocol `quic`: use tcp, http, https, ws or wss");
-        let error = RttConfig::from_args(args(&["tcp=h:1"], &["tcp", "https"])).unwrap_err().to_string();
+        let error = RttConfig::from_settings(args(&["tcp=h:1"], &["tcp", "https"])).unwrap_err().to_string();
         assert!(error.contains("https has no target: add --target https=HOST:PORT"), "{error}");
-        let error = RttConfig::from_args(args(&["tcp=h:1", "tcp=h:2"], &[])).unwrap_err().to_string();
+        let error = RttConfig::from_settings(args(&["tcp=h:1", "tcp=h:2"], &[])).unwrap_err().to_string();
         assert!(error.contains("given twice"), "{error}");
         let mut zero = args(&[], &[]);
         zero.payload_bytes = 0;
-        assert!(RttConfig::from_args(zero).unwrap_err().to_string().starts_with("--payload-bytes"));
+        assert!(RttConfig::from_settings(zero).unwrap_err().to_string().starts_with("--payload-bytes"));
     }
 }

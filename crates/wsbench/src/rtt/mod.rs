@@ -26,19 +26,19 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub use config::{Protocol, RttConfig, RttTarget};
 pub use stats::{Quantiles, Repeat, Summary};
 
-use crate::cli::RttArgs;
-use crate::run::{BuiltinServer, RunError};
+use crate::config::ConfigError;
 use crate::samples::MachineFacts;
+use crate::session::{BuiltinServer, RunError};
 use clients::{IO_TIMEOUT, Stage};
 
-pub const DEFAULT_REPEATS: u32 = 20;
-pub const DEFAULT_ITERATIONS: u64 = 2000;
-pub const DEFAULT_PAYLOAD_BYTES: u64 = 20;
+pub use config::{DEFAULT_ITERATIONS, DEFAULT_PAYLOAD_BYTES, DEFAULT_REPEATS, RttSettings};
 
 /// Why a measurement could not be made. Each message names the protocol, the target and
 /// what to check.
 #[derive(Debug, thiserror::Error)]
 pub enum RttError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     #[error(transparent)]
     Server(#[from] RunError),
     #[error(
@@ -130,15 +130,15 @@ pub struct RttResult {
     pub protocols: Vec<ProtocolResult>,
 }
 
-/// The `wsbench rtt` command: validates the flags (a bad one is a [`crate::config::ConfigError`],
-/// exit 2), measures, writes `--json` if asked, and returns the table to print.
-pub fn command(args: RttArgs) -> anyhow::Result<String> {
-    let config = RttConfig::from_args(args)?;
+/// The `wsbench rtt` command: validates the flags (a bad one is [`RttError::Config`],
+/// exit 2), measures, and writes `--json` if asked.
+pub fn command(settings: RttSettings) -> Result<RttResult, RttError> {
+    let config = RttConfig::from_settings(settings)?;
     let result = run(&config)?;
     if let Some(path) = &config.json {
         json::write(&result, path).map_err(|e| RttError::Write(e.to_string()))?;
     }
-    Ok(table::render(&result))
+    Ok(result)
 }
 
 /// Measures every protocol of `config` (starting the built-in servers when it has no targets).

@@ -9,11 +9,13 @@
 //! their result files losslessly ([`crate::merge`]). The shards' files are kept next to the
 //! parent's `--json` (`NAME.shards/shard-I.json`), or in a temporary directory removed after.
 //!
-//! The children re-run this very binary with the validated settings re-serialized into
-//! flags ([`RunSettings::to_args`]), the resolved URL, and their share of the client CPUs.
-//! A loopback run of more than [`SOURCE_ADDRS_ABOVE`] connections would exhaust the ports of
-//! one source address towards one destination, so unless `--source-addrs` is given the
-//! children spread over `127.0.0.2`, `127.0.0.3`, … automatically.
+//! Each child re-runs this very binary as `wsbench run --scenario shard-I.toml`: the
+//! parent's own settings, written back as a TOML scenario file ([`RunSettings::to_toml`]),
+//! with the resolved URL, the shard, the common start, its own result file and its share
+//! of the client CPUs. A loopback run of more than [`SOURCE_ADDRS_ABOVE`] connections would
+//! exhaust the ports of one source address towards one destination, so unless
+//! `--source-addrs` is given the children spread over `127.0.0.2`, `127.0.0.3`, …
+//! automatically.
 //!
 //! A child that dies is reported by name (`shard 3/5 (pid N) died: signal 9`) and its
 //! partial result merged if it wrote one; the merged result is then marked interrupted. The
@@ -22,17 +24,19 @@
 //! interrupted, result is still written.
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::config::RunConfig;
+use super::supervisor::Supervised;
+use super::{RunError, Session, start_instant, start_probe};
+use crate::config::Target;
+use crate::config::{RunConfig, RunSettings};
 use crate::merge::{ShardInput, merge};
 use crate::result::{RunResult, ServerSummary, Target as ResultTarget};
-use crate::run::{RunError, Session, start_instant, start_probe};
-use crate::target::Target;
+use crate::samples::ServerReport;
 
 /// How far ahead of now the children are told to start: time for N processes to exec and
 /// check their limits.
@@ -42,54 +46,79 @@ pub const SOURCE_ADDRS_ABOVE: u64 = 20_000;
 /// Connections per source address when they are spread automatically.
 pub const CONNECTIONS_PER_SOURCE_ADDR: u64 = 10_000;
 const POLL: Duration = Duration::from_millis(50);
+/// A shard asked to stop has this long to write its result before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(10);
 
-/// Runs `config` (with `processes > 1`) as that many child processes and merges them.
-pub fn run(config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+/// Runs `config` (validated from `settings`, with `processes > 1`) as that many child
+/// processes and merges their results.
+pub fn run(
+    settings: &RunSettings,
+    config: &RunConfig,
+    interrupt: &AtomicBool,
+) -> Result<RunResult, RunError> {
     let session = Session::start(config)?;
-    let result = run_shards(&session, config, interrupt);
+    let result = run_shards(&session, settings, config, interrupt);
     session.finish();
     result
 }
 
-fn run_shards(session: &Session, config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
-    let count = config.processes;
+fn run_shards(
+    session: &Session,
+    settings: &RunSettings,
+    config: &RunConfig,
+    interrupt: &AtomicBool,
+) -> Result<RunResult, RunError> {
+    let count = config.placement.processes;
     let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     let start_at = config.start_at_unix_ms.unwrap_or(now_ms + START_DELAY.as_millis() as u64);
     let (start_ms, run_start) = start_instant(Some(start_at));
-    let dir = ShardDir::new(config.json.as_deref(), count)?;
+    let dir = ShardDir::new(config.outputs.json.as_deref(), count)?;
     let source_addrs = auto_source_addrs(config, &session.target);
     let probe = start_probe(config, &session.target, session.builtin.as_ref(), run_start);
     let exe =
         std::env::current_exe().map_err(|e| RunError::Shards(format!("cannot find this program: {e}")))?;
     let mut shards: Vec<Shard> = Vec::with_capacity(count as usize);
     for index in 0..count {
-        let args =
-            child_args(config, &session.target, &session.cpus.client, index, start_ms, &dir.file(index))
-                .with_source_addrs(source_addrs.as_deref());
-        match spawn(&exe, &args.0, index, count) {
-            Ok(shard) => shards.push(shard),
-            Err(e) => {
-                for shard in &mut shards {
-                    let _ = shard.child.kill();
-                    let _ = shard.child.wait();
-                }
-                return Err(RunError::Shards(format!("cannot start shard {index}/{count}: {e}")));
-            }
+        let mut child =
+            shard_settings(settings, config, &session.target, &session.cpus.client, index, start_ms);
+        child.json = Some(dir.result(index));
+        if source_addrs.is_some() {
+            child.source_addrs.clone_from(&source_addrs);
         }
+        let started = std::fs::write(dir.scenario(index), child.to_toml()?)
+            .and_then(|()| spawn(&exe, &dir.scenario(index), index, count));
+        // On failure the shards started so far are stopped as they drop.
+        shards
+            .push(started.map_err(|e| RunError::Shards(format!("cannot start shard {index}/{count}: {e}")))?);
     }
     let forwarded = wait_all(&mut shards, interrupt);
-    let mut server = match probe {
+    let server = match probe {
         Ok(probe) => probe.stop(),
         Err(report) => report,
     };
+    let (inputs, incomplete) = collect_results(&mut shards, &dir, forwarded);
+    if inputs.is_empty() {
+        return Err(RunError::Shards(format!("none of the {count} shards left a result")));
+    }
+    let mut merged = merge(&inputs)?;
+    parents_view(&mut merged, config, session, source_addrs.as_deref(), server, start_ms);
+    merged.interrupted |= incomplete || interrupt.load(Ordering::Relaxed);
+    super::write_outputs(&merged, &config.outputs)?;
+    dir.finish();
+    Ok(merged)
+}
 
+/// Each shard's result, and whether any shard is missing or died (reported on stderr).
+fn collect_results(shards: &mut [Shard], dir: &ShardDir, forwarded: bool) -> (Vec<ShardInput>, bool) {
+    let count = shards.len();
     let mut inputs = Vec::new();
     let mut incomplete = false;
-    for shard in &shards {
-        let status = shard.status.expect("every shard was waited for");
-        let file = dir.file(shard.index);
+    for shard in shards {
+        let status = shard.process.exited().expect("every shard was waited for");
+        let file = dir.result(shard.index);
         let died = death(status, forwarded);
         let result = file.exists().then(|| RunResult::read_json(&file));
+        let (index, pid) = (shard.index, shard.process.pid());
         if let Some(why) = &died {
             incomplete = true;
             let kept = match &result {
@@ -97,30 +126,35 @@ fn run_shards(session: &Session, config: &RunConfig, interrupt: &AtomicBool) -> 
                 Some(Err(_)) => "its result file is unreadable",
                 None => "it left no result",
             };
-            eprintln!("wsbench: shard {}/{count} (pid {}) died: {why}; {kept}", shard.index, shard.pid);
+            eprintln!("wsbench: shard {index}/{count} (pid {pid}) died: {why}; {kept}");
         }
         match result {
-            Some(Ok(result)) => {
-                inputs.push(ShardInput { name: file.display().to_string(), result, died });
-            }
+            Some(Ok(result)) => inputs.push(ShardInput { name: file.display().to_string(), result, died }),
             Some(Err(e)) => {
                 incomplete = true;
-                eprintln!("wsbench: shard {}/{count}: {e}", shard.index);
+                eprintln!("wsbench: shard {index}/{count}: {e}");
             }
             None if died.is_none() => {
                 incomplete = true;
-                eprintln!("wsbench: shard {}/{count} (pid {}) wrote no result", shard.index, shard.pid);
+                eprintln!("wsbench: shard {index}/{count} (pid {pid}) wrote no result");
             }
             None => {}
         }
     }
-    if inputs.is_empty() {
-        return Err(RunError::Shards(format!("none of the {count} shards left a result")));
-    }
-    let mut merged = merge(&inputs)?;
-    // The parent's view of the whole: its configuration, its target, its probe.
+    (inputs, incomplete)
+}
+
+/// The merged result as the parent saw the run: its configuration, its target, its probe.
+fn parents_view(
+    merged: &mut RunResult,
+    config: &RunConfig,
+    session: &Session,
+    source_addrs: Option<&str>,
+    mut server: ServerReport,
+    start_ms: u64,
+) {
     merged.config = serde_json::to_value(config).unwrap_or_default();
-    if let Some(addrs) = &source_addrs
+    if let Some(addrs) = source_addrs
         && let Ok(addrs) = crate::config::parse_addr_range(addrs)
     {
         // What the shards were given, though the parent's flags did not say it.
@@ -137,57 +171,33 @@ fn run_shards(session: &Session, config: &RunConfig, interrupt: &AtomicBool) -> 
         merged.summary.connections.established,
         merged.summary.measured_echoes,
     );
-    merged.interrupted |= incomplete || interrupt.load(Ordering::Relaxed);
-    if let Some(path) = &config.json {
-        merged.write_json(path)?;
-    }
-    if let Some(path) = &config.hlog {
-        let metrics = merged.metrics()?;
-        crate::hlog::write_hlog(path, merged.started_at_unix_ms, &metrics.intervals)?;
-    }
-    dir.finish();
-    Ok(merged)
 }
 
-/// A child's command line, before the source addresses are settled.
-struct ChildArgs(Vec<String>);
-
-impl ChildArgs {
-    fn with_source_addrs(mut self, addrs: Option<&str>) -> ChildArgs {
-        if let Some(addrs) = addrs {
-            self.0.push(format!("--source-addrs={addrs}"));
-        }
-        self
-    }
-}
-
-/// `run` arguments of shard `index`: the parent's settings with the resolved URL, the
-/// shard, the common start, its own result file, its CPUs, and no probing.
-fn child_args(
+/// Shard `index`'s settings: the parent's, with the resolved URL, the shard, the common
+/// start, its CPUs, and no probing or server of its own. The caller sets its result file.
+fn shard_settings(
+    parent: &RunSettings,
     config: &RunConfig,
     target: &Target,
     client_cpus: &[Option<usize>],
     index: u64,
     start_ms: u64,
-    json: &Path,
-) -> ChildArgs {
-    let mut settings = config.settings.clone();
-    settings.scenario = Some(config.scenario.name().to_owned());
-    settings.target = Some(target.url.clone());
-    settings.shard = Some(format!("{index}/{}", config.processes));
-    settings.start_at = Some(start_ms);
-    settings.json = Some(json.to_owned());
-    settings.hlog = None;
-    settings.processes = None;
-    settings.server_processes = None;
-    settings.server_cpus = None;
-    settings.server_pid = None;
-    settings.no_probe = true;
-    let cpus = cpus_of_shard(client_cpus, index, config.processes);
-    settings.client_cpus = (!cpus.is_empty()).then(|| crate::affinity::format_cpu_list(&cpus));
-    let mut args = vec!["run".to_owned()];
-    args.extend(settings.to_args());
-    ChildArgs(args)
+) -> RunSettings {
+    let cpus = cpus_of_shard(client_cpus, index, config.placement.processes);
+    RunSettings {
+        scenario: Some(config.scenario.name().to_owned()),
+        target: Some(target.url.clone()),
+        shard: Some(format!("{index}/{}", config.placement.processes)),
+        start_at: Some(start_ms),
+        hlog: None,
+        processes: None,
+        server_processes: None,
+        server_cpus: None,
+        server_pid: None,
+        no_probe: true,
+        client_cpus: (!cpus.is_empty()).then(|| crate::affinity::format_cpu_list(&cpus)),
+        ..parent.clone()
+    }
 }
 
 /// Shard `index`'s client CPUs: an equal part of them, or, with fewer CPUs than shards, one
@@ -209,67 +219,48 @@ pub fn cpus_of_shard(client: &[Option<usize>], index: u64, count: u64) -> Vec<us
 /// none carries more than [`CONNECTIONS_PER_SOURCE_ADDR`] connections.
 pub fn auto_source_addrs(config: &RunConfig, target: &Target) -> Option<String> {
     let loopback_v4 = matches!(target.addr.ip(), std::net::IpAddr::V4(ip) if ip.is_loopback());
-    if config.settings.source_addrs.is_some() || !loopback_v4 || config.connections <= SOURCE_ADDRS_ABOVE {
+    if !config.source_addrs.is_empty() || !loopback_v4 || config.connections <= SOURCE_ADDRS_ABOVE {
         return None;
     }
-    let count = config.processes.max(config.connections.div_ceil(CONNECTIONS_PER_SOURCE_ADDR)).min(253);
+    let count =
+        config.placement.processes.max(config.connections.div_ceil(CONNECTIONS_PER_SOURCE_ADDR)).min(253);
     Some(format!("127.0.0.2-127.0.0.{}", 1 + count))
 }
 
 /// A running shard.
 struct Shard {
     index: u64,
-    pid: u32,
-    child: Child,
-    status: Option<ExitStatus>,
+    process: Supervised,
 }
 
-fn spawn(exe: &Path, args: &[String], index: u64, count: u64) -> std::io::Result<Shard> {
+/// Starts `wsbench run --scenario FILE` as shard `index`; its stderr reaches the user,
+/// labelled with the shard.
+fn spawn(exe: &Path, scenario: &Path, index: u64, count: u64) -> std::io::Result<Shard> {
     let mut command = Command::new(exe);
-    command.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    // Ctrl-C reaches the parent only; it forwards the signal once (a second SIGINT would
-    // end a child before it writes its result).
-    command.process_group(0);
-    // SAFETY: prctl is async-signal-safe. A child must not outlive a killed parent.
-    unsafe {
-        command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
-    }
-    let mut child = command.spawn()?;
-    let stderr = child.stderr.take().expect("stderr is piped");
-    // The children's messages reach the user, labelled with their shard.
+    command.arg("run").arg("--scenario").arg(scenario);
+    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut process = Supervised::spawn(command, STOP_GRACE)?;
+    let stderr = process.child_mut().stderr.take().expect("stderr is piped");
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             eprintln!("[shard {index}/{count}] {line}");
         }
     });
-    Ok(Shard { index, pid: child.id(), child, status: None })
+    Ok(Shard { index, process })
 }
 
-/// Waits for every shard; on `interrupt` forwards SIGINT to those still running, once.
-/// Returns whether it did.
+/// Waits for every shard; on `interrupt` forwards SIGINT to those still running, once (a
+/// second SIGINT would end a child before it writes its result). Returns whether it did.
 fn wait_all(shards: &mut [Shard], interrupt: &AtomicBool) -> bool {
     let mut forwarded = false;
     loop {
-        for shard in shards.iter_mut().filter(|s| s.status.is_none()) {
-            match shard.child.try_wait() {
-                Ok(Some(status)) => shard.status = Some(status),
-                Ok(None) => {}
-                Err(_) => shard.status = Some(ExitStatus::from_raw(libc::SIGKILL)),
-            }
-        }
-        if shards.iter().all(|s| s.status.is_some()) {
+        if shards.iter_mut().all(|s| s.process.exited().is_some()) {
             return forwarded;
         }
         if !forwarded && interrupt.load(Ordering::Relaxed) {
             forwarded = true;
-            for shard in shards.iter().filter(|s| s.status.is_none()) {
-                // SAFETY: signalling our own, not yet reaped, child.
-                unsafe {
-                    libc::kill(shard.pid as libc::pid_t, libc::SIGINT);
-                }
+            for shard in shards.iter_mut() {
+                shard.process.signal(libc::SIGINT);
             }
         }
         std::thread::sleep(POLL);
@@ -280,8 +271,11 @@ fn wait_all(shards: &mut [Shard], interrupt: &AtomicBool) -> bool {
 /// failures counted (exit 3: they are in its result), or the 130 of a shard that was
 /// interrupted because the parent forwarded Ctrl-C.
 pub fn death(status: ExitStatus, forwarded: bool) -> Option<String> {
-    let completed_with_failures = status.code() == Some(i32::from(crate::run::EXIT_RUN_FAILURES));
-    if status.success() || completed_with_failures || (forwarded && status.code() == Some(130)) {
+    let completed_with_failures = status.code() == Some(i32::from(crate::exit::RUN_FAILURES));
+    if status.success()
+        || completed_with_failures
+        || (forwarded && status.code() == Some(i32::from(crate::exit::INTERRUPTED)))
+    {
         return None;
     }
     Some(match (status.code(), status.signal()) {
@@ -314,67 +308,24 @@ impl ShardDir {
             .map_err(|e| RunError::Shards(format!("cannot create {}: {e}", dir.display())))?;
         let shard_dir = ShardDir { dir, temporary };
         for index in 0..count {
-            let _ = std::fs::remove_file(shard_dir.file(index));
+            let _ = std::fs::remove_file(shard_dir.result(index));
         }
         Ok(shard_dir)
     }
 
-    fn file(&self, index: u64) -> PathBuf {
+    fn result(&self, index: u64) -> PathBuf {
         self.dir.join(format!("shard-{index}.json"))
+    }
+
+    /// The scenario file the shard runs.
+    fn scenario(&self, index: u64) -> PathBuf {
+        self.dir.join(format!("shard-{index}.toml"))
     }
 
     fn finish(self) {
         if self.temporary {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
-    }
-}
-
-/// A test hook, for the integration tests of dead shards only. With
-/// `WSBENCH_TEST_SHARD_EXIT=I`, shard I stops one second after the common start, writes its
-/// partial result and exits with status 1; with `WSBENCH_TEST_SHARD_EXIT=I:kill` it kills
-/// itself (SIGKILL) at that moment instead, leaving no result.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct TestHook {
-    at_unix_ms: u64,
-    kill: bool,
-}
-
-pub(crate) const TEST_HOOK_ENV: &str = "WSBENCH_TEST_SHARD_EXIT";
-
-impl TestHook {
-    pub(crate) fn armed(config: &RunConfig) -> Option<TestHook> {
-        let value = std::env::var(TEST_HOOK_ENV).ok()?;
-        let (index, kill) = match value.split_once(':') {
-            Some((index, "kill")) => (index, true),
-            _ => (value.as_str(), false),
-        };
-        let shard = config.shard?;
-        (index.parse::<u64>().ok()? == shard.index)
-            .then_some(TestHook { at_unix_ms: config.start_at_unix_ms.unwrap_or(0) + 1_000, kill })
-    }
-
-    /// Waits for the moment, then interrupts the run (or kills the process).
-    pub(crate) fn fire(self, interrupt: &AtomicBool) {
-        loop {
-            let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-            if now >= self.at_unix_ms {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis((self.at_unix_ms - now).min(50)));
-        }
-        if self.kill {
-            // SAFETY: raising a signal in this process.
-            unsafe {
-                libc::raise(libc::SIGKILL);
-            }
-        }
-        interrupt.store(true, Ordering::SeqCst);
-    }
-
-    /// After the partial result is written: the process ends as a crashed shard would.
-    pub(crate) fn exit_after_result(self) -> ! {
-        std::process::exit(1)
     }
 }
 
@@ -403,18 +354,6 @@ mod tests {
         assert_eq!(cpus_of_shard(&some(&[0, 1, 2, 3, 4]), 1, 2), [1, 3]);
         assert_eq!(cpus_of_shard(&some(&[0, 1, 2, 3, 4]), 0, 2), [0, 2, 4]);
         assert!(cpus_of_shard(&[None], 0, 2).is_empty());
-    }
-
-    #[test]
-    fn the_built_in_server_gets_enough_processes() {
-        use crate::run::check_server_processes as check;
-        assert!(check(19_000, 1, 20_000).is_ok());
-        assert!(check(25_000, 2, 20_000).is_ok());
-        let message = check(25_000, 1, 20_000).unwrap_err().to_string();
-        assert!(message.ends_with("add --server-processes 2"), "{message}");
-        // 10% spare for the kernel's uneven spread over the processes.
-        let message = check(38_000, 2, 20_000).unwrap_err().to_string();
-        assert!(message.ends_with("add --server-processes 3"), "{message}");
     }
 
     fn config(f: impl FnOnce(&mut RunSettings)) -> RunConfig {
@@ -450,30 +389,34 @@ mod tests {
 
     #[test]
     fn children_run_the_same_scenario_as_one_shard_each() {
-        let parent = config(|s| {
-            s.connections = Some(300);
-            s.ramp = Some("150/s".into());
-            s.duration = Some("3s".into());
-            s.processes = Some(3);
-            s.server_processes = Some(2);
-            s.json = Some("out.json".into());
-            s.hlog = Some("out.hlog".into());
-        });
+        let given = RunSettings {
+            connections: Some(300),
+            ramp: Some("150/s".into()),
+            duration: Some("3s".into()),
+            processes: Some(3),
+            server_processes: Some(2),
+            json: Some("out.json".into()),
+            hlog: Some("out.hlog".into()),
+            ..RunSettings::default()
+        };
+        let parent = given.validate().unwrap();
         let target = Target::parse("ws://127.0.0.1:4567/").unwrap();
-        let args = child_args(&parent, &target, &[Some(1)], 2, 1_000, Path::new("d/shard-2.json")).0;
-        assert_eq!(args[..3], ["run", "echo", "ws://127.0.0.1:4567/"]);
-        let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(
-            std::iter::once("wsbench".to_owned()).chain(args.iter().cloned()),
-        )
-        .unwrap();
-        let crate::cli::Command::Run(run) = cli.command else { panic!("not a run: {args:?}") };
-        let child = run.into_config().unwrap();
+        let mut settings = shard_settings(&given, &parent, &target, &[Some(1)], 2, 1_000);
+        settings.json = Some("d/shard-2.json".into());
+        // What the child reads is the TOML file the parent writes.
+        let dir = std::env::temp_dir().join(format!("wsbench-shard-toml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("shard-2.toml");
+        std::fs::write(&file, settings.to_toml().unwrap()).unwrap();
+        let child = RunSettings::from_file(&file).unwrap().validate().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(child.shard, Some(crate::config::Shard { index: 2, count: 3 }));
         assert_eq!(child.start_at_unix_ms, Some(1_000));
-        assert_eq!(child.json.as_deref(), Some(Path::new("d/shard-2.json")));
-        assert_eq!((child.hlog.clone(), child.processes, child.server_processes), (None, 1, 1));
-        assert_eq!(child.client_cpus, Some(vec![1]));
-        assert!(child.no_probe);
+        assert_eq!(child.outputs.json.as_deref(), Some(Path::new("d/shard-2.json")));
+        assert_eq!(child.outputs.hlog, None);
+        assert_eq!((child.placement.processes, child.placement.server_processes), (1, 1));
+        assert_eq!(child.placement.client_cpus, Some(vec![1]));
+        assert!(child.sampling.no_probe);
         assert_eq!(child.target.as_ref(), Some(&target));
         // Everything that defines the scenario is the parent's.
         let scenario = |c: &RunConfig| {

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
 use serde::Serialize;
 
-use crate::config::ConfigError;
+use super::ConfigError;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Target {

@@ -1,0 +1,103 @@
+//! The binary's dispatch (not part of the library): each subcommand becomes one library call,
+//! and what it produced becomes the text for stdout and the exit code, decided by the
+//! library's `ExitCode` rules. No measuring or rendering happens here.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use wsbench::config::RunSettings;
+use wsbench::error::CommandError;
+use wsbench::exit;
+use wsbench::session::{self, RunReport};
+use wsbench::{compare, fleet, report};
+
+use crate::cli::{Command, CompareArgs, FleetCommand, ReportArgs};
+
+/// What a command prints on stdout, and the status it exits with.
+#[derive(Debug)]
+pub struct Output {
+    pub text: String,
+    pub code: u8,
+}
+
+impl Output {
+    fn success(text: String) -> Output {
+        Output { text, code: exit::SUCCESS }
+    }
+}
+
+/// Runs one subcommand. The commands that measure install the Ctrl-C handler first (the
+/// server has its own).
+pub fn execute(command: Command) -> Result<Output, CommandError> {
+    let color = std::io::stdout().is_terminal();
+    let interrupt = || session::interrupt::install().map_err(CommandError::Signals);
+    match command {
+        Command::Run(args) => run(args.into_settings()?, &*interrupt()?, color),
+        Command::Report(args) => report_files(&args, color),
+        Command::Merge(args) => {
+            Ok(Output::success(wsbench::merge::command(&args.files, args.output.as_deref(), color)?))
+        }
+        Command::Serve(args) => args.serve().map(|()| Output::success(String::new())).map_err(Into::into),
+        Command::Rtt(settings) => {
+            Ok(Output::success(wsbench::rtt::table::render(&wsbench::rtt::command(settings)?)))
+        }
+        Command::Fleet(command) => fleet_command(command),
+        Command::Compare(args) => compare_servers(*args, &*interrupt()?),
+    }
+}
+
+fn run(settings: RunSettings, interrupt: &AtomicBool, color: bool) -> Result<Output, CommandError> {
+    match session::run(&settings, interrupt)? {
+        RunReport::Once(result) => {
+            let code = exit::of_run(&result, interrupt.load(Ordering::Relaxed));
+            Ok(Output { text: report::render_text_with(&result, color), code })
+        }
+        RunReport::Search(search) => {
+            let code = if search.interrupted { exit::INTERRUPTED } else { exit::SUCCESS };
+            Ok(Output { text: search.render(), code })
+        }
+    }
+}
+
+fn report_files(args: &ReportArgs, color: bool) -> Result<Output, CommandError> {
+    if let Some(html) = &args.html {
+        report::write_html_report(&args.files, html)?;
+        eprintln!("wsbench: wrote {}", html.display());
+    }
+    Ok(Output::success(report::report_command_with(&args.files, args.format, color)?))
+}
+
+fn fleet_command(command: FleetCommand) -> Result<Output, CommandError> {
+    let servers = |dir: Option<std::path::PathBuf>| fleet::load(&dir.unwrap_or_else(fleet::default_dir));
+    match command {
+        FleetCommand::List { fleet_dir } => Ok(Output::success(fleet::list_table(&servers(fleet_dir)?))),
+        FleetCommand::Install { names, force, fleet_dir } => {
+            fleet::install_all(&servers(fleet_dir)?, &names, force, &mut |line| {
+                eprintln!("fleet install {line}")
+            })?;
+            Ok(Output::success(String::new()))
+        }
+    }
+}
+
+fn compare_servers(args: CompareArgs, interrupt: &AtomicBool) -> Result<Output, CommandError> {
+    let config = compare::CompareConfig {
+        servers: args.servers,
+        repeat: args.repeat,
+        fleet_dir: args.fleet_dir.unwrap_or_else(fleet::default_dir),
+        out: args.out,
+        settings: RunSettings { scenario: args.scenario_name, ..args.settings },
+    };
+    let rows = compare::compare(&config, interrupt, &mut |line| eprintln!("{line}"))?;
+    let mut text = compare::render_table(&rows);
+    if args.markdown {
+        text.push('\n');
+        text.push_str(&report::render_md(&compare::median_results(&rows)));
+    }
+    if let Some(path) = &args.html {
+        compare::write_html(&rows, path)?;
+        eprintln!("wrote {}", path.display());
+    }
+    let code = if interrupt.load(Ordering::Relaxed) { exit::INTERRUPTED } else { exit::SUCCESS };
+    Ok(Output { text, code })
+}

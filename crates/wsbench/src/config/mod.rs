@@ -1,0 +1,464 @@
+//! The one validated run configuration. Command-line flags and TOML scenario files both
+//! land in [`RunSettings`] (`settings.rs`, every field optional; flags override the file),
+//! and [`RunSettings::validate`] (`validate.rs`) turns that into a [`RunConfig`] with every
+//! default applied and every value checked, or a one-line [`ConfigError`] (`error.rs`)
+//! naming the setting and what to do. A `RunConfig` is the load itself (what the engine
+//! runs, see `engine::LoadSpec`), plus where it runs ([`Placement`]), how the server is
+//! found ([`Sampling`]), where results go ([`Outputs`]) and whether it is one run or a
+//! search ([`Mode`]). Defaults live here as `pub const`; the CLI shows them.
+
+mod error;
+mod settings;
+mod slo;
+mod target;
+mod validate;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::parse_bytes;
+pub use error::ConfigError;
+use error::invalid;
+pub use settings::RunSettings;
+pub use slo::{Objective, Slo, Statistic};
+pub use target::Target;
+
+pub const DEFAULT_CONNECTIONS: u64 = 1000;
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+pub const DEFAULT_WARMUP: Duration = Duration::from_secs(1);
+pub const DEFAULT_HOLD: Duration = Duration::from_secs(5);
+pub const DEFAULT_IN_FLIGHT: u64 = 1;
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+pub const DEFAULT_THROUGHPUT_PAYLOAD: u64 = 20;
+pub const DEFAULT_FRAMES_PER_SEND: u64 = 10;
+/// c10k (seed 003): a new client every 1 ms, one message per client per second, 300 s.
+pub const DEFAULT_C10K_ARRIVAL: Duration = Duration::from_millis(1);
+pub const DEFAULT_C10K_INTERVAL: Duration = Duration::from_secs(1);
+pub const DEFAULT_C10K_DURATION: Duration = Duration::from_secs(300);
+/// An open-loop run whose send lag p99 exceeds this was limited by the client.
+pub const DEFAULT_MAX_SEND_LAG: Duration = Duration::from_millis(5);
+
+/// The scenarios of `wsbench run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// Closed loop: each connection keeps K messages in flight (seeds 000/002).
+    Echo,
+    /// F frames per send, as fast as the server echoes (seed 004).
+    Throughput,
+    /// Open N connections and hold them; connections/ms and connections/MB (seed 004).
+    Scalability,
+    /// Open loop: a new client every `--arrival`, each sending on a fixed schedule (seed 003).
+    C10k,
+}
+
+impl std::str::FromStr for Scenario {
+    type Err = ConfigError;
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name {
+            "echo" => Ok(Scenario::Echo),
+            "throughput" => Ok(Scenario::Throughput),
+            "scalability" => Ok(Scenario::Scalability),
+            "c10k" => Ok(Scenario::C10k),
+            other => Err(invalid(
+                "scenario",
+                format!("unknown scenario `{other}`: use echo, throughput, scalability or c10k"),
+            )),
+        }
+    }
+}
+
+impl Scenario {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Echo => "echo",
+            Scenario::Throughput => "throughput",
+            Scenario::Scalability => "scalability",
+            Scenario::C10k => "c10k",
+        }
+    }
+}
+
+/// What each message carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Payload {
+    /// A JSON object with the client's send timestamp and a sequence number, as in seed 000.
+    JsonTs,
+    /// N random bytes, the same for every message of the run; echoes are checked.
+    Bytes(u64),
+}
+
+impl std::str::FromStr for Payload {
+    type Err = ConfigError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text == "json-ts" {
+            return Ok(Payload::JsonTs);
+        }
+        match text.strip_prefix("bytes:") {
+            Some(size) => Ok(Payload::Bytes(parse_bytes(size)?)),
+            None => Err(invalid(
+                "payload",
+                format!("`{text}` is not a payload: use json-ts or bytes:N (e.g. bytes:20)"),
+            )),
+        }
+    }
+}
+
+/// Text or binary frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MessageKind {
+    Text,
+    Binary,
+}
+
+/// One of N equal parts of a scenario: the connections whose number `i` has
+/// `i % count == index`. The ramp and the open-loop schedule are computed from the global
+/// connection number, so the parts interleave exactly into the whole, remainders spread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    /// `I/N`, checked against the run's connections.
+    pub fn parse(text: &str, connections: u64) -> Result<Shard, ConfigError> {
+        let bad =
+            |why: &str| invalid("shard", format!("`{text}`: {why}; write I/N with 0 ≤ I < N, e.g. 0/5"));
+        let (index, count) = text.split_once('/').ok_or_else(|| bad("no `/`"))?;
+        let index: u64 = index.trim().parse().map_err(|_| bad("I is not a number"))?;
+        let count: u64 = count.trim().parse().map_err(|_| bad("N is not a number"))?;
+        if count == 0 || index >= count {
+            return Err(bad("I must be below N"));
+        }
+        if count > connections {
+            return Err(bad("more shards than connections"));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// Whether connection `i` belongs to this shard.
+    pub fn owns(&self, connection: u64) -> bool {
+        connection % self.count == self.index
+    }
+
+    /// How many of `connections` this shard opens.
+    pub fn share_of(&self, connections: u64) -> u64 {
+        connections / self.count + u64::from(self.index < connections % self.count)
+    }
+}
+
+/// `127.0.0.2-127.0.0.40` or a comma-separated list of addresses.
+pub fn parse_addr_range(text: &str) -> Result<Vec<IpAddr>, ConfigError> {
+    let bad = |why: &str| invalid("source-addrs", format!("`{text}`: {why}; use e.g. 127.0.0.2-127.0.0.40"));
+    let mut addrs = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        match part.split_once('-') {
+            Some((first, last)) => {
+                let first: std::net::Ipv4Addr =
+                    first.trim().parse().map_err(|_| bad("not an IPv4 address"))?;
+                let last: std::net::Ipv4Addr = last.trim().parse().map_err(|_| bad("not an IPv4 address"))?;
+                let (a, b) = (u32::from(first), u32::from(last));
+                if a > b || b - a > 65_535 {
+                    return Err(bad("the range is reversed or too large"));
+                }
+                addrs.extend((a..=b).map(|n| IpAddr::from(std::net::Ipv4Addr::from(n))));
+            }
+            None => addrs.push(part.parse().map_err(|_| bad("not an IP address"))?),
+        }
+    }
+    Ok(addrs)
+}
+
+/// A validated run. Serialized into the result file (`config`), with the key names of the
+/// original flat configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunConfig {
+    pub scenario: Scenario,
+    /// `None`: start the built-in server.
+    pub target: Option<Target>,
+    pub connections: u64,
+    pub ramp_per_sec: Option<f64>,
+    #[serde(serialize_with = "as_secs")]
+    pub duration: Duration,
+    #[serde(serialize_with = "as_secs")]
+    pub warmup: Duration,
+    #[serde(serialize_with = "as_secs")]
+    pub hold: Duration,
+    /// Messages a connection may have outstanding (`u64::MAX`: no cap, open loop's default).
+    pub in_flight: u64,
+    /// Open loop: each connection sends one batch every interval on a fixed schedule;
+    /// `None` is the closed loop (send the next when an echo returns).
+    #[serde(serialize_with = "as_optional_secs")]
+    pub message_interval: Option<Duration>,
+    #[serde(serialize_with = "as_secs")]
+    pub max_send_lag: Duration,
+    /// One run, or a search for the highest rate under an objective.
+    #[serde(rename = "find_max_rate")]
+    pub mode: Mode,
+    /// This process runs one part of the scenario.
+    pub shard: Option<Shard>,
+    /// Common start instant of the shards (ms since the Unix epoch).
+    pub start_at_unix_ms: Option<u64>,
+    pub payload: Payload,
+    pub message: MessageKind,
+    pub frames_per_send: u64,
+    #[serde(serialize_with = "as_secs")]
+    pub connect_timeout: Duration,
+    /// Source addresses connections are spread over (empty: the kernel picks).
+    pub source_addrs: Vec<IpAddr>,
+    /// Reopen connections the server closed or reset.
+    pub reconnect: bool,
+    pub insecure: bool,
+    #[serde(flatten)]
+    pub placement: Placement,
+    #[serde(flatten)]
+    pub sampling: Sampling,
+    #[serde(flatten)]
+    pub outputs: Outputs,
+}
+
+/// One measured run, or `--find-max-rate`: open-loop steps until the objective breaks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    Once,
+    FindMaxRate(Slo),
+}
+
+impl Serialize for Mode {
+    /// As the result files always had it: the objective, or null.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Mode::Once => serializer.serialize_none(),
+            Mode::FindMaxRate(slo) => serializer.serialize_some(slo),
+        }
+    }
+}
+
+/// Where the run's processes go: the client's CPUs and processes, the built-in server's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Placement {
+    /// One worker per CPU; `None`: every CPU the built-in server does not take.
+    pub client_cpus: Option<Vec<usize>>,
+    pub server_cpus: Option<Vec<usize>>,
+    /// Client processes the run is split into (1: this process runs it all).
+    pub processes: u64,
+    /// Processes of the built-in server.
+    pub server_processes: u64,
+}
+
+/// How the server process is found and sampled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Sampling {
+    /// Measure this process instead of finding it by the port it listens on.
+    pub server_pid: Option<u32>,
+    /// The server is not sampled by this process (a `--processes` parent does it).
+    pub no_probe: bool,
+}
+
+/// Where the run's files go.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Outputs {
+    /// The result file.
+    pub json: Option<PathBuf>,
+    /// Per-second latency histograms as an HdrHistogram log.
+    pub hlog: Option<PathBuf>,
+}
+
+impl RunConfig {
+    /// The most connections one process of this run opens: the whole run, this shard's
+    /// share, or the largest share of its `--processes` children. The open-file limit is
+    /// checked against this.
+    pub fn connections_per_process(&self) -> u64 {
+        match self.shard {
+            Some(shard) => shard.share_of(self.connections),
+            None => self.connections.div_ceil(self.placement.processes.max(1)),
+        }
+    }
+}
+
+fn as_optional_secs<S: serde::Serializer>(
+    duration: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match duration {
+        Some(duration) => serializer.serialize_f64(duration.as_secs_f64()),
+        None => serializer.serialize_none(),
+    }
+}
+
+fn as_secs<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(f: impl FnOnce(&mut RunSettings)) -> RunSettings {
+        let mut s = RunSettings::default();
+        f(&mut s);
+        s
+    }
+
+    #[test]
+    fn defaults_are_the_seed_echo_loop() {
+        let config = RunSettings::default().validate().unwrap();
+        assert_eq!(config.scenario, Scenario::Echo);
+        assert_eq!(config.connections, DEFAULT_CONNECTIONS);
+        assert_eq!(config.payload, Payload::JsonTs);
+        assert_eq!(config.message, MessageKind::Text);
+        assert_eq!(config.in_flight, 1);
+        assert!(config.target.is_none());
+    }
+
+    #[test]
+    fn throughput_defaults_follow_the_uws_benchmark() {
+        let config = settings(|s| s.scenario = Some("throughput".into())).validate().unwrap();
+        assert_eq!(config.payload, Payload::Bytes(20));
+        assert_eq!(config.frames_per_send, 10);
+        assert_eq!(config.in_flight, 10);
+        assert_eq!(config.message, MessageKind::Binary);
+    }
+
+    #[test]
+    fn flags_override_the_scenario_file() {
+        let file: RunSettings =
+            toml::from_str("scenario = \"echo\"\nconnections = 25000\nramp = \"75/s\"\n").unwrap();
+        let flags = settings(|s| s.connections = Some(10));
+        let config = flags.over(file).unwrap().validate().unwrap();
+        assert_eq!(config.connections, 10);
+        assert_eq!(config.ramp_per_sec, Some(75.0));
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        let cases: Vec<(RunSettings, &str)> = vec![
+            (settings(|s| s.connections = Some(0)), "--connections"),
+            (settings(|s| s.payload = Some("words".into())), "--payload"),
+            (settings(|s| s.duration = Some("soon".into())), "duration"),
+            (settings(|s| s.scenario = Some("c1m".into())), "--scenario"),
+            (settings(|s| s.frames_per_send = Some(3)), "--frames-per-send"),
+            (settings(|s| s.source_addrs = Some("127.0.0.9-127.0.0.2".into())), "--source-addrs"),
+            (settings(|s| s.target = Some("http://x".into())), "ws://"),
+        ];
+        for (settings, expected) in cases {
+            let message = settings.validate().unwrap_err().to_string();
+            assert!(message.contains(expected), "{message:?} should mention {expected}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_in_a_scenario_file_are_rejected() {
+        let error = toml::from_str::<RunSettings>("conections = 5\n").unwrap_err();
+        assert!(error.to_string().contains("conections"));
+    }
+
+    #[test]
+    fn c10k_defaults_are_the_seed_setup() {
+        let config = settings(|s| s.scenario = Some("c10k".into())).validate().unwrap();
+        assert_eq!(config.ramp_per_sec, Some(1000.0));
+        assert_eq!(config.message_interval, Some(Duration::from_secs(1)));
+        assert_eq!(config.duration, Duration::from_secs(300));
+        assert_eq!(config.in_flight, u64::MAX);
+        assert_eq!(config.warmup, Duration::ZERO);
+    }
+
+    #[test]
+    fn rate_spreads_over_the_connections() {
+        let config = settings(|s| {
+            s.connections = Some(100);
+            s.rate = Some("1000/s".into());
+            s.in_flight = Some(1);
+        })
+        .validate()
+        .unwrap();
+        assert_eq!(config.message_interval, Some(Duration::from_millis(100)));
+        assert_eq!(config.in_flight, 1);
+    }
+
+    #[test]
+    fn shards_divide_the_connections_exactly() {
+        for (connections, count) in [(25_000u64, 5u64), (10, 3), (7, 7), (1000, 6)] {
+            let shards: Vec<Shard> =
+                (0..count).map(|i| Shard::parse(&format!("{i}/{count}"), connections).unwrap()).collect();
+            let total: u64 = shards.iter().map(|s| s.share_of(connections)).sum();
+            assert_eq!(total, connections);
+            for i in 0..connections {
+                assert_eq!(shards.iter().filter(|s| s.owns(i)).count(), 1, "connection {i} owned once");
+            }
+            for shard in &shards {
+                assert_eq!(
+                    (0..connections).filter(|&i| shard.owns(i)).count() as u64,
+                    shard.share_of(connections)
+                );
+            }
+        }
+        for bad in ["5/5", "1", "a/2", "0/0", "0/20"] {
+            assert!(Shard::parse(bad, 10).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn processes_are_checked() {
+        let config = settings(|s| s.processes = Some(5)).validate().unwrap();
+        assert_eq!((config.placement.processes, config.placement.server_processes), (5, 1));
+        let big = settings(|s| {
+            s.connections = Some(25_000);
+            s.processes = Some(5);
+        })
+        .validate()
+        .unwrap();
+        assert_eq!(big.connections_per_process(), 5_000);
+        let shard = settings(|s| {
+            s.connections = Some(10);
+            s.shard = Some("0/3".into());
+        })
+        .validate()
+        .unwrap();
+        assert_eq!(shard.connections_per_process(), 4);
+        let cases: Vec<(RunSettings, &str)> = vec![
+            (settings(|s| s.processes = Some(0)), "--processes: must be at least 1"),
+            (settings(|s| s.server_processes = Some(0)), "--server-processes: must be at least 1"),
+            (
+                settings(|s| {
+                    s.processes = Some(2);
+                    s.shard = Some("0/2".into());
+                }),
+                "--processes: give either --processes or --shard",
+            ),
+            (
+                settings(|s| {
+                    s.connections = Some(3);
+                    s.processes = Some(4);
+                }),
+                "--processes: 4 processes for 3 connections",
+            ),
+            (
+                settings(|s| {
+                    s.target = Some("ws://127.0.0.1:9/".into());
+                    s.server_processes = Some(2);
+                }),
+                "--server-processes: only applies to the built-in server",
+            ),
+        ];
+        for (settings, expected) in cases {
+            let message = settings.validate().unwrap_err().to_string();
+            assert!(message.starts_with(expected), "{message:?} should start with {expected:?}");
+        }
+        let file: RunSettings = toml::from_str("processes = 5\nserver-processes = 2\n").unwrap();
+        assert_eq!((file.processes, file.server_processes), (Some(5), Some(2)));
+    }
+
+    #[test]
+    fn source_address_ranges() {
+        let addrs = parse_addr_range("127.0.0.2-127.0.0.4").unwrap();
+        assert_eq!(addrs.len(), 3);
+        assert_eq!(addrs[2], IpAddr::from([127, 0, 0, 4]));
+    }
+}

@@ -1,0 +1,262 @@
+//! Settings as the user gives them: command-line flags and TOML scenario files land in one
+//! [`RunSettings`] (every field optional). Flags override the file ([`RunSettings::over`]);
+//! the same struct written back as TOML is how a `--processes` parent hands each shard its
+//! part of the run ([`RunSettings::to_toml`]), so no setting is listed twice.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::error::ConfigError;
+
+/// Settings as given, from flags or a TOML scenario file; all optional.
+#[derive(Debug, Clone, Default, PartialEq, clap::Args, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RunSettings {
+    /// Scenario: echo (default), throughput or scalability.
+    #[arg(skip)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
+    /// Server URL (ws:// or wss://); without one, wsbench starts its built-in server.
+    #[arg(skip)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Connections to open.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u64>,
+    /// c10k: clients to connect (the same as --connections).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u64>,
+    /// c10k: time between two new clients (e.g. 1ms).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<String>,
+    /// Open loop: each connection sends one message every interval, whatever the replies.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<String>,
+    /// Open loop: total message rate spread over the connections, e.g. 20000/s.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<String>,
+    /// Open loop: send lag p99 above this marks the run as client-bound.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_send_lag: Option<String>,
+    /// Find the highest open-loop rate under --slo (each step runs --warmup + --duration).
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub find_max_rate: bool,
+    /// Latency objective for --find-max-rate, e.g. 'p99<10ms' or 'p99<10ms,p999<50ms'.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo: Option<String>,
+    /// Run the I-th of N equal parts of the scenario (0-based), e.g. 2/5.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    /// Begin at this instant (milliseconds since the Unix epoch), so shards start together.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<u64>,
+    /// Connection rate while ramping up, e.g. 75/s (default: as fast as possible).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<String>,
+    /// Measured load time, after the ramp and the warm-up.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration: Option<String>,
+    /// Load time after the ramp that is not measured.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<String>,
+    /// Scalability: how long to hold the connections open.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold: Option<String>,
+    /// Messages each connection keeps in flight (closed loop).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<u64>,
+    /// Message payload: json-ts or bytes:N.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
+    /// Throughput: payload bytes per frame (same as --payload bytes:N).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_bytes: Option<String>,
+    /// Throughput: frames written in one send.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frames_per_send: Option<u64>,
+    /// Send binary frames.
+    #[arg(long, conflicts_with = "text")]
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub binary: bool,
+    /// Send text frames.
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub text: bool,
+    /// Give up on a connection not established by then.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect_timeout: Option<String>,
+    /// CPUs for the client's workers, one worker per CPU (e.g. 1 or 1-3).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_cpus: Option<String>,
+    /// CPUs for the built-in server wsbench starts (e.g. 0).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpus: Option<String>,
+    /// Source addresses to spread connections over, e.g. 127.0.0.2-127.0.0.40.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_addrs: Option<String>,
+    /// Reopen a connection the server closed or reset (after a short pause), counting each
+    /// reconnection; off by default, so a lost connection stays lost.
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub reconnect: bool,
+    /// Accept any TLS certificate (for self-signed servers).
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub insecure: bool,
+    /// Measure this process as the server instead of finding it by its port.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_pid: Option<u32>,
+    /// Write the result file here.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub json: Option<PathBuf>,
+    /// Write per-second latency histograms as an HdrHistogram log here.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hlog: Option<PathBuf>,
+    /// Run the scenario as N client processes (shards of this run, each with its own
+    /// open-file limit) and merge their results.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u64>,
+    /// Start the built-in server as N processes sharing the port (`serve --processes N`).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_processes: Option<u64>,
+    /// Do not sample the server (a `--processes` parent probes it for its shards).
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub no_probe: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+impl RunSettings {
+    /// Reads a TOML scenario file (the same keys as the flags, kebab-case).
+    pub fn from_file(path: &Path) -> Result<RunSettings, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::ReadScenario { path: path.to_owned(), source })?;
+        toml::from_str(&text).map_err(|e| ConfigError::ParseScenario {
+            path: path.to_owned(),
+            message: e.message().to_owned()
+                + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
+        })
+    }
+
+    /// These settings as a TOML scenario file that [`RunSettings::from_file`] reads back.
+    pub fn to_toml(&self) -> Result<String, ConfigError> {
+        toml::to_string(self).map_err(|e| not_representable(&e))
+    }
+
+    /// `self` overrides `base` wherever `self` has a value (a set option, a `true` flag);
+    /// `--text` and `--binary` also cancel each other.
+    pub fn over(self, base: RunSettings) -> Result<RunSettings, ConfigError> {
+        let table =
+            |settings: &RunSettings| toml::Table::try_from(settings).map_err(|e| not_representable(&e));
+        let mut merged = table(&base)?;
+        merged.extend(table(&self)?);
+        let mut settings: RunSettings = merged.try_into().map_err(|e| not_representable(&e))?;
+        settings.binary &= !self.text;
+        settings.text &= !self.binary;
+        Ok(settings)
+    }
+}
+
+/// A value TOML cannot hold (a path that is not UTF-8, a number above 2^63).
+fn not_representable(error: &dyn std::fmt::Display) -> ConfigError {
+    super::error::invalid(
+        "scenario",
+        format!("a setting cannot be written as TOML ({error}): check paths and numbers"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_setting_survives_the_toml_file() {
+        let some = |text: &str| Some(text.to_owned());
+        let every = RunSettings {
+            scenario: some("throughput"),
+            target: some("ws://127.0.0.1:9/path"),
+            connections: Some(100),
+            clients: Some(101),
+            arrival: some("1ms"),
+            interval: some("1s"),
+            rate: some("10/s"),
+            max_send_lag: some("5ms"),
+            find_max_rate: true,
+            slo: some("p99<10ms,p999<50ms"),
+            shard: some("1/3"),
+            start_at: Some(1_700_000_000_000),
+            ramp: some("75/s"),
+            duration: some("2s"),
+            warmup: some("0s"),
+            hold: some("3s"),
+            in_flight: Some(4),
+            payload: some("bytes:20"),
+            payload_bytes: some("1KiB"),
+            frames_per_send: Some(2),
+            binary: true,
+            text: false,
+            connect_timeout: some("2s"),
+            client_cpus: some("1-3"),
+            server_cpus: some("0"),
+            source_addrs: some("127.0.0.2-127.0.0.6"),
+            insecure: true,
+            reconnect: true,
+            server_pid: Some(42),
+            json: Some("out dir/r.json".into()),
+            hlog: Some("r.hlog".into()),
+            processes: Some(5),
+            server_processes: Some(2),
+            no_probe: true,
+        };
+        let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
+        assert_eq!(back, every);
+        assert_eq!(RunSettings::default().to_toml().unwrap(), "");
+    }
+
+    #[test]
+    fn flags_override_the_file_where_they_are_given() {
+        let file = RunSettings {
+            connections: Some(25_000),
+            ramp: Some("75/s".into()),
+            binary: true,
+            reconnect: true,
+            ..RunSettings::default()
+        };
+        let flags = RunSettings { connections: Some(10), text: true, ..RunSettings::default() };
+        let merged = flags.over(file).unwrap();
+        assert_eq!(merged.connections, Some(10));
+        assert_eq!(merged.ramp.as_deref(), Some("75/s"));
+        assert!(merged.text && !merged.binary && merged.reconnect);
+    }
+}

@@ -1,0 +1,247 @@
+//! From settings to a [`RunConfig`]: every default applied, every value checked, each rule
+//! in a small function named after the setting it decides. Errors are one line naming the
+//! flag and what to do ([`ConfigError`]); nothing here touches the network or the disk.
+
+use std::time::Duration;
+
+use super::error::{ConfigError, invalid};
+use super::settings::RunSettings;
+use super::{
+    DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_FRAMES_PER_SEND, DEFAULT_HOLD, DEFAULT_IN_FLIGHT,
+    DEFAULT_MAX_SEND_LAG, DEFAULT_THROUGHPUT_PAYLOAD, DEFAULT_WARMUP, MessageKind, Mode, Outputs, Payload,
+    Placement, RunConfig, Sampling, Scenario, Shard, parse_addr_range,
+};
+use crate::config::Target;
+use crate::units::{parse_bytes, parse_duration, parse_rate};
+
+impl RunSettings {
+    /// Applies defaults and checks every value.
+    pub fn validate(&self) -> Result<RunConfig, ConfigError> {
+        let scenario: Scenario = self.scenario.as_deref().unwrap_or("echo").parse()?;
+        let target = self.target.as_deref().map(Target::parse).transpose()?;
+        let connections = self.connections()?;
+        let payload = self.payload(scenario)?;
+        let frames_per_send = self.frames_per_send(scenario)?;
+        let open_loop = scenario == Scenario::C10k || self.rate.is_some() || self.interval.is_some();
+        let in_flight = self.in_flight(scenario, frames_per_send, open_loop)?;
+        let mode = self.mode(scenario)?;
+        let shard = self.shard.as_deref().map(|text| Shard::parse(text, connections)).transpose()?;
+        let placement = self.placement(connections, target.is_some(), shard.is_some(), &mode)?;
+        let (default_duration, default_warmup) = match scenario {
+            Scenario::C10k => (DEFAULT_C10K_DURATION, Duration::ZERO),
+            Scenario::Scalability => (DEFAULT_DURATION, Duration::ZERO),
+            Scenario::Echo | Scenario::Throughput => (DEFAULT_DURATION, DEFAULT_WARMUP),
+        };
+        Ok(RunConfig {
+            scenario,
+            target,
+            connections,
+            ramp_per_sec: self.ramp(scenario)?,
+            duration: duration(&self.duration, default_duration)?,
+            warmup: duration(&self.warmup, default_warmup)?,
+            hold: duration(&self.hold, DEFAULT_HOLD)?,
+            in_flight,
+            message_interval: self.message_interval(scenario, connections)?,
+            max_send_lag: duration(&self.max_send_lag, DEFAULT_MAX_SEND_LAG)?,
+            mode,
+            shard,
+            start_at_unix_ms: self.start_at,
+            payload,
+            message: self.message_kind(payload)?,
+            frames_per_send,
+            connect_timeout: duration(&self.connect_timeout, DEFAULT_CONNECT_TIMEOUT)?,
+            source_addrs: self.source_addrs.as_deref().map(parse_addr_range).transpose()?.unwrap_or_default(),
+            reconnect: self.reconnect,
+            insecure: self.insecure,
+            placement,
+            sampling: Sampling { server_pid: self.server_pid, no_probe: self.no_probe },
+            outputs: Outputs { json: self.json.clone(), hlog: self.hlog.clone() },
+        })
+    }
+
+    fn connections(&self) -> Result<u64, ConfigError> {
+        let connections = match (self.connections, self.clients) {
+            (Some(_), Some(_)) => return Err(invalid("clients", "give either --clients or --connections")),
+            (count, clients) => count.or(clients).unwrap_or(DEFAULT_CONNECTIONS),
+        };
+        if connections == 0 {
+            return Err(invalid("connections", "must be at least 1"));
+        }
+        Ok(connections)
+    }
+
+    fn payload(&self, scenario: Scenario) -> Result<Payload, ConfigError> {
+        Ok(match (&self.payload, &self.payload_bytes) {
+            (Some(_), Some(_)) => {
+                return Err(invalid("payload-bytes", "give either --payload or --payload-bytes"));
+            }
+            (Some(text), None) => text.parse()?,
+            (None, Some(size)) => Payload::Bytes(parse_bytes(size)?),
+            (None, None) if scenario == Scenario::Throughput => Payload::Bytes(DEFAULT_THROUGHPUT_PAYLOAD),
+            (None, None) => Payload::JsonTs,
+        })
+    }
+
+    fn frames_per_send(&self, scenario: Scenario) -> Result<u64, ConfigError> {
+        match (scenario, self.frames_per_send) {
+            (_, Some(0)) => Err(invalid("frames-per-send", "must be at least 1")),
+            (Scenario::Throughput, frames) => Ok(frames.unwrap_or(DEFAULT_FRAMES_PER_SEND)),
+            (_, Some(_)) => Err(invalid("frames-per-send", "only applies to the throughput scenario")),
+            (_, None) => Ok(1),
+        }
+    }
+
+    fn in_flight(
+        &self,
+        scenario: Scenario,
+        frames_per_send: u64,
+        open_loop: bool,
+    ) -> Result<u64, ConfigError> {
+        match (scenario, self.in_flight) {
+            (_, Some(0)) => Err(invalid("in-flight", "must be at least 1")),
+            (Scenario::Throughput, Some(k)) if k % frames_per_send != 0 => Err(invalid(
+                "in-flight",
+                format!("must be a multiple of --frames-per-send ({frames_per_send})"),
+            )),
+            (_, Some(k)) => Ok(k),
+            // Open loop sends on schedule whatever is outstanding, unless capped.
+            _ if open_loop => Ok(u64::MAX),
+            (Scenario::Throughput, None) => Ok(frames_per_send),
+            (_, None) => Ok(DEFAULT_IN_FLIGHT),
+        }
+    }
+
+    fn message_interval(
+        &self,
+        scenario: Scenario,
+        connections: u64,
+    ) -> Result<Option<Duration>, ConfigError> {
+        let interval = match (scenario, &self.rate, &self.interval) {
+            (_, Some(_), Some(_)) => return Err(invalid("rate", "give either --rate or --interval")),
+            (Scenario::Scalability, Some(_), _) | (Scenario::Scalability, _, Some(_)) => {
+                return Err(invalid("rate", "the scalability scenario sends no messages"));
+            }
+            (_, Some(rate), None) => {
+                let per_connection = parse_rate(rate)? / connections as f64;
+                Some(Duration::from_secs_f64(1.0 / per_connection))
+            }
+            (_, None, Some(interval)) => Some(parse_duration(interval)?),
+            (Scenario::C10k, None, None) => Some(DEFAULT_C10K_INTERVAL),
+            (_, None, None) => None,
+        };
+        if interval.is_some_and(|i| i.is_zero()) {
+            return Err(invalid("interval", "must be longer than zero"));
+        }
+        Ok(interval)
+    }
+
+    /// Text or binary frames. Random bytes are not UTF-8: text frames of a `bytes:N` payload
+    /// carry printable ASCII instead.
+    fn message_kind(&self, payload: Payload) -> Result<MessageKind, ConfigError> {
+        Ok(match (self.binary, self.text, payload) {
+            (true, _, Payload::JsonTs) => {
+                return Err(invalid(
+                    "binary",
+                    "json-ts payloads are text; drop --binary or use --payload bytes:N",
+                ));
+            }
+            (true, _, _) => MessageKind::Binary,
+            (_, true, _) => MessageKind::Text,
+            (_, _, Payload::JsonTs) => MessageKind::Text,
+            (_, _, Payload::Bytes(_)) => MessageKind::Binary,
+        })
+    }
+
+    /// New connections per second while ramping up (`None`: as fast as possible).
+    fn ramp(&self, scenario: Scenario) -> Result<Option<f64>, ConfigError> {
+        Ok(match (&self.ramp, &self.arrival) {
+            (Some(_), Some(_)) => return Err(invalid("arrival", "give either --arrival or --ramp")),
+            (Some(rate), None) => Some(parse_rate(rate)?),
+            (None, Some(arrival)) => {
+                let arrival = parse_duration(arrival)?;
+                if arrival.is_zero() {
+                    return Err(invalid(
+                        "arrival",
+                        "must be longer than zero (omit it to connect as fast as possible)",
+                    ));
+                }
+                Some(1.0 / arrival.as_secs_f64())
+            }
+            (None, None) if scenario == Scenario::C10k => Some(1.0 / DEFAULT_C10K_ARRIVAL.as_secs_f64()),
+            (None, None) => None,
+        })
+    }
+
+    fn mode(&self, scenario: Scenario) -> Result<Mode, ConfigError> {
+        match (self.find_max_rate, &self.slo) {
+            (false, None) => Ok(Mode::Once),
+            (false, Some(_)) => Err(invalid("slo", "only applies with --find-max-rate")),
+            (true, None) => Err(invalid("find-max-rate", "needs a latency objective, e.g. --slo 'p99<10ms'")),
+            (true, Some(_)) if !matches!(scenario, Scenario::Echo | Scenario::Throughput) => {
+                Err(invalid("find-max-rate", "applies to the echo and throughput scenarios"))
+            }
+            (true, Some(slo)) => Ok(Mode::FindMaxRate(slo.parse()?)),
+        }
+    }
+
+    /// CPUs and processes of the client and of the built-in server.
+    fn placement(
+        &self,
+        connections: u64,
+        has_url: bool,
+        sharded: bool,
+        mode: &Mode,
+    ) -> Result<Placement, ConfigError> {
+        let cpus = |setting: &'static str, list: &Option<String>| {
+            list.as_deref()
+                .map(crate::affinity::parse_cpu_list)
+                .transpose()
+                .map_err(|e| invalid(setting, e.to_string()))
+        };
+        let processes = match self.processes {
+            None | Some(1) => 1,
+            Some(0) => return Err(invalid("processes", "must be at least 1")),
+            Some(_) if sharded => {
+                return Err(invalid(
+                    "processes",
+                    "give either --processes or --shard (a shard runs in one process)",
+                ));
+            }
+            Some(_) if matches!(mode, Mode::FindMaxRate(_)) => {
+                return Err(invalid("processes", "does not combine with --find-max-rate"));
+            }
+            Some(n) if n > connections => {
+                return Err(invalid(
+                    "processes",
+                    format!(
+                        "{n} processes for {connections} connections: use at most one process per connection"
+                    ),
+                ));
+            }
+            Some(n) => n,
+        };
+        let server_processes = match self.server_processes {
+            None => 1,
+            Some(0) => return Err(invalid("server-processes", "must be at least 1")),
+            Some(_) if has_url => {
+                return Err(invalid("server-processes", "only applies to the built-in server (give no URL)"));
+            }
+            Some(n) => n,
+        };
+        let server_cpus = cpus("server-cpus", &self.server_cpus)?;
+        if has_url && server_cpus.is_some() {
+            return Err(invalid("server-cpus", "only applies to the built-in server (give no URL)"));
+        }
+        Ok(Placement {
+            client_cpus: cpus("client-cpus", &self.client_cpus)?,
+            server_cpus,
+            processes,
+            server_processes,
+        })
+    }
+}
+
+fn duration(value: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
+    Ok(value.as_deref().map(parse_duration).transpose()?.unwrap_or(default))
+}

@@ -1,0 +1,75 @@
+//! The error a command ends with: one variant per part of the library, each message naming
+//! its cause once (the binary prints the sources after it), and which of them are usage
+//! errors ([`ExitCode`]).
+
+use crate::exit::{ExitCode, FAILED, USAGE};
+
+/// Why a command ended in an error: one variant per part of the library, each message
+/// naming its cause once (its sources follow it, printed by the binary).
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Run(#[from] crate::session::RunError),
+    #[error(transparent)]
+    Compare(#[from] crate::compare::CompareError),
+    #[error(transparent)]
+    Fleet(#[from] crate::fleet::FleetError),
+    #[error(transparent)]
+    Rtt(#[from] crate::rtt::RttError),
+    #[error(transparent)]
+    Result(#[from] crate::result::ResultError),
+    #[error(transparent)]
+    Merge(#[from] crate::merge::MergeError),
+    #[error(transparent)]
+    Serve(#[from] wsbench_server::ServeError),
+    #[error("cannot install the Ctrl-C handler")]
+    Signals(#[source] std::io::Error),
+    #[error("cannot write to stdout")]
+    Stdout(#[source] std::io::Error),
+}
+
+impl ExitCode for crate::session::RunError {
+    fn exit_code(&self) -> u8 {
+        match self {
+            crate::session::RunError::Config(_) => USAGE,
+            _ => FAILED,
+        }
+    }
+}
+
+impl ExitCode for CommandError {
+    fn exit_code(&self) -> u8 {
+        use crate::compare::CompareError;
+        use crate::rtt::RttError;
+        match self {
+            CommandError::Config(_) | CommandError::Compare(CompareError::Config(_)) => USAGE,
+            CommandError::Rtt(RttError::Config(_)) => USAGE,
+            CommandError::Run(error) | CommandError::Rtt(RttError::Server(error)) => error.exit_code(),
+            _ => FAILED,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigError;
+
+    #[test]
+    fn configuration_errors_are_usage_errors_wherever_they_surface() {
+        let bad = || ConfigError::Invalid { setting: "connections", problem: "must be at least 1".into() };
+        let usage = [
+            CommandError::Config(bad()),
+            CommandError::Run(crate::session::RunError::Config(bad())),
+            CommandError::Compare(crate::compare::CompareError::Config(bad())),
+            CommandError::Rtt(crate::rtt::RttError::Config(bad())),
+        ];
+        for error in usage {
+            assert_eq!(error.exit_code(), USAGE, "{error:?}");
+        }
+        let failed = CommandError::Run(crate::session::RunError::ServerStart("no".into()));
+        assert_eq!(failed.exit_code(), FAILED);
+    }
+}

@@ -1,0 +1,244 @@
+//! Orchestration: everything around the engine, for every command that measures. A
+//! [`Session`] checks that a run fits this machine ([`cpus`]), starts the built-in server
+//! when no URL is given ([`builtin`], through the one child-process type, [`supervisor`]),
+//! finds and samples the server process, and runs the engine; [`Session::measure_once`] is
+//! the one measurement that `run`, `--find-max-rate` and `compare` all use. [`shards`]
+//! splits a run over child processes; [`interrupt`] turns Ctrl-C into a flag every loop
+//! checks. Results come back as [`RunResult`]s; files are written by [`write_outputs`].
+
+pub mod builtin;
+pub mod cpus;
+pub mod interrupt;
+mod progress;
+pub mod shards;
+pub mod supervisor;
+
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+pub use builtin::BuiltinServer;
+pub use cpus::{CpuPlan, RESERVED_FILES, check_file_limit, check_server_processes, plan_cpus};
+
+use crate::config::Slo;
+use crate::config::Target;
+use crate::config::{Mode, Outputs, RunConfig, RunSettings};
+use crate::engine::{self, EngineSpec};
+use crate::find_rate::{Search, Step, search};
+use crate::probe::{SAMPLE_INTERVAL, ServerProbe, pids_listening_on};
+use crate::result::RunResult;
+use crate::samples::{RunOutcome, ServerReport};
+
+/// Why a measurement could not be made or kept.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(
+        "{wanted} connections need {needed} open files, but this process may open only {limit} \
+         (hard limit): run at most {fits} connections per process, or split the run over \
+         processes with --processes N (or --shard I/N)"
+    )]
+    TooManyConnections { wanted: u64, needed: u64, limit: u64, fits: u64 },
+    #[error(
+        "{connections} connections do not fit in {processes} built-in server process(es) of \
+         {limit} open files each: add --server-processes {needed}"
+    )]
+    ServerTooSmall { connections: u64, processes: u64, limit: u64, needed: u64 },
+    #[error("cannot start the built-in server: {0}")]
+    ServerStart(String),
+    #[error("the engine failed")]
+    Engine(#[source] std::io::Error),
+    #[error(transparent)]
+    Result(#[from] crate::result::ResultError),
+    #[error("{0}")]
+    Shards(String),
+    #[error(transparent)]
+    Merge(#[from] crate::merge::MergeError),
+}
+
+/// What a `wsbench run` produced: one result, or a rate search.
+#[derive(Debug)]
+pub enum RunReport {
+    Once(Box<RunResult>),
+    Search(Search),
+}
+
+/// Validates `settings` and runs them to a result, or a search: in this process, or split
+/// over `--processes N` children whose results are merged. `interrupt` (Ctrl-C) ends the
+/// run early; the result says so and is still written.
+pub fn run(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunReport, RunError> {
+    let config = settings.validate()?;
+    if let Mode::FindMaxRate(slo) = &config.mode {
+        return find_max_rate(&config, slo, interrupt).map(RunReport::Search);
+    }
+    if config.placement.processes > 1 {
+        return shards::run(settings, &config, interrupt).map(|result| RunReport::Once(Box::new(result)));
+    }
+    measure_once(&config, interrupt).map(|result| RunReport::Once(Box::new(result)))
+}
+
+/// One measured run of `config`, from start to written result: its own session (the
+/// built-in server started and stopped), one measurement, its output files.
+pub fn measure_once(config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+    let session = Session::start(config)?;
+    let result = session.measure_once(config, interrupt);
+    session.finish();
+    let result = result?;
+    write_outputs(&result, &config.outputs)?;
+    Ok(result)
+}
+
+/// Writes the result file and the interval log, where asked.
+pub fn write_outputs(result: &RunResult, outputs: &Outputs) -> Result<(), RunError> {
+    if let Some(path) = &outputs.json {
+        result.write_json(path)?;
+    }
+    if let Some(path) = &outputs.hlog {
+        let metrics = result.metrics()?;
+        crate::hlog::write_hlog(path, result.started_at_unix_ms, &metrics.intervals)?;
+    }
+    Ok(())
+}
+
+/// The target of one or more measured runs: the built-in server (started once, pinned)
+/// or the given URL, and the CPUs the client's workers use.
+#[derive(Debug)]
+pub struct Session {
+    pub(crate) cpus: CpuPlan,
+    pub(crate) builtin: Option<BuiltinServer>,
+    pub(crate) target: Target,
+}
+
+impl Session {
+    /// Checks that `config` fits this process and starts the built-in server if needed.
+    pub fn start(config: &RunConfig) -> Result<Session, RunError> {
+        let limit = check_file_limit(config.connections_per_process())?;
+        let server_processes = config.placement.server_processes;
+        if config.target.is_none() {
+            check_server_processes(config.connections, server_processes, limit)?;
+        }
+        let cpus = plan_cpus(config, &crate::affinity::allowed_cpus());
+        let (builtin, target) = match &config.target {
+            Some(target) => (None, target.clone()),
+            None => {
+                let processes = server_processes.to_string();
+                let extra_args: &[&str] =
+                    if server_processes > 1 { &["--processes", &processes] } else { &[] };
+                let server = BuiltinServer::start(&cpus.server, extra_args)?;
+                let target = Target::parse(&server.url).map_err(|e| RunError::ServerStart(e.to_string()))?;
+                (Some(server), target)
+            }
+        };
+        Ok(Session { cpus, builtin, target })
+    }
+
+    /// One measured run of `config` against this session's target.
+    pub fn measure_once(&self, config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+        // Shards given --start-at begin then (the engine waits): their timelines and server
+        // samples count from that instant, so merged shards line up.
+        let (started_at_unix_ms, run_start) = start_instant(config.start_at_unix_ms);
+        let probe = start_probe(config, &self.target, self.builtin.as_ref(), run_start);
+        let spec = EngineSpec::new(config.clone(), self.target.clone());
+        let mut progress = progress::Progress::new();
+        let output = engine::run(spec, &self.cpus.client, interrupt, &mut |control| progress.update(control));
+        progress.finish();
+        let server = match probe {
+            Ok(probe) => probe.stop(),
+            Err(report) => report,
+        };
+        let output = output.map_err(RunError::Engine)?;
+        Ok(RunResult::from_outcome(&RunOutcome {
+            scenario: config.scenario.name().to_owned(),
+            target_url: self.target.url.clone(),
+            target_builtin: self.builtin.is_some(),
+            config: serde_json::to_value(config).unwrap_or_default(),
+            started_at_unix_ms,
+            elapsed_secs: output.elapsed_secs,
+            measured_secs: output.measured_secs,
+            measured_echoes: output.measured_echoes,
+            connect_phase_secs: output.connect_phase_secs,
+            interrupted: output.interrupted,
+            connections: output.metrics.counters.connections_established,
+            in_flight: config.in_flight,
+            metrics: output.metrics,
+            server,
+            client_workers: output.workers,
+            machine: crate::machine::machine_facts(),
+        }))
+    }
+
+    /// Stops the built-in server, if this session started one.
+    pub fn finish(mut self) {
+        if let Some(server) = self.builtin.as_mut() {
+            server.stop();
+        }
+    }
+}
+
+/// The wall-clock start of a run (ms since the Unix epoch) and the same instant as an
+/// [`Instant`]: now, or `start_at_unix_ms` when that is later.
+pub(crate) fn start_instant(start_at_unix_ms: Option<u64>) -> (u64, Instant) {
+    let now = Instant::now();
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let start_ms = start_at_unix_ms.map_or(now_ms, |at| at.max(now_ms));
+    (start_ms, now + Duration::from_millis(start_ms - now_ms))
+}
+
+/// Message rate of the first step of `--find-max-rate` when `--rate` does not give one.
+pub const DEFAULT_SEARCH_START_RATE: f64 = 1000.0;
+
+/// `--find-max-rate`: measures open-loop steps against one server until the search ends.
+fn find_max_rate(config: &RunConfig, slo: &Slo, interrupt: &AtomicBool) -> Result<Search, RunError> {
+    let session = Session::start(config)?;
+    let connections = config.connections as f64;
+    let start = config.message_interval.map_or(DEFAULT_SEARCH_START_RATE, |i| connections / i.as_secs_f64());
+    let search = search(slo.clone(), start, |rate| {
+        let mut step = config.clone();
+        step.message_interval = Some(Duration::from_secs_f64(connections / rate));
+        step.outputs = Outputs::default();
+        progress::step_started(rate);
+        let result = session.measure_once(&step, interrupt)?;
+        Ok::<_, RunError>((Step::judge(rate, &result, slo), result.interrupted))
+    });
+    session.finish();
+    let search = search?;
+    if let Some(path) = &config.outputs.json {
+        search.write_json(path)?;
+    }
+    Ok(search)
+}
+
+/// Finds the server process: the spawned built-in server, `--server-pid`, or whatever
+/// listens on the target's port on this machine. The error is the report saying why the
+/// server is not sampled.
+pub(crate) fn start_probe(
+    config: &RunConfig,
+    target: &Target,
+    builtin: Option<&BuiltinServer>,
+    run_start: Instant,
+) -> Result<ServerProbe, ServerReport> {
+    if config.sampling.no_probe {
+        return Err(ServerProbe::unprobed("--no-probe: this process did not sample the server"));
+    }
+    let (pids, found_by) = if let Some(server) = builtin {
+        (server.pids(), "spawned")
+    } else if let Some(pid) = config.sampling.server_pid {
+        (vec![pid], "--server-pid")
+    } else if target.addr.ip().is_loopback() {
+        match pids_listening_on(target.addr.port()) {
+            Ok(pids) if !pids.is_empty() => (pids, "listening-port"),
+            Ok(_) => {
+                return Err(ServerProbe::unprobed(&format!(
+                    "no process of this machine visibly listens on port {} (give --server-pid)",
+                    target.addr.port()
+                )));
+            }
+            Err(e) => {
+                return Err(ServerProbe::unprobed(&format!("finding the listening process failed: {e}")));
+            }
+        }
+    } else {
+        return Err(ServerProbe::unprobed("remote target: the probe only sees processes on this machine"));
+    };
+    Ok(ServerProbe::start(pids, found_by, SAMPLE_INTERVAL, run_start))
+}
