@@ -78,25 +78,10 @@ pub fn compare(
     if let Some(out) = &config.out {
         std::fs::create_dir_all(out).map_err(|source| CompareError::OutDir { path: out.clone(), source })?;
     }
-    let mut rows: Vec<Row> = selected
-        .iter()
-        .map(|m| Row { manifest: (*m).clone(), runs: Vec::new(), problems: Vec::new(), available: true })
-        .collect();
-    for row in &mut rows {
-        row.available = fleet::is_installed(&row.manifest);
-        if !row.available {
-            let missing = fleet::missing_tools(&row.manifest);
-            row.problems.push(if missing.is_empty() {
-                format!("not installed: run `wsbench fleet install {}`", row.manifest.name)
-            } else {
-                format!("unavailable: needs {}", missing.join(", "))
-            });
-        }
-    }
+    let mut rows: Vec<Row> = selected.iter().map(|manifest| Row::new(manifest)).collect();
     let allowed = crate::affinity::allowed_cpus();
     let server_cpus: Vec<usize> = if allowed.len() >= 2 { vec![allowed[0]] } else { Vec::new() };
-    let client_cpus: Vec<String> =
-        allowed.iter().filter(|c| !server_cpus.contains(c)).map(|c| c.to_string()).collect();
+    let client_cpus: Vec<usize> = allowed.iter().copied().filter(|c| !server_cpus.contains(c)).collect();
     let total = rows.iter().filter(|r| r.available).count() * config.repeat as usize;
     let mut step = 0;
     for repeat in 1..=config.repeat {
@@ -105,51 +90,82 @@ pub fn compare(
                 break;
             }
             step += 1;
-            let name = row.manifest.name.clone();
-            let mut server = match FleetServer::start(&row.manifest, &server_cpus, START_TIMEOUT) {
-                Ok(server) => server,
-                Err(error) => {
-                    log(&format!("[{step}/{total}] {name} repeat {repeat}: failed to start: {error}"));
-                    row.problems.push(format!("failed to start: {error}"));
-                    continue;
-                }
-            };
             let mut settings = config.settings.clone();
-            settings.target = Some(server.url());
             if !client_cpus.is_empty() && settings.client_cpus.is_none() {
-                settings.client_cpus = Some(client_cpus.join(","));
+                settings.client_cpus = Some(crate::affinity::format_cpu_list(&client_cpus));
             }
-            settings.json = config.out.as_ref().map(|out| out.join(format!("{name}-{repeat}.json")));
-            let measured = measure(settings, interrupt);
-            // A server that closed every connection is usually on its way out: give it a
-            // moment to exit so the row can say it died rather than look merely slow.
-            let lost_all = measured.as_ref().is_ok_and(|r| {
-                r.summary.connections.established > 0
-                    && r.summary.disconnections >= r.summary.connections.established
-            });
-            let died = server.exited_within(if lost_all { Duration::from_secs(2) } else { Duration::ZERO });
-            server.stop();
-            match measured {
-                Ok(result) => {
-                    log(&format!(
-                        "[{step}/{total}] {name} repeat {repeat}: {:.0} echoes/s, {} of {} connections",
-                        result.summary.echoes_per_sec,
-                        result.summary.connections.established,
-                        result.summary.connections.attempted
-                    ));
-                    row.runs.push(result);
-                }
-                Err(error) => {
-                    log(&format!("[{step}/{total}] {name} repeat {repeat}: {error}"));
-                    row.problems.push(error.to_string());
-                }
-            }
-            if let Some(status) = died {
-                row.problems.push(format!("died mid-run ({status})"));
-            }
+            settings.json =
+                config.out.as_ref().map(|out| out.join(format!("{}-{repeat}.json", row.manifest.name)));
+            let label = format!("[{step}/{total}] {} repeat {repeat}", row.manifest.name);
+            row.measure(settings, &server_cpus, interrupt, &mut |line| log(&format!("{label}: {line}")));
         }
     }
     Ok(rows)
+}
+
+impl Row {
+    /// A row for `manifest`, saying so if the server is not installed or cannot run here.
+    fn new(manifest: &Manifest) -> Row {
+        let mut row =
+            Row { manifest: manifest.clone(), runs: Vec::new(), problems: Vec::new(), available: true };
+        row.available = fleet::is_installed(manifest);
+        if !row.available {
+            let missing = fleet::missing_tools(manifest);
+            row.problems.push(if missing.is_empty() {
+                format!("not installed: run `wsbench fleet install {}`", manifest.name)
+            } else {
+                format!("unavailable: needs {}", missing.join(", "))
+            });
+        }
+        row
+    }
+
+    /// Starts the server fresh, measures it with `settings` (their target set to it), stops
+    /// it, and records the run or what went wrong.
+    fn measure(
+        &mut self,
+        mut settings: RunSettings,
+        server_cpus: &[usize],
+        interrupt: &AtomicBool,
+        log: &mut dyn FnMut(&str),
+    ) {
+        let mut server = match FleetServer::start(&self.manifest, server_cpus, START_TIMEOUT) {
+            Ok(server) => server,
+            Err(error) => {
+                log(&format!("failed to start: {error}"));
+                self.problems.push(format!("failed to start: {error}"));
+                return;
+            }
+        };
+        settings.target = Some(server.url());
+        let measured = measure(settings, interrupt);
+        // A server that closed every connection is usually on its way out: give it a
+        // moment to exit so the row can say it died rather than look merely slow.
+        let lost_all = measured.as_ref().is_ok_and(|r| {
+            r.summary.connections.established > 0
+                && r.summary.disconnections >= r.summary.connections.established
+        });
+        let died = server.exited_within(if lost_all { Duration::from_secs(2) } else { Duration::ZERO });
+        server.stop();
+        match measured {
+            Ok(result) => {
+                log(&format!(
+                    "{:.0} echoes/s, {} of {} connections",
+                    result.summary.echoes_per_sec,
+                    result.summary.connections.established,
+                    result.summary.connections.attempted
+                ));
+                self.runs.push(result);
+            }
+            Err(error) => {
+                log(&error.to_string());
+                self.problems.push(error.to_string());
+            }
+        }
+        if let Some(status) = died {
+            self.problems.push(format!("died mid-run ({status})"));
+        }
+    }
 }
 
 fn measure(settings: RunSettings, interrupt: &AtomicBool) -> Result<RunResult, RunError> {

@@ -154,31 +154,15 @@ fn send_lag_limit_us(config: &serde_json::Value) -> Option<u64> {
     Some((config.get("max_send_lag")?.as_f64()? * 1e6) as u64)
 }
 
-impl RunResult {
-    /// Everything the result file says about a finished (or interrupted) run.
-    pub fn from_outcome(outcome: &RunOutcome) -> RunResult {
+impl Summary {
+    /// The headline figures of one run's metrics.
+    fn from_outcome(outcome: &RunOutcome) -> Summary {
         let metrics = &outcome.metrics;
         let counters = &metrics.counters;
-        let echoes_per_sec = if outcome.measured_secs > 0.0 {
-            finite(outcome.measured_echoes as f64 / outcome.measured_secs)
-        } else {
-            0.0
-        };
+        let per_sec = |count: f64, secs: f64| if secs > 0.0 { finite(count / secs) } else { 0.0 };
+        let echoes_per_sec = per_sec(outcome.measured_echoes as f64, outcome.measured_secs);
         let latency_us = LatencyStats::from_histogram(&metrics.latency);
-        let workers: Vec<WorkerCpu> = outcome
-            .client_workers
-            .iter()
-            .map(|w| WorkerCpu {
-                name: w.name.clone(),
-                cpu_seconds: finite(w.cpu_seconds),
-                share: finite(w.share),
-            })
-            .collect();
-        let mut server = outcome.server.clone();
-        for sample in &mut server.samples {
-            sample.cpu_seconds = finite(sample.cpu_seconds);
-        }
-        let summary = Summary {
+        Summary {
             echoes_per_sec,
             measured_echoes: outcome.measured_echoes,
             latency_us,
@@ -199,11 +183,10 @@ impl RunResult {
             },
             bytes: ByteCounts { sent: counters.bytes_sent, received: counters.bytes_received },
             connect_phase_s: finite(outcome.connect_phase_secs),
-            connections_per_ms: if outcome.connect_phase_secs > 0.0 {
-                finite(counters.connections_established as f64 / (outcome.connect_phase_secs * 1e3))
-            } else {
-                0.0
-            },
+            connections_per_ms: per_sec(
+                counters.connections_established as f64,
+                outcome.connect_phase_secs * 1e3,
+            ),
             latency_distribution: super::Distribution::from_histogram(&metrics.latency),
             connect_distribution: super::Distribution::from_histogram(&metrics.connect),
             littles_law: LittlesLaw::new(
@@ -212,22 +195,42 @@ impl RunResult {
                 echoes_per_sec,
                 latency_us.mean,
             ),
-        };
-        let timeline = metrics
-            .intervals
+        }
+    }
+}
+
+impl TimelinePoint {
+    fn of(interval: &crate::metrics::Interval) -> TimelinePoint {
+        let quantile =
+            |q: f64| if interval.latency.is_empty() { 0 } else { interval.latency.value_at_quantile(q) };
+        TimelinePoint {
+            second: interval.second,
+            echoes: interval.echoes,
+            connections_open: interval.connections_open,
+            p50_us: quantile(0.5),
+            p99_us: quantile(0.99),
+        }
+    }
+}
+
+impl RunResult {
+    /// Everything the result file says about a finished (or interrupted) run.
+    pub fn from_outcome(outcome: &RunOutcome) -> RunResult {
+        let metrics = &outcome.metrics;
+        let counters = &metrics.counters;
+        let workers: Vec<WorkerCpu> = outcome
+            .client_workers
             .iter()
-            .map(|interval| TimelinePoint {
-                second: interval.second,
-                echoes: interval.echoes,
-                connections_open: interval.connections_open,
-                p50_us: if interval.latency.is_empty() { 0 } else { interval.latency.value_at_quantile(0.5) },
-                p99_us: if interval.latency.is_empty() {
-                    0
-                } else {
-                    interval.latency.value_at_quantile(0.99)
-                },
+            .map(|w| WorkerCpu {
+                name: w.name.clone(),
+                cpu_seconds: finite(w.cpu_seconds),
+                share: finite(w.share),
             })
             .collect();
+        let mut server = outcome.server.clone();
+        for sample in &mut server.samples {
+            sample.cpu_seconds = finite(sample.cpu_seconds);
+        }
         RunResult {
             schema_version: SCHEMA_VERSION,
             wsbench_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -239,7 +242,7 @@ impl RunResult {
             elapsed_s: finite(outcome.elapsed_secs),
             measured_s: finite(outcome.measured_secs),
             interrupted: outcome.interrupted,
-            summary,
+            summary: Summary::from_outcome(outcome),
             server: ServerSummary::from_report(
                 &server,
                 counters.connections_established,
@@ -247,7 +250,7 @@ impl RunResult {
             ),
             client: ClientSummary::from_workers(&workers)
                 .with_send_lag(&metrics.send_lag, send_lag_limit_us(&outcome.config)),
-            timeline,
+            timeline: metrics.intervals.iter().map(TimelinePoint::of).collect(),
             counters: counters.clone(),
             histograms: EncodedHistograms {
                 latency: encode_histogram(&metrics.latency),

@@ -1,0 +1,309 @@
+//! Tests of the probe against real processes: this test binary re-run as a helper child
+//! that listens, allocates and exits on request, and sleepers that become zombies.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use super::*;
+
+/// Set in the environment of the test binary re-run as a helper child process.
+const CHILD_ENV: &str = "WSBENCH_PROBE_TEST_CHILD";
+
+/// Not a test: the body of the helper child. It obeys one command per stdin line
+/// (`listen`, `alloc MIB`), answers with one line prefixed `reply:`, and exits on EOF.
+#[test]
+fn helper_child_process() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    let mut keep_listeners = Vec::new();
+    let mut keep_memory: Vec<Vec<u8>> = Vec::new();
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout();
+    for line in stdin.lock().lines() {
+        let line = line.unwrap();
+        let mut words = line.split_whitespace();
+        match words.next() {
+            Some("listen") => {
+                let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                writeln!(out, "reply:{}", listener.local_addr().unwrap().port()).unwrap();
+                keep_listeners.push(listener);
+            }
+            Some("alloc") => {
+                let mib: usize = words.next().unwrap().parse().unwrap();
+                // Non-zero bytes so every page is really touched.
+                keep_memory.push(vec![1u8; mib << 20]);
+                writeln!(out, "reply:{}", keep_memory.iter().map(|m| m[m.len() / 2] as usize).sum::<usize>())
+                    .unwrap();
+            }
+            _ => writeln!(out, "reply:?").unwrap(),
+        }
+        out.flush().unwrap();
+    }
+}
+
+/// This test binary re-run as [`helper_child_process`]: no python or netcat needed.
+struct Helper {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Helper {
+    fn spawn() -> Helper {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "probe::tests::helper_child_process", "--nocapture", "--test-threads=1"])
+            .env(CHILD_ENV, "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("re-run the test binary as a helper");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Helper { child, stdin, stdout }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn ask(&mut self, command: &str) -> String {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{command}").unwrap();
+        stdin.flush().unwrap();
+        loop {
+            let mut line = String::new();
+            assert_ne!(self.stdout.read_line(&mut line).unwrap(), 0, "helper exited early");
+            // libtest may print `test NAME ... ` on the same line before the reply.
+            if let Some(at) = line.find("reply:") {
+                return line[at + "reply:".len()..].trim_end().to_owned();
+            }
+        }
+    }
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sleeper() -> Child {
+    Command::new("sleep").arg("30").spawn().expect("spawn sleep")
+}
+
+#[test]
+fn stat_parser_takes_fields_after_the_last_parenthesis() {
+    let line = "1234 (a) b) c) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 7 0 \
+                12345 1000000 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
+    let stat = parse_stat(line).expect("parses");
+    assert_eq!(stat.comm, "a) b) c");
+    assert_eq!(stat.state, 'S');
+    assert_eq!(stat.cpu_ticks, 300);
+    assert_eq!(stat.threads, 7);
+
+    let spaces = "42 (web server (x)) R 1 42 42 0 -1 0 0 0 0 0 3 4 0 0 20 0 2 0 1 1 1";
+    let stat = parse_stat(spaces).expect("parses");
+    assert_eq!((stat.comm.as_str(), stat.state, stat.cpu_ticks, stat.threads), ("web server (x)", 'R', 7, 2));
+
+    assert_eq!(parse_stat("1 (short) S 1 2"), None);
+    assert_eq!(parse_stat("no parentheses at all"), None);
+}
+
+#[test]
+fn stat_parser_reads_this_process() {
+    let text = fs::read_to_string("/proc/self/stat").unwrap();
+    let stat = parse_stat(&text).expect("parses /proc/self/stat");
+    assert!(stat.threads >= 1);
+    assert!(matches!(stat.state, 'R' | 'S' | 'D'));
+}
+
+#[test]
+fn listen_rows_are_picked_by_state_and_port() {
+    let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1111 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:1F90 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000     0        0 2222 1 0000000000000000 20 4 30 10 -1
+   2: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 3333 1 0000000000000000 100 0 0 10 0
+   3: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4444 1 0000000000000000 100 0 0 10 0
+";
+    assert_eq!(parse_listen_inodes(tcp, 8080), [1111, 4444]);
+    assert_eq!(parse_listen_inodes(tcp, 8081), [3333]);
+    assert!(parse_listen_inodes(tcp, 80).is_empty());
+
+    let tcp6 = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5555 1 0000000000000000 100 0 0 10 0
+   1: 00000000000000000000000001000000:1F90 00000000000000000000000001000000:9C40 01 00000000:00000000 00:00000000 00000000     0        0 6666 1 0000000000000000 20 4 30 10 -1
+";
+    assert_eq!(parse_listen_inodes(tcp6, 8080), [5555]);
+}
+
+#[test]
+fn finds_this_process_by_its_listening_port() {
+    // Another test forking at that very moment briefly shares the socket (close-on-exec
+    // acts only at exec), so look a few times before deciding.
+    let settles_to = |port: u16, expected: &[u32]| {
+        (0..20).any(|_| {
+            let found = pids_listening_on(port).unwrap() == expected;
+            if !found {
+                thread::sleep(Duration::from_millis(10));
+            }
+            found
+        })
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    assert!(settles_to(port, &[std::process::id()]), "{:?}", pids_listening_on(port));
+    drop(listener);
+    assert!(settles_to(port, &[]), "{:?}", pids_listening_on(port));
+}
+
+#[test]
+fn finds_a_child_process_by_its_listening_port() {
+    let mut helper = Helper::spawn();
+    let port: u16 = helper.ask("listen").parse().unwrap();
+    assert_eq!(pids_listening_on(port).unwrap(), [helper.pid()]);
+}
+
+#[test]
+fn sample_sees_memory_grow_and_fds_open() {
+    let mut helper = Helper::spawn();
+    let pid = helper.pid();
+    helper.ask("noop"); // the child is up and idle
+    let before = sample(&[pid], 1).unwrap();
+    assert_eq!(before.t_ms, 1);
+    assert!(before.rss_bytes > 0 && before.threads >= 1 && before.fds >= 3, "{before:?}");
+
+    helper.ask("alloc 64");
+    helper.ask("listen");
+    let after = sample(&[pid], 2).unwrap();
+    let grown = after.rss_bytes.saturating_sub(before.rss_bytes);
+    assert!(grown >= 60 << 20, "RSS grew by only {grown} bytes: {before:?} → {after:?}");
+    assert!(grown < 200 << 20, "RSS grew by {grown} bytes for 64 MiB");
+    assert!(after.fds > before.fds, "{before:?} → {after:?}");
+    assert!(after.cpu_seconds >= before.cpu_seconds);
+}
+
+#[test]
+fn sample_sums_over_pids() {
+    let (mut a, mut b) = (sleeper(), sleeper());
+    let one = sample(&[a.id()], 0).unwrap();
+    let two = sample(&[a.id(), b.id()], 0).unwrap();
+    assert_eq!(two.threads, 2 * one.threads);
+    assert!(two.rss_bytes > one.rss_bytes);
+    assert!(two.fds > one.fds);
+    for child in [&mut a, &mut b] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
+
+#[test]
+fn exited_and_zombie_processes_are_gone() {
+    let mut child = sleeper();
+    let pid = child.id();
+    assert!(sample(&[pid], 0).is_ok());
+    child.kill().unwrap();
+    // Not reaped yet: a zombie, which is as good as gone. Wait for the kill to land.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match sample(&[pid], 0) {
+            Err(ProbeError::Gone(p)) => {
+                assert_eq!(p, pid);
+                break;
+            }
+            other => assert!(Instant::now() < deadline, "still sampled after kill: {other:?}"),
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    child.wait().unwrap();
+    assert!(matches!(sample(&[pid], 0), Err(ProbeError::Gone(p)) if p == pid));
+    assert!(matches!(sample(&[], 0), Err(ProbeError::NoPids)));
+}
+
+#[test]
+fn probe_samples_from_baseline_to_stop() {
+    let mut child = sleeper();
+    let run_start = Instant::now();
+    let probe = ServerProbe::start(vec![child.id()], "spawned", Duration::from_millis(20), run_start);
+    thread::sleep(Duration::from_millis(200));
+    let (report, ended_by) = probe.stop_with_reason();
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    assert!(ended_by.is_none(), "{ended_by:?}");
+    assert_eq!(report.pids, [child.id()]);
+    assert_eq!(report.found_by.as_deref(), Some("spawned"));
+    assert_eq!(report.unprobed_reason, None);
+    // 200 ms at 20 ms: about 10 periodic samples; allow a slow machine plenty of slack.
+    assert!(report.samples.len() >= 4, "only {} samples", report.samples.len());
+    assert!(report.samples[0].t_ms < 100, "baseline at {} ms", report.samples[0].t_ms);
+    assert!(report.samples.last().unwrap().t_ms >= 200);
+    assert!(report.samples.windows(2).all(|w| w[0].t_ms <= w[1].t_ms));
+    assert!(report.samples.windows(2).all(|w| w[0].cpu_seconds <= w[1].cpu_seconds));
+    assert!(report.rss_baseline_bytes().unwrap() > 0);
+    assert!(report.cpu_seconds().unwrap() >= 0.0);
+}
+
+#[test]
+fn probe_keeps_samples_when_the_server_dies() {
+    let mut child = sleeper();
+    let probe =
+        ServerProbe::start(vec![child.id()], "--server-pid", Duration::from_millis(10), Instant::now());
+    thread::sleep(Duration::from_millis(100));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    thread::sleep(Duration::from_millis(100));
+    let (report, ended_by) = probe.stop_with_reason();
+    assert!(matches!(ended_by, Some(ProbeError::Gone(_))), "{ended_by:?}");
+    assert!(report.samples.len() >= 2, "only {} samples", report.samples.len());
+    assert_eq!(report.unprobed_reason, None);
+}
+
+#[test]
+fn probe_of_a_missing_process_reports_why() {
+    let mut child = sleeper();
+    let pid = child.id();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let report = ServerProbe::start(vec![pid], "--server-pid", SAMPLE_INTERVAL, Instant::now()).stop();
+    assert!(report.samples.is_empty());
+    let reason = report.unprobed_reason.expect("a reason");
+    assert!(reason.contains("exited"), "{reason}");
+
+    let remote = ServerProbe::unprobed("remote target");
+    assert_eq!(remote.unprobed_reason.as_deref(), Some("remote target"));
+    assert!(remote.samples.is_empty() && remote.pids.is_empty());
+    assert_eq!(remote.cpu_seconds(), None);
+    assert_eq!(remote.connections_per_mb(10), None);
+}
+
+fn at(t_ms: u64, rss_mib: u64, cpu_seconds: f64, threads: u64, fds: u64) -> ServerSample {
+    ServerSample { t_ms, rss_bytes: rss_mib << 20, cpu_seconds, threads, fds }
+}
+
+#[test]
+fn derived_figures() {
+    let report = ServerReport {
+        pids: vec![1],
+        found_by: Some("spawned".into()),
+        unprobed_reason: None,
+        samples: vec![at(0, 10, 1.5, 4, 10), at(250, 30, 2.0, 8, 1010), at(500, 20, 3.5, 6, 900)],
+    };
+    assert_eq!(report.rss_baseline_bytes(), Some(10 << 20));
+    assert_eq!(report.rss_peak_bytes(), Some(30 << 20));
+    assert_eq!(report.cpu_seconds(), Some(2.0));
+    assert_eq!(report.threads_peak(), Some(8));
+    assert_eq!(report.fds_peak(), Some(1010));
+    assert_eq!(report.connections_per_mb(1000), Some(50.0));
+    assert_eq!(report.echoes_per_cpu_second(1000), Some(500.0));
+
+    let flat = ServerReport { samples: vec![at(0, 10, 1.0, 1, 1), at(250, 10, 1.0, 1, 1)], ..report };
+    assert_eq!(flat.connections_per_mb(1000), None);
+    assert_eq!(flat.echoes_per_cpu_second(1000), None);
+    let one = ServerReport { samples: vec![at(0, 10, 1.0, 1, 1)], ..flat };
+    assert_eq!(one.cpu_seconds(), None);
+    assert_eq!(one.rss_peak_bytes(), Some(10 << 20));
+}
