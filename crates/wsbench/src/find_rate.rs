@@ -6,13 +6,11 @@
 //! not keep its schedule: a rate is only "sustained" if all of it was measured honestly.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::ConfigError;
-use crate::result::{LatencyStats, ResultError, RunResult, write_atomically};
+use crate::result::{LatencyStats, RunResult};
 
 /// Bisection stops when the bracket is narrower than this fraction of the rate that held.
 pub const PRECISION: f64 = 0.05;
@@ -22,7 +20,7 @@ pub const MAX_STEPS: usize = 24;
 pub const DELIVERED_SHARE: f64 = 0.95;
 
 /// Which latency figure an objective bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Statistic {
     Mean,
@@ -47,14 +45,14 @@ impl Statistic {
 }
 
 /// One bound, e.g. `p99<10ms`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Objective {
     pub statistic: Statistic,
     pub limit_us: f64,
 }
 
 /// A latency objective: every bound must hold (`p99<10ms,p999<50ms`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slo {
     pub text: String,
     pub objectives: Vec<Objective>,
@@ -95,7 +93,7 @@ impl std::str::FromStr for Slo {
 }
 
 /// What one step measured and whether the objective held.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     pub offered_per_sec: f64,
     pub achieved_per_sec: f64,
@@ -138,7 +136,7 @@ impl Step {
 }
 
 /// The whole search.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Search {
     pub slo: Slo,
     pub steps: Vec<Step>,
@@ -184,63 +182,6 @@ pub fn search<E>(
     Ok(Search { slo, steps, max_rate_per_sec: good, broke_at_per_sec: bad, interrupted })
 }
 
-impl Search {
-    /// The step table and the verdict, for the terminal.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "highest rate under {} (open loop, rate doubled then bisected to {:.0}%):",
-            self.slo.text,
-            PRECISION * 100.0
-        );
-        let _ = writeln!(
-            out,
-            "{:>4}  {:>12}  {:>12}  {:>10}  {:>10}  {:>10}  verdict",
-            "step", "offered/s", "achieved/s", "p50", "p99", "p99.9"
-        );
-        for (i, step) in self.steps.iter().enumerate() {
-            let ms = |us: u64| format!("{:.2} ms", us as f64 / 1e3);
-            let verdict = match &step.broken_by {
-                None => "held".to_owned(),
-                Some(why) => format!("broke: {why}"),
-            };
-            let _ = writeln!(
-                out,
-                "{:>4}  {:>12.0}  {:>12.0}  {:>10}  {:>10}  {:>10}  {verdict}",
-                i + 1,
-                step.offered_per_sec,
-                step.achieved_per_sec,
-                ms(step.latency_us.p50),
-                ms(step.latency_us.p99),
-                ms(step.latency_us.p999),
-            );
-        }
-        let _ = match (self.max_rate_per_sec, self.broke_at_per_sec) {
-            (Some(held), Some(broke)) => {
-                writeln!(out, "max rate: {held:.0}/s held {}; {broke:.0}/s broke it", self.slo.text)
-            }
-            (Some(held), None) => writeln!(
-                out,
-                "max rate: at least {held:.0}/s held {} (the search stopped before it broke)",
-                self.slo.text
-            ),
-            (None, _) => {
-                writeln!(out, "max rate: none found: even the lowest rate tried broke {}", self.slo.text)
-            }
-        };
-        if self.interrupted {
-            let _ = writeln!(out, "[INTERRUPTED: the search ended early]");
-        }
-        out
-    }
-
-    /// Writes the search as JSON (atomically).
-    pub fn write_json(&self, path: &Path) -> Result<(), ResultError> {
-        write_atomically(path, |out| serde_json::to_writer_pretty(out, self).map_err(std::io::Error::other))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,7 +216,6 @@ mod tests {
     fn reports_none_when_nothing_holds() {
         let search = search(slo(), 1000.0, |rate| Ok::<_, ()>((step_at(rate, 0.1), false))).unwrap();
         assert_eq!(search.max_rate_per_sec, None);
-        assert!(search.render().contains("none found"));
     }
 
     #[test]

@@ -28,15 +28,16 @@ fn main() -> ExitCode {
         Command::Fleet(command) => fleet(command),
         Command::Compare(args) => compare(*args),
         Command::Serve(args) => args.serve().map(|()| ExitCode::SUCCESS).map_err(Into::into),
-        Command::Merge(args) => {
-            wsbench::merge::command(&args.files, args.output.as_deref(), std::io::stdout().is_terminal())
-                .map_err(Into::into)
-                .and_then(|text| print(&text))
-                .map(|()| ExitCode::SUCCESS)
-        }
-        Command::Rtt(args) => {
-            wsbench::rtt::command(args).and_then(|table| print(&table)).map(|()| ExitCode::SUCCESS)
-        }
+        Command::Merge(args) => wsbench::merge::command(&args.files, args.output.as_deref())
+            .map_err(Into::into)
+            .and_then(|merged| {
+                let color = std::io::stdout().is_terminal();
+                print(&wsbench::report::render_merge(&merged, args.output.is_some(), color))
+            })
+            .map(|()| ExitCode::SUCCESS),
+        Command::Rtt(args) => wsbench::rtt::command(args)
+            .and_then(|result| print(&wsbench::report::render_rtt(&result)))
+            .map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
@@ -58,7 +59,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(slo) = config.find_max_rate.clone() {
         let search = wsbench::run::find_max_rate(config, slo, &interrupt)?;
-        print(&search.render())?;
+        print(&wsbench::report::render_search(&search))?;
         return Ok(if search.interrupted { ExitCode::from(EXIT_INTERRUPTED) } else { ExitCode::SUCCESS });
     }
     let result = wsbench::run::run(config, &interrupt)?;
@@ -127,12 +128,12 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         settings,
     };
     let rows = wsbench::compare::compare(&config, &interrupt, &mut |line| eprintln!("{line}"))?;
-    print(&wsbench::compare::render_table(&rows))?;
+    print(&wsbench::report::render_compare_table(&rows))?;
     if args.markdown {
-        print(&format!("\n{}", wsbench::report::render_md(&wsbench::compare::median_results(&rows))))?;
+        print(&format!("\n{}", wsbench::report::render_md(&wsbench::report::median_results(&rows))))?;
     }
     if let Some(path) = &args.html {
-        wsbench::compare::write_html(&rows, path)?;
+        wsbench::report::write_compare_html(&rows, path)?;
         eprintln!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)

@@ -72,17 +72,14 @@ pub fn merge_files(paths: &[PathBuf]) -> Result<RunResult, MergeError> {
     merge(&inputs)
 }
 
-/// `wsbench merge FILE… [-o OUT]`: with `-o`, writes the merged result there and returns
-/// its terminal report; without, returns the merged result as JSON.
-pub fn command(files: &[PathBuf], output: Option<&Path>, color: bool) -> Result<String, MergeError> {
+/// `wsbench merge FILE… [-o OUT]`: merges, writes the merged result to `output` if given,
+/// and returns it ([`crate::report::render_merge`] shows it).
+pub fn command(files: &[PathBuf], output: Option<&Path>) -> Result<RunResult, MergeError> {
     let merged = merge_files(files)?;
-    match output {
-        Some(path) => {
-            merged.write_json(path)?;
-            Ok(crate::report::render_text_with(&merged, color))
-        }
-        None => Ok(serde_json::to_string_pretty(&merged).expect("a result serializes") + "\n"),
+    if let Some(path) = output {
+        merged.write_json(path)?;
     }
+    Ok(merged)
 }
 
 /// Merges the results of a run's shards (see the module documentation for the rules).

@@ -356,7 +356,7 @@ pub fn find_max_rate(config: RunConfig, slo: Slo, interrupt: &AtomicBool) -> Res
     session.finish();
     let search = search?;
     if let Some(path) = &config.json {
-        search.write_json(path)?;
+        crate::report::write_search_json(&search, path)?;
     }
     Ok(search)
 }

@@ -10,15 +10,14 @@
 //! numbers compare the protocols and not the scheduler.
 //!
 //! The parts: [`config`] (flags → [`RttConfig`]), [`clients`] (the five clients),
-//! [`bench`] (the timed loop), [`stats`] (mean/median/stddev), [`table`] (the terminal
-//! table) and [`json`] (the result file).
+//! [`bench`] (the timed loop), [`stats`] (mean/median/stddev) and [`json`] (the result
+//! file); the terminal table is [`crate::report::render_rtt`].
 
 pub mod bench;
 pub mod clients;
 pub mod config;
 pub mod json;
 pub mod stats;
-pub mod table;
 
 use std::io;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -131,14 +130,14 @@ pub struct RttResult {
 }
 
 /// The `wsbench rtt` command: validates the flags (a bad one is a [`crate::config::ConfigError`],
-/// exit 2), measures, writes `--json` if asked, and returns the table to print.
-pub fn command(args: RttArgs) -> anyhow::Result<String> {
+/// exit 2), measures, writes `--json` if asked, and returns the measurement.
+pub fn command(args: RttArgs) -> anyhow::Result<RttResult> {
     let config = RttConfig::from_args(args)?;
     let result = run(&config)?;
     if let Some(path) = &config.json {
         json::write(&result, path).map_err(|e| RttError::Write(e.to_string()))?;
     }
-    Ok(table::render(&result))
+    Ok(result)
 }
 
 /// Measures every protocol of `config` (starting the built-in servers when it has no targets).
