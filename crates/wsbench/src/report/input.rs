@@ -88,10 +88,11 @@ pub fn read_input(path: &Path) -> Result<Input, ReportError> {
     match value.get("kind") {
         None => Ok(Input::Run(Box::new(RunResult::from_json_bytes(path, &bytes)?))),
         Some(kind) if kind == RTT_KIND => {
-            Ok(Input::Rtt(Box::new(parse(path, value, "wsbench rtt", RTT_SCHEMA_VERSION)?)))
+            Ok(Input::Rtt(Box::new(parse(path, &value, &bytes, "wsbench rtt", RTT_SCHEMA_VERSION)?)))
         }
         Some(kind) if kind == SEARCH_KIND => {
-            Ok(Input::Search(Box::new(parse(path, value, "wsbench search", SEARCH_SCHEMA_VERSION)?)))
+            let file = parse(path, &value, &bytes, "wsbench search", SEARCH_SCHEMA_VERSION)?;
+            Ok(Input::Search(Box::new(file)))
         }
         Some(kind) => Err(ReportError::UnknownKind {
             path: path.to_owned(),
@@ -100,10 +101,12 @@ pub fn read_input(path: &Path) -> Result<Input, ReportError> {
     }
 }
 
-/// A file of a known kind, refused when a newer wsbench wrote it.
+/// A file of a known kind, refused when a newer wsbench wrote it. Parsed from its `bytes`
+/// (not from `value`, whose objects have lost their order: the rtt protocols' is the table's).
 fn parse<T: DeserializeOwned>(
     path: &Path,
-    value: serde_json::Value,
+    value: &serde_json::Value,
+    bytes: &[u8],
     kind: &'static str,
     supported: u32,
 ) -> Result<T, ReportError> {
@@ -116,7 +119,7 @@ fn parse<T: DeserializeOwned>(
         Some(Some(found)) if found >= 1 => {}
         Some(_) => return Err(invalid("`schema_version` is not a version number".to_owned())),
     }
-    serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
+    serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))
 }
 
 /// Reads every file, refusing a mix of kinds (which would not make one report).
@@ -137,4 +140,59 @@ pub fn read_inputs(files: &[PathBuf]) -> Result<Vec<Input>, ReportError> {
         inputs.push(input);
     }
     Ok(inputs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, json: &serde_json::Value) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("wsbench-input-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, json.to_string()).unwrap();
+        path
+    }
+
+    fn error(name: &str, json: serde_json::Value) -> String {
+        let path = file(name, &json);
+        let message = read_input(&path).unwrap_err().to_string();
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+        message
+    }
+
+    #[test]
+    fn an_unknown_kind_is_named_with_the_kinds_read() {
+        let message =
+            error("other.json", serde_json::json!({ "kind": "wsbench-other", "schema_version": 1 }));
+        assert!(message.contains("other.json has kind `wsbench-other`"), "{message}");
+        assert!(message.contains("`wsbench rtt --json` files"), "{message}");
+    }
+
+    #[test]
+    fn a_newer_rtt_or_search_file_asks_for_a_newer_wsbench() {
+        let message = error("rtt.json", serde_json::json!({ "kind": "wsbench-rtt", "schema_version": 9 }));
+        assert!(
+            message.ends_with(
+                "(wsbench rtt schema_version 9; this wsbench reads 1): upgrade wsbench to read it"
+            ),
+            "{message}"
+        );
+        let message = error("search.json", serde_json::json!({ "kind": "wsbench-search" }));
+        assert!(
+            message.ends_with("search.json is not a valid wsbench search file: it has no `schema_version`"),
+            "{message}"
+        );
+        let message = error("bad.json", serde_json::json!({ "kind": "wsbench-search", "schema_version": 1 }));
+        assert!(message.contains("bad.json is not a valid wsbench search file: missing field"), "{message}");
+    }
+
+    #[test]
+    fn a_file_without_kind_is_a_result_file() {
+        let message = error("old.json", serde_json::json!({ "scenario": "echo" }));
+        assert!(
+            message.ends_with("old.json is not a wsbench result file: it has no `schema_version`"),
+            "{message}"
+        );
+    }
 }

@@ -5,7 +5,8 @@
 //! Shape: `{kind: "wsbench-rtt", schema_version, started_at_unix_ms, machine, config,
 //! protocols: {tcp: {mean_us, median_us, stddev_us, p50_us, p99_us, max_us, cpu_us,
 //! cpu_median_us, cpu_stddev_us, ratio_to_tcp, iterations, repeats, target, repeat_wall_us,
-//! repeat_cpu_us}, …}}`, protocols in table order.
+//! repeat_cpu_us}, …}}`, protocols in table order; `schema/rtt.schema.json` is its contract.
+//! `wsbench report` reads it back ([`RttFile`]) and prints the table again.
 
 use std::fmt;
 use std::path::Path;
