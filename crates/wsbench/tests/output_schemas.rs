@@ -45,13 +45,18 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
-/// Removes `path` (a list of keys) from `json` and says whether the schema still accepts it.
-fn accepts_without(schema_name: &str, json: &Value, path: &[&str]) -> bool {
-    let mut json = json.clone();
-    let (last, parents) = path.split_last().unwrap();
-    let parent = parents.iter().fold(&mut json, |value, key| &mut value[*key]);
-    assert!(parent.as_object_mut().unwrap().remove(*last).is_some(), "{path:?} is not in the file");
-    errors(schema_name, &json).is_empty()
+/// `json` validates against `schema/NAME`, and no longer does without any of `required`
+/// (each a list of keys).
+fn assert_contract(name: &str, json: &Value, required: &[&[&str]]) {
+    let problems = errors(name, json);
+    assert!(problems.is_empty(), "the file does not validate against {name}:\n{}", problems.join("\n"));
+    for path in required {
+        let mut without = json.clone();
+        let (last, parents) = path.split_last().unwrap();
+        let parent = parents.iter().fold(&mut without, |value, key| &mut value[*key]);
+        assert!(parent.as_object_mut().unwrap().remove(*last).is_some(), "{path:?} is not in the file");
+        assert!(!errors(name, &without).is_empty(), "{name} accepts a file without {}", path.join("."));
+    }
 }
 
 /// A search judged by the real objective on fixture runs, written as `--json` writes it.
@@ -88,18 +93,15 @@ fn a_real_rtt_file_validates_and_reports_as_the_rtt_table() {
     let output = wsbench(&["rtt", "--repeats", "2", "--iterations", "50", "--json", path.to_str().unwrap()]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let json = read_json(&path);
-    let problems = errors("rtt.schema.json", &json);
-    assert!(problems.is_empty(), "the rtt file does not validate:\n{}", problems.join("\n"));
-    for required in [
-        &["kind"][..],
+    let required: &[&[&str]] = &[
+        &["kind"],
         &["schema_version"],
         &["machine", "cpu_model"],
         &["config", "repeats"],
         &["protocols", "tcp", "mean_us"],
         &["protocols", "wss", "ratio_to_tcp"],
-    ] {
-        assert!(!accepts_without("rtt.schema.json", &json, required), "accepted without {required:?}");
-    }
+    ];
+    assert_contract("rtt.schema.json", &json, required);
     let mut other_kind = json.clone();
     other_kind["kind"] = "wsbench-search".into();
     assert!(!errors("rtt.schema.json", &other_kind).is_empty());
@@ -122,18 +124,15 @@ fn a_written_search_file_validates_and_reports_as_the_search_table() {
     assert!(found.steps.len() > 2 && found.max_rate_per_sec.is_some(), "{found:?}");
     let json = read_json(&path);
     assert_eq!(json["kind"], "wsbench-search");
-    let problems = errors("search.schema.json", &json);
-    assert!(problems.is_empty(), "the search file does not validate:\n{}", problems.join("\n"));
-    for required in [
-        &["kind"][..],
+    let required: &[&[&str]] = &[
+        &["kind"],
         &["schema_version"],
         &["slo", "text"],
         &["steps"],
         &["max_rate_per_sec"],
         &["interrupted"],
-    ] {
-        assert!(!accepts_without("search.schema.json", &json, required), "accepted without {required:?}");
-    }
+    ];
+    assert_contract("search.schema.json", &json, required);
     let mut step = json.clone();
     step["steps"][0].as_object_mut().unwrap().remove("held");
     assert!(!errors("search.schema.json", &step).is_empty());
