@@ -146,7 +146,8 @@ impl RunArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Result files written by `wsbench run --json`.
+    /// Files of one kind: results of `wsbench run --json`, or `wsbench rtt --json` or
+    /// `--find-max-rate --json` files (text and json formats only).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output format.

@@ -35,12 +35,11 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
         Command::Run(args) => run(args.into_settings()?, &*interrupt()?, color),
         Command::Report(args) => report_files(&args, color),
         Command::Merge(args) => {
-            Ok(Output::success(wsbench::merge::command(&args.files, args.output.as_deref(), color)?))
+            let merged = wsbench::merge::command(&args.files, args.output.as_deref())?;
+            Ok(Output::success(report::render_merge(&merged, args.output.is_some(), color)))
         }
         Command::Serve(args) => args.serve().map(|()| Output::success(String::new())).map_err(Into::into),
-        Command::Rtt(settings) => {
-            Ok(Output::success(wsbench::rtt::table::render(&wsbench::rtt::command(settings)?)))
-        }
+        Command::Rtt(settings) => Ok(Output::success(report::render_rtt(&wsbench::rtt::command(settings)?))),
         Command::Fleet(command) => fleet_command(command),
         Command::Compare(args) => compare_servers(*args, &*interrupt()?),
     }
@@ -54,7 +53,7 @@ fn run(settings: RunSettings, interrupt: &AtomicBool, color: bool) -> Result<Out
         }
         RunReport::Search(search) => {
             let code = if search.interrupted { exit::INTERRUPTED } else { exit::SUCCESS };
-            Ok(Output { text: search.render(), code })
+            Ok(Output { text: report::render_search(&search), code })
         }
     }
 }
@@ -89,13 +88,13 @@ fn compare_servers(args: CompareArgs, interrupt: &AtomicBool) -> Result<Output, 
         settings: RunSettings { scenario: args.scenario_name, ..args.settings },
     };
     let rows = compare::compare(&config, interrupt, &mut |line| eprintln!("{line}"))?;
-    let mut text = compare::render_table(&rows);
+    let mut text = report::render_compare_table(&rows);
     if args.markdown {
         text.push('\n');
-        text.push_str(&report::render_md(&compare::median_results(&rows)));
+        text.push_str(&report::render_md(&report::median_results(&rows)));
     }
     if let Some(path) = &args.html {
-        compare::write_html(&rows, path)?;
+        report::write_compare_html(&rows, path)?;
         eprintln!("wrote {}", path.display());
     }
     let code = if interrupt.load(Ordering::Relaxed) { exit::INTERRUPTED } else { exit::SUCCESS };

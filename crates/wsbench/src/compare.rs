@@ -4,7 +4,6 @@
 //! elsewhere, and stopped. A server that is not installed, fails to start or dies mid-run
 //! gets a row saying so; the others are still measured. Every result file is kept.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -54,15 +53,6 @@ pub struct Row {
     pub problems: Vec<String>,
     /// Installed, with its toolchain present: worth starting.
     pub available: bool,
-}
-
-impl Row {
-    /// The run with the median echoes/s, whose other figures the table shows.
-    pub fn median_run(&self) -> Option<&RunResult> {
-        let mut runs: Vec<&RunResult> = self.runs.iter().collect();
-        runs.sort_by(|a, b| a.summary.echoes_per_sec.total_cmp(&b.summary.echoes_per_sec));
-        runs.get(runs.len().saturating_sub(1) / 2).copied()
-    }
 }
 
 /// Runs the comparison; `log` receives one line per step.
@@ -170,82 +160,4 @@ impl Row {
 
 fn measure(settings: RunSettings, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
     session::measure_once(&settings.validate()?, interrupt)
-}
-
-/// Each measured server's median run, labelled with its name, for the report renderers.
-pub fn median_results(rows: &[Row]) -> Vec<(String, RunResult)> {
-    rows.iter().filter_map(|row| Some((row.manifest.name.clone(), row.median_run()?.clone()))).collect()
-}
-
-/// Writes the HTML page of a comparison (atomically).
-pub fn write_html(rows: &[Row], path: &std::path::Path) -> Result<(), CompareError> {
-    let page = crate::report::render_html(&median_results(rows))?;
-    crate::result::write_atomically(path, |out| out.write_all(page.as_bytes()))?;
-    Ok(())
-}
-
-/// The comparison table, shaped like the seeds' tables.
-pub fn render_table(rows: &[Row]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<22} {:<10} {:>22} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>11} {:>6}",
-        "server",
-        "language",
-        "echoes/s (min–max)",
-        "mean",
-        "p50",
-        "p99",
-        "connect",
-        "conns",
-        "timeouts",
-        "disconn",
-        "RSS",
-        "RSS/conn",
-        "CPU s",
-        "echoes/CPUs",
-        "client"
-    );
-    for row in rows {
-        let name = &row.manifest.name;
-        let Some(run) = row.median_run() else {
-            let _ = writeln!(out, "{name:<22} {:<10} {}", row.manifest.language, row.problems.join("; "));
-            continue;
-        };
-        let rates: Vec<f64> = row.runs.iter().map(|r| r.summary.echoes_per_sec).collect();
-        let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = rates.iter().copied().fold(0.0, f64::max);
-        let s = &run.summary;
-        let ms = |us: f64| format!("{:.2}ms", us / 1e3);
-        let mib = |b: Option<u64>| b.map_or("-".to_owned(), |b| format!("{:.1}MiB", b as f64 / 1048576.0));
-        let per_conn = match (run.server.rss_peak_bytes, run.server.rss_baseline_bytes) {
-            (Some(peak), Some(base)) if s.connections.established > 0 => {
-                format!(
-                    "{:.1}KiB",
-                    peak.saturating_sub(base) as f64 / 1024.0 / s.connections.established as f64
-                )
-            }
-            _ => "-".to_owned(),
-        };
-        let _ = writeln!(
-            out,
-            "{name:<22} {:<10} {:>22} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>11} {:>6}{}",
-            row.manifest.language,
-            format!("{:.0} ({:.0}–{:.0})", s.echoes_per_sec, min, max),
-            ms(s.latency_us.mean),
-            ms(s.latency_us.p50 as f64),
-            ms(s.latency_us.p99 as f64),
-            ms(s.connect_us.p50 as f64),
-            format!("{}/{}", s.connections.established, s.connections.attempted),
-            s.errors.get("connect_timeout").copied().unwrap_or(0),
-            s.disconnections,
-            mib(run.server.rss_peak_bytes),
-            per_conn,
-            run.server.cpu_seconds.map_or("-".to_owned(), |c| format!("{c:.2}")),
-            run.server.echoes_per_cpu_second.map_or("-".to_owned(), |e| format!("{e:.0}")),
-            if run.client.bound { "BOUND" } else { "ok" },
-            if row.problems.is_empty() { String::new() } else { format!("  ({})", row.problems.join("; ")) },
-        );
-    }
-    out
 }

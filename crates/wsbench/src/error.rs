@@ -23,6 +23,8 @@ pub enum CommandError {
     #[error(transparent)]
     Merge(#[from] crate::merge::MergeError),
     #[error(transparent)]
+    Report(#[from] crate::report::ReportError),
+    #[error(transparent)]
     Serve(#[from] wsbench_server::ServeError),
     #[error("cannot install the Ctrl-C handler")]
     Signals(#[source] std::io::Error),
@@ -42,9 +44,12 @@ impl ExitCode for crate::session::RunError {
 impl ExitCode for CommandError {
     fn exit_code(&self) -> u8 {
         use crate::compare::CompareError;
+        use crate::report::ReportError;
         use crate::rtt::RttError;
         match self {
             CommandError::Config(_) | CommandError::Compare(CompareError::Config(_)) => USAGE,
+            // Files that cannot be reported together, or not in the format asked for.
+            CommandError::Report(ReportError::MixedKinds { .. } | ReportError::NotForKind { .. }) => USAGE,
             CommandError::Rtt(RttError::Config(_)) => USAGE,
             CommandError::Run(error) | CommandError::Rtt(RttError::Server(error)) => error.exit_code(),
             _ => FAILED,

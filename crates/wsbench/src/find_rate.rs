@@ -4,12 +4,13 @@
 //! held and the first that broke until they are within 5 %. A step also fails when the
 //! server did not deliver the offered rate, when anything failed, or when the client could
 //! not keep its schedule: a rate is only "sustained" if all of it was measured honestly.
+//! The search's `--json` file carries `kind: "wsbench-search"` and a schema version (see
+//! `schema/search.schema.json`) so `wsbench report` can read it back.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::{Slo, Statistic};
 use crate::result::{LatencyStats, ResultError, RunResult, write_atomically};
@@ -34,7 +35,7 @@ fn value_of(statistic: Statistic, stats: &LatencyStats) -> f64 {
 }
 
 /// What one step measured and whether the objective held.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     pub offered_per_sec: f64,
     pub achieved_per_sec: f64,
@@ -77,7 +78,7 @@ impl Step {
 }
 
 /// The whole search.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Search {
     pub slo: Slo,
     pub steps: Vec<Step>,
@@ -123,61 +124,35 @@ pub fn search<E>(
     Ok(Search { slo, steps, max_rate_per_sec: good, broke_at_per_sec: bad, interrupted })
 }
 
-impl Search {
-    /// The step table and the verdict, for the terminal.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "highest rate under {} (open loop, rate doubled then bisected to {:.0}%):",
-            self.slo.text,
-            PRECISION * 100.0
-        );
-        let _ = writeln!(
-            out,
-            "{:>4}  {:>12}  {:>12}  {:>10}  {:>10}  {:>10}  verdict",
-            "step", "offered/s", "achieved/s", "p50", "p99", "p99.9"
-        );
-        for (i, step) in self.steps.iter().enumerate() {
-            let ms = |us: u64| format!("{:.2} ms", us as f64 / 1e3);
-            let verdict = match &step.broken_by {
-                None => "held".to_owned(),
-                Some(why) => format!("broke: {why}"),
-            };
-            let _ = writeln!(
-                out,
-                "{:>4}  {:>12.0}  {:>12.0}  {:>10}  {:>10}  {:>10}  {verdict}",
-                i + 1,
-                step.offered_per_sec,
-                step.achieved_per_sec,
-                ms(step.latency_us.p50),
-                ms(step.latency_us.p99),
-                ms(step.latency_us.p999),
-            );
-        }
-        let _ = match (self.max_rate_per_sec, self.broke_at_per_sec) {
-            (Some(held), Some(broke)) => {
-                writeln!(out, "max rate: {held:.0}/s held {}; {broke:.0}/s broke it", self.slo.text)
-            }
-            (Some(held), None) => writeln!(
-                out,
-                "max rate: at least {held:.0}/s held {} (the search stopped before it broke)",
-                self.slo.text
-            ),
-            (None, _) => {
-                writeln!(out, "max rate: none found: even the lowest rate tried broke {}", self.slo.text)
-            }
-        };
-        if self.interrupted {
-            let _ = writeln!(out, "[INTERRUPTED: the search ended early]");
-        }
-        out
-    }
+/// Version of the search file's layout.
+pub const SEARCH_SCHEMA_VERSION: u32 = 1;
+/// The search file's `kind`, which tells it apart from result and rtt files.
+pub const SEARCH_KIND: &str = "wsbench-search";
 
-    /// Writes the search as JSON (atomically).
-    pub fn write_json(&self, path: &Path) -> Result<(), ResultError> {
-        write_atomically(path, |out| serde_json::to_writer_pretty(out, self).map_err(std::io::Error::other))
+/// The `--json` file of `--find-max-rate`: the search, headed by its kind and version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchFile {
+    pub kind: String,
+    pub schema_version: u32,
+    #[serde(flatten)]
+    pub search: Search,
+}
+
+impl SearchFile {
+    /// The file of one search.
+    pub fn new(search: &Search) -> SearchFile {
+        SearchFile {
+            kind: SEARCH_KIND.to_owned(),
+            schema_version: SEARCH_SCHEMA_VERSION,
+            search: search.clone(),
+        }
     }
+}
+
+/// Writes the search as pretty JSON to `path` (atomically).
+pub fn write_search_json(search: &Search, path: &Path) -> Result<(), ResultError> {
+    let file = SearchFile::new(search);
+    write_atomically(path, |out| serde_json::to_writer_pretty(out, &file).map_err(std::io::Error::other))
 }
 
 #[cfg(test)]
@@ -214,7 +189,6 @@ mod tests {
     fn reports_none_when_nothing_holds() {
         let search = search(slo(), 1000.0, |rate| Ok::<_, ()>((step_at(rate, 0.1), false))).unwrap();
         assert_eq!(search.max_rate_per_sec, None);
-        assert!(search.render().contains("none found"));
     }
 
     #[test]

@@ -72,17 +72,14 @@ pub fn merge_files(paths: &[PathBuf]) -> Result<RunResult, MergeError> {
     merge(&inputs)
 }
 
-/// `wsbench merge FILE… [-o OUT]`: with `-o`, writes the merged result there and returns
-/// its terminal report; without, returns the merged result as JSON.
-pub fn command(files: &[PathBuf], output: Option<&Path>, color: bool) -> Result<String, MergeError> {
+/// `wsbench merge FILE… [-o OUT]`: merges, writes the merged result to `output` if given,
+/// and returns it ([`crate::report::render_merge`] shows it).
+pub fn command(files: &[PathBuf], output: Option<&Path>) -> Result<RunResult, MergeError> {
     let merged = merge_files(files)?;
-    match output {
-        Some(path) => {
-            merged.write_json(path)?;
-            Ok(crate::report::render_text_with(&merged, color))
-        }
-        None => Ok(serde_json::to_string_pretty(&merged).expect("a result serializes") + "\n"),
+    if let Some(path) = output {
+        merged.write_json(path)?;
     }
+    Ok(merged)
 }
 
 /// Merges the results of a run's shards (see the module documentation for the rules).
@@ -92,48 +89,16 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         check_same_scenario(first, other)?;
     }
     let start_ms = inputs.iter().map(|i| i.result.started_at_unix_ms).min().unwrap_or(0);
-    let mut metrics = Metrics::default();
-    let (mut measured_echoes, mut echoes_per_sec, mut measured_secs, mut elapsed_secs) =
-        (0, 0.0, 0.0f64, 0.0f64);
-    let mut connections = 0;
-    let mut workers = Vec::new();
-    let mut shards = Vec::with_capacity(inputs.len());
-    for (position, input) in inputs.iter().enumerate() {
-        let result = &input.result;
-        let mut shard_metrics =
-            result.metrics().map_err(|source| MergeError::Decode { file: input.name.clone(), source })?;
-        let offset_ms = result.started_at_unix_ms - start_ms;
-        let shift = (offset_ms + 500) / 1000;
-        for interval in &mut shard_metrics.intervals {
-            interval.second += shift;
-        }
-        metrics.merge(&shard_metrics);
-        measured_echoes += result.summary.measured_echoes;
-        echoes_per_sec += result.summary.echoes_per_sec;
-        measured_secs = measured_secs.max(result.measured_s);
-        elapsed_secs = elapsed_secs.max(offset_ms as f64 / 1e3 + result.elapsed_s);
-        connections += result.summary.littles_law.connections;
-        let label = shard_of(result).map_or(position as u64, |(index, _)| index);
-        workers.extend(
-            result
-                .client
-                .workers
-                .iter()
-                .map(|w| WorkerCpu { name: format!("shard{label}/{}", w.name), ..w.clone() }),
-        );
-        shards.push(ShardSummary {
-            file: input.name.clone(),
-            host: result.machine.hostname.clone(),
-            shard: shard_of(result).map(|(index, count)| format!("{index}/{count}")),
-            started_at_unix_ms: result.started_at_unix_ms,
-            interrupted: result.interrupted,
-            died: input.died.clone(),
-            connections_established: result.summary.connections.established,
-            echoes_per_sec: result.summary.echoes_per_sec,
-            server: result.server.clone(),
-            client: result.client.clone(),
-        });
-    }
+    let Sums {
+        metrics,
+        measured_echoes,
+        echoes_per_sec,
+        measured_secs,
+        elapsed_secs,
+        connections,
+        workers,
+        shards,
+    } = Sums::of(inputs, start_ms)?;
     let same_server = inputs.iter().all(|i| server_identity(&i.result) == server_identity(&first.result));
     let (server_input, note) = if same_server {
         let most = inputs.iter().max_by_key(|i| i.result.server.samples.len()).unwrap_or(first);
@@ -189,6 +154,71 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
     }
     merged.shards = shards;
     Ok(merged)
+}
+
+/// What the shards add up to: their metrics on one clock, counts, rates and workers.
+struct Sums {
+    metrics: Metrics,
+    measured_echoes: u64,
+    echoes_per_sec: f64,
+    measured_secs: f64,
+    elapsed_secs: f64,
+    connections: u64,
+    workers: Vec<WorkerCpu>,
+    shards: Vec<ShardSummary>,
+}
+
+impl Sums {
+    /// Adds up every shard, its timeline shifted to start `start_ms` (the earliest start).
+    fn of(inputs: &[ShardInput], start_ms: u64) -> Result<Sums, MergeError> {
+        let mut sums = Sums {
+            metrics: Metrics::default(),
+            measured_echoes: 0,
+            echoes_per_sec: 0.0,
+            measured_secs: 0.0,
+            elapsed_secs: 0.0,
+            connections: 0,
+            workers: Vec::new(),
+            shards: Vec::with_capacity(inputs.len()),
+        };
+        for (position, input) in inputs.iter().enumerate() {
+            let result = &input.result;
+            let mut shard_metrics =
+                result.metrics().map_err(|source| MergeError::Decode { file: input.name.clone(), source })?;
+            let offset_ms = result.started_at_unix_ms - start_ms;
+            let shift = (offset_ms + 500) / 1000;
+            for interval in &mut shard_metrics.intervals {
+                interval.second += shift;
+            }
+            sums.metrics.merge(&shard_metrics);
+            sums.measured_echoes += result.summary.measured_echoes;
+            sums.echoes_per_sec += result.summary.echoes_per_sec;
+            sums.measured_secs = sums.measured_secs.max(result.measured_s);
+            sums.elapsed_secs = sums.elapsed_secs.max(offset_ms as f64 / 1e3 + result.elapsed_s);
+            sums.connections += result.summary.littles_law.connections;
+            let label = shard_of(result).map_or(position as u64, |(index, _)| index);
+            sums.workers.extend(
+                result
+                    .client
+                    .workers
+                    .iter()
+                    .map(|w| WorkerCpu { name: format!("shard{label}/{}", w.name), ..w.clone() }),
+            );
+            sums.shards.push(ShardSummary {
+                file: input.name.clone(),
+                host: result.machine.hostname.clone(),
+                shard: shard_of(result).map(|(index, count)| format!("{index}/{count}")),
+                started_at_unix_ms: result.started_at_unix_ms,
+                interrupted: result.interrupted,
+                died: input.died.clone(),
+                connections_established: result.summary.connections.established,
+                echoes_per_sec: result.summary.echoes_per_sec,
+                server: result.server.clone(),
+                client: result.client.clone(),
+            });
+        }
+        Ok(sums)
+    }
 }
 
 /// `(index, count)` of a result's `config.shard`.

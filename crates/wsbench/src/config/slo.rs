@@ -2,12 +2,12 @@
 //! statistic, which bound. Parsed here with the rest of the configuration; judged by the
 //! rate search (`find_rate`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
 
 /// Which latency figure an objective bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Statistic {
     Mean,
@@ -19,14 +19,14 @@ pub enum Statistic {
 }
 
 /// One bound, e.g. `p99<10ms`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Objective {
     pub statistic: Statistic,
     pub limit_us: f64,
 }
 
 /// A latency objective: every bound must hold (`p99<10ms,p999<50ms`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slo {
     pub text: String,
     pub objectives: Vec<Objective>,

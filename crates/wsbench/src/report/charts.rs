@@ -4,6 +4,7 @@
 
 use hdrhistogram::Histogram;
 
+use super::format::{self, tick_mib, tick_micros, tick_percent, tick_rate, tick_seconds};
 use super::svg::{self, Axis, Bar, Scale, Series};
 use crate::metrics::Metrics;
 use crate::result::RunResult;
@@ -23,56 +24,6 @@ const MAX_NINES: f64 = 6.0;
 const STEPS_PER_NINE: u32 = 20;
 /// Timeline seconds covering less of a second than this (the run's end) are not plotted.
 const MIN_PARTIAL_SECOND: f64 = 0.25;
-
-/// A tick number with at most two decimals, trailing zeros dropped: `5`, `2.5`, `0.25`.
-fn num(value: f64) -> String {
-    let text = format!("{value:.2}");
-    text.trim_end_matches('0').trim_end_matches('.').to_owned()
-}
-
-fn tick_seconds(s: f64) -> String {
-    format!("{} s", num(s))
-}
-
-fn tick_rate(value: f64) -> String {
-    if value >= 1e6 {
-        format!("{}M", num(value / 1e6))
-    } else if value >= 1e3 {
-        format!("{}k", num(value / 1e3))
-    } else {
-        num(value)
-    }
-}
-
-fn tick_micros(us: f64) -> String {
-    if us >= 1e6 {
-        format!("{} s", num(us / 1e6))
-    } else if us >= 1e3 {
-        format!("{} ms", num(us / 1e3))
-    } else {
-        format!("{} µs", num(us))
-    }
-}
-
-fn tick_mib(mib: f64) -> String {
-    format!("{} MiB", num(mib))
-}
-
-fn tick_percent(percent: f64) -> String {
-    format!("{}%", num(percent))
-}
-
-fn value_rate(value: f64) -> String {
-    super::text::rate(value)
-}
-
-fn value_micros(us: f64) -> String {
-    super::text::micros(us)
-}
-
-fn value_mib(mib: f64) -> String {
-    format!("{} MiB", super::text::sig3(mib))
-}
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -298,7 +249,7 @@ const METRICS: [Metric; 4] = [
         title: "Round trips per second",
         better: "higher is better",
         axis: Axis { label: "round trips / s (after warm-up)", scale: Scale::Linear, format: tick_rate },
-        value: value_rate,
+        value: format::rate,
         pick: |r| Some(r.summary.echoes_per_sec),
     },
     Metric {
@@ -306,7 +257,7 @@ const METRICS: [Metric; 4] = [
         title: "p99 latency",
         better: "lower is better",
         axis: Axis { label: "99th percentile round-trip latency", scale: Scale::Linear, format: tick_micros },
-        value: value_micros,
+        value: format::micros,
         pick: |r| (r.summary.latency_us.count > 0).then_some(r.summary.latency_us.p99 as f64),
     },
     Metric {
@@ -314,7 +265,7 @@ const METRICS: [Metric; 4] = [
         title: "Server RSS peak",
         better: "lower is better",
         axis: Axis { label: "peak resident memory", scale: Scale::Linear, format: tick_mib },
-        value: value_mib,
+        value: format::mib,
         pick: |r| r.server.rss_peak_bytes.map(|b| b as f64 / MIB),
     },
     Metric {
@@ -322,7 +273,7 @@ const METRICS: [Metric; 4] = [
         title: "Round trips per server CPU-second",
         better: "higher is better",
         axis: Axis { label: "round trips / server CPU-second", scale: Scale::Linear, format: tick_rate },
-        value: value_rate,
+        value: format::rate,
         pick: |r| r.server.echoes_per_cpu_second,
     },
 ];
@@ -349,16 +300,6 @@ pub(super) fn comparisons(charted: &[Charted]) -> Vec<Comparison> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tick_labels_are_short() {
-        assert_eq!(tick_rate(50_000.0), "50k");
-        assert_eq!(tick_rate(1_500_000.0), "1.5M");
-        assert_eq!(tick_micros(2_500.0), "2.5 ms");
-        assert_eq!(tick_micros(100.0), "100 µs");
-        assert_eq!(tick_seconds(0.25), "0.25 s");
-        assert_eq!(tick_percent(100.0), "100%");
-    }
 
     #[test]
     fn wide_ranges_get_a_log_scale() {

@@ -8,26 +8,11 @@
 use std::fmt::Write as _;
 
 use super::charts::{self, Charted};
+use super::escape::escape;
+use super::format::{group, seconds};
 use super::svg;
 use super::table::{COLUMNS, summary_row};
-use super::text::{group, seconds};
 use crate::result::{ResultError, RunResult};
-
-/// Text made safe for HTML (and SVG) content and attribute values.
-pub(super) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 const STYLE: &str = r#"
 :root { color-scheme: light; --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --soft: #eaeef2; --panel: #f6f8fa; }
@@ -335,11 +320,6 @@ fn utc(unix_ms: u64) -> String {
 mod tests {
     use super::*;
     use crate::result::fixture;
-
-    #[test]
-    fn escape_covers_markup_and_quotes() {
-        assert_eq!(escape("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
-    }
 
     #[test]
     fn utc_dates_are_civil() {

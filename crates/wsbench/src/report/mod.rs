@@ -1,10 +1,19 @@
-//! `wsbench report FILE...`: renders result files for people (a compact terminal report, a
-//! self-contained HTML page with charts, a Markdown table) or for scripts (the JSON,
-//! pretty-printed; a CSV table). Each output format is its own submodule; this module reads
-//! the files and dispatches.
+//! Everything wsbench shows people or scripts, in one layer: `wsbench report FILE...` (a
+//! compact terminal report, a self-contained HTML page with charts, a Markdown table, the
+//! JSON, a CSV table) and what `run`, `rtt`, `compare`, `merge` and `--find-max-rate` print.
+//! The measuring modules return data; each output is its own submodule, numbers are
+//! formatted by [`format`] alone. This module reads the files and dispatches by their kind
+//! (see [`input`]).
 
 mod charts;
+mod compare;
+mod escape;
+pub mod format;
 mod html;
+pub mod input;
+mod merge;
+mod rtt;
+mod search;
 mod svg;
 mod table;
 mod text;
@@ -12,29 +21,35 @@ mod text;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::result::{ResultError, RunResult, write_atomically};
+use crate::result::{RunResult, write_atomically};
 
+pub use compare::{median_results, median_run, render_compare_table, write_compare_html};
 pub use html::render_html;
+pub use input::{Input, ReportError, read_input, read_inputs};
+pub use merge::render_merge;
+pub use rtt::{render_rtt, render_rtt_file};
+pub use search::render_search;
 pub use table::{render_csv, render_md};
 pub use text::{render_text, render_text_with};
 
-/// How `wsbench report` renders result files.
+/// How `wsbench report` renders its files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ReportFormat {
-    /// The terminal report.
+    /// The terminal report (of a run), table (of an rtt or a search).
     #[default]
     Text,
-    /// The result file itself, checked and pretty-printed.
+    /// The file itself, checked and pretty-printed.
     Json,
-    /// The summary table as CSV, one line per file.
+    /// The summary table as CSV, one line per result file.
     Csv,
-    /// The summary table as Markdown, one row per file.
+    /// The summary table as Markdown, one row per result file.
     Md,
 }
 
-/// Reads every file and labels it with its file stem (the whole path when two files share
-/// a stem), as the HTML, CSV and Markdown tables name results.
-pub fn read_labelled(files: &[PathBuf]) -> Result<Vec<(String, RunResult)>, ResultError> {
+/// Reads every result file and labels it with its file stem (the whole path when two files
+/// share a stem), as the HTML, CSV and Markdown tables name results. `what` names the
+/// output in the error for a file of another kind.
+pub fn read_labelled(files: &[PathBuf], what: &'static str) -> Result<Vec<(String, RunResult)>, ReportError> {
     let stem = |path: &Path| path.file_stem().map(|s| s.to_string_lossy().into_owned());
     let mut stems: BTreeMap<Option<String>, usize> = BTreeMap::new();
     for path in files {
@@ -47,59 +62,61 @@ pub fn read_labelled(files: &[PathBuf]) -> Result<Vec<(String, RunResult)>, Resu
                 Some(stem) if stems[&Some(stem.clone())] == 1 => stem,
                 _ => path.display().to_string(),
             };
-            Ok((label, RunResult::read_json(path)?))
+            Ok((label, read_input(path)?.into_run(path, what)?))
         })
         .collect()
 }
 
-/// Renders `files` as one HTML page (see [`render_html`]) and writes it to `out`
+/// Renders result `files` as one HTML page (see [`render_html`]) and writes it to `out`
 /// atomically.
-pub fn write_html_report(files: &[PathBuf], out: &Path) -> Result<(), ResultError> {
-    let page = render_html(&read_labelled(files)?)?;
-    write_atomically(out, |writer| writer.write_all(page.as_bytes()))
+pub fn write_html_report(files: &[PathBuf], out: &Path) -> Result<(), ReportError> {
+    let page = render_html(&read_labelled(files, "--html")?)?;
+    write_atomically(out, |writer| writer.write_all(page.as_bytes()))?;
+    Ok(())
 }
 
 /// Renders every file in turn, without colours. See [`report_command_with`].
-pub fn report_command(files: &[PathBuf], format: ReportFormat) -> Result<String, ResultError> {
+pub fn report_command(files: &[PathBuf], format: ReportFormat) -> Result<String, ReportError> {
     report_command_with(files, format, false)
 }
 
-/// Renders every file in turn; stops at the first file that cannot be read.
+/// Renders every file in turn; stops at the first file that cannot be read. The files must
+/// be of one kind (result, rtt or search files, see [`input`]).
 ///
-/// Text: one report per file, each headed `==> FILE <==` when there are several.
+/// Text: one report or table per file, each headed `==> FILE <==` when there are several.
 /// Json: each file parsed and pretty-printed back in the file's field order (fields this
-/// wsbench does not know are dropped), one document after another, as `jq` reads them. `color` adds ANSI colours to text reports.
-/// Csv and Md: one table with a row per file, labelled by [`read_labelled`].
+/// wsbench does not know are dropped), one document after another, as `jq` reads them.
+/// `color` adds ANSI colours to the reports of runs.
+/// Csv and Md (result files only): one table with a row per file, labelled by
+/// [`read_labelled`].
 pub fn report_command_with(
     files: &[PathBuf],
     format: ReportFormat,
     color: bool,
-) -> Result<String, ResultError> {
+) -> Result<String, ReportError> {
     match format {
-        ReportFormat::Csv => return Ok(render_csv(&read_labelled(files)?)),
-        ReportFormat::Md => return Ok(render_md(&read_labelled(files)?)),
+        ReportFormat::Csv => return Ok(render_csv(&read_labelled(files, "--format csv")?)),
+        ReportFormat::Md => return Ok(render_md(&read_labelled(files, "--format md")?)),
         ReportFormat::Text | ReportFormat::Json => {}
     }
+    let inputs = read_inputs(files)?;
     let mut out = String::new();
-    for (index, path) in files.iter().enumerate() {
-        match format {
-            ReportFormat::Text => {
-                let result = RunResult::read_json(path)?;
-                if files.len() > 1 {
-                    if index > 0 {
-                        out.push('\n');
-                    }
-                    out.push_str(&format!("==> {} <==\n", path.display()));
-                }
-                out.push_str(&render_text_with(&result, color));
-            }
-            ReportFormat::Json => {
-                let result = RunResult::read_json(path)?;
-                out.push_str(&serde_json::to_string_pretty(&result).expect("a result serializes"));
+    for (index, (path, input)) in files.iter().zip(&inputs).enumerate() {
+        if format == ReportFormat::Json {
+            out.push_str(&input.to_json());
+            continue;
+        }
+        if files.len() > 1 {
+            if index > 0 {
                 out.push('\n');
             }
-            ReportFormat::Csv | ReportFormat::Md => unreachable!("rendered above"),
+            out.push_str(&format!("==> {} <==\n", path.display()));
         }
+        out.push_str(&match input {
+            Input::Run(result) => render_text_with(result, color),
+            Input::Rtt(file) => render_rtt_file(file),
+            Input::Search(file) => render_search(&file.search),
+        });
     }
     Ok(out)
 }
@@ -146,10 +163,13 @@ mod tests {
     fn labels_are_file_stems_unless_two_files_share_one() {
         let (first, _) = written("label-a.json");
         let (second, _) = written("label-b.json");
-        let labels: Vec<String> =
-            read_labelled(&[first.clone(), second.clone()]).unwrap().into_iter().map(|(l, _)| l).collect();
+        let labels: Vec<String> = read_labelled(&[first.clone(), second.clone()], "md")
+            .unwrap()
+            .into_iter()
+            .map(|(l, _)| l)
+            .collect();
         assert_eq!(labels, ["label-a", "label-b"]);
-        let same = read_labelled(&[first.clone(), first.clone()]).unwrap();
+        let same = read_labelled(&[first.clone(), first.clone()], "md").unwrap();
         assert_eq!(same[0].0, first.display().to_string());
         let md = report_command(std::slice::from_ref(&first), ReportFormat::Md).unwrap();
         assert!(md.lines().nth(2).unwrap().starts_with("| label-a | echo |"), "{md}");

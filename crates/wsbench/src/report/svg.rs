@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use super::html::escape;
+use super::escape::escape;
 
 const WIDTH: f64 = 640.0;
 const PLOT_HEIGHT: f64 = 220.0;

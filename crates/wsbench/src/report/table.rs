@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::text::{bytes, group, micros, rate, seconds};
+use super::format::{bytes, group, micros, rate, seconds};
 use crate::result::RunResult;
 
 /// One column of the summary table. `group` heads several columns in the HTML table and

@@ -10,15 +10,14 @@
 //! numbers compare the protocols and not the scheduler.
 //!
 //! The parts: [`config`] (flags → [`RttConfig`]), [`clients`] (the five clients),
-//! [`bench`] (the timed loop), [`stats`] (mean/median/stddev), [`table`] (the terminal
-//! table) and [`json`] (the result file).
+//! [`bench`] (the timed loop), [`stats`] (mean/median/stddev) and [`json`] (the result
+//! file); the terminal table is [`crate::report::render_rtt`].
 
 pub mod bench;
 pub mod clients;
 pub mod config;
 pub mod json;
 pub mod stats;
-pub mod table;
 
 use std::io;
 use std::time::{SystemTime, UNIX_EPOCH};

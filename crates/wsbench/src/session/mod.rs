@@ -203,7 +203,7 @@ fn find_max_rate(config: &RunConfig, slo: &Slo, interrupt: &AtomicBool) -> Resul
     session.finish();
     let search = search?;
     if let Some(path) = &config.outputs.json {
-        search.write_json(path)?;
+        crate::find_rate::write_search_json(&search, path)?;
     }
     Ok(search)
 }

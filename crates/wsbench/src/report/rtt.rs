@@ -1,50 +1,53 @@
-//! The terminal table of `wsbench rtt`, shaped like google-benchmark's console output (the
-//! seed published one): a `Run on (…)` line, a rule, a header, one row per protocol. Times
-//! are per round trip in µs with one decimal; the last column is the ratio to the raw TCP
-//! round trip measured in the same run.
+//! The terminal table of `wsbench rtt` (and of `wsbench report` given an rtt file), shaped
+//! like google-benchmark's console output (the seed published one): a `Run on (…)` line, a
+//! rule, a header, one row per protocol. Times are per round trip in µs with one decimal;
+//! the last column is the ratio to the raw TCP round trip measured in the same run.
 
 use std::fmt::Write;
 
-use super::{ProtocolResult, RttResult};
+use super::format::micros_fixed;
+use crate::rtt::RttResult;
+use crate::rtt::json::{ProtocolFigures, RttFile};
 
 const HEADERS: [&str; 9] =
     ["Benchmark", "Time (mean)", "Time (median)", "Stddev", "CPU (mean)", "p50", "p99", "max", "vs tcp"];
 const GAP: &str = "   ";
 
-fn micros(value: f64) -> String {
-    format!("{value:.1} us")
-}
-
-fn cells(row: &ProtocolResult) -> [String; 9] {
+fn cells(name: &str, row: &ProtocolFigures) -> [String; 9] {
     [
-        row.protocol.name().to_owned(),
-        micros(row.wall_us.mean),
-        micros(row.wall_us.median),
-        micros(row.wall_us.stddev),
-        micros(row.cpu_us.mean),
-        micros(row.quantiles.p50_us),
-        micros(row.quantiles.p99_us),
-        micros(row.quantiles.max_us),
+        name.to_owned(),
+        micros_fixed(row.mean_us),
+        micros_fixed(row.median_us),
+        micros_fixed(row.stddev_us),
+        micros_fixed(row.cpu_us),
+        micros_fixed(row.p50_us),
+        micros_fixed(row.p99_us),
+        micros_fixed(row.max_us),
         row.ratio_to_tcp.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}x")),
     ]
 }
 
-/// The whole table, ending in a newline.
-pub fn render(result: &RttResult) -> String {
-    let machine = &result.machine;
+/// The table of a measurement, ending in a newline.
+pub fn render_rtt(result: &RttResult) -> String {
+    render_rtt_file(&RttFile::new(result))
+}
+
+/// The table of an rtt file (as `wsbench rtt --json` writes it), ending in a newline.
+pub fn render_rtt_file(file: &RttFile) -> String {
+    let machine = &file.machine;
     let mut out = String::new();
     let _ = writeln!(
         out,
         "Run on ({} X {} CPU s), kernel {}, wsbench {}",
         machine.cores, machine.cpu_model, machine.kernel, machine.wsbench_version
     );
-    let config = &result.config;
-    let placement = match (result.server_cpu, result.client_cpu) {
+    let config = &file.config;
+    let placement = match (config.server_cpu, config.client_cpu) {
         (Some(server), Some(client)) => format!("built-in servers on CPU {server}, client on CPU {client}"),
-        _ if config.builtin() => "built-in servers, client unpinned".to_owned(),
+        _ if config.builtin_servers => "built-in servers, client unpinned".to_owned(),
         _ => {
             let targets: Vec<String> =
-                result.protocols.iter().map(|p| format!("{}={}", p.protocol, p.target)).collect();
+                file.protocols.0.iter().map(|(name, p)| format!("{name}={}", p.target)).collect();
             format!("targets {}", targets.join(" "))
         }
     };
@@ -54,9 +57,15 @@ pub fn render(result: &RttResult) -> String {
          {} B messages",
         config.repeats, config.iterations, config.payload_bytes
     );
-    let rows: Vec<[String; 9]> = result.protocols.iter().map(cells).collect();
+    let rows: Vec<[String; 9]> = file.protocols.0.iter().map(|(name, p)| cells(name, p)).collect();
+    table(&mut out, &rows);
+    out
+}
+
+/// The rule, the header and the rows, columns as wide as their widest cell.
+fn table(out: &mut String, rows: &[[String; 9]]) {
     let mut widths = HEADERS.map(str::len);
-    for row in &rows {
+    for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.len());
         }
@@ -77,17 +86,16 @@ pub fn render(result: &RttResult) -> String {
     let _ = writeln!(out, "{rule}");
     let _ = writeln!(out, "{}", line(&HEADERS));
     let _ = writeln!(out, "{rule}");
-    for row in &rows {
+    for row in rows {
         let refs: Vec<&str> = row.iter().map(String::as_str).collect();
         let _ = writeln!(out, "{}", line(&refs));
     }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rtt::{Protocol, Quantiles, RttConfig, Summary};
+    use crate::rtt::{Protocol, ProtocolResult, Quantiles, RttConfig, Summary};
     use crate::samples::MachineFacts;
 
     fn row(protocol: Protocol, mean: f64, ratio: Option<f64>) -> ProtocolResult {
@@ -132,7 +140,7 @@ mod tests {
 
     #[test]
     fn renders_like_google_benchmark() {
-        let text = render(&result(vec![
+        let text = render_rtt(&result(vec![
             row(Protocol::Tcp, 21.3, Some(1.0)),
             row(Protocol::Ws, 24.04, Some(24.04 / 21.3)),
         ]));
@@ -152,7 +160,16 @@ mod tests {
 
     #[test]
     fn no_tcp_means_no_ratio() {
-        let text = render(&result(vec![row(Protocol::Http, 40.0, None)]));
+        let text = render_rtt(&result(vec![row(Protocol::Http, 40.0, None)]));
         assert!(text.lines().last().unwrap().ends_with(" -"), "{text}");
+    }
+
+    #[test]
+    fn a_file_read_back_renders_the_same_table() {
+        let result =
+            result(vec![row(Protocol::Tcp, 21.3, Some(1.0)), row(Protocol::Wss, 1e-7 + 1.0 / 3.0, None)]);
+        let text = crate::rtt::json::to_json(&result);
+        let file: RttFile = serde_json::from_str(&text).unwrap();
+        assert_eq!(render_rtt_file(&file), render_rtt(&result));
     }
 }

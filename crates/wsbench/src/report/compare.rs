@@ -1,0 +1,101 @@
+//! What `wsbench compare` prints and writes: the terminal table shaped like the seeds'
+//! tables, one row per server, and the HTML page of the comparison. A server measured
+//! several times is shown by its median run (by echoes/s), with the range of its rates.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::format::{kib_tight, mib_tight, millis_tight};
+use crate::compare::Row;
+use crate::result::{ResultError, RunResult, write_atomically};
+
+/// The run with the median echoes/s, whose other figures the table shows.
+pub fn median_run(row: &Row) -> Option<&RunResult> {
+    let mut runs: Vec<&RunResult> = row.runs.iter().collect();
+    runs.sort_by(|a, b| a.summary.echoes_per_sec.total_cmp(&b.summary.echoes_per_sec));
+    runs.get(runs.len().saturating_sub(1) / 2).copied()
+}
+
+/// Each measured server's median run, labelled with its name, for the report renderers.
+pub fn median_results(rows: &[Row]) -> Vec<(String, RunResult)> {
+    rows.iter().filter_map(|row| Some((row.manifest.name.clone(), median_run(row)?.clone()))).collect()
+}
+
+/// Writes the HTML page of a comparison (atomically).
+pub fn write_compare_html(rows: &[Row], path: &Path) -> Result<(), ResultError> {
+    let page = super::render_html(&median_results(rows))?;
+    write_atomically(path, |out| out.write_all(page.as_bytes()))
+}
+
+/// The comparison table, shaped like the seeds' tables.
+pub fn render_compare_table(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<22} {:<10} {:>22} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>11} {:>6}",
+        "server",
+        "language",
+        "echoes/s (min–max)",
+        "mean",
+        "p50",
+        "p99",
+        "connect",
+        "conns",
+        "timeouts",
+        "disconn",
+        "RSS",
+        "RSS/conn",
+        "CPU s",
+        "echoes/CPUs",
+        "client"
+    );
+    for row in rows {
+        match median_run(row) {
+            Some(run) => measured_row(&mut out, row, run),
+            None => {
+                let _ = writeln!(
+                    out,
+                    "{:<22} {:<10} {}",
+                    row.manifest.name,
+                    row.manifest.language,
+                    row.problems.join("; ")
+                );
+            }
+        }
+    }
+    out
+}
+
+/// One measured server's line: its median run's figures and the range of its rates.
+fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
+    let rates: Vec<f64> = row.runs.iter().map(|r| r.summary.echoes_per_sec).collect();
+    let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = rates.iter().copied().fold(0.0, f64::max);
+    let s = &run.summary;
+    let per_conn = match (run.server.rss_peak_bytes, run.server.rss_baseline_bytes) {
+        (Some(peak), Some(base)) if s.connections.established > 0 => {
+            kib_tight(peak.saturating_sub(base) as f64 / s.connections.established as f64)
+        }
+        _ => "-".to_owned(),
+    };
+    let _ = writeln!(
+        out,
+        "{:<22} {:<10} {:>22} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>11} {:>6}{}",
+        row.manifest.name,
+        row.manifest.language,
+        format!("{:.0} ({:.0}–{:.0})", s.echoes_per_sec, min, max),
+        millis_tight(s.latency_us.mean),
+        millis_tight(s.latency_us.p50 as f64),
+        millis_tight(s.latency_us.p99 as f64),
+        millis_tight(s.connect_us.p50 as f64),
+        format!("{}/{}", s.connections.established, s.connections.attempted),
+        s.errors.get("connect_timeout").copied().unwrap_or(0),
+        s.disconnections,
+        run.server.rss_peak_bytes.map_or("-".to_owned(), mib_tight),
+        per_conn,
+        run.server.cpu_seconds.map_or("-".to_owned(), |c| format!("{c:.2}")),
+        run.server.echoes_per_cpu_second.map_or("-".to_owned(), |e| format!("{e:.0}")),
+        if run.client.bound { "BOUND" } else { "ok" },
+        if row.problems.is_empty() { String::new() } else { format!("  ({})", row.problems.join("; ")) },
+    );
+}

@@ -1,0 +1,188 @@
+//! Numbers in units for people, in one place so every renderer writes a latency, a count or a
+//! size the same way: durations in µs/ms/s, counts with thousands separators, bytes in binary
+//! units, rates, percentages, and the short labels of chart axes. Parsing what users type
+//! is [`crate::units`]; this module only formats.
+
+/// Three significant digits: `1.23`, `12.3`, `123`, `1234`.
+pub fn sig3(x: f64) -> String {
+    if x < 9.995 {
+        format!("{x:.2}")
+    } else if x < 99.95 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// Microseconds in the unit that reads best: `850 µs`, `19.4 ms`, `1.60 s`.
+pub fn micros(us: f64) -> String {
+    if us < 999.5 {
+        format!("{us:.0} µs")
+    } else if us < 999_500.0 {
+        format!("{} ms", sig3(us / 1e3))
+    } else {
+        format!("{} s", sig3(us / 1e6))
+    }
+}
+
+/// Microseconds with one decimal, as google-benchmark prints them: `21.3 us`.
+pub fn micros_fixed(us: f64) -> String {
+    format!("{us:.1} us")
+}
+
+/// Microseconds as milliseconds with two decimals: `1.23 ms`.
+pub fn millis_fixed(us: f64) -> String {
+    format!("{:.2} ms", us / 1e3)
+}
+
+/// Microseconds as milliseconds with two decimals, unspaced for narrow columns: `1.23ms`.
+pub fn millis_tight(us: f64) -> String {
+    format!("{:.2}ms", us / 1e3)
+}
+
+/// Bytes in mebibytes with one decimal, unspaced for narrow columns: `12.0MiB`.
+pub fn mib_tight(bytes: u64) -> String {
+    format!("{:.1}MiB", bytes as f64 / 1_048_576.0)
+}
+
+/// Bytes (possibly a fraction, e.g. per connection) in kibibytes with one decimal,
+/// unspaced for narrow columns: `2.5KiB`.
+pub fn kib_tight(bytes: f64) -> String {
+    format!("{:.1}KiB", bytes / 1024.0)
+}
+
+/// Wall-clock seconds: `35.0 s`, `0.30 s`.
+pub fn seconds(s: f64) -> String {
+    if s < 10.0 { format!("{s:.2} s") } else { format!("{s:.1} s") }
+}
+
+/// Bytes in binary units: `12.0 MiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64;
+    let mut unit = "B";
+    for next in UNITS {
+        if value < 1023.5 {
+            break;
+        }
+        value /= 1024.0;
+        unit = next;
+    }
+    format!("{} {unit}", sig3(value))
+}
+
+/// Mebibytes with three significant digits: `12.0 MiB`.
+pub fn mib(mib: f64) -> String {
+    format!("{} MiB", sig3(mib))
+}
+
+/// An event rate, rounded, with thousands separators: `52,314`.
+pub fn rate(per_sec: f64) -> String {
+    group(per_sec.round().max(0.0) as u64)
+}
+
+/// Thousands separators: `1,569,000`.
+pub fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A tick number with at most two decimals, trailing zeros dropped: `5`, `2.5`, `0.25`.
+pub fn tick_number(value: f64) -> String {
+    let text = format!("{value:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// An axis tick in seconds: `0.25 s`.
+pub fn tick_seconds(s: f64) -> String {
+    format!("{} s", tick_number(s))
+}
+
+/// An axis tick for a rate: `50k`, `1.5M`.
+pub fn tick_rate(value: f64) -> String {
+    if value >= 1e6 {
+        format!("{}M", tick_number(value / 1e6))
+    } else if value >= 1e3 {
+        format!("{}k", tick_number(value / 1e3))
+    } else {
+        tick_number(value)
+    }
+}
+
+/// An axis tick for a latency given in µs: `100 µs`, `2.5 ms`, `1 s`.
+pub fn tick_micros(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{} s", tick_number(us / 1e6))
+    } else if us >= 1e3 {
+        format!("{} ms", tick_number(us / 1e3))
+    } else {
+        format!("{} µs", tick_number(us))
+    }
+}
+
+/// An axis tick in MiB: `64 MiB`.
+pub fn tick_mib(mib: f64) -> String {
+    format!("{} MiB", tick_number(mib))
+}
+
+/// An axis tick in percent: `100%`.
+pub fn tick_percent(percent: f64) -> String {
+    format!("{}%", tick_number(percent))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micros_picks_the_readable_unit() {
+        assert_eq!(micros(45.0), "45 µs");
+        assert_eq!(micros(999.4), "999 µs");
+        assert_eq!(micros(999.6), "1.00 ms");
+        assert_eq!(micros(19_412.0), "19.4 ms");
+        assert_eq!(micros(150_000.0), "150 ms");
+        assert_eq!(micros(1_600_000.0), "1.60 s");
+        assert_eq!(micros_fixed(21.34), "21.3 us");
+        assert_eq!(millis_fixed(1_234.0), "1.23 ms");
+        assert_eq!(millis_tight(1_234.0), "1.23ms");
+    }
+
+    #[test]
+    fn numbers_get_thousands_separators() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1_000), "1,000");
+        assert_eq!(group(1_569_000), "1,569,000");
+        assert_eq!(rate(52_313.6), "52,314");
+    }
+
+    #[test]
+    fn bytes_use_binary_units() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(12 * 1024 * 1024), "12.0 MiB");
+        assert_eq!(bytes(1536), "1.50 KiB");
+        assert_eq!(mib(12.0), "12.0 MiB");
+        assert_eq!(mib_tight(12 * 1024 * 1024), "12.0MiB");
+        assert_eq!(kib_tight(2560.0), "2.5KiB");
+    }
+
+    #[test]
+    fn tick_labels_are_short() {
+        assert_eq!(tick_rate(50_000.0), "50k");
+        assert_eq!(tick_rate(1_500_000.0), "1.5M");
+        assert_eq!(tick_micros(2_500.0), "2.5 ms");
+        assert_eq!(tick_micros(100.0), "100 µs");
+        assert_eq!(tick_seconds(0.25), "0.25 s");
+        assert_eq!(tick_percent(100.0), "100%");
+    }
+}
