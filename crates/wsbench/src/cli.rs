@@ -112,7 +112,7 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// A scenario (echo, throughput, scalability) and/or a target URL (ws:// or wss://);
+    /// A scenario (echo, throughput, scalability, c10k) and/or a target URL (ws:// or wss://);
     /// without a URL wsbench starts its built-in server.
     #[arg(value_name = "SCENARIO|URL", num_args = 0..=2)]
     pub positional: Vec<String>,

@@ -138,7 +138,7 @@ fn parse_listen_inodes(table: &str, port: u16) -> Vec<u64> {
 
 /// The fields wsbench uses from `/proc/PID/stat` or `/proc/PID/task/TID/stat`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ProcStat {
+struct ProcStat {
     /// Field 2 without its parentheses (the kernel truncates it to 15 bytes).
     pub comm: String,
     /// Field 3: `R`, `S`, `D`, `Z`, …
@@ -151,7 +151,7 @@ pub(crate) struct ProcStat {
 
 /// Parses one `stat` line. The comm field may itself contain spaces and parentheses, so the
 /// numeric fields are taken after the *last* `)`.
-pub(crate) fn parse_stat(text: &str) -> Option<ProcStat> {
+fn parse_stat(text: &str) -> Option<ProcStat> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     if close < open {
@@ -169,7 +169,7 @@ pub(crate) fn parse_stat(text: &str) -> Option<ProcStat> {
 }
 
 /// Clock ticks per second (`USER_HZ`), the unit of the CPU times in `stat`.
-pub(crate) fn clock_ticks_per_second() -> f64 {
+fn clock_ticks_per_second() -> f64 {
     // SAFETY: sysconf has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if ticks > 0 { ticks as f64 } else { 100.0 }

@@ -1,5 +1,5 @@
 //! The result file: one JSON document per run that users' scripts, `wsbench report` and
-//! (later) `wsbench merge` read back. It carries the derived numbers people look at
+//! `wsbench merge` read back. It carries the derived numbers people look at
 //! (`summary`, `server`, `client`, `timeline`) *and* the raw HdrHistograms in HdrHistogram's
 //! own "V2 compressed" encoding, so nothing is lost: [`RunResult::metrics`] rebuilds the exact
 //! [`Metrics`](crate::metrics::Metrics) the run measured. The field names are a public contract, pinned by
