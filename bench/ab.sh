@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# bench/ab.sh: wsbench against an earlier revision of itself, in one interleaved run, so that a
+# change (a refactor, an optimisation) can be shown not to cost speed. For each connection
+# count and repeat it makes three runs, in a rotating order:
+#   whole  old `serve` + old `run`   vs  new `serve` + new `run`
+#   client old `run` vs new `run`, both against the new `serve`
+# with the server pinned to SERVER_CPU and the client to CLIENT_CPU, 20-byte binary echoes,
+# one in flight (as bench/run.sh does), and prints the median echoes/s of each side and the
+# ratio new ÷ old with the spread (min–max of the per-repeat ratios).
+#
+#   bench/ab.sh OLD_REVISION [CONNECTIONS...]     (default connections: 100 1000)
+#   Environment: DURATION (default 5), WARMUP (default 1), REPEATS (default 5),
+#                SERVER_CPU (default 0), CLIENT_CPU (default 1).
+set -euo pipefail
+{
+old_rev=${1:?usage: bench/ab.sh OLD_REVISION [CONNECTIONS...]}
+shift
+if [ $# -gt 0 ]; then connections=("$@"); else connections=(100 1000); fi
+DURATION=${DURATION:-5}
+WARMUP=${WARMUP:-1}
+REPEATS=${REPEATS:-5}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/bench/.build/ab
+mkdir -p "$build"
+
+# The old revision is built in a worktree of its own (its own target/), the new one here.
+old_tree=$build/old-tree
+if [ ! -d "$old_tree" ]; then
+    git -C "$root" worktree add --detach "$old_tree" "$old_rev" >/dev/null
+else
+    git -C "$old_tree" checkout -q --detach "$old_rev"
+fi
+(cd "$old_tree" && cargo build --release -q -p wsbench)
+(cd "$root" && cargo build --release -q -p wsbench)
+cp "$old_tree/target/release/wsbench" "$build/wsbench-old"
+cp "$root/target/release/wsbench" "$build/wsbench-new"
+
+# serve SIDE: starts that side's server pinned; sets port and server_pid.
+serve() {
+    local out=$build/serve-$1.out
+    taskset -c "$SERVER_CPU" "$build/wsbench-$1" serve --port 0 >"$out" 2>&1 &
+    server_pid=$!
+    for _ in $(seq 100); do
+        port=$(grep -m 1 -o 'ws://127.0.0.1:[0-9]*' "$out" 2>/dev/null | sed 's/.*://' || true)
+        [ -n "$port" ] && return 0
+        sleep 0.05
+    done
+    echo "ab.sh: the $1 server did not start" >&2
+    exit 1
+}
+
+# measure SERVER-SIDE CLIENT-SIDE CONNECTIONS: prints echoes/s.
+measure() {
+    serve "$1"
+    local json=$build/run.json
+    "$build/wsbench-$2" run echo "ws://127.0.0.1:$port/" --connections "$3" --duration "${DURATION}s" \
+        --warmup "${WARMUP}s" --payload bytes:20 --binary --client-cpus "$CLIENT_CPU" --json "$json" \
+        >/dev/null 2>&1 || true
+    kill "$server_pid"
+    wait "$server_pid" 2>/dev/null || true
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["echoes_per_sec"])' "$json"
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+echo "bench/ab.sh $old_rev ($(git -C "$root" rev-parse --short "$old_rev")) vs working tree ($(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet || echo '+changes'))"
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), Linux $(uname -r)"
+echo "server on CPU $SERVER_CPU, client on CPU $CLIENT_CPU; ${DURATION} s measured after ${WARMUP} s, $REPEATS repeats"
+printf '%-8s %-7s %14s %14s %8s %15s\n' conns compare "old echoes/s" "new echoes/s" "new÷old" "spread"
+for conns in "${connections[@]}"; do
+    for kind in whole client; do : >"$build/$kind-$conns.old"; : >"$build/$kind-$conns.new"; : >"$build/$kind-$conns.ratio"; done
+    for repeat in $(seq "$REPEATS"); do
+        # Rotate which side goes first.
+        if [ $((repeat % 2)) -eq 1 ]; then order=(old new); else order=(new old); fi
+        declare -A got=()
+        for side in "${order[@]}"; do
+            got[whole-$side]=$(measure "$side" "$side" "$conns")
+            got[client-$side]=$(measure new "$side" "$conns")
+        done
+        for kind in whole client; do
+            echo "${got[$kind-old]}" >>"$build/$kind-$conns.old"
+            echo "${got[$kind-new]}" >>"$build/$kind-$conns.new"
+            python3 -c 'import sys; print(float(sys.argv[2]) / float(sys.argv[1]))' "${got[$kind-old]}" "${got[$kind-new]}" >>"$build/$kind-$conns.ratio"
+        done
+        unset got
+    done
+    for kind in whole client; do
+        old=$(median <"$build/$kind-$conns.old")
+        new=$(median <"$build/$kind-$conns.new")
+        spread=$(sort -g "$build/$kind-$conns.ratio" | awk 'NR==1{min=$1} {max=$1} END {printf "%.2f–%.2f", min, max}')
+        printf '%-8s %-7s %14.0f %14.0f %8.3f %15s\n' "$conns" "$kind" "$old" "$new" \
+            "$(python3 -c 'import sys; print(float(sys.argv[2]) / float(sys.argv[1]))' "$old" "$new")" "$spread"
+    done
+done
+exit 0
+}
