@@ -19,7 +19,7 @@ use slab::Slab;
 use socket2::{Domain, Protocol, Socket, Type};
 use wsbench_proto::handshake::{client_key, client_request, parse_response};
 use wsbench_proto::{CloseCode, Decoder, OpCode, Role, parse_close_payload, write_frame};
-use wsbench_server::transport::Transport;
+use wsbench_transport::Transport;
 
 use super::conn::{ClientConn, State};
 use super::payload::{CHECK_EVERY, Template, json_seq};
