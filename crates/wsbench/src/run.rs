@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::config::RunConfig;
-use crate::engine::{self, Control, EngineSpec};
+use crate::engine::{self, Control, LoadSpec};
 use crate::find_rate::{Search, Slo, Step, search};
 use crate::probe::{SAMPLE_INTERVAL, ServerProbe, pids_listening_on};
 use crate::result::RunResult;
@@ -256,7 +256,7 @@ impl Session {
         // samples count from that instant, so merged shards line up.
         let (started_at_unix_ms, run_start) = start_instant(config.start_at_unix_ms);
         let probe = start_probe(config, &self.target, self.builtin.as_ref(), run_start);
-        let spec = EngineSpec::new(config.clone(), self.target.clone());
+        let spec = LoadSpec::from_config(config, self.target.clone());
         let mut progress = Progress::new();
         let output = engine::run(spec, &self.cpus.client, interrupt, &mut |control| progress.update(control));
         progress.finish();
