@@ -14,6 +14,9 @@ use crate::engine::connect;
 use crate::metrics::record_us;
 
 impl Worker {
+    /// Opens the connections, and reopens the lost ones, due by `now` (no more than
+    /// [`MAX_CONNECTING`] connecting at once); once every connection has been tried, tells
+    /// the coordinator this worker is connected.
     pub(super) fn open_due_connections(&mut self, now: Instant) {
         while self.connecting < MAX_CONNECTING && !self.control.stopping() {
             let Some(index) = self.pacer.pop_due_connection(now) else { break };
@@ -72,6 +75,7 @@ impl Worker {
         }
     }
 
+    /// Drops connect attempts (TCP, TLS or upgrade) still unfinished at their deadline.
     pub(super) fn expire_connects(&mut self, now: Instant) {
         while let Some((key, started)) = self.pacer.pop_expired_connect(now) {
             let still_connecting = self.conns.get(key).is_some_and(|c| {
@@ -84,6 +88,7 @@ impl Worker {
         }
     }
 
+    /// The server accepted the upgrade: the connection is open and may start sending.
     pub(super) fn on_open(&mut self, key: usize, now: Instant) {
         let conn = &mut self.conns[key];
         conn.state = State::Open;
@@ -120,6 +125,8 @@ impl Worker {
         }
     }
 
+    /// Forgets a connection (its socket closes as it drops) and, unless we closed it at
+    /// the end of the run, schedules it to be reopened.
     pub(super) fn drop_conn(&mut self, key: usize) {
         if let Some(mut conn) = self.conns.try_remove(key) {
             let _ = self.poll.registry().deregister(conn.transport.socket());
