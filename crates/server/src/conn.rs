@@ -8,7 +8,7 @@
 use wsbench_proto::handshake::{Request, parse_request, server_response};
 use wsbench_proto::{CloseCode, Decoder, OpCode, Role, write_frame};
 
-use crate::transport::Transport;
+use wsbench_transport::Transport;
 
 /// Where a connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

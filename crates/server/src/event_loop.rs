@@ -18,10 +18,10 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use rustls::{ServerConfig, ServerConnection};
 use slab::Slab;
+use wsbench_transport::Transport;
 
 use crate::ServeConfig;
 use crate::conn::{Conn, Limits, Next, Phase, SHUTDOWN_CLOSE_CODE};
-use crate::transport::Transport;
 
 const WEBSOCKET_LISTENER: Token = Token(0);
 const TCP_LISTENER: Token = Token(1);

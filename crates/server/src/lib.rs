@@ -15,7 +15,6 @@ mod event_loop;
 mod listener;
 mod processes;
 mod tls;
-pub mod transport;
 
 use std::io::Write;
 use std::net::SocketAddr;

@@ -6,7 +6,7 @@ use std::io;
 use std::time::Instant;
 
 use wsbench_proto::Decoder;
-use wsbench_server::transport::Transport;
+use wsbench_transport::Transport;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {

@@ -4,40 +4,25 @@
 //! result files or reports; it returns numbers.
 
 mod conn;
+mod connect;
+mod load_spec;
+mod pacer;
 mod payload;
 pub mod tls;
+mod traffic;
 mod worker;
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rustls::ClientConfig;
-
-use crate::config::Target;
-use crate::config::{RunConfig, Scenario};
+use crate::config::Scenario;
 use crate::metrics::Metrics;
 use crate::samples::WorkerCpu;
-use worker::{Worker, WorkerPlan};
+use worker::{Worker, WorkerOutput, WorkerPlan};
 
-/// Everything the workers share, read-only.
-#[derive(Debug)]
-pub struct EngineSpec {
-    pub config: RunConfig,
-    pub target: Target,
-    pub tls: Option<Arc<ClientConfig>>,
-    /// Source addresses connections are spread over (empty: the kernel picks).
-    pub source_addrs: Vec<IpAddr>,
-}
-
-impl EngineSpec {
-    pub fn new(config: RunConfig, target: Target) -> EngineSpec {
-        let tls = target.tls.then(|| tls::client_config(config.insecure));
-        let source_addrs = config.source_addrs.clone();
-        EngineSpec { config, target, tls, source_addrs }
-    }
-}
+pub use load_spec::LoadSpec;
 
 /// The run's phase, shared by the coordinator (writer) and the workers (readers).
 #[derive(Debug)]
@@ -80,6 +65,12 @@ impl Control {
         (self.measure_start_us.load(Ordering::Relaxed), self.end_us.load(Ordering::Relaxed))
     }
 
+    /// µs from the run's start to `at` (0 before it).
+    #[inline]
+    pub fn micros_since_start(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.start).as_micros() as u64
+    }
+
     pub fn stopping(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
@@ -112,36 +103,18 @@ pub struct EngineOutput {
 /// unpinned); `interrupt` ends the run early (Ctrl-C); `progress` is called a few times a
 /// second from this thread.
 pub fn run(
-    spec: EngineSpec,
+    spec: LoadSpec,
     cpus: &[Option<usize>],
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&Control),
 ) -> std::io::Result<EngineOutput> {
     let spec = Arc::new(spec);
-    if let Some(start_at) = spec.config.start_at_unix_ms {
+    if let Some(start_at) = spec.start_at_unix_ms {
         wait_for_unix_ms(start_at, interrupt);
     }
     let control = Arc::new(Control::new());
-    let my_connections =
-        spec.config.shard.map_or(spec.config.connections, |s| s.share_of(spec.config.connections));
-    let worker_count = cpus.len().max(1).min(my_connections as usize);
-    let mut plans: Vec<WorkerPlan> = (0..worker_count)
-        .map(|id| WorkerPlan { id, cpu: cpus.get(id).copied().flatten(), connections: Vec::new() })
-        .collect();
-    let mine = (0..spec.config.connections).filter(|&i| spec.config.shard.is_none_or(|shard| shard.owns(i)));
-    for (n, index) in mine.enumerate() {
-        plans[n % worker_count].connections.push(index);
-    }
-    let mut handles = Vec::with_capacity(worker_count);
-    for plan in plans {
-        let worker = Worker::new(spec.clone(), control.clone(), plan.clone())?;
-        handles.push(std::thread::Builder::new().name(format!("wsbench-w{}", plan.id)).spawn(move || {
-            if let Some(cpu) = plan.cpu {
-                let _ = crate::affinity::pin_current_thread(cpu);
-            }
-            worker.run()
-        })?);
-    }
+    let handles = spawn_workers(&spec, &control, cpus)?;
+    let worker_count = handles.len();
     let tick = Duration::from_millis(100);
     let wait_until =
         |deadline: Option<Instant>, done: &dyn Fn() -> bool, progress: &mut dyn FnMut(&Control)| loop {
@@ -156,29 +129,28 @@ pub fn run(
             let sleep = deadline.map_or(tick, |d| d.saturating_duration_since(Instant::now()).min(tick));
             std::thread::sleep(sleep);
         };
-    let config = &spec.config;
-    let open_loop_from_start = config.scenario == Scenario::C10k;
+    let open_loop_from_start = spec.scenario == Scenario::C10k;
     if open_loop_from_start {
         // c10k measures from the first client on, for the run's whole duration.
         control.measure_start_us.store(0, Ordering::SeqCst);
-        control.end_us.store(config.duration.as_micros() as u64, Ordering::SeqCst);
+        control.end_us.store(spec.duration.as_micros() as u64, Ordering::SeqCst);
     }
-    if open_loop_from_start || config.ramp_per_sec.is_some() {
+    if open_loop_from_start || spec.ramp_per_sec.is_some() {
         control.traffic.store(true, Ordering::SeqCst);
     }
     // Connect phase.
     let all_connected = || control.workers_connected.load(Ordering::SeqCst) == worker_count;
-    let connect_deadline = open_loop_from_start.then(|| control.start + config.duration);
+    let connect_deadline = open_loop_from_start.then(|| control.start + spec.duration);
     wait_until(connect_deadline, &all_connected, progress);
     let connect_phase_secs = control.start.elapsed().as_secs_f64();
     // Load phase.
     let now_us = control.start.elapsed().as_micros() as u64;
-    let (measure_start_us, end_us) = match config.scenario {
+    let (measure_start_us, end_us) = match spec.scenario {
         Scenario::C10k => control.window(),
-        Scenario::Scalability => (now_us, now_us + config.hold.as_micros() as u64),
+        Scenario::Scalability => (now_us, now_us + spec.hold.as_micros() as u64),
         Scenario::Echo | Scenario::Throughput => {
-            let start = now_us + config.warmup.as_micros() as u64;
-            (start, start + config.duration.as_micros() as u64)
+            let start = now_us + spec.warmup.as_micros() as u64;
+            (start, start + spec.duration.as_micros() as u64)
         }
     };
     control.measure_start_us.store(measure_start_us, Ordering::SeqCst);
@@ -190,25 +162,12 @@ pub fn run(
         let end = control.start + Duration::from_micros(end_us);
         // With --reconnect, connections may come back (a restarting server): run to the end.
         let nothing_open =
-            || !config.reconnect && all_connected() && control.open_connections.load(Ordering::Relaxed) == 0;
+            || !spec.reconnect && all_connected() && control.open_connections.load(Ordering::Relaxed) == 0;
         wait_until(Some(end), &nothing_open, progress);
     }
     let stopped_us = control.start.elapsed().as_micros() as u64;
     control.stop.store(true, Ordering::SeqCst);
-    let mut metrics = Metrics::default();
-    let mut measured_echoes = 0;
-    let mut workers = Vec::with_capacity(handles.len());
-    let elapsed_for_share = control.start.elapsed().as_secs_f64();
-    for (id, handle) in handles.into_iter().enumerate() {
-        let output = handle.join().map_err(|_| std::io::Error::other(format!("worker {id} panicked")))?;
-        metrics.merge(&output.metrics);
-        measured_echoes += output.measured_echoes;
-        workers.push(WorkerCpu {
-            name: format!("wsbench-w{id}"),
-            cpu_seconds: output.cpu_seconds,
-            share: output.cpu_seconds / elapsed_for_share.max(1e-9),
-        });
-    }
+    let (metrics, measured_echoes, workers) = join_workers(handles, control.start.elapsed().as_secs_f64())?;
     let measured_secs = stopped_us.min(end_us).saturating_sub(measure_start_us) as f64 / 1e6;
     Ok(EngineOutput {
         metrics,
@@ -219,6 +178,57 @@ pub fn run(
         workers,
         interrupted: control.interrupted.load(Ordering::Relaxed),
     })
+}
+
+/// Splits this process's connections over one worker per entry of `cpus` (at most one
+/// per connection) and starts them; each opens connections as its pacer says.
+fn spawn_workers(
+    spec: &Arc<LoadSpec>,
+    control: &Arc<Control>,
+    cpus: &[Option<usize>],
+) -> std::io::Result<Vec<JoinHandle<WorkerOutput>>> {
+    let my_connections = spec.shard.map_or(spec.connections, |s| s.share_of(spec.connections));
+    let worker_count = cpus.len().max(1).min(my_connections as usize);
+    let mut plans: Vec<WorkerPlan> = (0..worker_count)
+        .map(|id| WorkerPlan { id, cpu: cpus.get(id).copied().flatten(), connections: Vec::new() })
+        .collect();
+    let mine = (0..spec.connections).filter(|&i| spec.shard.is_none_or(|shard| shard.owns(i)));
+    for (n, index) in mine.enumerate() {
+        plans[n % worker_count].connections.push(index);
+    }
+    let mut handles = Vec::with_capacity(worker_count);
+    for plan in plans {
+        let worker = Worker::new(spec.clone(), control.clone(), plan.clone())?;
+        handles.push(std::thread::Builder::new().name(format!("wsbench-w{}", plan.id)).spawn(move || {
+            if let Some(cpu) = plan.cpu {
+                let _ = crate::affinity::pin_current_thread(cpu);
+            }
+            worker.run()
+        })?);
+    }
+    Ok(handles)
+}
+
+/// Waits for the stopped workers and merges what they measured; `elapsed_secs` is the run
+/// so far, against which each worker's CPU share is computed.
+fn join_workers(
+    handles: Vec<JoinHandle<WorkerOutput>>,
+    elapsed_secs: f64,
+) -> std::io::Result<(Metrics, u64, Vec<WorkerCpu>)> {
+    let mut metrics = Metrics::default();
+    let mut measured_echoes = 0;
+    let mut workers = Vec::with_capacity(handles.len());
+    for (id, handle) in handles.into_iter().enumerate() {
+        let output = handle.join().map_err(|_| std::io::Error::other(format!("worker {id} panicked")))?;
+        metrics.merge(&output.metrics);
+        measured_echoes += output.measured_echoes;
+        workers.push(WorkerCpu {
+            name: format!("wsbench-w{id}"),
+            cpu_seconds: output.cpu_seconds,
+            share: output.cpu_seconds / elapsed_secs.max(1e-9),
+        });
+    }
+    Ok((metrics, measured_echoes, workers))
 }
 
 /// Sleeps until the wall clock reaches `unix_ms` (shards of one run start together);

@@ -22,7 +22,7 @@ pub use cpus::{CpuPlan, RESERVED_FILES, check_file_limit, check_server_processes
 use crate::config::Slo;
 use crate::config::Target;
 use crate::config::{Mode, Outputs, RunConfig, RunSettings};
-use crate::engine::{self, EngineSpec};
+use crate::engine::{self, LoadSpec};
 use crate::find_rate::{Search, Step, search};
 use crate::probe::{SAMPLE_INTERVAL, ServerProbe, pids_listening_on};
 use crate::result::RunResult;
@@ -138,7 +138,7 @@ impl Session {
         // samples count from that instant, so merged shards line up.
         let (started_at_unix_ms, run_start) = start_instant(config.start_at_unix_ms);
         let probe = start_probe(config, &self.target, self.builtin.as_ref(), run_start);
-        let spec = EngineSpec::new(config.clone(), self.target.clone());
+        let spec = LoadSpec::from_config(config, self.target.clone());
         let mut progress = progress::Progress::new();
         let output = engine::run(spec, &self.cpus.client, interrupt, &mut |control| progress.update(control));
         progress.finish();

@@ -3,6 +3,10 @@
 //! to a connection state machine: `read` gives plaintext (0 at end of
 //! stream, `WouldBlock` when nothing is ready), `write` accepts what fits. TLS output is
 //! capped inside rustls so a slow reader pushes back instead of growing memory.
+//!
+//! A crate of its own so the echo server and the load engine share it without either
+//! depending on the other. The per-event methods are `#[inline]`: both callers are in
+//! other crates, and these calls sit on their hot paths.
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -32,6 +36,7 @@ impl Transport {
         Transport::Tls(Box::new(TlsStream { socket, session }))
     }
 
+    #[inline]
     pub fn socket(&mut self) -> &mut TcpStream {
         match self {
             Transport::Plain(socket) => socket,
@@ -39,6 +44,7 @@ impl Transport {
         }
     }
 
+    #[inline]
     pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Transport::Plain(socket) => socket.read(buf),
@@ -46,6 +52,7 @@ impl Transport {
         }
     }
 
+    #[inline]
     pub fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         match self {
             Transport::Plain(socket) => socket.write(data),
@@ -61,6 +68,7 @@ impl Transport {
     }
 
     /// Pushes out TLS records rustls still holds; true when none are left.
+    #[inline]
     pub fn flush(&mut self) -> io::Result<bool> {
         match self {
             Transport::Plain(_) => Ok(true),
@@ -72,11 +80,13 @@ impl Transport {
     /// TCP: with edge-triggered readiness, bytes arriving after that read raise a new
     /// event, so the extra read that would only return `WouldBlock` can be skipped (one
     /// syscall per echo). Not for TLS, which buffers records inside rustls.
+    #[inline]
     pub fn short_read_drains(&self) -> bool {
         matches!(self, Transport::Plain(_))
     }
 
     /// TLS is still negotiating (always false for plain TCP).
+    #[inline]
     pub fn is_handshaking(&self) -> bool {
         matches!(self, Transport::Tls(tls) if tls.session.is_handshaking())
     }

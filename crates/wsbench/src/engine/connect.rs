@@ -1,0 +1,107 @@
+//! Opening a client connection up to the WebSocket upgrade: the socket (source address,
+//! non-blocking connect), the TLS session of a `wss://` target, the upgrade request, and
+//! the check of the server's answer. The worker registers the connection with its poll and
+//! drives it; this file owns no event loop.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use rand::RngCore;
+use rustls::ClientConnection;
+use rustls_pki_types::ServerName;
+use socket2::{Domain, Protocol, Socket, Type};
+use wsbench_proto::handshake::{client_key, client_request, parse_response};
+use wsbench_proto::{Decoder, HandshakeError, Role};
+use wsbench_transport::Transport;
+
+use super::LoadSpec;
+use super::conn::ClientConn;
+use crate::metrics::Counters;
+
+/// Starts connection `index` (global number): the TCP connect is in progress, the TLS
+/// session (if any) set up, and the upgrade request queued to write once connected.
+pub fn open(spec: &LoadSpec, index: u64, now: Instant) -> io::Result<ClientConn> {
+    let target = &spec.target;
+    let source =
+        (!spec.source_addrs.is_empty()).then(|| spec.source_addrs[index as usize % spec.source_addrs.len()]);
+    let stream = connect_socket(target.addr, source)?;
+    let transport = match &spec.tls {
+        Some(config) => {
+            let name = ServerName::try_from(target.host.clone())
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            let session = ClientConnection::new(config.clone(), name).map_err(io::Error::other)?;
+            Transport::tls(stream, session)
+        }
+        None => Transport::Plain(stream),
+    };
+    let mut nonce = [0u8; 16];
+    rand::rng().fill_bytes(&mut nonce);
+    let decoder = Decoder::new(Role::Client, u64::MAX >> 1);
+    let mut conn = ClientConn::new(transport, index, client_key(nonce), decoder, now);
+    conn.output.extend_from_slice(&client_request(&target.host_header(), &target.path, &conn.key, &[]));
+    Ok(conn)
+}
+
+/// A non-blocking TCP socket (no Nagle) connecting to `addr`, from `source` if given.
+fn connect_socket(addr: SocketAddr, source: Option<std::net::IpAddr>) -> io::Result<mio::net::TcpStream> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_nonblocking(true)?;
+    socket.set_tcp_nodelay(true)?;
+    if let Some(source) = source {
+        bind_address_no_port(&socket)?;
+        socket.bind(&SocketAddr::new(source, 0).into())?;
+    }
+    match socket.connect(&addr.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(mio::net::TcpStream::from_std(socket.into()))
+}
+
+/// Whether the non-blocking connect has completed: `Ok(false)` while it is in progress,
+/// its error when it failed.
+pub fn connected(socket: &mut mio::net::TcpStream) -> io::Result<bool> {
+    if let Some(error) = socket.take_error()? {
+        return Err(error);
+    }
+    match socket.peer_addr() {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The server's answer to the upgrade request at the start of `data`: `None` while it is
+/// incomplete, then how many bytes it took (frames may follow in the same read).
+pub fn upgrade_response(conn: &ClientConn, data: &[u8]) -> Result<Option<usize>, HandshakeError> {
+    Ok(parse_response(data, &conn.key)?.map(|(_, used)| used))
+}
+
+/// Counts a failed connect attempt by its cause.
+pub fn count_error(counters: &mut Counters, error: &io::Error) {
+    match error.raw_os_error() {
+        Some(libc::ECONNREFUSED) => counters.connections_refused += 1,
+        Some(libc::ETIMEDOUT) => counters.connect_timeouts += 1,
+        _ => counters.connect_errors += 1,
+    }
+}
+
+/// `IP_BIND_ADDRESS_NO_PORT`: bind the source address now but pick the port at connect
+/// time, so ports are shared across destinations instead of exhausted at bind.
+fn bind_address_no_port(socket: &Socket) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let one: libc::c_int = 1;
+    // SAFETY: a valid fd and a pointer to a live c_int of the size given.
+    let result = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}

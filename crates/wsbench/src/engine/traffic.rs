@@ -1,0 +1,267 @@
+//! The messages of an open connection: queueing batches (the closed loop's refills and the
+//! open loop's scheduled sends), decoding what comes back, checking each echo, and
+//! recording every round trip in the worker's [`Metrics`]. Per-message work happens here,
+//! so it allocates nothing per message and touches only the one connection it is given.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use wsbench_proto::{OpCode, parse_close_payload, write_frame};
+
+use super::conn::{ClientConn, State};
+use super::payload::{CHECK_EVERY, Template, json_seq};
+use super::{Control, LoadSpec};
+use crate::config::Scenario;
+use crate::metrics::{Metrics, record_us};
+
+/// Longest echo of a json-ts message worth reading (the messages are under 64 bytes).
+const MAX_JSON_ECHO: usize = 256;
+/// Echoes counted locally before the shared progress counter is updated.
+const PROGRESS_BATCH: u64 = 256;
+
+#[derive(Debug)]
+pub struct Traffic {
+    spec: Arc<LoadSpec>,
+    control: Arc<Control>,
+    template: Template,
+    pub metrics: Metrics,
+    /// Round trips received inside the measured window.
+    pub measured_echoes: u64,
+}
+
+impl Traffic {
+    pub fn new(spec: Arc<LoadSpec>, control: Arc<Control>) -> Traffic {
+        let template = Template::new(spec.payload, spec.message, spec.frames_per_send);
+        Traffic { spec, control, template, metrics: Metrics::default(), measured_echoes: 0 }
+    }
+
+    /// The pre-encoded batch connections write from (empty for json-ts).
+    #[inline]
+    pub fn batch(&self) -> &[u8] {
+        match &self.template {
+            Template::Fixed { batch, .. } => batch,
+            Template::JsonTs { .. } => &[],
+        }
+    }
+
+    /// Once per loop: notes the connections open in this second, and when a new second
+    /// begins, publishes the last one's p99 for the progress line.
+    pub fn tick(&mut self, now: Instant, open: u64) {
+        let second = self.control.micros_since_start(now) / 1_000_000;
+        if second > 0 && self.metrics.intervals.len() as u64 == second {
+            let p99 = self.metrics.interval(second - 1).latency.value_at_quantile(0.99);
+            self.control.last_p99_us.store(p99, Ordering::Relaxed);
+        }
+        let interval = self.metrics.interval(second);
+        interval.connections_open = interval.connections_open.max(open);
+    }
+
+    /// The worker's figures at its end.
+    pub fn finish(mut self) -> (Metrics, u64) {
+        if self.spec.message_interval.is_none() {
+            self.metrics.latency_uncorrected = self.metrics.latency.clone();
+        }
+        (self.metrics, self.measured_echoes)
+    }
+
+    /// Whether one more batch fits under `--in-flight`.
+    #[inline]
+    pub fn has_room(&self, conn: &ClientConn) -> bool {
+        (conn.in_flight.len() as u64).saturating_add(self.spec.frames_per_send) <= self.spec.in_flight
+    }
+
+    /// Closed loop: sends batches until the connection has `in_flight` messages outstanding.
+    pub fn fill_in_flight(&mut self, conn: &mut ClientConn, now: Instant) {
+        if self.spec.scenario == Scenario::Scalability
+            || !self.control.sending_allowed(self.control.micros_since_start(now))
+        {
+            return;
+        }
+        while conn.state == State::Open && self.has_room(conn) {
+            self.send_batch(conn, now, now);
+        }
+    }
+
+    /// Open loop: sends what fell due while the connection had no room, now that it has.
+    pub fn send_backlog(&mut self, conn: &mut ClientConn, now: Instant) {
+        while self.has_room(conn)
+            && let Some(due) = conn.backlog.pop_front()
+        {
+            self.send_batch(conn, due, now);
+        }
+    }
+
+    /// Queues one batch (`frames_per_send` messages) that was due at `intended`.
+    pub fn send_batch(&mut self, conn: &mut ClientConn, intended: Instant, now: Instant) {
+        let frames = self.spec.frames_per_send;
+        let bytes = match &self.template {
+            Template::Fixed { batch, .. } => {
+                conn.batches_pending += 1;
+                batch.len()
+            }
+            Template::JsonTs { mask, opcode } => {
+                let before = conn.output.len();
+                for _ in 0..frames {
+                    Template::encode_json(*mask, *opcode, conn.next_seq, &mut conn.output);
+                    conn.next_seq += 1;
+                }
+                conn.output.len() - before
+            }
+        };
+        conn.in_flight.extend(std::iter::repeat_n((intended, now), frames as usize));
+        self.metrics.counters.messages_sent += frames;
+        self.metrics.counters.bytes_sent += bytes as u64;
+        if self.spec.message_interval.is_some() {
+            let (measure_start, end) = self.control.window();
+            let due_us = self.control.micros_since_start(intended);
+            if due_us >= measure_start && due_us <= end {
+                record_us(&mut self.metrics.send_lag, now.duration_since(intended).as_micros() as u64);
+            }
+        }
+    }
+
+    /// Handles the frames in `data[used..]`. Returns the bytes used, or `None` when the
+    /// connection is over (the server closed it or broke the protocol; our close frame is
+    /// already written) and the caller drops it.
+    pub fn frames(
+        &mut self,
+        conn: &mut ClientConn,
+        data: &mut [u8],
+        mut used: usize,
+        now: Instant,
+    ) -> Option<usize> {
+        loop {
+            let chunk = match conn.decoder.decode(&mut data[used..]) {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => return Some(used),
+                Err(error) => {
+                    self.metrics.counters.protocol_errors += 1;
+                    self.metrics.counters.messages_unanswered += conn.in_flight.len() as u64;
+                    conn.in_flight.clear();
+                    let code = error.close_code().to_be_bytes();
+                    write_frame(&mut conn.output, true, OpCode::Close, Some([0; 4]), &code);
+                    let _ = conn.flush(&[]);
+                    return None;
+                }
+            };
+            let payload = used + chunk.payload.start..used + chunk.payload.end;
+            used += chunk.consumed;
+            match chunk.opcode {
+                OpCode::Text | OpCode::Binary => {
+                    self.on_data(conn, chunk.first, chunk.last, &data[payload], now)
+                }
+                OpCode::Ping => {
+                    write_frame(&mut conn.output, true, OpCode::Pong, Some([0; 4]), &data[payload]);
+                }
+                OpCode::Close => {
+                    self.on_close(conn, &data[payload]);
+                    return None;
+                }
+                OpCode::Pong | OpCode::Continuation => {}
+            }
+        }
+    }
+
+    /// The server's close frame: answered (with its code) unless we are closing already.
+    fn on_close(&mut self, conn: &mut ClientConn, payload: &[u8]) {
+        if conn.state != State::Open {
+            return;
+        }
+        let code = parse_close_payload(payload).ok().flatten().map_or(0, |(code, _)| code);
+        *self.metrics.counters.closed_by_server.entry(code).or_default() += 1;
+        self.metrics.counters.messages_unanswered += conn.in_flight.len() as u64;
+        conn.in_flight.clear();
+        let reply = if code == 0 { Vec::new() } else { code.to_be_bytes().to_vec() };
+        write_frame(&mut conn.output, true, OpCode::Close, Some([0; 4]), &reply);
+        let _ = conn.flush(&[]);
+    }
+
+    /// A piece of an echoed message arrived: check it, and on its last piece count the
+    /// round trip.
+    fn on_data(&mut self, conn: &mut ClientConn, first: bool, last: bool, payload: &[u8], now: Instant) {
+        if conn.state == State::Closing {
+            // Echoes that crossed our close at the end of the run: already counted as
+            // unanswered, and not round trips of the run.
+            return;
+        }
+        let mismatch = match &self.template {
+            Template::Fixed { payload: expected, .. } => {
+                if first {
+                    conn.check_offset = conn.echoes.is_multiple_of(CHECK_EVERY).then_some(0);
+                    conn.check_failed = false;
+                }
+                if let Some(offset) = conn.check_offset {
+                    conn.check_failed |= expected.get(offset..offset + payload.len()) != Some(payload);
+                    conn.check_offset = Some(offset + payload.len());
+                }
+                last && (conn.check_failed || conn.check_offset.is_some_and(|end| end != expected.len()))
+            }
+            Template::JsonTs { .. } => {
+                if first {
+                    conn.check_failed = false;
+                }
+                // An echo longer than any json-ts message is wrong already; buffering it would
+                // let a hostile server grow the client without bound (cf. CVE-2020-27813).
+                if conn.message.len() + payload.len() > MAX_JSON_ECHO {
+                    conn.check_failed = true;
+                    conn.message = Vec::new();
+                } else if !(conn.check_failed || first && last) {
+                    conn.message.extend_from_slice(payload);
+                }
+                if !last {
+                    return;
+                }
+                let message = if first { payload } else { &conn.message[..] };
+                let mismatch = conn.check_failed || json_seq(message) != Some(conn.echoes);
+                if !first {
+                    conn.message = Vec::new();
+                }
+                mismatch
+            }
+        };
+        if mismatch {
+            self.metrics.counters.payload_mismatches += 1;
+        }
+        if last {
+            self.on_echo(conn, now);
+        }
+    }
+
+    /// A whole echo arrived: records its round trip and sends what may follow.
+    fn on_echo(&mut self, conn: &mut ClientConn, now: Instant) {
+        let Some((intended, sent)) = conn.in_flight.pop_front() else {
+            // An echo of nothing we sent.
+            self.metrics.counters.payload_mismatches += 1;
+            return;
+        };
+        conn.echoes += 1;
+        // Latency counts from when the message was due (coordinated omission corrected);
+        // the uncorrected figure from when it actually went out is kept beside it.
+        let latency = now.duration_since(intended).as_micros() as u64;
+        let latency_uncorrected = now.duration_since(sent).as_micros() as u64;
+        let now_us = self.control.micros_since_start(now);
+        self.metrics.counters.messages_received += 1;
+        let interval = self.metrics.interval(now_us / 1_000_000);
+        interval.echoes += 1;
+        record_us(&mut interval.latency, latency);
+        let (measure_start, end) = self.control.window();
+        if now_us >= measure_start && now_us <= end {
+            record_us(&mut self.metrics.latency, latency);
+            // A closed loop sends when it means to: the two figures are one, copied at the end.
+            if self.spec.message_interval.is_some() {
+                record_us(&mut self.metrics.latency_uncorrected, latency_uncorrected);
+            }
+            self.measured_echoes += 1;
+        } else if now_us < measure_start {
+            self.metrics.counters.warmup_messages += 1;
+        }
+        if self.metrics.counters.messages_received.is_multiple_of(PROGRESS_BATCH) {
+            self.control.echoes.fetch_add(PROGRESS_BATCH, Ordering::Relaxed);
+        }
+        if self.spec.message_interval.is_none() {
+            return self.fill_in_flight(conn, now);
+        }
+        self.send_backlog(conn, now);
+    }
+}

@@ -1,0 +1,146 @@
+//! How a worker's connections come and go: opened when the pacer says they are due (at
+//! most [`MAX_CONNECTING`] at a time), timed out, upgraded, broken or dropped, and with
+//! `--reconnect` scheduled to be opened again. The event loop in `worker.rs` calls in here
+//! whenever a connection changes state; the per-message work is in `traffic.rs`.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use mio::{Interest, Token};
+
+use super::{MAX_CONNECTING, Worker};
+use crate::engine::conn::State;
+use crate::engine::connect;
+use crate::metrics::record_us;
+
+impl Worker {
+    /// Opens the connections, and reopens the lost ones, due by `now` (no more than
+    /// [`MAX_CONNECTING`] connecting at once); once every connection has been tried, tells
+    /// the coordinator this worker is connected.
+    pub(super) fn open_due_connections(&mut self, now: Instant) {
+        while self.connecting < MAX_CONNECTING && !self.control.stopping() {
+            let Some(index) = self.pacer.pop_due_connection(now) else { break };
+            self.traffic.metrics.counters.connections_attempted += 1;
+            self.connect(index, now);
+        }
+        while self.connecting < MAX_CONNECTING && !self.control.stopping() {
+            let Some(index) = self.pacer.pop_due_reconnect(now) else { break };
+            self.traffic.metrics.counters.reconnections += 1;
+            self.traffic.metrics.counters.connections_attempted += 1;
+            self.connect(index, now);
+        }
+        if !self.reported_connected && self.pacer.all_connections_started() && self.connecting == 0 {
+            self.reported_connected = true;
+            self.control.workers_connected.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Starts connection `index`; a failed start is counted and, with `--reconnect`, retried.
+    fn connect(&mut self, index: u64, now: Instant) {
+        let registered = connect::open(&self.spec, index, now).and_then(|mut conn| {
+            let entry = self.conns.vacant_entry();
+            let key = entry.key();
+            let interest = Interest::READABLE | Interest::WRITABLE;
+            self.poll.registry().register(conn.transport.socket(), Token(key), interest)?;
+            entry.insert(conn);
+            Ok(key)
+        });
+        match registered {
+            Ok(key) => {
+                self.connecting += 1;
+                self.pacer.watch_connect(key, now);
+            }
+            Err(error) => {
+                connect::count_error(&mut self.traffic.metrics.counters, &error);
+                self.reconnect_later(index);
+            }
+        }
+    }
+
+    /// A readiness event on a connection still connecting. Returns true once the TCP
+    /// connect has completed (the connection moves on to the upgrade); false while it is
+    /// in progress, or when it failed (then it is counted and dropped).
+    pub(super) fn finish_connect(&mut self, key: usize) -> bool {
+        match connect::connected(self.conns[key].transport.socket()) {
+            Ok(true) => {
+                self.conns[key].state = State::Upgrading;
+                true
+            }
+            Ok(false) => false,
+            Err(error) => {
+                connect::count_error(&mut self.traffic.metrics.counters, &error);
+                self.drop_conn(key);
+                false
+            }
+        }
+    }
+
+    /// Drops connect attempts (TCP, TLS or upgrade) still unfinished at their deadline.
+    pub(super) fn expire_connects(&mut self, now: Instant) {
+        while let Some((key, started)) = self.pacer.pop_expired_connect(now) {
+            let still_connecting = self.conns.get(key).is_some_and(|c| {
+                c.started == started && matches!(c.state, State::Connecting | State::Upgrading)
+            });
+            if still_connecting {
+                self.traffic.metrics.counters.connect_timeouts += 1;
+                self.drop_conn(key);
+            }
+        }
+    }
+
+    /// The server accepted the upgrade: the connection is open and may start sending.
+    pub(super) fn on_open(&mut self, key: usize, now: Instant) {
+        let conn = &mut self.conns[key];
+        conn.state = State::Open;
+        self.connecting -= 1;
+        self.open += 1;
+        self.control.open_connections.fetch_add(1, Ordering::Relaxed);
+        self.traffic.metrics.counters.connections_established += 1;
+        record_us(&mut self.traffic.metrics.connect, now.duration_since(conn.started).as_micros() as u64);
+        if self.control.traffic() {
+            self.start_traffic(key, now);
+        }
+    }
+
+    /// The connection ended without a close frame from the server.
+    pub(super) fn on_broken(&mut self, key: usize) {
+        let Some(conn) = self.conns.get(key) else { return };
+        let counters = &mut self.traffic.metrics.counters;
+        match conn.state {
+            State::Connecting => counters.connect_errors += 1,
+            State::Upgrading => counters.handshake_failures += 1,
+            State::Open => {
+                counters.resets += 1;
+                counters.messages_unanswered += conn.in_flight.len() as u64;
+            }
+            State::Closing => {}
+        }
+        self.drop_conn(key);
+    }
+
+    /// With `--reconnect`, schedules connection `index` to be opened again.
+    pub(super) fn reconnect_later(&mut self, index: u64) {
+        if self.spec.reconnect && !self.control.stopping() {
+            self.pacer.reconnect_later(index, Instant::now());
+        }
+    }
+
+    /// Forgets a connection (its socket closes as it drops) and, unless we closed it at
+    /// the end of the run, schedules it to be reopened.
+    pub(super) fn drop_conn(&mut self, key: usize) {
+        if let Some(mut conn) = self.conns.try_remove(key) {
+            let _ = self.poll.registry().deregister(conn.transport.socket());
+            if conn.state != State::Closing {
+                // Lost, not closed by us at the end of the run.
+                self.reconnect_later(conn.index);
+            }
+            match conn.state {
+                State::Connecting | State::Upgrading => self.connecting -= 1,
+                State::Open | State::Closing => {
+                    self.open -= 1;
+                    self.control.open_connections.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
