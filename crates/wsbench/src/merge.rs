@@ -221,7 +221,7 @@ impl Sums {
     }
 }
 
-/// `(index, count)` of a result's `config.shard`.
+/// `(index, count)` of a result's `config.load.shard`.
 fn shard_of(result: &RunResult) -> Option<(u64, u64)> {
     let shard = result.config.get("shard")?;
     Some((shard.get("index")?.as_u64()?, shard.get("count")?.as_u64()?))

@@ -27,10 +27,10 @@ fn every_preset_validates() {
 #[test]
 fn includeos_preset_is_the_seed_setup() {
     let config = preset("includeos-25k.toml");
-    assert_eq!(config.scenario, Scenario::Echo);
-    assert_eq!(config.connections, 25_000);
-    assert_eq!(config.ramp_per_sec, Some(375.0));
-    assert_eq!(config.payload, Payload::JsonTs);
+    assert_eq!(config.load.scenario, Scenario::Echo);
+    assert_eq!(config.load.connections, 25_000);
+    assert_eq!(config.load.ramp_per_sec, Some(375.0));
+    assert_eq!(config.load.payload, Payload::JsonTs);
     // Five client processes, as the seed ran, and a server of two processes: each within
     // one process's 20,000 open files.
     assert_eq!((config.placement.processes, config.placement.server_processes), (5, 2));
@@ -41,10 +41,13 @@ fn includeos_preset_is_the_seed_setup() {
 fn uws_presets_are_the_seed_arguments() {
     let throughput = preset("uws-throughput.toml");
     assert_eq!(
-        (throughput.connections, throughput.payload, throughput.frames_per_send),
+        (throughput.load.connections, throughput.load.payload, throughput.load.frames_per_send),
         (10_000, Payload::Bytes(20), 10)
     );
     let huge = preset("uws-huge.toml");
-    assert_eq!((huge.connections, huge.payload, huge.frames_per_send), (1, Payload::Bytes(104_857_600), 1));
-    assert_eq!(preset("uws-scalability.toml").scenario, Scenario::Scalability);
+    assert_eq!(
+        (huge.load.connections, huge.load.payload, huge.load.frames_per_send),
+        (1, Payload::Bytes(104_857_600), 1)
+    );
+    assert_eq!(preset("uws-scalability.toml").load.scenario, Scenario::Scalability);
 }

@@ -2,10 +2,10 @@
 //! land in [`RunSettings`] (`settings.rs`, every field optional; flags override the file),
 //! and [`RunSettings::validate`] (`validate.rs`) turns that into a [`RunConfig`] with every
 //! default applied and every value checked, or a one-line [`ConfigError`] (`error.rs`)
-//! naming the setting and what to do. A `RunConfig` is the load itself (what the engine
-//! runs, see `engine::LoadSpec`), plus where it runs ([`Placement`]), how the server is
-//! found ([`Sampling`]), where results go ([`Outputs`]) and whether it is one run or a
-//! search ([`Mode`]). Defaults live here as `pub const`; the CLI shows them.
+//! naming the setting and what to do. A `RunConfig` is the load itself ([`LoadSpec`], all
+//! the engine reads), plus where it runs ([`Placement`]), how the server is found
+//! ([`Sampling`]), where results go ([`Outputs`]) and whether it is one run or a search
+//! ([`Mode`]). Defaults live here as `pub const`; the CLI shows them.
 
 mod error;
 mod settings;
@@ -179,15 +179,39 @@ pub fn parse_addr_range(text: &str) -> Result<Vec<IpAddr>, ConfigError> {
 /// original flat configuration.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunConfig {
-    pub scenario: Scenario,
+    /// What the engine runs.
+    #[serde(flatten)]
+    pub load: LoadSpec,
     /// `None`: start the built-in server.
     pub target: Option<Target>,
+    /// Open loop: a send lag p99 above this marks the run as client-bound.
+    #[serde(serialize_with = "as_secs")]
+    pub max_send_lag: Duration,
+    /// One run, or a search for the highest rate under an objective.
+    #[serde(rename = "find_max_rate")]
+    pub mode: Mode,
+    #[serde(flatten)]
+    pub placement: Placement,
+    #[serde(flatten)]
+    pub sampling: Sampling,
+    #[serde(flatten)]
+    pub outputs: Outputs,
+}
+
+/// The load itself, and all the engine reads of a configuration: how many connections, how
+/// they open, what they send and for how long.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadSpec {
+    pub scenario: Scenario,
+    /// Connections of the whole run (all shards).
     pub connections: u64,
+    /// New connections per second while ramping up; `None`: as fast as possible.
     pub ramp_per_sec: Option<f64>,
     #[serde(serialize_with = "as_secs")]
     pub duration: Duration,
     #[serde(serialize_with = "as_secs")]
     pub warmup: Duration,
+    /// Scalability: how long the connections are held open.
     #[serde(serialize_with = "as_secs")]
     pub hold: Duration,
     /// Messages a connection may have outstanding (`u64::MAX`: no cap, open loop's default).
@@ -196,11 +220,6 @@ pub struct RunConfig {
     /// `None` is the closed loop (send the next when an echo returns).
     #[serde(serialize_with = "as_optional_secs")]
     pub message_interval: Option<Duration>,
-    #[serde(serialize_with = "as_secs")]
-    pub max_send_lag: Duration,
-    /// One run, or a search for the highest rate under an objective.
-    #[serde(rename = "find_max_rate")]
-    pub mode: Mode,
     /// This process runs one part of the scenario.
     pub shard: Option<Shard>,
     /// Common start instant of the shards (ms since the Unix epoch).
@@ -214,13 +233,8 @@ pub struct RunConfig {
     pub source_addrs: Vec<IpAddr>,
     /// Reopen connections the server closed or reset.
     pub reconnect: bool,
+    /// Accept any TLS certificate.
     pub insecure: bool,
-    #[serde(flatten)]
-    pub placement: Placement,
-    #[serde(flatten)]
-    pub sampling: Sampling,
-    #[serde(flatten)]
-    pub outputs: Outputs,
 }
 
 /// One measured run, or `--find-max-rate`: open-loop steps until the objective breaks.
@@ -275,9 +289,9 @@ impl RunConfig {
     /// share, or the largest share of its `--processes` children. The open-file limit is
     /// checked against this.
     pub fn connections_per_process(&self) -> u64 {
-        match self.shard {
-            Some(shard) => shard.share_of(self.connections),
-            None => self.connections.div_ceil(self.placement.processes.max(1)),
+        match self.load.shard {
+            Some(shard) => shard.share_of(self.load.connections),
+            None => self.load.connections.div_ceil(self.placement.processes.max(1)),
         }
     }
 }
@@ -309,21 +323,21 @@ mod tests {
     #[test]
     fn defaults_are_the_seed_echo_loop() {
         let config = RunSettings::default().validate().unwrap();
-        assert_eq!(config.scenario, Scenario::Echo);
-        assert_eq!(config.connections, DEFAULT_CONNECTIONS);
-        assert_eq!(config.payload, Payload::JsonTs);
-        assert_eq!(config.message, MessageKind::Text);
-        assert_eq!(config.in_flight, 1);
+        assert_eq!(config.load.scenario, Scenario::Echo);
+        assert_eq!(config.load.connections, DEFAULT_CONNECTIONS);
+        assert_eq!(config.load.payload, Payload::JsonTs);
+        assert_eq!(config.load.message, MessageKind::Text);
+        assert_eq!(config.load.in_flight, 1);
         assert!(config.target.is_none());
     }
 
     #[test]
     fn throughput_defaults_follow_the_uws_benchmark() {
         let config = settings(|s| s.scenario = Some("throughput".into())).validate().unwrap();
-        assert_eq!(config.payload, Payload::Bytes(20));
-        assert_eq!(config.frames_per_send, 10);
-        assert_eq!(config.in_flight, 10);
-        assert_eq!(config.message, MessageKind::Binary);
+        assert_eq!(config.load.payload, Payload::Bytes(20));
+        assert_eq!(config.load.frames_per_send, 10);
+        assert_eq!(config.load.in_flight, 10);
+        assert_eq!(config.load.message, MessageKind::Binary);
     }
 
     #[test]
@@ -332,8 +346,8 @@ mod tests {
             toml::from_str("scenario = \"echo\"\nconnections = 25000\nramp = \"75/s\"\n").unwrap();
         let flags = settings(|s| s.connections = Some(10));
         let config = flags.over(file).unwrap().validate().unwrap();
-        assert_eq!(config.connections, 10);
-        assert_eq!(config.ramp_per_sec, Some(75.0));
+        assert_eq!(config.load.connections, 10);
+        assert_eq!(config.load.ramp_per_sec, Some(75.0));
     }
 
     #[test]
@@ -362,11 +376,11 @@ mod tests {
     #[test]
     fn c10k_defaults_are_the_seed_setup() {
         let config = settings(|s| s.scenario = Some("c10k".into())).validate().unwrap();
-        assert_eq!(config.ramp_per_sec, Some(1000.0));
-        assert_eq!(config.message_interval, Some(Duration::from_secs(1)));
-        assert_eq!(config.duration, Duration::from_secs(300));
-        assert_eq!(config.in_flight, u64::MAX);
-        assert_eq!(config.warmup, Duration::ZERO);
+        assert_eq!(config.load.ramp_per_sec, Some(1000.0));
+        assert_eq!(config.load.message_interval, Some(Duration::from_secs(1)));
+        assert_eq!(config.load.duration, Duration::from_secs(300));
+        assert_eq!(config.load.in_flight, u64::MAX);
+        assert_eq!(config.load.warmup, Duration::ZERO);
     }
 
     #[test]
@@ -378,8 +392,8 @@ mod tests {
         })
         .validate()
         .unwrap();
-        assert_eq!(config.message_interval, Some(Duration::from_millis(100)));
-        assert_eq!(config.in_flight, 1);
+        assert_eq!(config.load.message_interval, Some(Duration::from_millis(100)));
+        assert_eq!(config.load.in_flight, 1);
     }
 
     #[test]

@@ -9,8 +9,8 @@ use super::settings::RunSettings;
 use super::{
     DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_FRAMES_PER_SEND, DEFAULT_HOLD, DEFAULT_IN_FLIGHT,
-    DEFAULT_MAX_SEND_LAG, DEFAULT_THROUGHPUT_PAYLOAD, DEFAULT_WARMUP, MessageKind, Mode, Outputs, Payload,
-    Placement, RunConfig, Sampling, Scenario, Shard, parse_addr_range,
+    DEFAULT_MAX_SEND_LAG, DEFAULT_THROUGHPUT_PAYLOAD, DEFAULT_WARMUP, LoadSpec, MessageKind, Mode, Outputs,
+    Payload, Placement, RunConfig, Sampling, Scenario, Shard, parse_addr_range,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_duration, parse_rate};
@@ -33,9 +33,8 @@ impl RunSettings {
             Scenario::Scalability => (DEFAULT_DURATION, Duration::ZERO),
             Scenario::Echo | Scenario::Throughput => (DEFAULT_DURATION, DEFAULT_WARMUP),
         };
-        Ok(RunConfig {
+        let load = LoadSpec {
             scenario,
-            target,
             connections,
             ramp_per_sec: self.ramp(scenario)?,
             duration: duration(&self.duration, default_duration)?,
@@ -43,8 +42,6 @@ impl RunSettings {
             hold: duration(&self.hold, DEFAULT_HOLD)?,
             in_flight,
             message_interval: self.message_interval(scenario, connections)?,
-            max_send_lag: duration(&self.max_send_lag, DEFAULT_MAX_SEND_LAG)?,
-            mode,
             shard,
             start_at_unix_ms: self.start_at,
             payload,
@@ -54,6 +51,12 @@ impl RunSettings {
             source_addrs: self.source_addrs.as_deref().map(parse_addr_range).transpose()?.unwrap_or_default(),
             reconnect: self.reconnect,
             insecure: self.insecure,
+        };
+        Ok(RunConfig {
+            load,
+            target,
+            max_send_lag: duration(&self.max_send_lag, DEFAULT_MAX_SEND_LAG)?,
+            mode,
             placement,
             sampling: Sampling { server_pid: self.server_pid, no_probe: self.no_probe },
             outputs: Outputs { json: self.json.clone(), hlog: self.hlog.clone() },

@@ -15,16 +15,16 @@ use wsbench_proto::handshake::{client_key, client_request, parse_response};
 use wsbench_proto::{Decoder, HandshakeError, Role};
 use wsbench_transport::Transport;
 
-use super::LoadSpec;
+use super::Job;
 use super::conn::ClientConn;
 use crate::metrics::Counters;
 
 /// Starts connection `index` (global number): the TCP connect is in progress, the TLS
 /// session (if any) set up, and the upgrade request queued to write once connected.
-pub fn open(spec: &LoadSpec, index: u64, now: Instant) -> io::Result<ClientConn> {
+pub fn open(spec: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
     let target = &spec.target;
-    let source =
-        (!spec.source_addrs.is_empty()).then(|| spec.source_addrs[index as usize % spec.source_addrs.len()]);
+    let source = (!spec.load.source_addrs.is_empty())
+        .then(|| spec.load.source_addrs[index as usize % spec.load.source_addrs.len()]);
     let stream = connect_socket(target.addr, source)?;
     let transport = match &spec.tls {
         Some(config) => {

@@ -5,7 +5,6 @@
 
 mod conn;
 mod connect;
-mod load_spec;
 mod pacer;
 mod payload;
 pub mod tls;
@@ -17,12 +16,29 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::config::Scenario;
+use crate::config::{Scenario, Target};
 use crate::metrics::Metrics;
 use crate::samples::WorkerCpu;
 use worker::{Worker, WorkerOutput, WorkerPlan};
 
-pub use load_spec::LoadSpec;
+pub use crate::config::LoadSpec;
+
+/// What the workers share, read-only: the load, its target, and the client's TLS set-up,
+/// made once for every connection.
+#[derive(Debug)]
+pub struct Job {
+    pub load: LoadSpec,
+    pub target: Target,
+    /// For a `wss://` target.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl Job {
+    pub fn new(load: LoadSpec, target: Target) -> Job {
+        let tls = target.tls.then(|| tls::client_config(load.insecure));
+        Job { load, target, tls }
+    }
+}
 
 /// The run's phase, shared by the coordinator (writer) and the workers (readers).
 #[derive(Debug)]
@@ -103,13 +119,13 @@ pub struct EngineOutput {
 /// unpinned); `interrupt` ends the run early (Ctrl-C); `progress` is called a few times a
 /// second from this thread.
 pub fn run(
-    spec: LoadSpec,
+    spec: Job,
     cpus: &[Option<usize>],
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&Control),
 ) -> std::io::Result<EngineOutput> {
     let spec = Arc::new(spec);
-    if let Some(start_at) = spec.start_at_unix_ms {
+    if let Some(start_at) = spec.load.start_at_unix_ms {
         wait_for_unix_ms(start_at, interrupt);
     }
     let control = Arc::new(Control::new());
@@ -129,28 +145,28 @@ pub fn run(
             let sleep = deadline.map_or(tick, |d| d.saturating_duration_since(Instant::now()).min(tick));
             std::thread::sleep(sleep);
         };
-    let open_loop_from_start = spec.scenario == Scenario::C10k;
+    let open_loop_from_start = spec.load.scenario == Scenario::C10k;
     if open_loop_from_start {
         // c10k measures from the first client on, for the run's whole duration.
         control.measure_start_us.store(0, Ordering::SeqCst);
-        control.end_us.store(spec.duration.as_micros() as u64, Ordering::SeqCst);
+        control.end_us.store(spec.load.duration.as_micros() as u64, Ordering::SeqCst);
     }
-    if open_loop_from_start || spec.ramp_per_sec.is_some() {
+    if open_loop_from_start || spec.load.ramp_per_sec.is_some() {
         control.traffic.store(true, Ordering::SeqCst);
     }
     // Connect phase.
     let all_connected = || control.workers_connected.load(Ordering::SeqCst) == worker_count;
-    let connect_deadline = open_loop_from_start.then(|| control.start + spec.duration);
+    let connect_deadline = open_loop_from_start.then(|| control.start + spec.load.duration);
     wait_until(connect_deadline, &all_connected, progress);
     let connect_phase_secs = control.start.elapsed().as_secs_f64();
     // Load phase.
     let now_us = control.start.elapsed().as_micros() as u64;
-    let (measure_start_us, end_us) = match spec.scenario {
+    let (measure_start_us, end_us) = match spec.load.scenario {
         Scenario::C10k => control.window(),
-        Scenario::Scalability => (now_us, now_us + spec.hold.as_micros() as u64),
+        Scenario::Scalability => (now_us, now_us + spec.load.hold.as_micros() as u64),
         Scenario::Echo | Scenario::Throughput => {
-            let start = now_us + spec.warmup.as_micros() as u64;
-            (start, start + spec.duration.as_micros() as u64)
+            let start = now_us + spec.load.warmup.as_micros() as u64;
+            (start, start + spec.load.duration.as_micros() as u64)
         }
     };
     control.measure_start_us.store(measure_start_us, Ordering::SeqCst);
@@ -161,8 +177,9 @@ pub fn run(
         // to measure: the run ends now instead of idling to the end of its window.
         let end = control.start + Duration::from_micros(end_us);
         // With --reconnect, connections may come back (a restarting server): run to the end.
-        let nothing_open =
-            || !spec.reconnect && all_connected() && control.open_connections.load(Ordering::Relaxed) == 0;
+        let nothing_open = || {
+            !spec.load.reconnect && all_connected() && control.open_connections.load(Ordering::Relaxed) == 0
+        };
         wait_until(Some(end), &nothing_open, progress);
     }
     let stopped_us = control.start.elapsed().as_micros() as u64;
@@ -183,16 +200,16 @@ pub fn run(
 /// Splits this process's connections over one worker per entry of `cpus` (at most one
 /// per connection) and starts them; each opens connections as its pacer says.
 fn spawn_workers(
-    spec: &Arc<LoadSpec>,
+    spec: &Arc<Job>,
     control: &Arc<Control>,
     cpus: &[Option<usize>],
 ) -> std::io::Result<Vec<JoinHandle<WorkerOutput>>> {
-    let my_connections = spec.shard.map_or(spec.connections, |s| s.share_of(spec.connections));
+    let my_connections = spec.load.shard.map_or(spec.load.connections, |s| s.share_of(spec.load.connections));
     let worker_count = cpus.len().max(1).min(my_connections as usize);
     let mut plans: Vec<WorkerPlan> = (0..worker_count)
         .map(|id| WorkerPlan { id, cpu: cpus.get(id).copied().flatten(), connections: Vec::new() })
         .collect();
-    let mine = (0..spec.connections).filter(|&i| spec.shard.is_none_or(|shard| shard.owns(i)));
+    let mine = (0..spec.load.connections).filter(|&i| spec.load.shard.is_none_or(|shard| shard.owns(i)));
     for (n, index) in mine.enumerate() {
         plans[n % worker_count].connections.push(index);
     }

@@ -11,7 +11,7 @@ use wsbench_proto::{OpCode, parse_close_payload, write_frame};
 
 use super::conn::{ClientConn, State};
 use super::payload::{CHECK_EVERY, Template, json_seq};
-use super::{Control, LoadSpec};
+use super::{Control, Job};
 use crate::config::Scenario;
 use crate::metrics::{Metrics, record_us};
 
@@ -22,7 +22,7 @@ const PROGRESS_BATCH: u64 = 256;
 
 #[derive(Debug)]
 pub struct Traffic {
-    spec: Arc<LoadSpec>,
+    spec: Arc<Job>,
     control: Arc<Control>,
     template: Template,
     pub metrics: Metrics,
@@ -31,8 +31,8 @@ pub struct Traffic {
 }
 
 impl Traffic {
-    pub fn new(spec: Arc<LoadSpec>, control: Arc<Control>) -> Traffic {
-        let template = Template::new(spec.payload, spec.message, spec.frames_per_send);
+    pub fn new(spec: Arc<Job>, control: Arc<Control>) -> Traffic {
+        let template = Template::new(spec.load.payload, spec.load.message, spec.load.frames_per_send);
         Traffic { spec, control, template, metrics: Metrics::default(), measured_echoes: 0 }
     }
 
@@ -59,7 +59,7 @@ impl Traffic {
 
     /// The worker's figures at its end.
     pub fn finish(mut self) -> (Metrics, u64) {
-        if self.spec.message_interval.is_none() {
+        if self.spec.load.message_interval.is_none() {
             self.metrics.latency_uncorrected = self.metrics.latency.clone();
         }
         (self.metrics, self.measured_echoes)
@@ -68,12 +68,13 @@ impl Traffic {
     /// Whether one more batch fits under `--in-flight`.
     #[inline]
     pub fn has_room(&self, conn: &ClientConn) -> bool {
-        (conn.in_flight.len() as u64).saturating_add(self.spec.frames_per_send) <= self.spec.in_flight
+        (conn.in_flight.len() as u64).saturating_add(self.spec.load.frames_per_send)
+            <= self.spec.load.in_flight
     }
 
     /// Closed loop: sends batches until the connection has `in_flight` messages outstanding.
     pub fn fill_in_flight(&mut self, conn: &mut ClientConn, now: Instant) {
-        if self.spec.scenario == Scenario::Scalability
+        if self.spec.load.scenario == Scenario::Scalability
             || !self.control.sending_allowed(self.control.micros_since_start(now))
         {
             return;
@@ -94,7 +95,7 @@ impl Traffic {
 
     /// Queues one batch (`frames_per_send` messages) that was due at `intended`.
     pub fn send_batch(&mut self, conn: &mut ClientConn, intended: Instant, now: Instant) {
-        let frames = self.spec.frames_per_send;
+        let frames = self.spec.load.frames_per_send;
         let bytes = match &self.template {
             Template::Fixed { batch, .. } => {
                 conn.batches_pending += 1;
@@ -112,7 +113,7 @@ impl Traffic {
         conn.in_flight.extend(std::iter::repeat_n((intended, now), frames as usize));
         self.metrics.counters.messages_sent += frames;
         self.metrics.counters.bytes_sent += bytes as u64;
-        if self.spec.message_interval.is_some() {
+        if self.spec.load.message_interval.is_some() {
             let (measure_start, end) = self.control.window();
             let due_us = self.control.micros_since_start(intended);
             if due_us >= measure_start && due_us <= end {
@@ -249,7 +250,7 @@ impl Traffic {
         if now_us >= measure_start && now_us <= end {
             record_us(&mut self.metrics.latency, latency);
             // A closed loop sends when it means to: the two figures are one, copied at the end.
-            if self.spec.message_interval.is_some() {
+            if self.spec.load.message_interval.is_some() {
                 record_us(&mut self.metrics.latency_uncorrected, latency_uncorrected);
             }
             self.measured_echoes += 1;
@@ -259,7 +260,7 @@ impl Traffic {
         if self.metrics.counters.messages_received.is_multiple_of(PROGRESS_BATCH) {
             self.control.echoes.fetch_add(PROGRESS_BATCH, Ordering::Relaxed);
         }
-        if self.spec.message_interval.is_none() {
+        if self.spec.load.message_interval.is_none() {
             return self.fill_in_flight(conn, now);
         }
         self.send_backlog(conn, now);

@@ -17,7 +17,7 @@ use wsbench_proto::{CloseCode, OpCode, write_frame};
 use super::conn::{ClientConn, State};
 use super::pacer::Pacer;
 use super::traffic::Traffic;
-use super::{Control, LoadSpec, connect};
+use super::{Control, Job, connect};
 use crate::config::Scenario;
 use crate::metrics::Metrics;
 
@@ -51,7 +51,7 @@ pub struct WorkerOutput {
 }
 
 pub struct Worker {
-    spec: Arc<LoadSpec>,
+    spec: Arc<Job>,
     control: Arc<Control>,
     id: usize,
     poll: Poll,
@@ -71,14 +71,14 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub fn new(spec: Arc<LoadSpec>, control: Arc<Control>, plan: WorkerPlan) -> io::Result<Worker> {
+    pub fn new(spec: Arc<Job>, control: Arc<Control>, plan: WorkerPlan) -> io::Result<Worker> {
         let conns = Slab::with_capacity(plan.connections.len());
         let pacer = Pacer::new(
             control.start,
-            spec.ramp_per_sec,
-            spec.message_interval,
-            spec.connect_timeout,
-            spec.connections,
+            spec.load.ramp_per_sec,
+            spec.load.message_interval,
+            spec.load.connect_timeout,
+            spec.load.connections,
             plan.connections,
         );
         Ok(Worker {
@@ -296,9 +296,9 @@ impl Worker {
     /// schedule.
     fn start_traffic(&mut self, key: usize, now: Instant) {
         let conn = &mut self.conns[key];
-        match self.spec.message_interval {
+        match self.spec.load.message_interval {
             None => self.traffic.fill_in_flight(conn, now),
-            Some(_) if self.spec.scenario != Scenario::Scalability => {
+            Some(_) if self.spec.load.scenario != Scenario::Scalability => {
                 self.pacer.start_sends(key, conn.index, conn.started, now)
             }
             Some(_) => {}

@@ -22,7 +22,7 @@ pub use cpus::{CpuPlan, RESERVED_FILES, check_file_limit, check_server_processes
 use crate::config::Slo;
 use crate::config::Target;
 use crate::config::{Mode, Outputs, RunConfig, RunSettings};
-use crate::engine::{self, LoadSpec};
+use crate::engine::{self, Job};
 use crate::find_rate::{Search, Step, search};
 use crate::probe::{SAMPLE_INTERVAL, ServerProbe, pids_listening_on};
 use crate::result::RunResult;
@@ -115,7 +115,7 @@ impl Session {
         let limit = check_file_limit(config.connections_per_process())?;
         let server_processes = config.placement.server_processes;
         if config.target.is_none() {
-            check_server_processes(config.connections, server_processes, limit)?;
+            check_server_processes(config.load.connections, server_processes, limit)?;
         }
         let cpus = plan_cpus(config, &crate::affinity::allowed_cpus());
         let (builtin, target) = match &config.target {
@@ -136,11 +136,11 @@ impl Session {
     pub fn measure_once(&self, config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
         // Shards given --start-at begin then (the engine waits): their timelines and server
         // samples count from that instant, so merged shards line up.
-        let (started_at_unix_ms, run_start) = start_instant(config.start_at_unix_ms);
+        let (started_at_unix_ms, run_start) = start_instant(config.load.start_at_unix_ms);
         let probe = start_probe(config, &self.target, self.builtin.as_ref(), run_start);
-        let spec = LoadSpec::from_config(config, self.target.clone());
+        let job = Job::new(config.load.clone(), self.target.clone());
         let mut progress = progress::Progress::new();
-        let output = engine::run(spec, &self.cpus.client, interrupt, &mut |control| progress.update(control));
+        let output = engine::run(job, &self.cpus.client, interrupt, &mut |control| progress.update(control));
         progress.finish();
         let server = match probe {
             Ok(probe) => probe.stop(),
@@ -148,7 +148,7 @@ impl Session {
         };
         let output = output.map_err(RunError::Engine)?;
         Ok(RunResult::from_outcome(&RunOutcome {
-            scenario: config.scenario.name().to_owned(),
+            scenario: config.load.scenario.name().to_owned(),
             target_url: self.target.url.clone(),
             target_builtin: self.builtin.is_some(),
             config: serde_json::to_value(config).unwrap_or_default(),
@@ -159,7 +159,7 @@ impl Session {
             connect_phase_secs: output.connect_phase_secs,
             interrupted: output.interrupted,
             connections: output.metrics.counters.connections_established,
-            in_flight: config.in_flight,
+            in_flight: config.load.in_flight,
             metrics: output.metrics,
             server,
             client_workers: output.workers,
@@ -190,11 +190,12 @@ pub const DEFAULT_SEARCH_START_RATE: f64 = 1000.0;
 /// `--find-max-rate`: measures open-loop steps against one server until the search ends.
 fn find_max_rate(config: &RunConfig, slo: &Slo, interrupt: &AtomicBool) -> Result<Search, RunError> {
     let session = Session::start(config)?;
-    let connections = config.connections as f64;
-    let start = config.message_interval.map_or(DEFAULT_SEARCH_START_RATE, |i| connections / i.as_secs_f64());
+    let connections = config.load.connections as f64;
+    let start =
+        config.load.message_interval.map_or(DEFAULT_SEARCH_START_RATE, |i| connections / i.as_secs_f64());
     let search = search(slo.clone(), start, |rate| {
         let mut step = config.clone();
-        step.message_interval = Some(Duration::from_secs_f64(connections / rate));
+        step.load.message_interval = Some(Duration::from_secs_f64(connections / rate));
         step.outputs = Outputs::default();
         progress::step_started(rate);
         let result = session.measure_once(&step, interrupt)?;

@@ -70,7 +70,7 @@ fn run_shards(
 ) -> Result<RunResult, RunError> {
     let count = config.placement.processes;
     let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-    let start_at = config.start_at_unix_ms.unwrap_or(now_ms + START_DELAY.as_millis() as u64);
+    let start_at = config.load.start_at_unix_ms.unwrap_or(now_ms + START_DELAY.as_millis() as u64);
     let (start_ms, run_start) = start_instant(Some(start_at));
     let dir = ShardDir::new(config.outputs.json.as_deref(), count)?;
     let source_addrs = auto_source_addrs(config, &session.target);
@@ -185,7 +185,7 @@ fn shard_settings(
 ) -> RunSettings {
     let cpus = cpus_of_shard(client_cpus, index, config.placement.processes);
     RunSettings {
-        scenario: Some(config.scenario.name().to_owned()),
+        scenario: Some(config.load.scenario.name().to_owned()),
         target: Some(target.url.clone()),
         shard: Some(format!("{index}/{}", config.placement.processes)),
         start_at: Some(start_ms),
@@ -219,11 +219,14 @@ pub fn cpus_of_shard(client: &[Option<usize>], index: u64, count: u64) -> Vec<us
 /// none carries more than [`CONNECTIONS_PER_SOURCE_ADDR`] connections.
 pub fn auto_source_addrs(config: &RunConfig, target: &Target) -> Option<String> {
     let loopback_v4 = matches!(target.addr.ip(), std::net::IpAddr::V4(ip) if ip.is_loopback());
-    if !config.source_addrs.is_empty() || !loopback_v4 || config.connections <= SOURCE_ADDRS_ABOVE {
+    if !config.load.source_addrs.is_empty() || !loopback_v4 || config.load.connections <= SOURCE_ADDRS_ABOVE {
         return None;
     }
-    let count =
-        config.placement.processes.max(config.connections.div_ceil(CONNECTIONS_PER_SOURCE_ADDR)).min(253);
+    let count = config
+        .placement
+        .processes
+        .max(config.load.connections.div_ceil(CONNECTIONS_PER_SOURCE_ADDR))
+        .min(253);
     Some(format!("127.0.0.2-127.0.0.{}", 1 + count))
 }
 
@@ -410,8 +413,8 @@ mod tests {
         std::fs::write(&file, settings.to_toml().unwrap()).unwrap();
         let child = RunSettings::from_file(&file).unwrap().validate().unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(child.shard, Some(crate::config::Shard { index: 2, count: 3 }));
-        assert_eq!(child.start_at_unix_ms, Some(1_000));
+        assert_eq!(child.load.shard, Some(crate::config::Shard { index: 2, count: 3 }));
+        assert_eq!(child.load.start_at_unix_ms, Some(1_000));
         assert_eq!(child.outputs.json.as_deref(), Some(Path::new("d/shard-2.json")));
         assert_eq!(child.outputs.hlog, None);
         assert_eq!((child.placement.processes, child.placement.server_processes), (1, 1));

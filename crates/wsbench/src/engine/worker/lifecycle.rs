@@ -120,7 +120,7 @@ impl Worker {
 
     /// With `--reconnect`, schedules connection `index` to be opened again.
     pub(super) fn reconnect_later(&mut self, index: u64) {
-        if self.spec.reconnect && !self.control.stopping() {
+        if self.spec.load.reconnect && !self.control.stopping() {
             self.pacer.reconnect_later(index, Instant::now());
         }
     }
