@@ -6,7 +6,9 @@
 #   client old `run` vs new `run`, both against the new `serve`
 # with the server pinned to SERVER_CPU and the client to CLIENT_CPU, 20-byte binary echoes,
 # one in flight (as bench/run.sh does), and prints the median echoes/s of each side and the
-# ratio new ÷ old with the spread (min–max of the per-repeat ratios).
+# ratio new ÷ old with the spread (min–max of the per-repeat ratios), and the same for the
+# client's CPU time per round trip (its workers' CPU seconds over every echo it received),
+# which the host's noise moves less than the rate.
 #
 #   bench/ab.sh OLD_REVISION [CONNECTIONS...]     (default connections: 100 1000)
 #   Environment: DURATION (default 5), WARMUP (default 1), REPEATS (default 5),
@@ -51,7 +53,7 @@ serve() {
     exit 1
 }
 
-# measure SERVER-SIDE CLIENT-SIDE CONNECTIONS: prints echoes/s.
+# measure SERVER-SIDE CLIENT-SIDE CONNECTIONS: prints "echoes/s client-CPU-µs-per-echo".
 measure() {
     serve "$1"
     local json=$build/run.json
@@ -60,17 +62,27 @@ measure() {
         >/dev/null 2>&1 || true
     kill "$server_pid"
     wait "$server_pid" 2>/dev/null || true
-    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["echoes_per_sec"])' "$json"
+    python3 - "$json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+cpu = sum(w["cpu_seconds"] for w in r["client"]["workers"])
+print(r["summary"]["echoes_per_sec"], cpu * 1e6 / max(r["counters"]["messages_received"], 1))
+PY
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+ratio() { python3 -c 'import sys; print(float(sys.argv[2]) / float(sys.argv[1]))' "$1" "$2"; }
+spread() { sort -g "$1" | awk 'NR==1{min=$1} {max=$1} END {printf "%.2f–%.2f", min, max}'; }
 
 echo "bench/ab.sh $old_rev ($(git -C "$root" rev-parse --short "$old_rev")) vs working tree ($(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet || echo '+changes'))"
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), Linux $(uname -r)"
 echo "server on CPU $SERVER_CPU, client on CPU $CLIENT_CPU; ${DURATION} s measured after ${WARMUP} s, $REPEATS repeats"
-printf '%-8s %-7s %14s %14s %8s %15s\n' conns compare "old echoes/s" "new echoes/s" "new÷old" "spread"
+printf '%-8s %-7s %12s %12s %8s %11s   %9s %9s %8s %11s\n' conns compare "old echo/s" "new echo/s" "new÷old" "spread" \
+    "old µs" "new µs" "new÷old" "spread"
 for conns in "${connections[@]}"; do
-    for kind in whole client; do : >"$build/$kind-$conns.old"; : >"$build/$kind-$conns.new"; : >"$build/$kind-$conns.ratio"; done
+    for kind in whole client; do
+        for file in old new ratio cpu-old cpu-new cpu-ratio; do : >"$build/$kind-$conns.$file"; done
+    done
     for repeat in $(seq "$REPEATS"); do
         # Rotate which side goes first.
         if [ $((repeat % 2)) -eq 1 ]; then order=(old new); else order=(new old); fi
@@ -80,18 +92,25 @@ for conns in "${connections[@]}"; do
             got[client-$side]=$(measure new "$side" "$conns")
         done
         for kind in whole client; do
-            echo "${got[$kind-old]}" >>"$build/$kind-$conns.old"
-            echo "${got[$kind-new]}" >>"$build/$kind-$conns.new"
-            python3 -c 'import sys; print(float(sys.argv[2]) / float(sys.argv[1]))' "${got[$kind-old]}" "${got[$kind-new]}" >>"$build/$kind-$conns.ratio"
+            read -r old_rate old_cpu <<<"${got[$kind-old]}"
+            read -r new_rate new_cpu <<<"${got[$kind-new]}"
+            echo "$old_rate" >>"$build/$kind-$conns.old"
+            echo "$new_rate" >>"$build/$kind-$conns.new"
+            echo "$old_cpu" >>"$build/$kind-$conns.cpu-old"
+            echo "$new_cpu" >>"$build/$kind-$conns.cpu-new"
+            ratio "$old_rate" "$new_rate" >>"$build/$kind-$conns.ratio"
+            ratio "$old_cpu" "$new_cpu" >>"$build/$kind-$conns.cpu-ratio"
         done
         unset got
     done
     for kind in whole client; do
         old=$(median <"$build/$kind-$conns.old")
         new=$(median <"$build/$kind-$conns.new")
-        spread=$(sort -g "$build/$kind-$conns.ratio" | awk 'NR==1{min=$1} {max=$1} END {printf "%.2f–%.2f", min, max}')
-        printf '%-8s %-7s %14.0f %14.0f %8.3f %15s\n' "$conns" "$kind" "$old" "$new" \
-            "$(python3 -c 'import sys; print(float(sys.argv[2]) / float(sys.argv[1]))' "$old" "$new")" "$spread"
+        old_cpu=$(median <"$build/$kind-$conns.cpu-old")
+        new_cpu=$(median <"$build/$kind-$conns.cpu-new")
+        printf '%-8s %-7s %12.0f %12.0f %8.3f %11s   %9.2f %9.2f %8.3f %11s\n' "$conns" "$kind" "$old" "$new" \
+            "$(ratio "$old" "$new")" "$(spread "$build/$kind-$conns.ratio")" "$old_cpu" "$new_cpu" \
+            "$(ratio "$old_cpu" "$new_cpu")" "$(spread "$build/$kind-$conns.cpu-ratio")"
     done
 done
 exit 0
