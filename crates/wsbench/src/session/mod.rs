@@ -13,6 +13,7 @@ mod progress;
 pub mod shards;
 pub mod supervisor;
 
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -59,7 +60,15 @@ pub enum RunError {
 /// What a `wsbench run` produced: one result, or a rate search.
 #[derive(Debug)]
 pub enum RunReport {
+    /// One result, written where asked.
     Once(Box<RunResult>),
+    /// One result whose files could not be written where asked (`error`): it was written to
+    /// `fallback` instead (`None`: not even there). The report is still shown.
+    Unsaved {
+        result: Box<RunResult>,
+        error: RunError,
+        fallback: Option<PathBuf>,
+    },
     Search(Search),
 }
 
@@ -71,21 +80,45 @@ pub fn run(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunReport, 
     if let Mode::FindMaxRate(slo) = &config.mode {
         return find_max_rate(&config, slo, interrupt).map(RunReport::Search);
     }
-    if config.placement.processes > 1 {
-        return shards::run(settings, &config, interrupt).map(|result| RunReport::Once(Box::new(result)));
-    }
-    measure_once(&config, interrupt).map(|result| RunReport::Once(Box::new(result)))
+    let result = if config.placement.processes > 1 {
+        shards::run(settings, &config, interrupt)?
+    } else {
+        measure(&config, interrupt)?
+    };
+    Ok(keep(result, &config.outputs))
 }
 
 /// One measured run of `config`, from start to written result: its own session (the
 /// built-in server started and stopped), one measurement, its output files.
 pub fn measure_once(config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+    let result = measure(config, interrupt)?;
+    write_outputs(&result, &config.outputs)?;
+    Ok(result)
+}
+
+/// One measured run of `config` in its own session (the built-in server started and
+/// stopped); no file written.
+fn measure(config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
     let session = Session::start(config)?;
     let result = session.measure_once(config, interrupt);
     session.finish();
-    let result = result?;
-    write_outputs(&result, &config.outputs)?;
-    Ok(result)
+    result
+}
+
+/// Writes the result's files; when that fails (the folder was removed during the run, the
+/// disk is full), the result is written to a fallback file in the temporary folder instead,
+/// so a finished run is never lost.
+fn keep(result: RunResult, outputs: &Outputs) -> RunReport {
+    match write_outputs(&result, outputs) {
+        Ok(()) => RunReport::Once(Box::new(result)),
+        Err(error) => {
+            let unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+            let path =
+                std::env::temp_dir().join(format!("wsbench-result-{}-{unix_ms}.json", std::process::id()));
+            let fallback = result.write_json(&path).ok().map(|()| path);
+            RunReport::Unsaved { result: Box::new(result), error, fallback }
+        }
+    }
 }
 
 /// Writes the result file and the interval log, where asked.
@@ -125,7 +158,8 @@ impl Session {
                 let extra_args: &[&str] =
                     if server_processes > 1 { &["--processes", &processes] } else { &[] };
                 let server = BuiltinServer::start(&cpus.server, extra_args)?;
-                let target = Target::parse(&server.url).map_err(|e| RunError::ServerStart(e.to_string()))?;
+                let target = Target::parse(&server.url)
+                    .map_err(|e| RunError::ServerStart(crate::causes::with_causes(&e)))?;
                 (Some(server), target)
             }
         };
