@@ -49,22 +49,28 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
 }
 
 fn run(settings: RunSettings, interrupt: &AtomicBool, color: bool) -> Result<Output, CommandError> {
-    match session::run(&settings, interrupt)? {
+    Ok(render_run(session::run(&settings, interrupt)?, interrupt, color))
+}
+
+/// The report of a run and its exit code; a report whose file could not be written is still
+/// shown, its fallback file named in one line on stderr, and exits 1.
+fn render_run(report: RunReport, interrupt: &AtomicBool, color: bool) -> Output {
+    match report {
         RunReport::Once(result) => {
             let code = exit::of_run(&result, interrupt.load(Ordering::Relaxed));
-            Ok(Output { text: report::render_text_with(&result, color), code })
+            Output { text: report::render_text_with(&result, color), code }
         }
-        RunReport::Unsaved { result, error, fallback } => {
+        RunReport::Search(search) => {
+            let code = if search.interrupted { exit::INTERRUPTED } else { exit::SUCCESS };
+            Output { text: report::render_search(&search), code }
+        }
+        RunReport::Unsaved { report, error, fallback } => {
             let kept = match fallback {
                 Some(path) => format!("the result was written to {} instead", path.display()),
                 None => "the result could not be written anywhere".to_owned(),
             };
             eprintln!("wsbench: {}; {kept}", with_causes(&error));
-            Ok(Output { text: report::render_text_with(&result, color), code: exit::FAILED })
-        }
-        RunReport::Search(search) => {
-            let code = if search.interrupted { exit::INTERRUPTED } else { exit::SUCCESS };
-            Ok(Output { text: report::render_search(&search), code })
+            Output { code: exit::FAILED, ..render_run(*report, interrupt, color) }
         }
     }
 }

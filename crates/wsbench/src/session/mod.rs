@@ -62,14 +62,25 @@ pub enum RunError {
 pub enum RunReport {
     /// One result, written where asked.
     Once(Box<RunResult>),
-    /// One result whose files could not be written where asked (`error`): it was written to
-    /// `fallback` instead (`None`: not even there). The report is still shown.
+    Search(Search),
+    /// A result or a search whose file could not be written where asked (`error`): it was
+    /// written to `fallback` instead (`None`: not even there). The report is still shown.
     Unsaved {
-        result: Box<RunResult>,
+        report: Box<RunReport>,
         error: RunError,
         fallback: Option<PathBuf>,
     },
-    Search(Search),
+}
+
+impl RunReport {
+    /// Writes the result or the search as its JSON file at `path`.
+    pub fn write_json(&self, path: &std::path::Path) -> Result<(), crate::result::ResultError> {
+        match self {
+            RunReport::Once(result) => result.write_json(path),
+            RunReport::Search(search) => crate::find_rate::write_search_json(search, path),
+            RunReport::Unsaved { report, .. } => report.write_json(path),
+        }
+    }
 }
 
 /// Validates `settings` and runs them to a result, or a search: in this process, or split
@@ -78,14 +89,17 @@ pub enum RunReport {
 pub fn run(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunReport, RunError> {
     let config = settings.validate()?;
     if let Mode::FindMaxRate(slo) = &config.mode {
-        return find_max_rate(&config, slo, interrupt).map(RunReport::Search);
+        let report = RunReport::Search(find_max_rate(&config, slo, interrupt)?);
+        let written = config.outputs.json.as_deref().map_or(Ok(()), |path| Ok(report.write_json(path)?));
+        return Ok(keep(report, written));
     }
     let result = if config.placement.processes > 1 {
         shards::run(settings, &config, interrupt)?
     } else {
         measure(&config, interrupt)?
     };
-    Ok(keep(result, &config.outputs))
+    let written = write_outputs(&result, &config.outputs);
+    Ok(keep(RunReport::Once(Box::new(result)), written))
 }
 
 /// One measured run of `config`, from start to written result: its own session (the
@@ -105,20 +119,15 @@ fn measure(config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunE
     result
 }
 
-/// Writes the result's files; when that fails (the folder was removed during the run, the
-/// disk is full), the result is written to a fallback file in the temporary folder instead,
-/// so a finished run is never lost.
-fn keep(result: RunResult, outputs: &Outputs) -> RunReport {
-    match write_outputs(&result, outputs) {
-        Ok(()) => RunReport::Once(Box::new(result)),
-        Err(error) => {
-            let unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
-            let path =
-                std::env::temp_dir().join(format!("wsbench-result-{}-{unix_ms}.json", std::process::id()));
-            let fallback = result.write_json(&path).ok().map(|()| path);
-            RunReport::Unsaved { result: Box::new(result), error, fallback }
-        }
-    }
+/// `report`, whose files were `written`; when that failed (the folder was removed during
+/// the run, the disk is full), it goes to a fallback file in the temporary folder instead
+/// (`$TMPDIR/wsbench-result-PID-MS.json`), so a finished run is never lost.
+fn keep(report: RunReport, written: Result<(), RunError>) -> RunReport {
+    let Err(error) = written else { return report };
+    let unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let path = std::env::temp_dir().join(format!("wsbench-result-{}-{unix_ms}.json", std::process::id()));
+    let fallback = report.write_json(&path).ok().map(|()| path);
+    RunReport::Unsaved { report: Box::new(report), error, fallback }
 }
 
 /// Writes the result file and the interval log, where asked.
@@ -221,7 +230,8 @@ pub(crate) fn start_instant(start_at_unix_ms: Option<u64>) -> (u64, Instant) {
 /// Message rate of the first step of `--find-max-rate` when `--rate` does not give one.
 pub const DEFAULT_SEARCH_START_RATE: f64 = 1000.0;
 
-/// `--find-max-rate`: measures open-loop steps against one server until the search ends.
+/// `--find-max-rate`: measures open-loop steps against one server until the search ends
+/// (its file is written by [`run`]).
 fn find_max_rate(config: &RunConfig, slo: &Slo, interrupt: &AtomicBool) -> Result<Search, RunError> {
     let session = Session::start(config)?;
     let connections = config.load.connections as f64;
@@ -236,11 +246,7 @@ fn find_max_rate(config: &RunConfig, slo: &Slo, interrupt: &AtomicBool) -> Resul
         Ok::<_, RunError>((Step::judge(rate, &result, slo), result.interrupted))
     });
     session.finish();
-    let search = search?;
-    if let Some(path) = &config.outputs.json {
-        crate::find_rate::write_search_json(&search, path)?;
-    }
-    Ok(search)
+    search
 }
 
 /// Finds the server process: the spawned built-in server, `--server-pid`, or whatever
@@ -276,4 +282,27 @@ pub(crate) fn start_probe(
         return Err(ServerProbe::unprobed("remote target: the probe only sees processes on this machine"));
     };
     Ok(ServerProbe::start(pids, found_by, SAMPLE_INTERVAL, run_start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::fixture;
+
+    #[test]
+    fn a_report_that_cannot_be_written_goes_to_a_fallback_file() {
+        let result = RunResult::from_outcome(&fixture::closed_loop());
+        let missing = Outputs { json: Some("/nonexistent-wsbench/r.json".into()), hlog: None };
+        let written = write_outputs(&result, &missing);
+        let RunReport::Unsaved { report, error, fallback } = keep(RunReport::Once(Box::new(result)), written)
+        else {
+            panic!("a failed write must keep the report");
+        };
+        assert!(error.to_string().starts_with("cannot write /nonexistent-wsbench/r.json"), "{error}");
+        let fallback = fallback.expect("the temporary folder takes the result");
+        assert!(fallback.file_name().unwrap().to_string_lossy().starts_with("wsbench-result-"));
+        let back = RunResult::read_json(&fallback).unwrap();
+        std::fs::remove_file(&fallback).unwrap();
+        assert!(matches!(*report, RunReport::Once(ref kept) if **kept == back));
+    }
 }
