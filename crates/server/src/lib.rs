@@ -69,13 +69,13 @@ pub use config::{
 /// Why the server could not start or stopped abnormally.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("cannot listen on {addr}: {source} (is the port in use? try --port 0)")]
+    #[error("cannot listen on {addr} (is the port in use? try --port 0)")]
     Bind { addr: SocketAddr, source: std::io::Error },
     #[error("TLS set-up failed: {0}")]
     Tls(String),
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     ReadFile { path: String, source: std::io::Error },
-    #[error("event loop failed: {0}")]
+    #[error("event loop failed")]
     Io(#[from] std::io::Error),
     #[error("an event loop thread panicked")]
     Panicked,

@@ -116,7 +116,8 @@ pub struct RunArgs {
     /// without a URL wsbench starts its built-in server.
     #[arg(value_name = "SCENARIO|URL", num_args = 0..=2)]
     pub positional: Vec<String>,
-    /// A TOML scenario file (e.g. scenarios/includeos-25k.toml); flags override it.
+    /// A preset (includeos-25k, uws-throughput, uws-huge, uws-scalability), a scenario name,
+    /// or a TOML scenario file (e.g. my-run.toml); flags override it.
     #[arg(long = "scenario", value_name = "FILE")]
     pub scenario_file: Option<PathBuf>,
     #[command(flatten)]
@@ -137,7 +138,7 @@ impl RunArgs {
             }
         }
         let base = match &self.scenario_file {
-            Some(path) => RunSettings::from_file(path)?,
+            Some(path) => RunSettings::from_scenario(path)?,
             None => RunSettings::default(),
         };
         settings.over(base)

@@ -5,8 +5,8 @@
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use wsbench::config::RunSettings;
-use wsbench::error::CommandError;
+use wsbench::config::{RunSettings, check_output_file};
+use wsbench::error::{CommandError, with_causes};
 use wsbench::exit;
 use wsbench::session::{self, RunReport};
 use wsbench::{compare, fleet, report};
@@ -35,6 +35,9 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
         Command::Run(args) => run(args.into_settings()?, &*interrupt()?, color),
         Command::Report(args) => report_files(&args, color),
         Command::Merge(args) => {
+            if let Some(path) = &args.output {
+                check_output_file("output", path)?;
+            }
             let merged = wsbench::merge::command(&args.files, args.output.as_deref())?;
             Ok(Output::success(report::render_merge(&merged, args.output.is_some(), color)))
         }
@@ -46,20 +49,35 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
 }
 
 fn run(settings: RunSettings, interrupt: &AtomicBool, color: bool) -> Result<Output, CommandError> {
-    match session::run(&settings, interrupt)? {
+    Ok(render_run(session::run(&settings, interrupt)?, interrupt, color))
+}
+
+/// The report of a run and its exit code; a report whose file could not be written is still
+/// shown, its fallback file named in one line on stderr, and exits 1.
+fn render_run(report: RunReport, interrupt: &AtomicBool, color: bool) -> Output {
+    match report {
         RunReport::Once(result) => {
             let code = exit::of_run(&result, interrupt.load(Ordering::Relaxed));
-            Ok(Output { text: report::render_text_with(&result, color), code })
+            Output { text: report::render_text_with(&result, color), code }
         }
         RunReport::Search(search) => {
             let code = if search.interrupted { exit::INTERRUPTED } else { exit::SUCCESS };
-            Ok(Output { text: report::render_search(&search), code })
+            Output { text: report::render_search(&search), code }
+        }
+        RunReport::Unsaved { report, error, fallback } => {
+            let kept = match fallback {
+                Some(path) => format!("the result was written to {} instead", path.display()),
+                None => "the result could not be written anywhere".to_owned(),
+            };
+            eprintln!("wsbench: {}; {kept}", with_causes(&error));
+            Output { code: exit::FAILED, ..render_run(*report, interrupt, color) }
         }
     }
 }
 
 fn report_files(args: &ReportArgs, color: bool) -> Result<Output, CommandError> {
     if let Some(html) = &args.html {
+        check_output_file("html", html)?;
         report::write_html_report(&args.files, html)?;
         eprintln!("wsbench: wrote {}", html.display());
     }
@@ -80,6 +98,9 @@ fn fleet_command(command: FleetCommand) -> Result<Output, CommandError> {
 }
 
 fn compare_servers(args: CompareArgs, interrupt: &AtomicBool) -> Result<Output, CommandError> {
+    if let Some(path) = &args.html {
+        check_output_file("html", path)?;
+    }
     let config = compare::CompareConfig {
         servers: args.servers,
         repeat: args.repeat,

@@ -66,6 +66,7 @@ pub fn compare(
     // Check the scenario once before starting anything.
     RunSettings { target: Some("ws://127.0.0.1:1/".into()), ..config.settings.clone() }.validate()?;
     if let Some(out) = &config.out {
+        crate::config::check_output_folder("out", out)?;
         std::fs::create_dir_all(out).map_err(|source| CompareError::OutDir { path: out.clone(), source })?;
     }
     let mut rows: Vec<Row> = selected.iter().map(|manifest| Row::new(manifest)).collect();
@@ -148,8 +149,9 @@ impl Row {
                 self.runs.push(result);
             }
             Err(error) => {
-                log(&error.to_string());
-                self.problems.push(error.to_string());
+                let problem = crate::causes::with_causes(&error);
+                log(&problem);
+                self.problems.push(problem);
             }
         }
         if let Some(status) = died {

@@ -2,6 +2,7 @@
 //! its cause once (the binary prints the sources after it), and which of them are usage
 //! errors ([`ExitCode`]).
 
+pub use crate::causes::with_causes;
 use crate::exit::{ExitCode, FAILED, USAGE};
 
 /// Why a command ended in an error: one variant per part of the library, each message

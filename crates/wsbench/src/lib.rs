@@ -8,10 +8,11 @@
 //! pacing, workers) → `metrics` → `result` (files with a schema) → `report` (every
 //! renderer). Beside them: `fleet` and `compare` (competitor servers), `rtt` (seed 001),
 //! `merge` (shards into one result), `find_rate` (the rate search), `probe` (the server
-//! process in /proc), `exit` (what each outcome means as an exit code) and `error` (the error a command ends
-//! with).
+//! process in /proc), `exit` (what each outcome means as an exit code), `error` (the error a command ends
+//! with) and `causes` (an error and its causes as one line).
 
 pub mod affinity;
+pub mod causes;
 pub mod client_cpu;
 pub mod compare;
 pub mod config;

@@ -11,7 +11,7 @@ mod commands;
 use std::io::Write;
 
 use clap::Parser;
-use wsbench::error::CommandError;
+use wsbench::error::{CommandError, with_causes};
 use wsbench::exit::ExitCode;
 
 fn main() -> std::process::ExitCode {
@@ -24,18 +24,6 @@ fn main() -> std::process::ExitCode {
             error.exit_code()
         }
     })
-}
-
-/// The error and each of its causes, once each: `a: b: c`.
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(inner) = cause {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        cause = inner.source();
-    }
-    text
 }
 
 fn print(text: &str) -> Result<(), CommandError> {

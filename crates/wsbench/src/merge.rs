@@ -39,7 +39,7 @@ pub enum MergeError {
     Empty,
     #[error(transparent)]
     Read(#[from] ResultError),
-    #[error("{file}: {source}")]
+    #[error("{file}")]
     Decode { file: String, source: ResultError },
     #[error(
         "cannot merge {first} and {other}: they ran different scenarios (`{key}` is {first_value} in \

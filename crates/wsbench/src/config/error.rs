@@ -18,8 +18,34 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
-    #[error("scenario file {path}: {message}")]
-    ParseScenario { path: PathBuf, message: String },
+    #[error(
+        "--scenario {name}: not a built-in scenario ({known}) and cannot read the file {}",
+        path.display()
+    )]
+    UnknownScenario {
+        name: String,
+        known: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `location` is `:LINE:COLUMN`, or empty when the parser does not say.
+    #[error("scenario file {}{location}: {message}", path.display())]
+    ParseScenario { path: PathBuf, location: String, message: String },
+    #[error("--{setting} {}: {problem}", path.display())]
+    Output { setting: &'static str, path: PathBuf, problem: String },
+    #[error(
+        "--{setting} {}: cannot create a file in {}: choose a folder you can write to",
+        path.display(),
+        folder.display()
+    )]
+    Unwritable {
+        setting: &'static str,
+        path: PathBuf,
+        folder: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// A [`ConfigError::Invalid`] for `setting`.

@@ -8,8 +8,11 @@
 //! ([`Mode`]). Defaults live here as `pub const`; the CLI shows them.
 
 mod error;
+mod outputs;
+mod presets;
 mod settings;
 mod slo;
+mod suggest;
 mod target;
 mod validate;
 
@@ -22,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::units::parse_bytes;
 pub use error::ConfigError;
 use error::invalid;
+pub use outputs::{check_output_file, check_output_folder};
 pub use settings::RunSettings;
 pub use slo::{Objective, Slo, Statistic};
 pub use target::Target;
@@ -63,12 +67,22 @@ impl std::str::FromStr for Scenario {
             "throughput" => Ok(Scenario::Throughput),
             "scalability" => Ok(Scenario::Scalability),
             "c10k" => Ok(Scenario::C10k),
+            other if looks_like_host_port(other) => {
+                Err(invalid("scenario", format!("`{other}` is not a scenario: did you mean ws://{other}?")))
+            }
             other => Err(invalid(
                 "scenario",
                 format!("unknown scenario `{other}`: use echo, throughput, scalability or c10k"),
             )),
         }
     }
+}
+
+/// `localhost:8080`, `10.0.0.2:9001`: a server address given without `ws://`.
+fn looks_like_host_port(word: &str) -> bool {
+    word.rsplit_once(':').is_some_and(|(host, port)| {
+        !host.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+    })
 }
 
 impl Scenario {
@@ -357,6 +371,24 @@ mod tests {
             (settings(|s| s.payload = Some("words".into())), "--payload"),
             (settings(|s| s.duration = Some("soon".into())), "duration"),
             (settings(|s| s.scenario = Some("c1m".into())), "--scenario"),
+            (settings(|s| s.scenario = Some("localhost:8080".into())), "did you mean ws://localhost:8080?"),
+            (settings(|s| s.duration = Some("0s".into())), "--duration: must be longer than zero"),
+            (settings(|s| s.duration = Some("999999999999h".into())), "--duration: must be at most 7 days"),
+            (settings(|s| s.hold = Some("0s".into())), "--hold: must be longer than zero"),
+            (settings(|s| s.connect_timeout = Some("0s".into())), "--connect-timeout: must be longer"),
+            (settings(|s| s.interval = Some("0s".into())), "--interval: must be longer than zero"),
+            (settings(|s| s.arrival = Some("0s".into())), "--arrival: must be longer than zero"),
+            (settings(|s| s.max_send_lag = Some("8d".into())), "duration"),
+            (settings(|s| s.max_send_lag = Some("169h".into())), "--max-send-lag: must be at most 7 days"),
+            (settings(|s| s.warmup = Some("200h".into())), "--warmup: must be at most 7 days"),
+            (
+                settings(|s| s.client_cpus = Some("4095".into())),
+                "--client-cpus: CPU 4095 is not online here (CPUs ",
+            ),
+            (
+                settings(|s| s.json = Some("/nonexistent-wsbench/r.json".into())),
+                "--json /nonexistent-wsbench/r.json: the folder",
+            ),
             (settings(|s| s.frames_per_send = Some(3)), "--frames-per-send"),
             (settings(|s| s.source_addrs = Some("127.0.0.9-127.0.0.2".into())), "--source-addrs"),
             (settings(|s| s.target = Some("http://x".into())), "ws://"),
@@ -371,6 +403,12 @@ mod tests {
     fn unknown_keys_in_a_scenario_file_are_rejected() {
         let error = toml::from_str::<RunSettings>("conections = 5\n").unwrap_err();
         assert!(error.to_string().contains("conections"));
+    }
+
+    #[test]
+    fn warmup_zero_stays_allowed() {
+        let config = settings(|s| s.warmup = Some("0s".into())).validate().unwrap();
+        assert_eq!(config.load.warmup, Duration::ZERO);
     }
 
     #[test]

@@ -162,10 +162,16 @@ impl RunSettings {
     pub fn from_file(path: &Path) -> Result<RunSettings, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| ConfigError::ReadScenario { path: path.to_owned(), source })?;
-        toml::from_str(&text).map_err(|e| ConfigError::ParseScenario {
+        RunSettings::parse_toml(&text, path)
+    }
+
+    /// Parses the TOML text of the scenario file `path`; an error says where (line:column)
+    /// and, for a mistyped key, which key was meant.
+    pub fn parse_toml(text: &str, path: &Path) -> Result<RunSettings, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::ParseScenario {
             path: path.to_owned(),
-            message: e.message().to_owned()
-                + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
+            location: e.span().map(|span| line_column(text, span.start)).unwrap_or_default(),
+            message: explain(e.message()),
         })
     }
 
@@ -185,6 +191,33 @@ impl RunSettings {
         settings.binary &= !self.text;
         settings.text &= !self.binary;
         Ok(settings)
+    }
+}
+
+/// `:LINE:COLUMN` (1-based) of the byte `offset` of `text`.
+fn line_column(text: &str, offset: usize) -> String {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    format!(":{line}:{column}")
+}
+
+/// The TOML parser's message, with a did-you-mean for an unknown key (serde names the
+/// unknown key and then every known one, each in backticks).
+fn explain(message: &str) -> String {
+    let Some(rest) = message.strip_prefix("unknown field ") else {
+        return message.trim_end().to_owned();
+    };
+    let quoted: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    let Some((unknown, known)) = quoted.split_first() else {
+        return message.trim_end().to_owned();
+    };
+    match super::suggest::closest(unknown, known.iter().copied()) {
+        Some(meant) => format!("unknown key `{unknown}`: did you mean `{meant}`?"),
+        None => format!(
+            "unknown key `{unknown}`: the keys are the flags of `wsbench run` without their `--` \
+             (see wsbench run --help)"
+        ),
     }
 }
 
@@ -242,6 +275,20 @@ mod tests {
         let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
         assert_eq!(back, every);
         assert_eq!(RunSettings::default().to_toml().unwrap(), "");
+    }
+
+    #[test]
+    fn toml_errors_say_where_and_suggest_the_meant_key() {
+        let path = Path::new("s.toml");
+        let error = RunSettings::parse_toml("duration = \"5s\"\nconections = 5\n", path).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "scenario file s.toml:2:1: unknown key `conections`: did you mean `connections`?"
+        );
+        let error = RunSettings::parse_toml("colour = 1\n", path).unwrap_err().to_string();
+        assert!(error.starts_with("scenario file s.toml:1:1: unknown key `colour`: the keys are"), "{error}");
+        let error = RunSettings::parse_toml("connections = \"many\"\n", path).unwrap_err().to_string();
+        assert!(error.starts_with("scenario file s.toml:1:15: "), "{error}");
     }
 
     #[test]

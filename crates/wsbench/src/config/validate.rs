@@ -1,10 +1,12 @@
 //! From settings to a [`RunConfig`]: every default applied, every value checked, each rule
 //! in a small function named after the setting it decides. Errors are one line naming the
-//! flag and what to do ([`ConfigError`]); nothing here touches the network or the disk.
+//! flag and what to do ([`ConfigError`]); nothing here touches the network, and the disk
+//! only to check that the output files can be written (`outputs.rs`).
 
 use std::time::Duration;
 
 use super::error::{ConfigError, invalid};
+use super::outputs::check_output_file;
 use super::settings::RunSettings;
 use super::{
     DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL, DEFAULT_CONNECT_TIMEOUT,
@@ -37,9 +39,9 @@ impl RunSettings {
             scenario,
             connections,
             ramp_per_sec: self.ramp(scenario)?,
-            duration: duration(&self.duration, default_duration)?,
-            warmup: duration(&self.warmup, default_warmup)?,
-            hold: duration(&self.hold, DEFAULT_HOLD)?,
+            duration: duration("duration", &self.duration, default_duration)?,
+            warmup: bounded("warmup", &self.warmup, default_warmup)?,
+            hold: duration("hold", &self.hold, DEFAULT_HOLD)?,
             in_flight,
             message_interval: self.message_interval(scenario, connections)?,
             shard,
@@ -47,7 +49,7 @@ impl RunSettings {
             payload,
             message: self.message_kind(payload)?,
             frames_per_send,
-            connect_timeout: duration(&self.connect_timeout, DEFAULT_CONNECT_TIMEOUT)?,
+            connect_timeout: duration("connect-timeout", &self.connect_timeout, DEFAULT_CONNECT_TIMEOUT)?,
             source_addrs: self.source_addrs.as_deref().map(parse_addr_range).transpose()?.unwrap_or_default(),
             reconnect: self.reconnect,
             insecure: self.insecure,
@@ -55,12 +57,22 @@ impl RunSettings {
         Ok(RunConfig {
             load,
             target,
-            max_send_lag: duration(&self.max_send_lag, DEFAULT_MAX_SEND_LAG)?,
+            max_send_lag: duration("max-send-lag", &self.max_send_lag, DEFAULT_MAX_SEND_LAG)?,
             mode,
             placement,
             sampling: Sampling { server_pid: self.server_pid, no_probe: self.no_probe },
-            outputs: Outputs { json: self.json.clone(), hlog: self.hlog.clone() },
+            outputs: self.outputs()?,
         })
+    }
+
+    /// The output files, each checked to be writable before any load is sent.
+    fn outputs(&self) -> Result<Outputs, ConfigError> {
+        for (setting, path) in [("json", &self.json), ("hlog", &self.hlog)] {
+            if let Some(path) = path {
+                check_output_file(setting, path)?;
+            }
+        }
+        Ok(Outputs { json: self.json.clone(), hlog: self.hlog.clone() })
     }
 
     fn connections(&self) -> Result<u64, ConfigError> {
@@ -129,13 +141,10 @@ impl RunSettings {
                 let per_connection = parse_rate(rate)? / connections as f64;
                 Some(Duration::from_secs_f64(1.0 / per_connection))
             }
-            (_, None, Some(interval)) => Some(parse_duration(interval)?),
+            (_, None, Some(_)) => Some(duration("interval", &self.interval, Duration::ZERO)?),
             (Scenario::C10k, None, None) => Some(DEFAULT_C10K_INTERVAL),
             (_, None, None) => None,
         };
-        if interval.is_some_and(|i| i.is_zero()) {
-            return Err(invalid("interval", "must be longer than zero"));
-        }
         Ok(interval)
     }
 
@@ -161,8 +170,8 @@ impl RunSettings {
         Ok(match (&self.ramp, &self.arrival) {
             (Some(_), Some(_)) => return Err(invalid("arrival", "give either --arrival or --ramp")),
             (Some(rate), None) => Some(parse_rate(rate)?),
-            (None, Some(arrival)) => {
-                let arrival = parse_duration(arrival)?;
+            (None, Some(_)) => {
+                let arrival = bounded("arrival", &self.arrival, Duration::ZERO)?;
                 if arrival.is_zero() {
                     return Err(invalid(
                         "arrival",
@@ -196,11 +205,14 @@ impl RunSettings {
         sharded: bool,
         mode: &Mode,
     ) -> Result<Placement, ConfigError> {
-        let cpus = |setting: &'static str, list: &Option<String>| {
-            list.as_deref()
-                .map(crate::affinity::parse_cpu_list)
-                .transpose()
-                .map_err(|e| invalid(setting, e.to_string()))
+        let online = crate::affinity::allowed_cpus();
+        let cpus = |setting: &'static str, list: &Option<String>| match list.as_deref() {
+            None => Ok(None),
+            Some(list) => {
+                let cpus =
+                    crate::affinity::parse_cpu_list(list).map_err(|e| invalid(setting, e.to_string()))?;
+                check_online(setting, &cpus, &online).map(|()| Some(cpus))
+            }
         };
         let processes = match self.processes {
             None | Some(1) => 1,
@@ -245,6 +257,46 @@ impl RunSettings {
     }
 }
 
-fn duration(value: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
-    Ok(value.as_deref().map(parse_duration).transpose()?.unwrap_or(default))
+/// Every CPU of `--client-cpus`/`--server-cpus` is one this process may run on.
+fn check_online(setting: &'static str, cpus: &[usize], online: &[usize]) -> Result<(), ConfigError> {
+    match cpus.iter().find(|cpu| !online.contains(cpu)) {
+        None => Ok(()),
+        Some(cpu) => Err(invalid(
+            setting,
+            format!(
+                "CPU {cpu} is not online here (CPUs {} are): give CPUs from that list",
+                crate::affinity::format_cpu_list(online)
+            ),
+        )),
+    }
+}
+
+/// The longest duration any setting takes: a week. Longer is a typo (`999999h`), not a run.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A duration setting, given or `default`: longer than zero and at most [`MAX_DURATION`].
+fn duration(
+    setting: &'static str,
+    value: &Option<String>,
+    default: Duration,
+) -> Result<Duration, ConfigError> {
+    let given = bounded(setting, value, default)?;
+    if given.is_zero() {
+        return Err(invalid(setting, "must be longer than zero"));
+    }
+    Ok(given)
+}
+
+/// A duration setting, given or `default`, at most [`MAX_DURATION`] (zero allowed: the
+/// warm-up).
+fn bounded(
+    setting: &'static str,
+    value: &Option<String>,
+    default: Duration,
+) -> Result<Duration, ConfigError> {
+    let given = value.as_deref().map(parse_duration).transpose()?.unwrap_or(default);
+    if given > MAX_DURATION {
+        return Err(invalid(setting, "must be at most 7 days (168h)"));
+    }
+    Ok(given)
 }

@@ -199,7 +199,7 @@ pub fn install_all(
     let mut failed = Vec::new();
     for manifest in selected {
         if let Err(error) = install(manifest, force, log) {
-            failed.push(error.to_string());
+            failed.push(crate::causes::with_causes(&error));
         }
     }
     if failed.is_empty() { Ok(()) } else { Err(FleetError::InstallsFailed(failed.join("; "))) }

@@ -48,14 +48,14 @@ fn log_tail(path: &PathBuf) -> String {
 impl FleetServer {
     /// Starts the server and waits (up to `timeout`) until its port accepts.
     pub fn start(manifest: &Manifest, cpus: &[usize], timeout: Duration) -> Result<FleetServer, StartError> {
-        let port = free_port().map_err(|e| StartError::Spawn(e.to_string()))?;
+        let port = free_port().map_err(|e| StartError::Spawn(crate::causes::with_causes(&e)))?;
         let log = std::env::temp_dir().join(format!(
             "wsbench-fleet-{}-{}-{port}.log",
             manifest.name,
             std::process::id()
         ));
         let output = File::create(&log).map_err(|e| StartError::Spawn(format!("{}: {e}", log.display())))?;
-        let errors = output.try_clone().map_err(|e| StartError::Spawn(e.to_string()))?;
+        let errors = output.try_clone().map_err(|e| StartError::Spawn(crate::causes::with_causes(&e)))?;
         let mut command = Command::new("sh");
         command
             .arg("-c")
@@ -68,7 +68,8 @@ impl FleetServer {
         if !cpus.is_empty() {
             crate::affinity::pin_command(&mut command, cpus);
         }
-        let process = Supervised::spawn(command, STOP_GRACE).map_err(|e| StartError::Spawn(e.to_string()))?;
+        let process = Supervised::spawn(command, STOP_GRACE)
+            .map_err(|e| StartError::Spawn(crate::causes::with_causes(&e)))?;
         let mut server = FleetServer { name: manifest.name.clone(), port, process, log };
         let deadline = Instant::now() + timeout;
         let addr = SocketAddr::from(([127, 0, 0, 1], port));

@@ -27,7 +27,7 @@ pub enum ProbeError {
     /// The process exited (or is a zombie waiting to be reaped).
     #[error("server process {0} has exited")]
     Gone(u32),
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         path: String,
         #[source]
@@ -296,7 +296,8 @@ impl ServerProbe {
         let baseline = match sample(&probe.pids, ms_since(run_start)) {
             Ok(baseline) => baseline,
             Err(e) => {
-                probe.unprobed_reason = Some(format!("the baseline sample failed: {e}"));
+                probe.unprobed_reason =
+                    Some(format!("the baseline sample failed: {}", crate::causes::with_causes(&e)));
                 return probe;
             }
         };

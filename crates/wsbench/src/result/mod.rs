@@ -34,11 +34,11 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// the field at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum ResultError {
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}", path.display())]
     Write { path: PathBuf, source: io::Error },
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Read { path: PathBuf, source: io::Error },
-    #[error("{} is not a wsbench result file: it is not valid JSON ({source})", path.display())]
+    #[error("{} is not a wsbench result file: it is not valid JSON", path.display())]
     NotJson { path: PathBuf, source: serde_json::Error },
     #[error(
         "{} was written by a newer wsbench (schema_version {found}; this wsbench reads \

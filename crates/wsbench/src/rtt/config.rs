@@ -209,17 +209,7 @@ impl RttConfig {
         }
         if let Some(path) = &args.json {
             // Fail before measuring, not after, when the file cannot go where it is asked to.
-            let dir =
-                path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-            if !dir.is_dir() {
-                return Err(ConfigError::Invalid {
-                    setting: "json",
-                    problem: format!(
-                        "{} is not a directory: create it or choose another file",
-                        dir.display()
-                    ),
-                });
-            }
+            crate::config::check_output_file("json", path)?;
         }
         Ok(RttConfig {
             protocols,

@@ -53,13 +53,13 @@ pub enum RttError {
         round_trip_hint(*protocol)
     )]
     RoundTrip { protocol: Protocol, target: String, error: io::Error },
-    #[error("cannot start the measuring thread: {0}")]
-    Thread(io::Error),
+    #[error("cannot start the measuring thread")]
+    Thread(#[source] io::Error),
     #[error("the measuring thread panicked")]
     Panicked,
-    /// The `--json` file could not be written (the message names it).
-    #[error("{0}")]
-    Write(String),
+    /// The `--json` file could not be written (the message names it; the cause follows).
+    #[error(transparent)]
+    Write(crate::result::ResultError),
 }
 
 fn describe_io(error: &io::Error) -> String {
@@ -135,7 +135,7 @@ pub fn command(settings: RttSettings) -> Result<RttResult, RttError> {
     let config = RttConfig::from_settings(settings)?;
     let result = run(&config)?;
     if let Some(path) = &config.json {
-        json::write(&result, path).map_err(|e| RttError::Write(e.to_string()))?;
+        json::write(&result, path).map_err(RttError::Write)?;
     }
     Ok(result)
 }

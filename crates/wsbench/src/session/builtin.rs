@@ -27,7 +27,8 @@ pub struct BuiltinServer {
 impl BuiltinServer {
     /// Starts `wsbench serve --port 0 EXTRA_ARGS`, pinned to `cpus` (none: unpinned).
     pub fn start(cpus: &[usize], extra_args: &[&str]) -> Result<BuiltinServer, RunError> {
-        let exe = std::env::current_exe().map_err(|e| RunError::ServerStart(e.to_string()))?;
+        let exe =
+            std::env::current_exe().map_err(|e| RunError::ServerStart(crate::causes::with_causes(&e)))?;
         let mut command = Command::new(exe);
         command
             .args(["serve", "--port", "0"])
@@ -37,8 +38,8 @@ impl BuiltinServer {
         if !cpus.is_empty() {
             crate::affinity::pin_command(&mut command, cpus);
         }
-        let mut process =
-            Supervised::spawn(command, STOP_GRACE).map_err(|e| RunError::ServerStart(e.to_string()))?;
+        let mut process = Supervised::spawn(command, STOP_GRACE)
+            .map_err(|e| RunError::ServerStart(crate::causes::with_causes(&e)))?;
         let stdout = process.child_mut().stdout.take().expect("stdout is piped");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {

@@ -13,6 +13,7 @@ mod progress;
 pub mod shards;
 pub mod supervisor;
 
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -59,8 +60,27 @@ pub enum RunError {
 /// What a `wsbench run` produced: one result, or a rate search.
 #[derive(Debug)]
 pub enum RunReport {
+    /// One result, written where asked.
     Once(Box<RunResult>),
     Search(Search),
+    /// A result or a search whose file could not be written where asked (`error`): it was
+    /// written to `fallback` instead (`None`: not even there). The report is still shown.
+    Unsaved {
+        report: Box<RunReport>,
+        error: RunError,
+        fallback: Option<PathBuf>,
+    },
+}
+
+impl RunReport {
+    /// Writes the result or the search as its JSON file at `path`.
+    pub fn write_json(&self, path: &std::path::Path) -> Result<(), crate::result::ResultError> {
+        match self {
+            RunReport::Once(result) => result.write_json(path),
+            RunReport::Search(search) => crate::find_rate::write_search_json(search, path),
+            RunReport::Unsaved { report, .. } => report.write_json(path),
+        }
+    }
 }
 
 /// Validates `settings` and runs them to a result, or a search: in this process, or split
@@ -69,23 +89,45 @@ pub enum RunReport {
 pub fn run(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunReport, RunError> {
     let config = settings.validate()?;
     if let Mode::FindMaxRate(slo) = &config.mode {
-        return find_max_rate(&config, slo, interrupt).map(RunReport::Search);
+        let report = RunReport::Search(find_max_rate(&config, slo, interrupt)?);
+        let written = config.outputs.json.as_deref().map_or(Ok(()), |path| Ok(report.write_json(path)?));
+        return Ok(keep(report, written));
     }
-    if config.placement.processes > 1 {
-        return shards::run(settings, &config, interrupt).map(|result| RunReport::Once(Box::new(result)));
-    }
-    measure_once(&config, interrupt).map(|result| RunReport::Once(Box::new(result)))
+    let result = if config.placement.processes > 1 {
+        shards::run(settings, &config, interrupt)?
+    } else {
+        measure(&config, interrupt)?
+    };
+    let written = write_outputs(&result, &config.outputs);
+    Ok(keep(RunReport::Once(Box::new(result)), written))
 }
 
 /// One measured run of `config`, from start to written result: its own session (the
 /// built-in server started and stopped), one measurement, its output files.
 pub fn measure_once(config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+    let result = measure(config, interrupt)?;
+    write_outputs(&result, &config.outputs)?;
+    Ok(result)
+}
+
+/// One measured run of `config` in its own session (the built-in server started and
+/// stopped); no file written.
+fn measure(config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
     let session = Session::start(config)?;
     let result = session.measure_once(config, interrupt);
     session.finish();
-    let result = result?;
-    write_outputs(&result, &config.outputs)?;
-    Ok(result)
+    result
+}
+
+/// `report`, whose files were `written`; when that failed (the folder was removed during
+/// the run, the disk is full), it goes to a fallback file in the temporary folder instead
+/// (`$TMPDIR/wsbench-result-PID-MS.json`), so a finished run is never lost.
+fn keep(report: RunReport, written: Result<(), RunError>) -> RunReport {
+    let Err(error) = written else { return report };
+    let unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let path = std::env::temp_dir().join(format!("wsbench-result-{}-{unix_ms}.json", std::process::id()));
+    let fallback = report.write_json(&path).ok().map(|()| path);
+    RunReport::Unsaved { report: Box::new(report), error, fallback }
 }
 
 /// Writes the result file and the interval log, where asked.
@@ -125,7 +167,8 @@ impl Session {
                 let extra_args: &[&str] =
                     if server_processes > 1 { &["--processes", &processes] } else { &[] };
                 let server = BuiltinServer::start(&cpus.server, extra_args)?;
-                let target = Target::parse(&server.url).map_err(|e| RunError::ServerStart(e.to_string()))?;
+                let target = Target::parse(&server.url)
+                    .map_err(|e| RunError::ServerStart(crate::causes::with_causes(&e)))?;
                 (Some(server), target)
             }
         };
@@ -187,7 +230,8 @@ pub(crate) fn start_instant(start_at_unix_ms: Option<u64>) -> (u64, Instant) {
 /// Message rate of the first step of `--find-max-rate` when `--rate` does not give one.
 pub const DEFAULT_SEARCH_START_RATE: f64 = 1000.0;
 
-/// `--find-max-rate`: measures open-loop steps against one server until the search ends.
+/// `--find-max-rate`: measures open-loop steps against one server until the search ends
+/// (its file is written by [`run`]).
 fn find_max_rate(config: &RunConfig, slo: &Slo, interrupt: &AtomicBool) -> Result<Search, RunError> {
     let session = Session::start(config)?;
     let connections = config.load.connections as f64;
@@ -202,11 +246,7 @@ fn find_max_rate(config: &RunConfig, slo: &Slo, interrupt: &AtomicBool) -> Resul
         Ok::<_, RunError>((Step::judge(rate, &result, slo), result.interrupted))
     });
     session.finish();
-    let search = search?;
-    if let Some(path) = &config.outputs.json {
-        crate::find_rate::write_search_json(&search, path)?;
-    }
-    Ok(search)
+    search
 }
 
 /// Finds the server process: the spawned built-in server, `--server-pid`, or whatever
@@ -242,4 +282,27 @@ pub(crate) fn start_probe(
         return Err(ServerProbe::unprobed("remote target: the probe only sees processes on this machine"));
     };
     Ok(ServerProbe::start(pids, found_by, SAMPLE_INTERVAL, run_start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::fixture;
+
+    #[test]
+    fn a_report_that_cannot_be_written_goes_to_a_fallback_file() {
+        let result = RunResult::from_outcome(&fixture::closed_loop());
+        let missing = Outputs { json: Some("/nonexistent-wsbench/r.json".into()), hlog: None };
+        let written = write_outputs(&result, &missing);
+        let RunReport::Unsaved { report, error, fallback } = keep(RunReport::Once(Box::new(result)), written)
+        else {
+            panic!("a failed write must keep the report");
+        };
+        assert!(error.to_string().starts_with("cannot write /nonexistent-wsbench/r.json"), "{error}");
+        let fallback = fallback.expect("the temporary folder takes the result");
+        assert!(fallback.file_name().unwrap().to_string_lossy().starts_with("wsbench-result-"));
+        let back = RunResult::read_json(&fallback).unwrap();
+        std::fs::remove_file(&fallback).unwrap();
+        assert!(matches!(*report, RunReport::Once(ref kept) if **kept == back));
+    }
 }

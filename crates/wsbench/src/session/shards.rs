@@ -103,7 +103,6 @@ fn run_shards(
     let mut merged = merge(&inputs)?;
     parents_view(&mut merged, config, session, source_addrs.as_deref(), server, start_ms);
     merged.interrupted |= incomplete || interrupt.load(Ordering::Relaxed);
-    super::write_outputs(&merged, &config.outputs)?;
     dir.finish();
     Ok(merged)
 }
@@ -132,7 +131,7 @@ fn collect_results(shards: &mut [Shard], dir: &ShardDir, forwarded: bool) -> (Ve
             Some(Ok(result)) => inputs.push(ShardInput { name: file.display().to_string(), result, died }),
             Some(Err(e)) => {
                 incomplete = true;
-                eprintln!("wsbench: shard {index}/{count}: {e}");
+                eprintln!("wsbench: shard {index}/{count}: {}", crate::causes::with_causes(&e));
             }
             None if died.is_none() => {
                 incomplete = true;
@@ -405,17 +404,17 @@ mod tests {
         let parent = given.validate().unwrap();
         let target = Target::parse("ws://127.0.0.1:4567/").unwrap();
         let mut settings = shard_settings(&given, &parent, &target, &[Some(1)], 2, 1_000);
-        settings.json = Some("d/shard-2.json".into());
         // What the child reads is the TOML file the parent writes.
         let dir = std::env::temp_dir().join(format!("wsbench-shard-toml-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
+        settings.json = Some(dir.join("shard-2.json"));
         let file = dir.join("shard-2.toml");
         std::fs::write(&file, settings.to_toml().unwrap()).unwrap();
         let child = RunSettings::from_file(&file).unwrap().validate().unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(child.load.shard, Some(crate::config::Shard { index: 2, count: 3 }));
         assert_eq!(child.load.start_at_unix_ms, Some(1_000));
-        assert_eq!(child.outputs.json.as_deref(), Some(Path::new("d/shard-2.json")));
+        assert_eq!(child.outputs.json, Some(dir.join("shard-2.json")));
         assert_eq!(child.outputs.hlog, None);
         assert_eq!((child.placement.processes, child.placement.server_processes), (1, 1));
         assert_eq!(child.placement.client_cpus, Some(vec![1]));

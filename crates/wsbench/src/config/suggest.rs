@@ -1,0 +1,45 @@
+//! "Did you mean": the known word closest to a mistyped one (`conections` → `connections`),
+//! by edit distance, for unknown keys in scenario files.
+
+/// The candidate closest to `word`, when it is close enough to be a typo of it.
+pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).max(2);
+    candidates
+        .into_iter()
+        .map(|candidate| (edit_distance(word, candidate), candidate))
+        .filter(|(distance, _)| *distance <= limit)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+/// Insertions, deletions and substitutions that turn `a` into `b` (Levenshtein).
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typos_find_their_word_and_strangers_find_none() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        let keys = ["connections", "duration", "warmup", "in-flight"];
+        assert_eq!(closest("conections", keys), Some("connections"));
+        assert_eq!(closest("duraton", keys), Some("duration"));
+        assert_eq!(closest("inflight", keys), Some("in-flight"));
+        assert_eq!(closest("colour", keys), None);
+    }
+}

@@ -1,0 +1,119 @@
+//! Bad input ends in one line naming the problem and what to do, with exit code 2 for
+//! usage errors, before any load is sent: the real `wsbench` binary with unwritable output
+//! paths, out-of-range durations and CPUs, a URL without its scheme, unknown scenarios and
+//! mistyped scenario-file keys. Each cause is printed once.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::{Finished, run_with_timeout, wsbench_bin};
+
+fn wsbench(args: &[&str]) -> Finished {
+    run_with_timeout(Command::new(wsbench_bin()).args(args), Duration::from_secs(20))
+}
+
+/// `args` exit with `code` and print exactly one line on stderr that contains `expected`.
+fn refused(args: &[&str], code: i32, expected: &str) -> String {
+    let finished = wsbench(args);
+    let what = finished.describe(&format!("wsbench {}", args.join(" ")));
+    assert_eq!(finished.status.and_then(|s| s.code()), Some(code), "{what}");
+    assert_eq!(finished.stderr.lines().count(), 1, "{what}");
+    assert!(finished.stderr.starts_with("wsbench: ") && finished.stderr.contains(expected), "{what}");
+    assert!(!finished.stderr.contains("panicked"), "{what}");
+    finished.stderr
+}
+
+fn scratch(test: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("usage-errors-{test}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn an_unwritable_json_path_is_refused_at_once_without_starting_a_server() {
+    let start = Instant::now();
+    let message = refused(&["run", "--json", "/nonexistent/x.json"], 2, "--json /nonexistent/x.json: ");
+    assert!(start.elapsed() < Duration::from_secs(1), "took {:?}", start.elapsed());
+    assert!(message.contains("the folder /nonexistent does not exist: create it"), "{message}");
+}
+
+#[test]
+fn every_output_flag_is_checked_before_its_command_works() {
+    let dir = scratch("outputs");
+    let folder = dir.to_str().unwrap();
+    refused(&["run", "--hlog", folder], 2, &format!("--hlog {folder}: is a folder: give a file name"));
+    refused(&["rtt", "--json", "/nonexistent/rtt.json"], 2, "--json /nonexistent/rtt.json: the folder");
+    refused(&["merge", "-o", "/nonexistent/m.json", "a.json"], 2, "--output /nonexistent/m.json: the folder");
+    refused(
+        &["report", "--html", "/nonexistent/r.html", "a.json"],
+        2,
+        "--html /nonexistent/r.html: the folder",
+    );
+    refused(&["compare", "--html", "/nonexistent/c.html"], 2, "--html /nonexistent/c.html: the folder");
+}
+
+#[test]
+fn durations_must_be_positive_and_at_most_a_week() {
+    refused(&["run", "--duration", "0s"], 2, "--duration: must be longer than zero");
+    refused(&["run", "--duration", "999999999999h"], 2, "--duration: must be at most 7 days");
+    refused(&["run", "--connect-timeout", "0ms"], 2, "--connect-timeout: must be longer than zero");
+    refused(
+        &["run", "--rate", "10/s", "--max-send-lag", "0s"],
+        2,
+        "--max-send-lag: must be longer than zero",
+    );
+}
+
+#[test]
+fn cpus_that_are_not_online_are_named() {
+    refused(&["run", "--client-cpus", "4095"], 2, "--client-cpus: CPU 4095 is not online here (CPUs ");
+    refused(&["run", "--server-cpus", "0,4095"], 2, "--server-cpus: CPU 4095 is not online here");
+}
+
+#[test]
+fn a_server_address_without_scheme_gets_a_suggestion() {
+    refused(&["run", "localhost:8080"], 2, "did you mean ws://localhost:8080?");
+}
+
+#[test]
+fn scenario_names_presets_and_files() {
+    // The preset is built in: its scenario (scalability) is what the flag then conflicts with.
+    refused(
+        &["run", "--scenario", "uws-scalability", "--rate", "10/s"],
+        2,
+        "the scalability scenario sends no messages",
+    );
+    refused(&["run", "--scenario", "c10k", "--arrival", "0s"], 2, "--arrival: must be longer than zero");
+    let message =
+        refused(&["run", "--scenario", "nosuch"], 2, "--scenario nosuch: not a built-in scenario (");
+    assert_eq!(message.matches("No such file or directory").count(), 1, "{message}");
+    assert!(
+        message.contains("uws-throughput") && message.contains("cannot read the file nosuch"),
+        "{message}"
+    );
+}
+
+#[test]
+fn scenario_file_errors_say_where_and_what_was_meant() {
+    let dir = scratch("toml");
+    let file = dir.join("typo.toml");
+    std::fs::write(&file, "duration = \"2s\"\nconections = 5\n").unwrap();
+    refused(
+        &["run", "--scenario", file.to_str().unwrap()],
+        2,
+        &format!(
+            "scenario file {}:2:1: unknown key `conections`: did you mean `connections`?",
+            file.display()
+        ),
+    );
+}
+
+#[test]
+fn a_missing_result_file_names_its_cause_once() {
+    let message = refused(&["report", "/nonexistent.json"], 1, "cannot read /nonexistent.json");
+    assert_eq!(message.matches("No such file or directory").count(), 1, "{message}");
+}
