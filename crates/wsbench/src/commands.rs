@@ -52,8 +52,7 @@ fn run(settings: RunSettings, interrupt: &AtomicBool, color: bool) -> Result<Out
             Ok(Output { text: report::render_text_with(&result, color), code })
         }
         RunReport::Search(search) => {
-            let code = if search.interrupted { exit::INTERRUPTED } else { exit::SUCCESS };
-            Ok(Output { text: report::render_search(&search), code })
+            Ok(Output { text: report::render_search(&search), code: exit::of_search(&search) })
         }
     }
 }
@@ -97,6 +96,8 @@ fn compare_servers(args: CompareArgs, interrupt: &AtomicBool) -> Result<Output, 
         report::write_compare_html(&rows, path)?;
         eprintln!("wrote {}", path.display());
     }
-    let code = if interrupt.load(Ordering::Relaxed) { exit::INTERRUPTED } else { exit::SUCCESS };
-    Ok(Output { text, code })
+    Ok(Output {
+        text,
+        code: exit::of_compare(rows.iter().any(compare::Row::failed), interrupt.load(Ordering::Relaxed)),
+    })
 }

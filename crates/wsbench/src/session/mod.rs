@@ -83,13 +83,17 @@ pub fn measure_once(config: &RunConfig, interrupt: &AtomicBool) -> Result<RunRes
     let session = Session::start(config)?;
     let result = session.measure_once(config, interrupt);
     session.finish();
-    let result = result?;
-    write_outputs(&result, &config.outputs)?;
+    let mut result = result?;
+    write_outputs(&mut result, config)?;
     Ok(result)
 }
 
-/// Writes the result file and the interval log, where asked.
-pub fn write_outputs(result: &RunResult, outputs: &Outputs) -> Result<(), RunError> {
+/// Judges the run's `--threshold`s on its finished result (recorded in
+/// `summary.thresholds`), then writes the result file and the interval log, where asked.
+/// Every run's written result goes through here: a single run's and a merged one.
+pub fn write_outputs(result: &mut RunResult, config: &RunConfig) -> Result<(), RunError> {
+    result.summary.thresholds = crate::thresholds::judge(&config.thresholds, result);
+    let outputs = &config.outputs;
     if let Some(path) = &outputs.json {
         result.write_json(path)?;
     }
@@ -147,7 +151,7 @@ impl Session {
             Err(report) => report,
         };
         let output = output.map_err(RunError::Engine)?;
-        Ok(RunResult::from_outcome(&RunOutcome {
+        let mut result = RunResult::from_outcome(&RunOutcome {
             scenario: config.load.scenario.name().to_owned(),
             target_url: self.target.url.clone(),
             target_builtin: self.builtin.is_some(),
@@ -164,7 +168,9 @@ impl Session {
             server,
             client_workers: output.workers,
             machine: crate::machine::machine_facts(),
-        }))
+        });
+        result.run_id = Some(config.run_id.clone());
+        Ok(result)
     }
 
     /// Stops the built-in server, if this session started one.

@@ -103,7 +103,7 @@ fn run_shards(
     let mut merged = merge(&inputs)?;
     parents_view(&mut merged, config, session, source_addrs.as_deref(), server, start_ms);
     merged.interrupted |= incomplete || interrupt.load(Ordering::Relaxed);
-    super::write_outputs(&merged, &config.outputs)?;
+    super::write_outputs(&mut merged, config)?;
     dir.finish();
     Ok(merged)
 }
@@ -154,6 +154,7 @@ fn parents_view(
     start_ms: u64,
 ) {
     merged.config = serde_json::to_value(config).unwrap_or_default();
+    merged.run_id = Some(config.run_id.clone());
     if let Some(addrs) = source_addrs
         && let Ok(addrs) = crate::config::parse_addr_range(addrs)
     {
@@ -195,6 +196,9 @@ fn shard_settings(
         server_cpus: None,
         server_pid: None,
         no_probe: true,
+        // One run: the shards carry its id, and only the merged result is judged.
+        run_id: Some(config.run_id.clone()),
+        threshold: Vec::new(),
         client_cpus: (!cpus.is_empty()).then(|| crate::affinity::format_cpu_list(&cpus)),
         ..parent.clone()
     }
