@@ -61,8 +61,7 @@ fn render_run(report: RunReport, interrupt: &AtomicBool, color: bool) -> Output 
             Output { text: report::render_text_with(&result, color), code }
         }
         RunReport::Search(search) => {
-            let code = if search.interrupted { exit::INTERRUPTED } else { exit::SUCCESS };
-            Output { text: report::render_search(&search), code }
+            Output { text: report::render_search(&search), code: exit::of_search(&search) }
         }
         RunReport::Unsaved { report, error, fallback } => {
             let kept = match fallback {
@@ -118,6 +117,8 @@ fn compare_servers(args: CompareArgs, interrupt: &AtomicBool) -> Result<Output, 
         report::write_compare_html(&rows, path)?;
         eprintln!("wrote {}", path.display());
     }
-    let code = if interrupt.load(Ordering::Relaxed) { exit::INTERRUPTED } else { exit::SUCCESS };
-    Ok(Output { text, code })
+    Ok(Output {
+        text,
+        code: exit::of_compare(rows.iter().any(compare::Row::failed), interrupt.load(Ordering::Relaxed)),
+    })
 }

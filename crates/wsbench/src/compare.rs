@@ -95,6 +95,16 @@ pub fn compare(
 }
 
 impl Row {
+    /// Whether anything of this server failed: a problem (not installed, failed to start,
+    /// died), or a run that counted errors or failed a `--threshold`.
+    pub fn failed(&self) -> bool {
+        !self.problems.is_empty()
+            || self
+                .runs
+                .iter()
+                .any(|run| !run.summary.errors.is_empty() || crate::thresholds::any_failed(run))
+    }
+
     /// A row for `manifest`, saying so if the server is not installed or cannot run here.
     fn new(manifest: &Manifest) -> Row {
         let mut row =

@@ -45,6 +45,7 @@ impl ExitCode for crate::session::RunError {
 impl ExitCode for CommandError {
     fn exit_code(&self) -> u8 {
         use crate::compare::CompareError;
+        use crate::merge::MergeError;
         use crate::report::ReportError;
         use crate::rtt::RttError;
         match self {
@@ -52,6 +53,13 @@ impl ExitCode for CommandError {
             // Files that cannot be reported together, or not in the format asked for.
             CommandError::Report(ReportError::MixedKinds { .. } | ReportError::NotForKind { .. }) => USAGE,
             CommandError::Rtt(RttError::Config(_)) => USAGE,
+            // Files that are not the shards of one run: given twice, or from different runs.
+            CommandError::Merge(
+                MergeError::SameFile { .. }
+                | MergeError::SameResult { .. }
+                | MergeError::SameShard { .. }
+                | MergeError::DifferentRuns { .. },
+            ) => USAGE,
             CommandError::Run(error) | CommandError::Rtt(RttError::Server(error)) => error.exit_code(),
             _ => FAILED,
         }

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Slo, Statistic};
+use crate::config::Slo;
 use crate::result::{LatencyStats, ResultError, RunResult, write_atomically};
 
 /// Bisection stops when the bracket is narrower than this fraction of the rate that held.
@@ -21,18 +21,6 @@ pub const PRECISION: f64 = 0.05;
 pub const MAX_STEPS: usize = 24;
 /// A step must deliver at least this share of the offered rate.
 pub const DELIVERED_SHARE: f64 = 0.95;
-
-/// The value of `statistic` in `stats`, in µs.
-fn value_of(statistic: Statistic, stats: &LatencyStats) -> f64 {
-    match statistic {
-        Statistic::Mean => stats.mean,
-        Statistic::P50 => stats.p50 as f64,
-        Statistic::P90 => stats.p90 as f64,
-        Statistic::P99 => stats.p99 as f64,
-        Statistic::P999 => stats.p999 as f64,
-        Statistic::Max => stats.max as f64,
-    }
-}
 
 /// What one step measured and whether the objective held.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,7 +40,7 @@ impl Step {
         let summary = &result.summary;
         let mut broken = Vec::new();
         for objective in &slo.objectives {
-            let value = value_of(objective.statistic, &summary.latency_us);
+            let value = crate::thresholds::latency_value(objective.statistic, &summary.latency_us);
             if summary.latency_us.count == 0 || value >= objective.limit_us {
                 broken.push(format!("{:?} {:.2} ms", objective.statistic, value / 1e3).to_lowercase());
             }

@@ -31,4 +31,5 @@ pub mod result;
 pub mod rtt;
 pub mod samples;
 pub mod session;
+pub mod thresholds;
 pub mod units;

@@ -1,6 +1,7 @@
 //! `wsbench fleet` and `wsbench compare` against a fleet made up for the test: a healthy
 //! server, one whose start command fails, and one that dies in the middle of its run. The
-//! healthy rows are measured; the broken ones get a row that says what happened.
+//! healthy rows are measured; the broken ones get a row that says what happened, and the
+//! comparison exits 3 (RUN_FAILURES) when any row failed, 0 when none did.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,11 +30,11 @@ fn fleet_dir(test: &str) -> PathBuf {
     dir
 }
 
-fn wsbench(args: &[&str], dir: &Path) -> (bool, String, String) {
+fn wsbench(args: &[&str], dir: &Path) -> (Option<i32>, String, String) {
     let output =
         Command::new(env!("CARGO_BIN_EXE_wsbench")).args(args).arg("--fleet-dir").arg(dir).output().unwrap();
     (
-        output.status.success(),
+        output.status.code(),
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
@@ -42,8 +43,8 @@ fn wsbench(args: &[&str], dir: &Path) -> (bool, String, String) {
 #[test]
 fn fleet_list_shows_each_server_and_whether_it_is_installed() {
     let dir = fleet_dir("list");
-    let (ok, stdout, stderr) = wsbench(&["fleet", "list"], &dir);
-    assert!(ok, "{stderr}");
+    let (code, stdout, stderr) = wsbench(&["fleet", "list"], &dir);
+    assert_eq!(code, Some(0), "{stderr}");
     for name in ["builtin", "healthy", "never-starts", "dies-early"] {
         let line = stdout
             .lines()
@@ -59,7 +60,7 @@ fn fleet_list_shows_each_server_and_whether_it_is_installed() {
 fn broken_servers_get_a_row_that_says_so_and_the_others_are_measured() {
     let dir = fleet_dir("broken");
     let out = dir.join("results");
-    let (ok, stdout, stderr) = wsbench(
+    let (code, stdout, stderr) = wsbench(
         &[
             "compare",
             "--servers",
@@ -78,7 +79,8 @@ fn broken_servers_get_a_row_that_says_so_and_the_others_are_measured() {
         ],
         &dir,
     );
-    assert!(ok, "{stdout}\n{stderr}");
+    // The table is printed, and the exit status says that some servers failed.
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
     let row = |name: &str| {
         stdout
             .lines()
@@ -108,10 +110,25 @@ fn broken_servers_get_a_row_that_says_so_and_the_others_are_measured() {
 }
 
 #[test]
+fn a_comparison_where_nothing_failed_exits_0_and_a_missing_server_alone_exits_3() {
+    let dir = fleet_dir("clean");
+    let args = ["compare", "--connections", "5", "--warmup", "0s", "--duration", "1s", "--servers"];
+    let (code, stdout, stderr) = wsbench(&[&args[..], &["healthy"]].concat(), &dir);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.lines().any(|l| l.starts_with("healthy") && l.contains("5/5")), "{stdout}");
+    let (code, stdout, stderr) = wsbench(&[&args[..], &["not-installed"]].concat(), &dir);
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("not-installed") && l.contains("not installed")),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn unknown_server_names_the_known_ones() {
     let dir = fleet_dir("unknown");
-    let (ok, _, stderr) = wsbench(&["compare", "--servers", "nginx-9000"], &dir);
-    assert!(!ok);
+    let (code, _, stderr) = wsbench(&["compare", "--servers", "nginx-9000"], &dir);
+    assert_ne!(code, Some(0));
     assert!(stderr.contains("unknown server `nginx-9000`") && stderr.contains("healthy"), "{stderr}");
 }
 

@@ -56,6 +56,28 @@ fn written_result_files_validate_against_the_schema() {
 }
 
 #[test]
+fn run_id_and_judged_thresholds_validate_and_a_bad_threshold_entry_does_not() {
+    let mut result = RunResult::from_outcome(&fixture::closed_loop());
+    result.run_id = Some("18f-2a".into());
+    result.summary.thresholds = vec![
+        wsbench::result::ThresholdOutcome { expression: "p99<10ms".into(), value: Some(900.0), passed: true },
+        wsbench::result::ThresholdOutcome { expression: "p99<1us".into(), value: None, passed: false },
+    ];
+    let mut json = written("thresholds.json", &result);
+    assert_eq!(json["summary"]["thresholds"][1]["value"], Value::Null);
+    assert_eq!(json["run_id"], "18f-2a");
+    assert!(errors(&json).is_empty(), "{:?}", errors(&json));
+    json["summary"]["thresholds"][0].as_object_mut().unwrap().remove("passed");
+    assert!(errors(&json).iter().any(|e| e.contains("passed")), "{:?}", errors(&json));
+    // Files without either (older wsbench, or no --threshold) still read back.
+    let mut old = written("old.json", &RunResult::from_outcome(&fixture::closed_loop()));
+    assert!(old.get("run_id").is_none() && old["summary"].get("thresholds").is_none());
+    old["summary"]["thresholds"] = serde_json::json!([]);
+    let back = RunResult::from_json_bytes(Path::new("old.json"), old.to_string().as_bytes()).unwrap();
+    assert!(back.run_id.is_none() && back.summary.thresholds.is_empty());
+}
+
+#[test]
 fn missing_echoes_per_sec_fails_validation() {
     let mut json = written("no-eps.json", &RunResult::from_outcome(&fixture::closed_loop()));
     json["summary"].as_object_mut().unwrap().remove("echoes_per_sec");

@@ -43,18 +43,9 @@ fn latency_count(result: &RunResult) -> u64 {
     result.metrics().unwrap().latency.len()
 }
 
-/// Every validation error of `path` against `schema/result.schema.json`.
-fn schema_errors(path: &Path) -> Vec<String> {
-    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/result.schema.json");
-    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
-    let instance: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    validator.iter_errors(&instance).map(|e| format!("{}: {e}", e.instance_path)).collect()
-}
-
 /// A merged result is a result like any other: it validates and renders in every format.
 fn assert_is_a_good_result_file(path: &Path) {
-    let errors = schema_errors(path);
+    let errors = support::result_schema_errors(path);
     assert!(errors.is_empty(), "{} does not validate:\n{}", path.display(), errors.join("\n"));
     for format in ReportFormat::value_variants() {
         let name = format.to_possible_value().unwrap().get_name().to_owned();
@@ -119,6 +110,8 @@ fn merge_of_shards_equals_the_sum() {
     assert_eq!(merged.server.pids, [server.pid()]);
     assert_eq!(merged.shards.len(), 2);
     assert_eq!(merged.shards[1].shard.as_deref(), Some("1/2"));
+    // Started together by hand (`--start-at`), the shards share one run id, and so does the merge.
+    assert!(a.run_id.is_some() && a.run_id == b.run_id && merged.run_id == a.run_id, "{:?}", a.run_id);
     assert_is_a_good_result_file(&merged_path);
     std::fs::remove_dir_all(&dir).unwrap();
 }

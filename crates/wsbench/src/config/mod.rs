@@ -4,8 +4,8 @@
 //! default applied and every value checked, or a one-line [`ConfigError`] (`error.rs`)
 //! naming the setting and what to do. A `RunConfig` is the load itself ([`LoadSpec`], all
 //! the engine reads), plus where it runs ([`Placement`]), how the server is found
-//! ([`Sampling`]), where results go ([`Outputs`]) and whether it is one run or a search
-//! ([`Mode`]). Defaults live here as `pub const`; the CLI shows them.
+//! ([`Sampling`]), where results go ([`Outputs`]), whether it is one run or a search
+//! ([`Mode`]), the `--threshold`s its result is judged by ([`Threshold`]) and its run id. Defaults live here as `pub const`; the CLI shows them.
 
 mod error;
 mod outputs;
@@ -14,6 +14,7 @@ mod settings;
 mod slo;
 mod suggest;
 mod target;
+mod threshold;
 mod validate;
 
 use std::net::IpAddr;
@@ -29,6 +30,7 @@ pub use outputs::{check_output_file, check_output_folder};
 pub use settings::RunSettings;
 pub use slo::{Objective, Slo, Statistic};
 pub use target::Target;
+pub use threshold::{Comparison, Metric, Threshold};
 
 pub const DEFAULT_CONNECTIONS: u64 = 1000;
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -210,6 +212,14 @@ pub struct RunConfig {
     pub sampling: Sampling,
     #[serde(flatten)]
     pub outputs: Outputs,
+    /// `--threshold`: judged on the finished result (recorded in `summary.thresholds`,
+    /// not in `config`).
+    #[serde(skip)]
+    pub thresholds: Vec<Threshold>,
+    /// The id every result of this run carries (`run_id`, not in `config`): shards of one
+    /// run share it, and `wsbench merge` refuses results of different runs.
+    #[serde(skip)]
+    pub run_id: String,
 }
 
 /// The load itself, and all the engine reads of a configuration: how many connections, how

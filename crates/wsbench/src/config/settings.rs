@@ -53,6 +53,11 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slo: Option<String>,
+    /// Pass/fail criterion judged on the result, e.g. 'p99<10ms', 'errors==0',
+    /// 'echoes_per_sec>5000' (repeatable); any failed one exits 99.
+    #[arg(long = "threshold", value_name = "EXPR")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threshold: Vec<String>,
     /// Run the I-th of N equal parts of the scenario (0-based), e.g. 2/5.
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -61,6 +66,11 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_at: Option<u64>,
+    /// The id of the run this result belongs to (default: a new one; shards started by hand
+    /// on several machines give them all the same id so `wsbench merge` knows them).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// Connection rate while ramping up, e.g. 75/s (default: as fast as possible).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -247,7 +257,9 @@ mod tests {
             max_send_lag: some("5ms"),
             find_max_rate: true,
             slo: some("p99<10ms,p999<50ms"),
+            threshold: vec!["p99<10ms".into(), "errors==0".into()],
             shard: some("1/3"),
+            run_id: some("r-1"),
             start_at: Some(1_700_000_000_000),
             ramp: some("75/s"),
             duration: some("2s"),

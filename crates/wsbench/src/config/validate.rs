@@ -12,7 +12,7 @@ use super::{
     DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_FRAMES_PER_SEND, DEFAULT_HOLD, DEFAULT_IN_FLIGHT,
     DEFAULT_MAX_SEND_LAG, DEFAULT_THROUGHPUT_PAYLOAD, DEFAULT_WARMUP, LoadSpec, MessageKind, Mode, Outputs,
-    Payload, Placement, RunConfig, Sampling, Scenario, Shard, parse_addr_range,
+    Payload, Placement, RunConfig, Sampling, Scenario, Shard, Threshold, parse_addr_range,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_duration, parse_rate};
@@ -28,6 +28,7 @@ impl RunSettings {
         let open_loop = scenario == Scenario::C10k || self.rate.is_some() || self.interval.is_some();
         let in_flight = self.in_flight(scenario, frames_per_send, open_loop)?;
         let mode = self.mode(scenario)?;
+        let thresholds = self.thresholds(&mode)?;
         let shard = self.shard.as_deref().map(|text| Shard::parse(text, connections)).transpose()?;
         let placement = self.placement(connections, target.is_some(), shard.is_some(), &mode)?;
         let (default_duration, default_warmup) = match scenario {
@@ -62,6 +63,8 @@ impl RunSettings {
             placement,
             sampling: Sampling { server_pid: self.server_pid, no_probe: self.no_probe },
             outputs: self.outputs()?,
+            thresholds,
+            run_id: self.run_id()?,
         })
     }
 
@@ -73,6 +76,35 @@ impl RunSettings {
             }
         }
         Ok(Outputs { json: self.json.clone(), hlog: self.hlog.clone() })
+    }
+
+    fn thresholds(&self, mode: &Mode) -> Result<Vec<Threshold>, ConfigError> {
+        if matches!(mode, Mode::FindMaxRate(_)) && !self.threshold.is_empty() {
+            return Err(invalid(
+                "threshold",
+                "does not combine with --find-max-rate (its --slo judges every step)",
+            ));
+        }
+        self.threshold.iter().map(|text| text.parse()).collect()
+    }
+
+    /// `--run-id`, checked; else shards started together by hand (`--shard` with
+    /// `--start-at`) share one derived from their start; else a new one.
+    fn run_id(&self) -> Result<String, ConfigError> {
+        match (&self.run_id, &self.shard, self.start_at) {
+            (Some(id), _, _) => {
+                let fits = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
+                if id.is_empty() || id.len() > 64 || !id.chars().all(fits) {
+                    return Err(invalid(
+                        "run-id",
+                        format!("`{id}`: use 1 to 64 letters, digits, `.`, `_` or `-`"),
+                    ));
+                }
+                Ok(id.clone())
+            }
+            (None, Some(_), Some(start_at)) => Ok(format!("start-{start_at}")),
+            (None, _, _) => Ok(new_run_id()),
+        }
     }
 
     fn connections(&self) -> Result<u64, ConfigError> {
@@ -299,4 +331,11 @@ fn bounded(
         return Err(invalid(setting, "must be at most 7 days (168h)"));
     }
     Ok(given)
+}
+
+/// A run id unique enough across runs and machines: the time in nanoseconds and the pid.
+fn new_run_id() -> String {
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("{nanos:x}-{:x}", std::process::id())
 }

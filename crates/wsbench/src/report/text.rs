@@ -29,6 +29,7 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
     headline(&mut out, result, paint);
     latency_table(&mut out, result);
     traffic(&mut out, result, paint);
+    thresholds(&mut out, result, paint);
     server(&mut out, result);
     shards(&mut out, result, paint);
     littles_law(&mut out, result);
@@ -152,6 +153,22 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
         group(messages.unanswered)
     );
     line(out, "messages:", &text);
+}
+
+/// One line per `--threshold`: passed or FAILED, and the value measured for it.
+fn thresholds(out: &mut String, result: &RunResult, paint: Paint) {
+    for (n, judged) in result.summary.thresholds.iter().enumerate() {
+        let label = if n == 0 { "thresholds:" } else { "" };
+        let metric = judged.expression.parse::<crate::config::Threshold>().map(|t| t.metric);
+        let value = match (judged.value, metric) {
+            (None, _) => "nothing measured".to_owned(),
+            (Some(n), Ok(crate::config::Metric::Errors)) => group(n as u64),
+            (Some(n), Ok(crate::config::Metric::RoundTripsPerSec)) => format!("{}/s", rate(n)),
+            (Some(us), _) => micros(us),
+        };
+        let verdict = if judged.passed { "✓ passed".to_owned() } else { paint.paint(RED, "✗ FAILED") };
+        line(out, label, &format!("{verdict}  {}  (measured {value})", judged.expression));
+    }
 }
 
 /// The server's memory and CPU, or why it was not probed.
@@ -338,6 +355,20 @@ mod tests {
                 .replace("\x1b[0m", ""),
             { report(fixture::open_loop_troubled(), false) }
         );
+    }
+
+    #[test]
+    fn thresholds_show_one_line_each_with_the_value_measured() {
+        let mut result = RunResult::from_outcome(&fixture::closed_loop());
+        result.summary.latency_us.p99 = 1_500;
+        let thresholds: Vec<crate::config::Threshold> =
+            ["p99<1ms", "errors==0", "echoes_per_sec>1"].iter().map(|t| t.parse().unwrap()).collect();
+        result.summary.thresholds = crate::thresholds::judge(&thresholds, &result);
+        let text = render_text(&result);
+        assert!(text.contains("thresholds:   ✗ FAILED  p99<1ms  (measured 1.50 ms)\n"), "{text}");
+        assert!(text.contains("\n              ✓ passed  errors==0  (measured 0)\n"), "{text}");
+        assert!(text.contains("✓ passed  echoes_per_sec>1  (measured "), "{text}");
+        assert!(!report(fixture::closed_loop(), false).contains("thresholds:"));
     }
 
     #[test]

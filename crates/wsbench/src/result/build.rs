@@ -195,6 +195,7 @@ impl Summary {
                 echoes_per_sec,
                 latency_us.mean,
             ),
+            thresholds: Vec::new(),
         }
     }
 }
@@ -234,6 +235,7 @@ impl RunResult {
         RunResult {
             schema_version: SCHEMA_VERSION,
             wsbench_version: env!("CARGO_PKG_VERSION").to_owned(),
+            run_id: None,
             scenario: outcome.scenario.clone(),
             target: Target { url: outcome.target_url.clone(), builtin: outcome.target_builtin },
             config: outcome.config.clone(),

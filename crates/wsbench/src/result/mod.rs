@@ -59,6 +59,10 @@ pub struct RunResult {
     pub schema_version: u32,
     /// The wsbench that wrote the file.
     pub wsbench_version: String,
+    /// The run this result belongs to: the shards of one run share it. Absent from files
+    /// of older wsbench versions (unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     pub scenario: String,
     pub target: Target,
     /// The full validated configuration the engine ran with.
@@ -150,6 +154,20 @@ pub struct Summary {
     pub latency_distribution: Distribution,
     #[serde(default)]
     pub connect_distribution: Distribution,
+    /// `--threshold`: each one judged on this result. Absent when none was given, and
+    /// from shards (their merged result is judged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<ThresholdOutcome>,
+}
+
+/// One `--threshold` judged: what the user wrote, the value measured for it (µs for
+/// times, a count for `errors`, per second for rates; null when no time was measured, which
+/// fails the threshold) and whether it held.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdOutcome {
+    pub expression: String,
+    pub value: Option<f64>,
+    pub passed: bool,
 }
 
 /// Percentiles of a histogram in microseconds; all zero when it is empty.

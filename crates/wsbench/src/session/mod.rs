@@ -93,20 +93,20 @@ pub fn run(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunReport, 
         let written = config.outputs.json.as_deref().map_or(Ok(()), |path| Ok(report.write_json(path)?));
         return Ok(keep(report, written));
     }
-    let result = if config.placement.processes > 1 {
+    let mut result = if config.placement.processes > 1 {
         shards::run(settings, &config, interrupt)?
     } else {
         measure(&config, interrupt)?
     };
-    let written = write_outputs(&result, &config.outputs);
+    let written = write_outputs(&mut result, &config);
     Ok(keep(RunReport::Once(Box::new(result)), written))
 }
 
 /// One measured run of `config`, from start to written result: its own session (the
 /// built-in server started and stopped), one measurement, its output files.
 pub fn measure_once(config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
-    let result = measure(config, interrupt)?;
-    write_outputs(&result, &config.outputs)?;
+    let mut result = measure(config, interrupt)?;
+    write_outputs(&mut result, config)?;
     Ok(result)
 }
 
@@ -130,8 +130,12 @@ fn keep(report: RunReport, written: Result<(), RunError>) -> RunReport {
     RunReport::Unsaved { report: Box::new(report), error, fallback }
 }
 
-/// Writes the result file and the interval log, where asked.
-pub fn write_outputs(result: &RunResult, outputs: &Outputs) -> Result<(), RunError> {
+/// Judges the run's `--threshold`s on its finished result (recorded in
+/// `summary.thresholds`), then writes the result file and the interval log, where asked.
+/// Every run's written result goes through here: a single run's and a merged one.
+pub fn write_outputs(result: &mut RunResult, config: &RunConfig) -> Result<(), RunError> {
+    result.summary.thresholds = crate::thresholds::judge(&config.thresholds, result);
+    let outputs = &config.outputs;
     if let Some(path) = &outputs.json {
         result.write_json(path)?;
     }
@@ -190,7 +194,7 @@ impl Session {
             Err(report) => report,
         };
         let output = output.map_err(RunError::Engine)?;
-        Ok(RunResult::from_outcome(&RunOutcome {
+        let mut result = RunResult::from_outcome(&RunOutcome {
             scenario: config.load.scenario.name().to_owned(),
             target_url: self.target.url.clone(),
             target_builtin: self.builtin.is_some(),
@@ -207,7 +211,9 @@ impl Session {
             server,
             client_workers: output.workers,
             machine: crate::machine::machine_facts(),
-        }))
+        });
+        result.run_id = Some(config.run_id.clone());
+        Ok(result)
     }
 
     /// Stops the built-in server, if this session started one.
@@ -291,9 +297,10 @@ mod tests {
 
     #[test]
     fn a_report_that_cannot_be_written_goes_to_a_fallback_file() {
-        let result = RunResult::from_outcome(&fixture::closed_loop());
-        let missing = Outputs { json: Some("/nonexistent-wsbench/r.json".into()), hlog: None };
-        let written = write_outputs(&result, &missing);
+        let mut result = RunResult::from_outcome(&fixture::closed_loop());
+        let mut config = RunSettings::default().validate().unwrap();
+        config.outputs = Outputs { json: Some("/nonexistent-wsbench/r.json".into()), hlog: None };
+        let written = write_outputs(&mut result, &config);
         let RunReport::Unsaved { report, error, fallback } = keep(RunReport::Once(Box::new(result)), written)
         else {
             panic!("a failed write must keep the report");

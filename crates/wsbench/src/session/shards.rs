@@ -153,6 +153,7 @@ fn parents_view(
     start_ms: u64,
 ) {
     merged.config = serde_json::to_value(config).unwrap_or_default();
+    merged.run_id = Some(config.run_id.clone());
     if let Some(addrs) = source_addrs
         && let Ok(addrs) = crate::config::parse_addr_range(addrs)
     {
@@ -194,6 +195,9 @@ fn shard_settings(
         server_cpus: None,
         server_pid: None,
         no_probe: true,
+        // One run: the shards carry its id, and only the merged result is judged.
+        run_id: Some(config.run_id.clone()),
+        threshold: Vec::new(),
         client_cpus: (!cpus.is_empty()).then(|| crate::affinity::format_cpu_list(&cpus)),
         ..parent.clone()
     }

@@ -188,3 +188,21 @@ pub fn peer_missing(message: &str) {
     }
     eprintln!("skipping: {message}");
 }
+
+/// A fresh, empty scratch directory for `test` (removed first if a previous run left it).
+pub fn fresh_dir(test: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("wsbench-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Every validation error of the result file at `path` against `schema/result.schema.json`.
+pub fn result_schema_errors(path: &std::path::Path) -> Vec<String> {
+    let schema_path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/result.schema.json");
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
+    let instance: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    validator.iter_errors(&instance).map(|e| format!("{}: {e}", e.instance_path)).collect()
+}

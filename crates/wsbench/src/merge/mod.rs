@@ -20,7 +20,12 @@
 //! - `interrupted` if any shard was interrupted.
 //!
 //! Shards of different scenarios do not merge: their `config` objects must agree on every
-//! key but the ones that legitimately differ between shards ([`SHARD_KEYS`]).
+//! key but the ones that legitimately differ between shards ([`SHARD_KEYS`]). Nor do
+//! mistakes that would count a shard twice or mix runs ([`check_one_run`]): the same file
+//! given twice (by any path), the same result twice (the same shard started at the same
+//! instant, e.g. a copy), two results of the same shard `I/N`, or results of different runs
+//! (`run_id`). Files written before wsbench recorded run ids merge with each other, but not
+//! with files that have one.
 
 use std::path::{Path, PathBuf};
 
@@ -46,6 +51,20 @@ pub enum MergeError {
          {first} but {other_value} in {other})"
     )]
     DifferentScenarios { key: String, first: String, first_value: String, other: String, other_value: String },
+    #[error("cannot merge {first} and {other}: they are the same file; give each shard's result once")]
+    SameFile { first: String, other: String },
+    #[error(
+        "cannot merge {first} and {other}: they are the same result (shard {shard}, started at \
+         {started_at_unix_ms} ms); give each shard's result once"
+    )]
+    SameResult { first: String, other: String, shard: String, started_at_unix_ms: u64 },
+    #[error("cannot merge {first} and {other}: both are shard {shard} of the run; give each shard once")]
+    SameShard { first: String, other: String, shard: String },
+    #[error(
+        "cannot merge {first} and {other}: they are results of different runs (run id {first_id} \
+         and {other_id}); merge the shards of one run (started by hand: give them one --run-id)"
+    )]
+    DifferentRuns { first: String, other: String, first_id: String, other_id: String },
 }
 
 /// One result to merge, with the name it is reported under (its file).
@@ -59,6 +78,7 @@ pub struct ShardInput {
 
 /// Reads and merges result files; errors name the file at fault.
 pub fn merge_files(paths: &[PathBuf]) -> Result<RunResult, MergeError> {
+    check_distinct_files(paths)?;
     let inputs = paths
         .iter()
         .map(|path| {
@@ -87,6 +107,11 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
     let first = inputs.first().ok_or(MergeError::Empty)?;
     for other in &inputs[1..] {
         check_same_scenario(first, other)?;
+    }
+    for (n, input) in inputs.iter().enumerate() {
+        for other in &inputs[n + 1..] {
+            check_one_run(input, other)?;
+        }
     }
     let start_ms = inputs.iter().map(|i| i.result.started_at_unix_ms).min().unwrap_or(0);
     let Sums {
@@ -140,6 +165,7 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         machine: first.result.machine.clone(),
     };
     let mut merged = RunResult::from_outcome(&outcome);
+    merged.run_id.clone_from(&first.result.run_id);
     merged.summary.echoes_per_sec = echoes_per_sec;
     merged.summary.littles_law =
         LittlesLaw::new(connections, in_flight, echoes_per_sec, merged.summary.latency_us.mean);
@@ -248,6 +274,51 @@ pub(crate) fn server_report(server: &ServerSummary, offset_ms: u64) -> ServerRep
     }
 }
 
+/// Refuses a file given twice, under any name (`a.json`, `./a.json`, a link to it). Files
+/// that cannot be resolved are left to the reading that follows, which names them.
+fn check_distinct_files(paths: &[PathBuf]) -> Result<(), MergeError> {
+    let resolved: Vec<Option<PathBuf>> = paths.iter().map(|p| std::fs::canonicalize(p).ok()).collect();
+    for (n, path) in resolved.iter().enumerate() {
+        let Some(path) = path else { continue };
+        if let Some(m) = resolved[n + 1..].iter().position(|other| other.as_ref() == Some(path)) {
+            return Err(MergeError::SameFile {
+                first: paths[n].display().to_string(),
+                other: paths[n + 1 + m].display().to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Refuses two results that cannot both be shards of one run: the same result twice (the
+/// same shard, or both unsharded, started at the same instant), the same shard twice, or
+/// results of different runs. A result without a run id (an older wsbench) only merges
+/// with others without one.
+fn check_one_run(first: &ShardInput, other: &ShardInput) -> Result<(), MergeError> {
+    let (a, b) = (&first.result, &other.result);
+    let names = || (first.name.clone(), other.name.clone());
+    let shard = shard_of(a).map_or("none".to_owned(), |(index, count)| format!("{index}/{count}"));
+    if shard_of(a) == shard_of(b) && a.started_at_unix_ms == b.started_at_unix_ms {
+        let (first, other) = names();
+        return Err(MergeError::SameResult { first, other, shard, started_at_unix_ms: a.started_at_unix_ms });
+    }
+    if shard_of(a).is_some() && shard_of(a) == shard_of(b) {
+        let (first, other) = names();
+        return Err(MergeError::SameShard { first, other, shard });
+    }
+    if a.run_id != b.run_id {
+        let id = |id: &Option<String>| id.clone().unwrap_or_else(|| "unknown (an older wsbench)".to_owned());
+        let (first, other) = names();
+        return Err(MergeError::DifferentRuns {
+            first,
+            other,
+            first_id: id(&a.run_id),
+            other_id: id(&b.run_id),
+        });
+    }
+    Ok(())
+}
+
 /// Refuses shards whose configurations differ in anything but [`SHARD_KEYS`].
 fn check_same_scenario(first: &ShardInput, other: &ShardInput) -> Result<(), MergeError> {
     let differ = |key: &str, a: Option<&serde_json::Value>, b: Option<&serde_json::Value>| {
@@ -295,214 +366,4 @@ fn check_same_scenario(first: &ShardInput, other: &ShardInput) -> Result<(), Mer
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::metrics::{Counters, new_histogram, record_us};
-    use crate::result::fixture;
-    use crate::samples::ServerSample;
-
-    /// Shard `index` of `count` of one closed-loop run: every shard records its own slice of
-    /// one deterministic stream of samples, so the whole is known exactly.
-    fn shard(index: u64, count: u64, all: &mut Metrics) -> ShardInput {
-        let mut rng = fixture::Rng::new(7);
-        let mut metrics = Metrics::default();
-        for n in 0..60_000u64 {
-            let value = rng.latency_us(2_000);
-            let connect = rng.latency_us(900);
-            if n % count == index {
-                record_us(&mut metrics.latency, value);
-                record_us(&mut metrics.latency_uncorrected, value);
-                record_us(&mut metrics.connect, connect);
-                let second = n % 5;
-                let interval = metrics.interval(second);
-                interval.echoes += 1;
-                record_us(&mut interval.latency, value);
-            }
-            if index == 0 {
-                record_us(&mut all.latency, value);
-                record_us(&mut all.connect, connect);
-            }
-        }
-        metrics.counters = Counters {
-            connections_attempted: 100 + index,
-            connections_established: 90 + index,
-            connect_timeouts: 10,
-            messages_sent: 1_000 * (index + 1),
-            messages_received: 999 * (index + 1),
-            bytes_sent: 38_000 * (index + 1),
-            ..Counters::default()
-        };
-        metrics.counters.closed_by_server.insert(1001, index + 1);
-        let mut outcome = fixture::closed_loop();
-        outcome.metrics = metrics;
-        outcome.measured_echoes = 10_000 * (index + 1);
-        outcome.measured_secs = 10.0;
-        outcome.connections = 90 + index;
-        outcome.started_at_unix_ms += index * 30; // started together, give or take
-        outcome.client_workers.truncate(1);
-        if let Some(config) = outcome.config.as_object_mut() {
-            config.insert("shard".into(), serde_json::json!({ "index": index, "count": count }));
-            config.insert("json".into(), serde_json::json!(format!("shard-{index}.json")));
-        }
-        ShardInput {
-            name: format!("shard-{index}.json"),
-            result: RunResult::from_outcome(&outcome),
-            died: None,
-        }
-    }
-
-    fn shards(count: u64) -> (Vec<ShardInput>, Metrics) {
-        let mut all = Metrics::default();
-        let inputs = (0..count).map(|i| shard(i, count, &mut all)).collect();
-        (inputs, all)
-    }
-
-    #[test]
-    fn counters_are_sums_and_histograms_equal_one_fed_all_samples() {
-        let (inputs, all) = shards(3);
-        let merged = merge(&inputs).unwrap();
-        let mut sum = Counters::default();
-        for input in &inputs {
-            sum += &input.result.counters;
-        }
-        assert_eq!(merged.counters, sum);
-        assert_eq!(merged.summary.connections.attempted, 303);
-        assert_eq!(merged.summary.connections.established, 273);
-        assert_eq!(merged.summary.errors.get("closed_1001"), Some(&6));
-        let decoded = merged.metrics().unwrap();
-        for (name, got, want) in
-            [("latency", &decoded.latency, &all.latency), ("connect", &decoded.connect, &all.connect)]
-        {
-            assert_eq!(got.len(), want.len(), "{name}");
-            assert_eq!(got.len(), 60_000, "{name}");
-            for q in [0.0, 0.5, 0.75, 0.9, 0.99, 0.999, 0.9999, 1.0] {
-                assert_eq!(got.value_at_quantile(q), want.value_at_quantile(q), "{name} q{q}");
-            }
-            assert_eq!((got.min(), got.max(), got.mean()), (want.min(), want.max(), want.mean()), "{name}");
-        }
-        assert_eq!(merged.summary.latency_us.count, 60_000);
-        // The shards ran side by side: their rates add up.
-        assert_eq!(merged.summary.measured_echoes, 60_000);
-        assert_eq!(merged.summary.echoes_per_sec, 1_000.0 + 2_000.0 + 3_000.0);
-        assert_eq!(merged.summary.littles_law.connections, 273);
-        assert_eq!(merged.measured_s, 10.0);
-        assert_eq!(merged.timeline.iter().map(|p| p.echoes).sum::<u64>(), 60_000);
-        assert_eq!(merged.shards.len(), 3);
-        assert_eq!(merged.shards[2].shard.as_deref(), Some("2/3"));
-        assert_eq!(merged.config["shard"], serde_json::Value::Null);
-        assert_eq!(
-            merged.client.workers.iter().map(|w| w.name.as_str()).collect::<Vec<_>>(),
-            ["shard0/w0", "shard1/w0", "shard2/w0"]
-        );
-        assert!(!merged.interrupted);
-    }
-
-    #[test]
-    fn a_merged_result_reads_back_and_merges_again() {
-        let (inputs, _) = shards(2);
-        let merged = merge(&inputs).unwrap();
-        let json = serde_json::to_vec(&merged).unwrap();
-        let back = RunResult::from_json_bytes(Path::new("merged.json"), &json).unwrap();
-        assert_eq!(back, merged);
-        assert_eq!(back.metrics().unwrap().latency.len(), 60_000);
-    }
-
-    #[test]
-    fn timelines_align_on_wall_clock_seconds() {
-        let (mut inputs, _) = shards(2);
-        inputs[1].result.started_at_unix_ms = inputs[0].result.started_at_unix_ms + 2_000;
-        let merged = merge(&inputs).unwrap();
-        let own = |i: usize| inputs[i].result.timeline.iter().map(|p| p.echoes).collect::<Vec<_>>();
-        let (a, b) = (own(0), own(1));
-        let got: Vec<u64> = merged.timeline.iter().map(|p| p.echoes).collect();
-        assert_eq!(got.len(), 7);
-        assert_eq!(got[..2], a[..2]);
-        assert_eq!(got[2], a[2] + b[0]);
-        assert_eq!(got[5..], b[3..]);
-        assert_eq!(merged.started_at_unix_ms, inputs[0].result.started_at_unix_ms);
-        assert_eq!(merged.elapsed_s, 2.0 + inputs[1].result.elapsed_s);
-    }
-
-    #[test]
-    fn one_server_is_kept_once_different_servers_per_shard() {
-        let (mut inputs, _) = shards(2);
-        inputs[1].result.server.samples.push(ServerSample {
-            t_ms: 35_250,
-            rss_bytes: 60 << 20,
-            cpu_seconds: 30.0,
-            threads: 3,
-            fds: 1_008,
-        });
-        let merged = merge(&inputs).unwrap();
-        assert_eq!(merged.server.samples.len(), inputs[1].result.server.samples.len());
-        assert_eq!(merged.server.found_by.as_deref(), Some("spawned"));
-        // Shifted onto the merged clock (shard 1 started 30 ms later).
-        assert_eq!(merged.server.samples[1].t_ms, inputs[1].result.server.samples[1].t_ms + 30);
-        let established = merged.summary.connections.established;
-        let growth = merged.server.rss_peak_bytes.unwrap() - merged.server.rss_baseline_bytes.unwrap();
-        assert_eq!(
-            merged.server.connections_per_mb,
-            Some(established as f64 / (growth as f64 / 1_048_576.0))
-        );
-
-        inputs[1].result.server.pids = vec![99];
-        let merged = merge(&inputs).unwrap();
-        assert_eq!(merged.server.pids, inputs[0].result.server.pids);
-        assert_eq!(merged.server.connections_per_mb, inputs[0].result.server.connections_per_mb);
-        let found_by = merged.server.found_by.unwrap();
-        assert!(found_by.starts_with("spawned; shard shard-0.json only"), "{found_by}");
-        assert_eq!(merged.shards[1].server.pids, [99]);
-    }
-
-    #[test]
-    fn interrupted_if_any_shard_was() {
-        let (mut inputs, _) = shards(2);
-        inputs[1].result.interrupted = true;
-        inputs[1].died = Some("exit status 3".into());
-        let merged = merge(&inputs).unwrap();
-        assert!(merged.interrupted);
-        assert_eq!(merged.shards[1].died.as_deref(), Some("exit status 3"));
-    }
-
-    #[test]
-    fn different_scenarios_are_refused_naming_the_key_and_files() {
-        let (mut inputs, _) = shards(2);
-        inputs[1].result.config["connections"] = serde_json::json!(2_000);
-        let message = merge(&inputs).unwrap_err().to_string();
-        assert_eq!(
-            message,
-            "cannot merge shard-0.json and shard-1.json: they ran different scenarios (`connections` is \
-             1000 in shard-0.json but 2000 in shard-1.json)"
-        );
-        assert!(!message.contains('\n'));
-        let (mut inputs, _) = shards(2);
-        inputs[1].result.config.as_object_mut().unwrap().insert("ramp_per_sec".into(), 75.0.into());
-        let message = merge(&inputs).unwrap_err().to_string();
-        assert!(
-            message.contains("`ramp_per_sec` is absent in shard-0.json but 75.0 in shard-1.json"),
-            "{message}"
-        );
-        // What legitimately differs between shards does not stop the merge.
-        let (mut inputs, _) = shards(2);
-        for key in SHARD_KEYS {
-            inputs[1].result.config[*key] = serde_json::json!("elsewhere");
-        }
-        merge(&inputs).unwrap();
-        assert!(matches!(merge(&[]), Err(MergeError::Empty)));
-    }
-
-    #[test]
-    fn empty_shards_merge_to_empty_histograms() {
-        let mut outcome = fixture::nothing_answered();
-        outcome.metrics.latency = new_histogram();
-        let input = |name: &str| ShardInput {
-            name: name.into(),
-            result: RunResult::from_outcome(&outcome),
-            died: None,
-        };
-        let merged = merge(&[input("a"), input("b")]).unwrap();
-        assert_eq!(merged.summary.connections.attempted, 20);
-        assert_eq!(merged.summary.latency_us.count, 0);
-        assert_eq!(merged.summary.echoes_per_sec, 0.0);
-    }
-}
+mod tests;

@@ -1,0 +1,164 @@
+//! Pass/fail criteria for CI, as k6 users write them (`--threshold 'p99<10ms'`,
+//! `errors==0`, `echoes_per_sec>5000`): which figure of the result, which comparison, which
+//! bound. Parsed and checked here with the rest of the configuration, so a typo is a usage
+//! error before anything starts; judged on the finished result by `crate::thresholds`.
+//! Latency names and limits are read exactly as `--slo` reads them (`slo.rs`).
+
+use super::error::{ConfigError, invalid};
+use super::slo::{Statistic, latency_limit_us};
+
+/// Which figure of a result a threshold bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// Round-trip latency (`summary.latency_us`), in µs.
+    Latency(Statistic),
+    /// Connect time (`summary.connect_us`), in µs.
+    Connect(Statistic),
+    /// The total of `summary.errors`.
+    Errors,
+    /// Measured round trips per second (`summary.echoes_per_sec`).
+    RoundTripsPerSec,
+}
+
+/// How the measured value is compared with the bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    Less,
+    LessOrEqual,
+    Greater,
+    GreaterOrEqual,
+    Equal,
+}
+
+impl Comparison {
+    /// Whether `value` compared with `bound` holds.
+    pub fn holds(self, value: f64, bound: f64) -> bool {
+        match self {
+            Comparison::Less => value < bound,
+            Comparison::LessOrEqual => value <= bound,
+            Comparison::Greater => value > bound,
+            Comparison::GreaterOrEqual => value >= bound,
+            Comparison::Equal => value == bound,
+        }
+    }
+}
+
+/// One threshold, e.g. `p99<10ms`: the figure, the comparison, the bound in the figure's
+/// unit (µs for times), and the text as the user wrote it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    pub expression: String,
+    pub metric: Metric,
+    pub comparison: Comparison,
+    pub bound: f64,
+}
+
+const FORMS: &str = "write e.g. 'p99<10ms', 'connect_p99<50ms', 'errors==0' or 'echoes_per_sec>5000'";
+/// Connect times keep fewer percentiles than round trips (`summary.connect_us`).
+const CONNECT_NAMES: &str = "connect_mean, connect_p50, connect_p90, connect_p99, connect_max";
+
+impl std::str::FromStr for Threshold {
+    type Err = ConfigError;
+    fn from_str(text: &str) -> Result<Threshold, ConfigError> {
+        let bad = |why: String| invalid("threshold", format!("`{text}`: {why}; {FORMS}"));
+        let expression = text.trim();
+        let at =
+            expression.find(['<', '>', '=']).ok_or_else(|| bad("no comparison (<, <=, >, >=, ==)".into()))?;
+        let (name, rest) = (expression[..at].trim(), &expression[at..]);
+        let (comparison, bound) = [
+            ("<=", Comparison::LessOrEqual),
+            (">=", Comparison::GreaterOrEqual),
+            ("==", Comparison::Equal),
+            ("<", Comparison::Less),
+            (">", Comparison::Greater),
+        ]
+        .into_iter()
+        .find_map(|(op, comparison)| rest.strip_prefix(op).map(|bound| (comparison, bound.trim())))
+        .ok_or_else(|| bad(format!("`{rest}` does not start with <, <=, >, >= or ==")))?;
+        let metric = metric(name).ok_or_else(|| {
+            bad(format!(
+                "unknown figure `{name}` (latency: {}; {CONNECT_NAMES}; errors; echoes_per_sec)",
+                Statistic::NAMES
+            ))
+        })?;
+        let bound = match metric {
+            Metric::Latency(_) | Metric::Connect(_) => latency_limit_us(bound).map_err(bad)?,
+            Metric::Errors | Metric::RoundTripsPerSec => bound
+                .parse::<f64>()
+                .ok()
+                .filter(|n| n.is_finite() && *n >= 0.0)
+                .ok_or_else(|| bad(format!("`{bound}` is not a number")))?,
+        };
+        Ok(Threshold { expression: expression.to_owned(), metric, comparison, bound })
+    }
+}
+
+/// The figure a threshold names: `p99`, `connect_p99`, `errors`, `echoes_per_sec`
+/// (or its synonym `round_trips_per_sec`).
+fn metric(name: &str) -> Option<Metric> {
+    match name {
+        "errors" => Some(Metric::Errors),
+        "echoes_per_sec" | "round_trips_per_sec" => Some(Metric::RoundTripsPerSec),
+        _ => match name.strip_prefix("connect_") {
+            Some(statistic) => match Statistic::from_name(statistic)? {
+                kept @ (Statistic::Mean
+                | Statistic::P50
+                | Statistic::P90
+                | Statistic::P99
+                | Statistic::Max) => Some(Metric::Connect(kept)),
+                _ => None,
+            },
+            None => Statistic::from_name(name).map(Metric::Latency),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Threshold {
+        text.parse().unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn every_form_parses_to_its_figure_comparison_and_bound() {
+        let cases = [
+            ("p99<10ms", Metric::Latency(Statistic::P99), Comparison::Less, 10_000.0),
+            ("p999 <= 1.5s", Metric::Latency(Statistic::P999), Comparison::LessOrEqual, 1_500_000.0),
+            ("mean<800us", Metric::Latency(Statistic::Mean), Comparison::Less, 800.0),
+            ("connect_p99<50ms", Metric::Connect(Statistic::P99), Comparison::Less, 50_000.0),
+            ("errors==0", Metric::Errors, Comparison::Equal, 0.0),
+            ("errors<10", Metric::Errors, Comparison::Less, 10.0),
+            ("echoes_per_sec>5000", Metric::RoundTripsPerSec, Comparison::Greater, 5000.0),
+            ("round_trips_per_sec>=1e3", Metric::RoundTripsPerSec, Comparison::GreaterOrEqual, 1000.0),
+        ];
+        for (text, metric, comparison, bound) in cases {
+            let threshold = parse(text);
+            assert_eq!(
+                (threshold.metric, threshold.comparison, threshold.bound),
+                (metric, comparison, bound)
+            );
+            assert_eq!(threshold.expression, text);
+        }
+    }
+
+    #[test]
+    fn bad_thresholds_say_what_is_wrong_and_how_to_write_one() {
+        let cases = [
+            ("p99<10", "`10` has no unit: add one, e.g. 10ms"),
+            ("p42<1ms", "unknown figure `p42`"),
+            ("connect_p75<1ms", "unknown figure `connect_p75`"),
+            ("p99", "no comparison"),
+            ("errors=0", "`=0` does not start with"),
+            ("errors==none", "`none` is not a number"),
+            ("p99<soon", "not a valid duration"),
+        ];
+        for (text, why) in cases {
+            let error = text.parse::<Threshold>().unwrap_err().to_string();
+            assert!(error.starts_with(&format!("--threshold: `{text}`: ")), "{error}");
+            assert!(error.contains(why), "{error} should say {why:?}");
+            assert!(error.contains("'p99<10ms'"), "{error}");
+        }
+    }
+}

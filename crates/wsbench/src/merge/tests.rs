@@ -1,0 +1,257 @@
+//! The merge's rules, checked on shards whose whole is known exactly: sums, lossless
+//! histograms, aligned timelines, one server, and every refusal.
+
+use super::*;
+use crate::metrics::{Counters, new_histogram, record_us};
+use crate::result::fixture;
+use crate::samples::ServerSample;
+
+/// Shard `index` of `count` of one closed-loop run: every shard records its own slice of
+/// one deterministic stream of samples, so the whole is known exactly.
+fn shard(index: u64, count: u64, all: &mut Metrics) -> ShardInput {
+    let mut rng = fixture::Rng::new(7);
+    let mut metrics = Metrics::default();
+    for n in 0..60_000u64 {
+        let value = rng.latency_us(2_000);
+        let connect = rng.latency_us(900);
+        if n % count == index {
+            record_us(&mut metrics.latency, value);
+            record_us(&mut metrics.latency_uncorrected, value);
+            record_us(&mut metrics.connect, connect);
+            let second = n % 5;
+            let interval = metrics.interval(second);
+            interval.echoes += 1;
+            record_us(&mut interval.latency, value);
+        }
+        if index == 0 {
+            record_us(&mut all.latency, value);
+            record_us(&mut all.connect, connect);
+        }
+    }
+    metrics.counters = Counters {
+        connections_attempted: 100 + index,
+        connections_established: 90 + index,
+        connect_timeouts: 10,
+        messages_sent: 1_000 * (index + 1),
+        messages_received: 999 * (index + 1),
+        bytes_sent: 38_000 * (index + 1),
+        ..Counters::default()
+    };
+    metrics.counters.closed_by_server.insert(1001, index + 1);
+    let mut outcome = fixture::closed_loop();
+    outcome.metrics = metrics;
+    outcome.measured_echoes = 10_000 * (index + 1);
+    outcome.measured_secs = 10.0;
+    outcome.connections = 90 + index;
+    outcome.started_at_unix_ms += index * 30; // started together, give or take
+    outcome.client_workers.truncate(1);
+    if let Some(config) = outcome.config.as_object_mut() {
+        config.insert("shard".into(), serde_json::json!({ "index": index, "count": count }));
+        config.insert("json".into(), serde_json::json!(format!("shard-{index}.json")));
+    }
+    ShardInput { name: format!("shard-{index}.json"), result: RunResult::from_outcome(&outcome), died: None }
+}
+
+fn shards(count: u64) -> (Vec<ShardInput>, Metrics) {
+    let mut all = Metrics::default();
+    let inputs = (0..count).map(|i| shard(i, count, &mut all)).collect();
+    (inputs, all)
+}
+
+#[test]
+fn counters_are_sums_and_histograms_equal_one_fed_all_samples() {
+    let (inputs, all) = shards(3);
+    let merged = merge(&inputs).unwrap();
+    let mut sum = Counters::default();
+    for input in &inputs {
+        sum += &input.result.counters;
+    }
+    assert_eq!(merged.counters, sum);
+    assert_eq!(merged.summary.connections.attempted, 303);
+    assert_eq!(merged.summary.connections.established, 273);
+    assert_eq!(merged.summary.errors.get("closed_1001"), Some(&6));
+    let decoded = merged.metrics().unwrap();
+    for (name, got, want) in
+        [("latency", &decoded.latency, &all.latency), ("connect", &decoded.connect, &all.connect)]
+    {
+        assert_eq!(got.len(), want.len(), "{name}");
+        assert_eq!(got.len(), 60_000, "{name}");
+        for q in [0.0, 0.5, 0.75, 0.9, 0.99, 0.999, 0.9999, 1.0] {
+            assert_eq!(got.value_at_quantile(q), want.value_at_quantile(q), "{name} q{q}");
+        }
+        assert_eq!((got.min(), got.max(), got.mean()), (want.min(), want.max(), want.mean()), "{name}");
+    }
+    assert_eq!(merged.summary.latency_us.count, 60_000);
+    // The shards ran side by side: their rates add up.
+    assert_eq!(merged.summary.measured_echoes, 60_000);
+    assert_eq!(merged.summary.echoes_per_sec, 1_000.0 + 2_000.0 + 3_000.0);
+    assert_eq!(merged.summary.littles_law.connections, 273);
+    assert_eq!(merged.measured_s, 10.0);
+    assert_eq!(merged.timeline.iter().map(|p| p.echoes).sum::<u64>(), 60_000);
+    assert_eq!(merged.shards.len(), 3);
+    assert_eq!(merged.shards[2].shard.as_deref(), Some("2/3"));
+    assert_eq!(merged.config["shard"], serde_json::Value::Null);
+    assert_eq!(
+        merged.client.workers.iter().map(|w| w.name.as_str()).collect::<Vec<_>>(),
+        ["shard0/w0", "shard1/w0", "shard2/w0"]
+    );
+    assert!(!merged.interrupted);
+}
+
+#[test]
+fn a_merged_result_reads_back_and_merges_again() {
+    let (inputs, _) = shards(2);
+    let merged = merge(&inputs).unwrap();
+    let json = serde_json::to_vec(&merged).unwrap();
+    let back = RunResult::from_json_bytes(Path::new("merged.json"), &json).unwrap();
+    assert_eq!(back, merged);
+    assert_eq!(back.metrics().unwrap().latency.len(), 60_000);
+}
+
+#[test]
+fn timelines_align_on_wall_clock_seconds() {
+    let (mut inputs, _) = shards(2);
+    inputs[1].result.started_at_unix_ms = inputs[0].result.started_at_unix_ms + 2_000;
+    let merged = merge(&inputs).unwrap();
+    let own = |i: usize| inputs[i].result.timeline.iter().map(|p| p.echoes).collect::<Vec<_>>();
+    let (a, b) = (own(0), own(1));
+    let got: Vec<u64> = merged.timeline.iter().map(|p| p.echoes).collect();
+    assert_eq!(got.len(), 7);
+    assert_eq!(got[..2], a[..2]);
+    assert_eq!(got[2], a[2] + b[0]);
+    assert_eq!(got[5..], b[3..]);
+    assert_eq!(merged.started_at_unix_ms, inputs[0].result.started_at_unix_ms);
+    assert_eq!(merged.elapsed_s, 2.0 + inputs[1].result.elapsed_s);
+}
+
+#[test]
+fn one_server_is_kept_once_different_servers_per_shard() {
+    let (mut inputs, _) = shards(2);
+    inputs[1].result.server.samples.push(ServerSample {
+        t_ms: 35_250,
+        rss_bytes: 60 << 20,
+        cpu_seconds: 30.0,
+        threads: 3,
+        fds: 1_008,
+    });
+    let merged = merge(&inputs).unwrap();
+    assert_eq!(merged.server.samples.len(), inputs[1].result.server.samples.len());
+    assert_eq!(merged.server.found_by.as_deref(), Some("spawned"));
+    // Shifted onto the merged clock (shard 1 started 30 ms later).
+    assert_eq!(merged.server.samples[1].t_ms, inputs[1].result.server.samples[1].t_ms + 30);
+    let established = merged.summary.connections.established;
+    let growth = merged.server.rss_peak_bytes.unwrap() - merged.server.rss_baseline_bytes.unwrap();
+    assert_eq!(merged.server.connections_per_mb, Some(established as f64 / (growth as f64 / 1_048_576.0)));
+
+    inputs[1].result.server.pids = vec![99];
+    let merged = merge(&inputs).unwrap();
+    assert_eq!(merged.server.pids, inputs[0].result.server.pids);
+    assert_eq!(merged.server.connections_per_mb, inputs[0].result.server.connections_per_mb);
+    let found_by = merged.server.found_by.unwrap();
+    assert!(found_by.starts_with("spawned; shard shard-0.json only"), "{found_by}");
+    assert_eq!(merged.shards[1].server.pids, [99]);
+}
+
+#[test]
+fn interrupted_if_any_shard_was() {
+    let (mut inputs, _) = shards(2);
+    inputs[1].result.interrupted = true;
+    inputs[1].died = Some("exit status 3".into());
+    let merged = merge(&inputs).unwrap();
+    assert!(merged.interrupted);
+    assert_eq!(merged.shards[1].died.as_deref(), Some("exit status 3"));
+}
+
+#[test]
+fn different_scenarios_are_refused_naming_the_key_and_files() {
+    let (mut inputs, _) = shards(2);
+    inputs[1].result.config["connections"] = serde_json::json!(2_000);
+    let message = merge(&inputs).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        "cannot merge shard-0.json and shard-1.json: they ran different scenarios (`connections` is \
+         1000 in shard-0.json but 2000 in shard-1.json)"
+    );
+    assert!(!message.contains('\n'));
+    let (mut inputs, _) = shards(2);
+    inputs[1].result.config.as_object_mut().unwrap().insert("ramp_per_sec".into(), 75.0.into());
+    let message = merge(&inputs).unwrap_err().to_string();
+    assert!(
+        message.contains("`ramp_per_sec` is absent in shard-0.json but 75.0 in shard-1.json"),
+        "{message}"
+    );
+    // What legitimately differs between shards does not stop the merge.
+    let (mut inputs, _) = shards(2);
+    for key in SHARD_KEYS {
+        inputs[1].result.config[*key] = serde_json::json!("elsewhere");
+    }
+    merge(&inputs).unwrap();
+    assert!(matches!(merge(&[]), Err(MergeError::Empty)));
+}
+
+#[test]
+fn the_same_result_or_shard_twice_and_other_runs_are_refused_naming_both() {
+    let (inputs, _) = shards(2);
+    let copy = ShardInput { name: "copy.json".into(), ..inputs[0].clone() };
+    let message = merge(&[inputs[0].clone(), inputs[1].clone(), copy]).unwrap_err().to_string();
+    assert!(
+        message.starts_with("cannot merge shard-0.json and copy.json: they are the same result (shard 0/2")
+    );
+
+    let (mut inputs, _) = shards(2);
+    inputs[1].result.config["shard"] = serde_json::json!({ "index": 0, "count": 2 });
+    let message = merge(&inputs).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        "cannot merge shard-0.json and shard-1.json: both are shard 0/2 of the run; give each shard once"
+    );
+
+    let (mut inputs, _) = shards(2);
+    inputs[0].result.run_id = Some("a1".into());
+    inputs[1].result.run_id = Some("b2".into());
+    let message = merge(&inputs).unwrap_err().to_string();
+    assert!(message.contains("they are results of different runs (run id a1 and b2)"), "{message}");
+    inputs[1].result.run_id = None;
+    let message = merge(&inputs).unwrap_err().to_string();
+    assert!(message.contains("(run id a1 and unknown (an older wsbench))"), "{message}");
+    // One run's shards merge and keep its id; files without ids merge with each other.
+    inputs[1].result.run_id = Some("a1".into());
+    assert_eq!(merge(&inputs).unwrap().run_id.as_deref(), Some("a1"));
+    let (inputs, _) = shards(2);
+    assert_eq!(merge(&inputs).unwrap().run_id, None);
+}
+
+#[test]
+fn a_file_given_twice_is_refused_under_any_name() {
+    let dir = std::env::temp_dir().join(format!("wsbench-merge-same-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a.json");
+    std::fs::write(&file, "{}").unwrap();
+    let other = dir.join(".").join("a.json");
+    let message =
+        check_distinct_files(&[file.clone(), dir.join("b.json"), other.clone()]).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        format!(
+            "cannot merge {} and {}: they are the same file; give each shard's result once",
+            file.display(),
+            other.display()
+        )
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn empty_shards_merge_to_empty_histograms() {
+    let mut outcome = fixture::nothing_answered();
+    outcome.metrics.latency = new_histogram();
+    let input = |name: &str, index: u64| {
+        let mut result = RunResult::from_outcome(&outcome);
+        result.config["shard"] = serde_json::json!({ "index": index, "count": 2 });
+        ShardInput { name: name.into(), result, died: None }
+    };
+    let merged = merge(&[input("a", 0), input("b", 1)]).unwrap();
+    assert_eq!(merged.summary.connections.attempted, 20);
+    assert_eq!(merged.summary.latency_us.count, 0);
+    assert_eq!(merged.summary.echoes_per_sec, 0.0);
+}

@@ -1,0 +1,107 @@
+//! `wsbench merge` refuses what would count a shard twice or mix runs: the same file given
+//! twice, the same result under two names, two results of one shard, results of different
+//! runs. Each refusal is one line naming both files, exit 2, and no merged file.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use support::{fresh_dir, wsbench_bin};
+use wsbench::result::{RunResult, fixture};
+
+/// Shard `index` of a two-shard run `run_id` (`None`: written before run ids), started
+/// `index` ms after the first.
+fn shard(index: u64, run_id: Option<&str>) -> RunResult {
+    let mut outcome = fixture::closed_loop();
+    outcome.config["shard"] = serde_json::json!({ "index": index, "count": 2 });
+    outcome.started_at_unix_ms += index;
+    let mut result = RunResult::from_outcome(&outcome);
+    result.run_id = run_id.map(str::to_owned);
+    result
+}
+
+fn write(dir: &Path, name: &str, result: &RunResult) -> String {
+    let path = dir.join(name);
+    result.write_json(&path).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// `wsbench merge FILES… -o OUT`: the output, and whether OUT was written.
+fn merge(dir: &Path, files: &[&str]) -> (Output, bool) {
+    let out = dir.join("merged.json");
+    let _ = std::fs::remove_file(&out);
+    let output = Command::new(wsbench_bin()).arg("merge").args(files).arg("-o").arg(&out).output().unwrap();
+    (output, out.exists())
+}
+
+/// Asserts a refusal: exit 2, one stderr line naming both files and saying why.
+fn assert_refused(dir: &Path, files: &[&str], named: [&str; 2], why: &str) {
+    let (output, written) = merge(dir, files);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{files:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("wsbench: cannot merge {} and {}: ", named[0], named[1])),
+        "{stderr}"
+    );
+    assert!(stderr.contains(why), "{stderr} should say {why:?}");
+    assert!(!written, "nothing is written on a refusal");
+}
+
+#[test]
+fn the_same_file_twice_under_any_name_is_refused() {
+    let dir = fresh_dir("merge-same-file");
+    let a = write(&dir, "a.json", &shard(0, Some("r1")));
+    let b = write(&dir, "b.json", &shard(1, Some("r1")));
+    let again = format!("{}/../{}/a.json", dir.display(), dir.file_name().unwrap().to_str().unwrap());
+    assert_refused(&dir, &[&a, &b, &again], [&a, &again], "they are the same file");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_copy_of_a_result_and_a_shard_given_twice_are_refused() {
+    let dir = fresh_dir("merge-same-shard");
+    let a = write(&dir, "a.json", &shard(0, Some("r1")));
+    let copy = write(&dir, "copy.json", &shard(0, Some("r1")));
+    assert_refused(&dir, &[&a, &copy], [&a, &copy], "they are the same result (shard 0/2");
+    let mut rerun = shard(0, Some("r1"));
+    rerun.started_at_unix_ms += 60_000;
+    let rerun = write(&dir, "rerun.json", &rerun);
+    assert_refused(&dir, &[&a, &rerun], [&a, &rerun], "both are shard 0/2 of the run");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn results_of_different_runs_are_refused_and_one_runs_shards_merge() {
+    let dir = fresh_dir("merge-runs");
+    let a = write(&dir, "a.json", &shard(0, Some("r1")));
+    let other = write(&dir, "other.json", &shard(1, Some("r2")));
+    assert_refused(
+        &dir,
+        &[&a, &other],
+        [&a, &other],
+        "they are results of different runs (run id r1 and r2)",
+    );
+    let old = write(&dir, "old.json", &shard(1, None));
+    assert_refused(&dir, &[&a, &old], [&a, &old], "(run id r1 and unknown (an older wsbench))");
+
+    let b = write(&dir, "b.json", &shard(1, Some("r1")));
+    let (output, written) = merge(&dir, &[&a, &b]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(written);
+    assert_eq!(RunResult::read_json(&dir.join("merged.json")).unwrap().run_id.as_deref(), Some("r1"));
+    // Files from before run ids merge with each other.
+    let old_a = write(&dir, "old-a.json", &shard(0, None));
+    let (output, _) = merge(&dir, &[&old_a, &old]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_bad_run_id_is_a_usage_error() {
+    let output = Command::new(wsbench_bin()).args(["run", "--run-id", "my run"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim(), "wsbench: --run-id: `my run`: use 1 to 64 letters, digits, `.`, `_` or `-`");
+}
