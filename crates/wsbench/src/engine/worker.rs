@@ -15,6 +15,7 @@ use slab::Slab;
 use wsbench_proto::{CloseCode, OpCode, write_frame};
 
 use super::conn::{ClientConn, State};
+use super::handshake_failure::{HandshakeFailure, Upgrade};
 use super::pacer::Pacer;
 use super::traffic::Traffic;
 use super::{Control, Job, connect};
@@ -238,8 +239,7 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::InvalidData && conn.transport.is_handshaking() => {
-                    self.traffic.metrics.counters.handshake_failures += 1;
-                    return self.drop_conn(key);
+                    return self.on_refused(key, HandshakeFailure::of_tls(&e));
                 }
                 Err(_) => return self.on_broken(key),
             };
@@ -271,14 +271,13 @@ impl Worker {
         let mut used = 0;
         if self.conns[key].state == State::Upgrading {
             match connect::upgrade_response(&self.conns[key], data) {
-                Ok(None) => return 0,
-                Ok(Some(n)) => {
+                Upgrade::Incomplete => return 0,
+                Upgrade::Accepted(n) => {
                     used = n;
                     self.on_open(key, now);
                 }
-                Err(_) => {
-                    self.traffic.metrics.counters.handshake_failures += 1;
-                    self.drop_conn(key);
+                Upgrade::Refused(failure) => {
+                    self.on_refused(key, failure);
                     return data.len();
                 }
             }
