@@ -30,8 +30,17 @@ pub struct Counters {
     pub connections_established: u64,
     pub connect_timeouts: u64,
     pub connections_refused: u64,
-    /// TCP connected but the TLS or WebSocket handshake failed (e.g. HTTP 4xx/5xx).
+    /// TCP connected but the TLS or WebSocket handshake failed (e.g. HTTP 4xx/5xx); the sum
+    /// of `handshake_failures_by_cause`.
     pub handshake_failures: u64,
+    /// `handshake_failures` by cause: `http_status_403`, `tls_unknown_ca`, `tls_not_tls`,
+    /// `not_websocket`, `bad_accept`, `timeout`, `closed`.
+    #[serde(default)]
+    pub handshake_failures_by_cause: BTreeMap<String, u64>,
+    /// What the server said, kept once per cause: the first line of the body of the first
+    /// refused upgrade (`http_status_CODE` only).
+    #[serde(default)]
+    pub handshake_responses: BTreeMap<String, String>,
     /// Other connect errors (unreachable, out of source ports, …).
     pub connect_errors: u64,
     /// Server closed with a close frame, by close code (0 = close frame without a code).
@@ -56,6 +65,23 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// Counts one failed handshake by `cause`, keeping `response` (the first line of what
+    /// the server said) if it is the first one for that cause.
+    pub fn count_handshake_failure(&mut self, cause: &str, response: Option<&str>) {
+        self.handshake_failures += 1;
+        match self.handshake_failures_by_cause.get_mut(cause) {
+            Some(count) => *count += 1,
+            None => {
+                self.handshake_failures_by_cause.insert(cause.to_owned(), 1);
+            }
+        }
+        if let Some(response) = response
+            && !self.handshake_responses.contains_key(cause)
+        {
+            self.handshake_responses.insert(cause.to_owned(), response.to_owned());
+        }
+    }
+
     /// Connections that were attempted and never established.
     pub fn connections_failed(&self) -> u64 {
         self.connections_attempted.saturating_sub(self.connections_established)
@@ -76,7 +102,12 @@ impl Counters {
         };
         put("connect_timeout", self.connect_timeouts);
         put("connection_refused", self.connections_refused);
-        put("handshake_failed", self.handshake_failures);
+        for (cause, count) in &self.handshake_failures_by_cause {
+            put(&format!("handshake_{cause}"), *count);
+        }
+        // Results written before causes were kept have only the total.
+        let by_cause: u64 = self.handshake_failures_by_cause.values().sum();
+        put("handshake_failed", self.handshake_failures.saturating_sub(by_cause));
         put("connect_error", self.connect_errors);
         put("reset", self.resets);
         put("protocol_error", self.protocol_errors);
@@ -95,6 +126,12 @@ impl AddAssign<&Counters> for Counters {
         self.connect_timeouts += other.connect_timeouts;
         self.connections_refused += other.connections_refused;
         self.handshake_failures += other.handshake_failures;
+        for (cause, count) in &other.handshake_failures_by_cause {
+            *self.handshake_failures_by_cause.entry(cause.clone()).or_default() += count;
+        }
+        for (cause, response) in &other.handshake_responses {
+            self.handshake_responses.entry(cause.clone()).or_insert_with(|| response.clone());
+        }
         self.connect_errors += other.connect_errors;
         for (code, count) in &other.closed_by_server {
             *self.closed_by_server.entry(*code).or_default() += count;
@@ -224,5 +261,30 @@ mod tests {
         assert_eq!(a.counters.disconnections(), 7);
         assert_eq!(a.counters.errors().get("closed_1001"), Some(&3));
         assert_eq!(a.intervals.iter().map(|i| i.echoes).collect::<Vec<_>>(), [3, 0, 11]);
+    }
+
+    #[test]
+    fn handshake_failures_merge_by_cause_and_keep_the_first_response() {
+        let mut a = Metrics::default();
+        a.counters.count_handshake_failure("http_status_403", Some("no token"));
+        a.counters.count_handshake_failure("http_status_403", Some("later"));
+        let mut b = Metrics::default();
+        b.counters.count_handshake_failure("http_status_403", Some("other shard"));
+        b.counters.count_handshake_failure("timeout", None);
+        a.merge(&b);
+        let counters = &a.counters;
+        assert_eq!(counters.handshake_failures, 4);
+        assert_eq!(counters.handshake_failures_by_cause.values().sum::<u64>(), 4);
+        assert_eq!(counters.handshake_responses.get("http_status_403").map(String::as_str), Some("no token"));
+        let errors = counters.errors();
+        assert_eq!(errors.get("handshake_http_status_403"), Some(&3));
+        assert_eq!(errors.get("handshake_timeout"), Some(&1));
+        assert_eq!(errors.get("handshake_failed"), None, "the total is not counted twice");
+    }
+
+    #[test]
+    fn a_total_without_causes_still_shows_as_handshake_failed() {
+        let counters = Counters { handshake_failures: 2, ..Counters::default() };
+        assert_eq!(counters.errors().get("handshake_failed"), Some(&2));
     }
 }

@@ -7,8 +7,10 @@
 //!
 //! The faults:
 //! - a `wsbench serve` frozen with SIGSTOP for 2 s (frozen is not failed: latency shows it);
-//! - tiny std servers in this file that answer the upgrade with 503, send garbage, a masked
-//!   frame or an impossible 64-bit length after the upgrade, or never answer at all;
+//! - tiny std servers in this file that answer the upgrade with 403 or 200 (and a body), with
+//!   a wrong `Sec-WebSocket-Accept`, or never at all, that answer a TLS client hello with
+//!   plain HTTP, or send garbage, a masked frame or an impossible 64-bit length after the
+//!   upgrade;
 //! - Toxiproxy (`scripts/install-toxiproxy.sh`) between wsbench and `wsbench serve`, resetting
 //!   connections, adding latency, and cutting them after N bytes (mid-frame). Without
 //!   toxiproxy those tests are skipped with a message, unless `WSBENCH_REQUIRE_PEERS=1`.
@@ -126,6 +128,9 @@ enum Misbehaviour {
     AfterUpgrade(Vec<u8>),
     /// Accepts, reads the request, and never says anything.
     Silent,
+    /// Answers whatever the client sends first (even a TLS client hello) with these bytes,
+    /// then closes.
+    AnswerAnything(&'static [u8]),
 }
 
 /// A server that fails on purpose; stopped (every connection shut down) on drop.
@@ -184,6 +189,13 @@ fn misbehave(mut stream: TcpStream, misbehaviour: &Misbehaviour) -> std::io::Res
     stream.set_read_timeout(Some(Duration::from_secs(15)))?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
+    if let Misbehaviour::AnswerAnything(answer) = misbehaviour {
+        if stream.read(&mut chunk)? == 0 {
+            return Ok(());
+        }
+        stream.write_all(answer)?;
+        return stream.shutdown(Shutdown::Write);
+    }
     let upgrade = loop {
         if let Some((request, _)) =
             parse_request(&buf, DEFAULT_MAX_HEADER_BYTES).map_err(std::io::Error::other)?
@@ -207,7 +219,7 @@ fn misbehave(mut stream: TcpStream, misbehaviour: &Misbehaviour) -> std::io::Res
             stream.write_all(&out)?;
         }
         (Misbehaviour::AfterUpgrade(_), Request::Http { .. }) => return Ok(()),
-        (Misbehaviour::Silent, _) => {}
+        (Misbehaviour::Silent | Misbehaviour::AnswerAnything(_), _) => {}
     }
     // Keep the connection open (and read what comes) until the client ends it: the fault
     // must be the only thing the client sees.
@@ -227,15 +239,76 @@ fn run_against(name: &str, misbehaviour: Misbehaviour, extra: &[&str]) -> (Finis
     (run, result)
 }
 
-#[test]
-fn upgrade_answered_with_503_counts_every_connection_as_handshake_failed() {
-    let response = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-    let (run, result) = run_against("faults-503", Misbehaviour::Refuse(response), &[]);
-    assert_counted(&run, &result, "handshake_failed", "handshake_failures", CONNECTIONS);
+/// Every connection failed its handshake with `cause` (`summary.errors.handshake_CAUSE`, the
+/// raw `counters.handshake_failures_by_cause.CAUSE`, the report), the total counter agrees,
+/// and nothing else failed.
+fn assert_handshake_failed(run: &Finished, result: &Value, cause: &str) {
+    let counter = format!("handshake_failures_by_cause/{cause}");
+    assert_counted(run, result, &format!("handshake_{cause}"), &counter, CONNECTIONS);
+    let context = format!("{}\n{}", summary_of(result), run.describe());
+    assert_eq!(uint(result, "/counters/handshake_failures"), CONNECTIONS, "the total\n{context}");
+    assert_eq!(uint(result, "/summary/connections/established"), 0, "{context}");
+    assert_eq!(uint(result, "/summary/connections/failed"), CONNECTIONS, "{context}");
+    assert_eq!(errors(result).len(), 1, "only handshake failures of one cause\n{context}");
+}
+
+/// The server refused the upgrade with `status`: counted by status, and the first line of
+/// the body it sent shown once on the report's errors line and kept in the result.
+fn assert_refused_with(name: &str, response: &'static [u8], status: u16, said: &str) {
+    let (run, result) = run_against(name, Misbehaviour::Refuse(response), &[]);
+    let cause = format!("http_status_{status}");
+    assert_handshake_failed(&run, &result, &cause);
     let context = format!("{}\n{}", summary_of(&result), run.describe());
-    assert_eq!(uint(&result, "/summary/connections/established"), 0, "{context}");
-    assert_eq!(uint(&result, "/summary/connections/failed"), CONNECTIONS, "{context}");
-    assert_eq!(errors(&result).len(), 1, "only handshake failures\n{context}");
+    let kept = &result["counters"]["handshake_responses"][&cause];
+    assert_eq!(kept.as_str(), Some(said), "counters.handshake_responses.{cause}\n{context}");
+    let line = run.stdout.lines().find(|l| l.starts_with("errors:")).unwrap_or_default();
+    let shown = format!("handshake_{cause} {CONNECTIONS} (\"{said}\")");
+    assert!(line.contains(&shown), "the report's errors line {line:?} lacks {shown:?}\n{context}");
+    assert_eq!(run.stdout.matches(said).count(), 1, "what the server said, shown once\n{context}");
+}
+
+#[test]
+fn upgrade_answered_with_403_is_counted_by_status_with_what_the_server_said() {
+    let response = b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 31\r\nConnection: close\r\n\r\nmissing token: log in first\r\nx\n";
+    assert_refused_with("faults-403", response, 403, "missing token: log in first");
+}
+
+#[test]
+fn upgrade_answered_with_200_is_counted_by_status_with_what_the_server_said() {
+    let response = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 31\r\n\r\n<html><body>Welcome</body>\n</x>";
+    assert_refused_with("faults-200", response, 200, "<html><body>Welcome</body>");
+}
+
+#[test]
+fn upgrade_answered_with_a_wrong_accept_is_a_bad_accept() {
+    let response = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+    let (run, result) = run_against("faults-bad-accept", Misbehaviour::Refuse(response), &[]);
+    assert_handshake_failed(&run, &result, "bad_accept");
+}
+
+#[test]
+fn an_answer_that_is_not_http_is_not_websocket() {
+    let (run, result) =
+        run_against("faults-ssh", Misbehaviour::AnswerAnything(b"SSH-2.0-OpenSSH_9.6\r\n"), &[]);
+    assert_handshake_failed(&run, &result, "not_websocket");
+}
+
+#[test]
+fn a_server_that_closes_without_answering_is_handshake_closed() {
+    let (run, result) = run_against("faults-closed", Misbehaviour::Refuse(b""), &[]);
+    assert_handshake_failed(&run, &result, "closed");
+}
+
+#[test]
+fn wss_against_a_plain_server_is_a_tls_failure_not_tls() {
+    let server = BadServer::start(Misbehaviour::AnswerAnything(
+        b"HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\nConnection: close\r\n\r\nbad request",
+    ));
+    let json = scratch("faults-not-tls").join("r.json");
+    let url = format!("wss://{}", server.addr);
+    let run = spawn_run(&url, &json, &["--duration", "3s", "--insecure"]).finish(Duration::from_secs(20));
+    let result = finished_on_time(&run, &json, Duration::from_secs(6));
+    assert_handshake_failed(&run, &result, "tls_not_tls");
 }
 
 /// After the upgrade the server sends `bytes`: each connection is established, then counted
@@ -269,12 +342,21 @@ fn frame_length_with_the_top_bit_set_is_a_protocol_error() {
 }
 
 #[test]
-fn server_that_never_answers_the_upgrade_counts_connect_timeouts() {
+fn wss_to_a_self_signed_server_without_insecure_is_a_tls_unknown_ca() {
+    let server = Server::spawn(&["--tls"]);
+    let json = scratch("faults-unknown-ca").join("r.json");
+    let url = server.urls.iter().find(|u| u.starts_with("wss://")).expect("a wss:// listener");
+    let run = spawn_run(url, &json, &["--duration", "3s"]).finish(Duration::from_secs(20));
+    let result = finished_on_time(&run, &json, Duration::from_secs(6));
+    assert_handshake_failed(&run, &result, "tls_unknown_ca");
+}
+
+#[test]
+fn server_that_never_answers_the_upgrade_is_a_handshake_timeout() {
     let (run, result) = run_against("faults-silent", Misbehaviour::Silent, &["--connect-timeout", "1s"]);
-    assert_counted(&run, &result, "connect_timeout", "connect_timeouts", CONNECTIONS);
+    assert_handshake_failed(&run, &result, "timeout");
     let context = format!("{}\n{}", summary_of(&result), run.describe());
-    assert_eq!(uint(&result, "/summary/connections/established"), 0, "{context}");
-    assert_eq!(errors(&result).len(), 1, "only connect timeouts\n{context}");
+    assert_eq!(uint(&result, "/counters/connect_timeouts"), 0, "TCP did connect\n{context}");
     assert!(run.elapsed >= Duration::from_secs(1), "timed out before 1 s\n{context}");
     assert!(float(&result, "/elapsed_s") < 3.0, "waited past the timeout\n{context}");
 }

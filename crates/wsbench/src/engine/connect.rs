@@ -11,12 +11,13 @@ use rand::RngCore;
 use rustls::ClientConnection;
 use rustls_pki_types::ServerName;
 use socket2::{Domain, Protocol, Socket, Type};
-use wsbench_proto::handshake::{client_key, client_request, parse_response};
-use wsbench_proto::{Decoder, HandshakeError, Role};
+use wsbench_proto::handshake::{client_key, client_request};
+use wsbench_proto::{Decoder, Role};
 use wsbench_transport::Transport;
 
 use super::Job;
 use super::conn::ClientConn;
+use super::handshake_failure::{self, Upgrade};
 use crate::metrics::Counters;
 
 /// Starts connection `index` (global number): the TCP connect is in progress, the TLS
@@ -73,10 +74,10 @@ pub fn connected(socket: &mut mio::net::TcpStream) -> io::Result<bool> {
     }
 }
 
-/// The server's answer to the upgrade request at the start of `data`: `None` while it is
-/// incomplete, then how many bytes it took (frames may follow in the same read).
-pub fn upgrade_response(conn: &ClientConn, data: &[u8]) -> Result<Option<usize>, HandshakeError> {
-    Ok(parse_response(data, &conn.key)?.map(|(_, used)| used))
+/// The server's answer to the upgrade request at the start of `data`: incomplete, accepted
+/// (with how many bytes it took: frames may follow in the same read), or refused and why.
+pub fn upgrade_response(conn: &ClientConn, data: &[u8]) -> Upgrade {
+    handshake_failure::answer(data, &conn.key, false)
 }
 
 /// Counts a failed connect attempt by its cause.

@@ -5,6 +5,7 @@
 
 mod conn;
 mod connect;
+mod handshake_failure;
 mod pacer;
 mod payload;
 pub mod tls;

@@ -160,6 +160,12 @@ impl Pacer {
     /// How long the worker may sleep after `now`: until the first thing due, at most
     /// [`TICK`]. `connect_allowed`: a new connection may be opened when due.
     pub fn next_wakeup(&self, now: Instant, connect_allowed: bool) -> Duration {
+        self.next_due(connect_allowed).map_or(TICK, |due| TICK.min(due.saturating_duration_since(now)))
+    }
+
+    /// The first instant something is due: a connection to open (if `connect_allowed`), a
+    /// connect deadline, a reconnection or an open-loop send.
+    pub fn next_due(&self, connect_allowed: bool) -> Option<Instant> {
         let connect = self.next_connection_due().filter(|_| connect_allowed);
         let due = [
             connect,
@@ -167,7 +173,7 @@ impl Pacer {
             self.reconnects.front().map(|&(due, _)| due),
             self.sends.peek().map(|Reverse(send)| send.due),
         ];
-        due.into_iter().flatten().fold(TICK, |wake, due| wake.min(due.saturating_duration_since(now)))
+        due.into_iter().flatten().min()
     }
 }
 

@@ -15,13 +15,17 @@ use slab::Slab;
 use wsbench_proto::{CloseCode, OpCode, write_frame};
 
 use super::conn::{ClientConn, State};
-use super::pacer::Pacer;
+use super::handshake_failure::{HandshakeFailure, Upgrade};
+use super::pacer::{Pacer, TICK};
 use super::traffic::Traffic;
 use super::{Control, Job, connect};
 use crate::config::Scenario;
 use crate::metrics::Metrics;
 
+mod alarm;
 mod lifecycle;
+
+use alarm::Alarm;
 
 const READ_BUFFER_BYTES: usize = 256 * 1024;
 /// Connects in progress per worker: beyond this the listen backlog overflows and SYNs are
@@ -31,6 +35,11 @@ const MAX_CONNECTING: usize = 512;
 /// server's close frames.
 const DRAIN: Duration = Duration::from_secs(1);
 const CLOSE_WAIT: Duration = Duration::from_millis(300);
+/// The poll token of the [`Alarm`] (connections use their slab keys).
+const ALARM: Token = Token(usize::MAX);
+/// When the alarm is set, the poll's own timeout is this much later: the alarm wakes the
+/// worker, the timeout only if the alarm failed.
+const ALARM_MARGIN: Duration = Duration::from_millis(1);
 
 /// What one worker does: which connections (global indices) it opens.
 #[derive(Debug, Clone)]
@@ -55,6 +64,7 @@ pub struct Worker {
     control: Arc<Control>,
     id: usize,
     poll: Poll,
+    alarm: Alarm,
     events: Events,
     /// This poll's events: token, readable, writable, and whether the peer's FIN came with it.
     ready: Vec<(Token, bool, bool, bool)>,
@@ -81,8 +91,10 @@ impl Worker {
             spec.load.connections,
             plan.connections,
         );
+        let poll = Poll::new()?;
         Ok(Worker {
-            poll: Poll::new()?,
+            alarm: Alarm::new(poll.registry(), ALARM)?,
+            poll,
             events: Events::with_capacity(1024),
             ready: Vec::with_capacity(1024),
             conns,
@@ -121,7 +133,7 @@ impl Worker {
                 break;
             }
             let connect_allowed = self.connecting < MAX_CONNECTING && !self.control.stopping();
-            let timeout = self.pacer.next_wakeup(now, connect_allowed);
+            let timeout = self.sleep_time(now, connect_allowed);
             if let Err(e) = self.poll.poll(&mut self.events, Some(timeout))
                 && e.kind() != io::ErrorKind::Interrupted
             {
@@ -130,6 +142,10 @@ impl Worker {
             }
             self.ready.clear();
             for event in &self.events {
+                if event.token() == ALARM {
+                    self.alarm.rang();
+                    continue;
+                }
                 let readable = event.is_readable() || event.is_read_closed() || event.is_error();
                 let writable = event.is_writable() || event.is_error();
                 self.ready.push((event.token(), readable, writable, event.is_read_closed()));
@@ -145,6 +161,21 @@ impl Worker {
         self.conns.clear();
         let (metrics, measured_echoes) = self.traffic.finish();
         WorkerOutput { metrics, measured_echoes, cpu_seconds: crate::client_cpu::thread_cpu_seconds_self() }
+    }
+
+    /// How long to poll: until the next thing is due, at most [`TICK`]. When that is sooner
+    /// than a tick, the alarm is set to it, since the poll's timeout counts whole milliseconds;
+    /// once the alarm went off (early) for it, not at all: the worker spins until it is due.
+    fn sleep_time(&mut self, now: Instant, connect_allowed: bool) -> Duration {
+        let wake = self.pacer.next_wakeup(now, connect_allowed);
+        match self.pacer.next_due(connect_allowed) {
+            Some(due) if wake > Duration::ZERO && self.alarm.rang_early_for(due) => Duration::ZERO,
+            Some(due) if wake > Duration::ZERO && wake < TICK => match self.alarm.set(due) {
+                Ok(()) => wake + ALARM_MARGIN,
+                Err(_) => wake,
+            },
+            _ => wake,
+        }
     }
 
     /// Handles the end of the run. Returns true when the worker is done.
@@ -238,8 +269,7 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::InvalidData && conn.transport.is_handshaking() => {
-                    self.traffic.metrics.counters.handshake_failures += 1;
-                    return self.drop_conn(key);
+                    return self.on_refused(key, HandshakeFailure::of_tls(&e));
                 }
                 Err(_) => return self.on_broken(key),
             };
@@ -271,14 +301,13 @@ impl Worker {
         let mut used = 0;
         if self.conns[key].state == State::Upgrading {
             match connect::upgrade_response(&self.conns[key], data) {
-                Ok(None) => return 0,
-                Ok(Some(n)) => {
+                Upgrade::Incomplete => return 0,
+                Upgrade::Accepted(n) => {
                     used = n;
                     self.on_open(key, now);
                 }
-                Err(_) => {
-                    self.traffic.metrics.counters.handshake_failures += 1;
-                    self.drop_conn(key);
+                Upgrade::Refused(failure) => {
+                    self.on_refused(key, failure);
                     return data.len();
                 }
             }

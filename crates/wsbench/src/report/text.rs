@@ -141,8 +141,15 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
     if summary.errors.is_empty() {
         line(out, "errors:", "none");
     } else {
-        let errors: Vec<String> =
-            summary.errors.iter().map(|(kind, n)| format!("{kind} {}", group(*n))).collect();
+        let responses = &result.counters.handshake_responses;
+        let errors: Vec<String> = summary
+            .errors
+            .iter()
+            .map(|(kind, n)| match kind.strip_prefix("handshake_").and_then(|cause| responses.get(cause)) {
+                Some(response) => format!("{kind} {} ({response:?})", group(*n)),
+                None => format!("{kind} {}", group(*n)),
+            })
+            .collect();
         line(out, "errors:", &paint.paint(RED, &errors.join(", ")));
     }
     let messages = &summary.messages;

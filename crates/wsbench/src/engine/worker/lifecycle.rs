@@ -11,6 +11,7 @@ use mio::{Interest, Token};
 use super::{MAX_CONNECTING, Worker};
 use crate::engine::conn::State;
 use crate::engine::connect;
+use crate::engine::handshake_failure::HandshakeFailure;
 use crate::metrics::record_us;
 
 impl Worker {
@@ -75,15 +76,21 @@ impl Worker {
         }
     }
 
-    /// Drops connect attempts (TCP, TLS or upgrade) still unfinished at their deadline.
+    /// Drops connect attempts still unfinished at their deadline: a TCP connect counts as a
+    /// connect timeout, a TLS or upgrade handshake as a handshake failure.
     pub(super) fn expire_connects(&mut self, now: Instant) {
         while let Some((key, started)) = self.pacer.pop_expired_connect(now) {
-            let still_connecting = self.conns.get(key).is_some_and(|c| {
-                c.started == started && matches!(c.state, State::Connecting | State::Upgrading)
-            });
-            if still_connecting {
-                self.traffic.metrics.counters.connect_timeouts += 1;
-                self.drop_conn(key);
+            let Some(conn) = self.conns.get(key).filter(|c| c.started == started) else { continue };
+            match conn.state {
+                State::Connecting => {
+                    self.traffic.metrics.counters.connect_timeouts += 1;
+                    self.drop_conn(key);
+                }
+                State::Upgrading => {
+                    let failure = HandshakeFailure::timed_out(&conn.input, &conn.key);
+                    self.on_refused(key, failure);
+                }
+                State::Open | State::Closing => {}
             }
         }
     }
@@ -102,13 +109,20 @@ impl Worker {
         }
     }
 
+    /// The handshake failed: counted by its cause, and the connection dropped.
+    pub(super) fn on_refused(&mut self, key: usize, failure: HandshakeFailure) {
+        let counters = &mut self.traffic.metrics.counters;
+        counters.count_handshake_failure(&failure.cause, failure.response.as_deref());
+        self.drop_conn(key);
+    }
+
     /// The connection ended without a close frame from the server.
     pub(super) fn on_broken(&mut self, key: usize) {
         let Some(conn) = self.conns.get(key) else { return };
         let counters = &mut self.traffic.metrics.counters;
         match conn.state {
             State::Connecting => counters.connect_errors += 1,
-            State::Upgrading => counters.handshake_failures += 1,
+            State::Upgrading => return self.on_refused(key, HandshakeFailure::ended(&conn.input, &conn.key)),
             State::Open => {
                 counters.resets += 1;
                 counters.messages_unanswered += conn.in_flight.len() as u64;

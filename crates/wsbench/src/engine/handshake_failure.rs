@@ -1,0 +1,207 @@
+//! Why an opening handshake failed, in a word a report can count by (docs/failure-counters.md):
+//! the HTTP status the server answered with (and the first line of what it said), the TLS
+//! alert or certificate problem, an answer that is not an upgrade response, a wrong
+//! `Sec-WebSocket-Accept`, no complete answer in time, or a connection that ended before
+//! any answer. The worker counts them with `Counters::count_handshake_failure`; the result
+//! shows each as `handshake_CAUSE`.
+
+use std::io;
+
+use wsbench_proto::HandshakeError;
+use wsbench_proto::handshake::parse_response;
+
+/// Longest first line of a refused upgrade's body that is kept, in bytes.
+const MAX_RESPONSE_LINE: usize = 200;
+
+/// One failed handshake: its cause (`http_status_403`, `tls_unknown_ca`, …) and, for a
+/// refused upgrade, the first line of the server's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandshakeFailure {
+    pub cause: String,
+    pub response: Option<String>,
+}
+
+/// The server's answer to the upgrade request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Upgrade {
+    /// Not complete yet: read more.
+    Incomplete,
+    /// A valid `101`, of this many bytes (frames may follow).
+    Accepted(usize),
+    Refused(HandshakeFailure),
+}
+
+impl HandshakeFailure {
+    fn of(cause: &str) -> HandshakeFailure {
+        HandshakeFailure { cause: cause.to_owned(), response: None }
+    }
+
+    /// Connected, and no complete answer within the connect timeout; `data` is what came.
+    pub fn timed_out(data: &[u8], key: &str) -> HandshakeFailure {
+        match answer(data, key, true) {
+            Upgrade::Refused(failure) if failure.cause.starts_with("http_status_") => failure,
+            _ => HandshakeFailure::of("timeout"),
+        }
+    }
+
+    /// The connection ended (EOF, reset, failed write) before the upgrade; `data` is what came.
+    pub fn ended(data: &[u8], key: &str) -> HandshakeFailure {
+        match answer(data, key, true) {
+            _ if data.is_empty() => HandshakeFailure::of("closed"),
+            Upgrade::Refused(failure) => failure,
+            // A partial answer, or a valid one the worker did not get to: not an upgrade.
+            Upgrade::Incomplete | Upgrade::Accepted(_) => HandshakeFailure::of("not_websocket"),
+        }
+    }
+
+    /// The TLS handshake failed with `error` (rustls' error inside an `InvalidData`).
+    pub fn of_tls(error: &io::Error) -> HandshakeFailure {
+        let reason = error
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<rustls::Error>())
+            .map_or_else(|| "error".to_owned(), tls_reason);
+        HandshakeFailure::of(&format!("tls_{reason}"))
+    }
+}
+
+/// Checks the answer at the start of `data` to a request sent with `key`. `ended`: no more
+/// bytes will come. A refused upgrade waits for the first line of its body while more can come.
+pub fn answer(data: &[u8], key: &str, ended: bool) -> Upgrade {
+    match parse_response(data, key) {
+        Ok(Some((_, used))) => Upgrade::Accepted(used),
+        Ok(None) if ended => Upgrade::Refused(HandshakeFailure::of("not_websocket")),
+        Ok(None) => Upgrade::Incomplete,
+        Err(HandshakeError::UnexpectedStatus(status)) => match first_body_line(data) {
+            None if !ended => Upgrade::Incomplete,
+            line => Upgrade::Refused(HandshakeFailure {
+                cause: format!("http_status_{status}"),
+                response: line.flatten(),
+            }),
+        },
+        Err(HandshakeError::BadAccept) => Upgrade::Refused(HandshakeFailure::of("bad_accept")),
+        Err(_) => Upgrade::Refused(HandshakeFailure::of("not_websocket")),
+    }
+}
+
+/// The first line of the body after a complete response header: `None` while more of it
+/// may come, `Some(None)` when the body is empty or blank.
+fn first_body_line(data: &[u8]) -> Option<Option<String>> {
+    let end = find(data, b"\r\n\r\n")? + 4;
+    let (head, mut body) = (&data[..end], &data[end..]);
+    let chunked =
+        header(head, "transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    if chunked {
+        // The chunk size line comes first.
+        body = &body[find(body, b"\r\n")? + 2..];
+    }
+    let length = header(head, "content-length").and_then(|v| v.trim().parse::<usize>().ok());
+    let wanted = length.unwrap_or(usize::MAX).min(MAX_RESPONSE_LINE);
+    let line_end = body.iter().position(|&b| b == b'\n');
+    if line_end.is_none() && body.len() < wanted {
+        return None;
+    }
+    let line = &body[..line_end.unwrap_or(body.len()).min(MAX_RESPONSE_LINE)];
+    let line = String::from_utf8_lossy(line).trim().to_owned();
+    Some((!line.is_empty()).then_some(line))
+}
+
+/// The value of header `name` (lowercase) in a response header.
+fn header(head: &[u8], name: &str) -> Option<String> {
+    String::from_utf8_lossy(head).lines().find_map(|line| {
+        let (field, value) = line.split_once(':')?;
+        field.trim().eq_ignore_ascii_case(name).then(|| value.trim().to_owned())
+    })
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A TLS failure in a word: the alert received, or the one a certificate problem sends
+/// (`unknown_ca`, `bad_certificate`, `certificate_expired`, …), or `not_tls` when the
+/// server's bytes are not TLS records at all (a plain server on a `wss://` URL).
+fn tls_reason(error: &rustls::Error) -> String {
+    use rustls::InvalidMessage as Invalid;
+    match error {
+        rustls::Error::AlertReceived(alert) => snake_case(&format!("{alert:?}")),
+        rustls::Error::InvalidCertificate(problem) => {
+            snake_case(&format!("{:?}", rustls::AlertDescription::from(problem.clone())))
+        }
+        rustls::Error::InvalidMessage(
+            Invalid::InvalidContentType | Invalid::UnknownProtocolVersion | Invalid::MessageTooLarge,
+        ) => "not_tls".to_owned(),
+        rustls::Error::InvalidMessage(_) => "invalid_message".to_owned(),
+        rustls::Error::InappropriateMessage { .. } | rustls::Error::InappropriateHandshakeMessage { .. } => {
+            "unexpected_message".to_owned()
+        }
+        rustls::Error::NoCertificatesPresented => "no_certificate".to_owned(),
+        rustls::Error::PeerIncompatible(_) => "peer_incompatible".to_owned(),
+        rustls::Error::PeerMisbehaved(_) => "peer_misbehaved".to_owned(),
+        rustls::Error::DecryptError => "decrypt_error".to_owned(),
+        _ => "error".to_owned(),
+    }
+}
+
+/// `UnknownCA` → `unknown_ca`; stops at the first non-alphanumeric (`Unknown(12)` → `unknown`).
+fn snake_case(name: &str) -> String {
+    let mut out = String::new();
+    let mut previous_lower = false;
+    for c in name.chars().take_while(char::is_ascii_alphanumeric) {
+        if c.is_ascii_uppercase() && previous_lower {
+            out.push('_');
+        }
+        previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
+
+    fn refused(cause: &str, response: Option<&str>) -> Upgrade {
+        Upgrade::Refused(HandshakeFailure { cause: cause.to_owned(), response: response.map(str::to_owned) })
+    }
+
+    #[test]
+    fn a_refused_upgrade_waits_for_the_first_line_of_its_body() {
+        let head = "HTTP/1.1 403 Forbidden\r\nContent-Length: 25\r\n\r\n";
+        assert_eq!(answer(head.as_bytes(), KEY, false), Upgrade::Incomplete);
+        assert_eq!(answer(format!("{head}no tok").as_bytes(), KEY, false), Upgrade::Incomplete);
+        let full = format!("{head}no token\r\nsecond line\n");
+        assert_eq!(answer(full.as_bytes(), KEY, false), refused("http_status_403", Some("no token")));
+        assert_eq!(answer(head.as_bytes(), KEY, true), refused("http_status_403", None));
+        let empty = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n";
+        assert_eq!(answer(empty, KEY, false), refused("http_status_503", None));
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+        assert_eq!(answer(chunked, KEY, false), refused("http_status_200", Some("hello")));
+    }
+
+    #[test]
+    fn causes_of_answers_that_are_not_upgrades() {
+        let wrong_accept = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: nope\r\n\r\n";
+        assert_eq!(answer(wrong_accept, KEY, false), refused("bad_accept", None));
+        assert_eq!(answer(b"SSH-2.0-OpenSSH\r\n\r\n", KEY, false), refused("not_websocket", None));
+        assert_eq!(HandshakeFailure::ended(b"HTTP/1.1 10", KEY).cause, "not_websocket");
+        assert_eq!(HandshakeFailure::ended(b"", KEY).cause, "closed");
+        assert_eq!(HandshakeFailure::timed_out(b"", KEY).cause, "timeout");
+        let head = b"HTTP/1.1 429 Too Many Requests\r\nContent-Length: 9\r\n\r\n";
+        assert_eq!(HandshakeFailure::timed_out(head, KEY).cause, "http_status_429");
+    }
+
+    #[test]
+    fn tls_failures_are_named_by_their_alert() {
+        let tls = |error: rustls::Error| {
+            HandshakeFailure::of_tls(&io::Error::new(io::ErrorKind::InvalidData, error)).cause
+        };
+        let unknown_issuer = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        assert_eq!(tls(unknown_issuer), "tls_unknown_ca");
+        let alert = rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure);
+        assert_eq!(tls(alert), "tls_handshake_failure");
+        let garbage = rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType);
+        assert_eq!(tls(garbage), "tls_not_tls");
+    }
+}

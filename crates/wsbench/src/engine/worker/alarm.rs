@@ -1,0 +1,99 @@
+//! The worker's alarm clock, for waking at a due instant to the microsecond. `epoll_wait`
+//! counts its timeout in whole milliseconds (rounded up), so a worker that slept with a
+//! timeout woke up to a millisecond after an open-loop send was due, and that lateness
+//! showed as send lag and in the corrected latency. The alarm is a `timerfd`
+//! (`CLOCK_MONOTONIC`, the clock of `Instant`) registered in the worker's poll.
+//!
+//! A thread woken from a long sleep still runs some tens of microseconds after its timer
+//! (more on an idle or virtual machine, whose CPUs sleep deeper). So before a long sleep the
+//! alarm goes off early by the wake-up latency it has observed (a running average, at most
+//! [`MAX_LEAD`]), and the worker spins the few microseconds left (`rang_early_for`). It is
+//! set only when the due instant changes, so a closed loop, with nothing scheduled, makes
+//! no timer calls.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
+
+/// Most the alarm goes off ahead of the due instant.
+const MAX_LEAD: Duration = Duration::from_micros(200);
+/// The alarm goes off early only before a sleep this many times longer than the lead, so
+/// the spinning costs at most a few percent of the time.
+const SLEEP_PER_LEAD: u32 = 8;
+
+pub struct Alarm {
+    fd: OwnedFd,
+    /// The due instant the alarm is set for, and when it goes off (up to the lead before).
+    armed: Option<(Instant, Instant)>,
+    /// The due instant of the alarm that last went off.
+    rang_for: Option<Instant>,
+    /// Running average of how late the thread woke after the alarm went off.
+    lead: Duration,
+}
+
+impl Alarm {
+    /// A disarmed alarm whose ringing is a readable event on `token` of `registry`.
+    pub fn new(registry: &Registry, token: Token) -> io::Result<Alarm> {
+        // SAFETY: plain syscall; the fd is checked and then owned.
+        let fd =
+            unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        registry.register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE)?;
+        Ok(Alarm { fd, armed: None, rang_for: None, lead: Duration::from_micros(50) })
+    }
+
+    /// Sets the alarm for `due`, unless it is already set for it: to go off the lead before
+    /// it when the sleep is long, else at `due`.
+    pub fn set(&mut self, due: Instant) -> io::Result<()> {
+        if self.armed.is_some_and(|(armed_for, _)| armed_for == due) {
+            return Ok(());
+        }
+        // Relative to the clock read just now (not to the loop's `now`, which is older by
+        // the loop's work).
+        let now = Instant::now();
+        let sleep = due.saturating_duration_since(now);
+        let lead = if sleep >= self.lead * SLEEP_PER_LEAD { self.lead } else { Duration::ZERO };
+        // A zero value would disarm the timer, hence at least 1 ns.
+        let after = (sleep - lead).max(Duration::from_nanos(1));
+        let value = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: libc::timespec {
+                tv_sec: after.as_secs() as libc::time_t,
+                tv_nsec: after.subsec_nanos() as libc::c_long,
+            },
+        };
+        // SAFETY: a valid timerfd and a pointer to a live itimerspec; no old value wanted.
+        let result = unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &value, std::ptr::null_mut()) };
+        if result != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.armed = Some((due, now + after));
+        Ok(())
+    }
+
+    /// The alarm went off: learns how late this thread woke, and reads the expirations so
+    /// the alarm can ring again.
+    pub fn rang(&mut self) {
+        if let Some((due, goes_off)) = self.armed.take() {
+            let late = Instant::now().saturating_duration_since(goes_off).min(MAX_LEAD);
+            self.lead = (self.lead * 7 + late) / 8;
+            self.rang_for = Some(due);
+        }
+        let mut expirations = [0u8; 8];
+        // SAFETY: reads 8 bytes into a live 8-byte buffer; a non-blocking fd.
+        let _ =
+            unsafe { libc::read(self.fd.as_raw_fd(), expirations.as_mut_ptr().cast(), expirations.len()) };
+    }
+
+    /// Whether the alarm already went off (early) for `due`: the worker spins until then.
+    pub fn rang_early_for(&self, due: Instant) -> bool {
+        self.rang_for == Some(due)
+    }
+}
