@@ -14,6 +14,12 @@ use crate::samples::MachineFacts;
 const UNKNOWN: &str = "unknown";
 
 /// The machine's description, best effort: a fact that cannot be read is `unknown` (or 0).
+/// The wall clock in milliseconds since the Unix epoch (0 if the clock is before it): the
+/// instant shards agree on and results are stamped with.
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
 pub fn machine_facts() -> MachineFacts {
     MachineFacts {
         cpu_model: fs::read_to_string("/proc/cpuinfo")

@@ -252,9 +252,8 @@ fn join_workers(
 /// Sleeps until the wall clock reaches `unix_ms` (shards of one run start together);
 /// returns at once if that instant has passed or the run is interrupted.
 fn wait_for_unix_ms(unix_ms: u64, interrupt: &AtomicBool) {
-    use std::time::{SystemTime, UNIX_EPOCH};
     loop {
-        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let now_ms = crate::machine::unix_ms();
         if now_ms >= unix_ms || interrupt.load(Ordering::Relaxed) {
             return;
         }

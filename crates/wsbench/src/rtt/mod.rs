@@ -20,7 +20,6 @@ pub mod json;
 pub mod stats;
 
 use std::io;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use config::{Protocol, RttConfig, RttTarget};
 pub use stats::{Quantiles, Repeat, Summary};
@@ -142,8 +141,7 @@ pub fn command(settings: RttSettings) -> Result<RttResult, RttError> {
 
 /// Measures every protocol of `config` (starting the built-in servers when it has no targets).
 pub fn run(config: &RttConfig) -> Result<RttResult, RttError> {
-    let started_at_unix_ms =
-        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let started_at_unix_ms = crate::machine::unix_ms();
     let allowed = crate::affinity::allowed_cpus();
     let (server_cpu, client_cpu) = if config.builtin() && allowed.len() >= 2 {
         (Some(allowed[0]), Some(allowed[1]))

@@ -228,7 +228,7 @@ impl Session {
 /// [`Instant`]: now, or `start_at_unix_ms` when that is later.
 pub(crate) fn start_instant(start_at_unix_ms: Option<u64>) -> (u64, Instant) {
     let now = Instant::now();
-    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let now_ms = crate::machine::unix_ms();
     let start_ms = start_at_unix_ms.map_or(now_ms, |at| at.max(now_ms));
     (start_ms, now + Duration::from_millis(start_ms - now_ms))
 }

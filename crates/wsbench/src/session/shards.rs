@@ -69,7 +69,7 @@ fn run_shards(
     interrupt: &AtomicBool,
 ) -> Result<RunResult, RunError> {
     let count = config.placement.processes;
-    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let now_ms = crate::machine::unix_ms();
     let start_at = config.load.start_at_unix_ms.unwrap_or(now_ms + START_DELAY.as_millis() as u64);
     let (start_ms, run_start) = start_instant(Some(start_at));
     let dir = ShardDir::new(config.outputs.json.as_deref(), count)?;
