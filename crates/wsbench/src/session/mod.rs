@@ -15,7 +15,7 @@ pub mod supervisor;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 pub use builtin::BuiltinServer;
 pub use cpus::{CpuPlan, RESERVED_FILES, check_file_limit, check_server_processes, plan_cpus};
@@ -124,7 +124,7 @@ fn measure(config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunE
 /// (`$TMPDIR/wsbench-result-PID-MS.json`), so a finished run is never lost.
 fn keep(report: RunReport, written: Result<(), RunError>) -> RunReport {
     let Err(error) = written else { return report };
-    let unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let unix_ms = crate::machine::unix_ms();
     let path = std::env::temp_dir().join(format!("wsbench-result-{}-{unix_ms}.json", std::process::id()));
     let fallback = report.write_json(&path).ok().map(|()| path);
     RunReport::Unsaved { report: Box::new(report), error, fallback }
