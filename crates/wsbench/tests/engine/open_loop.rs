@@ -124,8 +124,9 @@ fn c10k_messages_follow_the_schedule() {
 #[test]
 fn find_max_rate_finds_a_known_capacity_within_10_percent() {
     let _slot = heavy(2);
-    // One connection to a server that sleeps 2 ms per echo: at most 500 echoes/s.
-    let server = Script::echo().delay_each_echo(Duration::from_millis(2)).start();
+    // One connection to a server that serves at most 500 echoes/s (2 ms of service per echo
+    // on an absolute schedule: a sleep that overshoots delays one echo, not the capacity).
+    let server = Script::echo().capacity(500).start();
     let json = scratch("find-max-rate").join("search.json");
     let url = server.url();
     let run = wsbench(

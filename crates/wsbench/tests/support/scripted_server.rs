@@ -2,6 +2,11 @@
 //! per connection (small stacks), and misbehaviour chosen by the test:
 //!
 //! - [`Script::delay_each_echo`]: every echo is written after sleeping that long;
+//! - [`Script::capacity`]: each connection serves at most that many echoes per second, as a
+//!   queue with a fixed service time on absolute deadlines: echo k is due one service time
+//!   after echo k-1 was due or after its message arrived, whichever is later. A message that
+//!   was already waiting when the server looked counts as queued, so the overshoot of a sleep
+//!   delays one echo but never lowers the capacity;
 //! - [`Script::close_every_nth_connection`]: the n-th, 2n-th … accepted connections get a
 //!   close frame with the given code after their first echo, then the TCP connection ends;
 //! - [`Script::stall`]: during a window (measured from the server's start) no connection
@@ -33,6 +38,7 @@ const CLOSE_LINGER: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, Default)]
 pub struct Script {
     delay: Option<Duration>,
+    service_time: Option<Duration>,
     close_every: Option<(u64, u16)>,
     stall: Option<(Duration, Duration)>,
     corrupt: bool,
@@ -47,6 +53,14 @@ impl Script {
     /// Sleep `delay` before writing each echo (per connection).
     pub fn delay_each_echo(mut self, delay: Duration) -> Script {
         self.delay = Some(delay);
+        self
+    }
+
+    /// Each connection serves at most `per_sec` echoes per second: a queue with a fixed
+    /// service time of `1 / per_sec`, scheduled on absolute deadlines.
+    pub fn capacity(mut self, per_sec: u32) -> Script {
+        assert!(per_sec > 0, "the capacity must be at least 1/s");
+        self.service_time = Some(Duration::from_secs(1) / per_sec);
         self
     }
 
@@ -236,6 +250,10 @@ fn serve_connection(mut stream: TcpStream, number: u64, shared: &Shared) -> io::
     let mut message: Vec<u8> = Vec::new();
     let mut message_opcode = OpCode::Binary;
     let mut out: Vec<u8> = Vec::new();
+    // With a capacity: when the previous echo's service ended (its absolute deadline), and
+    // when the bytes in `buf` arrived (`None`: they were already waiting, i.e. queued).
+    let mut served_until: Option<Instant> = None;
+    let mut arrived: Option<Instant> = None;
     loop {
         // Decode every complete chunk in `buf`.
         let mut used = 0;
@@ -255,6 +273,16 @@ fn serve_connection(mut stream: TcpStream, number: u64, shared: &Shared) -> io::
                     shared.wait_out_stall();
                     if let Some(delay) = shared.script.delay {
                         thread::sleep(delay);
+                    }
+                    if let Some(service) = shared.script.service_time {
+                        let start = match (served_until, arrived) {
+                            (Some(until), Some(at)) => until.max(at),
+                            (Some(until), None) => until,
+                            (None, at) => at.unwrap_or_else(Instant::now),
+                        };
+                        let due = start + service;
+                        thread::sleep(due.saturating_duration_since(Instant::now()));
+                        served_until = Some(due);
                     }
                     if shared.script.corrupt {
                         corrupt(&mut message);
@@ -292,11 +320,30 @@ fn serve_connection(mut stream: TcpStream, number: u64, shared: &Shared) -> io::
             return Ok(());
         }
         shared.wait_out_stall();
-        let n = stream.read(&mut chunk)?;
+        let n = if shared.script.service_time.is_some() {
+            let (n, waited) = read_noting_wait(&mut stream, &mut chunk)?;
+            arrived = waited.then(Instant::now);
+            n
+        } else {
+            stream.read(&mut chunk)?
+        };
         if n == 0 {
             return Ok(());
         }
         buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Reads what is waiting, or blocks for the next bytes; says whether it had to wait (the
+/// bytes arrived just now) or found them already there (they were queued).
+fn read_noting_wait(stream: &mut TcpStream, chunk: &mut [u8]) -> io::Result<(usize, bool)> {
+    stream.set_nonblocking(true)?;
+    let waiting = stream.read(chunk);
+    stream.set_nonblocking(false)?;
+    match waiting {
+        Ok(n) => Ok((n, false)),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok((stream.read(chunk)?, true)),
+        Err(e) => Err(e),
     }
 }
 
