@@ -303,6 +303,13 @@ impl Worker {
             match connect::upgrade_response(&self.conns[key], data) {
                 Upgrade::Incomplete => return 0,
                 Upgrade::Accepted(n) => {
+                    let counters = &mut self.traffic.metrics.counters;
+                    if let Err(failure) =
+                        connect::check_accepted(&self.spec, &self.conns[key], &data[..n], counters)
+                    {
+                        self.on_refused(key, failure);
+                        return data.len();
+                    }
                     used = n;
                     self.on_open(key, now);
                 }
