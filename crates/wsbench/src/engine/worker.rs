@@ -268,7 +268,13 @@ impl Worker {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::InvalidData && conn.transport.is_handshaking() => {
+                // A TLS error before the upgrade is answered: in TLS 1.3 the server checks a
+                // client certificate after the client's handshake is done, and its alert
+                // (`certificate_required`) arrives with the first read of the answer.
+                Err(e)
+                    if e.kind() == io::ErrorKind::InvalidData
+                        && (conn.transport.is_handshaking() || conn.state == State::Upgrading) =>
+                {
                     return self.on_refused(key, HandshakeFailure::of_tls(&e));
                 }
                 Err(_) => return self.on_broken(key),
