@@ -4,17 +4,17 @@
 //! a header of every connection, and, over TLS, requires a client certificate, records the
 //! SNI and the negotiated version. Certificates come from a test CA made here with rcgen.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::thread;
+use std::process::{Child, ChildStdin, Command};
 use std::time::Duration;
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use serde_json::Value;
 
-use crate::harness::{Finished, arg, errors, heavy, read_result, scratch, summary_of, uint, wsbench};
+use crate::bad_input::assert_usage_error;
+use crate::harness::{
+    Finished, arg, errors, heavy, read_result, scratch, spawn_listening, summary_of, uint, wsbench,
+};
 use crate::support::scripted_server::Script;
 
 /// The auth server, killed on drop.
@@ -36,31 +36,9 @@ impl AuthServer {
             ));
             return None;
         }
-        let mut child = Command::new(&python)
-            .arg(root.join("tests/interop/auth_server.py"))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {}: {e}", python.display()));
-        let stdin = child.stdin.take().expect("piped stdin");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = mpsc::channel();
-        thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            let _ = tx.send(lines.next());
-            for _ in lines {}
-        });
-        let line = match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(Some(Ok(line))) => line,
-            other => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("auth_server.py printed no `listening on` line: {other:?}");
-            }
-        };
-        let url = line.strip_prefix("listening on ").expect("a `listening on` line").trim().to_owned();
+        let mut command = Command::new(&python);
+        command.arg(root.join("tests/interop/auth_server.py")).args(args);
+        let (child, stdin, url) = spawn_listening(command, "auth_server.py");
         Some(AuthServer { child, _stdin: stdin, url })
     }
 }
@@ -85,6 +63,17 @@ fn run(url: &str, json: &Path, extra: &[&str]) -> Finished {
     wsbench(&args, Duration::from_secs(30))
 }
 
+/// Runs against `url` with `extra` flags and checks that every connection failed its
+/// handshake with `error` (e.g. `handshake_http_status_401`); returns the run.
+fn assert_every_handshake_fails(url: &str, json: &Path, extra: &[&str], error: &str) -> Finished {
+    let finished = run(url, json, extra);
+    finished.assert_completed_with_failures();
+    let result = read_result(json);
+    let context = format!("{}\n{}", summary_of(&result), finished.describe());
+    assert_eq!(errors(&result).get(error), Some(&CONNECTIONS), "{context}");
+    finished
+}
+
 #[test]
 fn bearer_and_subprotocol_open_every_connection_of_a_guarded_python_server() {
     let Some(server) = AuthServer::start(&["--bearer", "t0k", "--subprotocol", "chat"]) else { return };
@@ -105,20 +94,15 @@ fn bearer_and_subprotocol_open_every_connection_of_a_guarded_python_server() {
     assert!(!text.contains("t0k"), "the token leaked into the result file");
     assert!(with.stdout.contains("subprotocol offered chat, chosen chat (20)"), "{}", with.describe());
 
-    let json = dir.join("without.json");
-    let without = run(&server.url, &json, &[]);
-    without.assert_completed_with_failures();
-    let result = read_result(&json);
-    let context = format!("{}\n{}", summary_of(&result), without.describe());
-    assert_eq!(errors(&result).get("handshake_http_status_401"), Some(&CONNECTIONS), "{context}");
-    assert!(without.stdout.contains("handshake_http_status_401 20"), "{context}");
-
+    let without = assert_every_handshake_fails(
+        &server.url,
+        &dir.join("without.json"),
+        &[],
+        "handshake_http_status_401",
+    );
+    assert!(without.stdout.contains("handshake_http_status_401 20"), "{}", without.describe());
     let json = dir.join("no-subprotocol.json");
-    let no_subprotocol = run(&server.url, &json, &["--bearer", "t0k"]);
-    no_subprotocol.assert_completed_with_failures();
-    let result = read_result(&json);
-    let context = format!("{}\n{}", summary_of(&result), no_subprotocol.describe());
-    assert_eq!(errors(&result).get("handshake_http_status_403"), Some(&CONNECTIONS), "{context}");
+    assert_every_handshake_fails(&server.url, &json, &["--bearer", "t0k"], "handshake_http_status_403");
 }
 
 #[test]
@@ -127,19 +111,17 @@ fn a_server_that_chooses_no_offered_subprotocol_fails_the_handshake() {
     let Some(server) = AuthServer::start(&[]) else { return };
     let _slot = heavy(1);
     let json = scratch("endpoint-subprotocol-none").join("r.json");
-    let finished = run(&server.url, &json, &["--subprotocol", "v2"]);
-    finished.assert_completed_with_failures();
-    let result = read_result(&json);
-    let context = format!("{}\n{}", summary_of(&result), finished.describe());
-    assert_eq!(errors(&result).get("handshake_subprotocol_not_chosen"), Some(&CONNECTIONS), "{context}");
+    assert_every_handshake_fails(
+        &server.url,
+        &json,
+        &["--subprotocol", "v2"],
+        "handshake_subprotocol_not_chosen",
+    );
     // A server that answers with a subprotocol that was never offered.
     let server = Script::echo().choose_subprotocol("mqtt").start();
     let json = scratch("endpoint-subprotocol-other").join("r.json");
-    let finished = run(&server.url(), &json, &["--subprotocol", "chat"]);
-    finished.assert_completed_with_failures();
-    let result = read_result(&json);
-    let context = format!("{}\n{}", summary_of(&result), finished.describe());
-    assert_eq!(errors(&result).get("handshake_subprotocol_not_offered"), Some(&CONNECTIONS), "{context}");
+    let offered = ["--subprotocol", "chat"];
+    assert_every_handshake_fails(&server.url(), &json, &offered, "handshake_subprotocol_not_offered");
 }
 
 #[test]
@@ -176,28 +158,14 @@ fn a_bad_header_file_line_is_a_usage_error_naming_file_and_line() {
     let dir = scratch("endpoint-header-file");
     let headers = dir.join("h.conf");
     std::fs::write(&headers, "X-A: 1\n# comment\nX-B 2\n").unwrap();
-    let run = wsbench(
-        &["run", "echo", "ws://127.0.0.1:1", "--header-file", arg(&headers)],
-        Duration::from_secs(10),
-    );
-    assert_eq!(run.code, Some(2), "{}", run.describe());
-    let stderr = run.stderr.trim_end();
-    assert_eq!(stderr.lines().count(), 1, "{}", run.describe());
-    assert!(
-        stderr.contains(&format!("{}:3: `X-B 2` is not `Name: value`", headers.display())),
-        "{}",
-        run.describe()
-    );
-    for (flags, mentions) in [
-        (&["--header", "Sec-WebSocket-Key: x"][..], "written by wsbench itself"),
-        (&["--header", "X-A: a\rb"][..], "control character"),
-    ] {
-        let mut args = vec!["run", "echo", "ws://127.0.0.1:1"];
-        args.extend_from_slice(flags);
-        let run = wsbench(&args, Duration::from_secs(10));
-        assert_eq!(run.code, Some(2), "{}", run.describe());
-        assert!(run.stderr.contains(mentions), "{}", run.describe());
-    }
+    let line = format!("{}:3: `X-B 2` is not `Name: value`", headers.display());
+    assert_usage_error(&["run", "echo", "ws://127.0.0.1:1", "--header-file", arg(&headers)], &line);
+    let owned = ["run", "echo", "ws://127.0.0.1:1", "--header", "Sec-WebSocket-Key: x"];
+    assert_usage_error(&owned, "written by wsbench itself");
+    assert_usage_error(&["run", "echo", "ws://127.0.0.1:1", "--header", "X-A: a\rb"], "control character");
+    let half = ["run", "echo", "wss://127.0.0.1:1", "--client-cert", arg(&headers)];
+    assert_usage_error(&half, "--client-cert: needs --client-key too");
+    assert_usage_error(&["run", "echo", "wss://127.0.0.1:1", "--cacert", arg(&headers)], "--cacert: ");
 }
 
 /// A test CA; a server certificate for `localhost` and `wsbench.test` and a client
@@ -268,11 +236,7 @@ fn mutual_tls_with_a_test_ca_connects_and_without_the_client_certificate_fails_w
     assert_eq!(tls_failures, CONNECTIONS, "every connection fails with a TLS cause\n{context}");
 
     // Without --cacert the test CA is unknown: the server's certificate is refused.
-    let json = dir.join("unknown-ca.json");
-    let unknown = run(&url, &json, &[]);
-    let result = read_result(&json);
-    let context = format!("{}\n{}", summary_of(&result), unknown.describe());
-    assert_eq!(errors(&result).get("handshake_tls_unknown_ca"), Some(&CONNECTIONS), "{context}");
+    assert_every_handshake_fails(&url, &dir.join("unknown-ca.json"), &[], "handshake_tls_unknown_ca");
 }
 
 #[test]
