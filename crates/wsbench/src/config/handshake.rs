@@ -337,6 +337,28 @@ mod tests {
     }
 
     #[test]
+    fn the_scenario_file_takes_the_same_keys() {
+        let text = "target = \"ws://127.0.0.1:9/feed?room=1\"\nheader = [\"X-User: u-{conn}\"]\n\
+                    subprotocol = \"chat\"\nbearer = \"t0k\"\norigin = \"https://a.example\"\n";
+        let settings = crate::config::RunSettings::parse_toml(text, Path::new("s.toml")).unwrap();
+        let config = settings.validate().unwrap();
+        let options = &config.load.handshake;
+        assert_eq!(options.subprotocols, ["chat"]);
+        let sent: Vec<(String, String)> = options.headers_for(3);
+        assert_eq!(sent[0], ("Origin".to_owned(), "https://a.example".to_owned()));
+        assert_eq!(sent[2], ("X-User".to_owned(), "u-3".to_owned()));
+        let json = serde_json::to_value(&config).unwrap();
+        assert_eq!(json["handshake"]["headers"][1], "Authorization: <redacted>");
+        assert!(
+            serde_json::to_value(crate::config::RunSettings::default().validate().unwrap())
+                .unwrap()
+                .get("handshake")
+                .is_none(),
+            "a bare upgrade records no handshake"
+        );
+    }
+
+    #[test]
     fn header_files_skip_blanks_and_comments_and_name_the_bad_line() {
         let path = Path::new("h.txt");
         let headers = parse_header_file("# auth\n\nX-A: 1\n  X-B:two words \n", path).unwrap();

@@ -46,3 +46,34 @@ fn by_value(counts: &BTreeMap<String, u64>) -> String {
     let parts: Vec<String> = counts.iter().map(|(value, n)| format!("{value} ({})", group(*n))).collect();
     parts.join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::fixture;
+
+    #[test]
+    fn lines_appear_only_when_the_run_used_the_options() {
+        let plain = RunResult::from_outcome(&fixture::closed_loop());
+        assert!(endpoint_lines(&plain).is_empty());
+        let mut used = fixture::closed_loop();
+        used.config["handshake"] = serde_json::json!({
+            "headers": ["Authorization: <redacted>", "X-User: u-{conn}"],
+            "subprotocols": ["chat", "v2"],
+        });
+        used.metrics.counters.subprotocols_chosen.insert("chat".into(), 1000);
+        used.metrics.counters.tls_negotiated.insert("TLSv1.3 TLS13_AES_256_GCM_SHA384".into(), 1000);
+        let lines = endpoint_lines(&RunResult::from_outcome(&used));
+        assert_eq!(
+            lines,
+            [
+                (
+                    "handshake:",
+                    "headers Authorization, X-User; subprotocol offered chat,v2, chosen chat (1,000)"
+                        .to_owned()
+                ),
+                ("tls:", "TLSv1.3 TLS13_AES_256_GCM_SHA384 (1,000)".to_owned()),
+            ]
+        );
+    }
+}

@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use crate::bad_input::assert_usage_error;
 use crate::harness::{
-    Finished, arg, errors, heavy, read_result, scratch, spawn_listening, summary_of, uint, wsbench,
+    Finished, arg, assert_matches_schema, errors, heavy, read_result, scratch, spawn_listening, summary_of,
+    uint, wsbench,
 };
 use crate::support::scripted_server::Script;
 
@@ -92,6 +93,7 @@ fn bearer_and_subprotocol_open_every_connection_of_a_guarded_python_server() {
     assert_eq!(result["config"]["handshake"]["subprotocols"], serde_json::json!(["chat"]));
     let text = std::fs::read_to_string(&json).unwrap();
     assert!(!text.contains("t0k"), "the token leaked into the result file");
+    assert_matches_schema(&result);
     assert!(with.stdout.contains("subprotocol offered chat, chosen chat (20)"), "{}", with.describe());
 
     let without = assert_every_handshake_fails(
@@ -260,6 +262,7 @@ fn tls_version_pin_negotiates_1_2_and_the_sni_arrives() {
         result["counters"]["tls_negotiated"].as_object().expect("counted").keys().collect();
     assert!(sessions.len() == 1 && sessions[0].starts_with("TLSv1.2 TLS_ECDHE_"), "{sessions:?}\n{context}");
     assert_eq!(result["config"]["tls"]["version"], "1.2", "{context}");
+    assert_matches_schema(&result);
     let seen = std::fs::read_to_string(&record).unwrap();
     let count = |line: &str| seen.lines().filter(|l| *l == line).count() as u64;
     assert_eq!(count("sni wsbench.test"), CONNECTIONS, "{seen}");
