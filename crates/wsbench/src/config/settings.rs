@@ -163,11 +163,11 @@ pub struct RunSettings {
     pub no_probe: bool,
     /// Extra upgrade-request header, 'Name: value' (repeatable); `{conn}` in the value becomes
     /// the connection's number (0-based), e.g. 'X-User: user-{conn}'.
-    #[arg(long = "header", value_name = "'NAME: VALUE'")]
+    #[arg(long = "header", value_name = "NAME: VALUE")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub header: Vec<String>,
     /// File of extra headers, one 'Name: value' per line (blank lines and # comments skipped).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub header_file: Option<PathBuf>,
     /// Subprotocols to offer, e.g. chat,superchat; the server must choose one of them.

@@ -221,9 +221,7 @@ mod tests {
 
     #[test]
     fn unreadable_and_invalid_pem_files_are_usage_errors() {
-        let dir = std::env::temp_dir().join(format!("wsbench-tls-options-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let not_pem = dir.join("not.pem");
+        let not_pem = std::env::temp_dir().join(format!("wsbench-not-pem-{}.txt", std::process::id()));
         std::fs::write(&not_pem, "hello\n").unwrap();
         let error = |settings: TlsSettings| settings.validate().unwrap_err().to_string();
         let missing = TlsSettings { cacert: Some(Path::new("/nonexistent/ca.pem")), ..wss() };
@@ -232,6 +230,6 @@ mod tests {
         assert!(error(empty).contains("holds no `BEGIN CERTIFICATE` block"));
         let key = TlsSettings { client_cert: Some(&not_pem), client_key: Some(&not_pem), ..wss() };
         assert!(error(key).starts_with("--client-cert: "));
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_file(&not_pem).unwrap();
     }
 }
