@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the third-party WebSocket peers that the interop tests
 # (crates/wsbench/tests/interop.rs) drive against `wsbench serve`:
-#   - Python `websockets` into <repo>/.venv (pinned in tests/interop/requirements.txt)
+#   - Python `websockets` into <repo>/.venv (pinned in tests/interop/requirements.txt); also
+#     the guarded server tests/interop/auth_server.py of crates/wsbench/tests/engine/endpoint.rs
 #   - node `ws` into tests/interop/node_modules (pinned in tests/interop/package-lock.json)
 # and what the HTML report's browser test (crates/wsbench/tests/browser.rs) needs:
 #   - `playwright-core` into tests/browser/node_modules (pinned in tests/browser/package-lock.json)

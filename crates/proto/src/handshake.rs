@@ -140,11 +140,26 @@ pub fn server_response(request: &UpgradeRequest, protocol: Option<&str>) -> Vec<
 
 /// A client's upgrade request for `ws://host/path`.
 pub fn client_request(host: &str, path: &str, key: &str, protocols: &[&str]) -> Vec<u8> {
+    client_request_with_headers(host, path, key, protocols, &[])
+}
+
+/// [`client_request`] with `headers` (name, value) added after the WebSocket ones, in order.
+/// The caller has checked them: a name is an HTTP token, a value has no CR or LF.
+pub fn client_request_with_headers(
+    host: &str,
+    path: &str,
+    key: &str,
+    protocols: &[&str],
+    headers: &[(&str, &str)],
+) -> Vec<u8> {
     let mut request = format!(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
     );
     if !protocols.is_empty() {
         request.push_str(&format!("Sec-WebSocket-Protocol: {}\r\n", protocols.join(", ")));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");
     request.into_bytes()
@@ -237,6 +252,29 @@ mod tests {
         big.resize(9000, b'a');
         assert_eq!(parse_request(&big, 8192), Err(HandshakeError::HeaderTooLarge(8192)));
     }
+
+    #[test]
+    fn extra_headers_follow_the_websocket_ones_in_order() {
+        let headers = [("Authorization", "Bearer t0k"), ("X-Id", "7")];
+        let request = client_request_with_headers("h", "/a?b=1", KEY_FOR_TESTS, &["chat"], &headers);
+        let (parsed, _) = parse_request(&request, 8192).unwrap().unwrap();
+        let Request::Upgrade(upgrade) = parsed else { panic!("not an upgrade") };
+        assert_eq!(
+            (upgrade.path.as_str(), upgrade.protocols.as_slice()),
+            ("/a?b=1", ["chat".to_owned()].as_slice())
+        );
+        let text = String::from_utf8(request).unwrap();
+        assert!(
+            text.ends_with("Sec-WebSocket-Protocol: chat\r\nAuthorization: Bearer t0k\r\nX-Id: 7\r\n\r\n"),
+            "{text}"
+        );
+        assert_eq!(
+            client_request("h", "/", KEY_FOR_TESTS, &[]),
+            client_request_with_headers("h", "/", KEY_FOR_TESTS, &[], &[])
+        );
+    }
+
+    const KEY_FOR_TESTS: &str = "dGhlIHNhbXBsZSBub25jZQ==";
 
     #[test]
     fn wrong_accept_is_rejected() {

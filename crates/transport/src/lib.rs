@@ -91,6 +91,17 @@ impl Transport {
         matches!(self, Transport::Tls(tls) if tls.session.is_handshaking())
     }
 
+    /// The negotiated TLS version and cipher suite once the handshake is done (None for
+    /// plain TCP).
+    pub fn negotiated_tls(&self) -> Option<(rustls::ProtocolVersion, rustls::CipherSuite)> {
+        match self {
+            Transport::Plain(_) => None,
+            Transport::Tls(tls) => {
+                Some((tls.session.protocol_version()?, tls.session.negotiated_cipher_suite()?.suite()))
+            }
+        }
+    }
+
     /// Ends our side of the stream (TLS close_notify first) while still reading the peer's.
     pub fn shutdown_write(&mut self) {
         if let Transport::Tls(tls) = self {

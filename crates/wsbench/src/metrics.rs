@@ -62,6 +62,13 @@ pub struct Counters {
     /// Connections reopened after the server closed or reset them (`--reconnect`).
     #[serde(default)]
     pub reconnections: u64,
+    /// Established connections by the subprotocol the server chose (`--subprotocol`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub subprotocols_chosen: BTreeMap<String, u64>,
+    /// Established `wss://` connections by negotiated TLS version and cipher suite, e.g.
+    /// `TLSv1.3 TLS13_AES_256_GCM_SHA384`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tls_negotiated: BTreeMap<String, u64>,
 }
 
 impl Counters {
@@ -146,6 +153,12 @@ impl AddAssign<&Counters> for Counters {
         self.messages_unanswered += other.messages_unanswered;
         self.warmup_messages += other.warmup_messages;
         self.reconnections += other.reconnections;
+        for (protocol, count) in &other.subprotocols_chosen {
+            *self.subprotocols_chosen.entry(protocol.clone()).or_default() += count;
+        }
+        for (session, count) in &other.tls_negotiated {
+            *self.tls_negotiated.entry(session.clone()).or_default() += count;
+        }
     }
 }
 
@@ -280,6 +293,20 @@ mod tests {
         assert_eq!(errors.get("handshake_http_status_403"), Some(&3));
         assert_eq!(errors.get("handshake_timeout"), Some(&1));
         assert_eq!(errors.get("handshake_failed"), None, "the total is not counted twice");
+    }
+
+    #[test]
+    fn negotiated_subprotocols_and_tls_sessions_sum_by_value() {
+        let mut a = Metrics::default();
+        a.counters.subprotocols_chosen.insert("chat".into(), 2);
+        a.counters.tls_negotiated.insert("TLSv1.3 TLS13_AES_128_GCM_SHA256".into(), 2);
+        let mut b = Metrics::default();
+        b.counters.subprotocols_chosen.insert("chat".into(), 3);
+        b.counters.tls_negotiated.insert("TLSv1.2 TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".into(), 1);
+        a.merge(&b);
+        assert_eq!(a.counters.subprotocols_chosen.get("chat"), Some(&5));
+        assert_eq!(a.counters.tls_negotiated.len(), 2);
+        assert!(a.counters.errors().is_empty(), "negotiated values are not errors");
     }
 
     #[test]

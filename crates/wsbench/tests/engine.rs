@@ -1,6 +1,7 @@
 //! Integration tests of the load engine: the real `wsbench run` binary against its built-in
 //! server, a scripted server that misbehaves on purpose (`support/scripted_server.rs`), a
-//! `wsbench serve` killed mid-run, and the node `ws` echo server; plus bad input, the open
+//! `wsbench serve` killed mid-run, the node `ws` echo server, and a Python `websockets` server
+//! guarded by auth, subprotocol and mutual TLS (`endpoint.rs`); plus bad input, the open
 //! file limit and Ctrl-C. Every run is short (2–5 s) and bounded: a run that overstays is
 //! killed and the test fails.
 //!
@@ -19,6 +20,8 @@ mod harness;
 mod bad_input;
 #[path = "engine/builtin.rs"]
 mod builtin;
+#[path = "engine/endpoint.rs"]
+mod endpoint;
 #[path = "engine/open_loop.rs"]
 mod open_loop;
 #[path = "engine/peers.rs"]

@@ -8,6 +8,7 @@
 //! ([`Mode`]), the `--threshold`s its result is judged by ([`Threshold`]) and its run id. Defaults live here as `pub const`; the CLI shows them.
 
 mod error;
+mod handshake;
 mod outputs;
 mod presets;
 mod settings;
@@ -15,6 +16,7 @@ mod slo;
 mod suggest;
 mod target;
 mod threshold;
+mod tls;
 mod validate;
 
 use std::net::IpAddr;
@@ -26,11 +28,13 @@ use serde::{Deserialize, Serialize};
 use crate::units::parse_bytes;
 pub use error::ConfigError;
 use error::invalid;
+pub use handshake::{CONN_PLACEHOLDER, HandshakeOptions, Header, REDACTED, is_secret};
 pub use outputs::{check_output_file, check_output_folder};
 pub use settings::RunSettings;
 pub use slo::{Objective, Slo, Statistic};
 pub use target::Target;
 pub use threshold::{Comparison, Metric, Threshold};
+pub use tls::{ClientIdentity, ClientKey, TlsOptions, TlsVersion};
 
 pub const DEFAULT_CONNECTIONS: u64 = 1000;
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -259,6 +263,12 @@ pub struct LoadSpec {
     pub reconnect: bool,
     /// Accept any TLS certificate.
     pub insecure: bool,
+    /// Extra upgrade-request headers and offered subprotocols (`--header`, `--subprotocol`, …).
+    #[serde(skip_serializing_if = "HandshakeOptions::is_empty")]
+    pub handshake: HandshakeOptions,
+    /// `--cacert`, `--client-cert`/`--client-key`, `--sni`, `--tls-version`.
+    #[serde(skip_serializing_if = "TlsOptions::is_default")]
+    pub tls: TlsOptions,
 }
 
 /// One measured run, or `--find-max-rate`: open-loop steps until the objective breaks.

@@ -161,6 +161,52 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(default, skip_serializing_if = "is_false")]
     pub no_probe: bool,
+    /// Extra upgrade-request header, 'Name: value' (repeatable); `{conn}` in the value becomes
+    /// the connection's number (0-based), e.g. 'X-User: user-{conn}'.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub header: Vec<String>,
+    /// File of extra headers, one 'Name: value' per line (blank lines and # comments skipped).
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header_file: Option<PathBuf>,
+    /// Subprotocols to offer, e.g. chat,superchat; the server must choose one of them.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subprotocol: Option<String>,
+    /// Origin header of the upgrade request.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+    /// Send 'Authorization: Bearer TOKEN' (redacted in the result file).
+    #[arg(long, value_name = "TOKEN")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bearer: Option<String>,
+    /// Cookie header of the upgrade request, e.g. 'session=abc' (redacted in the result file).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cookie: Option<String>,
+    /// wss: trust the CAs in this PEM file instead of the built-in Mozilla roots.
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cacert: Option<PathBuf>,
+    /// wss: client certificate (PEM) for mutual TLS; needs --client-key.
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_cert: Option<PathBuf>,
+    /// wss: the client certificate's private key (PEM); needs --client-cert.
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_key: Option<PathBuf>,
+    /// wss: server name to send (SNI) and to verify the certificate against, instead of the
+    /// URL's host.
+    #[arg(long, value_name = "NAME")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sni: Option<String>,
+    /// wss: use only this TLS version, 1.2 or 1.3 (default: either).
+    #[arg(long, value_name = "VERSION")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_version: Option<String>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -283,6 +329,17 @@ mod tests {
             processes: Some(5),
             server_processes: Some(2),
             no_probe: true,
+            header: vec!["X-Id: u-{conn}".into()],
+            header_file: Some("h.txt".into()),
+            subprotocol: some("chat,v2"),
+            origin: some("https://example.com"),
+            bearer: some("t0k"),
+            cookie: some("a=b"),
+            cacert: Some("ca.pem".into()),
+            client_cert: Some("c.pem".into()),
+            client_key: Some("k.pem".into()),
+            sni: some("api.example.com"),
+            tls_version: some("1.3"),
         };
         let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
         assert_eq!(back, every);

@@ -29,9 +29,12 @@ impl Target {
         } else {
             return Err(bad("the URL must start with ws:// or wss://".into()));
         };
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
+        // The fragment is never sent; a query right after the authority gets the `/` path.
+        let rest = rest.split_once('#').map_or(rest, |(before, _)| before);
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(i) if rest[i..].starts_with('?') => (&rest[..i], format!("/{}", &rest[i..])),
+            Some(i) => (&rest[..i], rest[i..].to_owned()),
+            None => (rest, "/".to_owned()),
         };
         let default_port = if tls { 443 } else { 80 };
         let (host, port) = if let Some(inner) = authority.strip_prefix('[') {
@@ -57,7 +60,7 @@ impl Target {
                 .next()
                 .ok_or_else(|| bad(format!("`{host}` resolves to no address")))?,
         };
-        Ok(Target { url: url.to_owned(), tls, host: host.to_owned(), addr, path: path.to_owned() })
+        Ok(Target { url: url.to_owned(), tls, host: host.to_owned(), addr, path })
     }
 
     /// `Host` header value.
@@ -83,6 +86,10 @@ mod tests {
         assert!(t.tls);
         assert_eq!(t.path, "/");
         assert_eq!(t.host_header(), "localhost:9443");
+        let t = Target::parse("ws://127.0.0.1:8080/echo?room=1&token=a#top").unwrap();
+        assert_eq!(t.path, "/echo?room=1&token=a", "the path and query are sent, the fragment is not");
+        let t = Target::parse("ws://127.0.0.1:8080?room=1").unwrap();
+        assert_eq!((t.addr.port(), t.path.as_str()), (8080, "/?room=1"));
         let t = Target::parse("ws://[::1]:7000/").unwrap();
         assert_eq!(t.addr, "[::1]:7000".parse().unwrap());
     }

@@ -1,13 +1,16 @@
 //! From settings to a [`RunConfig`]: every default applied, every value checked, each rule
 //! in a small function named after the setting it decides. Errors are one line naming the
 //! flag and what to do ([`ConfigError`]); nothing here touches the network, and the disk
-//! only to check that the output files can be written (`outputs.rs`).
+//! only to check that the output files can be written (`outputs.rs`) and to read the
+//! `--header-file` and TLS PEM files (`handshake.rs`, `tls.rs`).
 
 use std::time::Duration;
 
 use super::error::{ConfigError, invalid};
+use super::handshake::{HandshakeOptions, HandshakeSettings};
 use super::outputs::check_output_file;
 use super::settings::RunSettings;
+use super::tls::{TlsOptions, TlsSettings};
 use super::{
     DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_FRAMES_PER_SEND, DEFAULT_HOLD, DEFAULT_IN_FLIGHT,
@@ -54,6 +57,8 @@ impl RunSettings {
             source_addrs: self.source_addrs.as_deref().map(parse_addr_range).transpose()?.unwrap_or_default(),
             reconnect: self.reconnect,
             insecure: self.insecure,
+            handshake: self.handshake()?,
+            tls: self.tls(target.as_ref())?,
         };
         Ok(RunConfig {
             load,
@@ -66,6 +71,33 @@ impl RunSettings {
             thresholds,
             run_id: self.run_id()?,
         })
+    }
+
+    /// The upgrade request's extra headers and subprotocols, checked (the header file read).
+    fn handshake(&self) -> Result<HandshakeOptions, ConfigError> {
+        HandshakeSettings {
+            headers: &self.header,
+            header_file: self.header_file.as_deref(),
+            subprotocol: self.subprotocol.as_deref(),
+            origin: self.origin.as_deref(),
+            bearer: self.bearer.as_deref(),
+            cookie: self.cookie.as_deref(),
+        }
+        .validate()
+    }
+
+    /// The TLS options of a `wss://` target, checked (the PEM files read).
+    fn tls(&self, target: Option<&Target>) -> Result<TlsOptions, ConfigError> {
+        TlsSettings {
+            cacert: self.cacert.as_deref(),
+            client_cert: self.client_cert.as_deref(),
+            client_key: self.client_key.as_deref(),
+            sni: self.sni.as_deref(),
+            version: self.tls_version.as_deref(),
+            insecure: self.insecure,
+            tls_target: target.is_some_and(|t| t.tls),
+        }
+        .validate()
     }
 
     /// The output files, each checked to be writable before any load is sent.

@@ -1,6 +1,7 @@
 //! Opening a client connection up to the WebSocket upgrade: the socket (source address,
-//! non-blocking connect), the TLS session of a `wss://` target, the upgrade request, and
-//! the check of the server's answer. The worker registers the connection with its poll and
+//! non-blocking connect), the TLS session of a `wss://` target (SNI), the upgrade request
+//! (subprotocols, extra headers), and the check of the server's answer (the subprotocol it
+//! chose, the TLS it negotiated). The worker registers the connection with its poll and
 //! drives it; this file owns no event loop.
 
 use std::io;
@@ -11,13 +12,13 @@ use rand::RngCore;
 use rustls::ClientConnection;
 use rustls_pki_types::ServerName;
 use socket2::{Domain, Protocol, Socket, Type};
-use wsbench_proto::handshake::{client_key, client_request};
+use wsbench_proto::handshake::{client_key, client_request_with_headers, parse_response};
 use wsbench_proto::{Decoder, Role};
 use wsbench_transport::Transport;
 
 use super::Job;
 use super::conn::ClientConn;
-use super::handshake_failure::{self, Upgrade};
+use super::handshake_failure::{self, HandshakeFailure, Upgrade};
 use crate::metrics::Counters;
 
 /// Starts connection `index` (global number): the TCP connect is in progress, the TLS
@@ -29,7 +30,8 @@ pub fn open(spec: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
     let stream = connect_socket(target.addr, source)?;
     let transport = match &spec.tls {
         Some(config) => {
-            let name = ServerName::try_from(target.host.clone())
+            let host = spec.load.tls.sni.as_ref().unwrap_or(&target.host);
+            let name = ServerName::try_from(host.clone())
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
             let session = ClientConnection::new(config.clone(), name).map_err(io::Error::other)?;
             Transport::tls(stream, session)
@@ -40,8 +42,49 @@ pub fn open(spec: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
     rand::rng().fill_bytes(&mut nonce);
     let decoder = Decoder::new(Role::Client, u64::MAX >> 1);
     let mut conn = ClientConn::new(transport, index, client_key(nonce), decoder, now);
-    conn.output.extend_from_slice(&client_request(&target.host_header(), &target.path, &conn.key, &[]));
+    conn.output.extend_from_slice(&upgrade_request(spec, &conn.key, index));
     Ok(conn)
+}
+
+/// The upgrade request of connection `index`: the `--subprotocol`s offered and the extra
+/// headers, `{conn}` replaced by `index`.
+fn upgrade_request(spec: &Job, key: &str, index: u64) -> Vec<u8> {
+    let handshake = &spec.load.handshake;
+    let protocols: Vec<&str> = handshake.subprotocols.iter().map(String::as_str).collect();
+    let headers = handshake.headers_for(index);
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let target = &spec.target;
+    client_request_with_headers(&target.host_header(), &target.path, key, &protocols, &headers)
+}
+
+/// Checks what an accepted upgrade (`head`, the `101` response) agreed to and counts it:
+/// the subprotocol must be one offered (and, when some were offered, one must be chosen);
+/// the TLS version and cipher suite are counted by value.
+pub fn check_accepted(
+    spec: &Job,
+    conn: &ClientConn,
+    head: &[u8],
+    counters: &mut Counters,
+) -> Result<(), HandshakeFailure> {
+    let offered = &spec.load.handshake.subprotocols;
+    let chosen = parse_response(head, &conn.key).ok().flatten().and_then(|(response, _)| response.protocol);
+    match chosen {
+        Some(protocol) if offered.contains(&protocol) => {
+            *counters.subprotocols_chosen.entry(protocol).or_default() += 1;
+        }
+        Some(_) => return Err(HandshakeFailure::of("subprotocol_not_offered")),
+        None if !offered.is_empty() => return Err(HandshakeFailure::of("subprotocol_not_chosen")),
+        None => {}
+    }
+    if let Some((version, suite)) = conn.transport.negotiated_tls() {
+        let version = match version {
+            rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_owned(),
+            rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_owned(),
+            other => format!("{other:?}"),
+        };
+        *counters.tls_negotiated.entry(format!("{version} {suite:?}")).or_default() += 1;
+    }
+    Ok(())
 }
 
 /// A non-blocking TCP socket (no Nagle) connecting to `addr`, from `source` if given.

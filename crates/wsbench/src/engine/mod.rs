@@ -35,9 +35,13 @@ pub struct Job {
 }
 
 impl Job {
-    pub fn new(load: LoadSpec, target: Target) -> Job {
-        let tls = target.tls.then(|| tls::client_config(load.insecure));
-        Job { load, target, tls }
+    /// Fails only when rustls refuses the TLS options (validation has checked them).
+    pub fn new(load: LoadSpec, target: Target) -> std::io::Result<Job> {
+        let tls = match target.tls {
+            true => Some(tls::client_config_with(load.insecure, &load.tls).map_err(std::io::Error::other)?),
+            false => None,
+        };
+        Ok(Job { load, target, tls })
     }
 }
 

@@ -268,7 +268,13 @@ impl Worker {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::InvalidData && conn.transport.is_handshaking() => {
+                // A TLS error before the upgrade is answered: in TLS 1.3 the server checks a
+                // client certificate after the client's handshake is done, and its alert
+                // (`certificate_required`) arrives with the first read of the answer.
+                Err(e)
+                    if e.kind() == io::ErrorKind::InvalidData
+                        && (conn.transport.is_handshaking() || conn.state == State::Upgrading) =>
+                {
                     return self.on_refused(key, HandshakeFailure::of_tls(&e));
                 }
                 Err(_) => return self.on_broken(key),
@@ -303,6 +309,13 @@ impl Worker {
             match connect::upgrade_response(&self.conns[key], data) {
                 Upgrade::Incomplete => return 0,
                 Upgrade::Accepted(n) => {
+                    let counters = &mut self.traffic.metrics.counters;
+                    if let Err(failure) =
+                        connect::check_accepted(&self.spec, &self.conns[key], &data[..n], counters)
+                    {
+                        self.on_refused(key, failure);
+                        return data.len();
+                    }
                     used = n;
                     self.on_open(key, now);
                 }

@@ -7,6 +7,7 @@
 
 mod charts;
 mod compare;
+mod endpoint;
 mod escape;
 pub mod format;
 mod html;

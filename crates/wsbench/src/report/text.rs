@@ -29,6 +29,9 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
     headline(&mut out, result, paint);
     latency_table(&mut out, result);
     traffic(&mut out, result, paint);
+    for (label, text) in super::endpoint::endpoint_lines(result) {
+        line(&mut out, label, &text);
+    }
     thresholds(&mut out, result, paint);
     server(&mut out, result);
     shards(&mut out, result, paint);

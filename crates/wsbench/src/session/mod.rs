@@ -185,7 +185,7 @@ impl Session {
         // samples count from that instant, so merged shards line up.
         let (started_at_unix_ms, run_start) = start_instant(config.load.start_at_unix_ms);
         let probe = start_probe(config, &self.target, self.builtin.as_ref(), run_start);
-        let job = Job::new(config.load.clone(), self.target.clone());
+        let job = Job::new(config.load.clone(), self.target.clone()).map_err(RunError::Engine)?;
         let mut progress = progress::Progress::new();
         let output = engine::run(job, &self.cpus.client, interrupt, &mut |control| progress.update(control));
         progress.finish();

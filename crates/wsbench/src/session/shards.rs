@@ -85,7 +85,7 @@ fn run_shards(
         if source_addrs.is_some() {
             child.source_addrs.clone_from(&source_addrs);
         }
-        let started = std::fs::write(dir.scenario(index), child.to_toml()?)
+        let started = write_private(&dir.scenario(index), &child.to_toml()?)
             .and_then(|()| spawn(&exe, &dir.scenario(index), index, count));
         // On failure the shards started so far are stopped as they drop.
         shards
@@ -333,6 +333,18 @@ impl ShardDir {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// Writes a shard's scenario file readable by its owner only: it may carry a `--bearer`
+/// token or cookie (the result file shows them redacted; the shard's settings cannot).
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    // A file left by an earlier run keeps its mode through `open`.
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    file.write_all(text.as_bytes())
 }
 
 #[cfg(test)]

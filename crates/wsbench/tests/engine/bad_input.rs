@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::harness::{arg, errors, read_result, scratch, summary_of, uint, wsbench};
 
 /// What a usage error must look like: exit 2, one `wsbench: …` line naming `mentions`.
-fn assert_usage_error(args: &[&str], mentions: &str) {
+pub fn assert_usage_error(args: &[&str], mentions: &str) {
     let run = wsbench(args, Duration::from_secs(10));
     assert_eq!(run.code, Some(2), "a usage error exits with 2\n{}", run.describe());
     let stderr = run.stderr.trim_end();

@@ -313,40 +313,48 @@ impl NodeEchoServer {
                 return None;
             }
         };
-        let mut child = Command::new("node")
-            .arg(&script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn node {}: {e}", script.display()));
-        let stdin = child.stdin.take().expect("piped stdin");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = mpsc::channel();
-        thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            let _ = tx.send(lines.next());
-            for _ in lines {}
-        });
-        let line = match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(Some(Ok(line))) => line,
-            other => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("node echo_server.js printed no `listening on` line: {other:?}");
-            }
-        };
-        let url = line
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line from echo_server.js: {line:?}"))
-            .trim()
-            .to_owned();
+        let mut command = Command::new("node");
+        command.arg(&script);
+        let (child, stdin, url) = spawn_listening(command, "node echo_server.js");
         Some(NodeEchoServer { child, _stdin: stdin, url })
     }
 
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+}
+
+/// Starts a peer server that prints `listening on URL` first and exits when its stdin
+/// closes: the child, its stdin (hold it open), and the URL.
+pub fn spawn_listening(mut command: Command, what: &str) -> (Child, ChildStdin, String) {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {what}: {e}"));
+    let stdin = child.stdin.take().expect("piped stdin");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        let _ = tx.send(lines.next());
+        for _ in lines {}
+    });
+    let line = match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(Some(Ok(line))) => line,
+        other => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} printed no `listening on` line: {other:?}");
+        }
+    };
+    let url = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line from {what}: {line:?}"))
+        .trim()
+        .to_owned();
+    (child, stdin, url)
 }
 
 impl Drop for NodeEchoServer {

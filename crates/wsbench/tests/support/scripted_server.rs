@@ -14,6 +14,8 @@
 //! - [`Script::corrupt_echo`]: every echo has one byte changed (for json-ts messages, a digit
 //!   of the sequence number, so the text stays valid UTF-8).
 //!
+//! - [`Script::choose_subprotocol`]: every upgrade is answered with that subprotocol.
+//!
 //! With no behaviour it is a plain echo server. Dropping the [`ScriptedServer`] stops it: the
 //! listener closes and every open connection is shut down.
 
@@ -42,6 +44,7 @@ pub struct Script {
     close_every: Option<(u64, u16)>,
     stall: Option<(Duration, Duration)>,
     corrupt: bool,
+    subprotocol: Option<&'static str>,
 }
 
 impl Script {
@@ -82,6 +85,12 @@ impl Script {
     /// Every echo comes back with one byte changed.
     pub fn corrupt_echo(mut self) -> Script {
         self.corrupt = true;
+        self
+    }
+
+    /// Answer every upgrade with this subprotocol, whatever the client offered.
+    pub fn choose_subprotocol(mut self, name: &'static str) -> Script {
+        self.subprotocol = Some(name);
         self
     }
 
@@ -243,7 +252,7 @@ fn serve_connection(mut stream: TcpStream, number: u64, shared: &Shared) -> io::
         stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
         return Ok(());
     };
-    stream.write_all(&server_response(&upgrade, None))?;
+    stream.write_all(&server_response(&upgrade, shared.script.subprotocol))?;
 
     let close_code = shared.script.close_every.and_then(|(n, code)| number.is_multiple_of(n).then_some(code));
     let mut decoder = Decoder::new(Role::Server, MAX_MESSAGE);

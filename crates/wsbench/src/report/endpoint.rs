@@ -1,0 +1,79 @@
+//! The report's lines on how the endpoint was reached, shown only when the run used the
+//! handshake or TLS options or spoke TLS: the extra headers sent (names only: values may be
+//! secrets), the subprotocol the server chose, the TLS version and cipher suite negotiated,
+//! each with how many connections. Reads only the result file (`config` and `counters`).
+
+use std::collections::BTreeMap;
+
+use super::format::group;
+use crate::result::RunResult;
+
+/// `(label, text)` lines: `handshake:` and `tls:`, each only when there is something to say.
+pub fn endpoint_lines(result: &RunResult) -> Vec<(&'static str, String)> {
+    let mut lines = Vec::new();
+    let mut handshake = Vec::new();
+    let headers: Vec<&str> = result.config["handshake"]["headers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|h| h.as_str()?.split(':').next())
+        .collect();
+    if !headers.is_empty() {
+        handshake.push(format!("headers {}", headers.join(", ")));
+    }
+    let offered: Vec<&str> = result.config["handshake"]["subprotocols"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.as_str())
+        .collect();
+    if !offered.is_empty() {
+        let chosen = by_value(&result.counters.subprotocols_chosen);
+        let chosen = if chosen.is_empty() { "none chosen".to_owned() } else { format!("chosen {chosen}") };
+        handshake.push(format!("subprotocol offered {}, {chosen}", offered.join(",")));
+    }
+    if !handshake.is_empty() {
+        lines.push(("handshake:", handshake.join("; ")));
+    }
+    if !result.counters.tls_negotiated.is_empty() {
+        lines.push(("tls:", by_value(&result.counters.tls_negotiated)));
+    }
+    lines
+}
+
+/// `a (3), b (1)`: each value with its count of connections.
+fn by_value(counts: &BTreeMap<String, u64>) -> String {
+    let parts: Vec<String> = counts.iter().map(|(value, n)| format!("{value} ({})", group(*n))).collect();
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::fixture;
+
+    #[test]
+    fn lines_appear_only_when_the_run_used_the_options() {
+        let plain = RunResult::from_outcome(&fixture::closed_loop());
+        assert!(endpoint_lines(&plain).is_empty());
+        let mut used = fixture::closed_loop();
+        used.config["handshake"] = serde_json::json!({
+            "headers": ["Authorization: <redacted>", "X-User: u-{conn}"],
+            "subprotocols": ["chat", "v2"],
+        });
+        used.metrics.counters.subprotocols_chosen.insert("chat".into(), 1000);
+        used.metrics.counters.tls_negotiated.insert("TLSv1.3 TLS13_AES_256_GCM_SHA384".into(), 1000);
+        let lines = endpoint_lines(&RunResult::from_outcome(&used));
+        assert_eq!(
+            lines,
+            [
+                (
+                    "handshake:",
+                    "headers Authorization, X-User; subprotocol offered chat,v2, chosen chat (1,000)"
+                        .to_owned()
+                ),
+                ("tls:", "TLSv1.3 TLS13_AES_256_GCM_SHA384 (1,000)".to_owned()),
+            ]
+        );
+    }
+}
