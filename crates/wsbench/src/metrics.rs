@@ -62,6 +62,18 @@ pub struct Counters {
     /// Connections reopened after the server closed or reset them (`--reconnect`).
     #[serde(default)]
     pub reconnections: u64,
+    /// Message payload bytes, before compression and framing (`bytes_*` are what went over
+    /// the socket); with permessage-deflate their ratio is the compression ratio.
+    #[serde(default)]
+    pub payload_bytes_sent: u64,
+    #[serde(default)]
+    pub payload_bytes_received: u64,
+    /// Echoes that arrived compressed (RSV1 set on their first frame).
+    #[serde(default)]
+    pub compressed_messages_received: u64,
+    /// Connections by the permessage-deflate answer the server gave them.
+    #[serde(default)]
+    pub compression_negotiated: BTreeMap<String, u64>,
 }
 
 impl Counters {
@@ -146,6 +158,12 @@ impl AddAssign<&Counters> for Counters {
         self.messages_unanswered += other.messages_unanswered;
         self.warmup_messages += other.warmup_messages;
         self.reconnections += other.reconnections;
+        self.payload_bytes_sent += other.payload_bytes_sent;
+        self.payload_bytes_received += other.payload_bytes_received;
+        self.compressed_messages_received += other.compressed_messages_received;
+        for (answer, count) in &other.compression_negotiated {
+            *self.compression_negotiated.entry(answer.clone()).or_default() += count;
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 //! ([`Sampling`]), where results go ([`Outputs`]), whether it is one run or a search
 //! ([`Mode`]), the `--threshold`s its result is judged by ([`Threshold`]) and its run id. Defaults live here as `pub const`; the CLI shows them.
 
+mod compression;
 mod error;
 mod outputs;
 mod presets;
@@ -24,6 +25,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::units::parse_bytes;
+pub use compression::CompressionOffer;
 pub use error::ConfigError;
 use error::invalid;
 pub use outputs::{check_output_file, check_output_folder};
@@ -259,6 +261,8 @@ pub struct LoadSpec {
     pub reconnect: bool,
     /// Accept any TLS certificate.
     pub insecure: bool,
+    /// The permessage-deflate offer (`--compression`); `None`: no compression.
+    pub compression: Option<CompressionOffer>,
 }
 
 /// One measured run, or `--find-max-rate`: open-loop steps until the objective breaks.

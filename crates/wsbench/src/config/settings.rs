@@ -161,6 +161,11 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(default, skip_serializing_if = "is_false")]
     pub no_probe: bool,
+    /// Offer permessage-deflate (RFC 7692): `deflate`, or with parameters, e.g.
+    /// `deflate; client_no_context_takeover; server_max_window_bits=10`.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compression: Option<String>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -283,6 +288,7 @@ mod tests {
             processes: Some(5),
             server_processes: Some(2),
             no_probe: true,
+            compression: some("deflate; server_no_context_takeover"),
         };
         let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
         assert_eq!(back, every);

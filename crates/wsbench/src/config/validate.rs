@@ -12,7 +12,7 @@ use super::{
     DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_FRAMES_PER_SEND, DEFAULT_HOLD, DEFAULT_IN_FLIGHT,
     DEFAULT_MAX_SEND_LAG, DEFAULT_THROUGHPUT_PAYLOAD, DEFAULT_WARMUP, LoadSpec, MessageKind, Mode, Outputs,
-    Payload, Placement, RunConfig, Sampling, Scenario, Shard, Threshold, parse_addr_range,
+    CompressionOffer, Payload, Placement, RunConfig, Sampling, Scenario, Shard, Threshold, parse_addr_range,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_duration, parse_rate};
@@ -54,6 +54,7 @@ impl RunSettings {
             source_addrs: self.source_addrs.as_deref().map(parse_addr_range).transpose()?.unwrap_or_default(),
             reconnect: self.reconnect,
             insecure: self.insecure,
+            compression: self.compression()?,
         };
         Ok(RunConfig {
             load,
@@ -66,6 +67,11 @@ impl RunSettings {
             thresholds,
             run_id: self.run_id()?,
         })
+    }
+
+    /// The permessage-deflate offer, if `--compression` asks for one.
+    fn compression(&self) -> Result<Option<CompressionOffer>, ConfigError> {
+        self.compression.as_deref().map_or(Ok(None), CompressionOffer::parse)
     }
 
     /// The output files, each checked to be writable before any load is sent.

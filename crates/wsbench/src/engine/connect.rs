@@ -11,7 +11,7 @@ use rand::RngCore;
 use rustls::ClientConnection;
 use rustls_pki_types::ServerName;
 use socket2::{Domain, Protocol, Socket, Type};
-use wsbench_proto::handshake::{client_key, client_request};
+use wsbench_proto::handshake::{add_header, client_key, client_request};
 use wsbench_proto::{Decoder, Role};
 use wsbench_transport::Transport;
 
@@ -41,6 +41,9 @@ pub fn open(spec: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
     let decoder = Decoder::new(Role::Client, u64::MAX >> 1);
     let mut conn = ClientConn::new(transport, index, client_key(nonce), decoder, now);
     conn.output.extend_from_slice(&client_request(&target.host_header(), &target.path, &conn.key, &[]));
+    if let Some(offer) = &spec.load.compression {
+        add_header(&mut conn.output, "Sec-WebSocket-Extensions", &offer.header_value());
+    }
     Ok(conn)
 }
 

@@ -27,6 +27,8 @@ pub enum Template {
         payload: Vec<u8>,
         /// `frames_per_send` masked frames, ready to write.
         batch: Vec<u8>,
+        mask: [u8; 4],
+        opcode: OpCode,
     },
 }
 
@@ -51,20 +53,36 @@ impl Template {
                 for _ in 0..frames_per_send {
                     write_frame(&mut batch, true, opcode, Some(mask), &bytes);
                 }
-                Template::Fixed { payload: bytes, batch }
+                Template::Fixed { payload: bytes, batch, mask, opcode }
             }
         }
     }
 
-    /// Appends one json-ts message with sequence number `seq` to `out`.
-    pub fn encode_json(mask: [u8; 4], opcode: OpCode, seq: u64, out: &mut Vec<u8>) {
-        let micros = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
-        let mut text = [0u8; 64];
-        let mut cursor = std::io::Cursor::new(&mut text[..]);
-        write!(cursor, "{{\"ts\":{micros},\"seq\":{seq}}}").expect("64 bytes hold the message");
-        let len = cursor.position() as usize;
-        write_frame(out, true, opcode, Some(mask), &text[..len]);
+    /// The mask key and opcode every message of this template is sent with.
+    pub fn mask_opcode(&self) -> ([u8; 4], OpCode) {
+        match self {
+            Template::JsonTs { mask, opcode } | Template::Fixed { mask, opcode, .. } => (*mask, *opcode),
+        }
     }
+
+    /// The payload of message `seq` (json-ts is written into `scratch`).
+    pub fn message<'a>(&'a self, seq: u64, scratch: &'a mut [u8; 64]) -> &'a [u8] {
+        match self {
+            Template::JsonTs { .. } => {
+                let len = json_text(seq, scratch);
+                &scratch[..len]
+            }
+            Template::Fixed { payload, .. } => payload,
+        }
+    }
+}
+
+/// Writes the json-ts message `seq` (with the current time) into `text`; returns its length.
+fn json_text(seq: u64, text: &mut [u8; 64]) -> usize {
+    let micros = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
+    let mut cursor = std::io::Cursor::new(&mut text[..]);
+    write!(cursor, "{{\"ts\":{micros},\"seq\":{seq}}}").expect("64 bytes hold the message");
+    cursor.position() as usize
 }
 
 /// The `seq` of an echoed json-ts message, if it has one.
@@ -83,7 +101,9 @@ mod tests {
     #[test]
     fn json_messages_carry_their_sequence_number() {
         let mut out = Vec::new();
-        Template::encode_json([1, 2, 3, 4], OpCode::Text, 42, &mut out);
+        let template = Template::new(Payload::JsonTs, MessageKind::Text, 1);
+        let (mask, opcode) = template.mask_opcode();
+        write_frame(&mut out, true, opcode, Some(mask), template.message(42, &mut [0; 64]));
         let mut decoder = Decoder::new(Role::Server, 1 << 20);
         let chunk = decoder.decode(&mut out).unwrap().unwrap();
         let text = std::str::from_utf8(&out[chunk.payload.clone()]).unwrap();
@@ -94,7 +114,7 @@ mod tests {
 
     #[test]
     fn fixed_batches_hold_frames_per_send_masked_frames() {
-        let Template::Fixed { payload, batch } = Template::new(Payload::Bytes(20), MessageKind::Binary, 10)
+        let Template::Fixed { payload, batch, .. } = Template::new(Payload::Bytes(20), MessageKind::Binary, 10)
         else {
             panic!("fixed payload expected")
         };

@@ -18,7 +18,7 @@ use super::conn::{ClientConn, State};
 use super::handshake_failure::{HandshakeFailure, Upgrade};
 use super::pacer::{Pacer, TICK};
 use super::traffic::Traffic;
-use super::{Control, Job, connect};
+use super::{Control, Job, compression, connect};
 use crate::config::Scenario;
 use crate::metrics::Metrics;
 
@@ -304,6 +304,14 @@ impl Worker {
                 Upgrade::Incomplete => return 0,
                 Upgrade::Accepted(n) => {
                     used = n;
+                    let counters = &mut self.traffic.metrics.counters;
+                    let refused = self.spec.load.compression.as_ref().and_then(|offer| {
+                        compression::attach(offer, &mut self.conns[key], data, counters).err()
+                    });
+                    if let Some(failure) = refused {
+                        self.on_refused(key, failure);
+                        return data.len();
+                    }
                     self.on_open(key, now);
                 }
                 Upgrade::Refused(failure) => {
