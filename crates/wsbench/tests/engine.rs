@@ -19,6 +19,8 @@ mod harness;
 mod bad_input;
 #[path = "engine/builtin.rs"]
 mod builtin;
+#[path = "engine/compression.rs"]
+mod compression;
 #[path = "engine/open_loop.rs"]
 mod open_loop;
 #[path = "engine/peers.rs"]

@@ -274,7 +274,7 @@ pub fn assert_matches_schema(result: &Value) {
 // ---------------------------------------------------------------------------------------
 // Third-party peers.
 
-fn repo_root() -> PathBuf {
+pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
 }
 
@@ -306,6 +306,11 @@ impl NodeEchoServer {
     /// The server, or None (after saying why) when node `ws` is not installed and peers
     /// are optional.
     pub fn start() -> Option<NodeEchoServer> {
+        NodeEchoServer::start_with(&[])
+    }
+
+    /// The node server with extra arguments (e.g. `--deflate`).
+    pub fn start_with(args: &[&str]) -> Option<NodeEchoServer> {
         let script = match node_ws() {
             Ok(script) => script,
             Err(why) => {
@@ -313,13 +318,17 @@ impl NodeEchoServer {
                 return None;
             }
         };
-        let mut child = Command::new("node")
-            .arg(&script)
+        Some(NodeEchoServer::spawn(Command::new("node").arg(&script).args(args), &script))
+    }
+
+    /// Starts `command` (a peer echo server printing `listening on URL`) and waits for it.
+    pub fn spawn(command: &mut Command, script: &Path) -> NodeEchoServer {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .unwrap_or_else(|e| panic!("spawn node {}: {e}", script.display()));
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", script.display()));
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, rx) = mpsc::channel();
@@ -333,15 +342,15 @@ impl NodeEchoServer {
             other => {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("node echo_server.js printed no `listening on` line: {other:?}");
+                panic!("{} printed no `listening on` line: {other:?}", script.display());
             }
         };
         let url = line
             .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line from echo_server.js: {line:?}"))
+            .unwrap_or_else(|| panic!("unexpected first line from {}: {line:?}", script.display()))
             .trim()
             .to_owned();
-        Some(NodeEchoServer { child, _stdin: stdin, url })
+        NodeEchoServer { child, _stdin: stdin, url }
     }
 
     pub fn pid(&self) -> u32 {

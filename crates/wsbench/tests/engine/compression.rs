@@ -1,0 +1,117 @@
+//! `wsbench run --compression deflate` (RFC 7692) against `wsbench serve`, Python
+//! `websockets` and node `ws` with `perMessageDeflate`: every connection negotiates the
+//! extension, every echo arrives compressed (RSV1 seen by the engine), every echo is verified
+//! byte for byte (no payload mismatch), and json-ts messages cross the wire in fewer bytes
+//! than their payload. A server that declines the offer fails the handshake by name.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::harness::{
+    NodeEchoServer, arg, assert_matches_schema, errors, heavy, read_result, repo_root, scratch, summary_of,
+    uint, wsbench,
+};
+use crate::support::{Server, peer_missing};
+
+const CONNECTIONS: u64 = 8;
+
+/// json-ts: small JSON messages, the realistic case of a feed.
+const JSON_TS: &[&str] = &["--payload", "json-ts"];
+
+/// Runs a short compressed echo run against `url` and checks what the must-show asks for;
+/// returns the result.
+fn compressed_run(name: &str, url: &str, compression: &str, payload: &[&str]) -> Value {
+    let _slot = heavy(1);
+    let json = scratch(name).join("r.json");
+    let connections = CONNECTIONS.to_string();
+    let args = [
+        "run", "echo", url, "--connections", &connections, "--duration", "2s", "--warmup", "0s",
+        "--compression", compression, "--json", arg(&json),
+    ];
+    let args = [&args[..], payload].concat();
+    let run = wsbench(&args, std::time::Duration::from_secs(30));
+    assert!(json.exists(), "no result file\n{}", run.describe());
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(uint(&result, "/summary/connections/established"), CONNECTIONS, "{context}");
+    assert!(errors(&result).is_empty(), "errors (a payload mismatch among them?)\n{context}");
+    let received = uint(&result, "/summary/messages/received");
+    assert!(received > 0, "{context}");
+    let compression = &result["summary"]["compression"];
+    let negotiated: u64 =
+        compression["negotiated"].as_object().expect("negotiated").values().filter_map(Value::as_u64).sum();
+    assert_eq!(negotiated, CONNECTIONS, "every connection negotiated deflate\n{context}");
+    // Echoes that cross our close at the end are read but not counted as round trips.
+    let compressed = uint(&result, "/summary/compression/compressed_messages_received");
+    assert!(compressed >= received, "every echo arrived with RSV1\n{context}");
+    for way in ["sent", "received"] {
+        let wire = uint(&result, &format!("/summary/compression/wire_bytes/{way}"));
+        let payload = uint(&result, &format!("/summary/compression/payload_bytes/{way}"));
+        assert!(wire < payload, "{way}: {wire} wire bytes, {payload} payload bytes\n{context}");
+    }
+    assert!(run.stdout.contains("wire bytes:"), "the report shows wire against payload bytes\n{context}");
+    assert_matches_schema(&result);
+    result
+}
+
+#[test]
+fn deflate_against_wsbench_serve_compresses_and_verifies_every_echo() {
+    let server = Server::spawn(&[]);
+    let result = compressed_run("deflate-serve", &server.urls[0], "deflate", JSON_TS);
+    let negotiated = result["summary"]["compression"]["negotiated"].as_object().unwrap();
+    assert!(negotiated.contains_key("permessage-deflate"), "{negotiated:?}");
+}
+
+#[test]
+fn deflate_with_no_context_takeover_against_wsbench_serve() {
+    let server = Server::spawn(&[]);
+    let offer = "deflate; server_no_context_takeover; client_no_context_takeover";
+    // Without context takeover a 40-byte JSON message compressed alone is no smaller; a 4 KiB
+    // printable-ASCII one is.
+    let payload = ["--payload", "bytes:4096", "--text"];
+    let result = compressed_run("deflate-serve-nct", &server.urls[0], offer, &payload);
+    let negotiated = result["summary"]["compression"]["negotiated"].as_object().unwrap();
+    assert!(
+        negotiated.contains_key("permessage-deflate; server_no_context_takeover; client_no_context_takeover"),
+        "{negotiated:?}"
+    );
+}
+
+#[test]
+fn deflate_against_python_websockets_compresses_and_verifies_every_echo() {
+    let python = repo_root().join(".venv/bin/python");
+    if !python.exists() {
+        peer_missing(&format!("peer python websockets not installed ({} does not exist)", python.display()));
+        return;
+    }
+    let script = repo_root().join("tests/interop/echo_server.py");
+    let server = NodeEchoServer::spawn(Command::new(&python).arg(&script), &script);
+    compressed_run("deflate-python", &server.url, "deflate", JSON_TS);
+}
+
+#[test]
+fn deflate_against_node_ws_with_per_message_deflate() {
+    let Some(node) = NodeEchoServer::start_with(&["--deflate"]) else {
+        return;
+    };
+    compressed_run("deflate-node", &node.url, "deflate", JSON_TS);
+}
+
+#[test]
+fn a_server_that_declines_deflate_fails_every_handshake_by_name() {
+    let _slot = heavy(1);
+    let server = Server::spawn(&["--no-deflate"]);
+    let json = scratch("deflate-declined").join("r.json");
+    let run = wsbench(
+        &[
+            "run", &server.urls[0], "--connections", "3", "--duration", "1s", "--warmup", "0s",
+            "--compression", "deflate", "--json", arg(&json),
+        ],
+        std::time::Duration::from_secs(30),
+    );
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(errors(&result).get("handshake_deflate_declined").copied(), Some(3), "{context}");
+    assert!(run.stdout.contains("did not accept permessage-deflate"), "{context}");
+}
