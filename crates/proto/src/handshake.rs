@@ -125,7 +125,10 @@ pub fn parse_request(
         .map(str::to_owned)
         .collect();
     let extensions = header_values(request.headers, "Sec-WebSocket-Extensions");
-    Ok(Some((Request::Upgrade(UpgradeRequest { path, key: key.to_owned(), protocols, extensions }), consumed)))
+    Ok(Some((
+        Request::Upgrade(UpgradeRequest { path, key: key.to_owned(), protocols, extensions }),
+        consumed,
+    )))
 }
 
 /// The server's `101 Switching Protocols` answer; `protocol` is the chosen subprotocol.

@@ -144,7 +144,8 @@ impl ConnState {
                         server_response(&request, request.protocols.first().map(String::as_str));
                     let mut decoder = Box::new(Decoder::new(Role::Server, limits.max_message));
                     if limits.deflate
-                        && let Some((compression, answer)) = Compression::negotiate(&request, limits.max_message)
+                        && let Some((compression, answer)) =
+                            Compression::negotiate(&request, limits.max_message)
                     {
                         add_header(&mut response, "Sec-WebSocket-Extensions", &answer);
                         decoder.allow_rsv1();

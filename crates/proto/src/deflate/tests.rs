@@ -15,21 +15,28 @@ fn offers_parse_every_parameter() {
     assert!(params.server_no_context_takeover && params.client_no_context_takeover);
     assert_eq!(params.server_max_window_bits, Some(10));
     assert_eq!(params.client_max_window_bits, ClientWindowBits::Supported);
-    assert_eq!(offer("permessage-deflate; client_max_window_bits=\"9\"").unwrap().client_max_window_bits, ClientWindowBits::Bits(9));
+    assert_eq!(
+        offer("permessage-deflate; client_max_window_bits=\"9\"").unwrap().client_max_window_bits,
+        ClientWindowBits::Bits(9)
+    );
 }
 
 #[test]
 fn invalid_offers_are_typed_errors() {
     let dup = offer("permessage-deflate; server_no_context_takeover; server_no_context_takeover");
     assert_eq!(dup, Err(DeflateError::DuplicateParameter("server_no_context_takeover".into())));
-    let bad = |v: &str| {
-        offer(&format!("permessage-deflate; server_max_window_bits={v}")).unwrap_err()
-    };
+    let bad = |v: &str| offer(&format!("permessage-deflate; server_max_window_bits={v}")).unwrap_err();
     for value in ["7", "16", "08", "x", "", "1000"] {
         assert!(matches!(bad(value), DeflateError::InvalidValue { .. }), "{value}");
     }
-    assert!(matches!(offer("permessage-deflate; server_max_window_bits"), Err(DeflateError::InvalidValue { .. })));
-    assert!(matches!(offer("permessage-deflate; client_no_context_takeover=1"), Err(DeflateError::InvalidValue { .. })));
+    assert!(matches!(
+        offer("permessage-deflate; server_max_window_bits"),
+        Err(DeflateError::InvalidValue { .. })
+    ));
+    assert!(matches!(
+        offer("permessage-deflate; client_no_context_takeover=1"),
+        Err(DeflateError::InvalidValue { .. })
+    ));
     assert_eq!(offer("permessage-deflate; foo"), Err(DeflateError::UnknownParameter("foo".into())));
 }
 
@@ -58,7 +65,8 @@ fn server_picks_the_first_acceptable_offer() {
 fn client_checks_the_answer_against_its_offer() {
     let offered = DeflateParams { client_max_window_bits: ClientWindowBits::Supported, ..Default::default() };
     assert_eq!(check_answer(&offered, None), Ok(None));
-    let agreed = check_answer(&offered, Some("permessage-deflate; client_max_window_bits=10")).unwrap().unwrap();
+    let agreed =
+        check_answer(&offered, Some("permessage-deflate; client_max_window_bits=10")).unwrap().unwrap();
     assert_eq!(agreed.client_max_window_bits, 10);
     let plain = DeflateParams::default();
     assert_eq!(
@@ -94,7 +102,8 @@ fn round_trip(agreed: Negotiated, messages: &[Vec<u8>]) -> Vec<usize> {
 #[test]
 fn messages_round_trip_with_and_without_context_takeover_at_every_window() {
     let text = br#"{"type":"quote","symbol":"ACME","price":101.25,"ts":1700000000000}"#.to_vec();
-    let messages = vec![text.clone(), text.clone(), Vec::new(), (0..70_000u32).map(|i| (i % 251) as u8).collect()];
+    let messages =
+        vec![text.clone(), text.clone(), Vec::new(), (0..70_000u32).map(|i| (i % 251) as u8).collect()];
     for bits in 9..=15 {
         for no_takeover in [false, true] {
             let agreed = Negotiated {

@@ -25,7 +25,9 @@ impl CompressionOffer {
         let wrong = |why: String| {
             invalid(
                 "compression",
-                format!("{why}: use none, deflate or e.g. `deflate; client_no_context_takeover; server_max_window_bits=10`"),
+                format!(
+                    "{why}: use none, deflate or e.g. `deflate; client_no_context_takeover; server_max_window_bits=10`"
+                ),
             )
         };
         match name {

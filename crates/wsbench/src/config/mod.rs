@@ -9,6 +9,7 @@
 
 mod compression;
 mod error;
+mod lines;
 mod outputs;
 mod presets;
 mod settings;
@@ -28,6 +29,7 @@ use crate::units::parse_bytes;
 pub use compression::CompressionOffer;
 pub use error::ConfigError;
 use error::invalid;
+pub use lines::TextLines;
 pub use outputs::{check_output_file, check_output_folder};
 pub use settings::RunSettings;
 pub use slo::{Objective, Slo, Statistic};
@@ -101,13 +103,15 @@ impl Scenario {
 }
 
 /// What each message carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Payload {
     /// A JSON object with the client's send timestamp and a sequence number, as in seed 000.
     JsonTs,
     /// N random bytes, the same for every message of the run; echoes are checked.
     Bytes(u64),
+    /// The lines of a file, in order and cycling (`text:FILE`); every echo is checked.
+    Text(TextLines),
 }
 
 impl std::str::FromStr for Payload {
@@ -116,11 +120,14 @@ impl std::str::FromStr for Payload {
         if text == "json-ts" {
             return Ok(Payload::JsonTs);
         }
+        if let Some(path) = text.strip_prefix("text:") {
+            return Ok(Payload::Text(TextLines::load(std::path::Path::new(path))?));
+        }
         match text.strip_prefix("bytes:") {
             Some(size) => Ok(Payload::Bytes(parse_bytes(size)?)),
             None => Err(invalid(
                 "payload",
-                format!("`{text}` is not a payload: use json-ts or bytes:N (e.g. bytes:20)"),
+                format!("`{text}` is not a payload: use json-ts, bytes:N (e.g. bytes:20) or text:FILE"),
             )),
         }
     }

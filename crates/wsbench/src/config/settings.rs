@@ -91,7 +91,7 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<u64>,
-    /// Message payload: json-ts or bytes:N.
+    /// Message payload: json-ts, bytes:N or text:FILE (the file's lines, cycled).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<String>,

@@ -7,6 +7,7 @@
 //! own load generator does).
 
 use std::io::Write;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rand::{Rng, RngCore};
@@ -30,10 +31,12 @@ pub enum Template {
         mask: [u8; 4],
         opcode: OpCode,
     },
+    /// The lines of a file, message `seq` carrying line `seq % lines`.
+    Lines { lines: Arc<Vec<Vec<u8>>>, mask: [u8; 4], opcode: OpCode },
 }
 
 impl Template {
-    pub fn new(payload: Payload, message: MessageKind, frames_per_send: u64) -> Template {
+    pub fn new(payload: &Payload, message: MessageKind, frames_per_send: u64) -> Template {
         let mut rng = rand::rng();
         let mask: [u8; 4] = rng.random();
         let opcode = match message {
@@ -42,8 +45,9 @@ impl Template {
         };
         match payload {
             Payload::JsonTs => Template::JsonTs { mask, opcode },
+            Payload::Text(text) => Template::Lines { lines: text.lines.clone(), mask, opcode },
             Payload::Bytes(size) => {
-                let mut bytes = vec![0u8; size as usize];
+                let mut bytes = vec![0u8; *size as usize];
                 match message {
                     MessageKind::Binary => rng.fill_bytes(&mut bytes),
                     // Text frames must be UTF-8: printable ASCII.
@@ -61,7 +65,9 @@ impl Template {
     /// The mask key and opcode every message of this template is sent with.
     pub fn mask_opcode(&self) -> ([u8; 4], OpCode) {
         match self {
-            Template::JsonTs { mask, opcode } | Template::Fixed { mask, opcode, .. } => (*mask, *opcode),
+            Template::JsonTs { mask, opcode }
+            | Template::Fixed { mask, opcode, .. }
+            | Template::Lines { mask, opcode, .. } => (*mask, *opcode),
         }
     }
 
@@ -73,6 +79,7 @@ impl Template {
                 &scratch[..len]
             }
             Template::Fixed { payload, .. } => payload,
+            Template::Lines { lines, .. } => &lines[(seq % lines.len() as u64) as usize],
         }
     }
 }
@@ -101,7 +108,7 @@ mod tests {
     #[test]
     fn json_messages_carry_their_sequence_number() {
         let mut out = Vec::new();
-        let template = Template::new(Payload::JsonTs, MessageKind::Text, 1);
+        let template = Template::new(&Payload::JsonTs, MessageKind::Text, 1);
         let (mask, opcode) = template.mask_opcode();
         write_frame(&mut out, true, opcode, Some(mask), template.message(42, &mut [0; 64]));
         let mut decoder = Decoder::new(Role::Server, 1 << 20);
@@ -114,7 +121,8 @@ mod tests {
 
     #[test]
     fn fixed_batches_hold_frames_per_send_masked_frames() {
-        let Template::Fixed { payload, batch, .. } = Template::new(Payload::Bytes(20), MessageKind::Binary, 10)
+        let Template::Fixed { payload, batch, .. } =
+            Template::new(&Payload::Bytes(20), MessageKind::Binary, 10)
         else {
             panic!("fixed payload expected")
         };
@@ -127,7 +135,7 @@ mod tests {
 
     #[test]
     fn text_payloads_are_printable_ascii() {
-        let Template::Fixed { payload, .. } = Template::new(Payload::Bytes(1000), MessageKind::Text, 1)
+        let Template::Fixed { payload, .. } = Template::new(&Payload::Bytes(1000), MessageKind::Text, 1)
         else {
             panic!("fixed payload expected")
         };

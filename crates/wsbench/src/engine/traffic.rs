@@ -32,7 +32,7 @@ pub struct Traffic {
 
 impl Traffic {
     pub fn new(spec: Arc<Job>, control: Arc<Control>) -> Traffic {
-        let template = Template::new(spec.load.payload, spec.load.message, spec.load.frames_per_send);
+        let template = Template::new(&spec.load.payload, spec.load.message, spec.load.frames_per_send);
         Traffic { spec, control, template, metrics: Metrics::default(), measured_echoes: 0 }
     }
 
@@ -41,7 +41,7 @@ impl Traffic {
     pub fn batch(&self) -> &[u8] {
         match &self.template {
             Template::Fixed { batch, .. } => batch,
-            Template::JsonTs { .. } => &[],
+            Template::JsonTs { .. } | Template::Lines { .. } => &[],
         }
     }
 
@@ -151,7 +151,8 @@ impl Traffic {
             used += chunk.consumed;
             match chunk.opcode {
                 OpCode::Text | OpCode::Binary if chunk.compressed => {
-                    if let Err(code) = self.on_compressed(conn, chunk.first, chunk.last, &data[payload], now) {
+                    if let Err(code) = self.on_compressed(conn, chunk.first, chunk.last, &data[payload], now)
+                    {
                         return self.fail(conn, code);
                     }
                 }
@@ -231,15 +232,12 @@ impl Traffic {
         }
         let mismatch = match &self.template {
             Template::Fixed { payload: expected, .. } => {
-                if first {
-                    conn.check_offset = conn.echoes.is_multiple_of(CHECK_EVERY).then_some(0);
-                    conn.check_failed = false;
-                }
-                if let Some(offset) = conn.check_offset {
-                    conn.check_failed |= expected.get(offset..offset + payload.len()) != Some(payload);
-                    conn.check_offset = Some(offset + payload.len());
-                }
-                last && (conn.check_failed || conn.check_offset.is_some_and(|end| end != expected.len()))
+                let sampled = conn.echoes.is_multiple_of(CHECK_EVERY);
+                check_piece(conn, expected, sampled, first, last, payload)
+            }
+            Template::Lines { lines, .. } => {
+                let expected = &lines[(conn.echoes % lines.len() as u64) as usize];
+                check_piece(conn, expected, true, first, last, payload)
             }
             Template::JsonTs { .. } => {
                 if first {
@@ -308,4 +306,25 @@ impl Traffic {
         }
         self.send_backlog(conn, now);
     }
+}
+
+/// Byte-for-byte check of one piece of an echo against `expected` (when `sampled`); on the
+/// last piece, whether the echo differed.
+fn check_piece(
+    conn: &mut ClientConn,
+    expected: &[u8],
+    sampled: bool,
+    first: bool,
+    last: bool,
+    payload: &[u8],
+) -> bool {
+    if first {
+        conn.check_offset = sampled.then_some(0);
+        conn.check_failed = false;
+    }
+    if let Some(offset) = conn.check_offset {
+        conn.check_failed |= expected.get(offset..offset + payload.len()) != Some(payload);
+        conn.check_offset = Some(offset + payload.len());
+    }
+    last && (conn.check_failed || conn.check_offset.is_some_and(|end| end != expected.len()))
 }

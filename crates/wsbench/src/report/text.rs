@@ -167,8 +167,11 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
 
 /// permessage-deflate: what was negotiated, and wire bytes against payload bytes each way.
 fn compression_lines(out: &mut String, compression: &crate::result::CompressionSummary) {
-    let negotiated: Vec<String> =
-        compression.negotiated.iter().map(|(answer, n)| format!("{answer} ({} connections)", group(*n))).collect();
+    let negotiated: Vec<String> = compression
+        .negotiated
+        .iter()
+        .map(|(answer, n)| format!("{answer} ({} connections)", group(*n)))
+        .collect();
     line(out, "compression:", &negotiated.join(", "));
     let (wire, payload) = (&compression.wire_bytes, &compression.payload_bytes);
     let text = format!(

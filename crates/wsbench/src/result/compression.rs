@@ -34,7 +34,10 @@ impl CompressionSummary {
         Some(CompressionSummary {
             negotiated: counters.compression_negotiated.clone(),
             compressed_messages_received: counters.compressed_messages_received,
-            payload_bytes: ByteCounts { sent: counters.payload_bytes_sent, received: counters.payload_bytes_received },
+            payload_bytes: ByteCounts {
+                sent: counters.payload_bytes_sent,
+                received: counters.payload_bytes_received,
+            },
             wire_bytes: ByteCounts { sent: counters.bytes_sent, received: counters.bytes_received },
             ratio_sent: ratio(counters.bytes_sent, counters.payload_bytes_sent),
             ratio_received: ratio(counters.bytes_received, counters.payload_bytes_received),

@@ -26,8 +26,19 @@ fn compressed_run(name: &str, url: &str, compression: &str, payload: &[&str]) ->
     let json = scratch(name).join("r.json");
     let connections = CONNECTIONS.to_string();
     let args = [
-        "run", "echo", url, "--connections", &connections, "--duration", "2s", "--warmup", "0s",
-        "--compression", compression, "--json", arg(&json),
+        "run",
+        "echo",
+        url,
+        "--connections",
+        &connections,
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--compression",
+        compression,
+        "--json",
+        arg(&json),
     ];
     let args = [&args[..], payload].concat();
     let run = wsbench(&args, std::time::Duration::from_secs(30));
@@ -79,6 +90,31 @@ fn deflate_with_no_context_takeover_against_wsbench_serve() {
 }
 
 #[test]
+fn text_file_lines_are_sent_cycled_compressed_and_each_echo_checked() {
+    let server = Server::spawn(&[]);
+    let feed = scratch("deflate-text-file").join("feed.jsonl");
+    let lines: Vec<String> = (0..50)
+        .map(|i| {
+            format!(
+                r#"{{"type":"trade","symbol":"SYM{}","price":{}.{:02},"size":{}}}"#,
+                i % 7,
+                100 + i,
+                i,
+                i * 10
+            )
+        })
+        .collect();
+    std::fs::write(&feed, lines.join("\n") + "\n").unwrap();
+    let payload = ["--payload".to_owned(), format!("text:{}", feed.display())];
+    let payload: Vec<&str> = payload.iter().map(String::as_str).collect();
+    let result = compressed_run("deflate-text-file-run", &server.urls[0], "deflate", &payload);
+    // Every echo was checked against the line it answers (no sampling for text:FILE).
+    let received = uint(&result, "/summary/messages/received");
+    let payload_received = uint(&result, "/summary/compression/payload_bytes/received");
+    assert!(payload_received >= received * 50, "{payload_received} bytes for {received} echoes");
+}
+
+#[test]
 fn deflate_against_python_websockets_compresses_and_verifies_every_echo() {
     let python = repo_root().join(".venv/bin/python");
     if !python.exists() {
@@ -105,8 +141,18 @@ fn a_server_that_declines_deflate_fails_every_handshake_by_name() {
     let json = scratch("deflate-declined").join("r.json");
     let run = wsbench(
         &[
-            "run", &server.urls[0], "--connections", "3", "--duration", "1s", "--warmup", "0s",
-            "--compression", "deflate", "--json", arg(&json),
+            "run",
+            &server.urls[0],
+            "--connections",
+            "3",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--compression",
+            "deflate",
+            "--json",
+            arg(&json),
         ],
         std::time::Duration::from_secs(30),
     );
