@@ -118,8 +118,9 @@ impl Row {
         } else {
             self.available = false;
             self.problems.clear();
-            self.skipped =
-                Some("skipped: no permessage-deflate (`deflate = true` is not in its server.toml)".to_owned());
+            self.skipped = Some(
+                "skipped: no permessage-deflate (`deflate = true` is not in its server.toml)".to_owned(),
+            );
         }
     }
 
@@ -135,8 +136,13 @@ impl Row {
 
     /// A row for `manifest`, saying so if the server is not installed or cannot run here.
     fn new(manifest: &Manifest) -> Row {
-        let mut row =
-            Row { manifest: manifest.clone(), runs: Vec::new(), problems: Vec::new(), available: true, skipped: None };
+        let mut row = Row {
+            manifest: manifest.clone(),
+            runs: Vec::new(),
+            problems: Vec::new(),
+            available: true,
+            skipped: None,
+        };
         row.available = fleet::is_installed(manifest);
         if !row.available {
             let missing = fleet::missing_tools(manifest);

@@ -260,7 +260,8 @@ impl Client {
             if let Some((frame, used)) = parse_frame(&self.buf) {
                 self.buf.drain(..used);
                 assert!(!frame.masked, "server sent a masked frame (RFC 6455 §5.1)");
-                let allowed = if self.rsv1_allowed && matches!(frame.opcode, OP_TEXT | OP_BINARY) { 4 } else { 0 };
+                let allowed =
+                    if self.rsv1_allowed && matches!(frame.opcode, OP_TEXT | OP_BINARY) { 4 } else { 0 };
                 assert_eq!(frame.rsv & !allowed, 0, "server frame has RSV bits set without extension");
                 return Ok(frame);
             }

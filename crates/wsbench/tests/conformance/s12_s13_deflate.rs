@@ -74,9 +74,9 @@ impl Side {
         let before_in = self.decompress.total_in() as usize;
         loop {
             let used = self.decompress.total_in() as usize - before_in;
-            self.decompress.decompress_vec(&input[used..], &mut out, FlushDecompress::Sync).unwrap_or_else(
-                |e| panic!("the server's compressed echo does not inflate: {e}"),
-            );
+            self.decompress
+                .decompress_vec(&input[used..], &mut out, FlushDecompress::Sync)
+                .unwrap_or_else(|e| panic!("the server's compressed echo does not inflate: {e}"));
             if self.decompress.total_in() as usize - before_in == input.len() && out.len() < out.capacity() {
                 break;
             }
@@ -114,7 +114,8 @@ fn message(size: usize, text: bool, seed: usize) -> Vec<u8> {
 fn round_trip(c: &mut Client, side: &mut Side, message: &[u8], text: bool, fragment: usize) {
     let compressed = side.deflate(message);
     let opcode = if text { OP_TEXT } else { OP_BINARY };
-    let pieces: Vec<&[u8]> = if compressed.is_empty() { vec![&[]] } else { compressed.chunks(fragment).collect() };
+    let pieces: Vec<&[u8]> =
+        if compressed.is_empty() { vec![&[]] } else { compressed.chunks(fragment).collect() };
     let frames: Vec<OutFrame> = pieces
         .iter()
         .enumerate()
@@ -203,7 +204,12 @@ fn combinations() -> Vec<Combination> {
             true,
         ),
         // 13.7: several offers; the first asks for a window zlib cannot make and is declined.
-        plain("permessage-deflate; server_max_window_bits=8, permessage-deflate", "permessage-deflate", false, false),
+        plain(
+            "permessage-deflate; server_max_window_bits=8, permessage-deflate",
+            "permessage-deflate",
+            false,
+            false,
+        ),
     ];
     for bits in 9..=15u8 {
         all.push(Combination {

@@ -12,6 +12,7 @@ use crate::harness::{
     NodeEchoServer, arg, assert_matches_schema, errors, heavy, read_result, repo_root, scratch, summary_of,
     uint, wsbench,
 };
+use crate::support::scripted_server::Script;
 use crate::support::{Server, peer_missing};
 
 const CONNECTIONS: u64 = 8;
@@ -160,4 +161,91 @@ fn a_server_that_declines_deflate_fails_every_handshake_by_name() {
     let context = format!("{}\n{}", summary_of(&result), run.describe());
     assert_eq!(errors(&result).get("handshake_deflate_declined").copied(), Some(3), "{context}");
     assert!(run.stdout.contains("did not accept permessage-deflate"), "{context}");
+}
+
+#[test]
+fn an_answer_with_parameters_not_offered_fails_the_handshake_with_its_reason() {
+    let _slot = heavy(1);
+    let server = Script::echo().answer_extensions("permessage-deflate; server_max_window_bits=12").start();
+    let json = scratch("deflate-bad-answer").join("r.json");
+    let run = wsbench(
+        &[
+            "run",
+            &server.url(),
+            "--connections",
+            "2",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--compression",
+            "deflate; server_max_window_bits=10",
+            "--json",
+            arg(&json),
+        ],
+        std::time::Duration::from_secs(30),
+    );
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(errors(&result).get("handshake_deflate_bad_answer").copied(), Some(2), "{context}");
+    let response =
+        result["counters"]["handshake_responses"]["deflate_bad_answer"].as_str().unwrap_or_default();
+    assert!(response.contains("server_max_window_bits"), "the reason names the parameter\n{context}");
+}
+
+/// The client side of Autobahn section 13: each offer the engine can make, against Python
+/// `websockets` (which honours every parameter), with messages of several sizes; every echo
+/// inflated and verified, every connection on the parameters asked for.
+#[test]
+fn client_offers_with_each_parameter_combination_against_python_websockets() {
+    let python = repo_root().join(".venv/bin/python");
+    if !python.exists() {
+        peer_missing(&format!("peer python websockets not installed ({} does not exist)", python.display()));
+        return;
+    }
+    let script = repo_root().join("tests/interop/echo_server.py");
+    let server = NodeEchoServer::spawn(Command::new(&python).arg(&script), &script);
+    let cases: [(&str, &str, &str); 5] = [
+        ("deflate; client_no_context_takeover", "bytes:16", "client_no_context_takeover"),
+        ("deflate; server_no_context_takeover", "bytes:4096", "server_no_context_takeover"),
+        ("deflate; server_max_window_bits=10", "bytes:65536", "server_max_window_bits=10"),
+        ("deflate; client_max_window_bits=9", "bytes:1024", "client_max_window_bits=9"),
+        (
+            "deflate; server_no_context_takeover; client_no_context_takeover; server_max_window_bits=9; client_max_window_bits=9",
+            "bytes:131072",
+            "server_max_window_bits=9",
+        ),
+    ];
+    for (offer, payload, expect) in cases {
+        let _slot = heavy(1);
+        let json = scratch("deflate-client-offers").join("r.json");
+        let run = wsbench(
+            &[
+                "run",
+                &server.url,
+                "--connections",
+                "2",
+                "--duration",
+                "1s",
+                "--warmup",
+                "0s",
+                "--payload",
+                payload,
+                "--text",
+                "--compression",
+                offer,
+                "--json",
+                arg(&json),
+            ],
+            std::time::Duration::from_secs(30),
+        );
+        let result = read_result(&json);
+        let context = format!("offer {offer}\n{}\n{}", summary_of(&result), run.describe());
+        assert!(errors(&result).is_empty(), "{context}");
+        assert!(uint(&result, "/summary/messages/received") > 0, "{context}");
+        let negotiated = result["summary"]["compression"]["negotiated"].as_object().expect("negotiated");
+        assert!(negotiated.keys().all(|answer| answer.contains(expect)), "{negotiated:?}\n{context}");
+        let compressed = uint(&result, "/summary/compression/compressed_messages_received");
+        assert!(compressed >= uint(&result, "/summary/messages/received"), "{context}");
+    }
 }
