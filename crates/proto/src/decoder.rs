@@ -351,6 +351,6 @@ mod tests {
         // RSV2 and RSV3 stay refused.
         let mut decoder = Decoder::new(Role::Server, 100);
         decoder.allow_rsv1();
-        assert_eq!(decoder.decode(&mut vec![0xA1, 0x80, 0, 0, 0, 0]), Err(ProtocolError::ReservedBits(2)));
+        assert_eq!(decoder.decode(&mut [0xA1, 0x80, 0, 0, 0, 0]), Err(ProtocolError::ReservedBits(2)));
     }
 }
