@@ -64,9 +64,10 @@ mod tests {
     #[test]
     fn lines_are_read_without_blanks_or_carriage_returns() {
         let dir = std::env::temp_dir().join(format!("wsbench-lines-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("feed.jsonl");
-        std::fs::write(&file, "{\"a\":1}\r\n\n{\"b\":2}\n").unwrap();
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&file, "{\"a\":1}\r\n\n{\"b\":2}\n"))
+            .unwrap();
         let lines = TextLines::load(&file).unwrap();
         assert_eq!(*lines.lines, vec![b"{\"a\":1}".to_vec(), b"{\"b\":2}".to_vec()]);
         std::fs::write(&file, "\n\n").unwrap();

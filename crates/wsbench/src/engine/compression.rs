@@ -10,9 +10,8 @@
 
 use wsbench_proto::deflate::{self, Deflater, Inflater};
 use wsbench_proto::handshake::parse_response;
-use wsbench_proto::{OpCode, write_frame};
+use wsbench_proto::{Decoder, OpCode, write_frame};
 
-use super::conn::ClientConn;
 use super::handshake_failure::HandshakeFailure;
 use crate::config::CompressionOffer;
 use crate::metrics::Counters;
@@ -33,15 +32,17 @@ pub struct ConnCompression {
     compressed: Vec<u8>,
 }
 
-/// Checks the server's answer (the response header `head`) against `offer`; on success the
-/// connection's decoder accepts RSV1 and it compresses from now on.
+/// Checks the server's answer (the response header `head` to the request sent with `key`)
+/// against `offer`; on success the decoder accepts RSV1 and the returned state compresses
+/// the connection's messages from now on.
 pub fn attach(
     offer: &CompressionOffer,
-    conn: &mut ClientConn,
+    key: &str,
+    decoder: &mut Decoder,
     head: &[u8],
     counters: &mut Counters,
-) -> Result<(), HandshakeFailure> {
-    let answer = parse_response(head, &conn.key).ok().flatten().and_then(|(response, _)| response.extensions);
+) -> Result<Box<ConnCompression>, HandshakeFailure> {
+    let answer = parse_response(head, key).ok().flatten().and_then(|(response, _)| response.extensions);
     let agreed = match deflate::check_answer(&offer.params, answer.as_deref()) {
         Ok(Some(agreed)) => agreed,
         Ok(None) => {
@@ -64,14 +65,13 @@ pub fn attach(
             counters.compression_negotiated.insert(answer, 1);
         }
     }
-    conn.decoder.allow_rsv1();
-    conn.compression = Some(Box::new(ConnCompression {
+    decoder.allow_rsv1();
+    Ok(Box::new(ConnCompression {
         deflater: agreed.deflater(false),
         inflater: agreed.inflater(false, MAX_INFLATED),
         inflated: Vec::new(),
         compressed: Vec::new(),
-    }));
-    Ok(())
+    }))
 }
 
 impl ConnCompression {

@@ -305,12 +305,17 @@ impl Worker {
                 Upgrade::Accepted(n) => {
                     used = n;
                     let counters = &mut self.traffic.metrics.counters;
-                    let refused = self.spec.load.compression.as_ref().and_then(|offer| {
-                        compression::attach(offer, &mut self.conns[key], data, counters).err()
+                    let conn = &mut self.conns[key];
+                    let attached = self.spec.load.compression.as_ref().map(|offer| {
+                        compression::attach(offer, &conn.key, &mut conn.decoder, data, counters)
                     });
-                    if let Some(failure) = refused {
-                        self.on_refused(key, failure);
-                        return data.len();
+                    match attached {
+                        Some(Ok(state)) => conn.compression = Some(state),
+                        Some(Err(failure)) => {
+                            self.on_refused(key, failure);
+                            return data.len();
+                        }
+                        None => {}
                     }
                     self.on_open(key, now);
                 }

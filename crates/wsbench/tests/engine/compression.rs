@@ -115,15 +115,21 @@ fn text_file_lines_are_sent_cycled_compressed_and_each_echo_checked() {
     assert!(payload_received >= received * 50, "{payload_received} bytes for {received} echoes");
 }
 
-#[test]
-fn deflate_against_python_websockets_compresses_and_verifies_every_echo() {
+/// `tests/interop/echo_server.py` (Python websockets, deflate on), or None (after saying why)
+/// when the peer is not installed and peers are optional.
+fn python_echo_server() -> Option<NodeEchoServer> {
     let python = repo_root().join(".venv/bin/python");
     if !python.exists() {
         peer_missing(&format!("peer python websockets not installed ({} does not exist)", python.display()));
-        return;
+        return None;
     }
     let script = repo_root().join("tests/interop/echo_server.py");
-    let server = NodeEchoServer::spawn(Command::new(&python).arg(&script), &script);
+    Some(NodeEchoServer::spawn(Command::new(&python).arg(&script), &script))
+}
+
+#[test]
+fn deflate_against_python_websockets_compresses_and_verifies_every_echo() {
+    let Some(server) = python_echo_server() else { return };
     compressed_run("deflate-python", &server.url, "deflate", JSON_TS);
 }
 
@@ -135,30 +141,22 @@ fn deflate_against_node_ws_with_per_message_deflate() {
     compressed_run("deflate-node", &node.url, "deflate", JSON_TS);
 }
 
+/// A one-second run against `url` with `args`: the run, its result and a description.
+fn short_run(name: &str, url: &str, args: &[&str]) -> (crate::harness::Finished, Value, String) {
+    let json = scratch(name).join("r.json");
+    let base = ["run", url, "--duration", "1s", "--warmup", "0s", "--json", arg(&json)];
+    let run = wsbench(&[&base[..], args].concat(), std::time::Duration::from_secs(30));
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    (run, result, context)
+}
+
 #[test]
 fn a_server_that_declines_deflate_fails_every_handshake_by_name() {
     let _slot = heavy(1);
     let server = Server::spawn(&["--no-deflate"]);
-    let json = scratch("deflate-declined").join("r.json");
-    let run = wsbench(
-        &[
-            "run",
-            &server.urls[0],
-            "--connections",
-            "3",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0s",
-            "--compression",
-            "deflate",
-            "--json",
-            arg(&json),
-        ],
-        std::time::Duration::from_secs(30),
-    );
-    let result = read_result(&json);
-    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    let (run, result, context) =
+        short_run("deflate-declined", &server.urls[0], &["--connections", "3", "--compression", "deflate"]);
     assert_eq!(errors(&result).get("handshake_deflate_declined").copied(), Some(3), "{context}");
     assert!(run.stdout.contains("did not accept permessage-deflate"), "{context}");
 }
@@ -167,26 +165,8 @@ fn a_server_that_declines_deflate_fails_every_handshake_by_name() {
 fn an_answer_with_parameters_not_offered_fails_the_handshake_with_its_reason() {
     let _slot = heavy(1);
     let server = Script::echo().answer_extensions("permessage-deflate; server_max_window_bits=12").start();
-    let json = scratch("deflate-bad-answer").join("r.json");
-    let run = wsbench(
-        &[
-            "run",
-            &server.url(),
-            "--connections",
-            "2",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0s",
-            "--compression",
-            "deflate; server_max_window_bits=10",
-            "--json",
-            arg(&json),
-        ],
-        std::time::Duration::from_secs(30),
-    );
-    let result = read_result(&json);
-    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    let offer = ["--connections", "2", "--compression", "deflate; server_max_window_bits=10"];
+    let (_, result, context) = short_run("deflate-bad-answer", &server.url(), &offer);
     assert_eq!(errors(&result).get("handshake_deflate_bad_answer").copied(), Some(2), "{context}");
     let response =
         result["counters"]["handshake_responses"]["deflate_bad_answer"].as_str().unwrap_or_default();
@@ -198,13 +178,7 @@ fn an_answer_with_parameters_not_offered_fails_the_handshake_with_its_reason() {
 /// inflated and verified, every connection on the parameters asked for.
 #[test]
 fn client_offers_with_each_parameter_combination_against_python_websockets() {
-    let python = repo_root().join(".venv/bin/python");
-    if !python.exists() {
-        peer_missing(&format!("peer python websockets not installed ({} does not exist)", python.display()));
-        return;
-    }
-    let script = repo_root().join("tests/interop/echo_server.py");
-    let server = NodeEchoServer::spawn(Command::new(&python).arg(&script), &script);
+    let Some(server) = python_echo_server() else { return };
     let cases: [(&str, &str, &str); 5] = [
         ("deflate; client_no_context_takeover", "bytes:16", "client_no_context_takeover"),
         ("deflate; server_no_context_takeover", "bytes:4096", "server_no_context_takeover"),
@@ -218,29 +192,9 @@ fn client_offers_with_each_parameter_combination_against_python_websockets() {
     ];
     for (offer, payload, expect) in cases {
         let _slot = heavy(1);
-        let json = scratch("deflate-client-offers").join("r.json");
-        let run = wsbench(
-            &[
-                "run",
-                &server.url,
-                "--connections",
-                "2",
-                "--duration",
-                "1s",
-                "--warmup",
-                "0s",
-                "--payload",
-                payload,
-                "--text",
-                "--compression",
-                offer,
-                "--json",
-                arg(&json),
-            ],
-            std::time::Duration::from_secs(30),
-        );
-        let result = read_result(&json);
-        let context = format!("offer {offer}\n{}\n{}", summary_of(&result), run.describe());
+        let args = ["--connections", "2", "--payload", payload, "--text", "--compression", offer];
+        let (_, result, context) = short_run("deflate-client-offers", &server.url, &args);
+        let context = format!("offer {offer}\n{context}");
         assert!(errors(&result).is_empty(), "{context}");
         assert!(uint(&result, "/summary/messages/received") > 0, "{context}");
         let negotiated = result["summary"]["compression"]["negotiated"].as_object().expect("negotiated");
