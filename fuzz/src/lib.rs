@@ -1,7 +1,9 @@
 //! wsbench's fuzzing crate: the invariant checks live in [`checks`] so that the libFuzzer
 //! targets in `fuzz_targets/` and the corpus test in `crates/proto/tests/fuzz_corpus.rs` run
-//! exactly the same code; [`server_checks`] does the same for the echo server's `server_conn`
+//! exactly the same code ([`deflate_checks`] for the permessage-deflate `inflate` target);
+//! [`server_checks`] does the same for the echo server's `server_conn`
 //! target and `crates/server/tests/fuzz_corpus.rs`.
 
 pub mod checks;
+pub mod deflate_checks;
 pub mod server_checks;

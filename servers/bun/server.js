@@ -8,6 +8,9 @@
 // SIGINT.
 
 const port = Number(process.argv[2] || 0);
+// `WSBENCH_DEFLATE=1` (set by `wsbench compare --compression deflate`): negotiate
+// permessage-deflate and send echoes compressed; off otherwise, Bun's default.
+const DEFLATE = process.env.WSBENCH_DEFLATE === '1';
 // Large enough for 16 MiB messages, capped like wsbench serve's default.
 const MAX_MESSAGE = 128 * 1024 * 1024;
 
@@ -25,13 +28,13 @@ const server = Bun.serve({
   },
   websocket: {
     message(ws, message) {
-      ws.send(message);
+      ws.send(message, DEFLATE);
     },
     maxPayloadLength: MAX_MESSAGE,
     // Bytes a connection may have queued before send() drops a message (default 16 MiB): raised
     // so that echoes of messages up to the maximum size are not dropped while the peer reads.
     backpressureLimit: 2 * MAX_MESSAGE,
-    perMessageDeflate: false,
+    perMessageDeflate: DEFLATE,
     // Like the other fleet servers: no idle timeout and no server-initiated pings, so a
     // scalability run can hold idle connections for as long as it likes.
     idleTimeout: 0,

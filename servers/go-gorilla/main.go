@@ -25,6 +25,9 @@ var upgrader = websocket.Upgrader{
 	ReadBufferSize:  4096,
 	WriteBufferSize: 4096,
 	CheckOrigin:     func(*http.Request) bool { return true },
+	// WSBENCH_DEFLATE=1 (set by `wsbench compare --compression deflate`): permessage-deflate,
+	// which gorilla supports without context takeover only; off otherwise, gorilla's default.
+	EnableCompression: os.Getenv("WSBENCH_DEFLATE") == "1",
 }
 
 func handle(w http.ResponseWriter, r *http.Request) {

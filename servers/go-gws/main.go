@@ -49,6 +49,13 @@ func main() {
 	upgrader := gws.NewUpgrader(echoHandler{}, &gws.ServerOption{
 		ReadMaxPayloadSize:  maxMessage,
 		WriteMaxPayloadSize: maxMessage,
+		// WSBENCH_DEFLATE=1 (set by `wsbench compare --compression deflate`): permessage-deflate
+		// with context takeover both ways; off otherwise, gws's default.
+		PermessageDeflate: gws.PermessageDeflate{
+			Enabled:               os.Getenv("WSBENCH_DEFLATE") == "1",
+			ServerContextTakeover: true,
+			ClientContextTakeover: true,
+		},
 	})
 	handle := func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") == "" {

@@ -12,6 +12,9 @@ const http = require('http');
 const { WebSocketServer } = require('ws');
 
 const port = Number(process.argv[2] || 0);
+// `WSBENCH_DEFLATE=1` (set by `wsbench compare --compression deflate`): negotiate
+// permessage-deflate with `ws`'s defaults; off otherwise, as `ws` servers default to.
+const DEFLATE = process.env.WSBENCH_DEFLATE === '1';
 // Large enough for 16 MiB messages, capped like wsbench serve's default.
 const MAX_MESSAGE = 128 * 1024 * 1024;
 
@@ -23,7 +26,7 @@ const server = http.createServer((req, res) => {
 const wss = new WebSocketServer({
   server,
   maxPayload: MAX_MESSAGE,
-  perMessageDeflate: false,
+  perMessageDeflate: DEFLATE,
   clientTracking: false,
 });
 

@@ -14,6 +14,7 @@ messages up to 128 MiB (default 1 MiB), and a listen backlog of 4096 (default 10
 
 import asyncio
 import http
+import os
 import signal
 import sys
 
@@ -51,7 +52,9 @@ async def main():
         "127.0.0.1",
         port,
         process_request=process_request,
-        compression=None,
+        # `WSBENCH_DEFLATE=1` (set by `wsbench compare --compression deflate`): websockets'
+        # own default, permessage-deflate; off otherwise for the plain echo comparisons.
+        compression="deflate" if os.environ.get("WSBENCH_DEFLATE") == "1" else None,
         max_size=MAX_MESSAGE,
         ping_interval=None,
         backlog=4096,

@@ -36,6 +36,9 @@ pub struct Chunk {
     pub first: bool,
     /// The last chunk of its message (always true for control frames).
     pub last: bool,
+    /// The message's first frame had RSV1 set under permessage-deflate: the payload is
+    /// compressed, and a text message's UTF-8 is the caller's to check once inflated.
+    pub compressed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -51,6 +54,7 @@ struct MessageInProgress {
     len: u64,
     delivered: bool,
     utf8: Option<Utf8Validator>,
+    compressed: bool,
 }
 
 /// Decodes frames for one connection.
@@ -60,11 +64,19 @@ pub struct Decoder {
     max_message: u64,
     frame: Option<FrameInProgress>,
     message: Option<MessageInProgress>,
+    /// permessage-deflate was negotiated: RSV1 may mark a data message's first frame.
+    rsv1_allowed: bool,
 }
 
 impl Decoder {
     pub fn new(role: Role, max_message: u64) -> Self {
-        Decoder { role, max_message, frame: None, message: None }
+        Decoder { role, max_message, frame: None, message: None, rsv1_allowed: false }
+    }
+
+    /// permessage-deflate was negotiated (RFC 7692 §6): RSV1 is allowed on the first frame
+    /// of a data message, and still refused on control frames and continuations.
+    pub fn allow_rsv1(&mut self) {
+        self.rsv1_allowed = true;
     }
 
     /// Whether a fragmented or partially received message is in progress.
@@ -103,6 +115,7 @@ impl Decoder {
         let first = !message.delivered;
         message.delivered = true;
         let opcode = message.opcode;
+        let compressed = message.compressed;
         let last = frame.remaining == 0 && frame.header.fin;
         if frame.remaining == 0 {
             self.frame = None;
@@ -113,11 +126,13 @@ impl Decoder {
                 self.message = None;
             }
         }
-        Ok(Some(Chunk { opcode, consumed: payload.end, payload, first, last }))
+        Ok(Some(Chunk { opcode, consumed: payload.end, payload, first, last, compressed }))
     }
 
     fn check(&self, header: &FrameHeader) -> Result<(), ProtocolError> {
-        if header.rsv != 0 {
+        let first_data_frame = !header.opcode.is_control() && header.opcode != OpCode::Continuation;
+        let allowed = if self.rsv1_allowed && first_data_frame { 0b100 } else { 0 };
+        if header.rsv & !allowed != 0 {
             return Err(ProtocolError::ReservedBits(header.rsv));
         }
         match (self.role, header.mask.is_some()) {
@@ -143,11 +158,13 @@ impl Decoder {
     }
 
     fn begin_data_frame(&mut self, header: FrameHeader) -> Result<(), ProtocolError> {
+        let compressed = header.rsv & 0b100 != 0;
         let message = self.message.get_or_insert_with(|| MessageInProgress {
             opcode: header.opcode,
             len: 0,
             delivered: false,
-            utf8: (header.opcode == OpCode::Text).then(Utf8Validator::new),
+            utf8: (header.opcode == OpCode::Text && !compressed).then(Utf8Validator::new),
+            compressed,
         });
         message.len = message.len.saturating_add(header.payload_len);
         if message.len > self.max_message {
@@ -173,7 +190,14 @@ impl Decoder {
         if header.opcode == OpCode::Close {
             parse_close_payload(&buf[payload.clone()])?;
         }
-        Ok(Some(Chunk { opcode: header.opcode, payload, consumed: end, first: true, last: true }))
+        Ok(Some(Chunk {
+            opcode: header.opcode,
+            payload,
+            consumed: end,
+            first: true,
+            last: true,
+            compressed: false,
+        }))
     }
 }
 
@@ -287,5 +311,46 @@ mod tests {
         let mut masked = Vec::new();
         write_frame(&mut masked, true, OpCode::Text, KEY, b"hi");
         assert_eq!(decoder.decode(&mut masked), Err(ProtocolError::MaskedServerFrame));
+    }
+
+    #[test]
+    fn rsv1_is_allowed_only_on_the_first_frame_of_a_negotiated_data_message() {
+        let rsv1 = |wire: &mut Vec<u8>| wire[0] |= 0x40;
+        let mut first = Vec::new();
+        write_frame(&mut first, false, OpCode::Text, KEY, b"\xff");
+        rsv1(&mut first);
+        // Not negotiated: a protocol error.
+        let mut plain = Decoder::new(Role::Server, 100);
+        assert_eq!(plain.decode(&mut first.clone()), Err(ProtocolError::ReservedBits(4)));
+        let mut decoder = Decoder::new(Role::Server, 100);
+        decoder.allow_rsv1();
+        let chunk = decoder.decode(&mut first).unwrap().unwrap();
+        // Compressed text is not UTF-8-checked here (0xFF would fail otherwise).
+        assert!(chunk.compressed && chunk.first && !chunk.last);
+        let mut continuation = Vec::new();
+        write_frame(&mut continuation, true, OpCode::Continuation, KEY, b"x");
+        let chunk = decoder.decode(&mut continuation.clone()).unwrap().unwrap();
+        assert!(chunk.compressed && chunk.last);
+        for (opcode, fin) in [(OpCode::Ping, true), (OpCode::Binary, false)] {
+            let mut decoder = Decoder::new(Role::Server, 100);
+            decoder.allow_rsv1();
+            let mut wire = Vec::new();
+            write_frame(&mut wire, fin, opcode, KEY, b"a");
+            write_frame(&mut wire, true, OpCode::Continuation, KEY, b"b");
+            if opcode.is_control() {
+                rsv1(&mut wire);
+                assert_eq!(decoder.decode(&mut wire), Err(ProtocolError::ReservedBits(4)));
+            } else {
+                let first_len = 7;
+                wire[first_len] |= 0x40;
+                let chunk = decoder.decode(&mut wire).unwrap().unwrap();
+                assert!(!chunk.compressed);
+                assert_eq!(decoder.decode(&mut wire[first_len..]), Err(ProtocolError::ReservedBits(4)));
+            }
+        }
+        // RSV2 and RSV3 stay refused.
+        let mut decoder = Decoder::new(Role::Server, 100);
+        decoder.allow_rsv1();
+        assert_eq!(decoder.decode(&mut [0xA1, 0x80, 0, 0, 0, 0]), Err(ProtocolError::ReservedBits(2)));
     }
 }

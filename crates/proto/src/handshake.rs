@@ -34,6 +34,8 @@ pub struct UpgradeRequest {
     pub key: String,
     /// Offered subprotocols, in the client's order of preference.
     pub protocols: Vec<String>,
+    /// The `Sec-WebSocket-Extensions` values, one per header line (see [`crate::deflate`]).
+    pub extensions: Vec<String>,
 }
 
 /// What a client asked for.
@@ -122,7 +124,11 @@ pub fn parse_request(
         .filter(|p| !p.is_empty())
         .map(str::to_owned)
         .collect();
-    Ok(Some((Request::Upgrade(UpgradeRequest { path, key: key.to_owned(), protocols }), consumed)))
+    let extensions = header_values(request.headers, "Sec-WebSocket-Extensions");
+    Ok(Some((
+        Request::Upgrade(UpgradeRequest { path, key: key.to_owned(), protocols, extensions }),
+        consumed,
+    )))
 }
 
 /// The server's `101 Switching Protocols` answer; `protocol` is the chosen subprotocol.
@@ -169,6 +175,8 @@ pub fn client_request_with_headers(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UpgradeResponse {
     pub protocol: Option<String>,
+    /// The `Sec-WebSocket-Extensions` the server agreed to, header lines joined by ", ".
+    pub extensions: Option<String>,
 }
 
 /// Checks the server's answer to a request sent with `key`. `Ok(None)` asks for more bytes;
@@ -201,7 +209,27 @@ pub fn parse_response(buf: &[u8], key: &str) -> Result<Option<(UpgradeResponse, 
     let protocol = find("Sec-WebSocket-Protocol")
         .and_then(|v| std::str::from_utf8(v.trim_ascii()).ok())
         .map(str::to_owned);
-    Ok(Some((UpgradeResponse { protocol }, consumed)))
+    let extensions = Some(header_values(response.headers, "Sec-WebSocket-Extensions").join(", "))
+        .filter(|joined| !joined.is_empty());
+    Ok(Some((UpgradeResponse { protocol, extensions }, consumed)))
+}
+
+/// The values of every header line called `name`, as text (invalid UTF-8 skipped).
+fn header_values(headers: &[httparse::Header<'_>], name: &str) -> Vec<String> {
+    headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case(name))
+        .filter_map(|h| std::str::from_utf8(h.value.trim_ascii()).ok())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Adds the header line `name: value` to a complete request or response header built above
+/// (before its blank line), e.g. `Sec-WebSocket-Extensions`.
+pub fn add_header(head: &mut Vec<u8>, name: &str, value: &str) {
+    debug_assert!(head.ends_with(b"\r\n\r\n"));
+    head.truncate(head.len() - 2);
+    head.extend_from_slice(format!("{name}: {value}\r\n\r\n").as_bytes());
 }
 
 #[cfg(test)]

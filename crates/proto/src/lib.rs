@@ -8,6 +8,7 @@
 
 mod close;
 mod decoder;
+pub mod deflate;
 mod error;
 mod frame;
 pub mod handshake;

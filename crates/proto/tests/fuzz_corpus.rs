@@ -5,6 +5,8 @@
 
 #[path = "../../../fuzz/src/checks.rs"]
 mod checks;
+#[path = "../../../fuzz/src/deflate_checks.rs"]
+mod deflate_checks;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
@@ -54,4 +56,9 @@ fn handshake_response_corpus() {
 #[test]
 fn roundtrip_corpus() {
     run_corpus("roundtrip", checks::roundtrip);
+}
+
+#[test]
+fn inflate_corpus() {
+    run_corpus("inflate", deflate_checks::inflate);
 }

@@ -36,6 +36,9 @@ pub struct ServeConfig {
     pub max_header_bytes: usize,
     pub max_connections: usize,
     pub handshake_timeout: Duration,
+    /// Accept permessage-deflate (RFC 7692) when a client offers it; on by default, like
+    /// Python `websockets` and browsers.
+    pub deflate: bool,
 }
 
 impl Default for ServeConfig {
@@ -50,6 +53,7 @@ impl Default for ServeConfig {
             max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            deflate: true,
         }
     }
 }

@@ -5,10 +5,12 @@
 //! Idle connections hold no buffers: `input` keeps only an incomplete header or control
 //! frame, `message` only a message still arriving in pieces, and both are freed when done.
 
-use wsbench_proto::handshake::{Request, parse_request, server_response};
+use wsbench_proto::handshake::{Request, add_header, parse_request, server_response};
 use wsbench_proto::{CloseCode, Decoder, OpCode, Role, write_frame};
 
 use wsbench_transport::Transport;
+
+use crate::compression::Compression;
 
 /// Where a connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +31,8 @@ pub enum Phase {
 pub struct Limits {
     pub max_message: u64,
     pub max_header_bytes: usize,
+    /// Accept permessage-deflate offers (`wsbench serve --no-deflate` turns it off).
+    pub deflate: bool,
 }
 
 /// What the event loop should do after `process`.
@@ -99,11 +103,13 @@ pub struct ConnState {
     decoder: Option<Box<Decoder>>,
     /// A message arriving in several pieces, reassembled before it is echoed.
     message: Vec<u8>,
+    /// permessage-deflate, when negotiated.
+    compression: Option<Box<Compression>>,
 }
 
 impl ConnState {
     pub fn new(phase: Phase) -> ConnState {
-        ConnState { phase, decoder: None, message: Vec::new() }
+        ConnState { phase, decoder: None, message: Vec::new(), compression: None }
     }
 
     /// Consumes bytes from the start of `data`, appending replies to `out`. Returns how many
@@ -134,12 +140,20 @@ impl ConnState {
                 Ok(None) => return (used, Next::Continue),
                 Ok(Some((Request::Upgrade(request), n))) => {
                     used += n;
-                    out.extend_from_slice(&server_response(
-                        &request,
-                        request.protocols.first().map(String::as_str),
-                    ));
+                    let mut response =
+                        server_response(&request, request.protocols.first().map(String::as_str));
+                    let mut decoder = Box::new(Decoder::new(Role::Server, limits.max_message));
+                    if limits.deflate
+                        && let Some((compression, answer)) =
+                            Compression::negotiate(&request, limits.max_message)
+                    {
+                        add_header(&mut response, "Sec-WebSocket-Extensions", &answer);
+                        decoder.allow_rsv1();
+                        self.compression = Some(compression);
+                    }
+                    out.extend_from_slice(&response);
                     self.phase = Phase::WebSocket;
-                    self.decoder = Some(Box::new(Decoder::new(Role::Server, limits.max_message)));
+                    self.decoder = Some(decoder);
                     let (more, next) = self.process_frames(&mut data[used..], out);
                     return (used + more, next);
                 }
@@ -167,15 +181,18 @@ impl ConnState {
             let chunk = match decoder.decode(&mut data[used..]) {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => return (used, Next::Continue),
-                Err(error) => {
-                    let mut payload = error.close_code().to_be_bytes().to_vec();
-                    let reason = error.to_string();
-                    payload.extend_from_slice(&reason.as_bytes()[..reason.len().min(120)]);
-                    write_frame(out, true, OpCode::Close, None, &payload);
-                    return (data.len(), Next::CloseAfterFlush);
-                }
+                Err(error) => return fail(error.close_code(), &error.to_string(), data.len(), out),
             };
             let payload = &data[used + chunk.payload.start..used + chunk.payload.end];
+            if chunk.compressed
+                && let Some(compression) = self.compression.as_mut()
+            {
+                if let Err((code, reason)) = compression.on_chunk(chunk.opcode, payload, chunk.last, out) {
+                    return fail(code, &reason, data.len(), out);
+                }
+                used += chunk.consumed;
+                continue;
+            }
             match chunk.opcode {
                 OpCode::Text | OpCode::Binary if chunk.first && chunk.last => {
                     write_frame(out, true, chunk.opcode, None, payload);
@@ -199,6 +216,14 @@ impl ConnState {
             used += chunk.consumed;
         }
     }
+}
+
+/// Fails the connection: a close frame with `code` and (the start of) `reason`.
+fn fail(code: u16, reason: &str, len: usize, out: &mut Vec<u8>) -> (usize, Next) {
+    let mut payload = code.to_be_bytes().to_vec();
+    payload.extend_from_slice(&reason.as_bytes()[..reason.len().min(120)]);
+    write_frame(out, true, OpCode::Close, None, &payload);
+    (len, Next::CloseAfterFlush)
 }
 
 /// The close code sent to every WebSocket connection when the server stops.

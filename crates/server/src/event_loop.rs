@@ -101,7 +101,11 @@ impl EventLoop {
             poll,
             events: Events::with_capacity(1024),
             ready: Vec::with_capacity(1024),
-            limits: Limits { max_message: config.max_message, max_header_bytes: config.max_header_bytes },
+            limits: Limits {
+                max_message: config.max_message,
+                max_header_bytes: config.max_header_bytes,
+                deflate: config.deflate,
+            },
             config,
             tls,
             websocket_listener: Some(websocket_listener),

@@ -9,6 +9,7 @@
 //! Past one process's open-file limit it runs as several processes sharing the port the
 //! same way ([`serve_processes`], `--processes N`).
 
+mod compression;
 mod config;
 mod conn;
 mod event_loop;
@@ -41,7 +42,7 @@ pub mod fuzzing {
     /// stop reading: after a reply that ends the connection, or at an oversized pending
     /// request header.
     pub fn feed_connection(chunks: &[&[u8]]) -> Vec<u8> {
-        let limits = Limits { max_message: MAX_MESSAGE, max_header_bytes: MAX_HEADER_BYTES };
+        let limits = Limits { max_message: MAX_MESSAGE, max_header_bytes: MAX_HEADER_BYTES, deflate: true };
         let mut state = ConnState::new(Phase::Handshake);
         let mut input: Vec<u8> = Vec::new();
         let mut out = Vec::new();

@@ -204,6 +204,9 @@ pub struct ServeArgs {
     /// Server processes sharing the port (SO_REUSEPORT), each with its own open-file limit.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub processes: u16,
+    /// Decline permessage-deflate (RFC 7692) offers; by default they are accepted.
+    #[arg(long)]
+    pub no_deflate: bool,
 }
 
 impl ServeArgs {
@@ -238,6 +241,7 @@ impl ServeArgs {
             max_connections,
             handshake_timeout,
             processes: _,
+            no_deflate,
         } = self;
         let mut args = vec![
             "serve".to_owned(),
@@ -262,6 +266,9 @@ impl ServeArgs {
         if let Some(max) = max_connections {
             args.push(format!("--max-connections={max}"));
         }
+        if *no_deflate {
+            args.push("--no-deflate".to_owned());
+        }
         args
     }
 
@@ -280,6 +287,7 @@ impl ServeArgs {
             max_message: self.max_message,
             max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
             handshake_timeout: self.handshake_timeout.0,
+            deflate: !self.no_deflate,
             ..ServeConfig::default()
         }
     }

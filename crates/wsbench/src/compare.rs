@@ -53,6 +53,8 @@ pub struct Row {
     pub problems: Vec<String>,
     /// Installed, with its toolchain present: worth starting.
     pub available: bool,
+    /// Not run, and why (not a failure): e.g. no permessage-deflate for a compressed run.
+    pub skipped: Option<String>,
 }
 
 /// Runs the comparison; `log` receives one line per step.
@@ -70,6 +72,11 @@ pub fn compare(
         std::fs::create_dir_all(out).map_err(|source| CompareError::OutDir { path: out.clone(), source })?;
     }
     let mut rows: Vec<Row> = selected.iter().map(|manifest| Row::new(manifest)).collect();
+    if compresses(&config.settings) {
+        for row in &mut rows {
+            row.for_compression();
+        }
+    }
     let allowed = crate::affinity::allowed_cpus();
     let server_cpus: Vec<usize> = if allowed.len() >= 2 { vec![allowed[0]] } else { Vec::new() };
     let client_cpus: Vec<usize> = allowed.iter().copied().filter(|c| !server_cpus.contains(c)).collect();
@@ -94,7 +101,29 @@ pub fn compare(
     Ok(rows)
 }
 
+/// Whether the scenario asks for permessage-deflate (`--compression` other than `none`).
+fn compresses(settings: &RunSettings) -> bool {
+    settings.compression.as_deref().is_some_and(|c| !matches!(c.trim(), "none" | "off"))
+}
+
+/// The environment variable a fleet server reads to turn permessage-deflate on.
+pub const DEFLATE_ENV: &str = "WSBENCH_DEFLATE";
+
 impl Row {
+    /// A compressed run: servers without permessage-deflate are skipped (with the reason);
+    /// the others are started with [`DEFLATE_ENV`] set.
+    fn for_compression(&mut self) {
+        if self.manifest.deflate {
+            self.manifest.env.insert(DEFLATE_ENV.to_owned(), "1".to_owned());
+        } else {
+            self.available = false;
+            self.problems.clear();
+            self.skipped = Some(
+                "skipped: no permessage-deflate (`deflate = true` is not in its server.toml)".to_owned(),
+            );
+        }
+    }
+
     /// Whether anything of this server failed: a problem (not installed, failed to start,
     /// died), or a run that counted errors or failed a `--threshold`.
     pub fn failed(&self) -> bool {
@@ -107,8 +136,13 @@ impl Row {
 
     /// A row for `manifest`, saying so if the server is not installed or cannot run here.
     fn new(manifest: &Manifest) -> Row {
-        let mut row =
-            Row { manifest: manifest.clone(), runs: Vec::new(), problems: Vec::new(), available: true };
+        let mut row = Row {
+            manifest: manifest.clone(),
+            runs: Vec::new(),
+            problems: Vec::new(),
+            available: true,
+            skipped: None,
+        };
         row.available = fleet::is_installed(manifest);
         if !row.available {
             let missing = fleet::missing_tools(manifest);

@@ -69,6 +69,18 @@ pub struct Counters {
     /// `TLSv1.3 TLS13_AES_256_GCM_SHA384`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tls_negotiated: BTreeMap<String, u64>,
+    /// Message payload bytes, before compression and framing (`bytes_*` are what went over
+    /// the socket); with permessage-deflate their ratio is the compression ratio.
+    #[serde(default)]
+    pub payload_bytes_sent: u64,
+    #[serde(default)]
+    pub payload_bytes_received: u64,
+    /// Echoes that arrived compressed (RSV1 set on their first frame).
+    #[serde(default)]
+    pub compressed_messages_received: u64,
+    /// Connections by the permessage-deflate answer the server gave them.
+    #[serde(default)]
+    pub compression_negotiated: BTreeMap<String, u64>,
 }
 
 impl Counters {
@@ -158,6 +170,12 @@ impl AddAssign<&Counters> for Counters {
         }
         for (session, count) in &other.tls_negotiated {
             *self.tls_negotiated.entry(session.clone()).or_default() += count;
+        }
+        self.payload_bytes_sent += other.payload_bytes_sent;
+        self.payload_bytes_received += other.payload_bytes_received;
+        self.compressed_messages_received += other.compressed_messages_received;
+        for (answer, count) in &other.compression_negotiated {
+            *self.compression_negotiated.entry(answer.clone()).or_default() += count;
         }
     }
 }

@@ -1,5 +1,5 @@
 //! RFC 6455 conformance suite for `wsbench serve`: the server-side cases of the
-//! Autobahn|Testsuite (sections 1–7, 9 and 10.1.1) re-created as named Rust tests, plus a few
+//! Autobahn|Testsuite (sections 1–7, 9, 10.1.1, 12 and 13) re-created as named Rust tests, plus a few
 //! extra checks of the server contract (unmasked frames, `--max-message`, fail-fast UTF-8).
 //!
 //! Each case opens its own connection to a shared server (see `support::shared_server`) with
@@ -37,6 +37,8 @@ mod s07_close;
 mod s09_limits;
 #[path = "conformance/s10_autofragment.rs"]
 mod s10_autofragment;
+#[path = "conformance/s12_s13_deflate.rs"]
+mod s12_s13_deflate;
 
 use std::net::SocketAddr;
 

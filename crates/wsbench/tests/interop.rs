@@ -93,6 +93,9 @@ fn run_peer(peer: &Peer, url: &str) {
                 finished.stdout.contains("all checks passed"),
                 "exited 0 without finishing its checks\n{report}"
             );
+            // Both clients offer permessage-deflate by default and `wsbench serve` accepts it,
+            // so every check above ran compressed both ways (RFC 7692 interop).
+            assert!(finished.stdout.contains("permessage-deflate"), "deflate was not negotiated\n{report}");
             println!("{report}");
         }
     }

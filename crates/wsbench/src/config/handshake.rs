@@ -177,7 +177,7 @@ fn header_line(line: &str) -> Result<Header, String> {
     }
     if OWNED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
         return Err(format!(
-            "{name} is written by wsbench itself and cannot be given (for subprotocols use --subprotocol)"
+            "{name} is written by wsbench itself and cannot be given (for subprotocols use --subprotocol, for permessage-deflate --compression)"
         ));
     }
     value_problem(value).map_or(Ok(()), Err)?;

@@ -7,8 +7,10 @@
 //! ([`Sampling`]), where results go ([`Outputs`]), whether it is one run or a search
 //! ([`Mode`]), the `--threshold`s its result is judged by ([`Threshold`]) and its run id. Defaults live here as `pub const`; the CLI shows them.
 
+mod compression;
 mod error;
 mod handshake;
+mod lines;
 mod outputs;
 mod presets;
 mod settings;
@@ -26,9 +28,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::units::parse_bytes;
+pub use compression::CompressionOffer;
 pub use error::ConfigError;
 use error::invalid;
 pub use handshake::{CONN_PLACEHOLDER, HandshakeOptions, Header, REDACTED, is_secret};
+pub use lines::TextLines;
 pub use outputs::{check_output_file, check_output_folder};
 pub use settings::RunSettings;
 pub use slo::{Objective, Slo, Statistic};
@@ -103,13 +107,15 @@ impl Scenario {
 }
 
 /// What each message carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Payload {
     /// A JSON object with the client's send timestamp and a sequence number, as in seed 000.
     JsonTs,
     /// N random bytes, the same for every message of the run; echoes are checked.
     Bytes(u64),
+    /// The lines of a file, in order and cycling (`text:FILE`); every echo is checked.
+    Text(TextLines),
 }
 
 impl std::str::FromStr for Payload {
@@ -118,11 +124,14 @@ impl std::str::FromStr for Payload {
         if text == "json-ts" {
             return Ok(Payload::JsonTs);
         }
+        if let Some(path) = text.strip_prefix("text:") {
+            return Ok(Payload::Text(TextLines::load(std::path::Path::new(path))?));
+        }
         match text.strip_prefix("bytes:") {
             Some(size) => Ok(Payload::Bytes(parse_bytes(size)?)),
             None => Err(invalid(
                 "payload",
-                format!("`{text}` is not a payload: use json-ts or bytes:N (e.g. bytes:20)"),
+                format!("`{text}` is not a payload: use json-ts, bytes:N (e.g. bytes:20) or text:FILE"),
             )),
         }
     }
@@ -269,6 +278,8 @@ pub struct LoadSpec {
     /// `--cacert`, `--client-cert`/`--client-key`, `--sni`, `--tls-version`.
     #[serde(skip_serializing_if = "TlsOptions::is_default")]
     pub tls: TlsOptions,
+    /// The permessage-deflate offer (`--compression`); `None`: no compression.
+    pub compression: Option<CompressionOffer>,
 }
 
 /// One measured run, or `--find-max-rate`: open-loop steps until the objective breaks.

@@ -91,7 +91,7 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<u64>,
-    /// Message payload: json-ts or bytes:N.
+    /// Message payload: json-ts, bytes:N or text:FILE (the file's lines, cycled).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<String>,
@@ -207,6 +207,11 @@ pub struct RunSettings {
     #[arg(long, value_name = "VERSION")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_version: Option<String>,
+    /// Offer permessage-deflate (RFC 7692): `deflate`, or with parameters, e.g.
+    /// `deflate; client_no_context_takeover; server_max_window_bits=10`.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compression: Option<String>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -340,6 +345,7 @@ mod tests {
             client_key: Some("k.pem".into()),
             sni: some("api.example.com"),
             tls_version: some("1.3"),
+            compression: some("deflate; server_no_context_takeover"),
         };
         let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
         assert_eq!(back, every);

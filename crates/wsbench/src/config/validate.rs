@@ -12,10 +12,11 @@ use super::outputs::check_output_file;
 use super::settings::RunSettings;
 use super::tls::{TlsOptions, TlsSettings};
 use super::{
-    DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL, DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_FRAMES_PER_SEND, DEFAULT_HOLD, DEFAULT_IN_FLIGHT,
-    DEFAULT_MAX_SEND_LAG, DEFAULT_THROUGHPUT_PAYLOAD, DEFAULT_WARMUP, LoadSpec, MessageKind, Mode, Outputs,
-    Payload, Placement, RunConfig, Sampling, Scenario, Shard, Threshold, parse_addr_range,
+    CompressionOffer, DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_FRAMES_PER_SEND, DEFAULT_HOLD,
+    DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG, DEFAULT_THROUGHPUT_PAYLOAD, DEFAULT_WARMUP, LoadSpec,
+    MessageKind, Mode, Outputs, Payload, Placement, RunConfig, Sampling, Scenario, Shard, Threshold,
+    parse_addr_range,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_duration, parse_rate};
@@ -27,6 +28,7 @@ impl RunSettings {
         let target = self.target.as_deref().map(Target::parse).transpose()?;
         let connections = self.connections()?;
         let payload = self.payload(scenario)?;
+        let message = self.message_kind(&payload)?;
         let frames_per_send = self.frames_per_send(scenario)?;
         let open_loop = scenario == Scenario::C10k || self.rate.is_some() || self.interval.is_some();
         let in_flight = self.in_flight(scenario, frames_per_send, open_loop)?;
@@ -51,7 +53,7 @@ impl RunSettings {
             shard,
             start_at_unix_ms: self.start_at,
             payload,
-            message: self.message_kind(payload)?,
+            message,
             frames_per_send,
             connect_timeout: duration("connect-timeout", &self.connect_timeout, DEFAULT_CONNECT_TIMEOUT)?,
             source_addrs: self.source_addrs.as_deref().map(parse_addr_range).transpose()?.unwrap_or_default(),
@@ -59,6 +61,7 @@ impl RunSettings {
             insecure: self.insecure,
             handshake: self.handshake()?,
             tls: self.tls(target.as_ref())?,
+            compression: self.compression()?,
         };
         Ok(RunConfig {
             load,
@@ -98,6 +101,11 @@ impl RunSettings {
             tls_target: target.is_some_and(|t| t.tls),
         }
         .validate()
+    }
+
+    /// The permessage-deflate offer, if `--compression` asks for one.
+    fn compression(&self) -> Result<Option<CompressionOffer>, ConfigError> {
+        self.compression.as_deref().map_or(Ok(None), CompressionOffer::parse)
     }
 
     /// The output files, each checked to be writable before any load is sent.
@@ -214,7 +222,7 @@ impl RunSettings {
 
     /// Text or binary frames. Random bytes are not UTF-8: text frames of a `bytes:N` payload
     /// carry printable ASCII instead.
-    fn message_kind(&self, payload: Payload) -> Result<MessageKind, ConfigError> {
+    fn message_kind(&self, payload: &Payload) -> Result<MessageKind, ConfigError> {
         Ok(match (self.binary, self.text, payload) {
             (true, _, Payload::JsonTs) => {
                 return Err(invalid(
@@ -223,8 +231,17 @@ impl RunSettings {
                 ));
             }
             (true, _, _) => MessageKind::Binary,
+            (_, _, Payload::Text(lines)) if !lines.is_utf8() => {
+                return Err(invalid(
+                    "payload",
+                    format!(
+                        "{} is not UTF-8, so its lines cannot be text frames; add --binary",
+                        lines.path.display()
+                    ),
+                ));
+            }
             (_, true, _) => MessageKind::Text,
-            (_, _, Payload::JsonTs) => MessageKind::Text,
+            (_, _, Payload::JsonTs | Payload::Text(_)) => MessageKind::Text,
             (_, _, Payload::Bytes(_)) => MessageKind::Binary,
         })
     }

@@ -8,6 +8,8 @@ use std::time::Instant;
 use wsbench_proto::Decoder;
 use wsbench_transport::Transport;
 
+use super::compression::ConnCompression;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
     /// TCP connect in progress.
@@ -54,6 +56,8 @@ pub struct ClientConn {
     pub check_offset: Option<usize>,
     pub check_failed: bool,
     pub write_interest: bool,
+    /// permessage-deflate, once the server agreed to it.
+    pub compression: Option<Box<ConnCompression>>,
 }
 
 impl ClientConn {
@@ -84,6 +88,7 @@ impl ClientConn {
             check_offset: None,
             check_failed: false,
             write_interest: true,
+            compression: None,
         }
     }
 

@@ -51,7 +51,10 @@ pub fn open(spec: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
 fn upgrade_request(spec: &Job, key: &str, index: u64) -> Vec<u8> {
     let handshake = &spec.load.handshake;
     let protocols: Vec<&str> = handshake.subprotocols.iter().map(String::as_str).collect();
-    let headers = handshake.headers_for(index);
+    let mut headers = handshake.headers_for(index);
+    if let Some(offer) = &spec.load.compression {
+        headers.push(("Sec-WebSocket-Extensions".to_owned(), offer.header_value()));
+    }
     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
     let target = &spec.target;
     client_request_with_headers(&target.host_header(), &target.path, key, &protocols, &headers)

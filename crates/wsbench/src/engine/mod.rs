@@ -3,6 +3,7 @@
 //! scalability → drain and close), and merges the workers' metrics. It knows nothing of
 //! result files or reports; it returns numbers.
 
+mod compression;
 mod conn;
 mod connect;
 mod handshake_failure;

@@ -7,6 +7,7 @@
 //! own load generator does).
 
 use std::io::Write;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rand::{Rng, RngCore};
@@ -27,11 +28,15 @@ pub enum Template {
         payload: Vec<u8>,
         /// `frames_per_send` masked frames, ready to write.
         batch: Vec<u8>,
+        mask: [u8; 4],
+        opcode: OpCode,
     },
+    /// The lines of a file, message `seq` carrying line `seq % lines`.
+    Lines { lines: Arc<Vec<Vec<u8>>>, mask: [u8; 4], opcode: OpCode },
 }
 
 impl Template {
-    pub fn new(payload: Payload, message: MessageKind, frames_per_send: u64) -> Template {
+    pub fn new(payload: &Payload, message: MessageKind, frames_per_send: u64) -> Template {
         let mut rng = rand::rng();
         let mask: [u8; 4] = rng.random();
         let opcode = match message {
@@ -40,8 +45,9 @@ impl Template {
         };
         match payload {
             Payload::JsonTs => Template::JsonTs { mask, opcode },
+            Payload::Text(text) => Template::Lines { lines: text.lines.clone(), mask, opcode },
             Payload::Bytes(size) => {
-                let mut bytes = vec![0u8; size as usize];
+                let mut bytes = vec![0u8; *size as usize];
                 match message {
                     MessageKind::Binary => rng.fill_bytes(&mut bytes),
                     // Text frames must be UTF-8: printable ASCII.
@@ -51,20 +57,39 @@ impl Template {
                 for _ in 0..frames_per_send {
                     write_frame(&mut batch, true, opcode, Some(mask), &bytes);
                 }
-                Template::Fixed { payload: bytes, batch }
+                Template::Fixed { payload: bytes, batch, mask, opcode }
             }
         }
     }
 
-    /// Appends one json-ts message with sequence number `seq` to `out`.
-    pub fn encode_json(mask: [u8; 4], opcode: OpCode, seq: u64, out: &mut Vec<u8>) {
-        let micros = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
-        let mut text = [0u8; 64];
-        let mut cursor = std::io::Cursor::new(&mut text[..]);
-        write!(cursor, "{{\"ts\":{micros},\"seq\":{seq}}}").expect("64 bytes hold the message");
-        let len = cursor.position() as usize;
-        write_frame(out, true, opcode, Some(mask), &text[..len]);
+    /// The mask key and opcode every message of this template is sent with.
+    pub fn mask_opcode(&self) -> ([u8; 4], OpCode) {
+        match self {
+            Template::JsonTs { mask, opcode }
+            | Template::Fixed { mask, opcode, .. }
+            | Template::Lines { mask, opcode, .. } => (*mask, *opcode),
+        }
     }
+
+    /// The payload of message `seq` (json-ts is written into `scratch`).
+    pub fn message<'a>(&'a self, seq: u64, scratch: &'a mut [u8; 64]) -> &'a [u8] {
+        match self {
+            Template::JsonTs { .. } => {
+                let len = json_text(seq, scratch);
+                &scratch[..len]
+            }
+            Template::Fixed { payload, .. } => payload,
+            Template::Lines { lines, .. } => &lines[(seq % lines.len() as u64) as usize],
+        }
+    }
+}
+
+/// Writes the json-ts message `seq` (with the current time) into `text`; returns its length.
+fn json_text(seq: u64, text: &mut [u8; 64]) -> usize {
+    let micros = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
+    let mut cursor = std::io::Cursor::new(&mut text[..]);
+    write!(cursor, "{{\"ts\":{micros},\"seq\":{seq}}}").expect("64 bytes hold the message");
+    cursor.position() as usize
 }
 
 /// The `seq` of an echoed json-ts message, if it has one.
@@ -83,7 +108,9 @@ mod tests {
     #[test]
     fn json_messages_carry_their_sequence_number() {
         let mut out = Vec::new();
-        Template::encode_json([1, 2, 3, 4], OpCode::Text, 42, &mut out);
+        let template = Template::new(&Payload::JsonTs, MessageKind::Text, 1);
+        let (mask, opcode) = template.mask_opcode();
+        write_frame(&mut out, true, opcode, Some(mask), template.message(42, &mut [0; 64]));
         let mut decoder = Decoder::new(Role::Server, 1 << 20);
         let chunk = decoder.decode(&mut out).unwrap().unwrap();
         let text = std::str::from_utf8(&out[chunk.payload.clone()]).unwrap();
@@ -94,7 +121,8 @@ mod tests {
 
     #[test]
     fn fixed_batches_hold_frames_per_send_masked_frames() {
-        let Template::Fixed { payload, batch } = Template::new(Payload::Bytes(20), MessageKind::Binary, 10)
+        let Template::Fixed { payload, batch, .. } =
+            Template::new(&Payload::Bytes(20), MessageKind::Binary, 10)
         else {
             panic!("fixed payload expected")
         };
@@ -107,7 +135,7 @@ mod tests {
 
     #[test]
     fn text_payloads_are_printable_ascii() {
-        let Template::Fixed { payload, .. } = Template::new(Payload::Bytes(1000), MessageKind::Text, 1)
+        let Template::Fixed { payload, .. } = Template::new(&Payload::Bytes(1000), MessageKind::Text, 1)
         else {
             panic!("fixed payload expected")
         };

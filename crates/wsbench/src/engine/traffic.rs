@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use wsbench_proto::{OpCode, parse_close_payload, write_frame};
+use wsbench_proto::{CloseCode, OpCode, parse_close_payload, write_frame};
 
 use super::conn::{ClientConn, State};
 use super::payload::{CHECK_EVERY, Template, json_seq};
@@ -32,7 +32,7 @@ pub struct Traffic {
 
 impl Traffic {
     pub fn new(spec: Arc<Job>, control: Arc<Control>) -> Traffic {
-        let template = Template::new(spec.load.payload, spec.load.message, spec.load.frames_per_send);
+        let template = Template::new(&spec.load.payload, spec.load.message, spec.load.frames_per_send);
         Traffic { spec, control, template, metrics: Metrics::default(), measured_echoes: 0 }
     }
 
@@ -41,7 +41,7 @@ impl Traffic {
     pub fn batch(&self) -> &[u8] {
         match &self.template {
             Template::Fixed { batch, .. } => batch,
-            Template::JsonTs { .. } => &[],
+            Template::JsonTs { .. } | Template::Lines { .. } => &[],
         }
     }
 
@@ -96,23 +96,32 @@ impl Traffic {
     /// Queues one batch (`frames_per_send` messages) that was due at `intended`.
     pub fn send_batch(&mut self, conn: &mut ClientConn, intended: Instant, now: Instant) {
         let frames = self.spec.load.frames_per_send;
-        let bytes = match &self.template {
-            Template::Fixed { batch, .. } => {
+        let (bytes, payload_bytes) = match (&self.template, conn.compression.as_deref_mut()) {
+            (Template::Fixed { batch, payload, .. }, None) => {
                 conn.batches_pending += 1;
-                batch.len()
+                (batch.len(), payload.len() * frames as usize)
             }
-            Template::JsonTs { mask, opcode } => {
-                let before = conn.output.len();
+            (template, compression) => {
+                let (mask, opcode) = template.mask_opcode();
+                let (before, mut payload_bytes) = (conn.output.len(), 0);
+                let mut scratch = [0u8; 64];
+                let mut compression = compression;
                 for _ in 0..frames {
-                    Template::encode_json(*mask, *opcode, conn.next_seq, &mut conn.output);
+                    let message = template.message(conn.next_seq, &mut scratch);
+                    payload_bytes += message.len();
+                    match compression.as_deref_mut() {
+                        Some(compression) => compression.send(opcode, mask, message, &mut conn.output),
+                        None => write_frame(&mut conn.output, true, opcode, Some(mask), message),
+                    }
                     conn.next_seq += 1;
                 }
-                conn.output.len() - before
+                (conn.output.len() - before, payload_bytes)
             }
         };
         conn.in_flight.extend(std::iter::repeat_n((intended, now), frames as usize));
         self.metrics.counters.messages_sent += frames;
         self.metrics.counters.bytes_sent += bytes as u64;
+        self.metrics.counters.payload_bytes_sent += payload_bytes as u64;
         if self.spec.load.message_interval.is_some() {
             let (measure_start, end) = self.control.window();
             let due_us = self.control.micros_since_start(intended);
@@ -136,19 +145,17 @@ impl Traffic {
             let chunk = match conn.decoder.decode(&mut data[used..]) {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => return Some(used),
-                Err(error) => {
-                    self.metrics.counters.protocol_errors += 1;
-                    self.metrics.counters.messages_unanswered += conn.in_flight.len() as u64;
-                    conn.in_flight.clear();
-                    let code = error.close_code().to_be_bytes();
-                    write_frame(&mut conn.output, true, OpCode::Close, Some([0; 4]), &code);
-                    let _ = conn.flush(&[]);
-                    return None;
-                }
+                Err(error) => return self.fail(conn, error.close_code()),
             };
             let payload = used + chunk.payload.start..used + chunk.payload.end;
             used += chunk.consumed;
             match chunk.opcode {
+                OpCode::Text | OpCode::Binary if chunk.compressed => {
+                    if let Err(code) = self.on_compressed(conn, chunk.first, chunk.last, &data[payload], now)
+                    {
+                        return self.fail(conn, code);
+                    }
+                }
                 OpCode::Text | OpCode::Binary => {
                     self.on_data(conn, chunk.first, chunk.last, &data[payload], now)
                 }
@@ -162,6 +169,42 @@ impl Traffic {
                 OpCode::Pong | OpCode::Continuation => {}
             }
         }
+    }
+
+    /// The server broke the protocol (or sent a message that does not inflate): close with
+    /// `code`; the connection is over.
+    fn fail(&mut self, conn: &mut ClientConn, code: u16) -> Option<usize> {
+        self.metrics.counters.protocol_errors += 1;
+        self.metrics.counters.messages_unanswered += conn.in_flight.len() as u64;
+        conn.in_flight.clear();
+        write_frame(&mut conn.output, true, OpCode::Close, Some([0; 4]), &code.to_be_bytes());
+        let _ = conn.flush(&[]);
+        None
+    }
+
+    /// A piece of a compressed echo: inflated, and checked as a whole on its last piece.
+    /// The error is the close code that fails the connection.
+    fn on_compressed(
+        &mut self,
+        conn: &mut ClientConn,
+        first: bool,
+        last: bool,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), u16> {
+        let Some(compression) = conn.compression.as_mut() else { return Err(CloseCode::PROTOCOL_ERROR) };
+        if first {
+            self.metrics.counters.compressed_messages_received += 1;
+        }
+        compression.receive(payload, last)?;
+        if last {
+            let echo = std::mem::take(&mut compression.inflated);
+            self.on_data(conn, true, true, &echo, now);
+            if let Some(compression) = conn.compression.as_mut() {
+                compression.recycle(echo);
+            }
+        }
+        Ok(())
     }
 
     /// The server's close frame: answered (with its code) unless we are closing already.
@@ -181,6 +224,7 @@ impl Traffic {
     /// A piece of an echoed message arrived: check it, and on its last piece count the
     /// round trip.
     fn on_data(&mut self, conn: &mut ClientConn, first: bool, last: bool, payload: &[u8], now: Instant) {
+        self.metrics.counters.payload_bytes_received += payload.len() as u64;
         if conn.state == State::Closing {
             // Echoes that crossed our close at the end of the run: already counted as
             // unanswered, and not round trips of the run.
@@ -188,15 +232,12 @@ impl Traffic {
         }
         let mismatch = match &self.template {
             Template::Fixed { payload: expected, .. } => {
-                if first {
-                    conn.check_offset = conn.echoes.is_multiple_of(CHECK_EVERY).then_some(0);
-                    conn.check_failed = false;
-                }
-                if let Some(offset) = conn.check_offset {
-                    conn.check_failed |= expected.get(offset..offset + payload.len()) != Some(payload);
-                    conn.check_offset = Some(offset + payload.len());
-                }
-                last && (conn.check_failed || conn.check_offset.is_some_and(|end| end != expected.len()))
+                let sampled = conn.echoes.is_multiple_of(CHECK_EVERY);
+                check_piece(conn, expected, sampled, first, last, payload)
+            }
+            Template::Lines { lines, .. } => {
+                let expected = &lines[(conn.echoes % lines.len() as u64) as usize];
+                check_piece(conn, expected, true, first, last, payload)
             }
             Template::JsonTs { .. } => {
                 if first {
@@ -265,4 +306,25 @@ impl Traffic {
         }
         self.send_backlog(conn, now);
     }
+}
+
+/// Byte-for-byte check of one piece of an echo against `expected` (when `sampled`); on the
+/// last piece, whether the echo differed.
+fn check_piece(
+    conn: &mut ClientConn,
+    expected: &[u8],
+    sampled: bool,
+    first: bool,
+    last: bool,
+    payload: &[u8],
+) -> bool {
+    if first {
+        conn.check_offset = sampled.then_some(0);
+        conn.check_failed = false;
+    }
+    if let Some(offset) = conn.check_offset {
+        conn.check_failed |= expected.get(offset..offset + payload.len()) != Some(payload);
+        conn.check_offset = Some(offset + payload.len());
+    }
+    last && (conn.check_failed || conn.check_offset.is_some_and(|end| end != expected.len()))
 }

@@ -18,7 +18,7 @@ use super::conn::{ClientConn, State};
 use super::handshake_failure::{HandshakeFailure, Upgrade};
 use super::pacer::{Pacer, TICK};
 use super::traffic::Traffic;
-use super::{Control, Job, connect};
+use super::{Control, Job, compression, connect};
 use crate::config::Scenario;
 use crate::metrics::Metrics;
 
@@ -317,6 +317,19 @@ impl Worker {
                         return data.len();
                     }
                     used = n;
+                    let counters = &mut self.traffic.metrics.counters;
+                    let conn = &mut self.conns[key];
+                    let attached = self.spec.load.compression.as_ref().map(|offer| {
+                        compression::attach(offer, &conn.key, &mut conn.decoder, data, counters)
+                    });
+                    match attached {
+                        Some(Ok(state)) => conn.compression = Some(state),
+                        Some(Err(failure)) => {
+                            self.on_refused(key, failure);
+                            return data.len();
+                        }
+                        None => {}
+                    }
                     self.on_open(key, now);
                 }
                 Upgrade::Refused(failure) => {

@@ -63,6 +63,11 @@ pub struct Manifest {
     pub websocket: bool,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Supports permessage-deflate (RFC 7692). A compressed run (`--compression`) starts it
+    /// with `WSBENCH_DEFLATE=1` in its environment, which its program reads to turn
+    /// compression on; without it the server keeps its default (off) for the plain echo rows.
+    #[serde(default)]
+    pub deflate: bool,
     /// The folder the manifest came from (not in the file).
     #[serde(skip)]
     pub dir: PathBuf,
@@ -130,6 +135,7 @@ pub fn builtin() -> Manifest {
         http: true,
         websocket: true,
         env: BTreeMap::new(),
+        deflate: true,
         dir: std::env::temp_dir(),
     }
 }

@@ -58,7 +58,7 @@ pub fn render_compare_table(rows: &[Row]) -> String {
                     "{:<22} {:<10} {}",
                     row.manifest.name,
                     row.manifest.language,
-                    row.problems.join("; ")
+                    row.skipped.clone().unwrap_or_else(|| row.problems.join("; "))
                 );
             }
         }

@@ -163,6 +163,31 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
         group(messages.unanswered)
     );
     line(out, "messages:", &text);
+    if let Some(compression) = &summary.compression {
+        compression_lines(out, compression);
+    }
+}
+
+/// permessage-deflate: what was negotiated, and wire bytes against payload bytes each way.
+fn compression_lines(out: &mut String, compression: &crate::result::CompressionSummary) {
+    let negotiated: Vec<String> = compression
+        .negotiated
+        .iter()
+        .map(|(answer, n)| format!("{answer} ({} connections)", group(*n)))
+        .collect();
+    line(out, "compression:", &negotiated.join(", "));
+    let (wire, payload) = (&compression.wire_bytes, &compression.payload_bytes);
+    let text = format!(
+        "sent {} for {} of payload ({}×), received {} for {} ({}×); {} echoes compressed",
+        bytes(wire.sent),
+        bytes(payload.sent),
+        sig3(compression.ratio_sent),
+        bytes(wire.received),
+        bytes(payload.received),
+        sig3(compression.ratio_received),
+        group(compression.compressed_messages_received),
+    );
+    line(out, "wire bytes:", &text);
 }
 
 /// One line per `--threshold`: passed or FAILED, and the value measured for it.

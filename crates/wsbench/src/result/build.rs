@@ -196,6 +196,7 @@ impl Summary {
                 latency_us.mean,
             ),
             thresholds: Vec::new(),
+            compression: super::compression::CompressionSummary::of(counters),
         }
     }
 }

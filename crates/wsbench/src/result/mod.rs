@@ -9,6 +9,7 @@
 mod atomic;
 mod build;
 mod codec;
+mod compression;
 mod distribution;
 
 #[doc(hidden)]
@@ -25,6 +26,7 @@ use crate::samples::{MachineFacts, ServerSample, WorkerCpu};
 
 pub(crate) use atomic::write_atomically;
 pub use codec::{decode_histogram, encode_histogram};
+pub use compression::CompressionSummary;
 pub use distribution::Distribution;
 
 /// The result-file format this wsbench writes, and the newest it reads.
@@ -158,6 +160,10 @@ pub struct Summary {
     /// from shards (their merged result is judged).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<ThresholdOutcome>,
+    /// permessage-deflate: negotiated parameters, wire against payload bytes. Absent when
+    /// the run did not compress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<CompressionSummary>,
 }
 
 /// One `--threshold` judged: what the user wrote, the value measured for it (µs for

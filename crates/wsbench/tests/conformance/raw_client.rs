@@ -65,6 +65,8 @@ pub struct Client {
     write_broken: bool,
     /// A data message being reassembled: (opcode, payload so far).
     partial: Option<(u8, Vec<u8>)>,
+    /// permessage-deflate was negotiated: RSV1 may be set on the server's frames.
+    rsv1_allowed: bool,
 }
 
 impl Client {
@@ -75,10 +77,28 @@ impl Client {
             .unwrap_or_else(|e| panic!("connect to {addr}: {e}"));
         stream.set_nodelay(true).unwrap();
         stream.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
-        let mut client =
-            Client { stream, buf: Vec::new(), timeout: DEFAULT_TIMEOUT, write_broken: false, partial: None };
-        client.handshake(addr);
-        client
+        Client::connect_offering(addr, None).0
+    }
+
+    /// Connects with a `Sec-WebSocket-Extensions` offer (if any); returns the client and the
+    /// server's `Sec-WebSocket-Extensions` answer. Once an extension is answered, RSV1 on
+    /// the server's frames is allowed (the deflate cases check where it is set).
+    pub fn connect_offering(addr: SocketAddr, offer: Option<&str>) -> (Client, Option<String>) {
+        let stream = TcpStream::connect_timeout(&addr, DEFAULT_TIMEOUT)
+            .unwrap_or_else(|e| panic!("connect to {addr}: {e}"));
+        stream.set_nodelay(true).unwrap();
+        stream.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut client = Client {
+            stream,
+            buf: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
+            write_broken: false,
+            partial: None,
+            rsv1_allowed: false,
+        };
+        let answer = client.handshake(addr, offer);
+        client.rsv1_allowed = answer.is_some();
+        (client, answer)
     }
 
     /// Changes the default deadline of every later read.
@@ -87,11 +107,12 @@ impl Client {
         self
     }
 
-    fn handshake(&mut self, addr: SocketAddr) {
+    fn handshake(&mut self, addr: SocketAddr, offer: Option<&str>) -> Option<String> {
         let key = base64(&[random_u64().to_le_bytes(), random_u64().to_le_bytes()].concat());
+        let extensions = offer.map(|o| format!("Sec-WebSocket-Extensions: {o}\r\n")).unwrap_or_default();
         let request = format!(
             "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-             Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+             Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{extensions}\r\n"
         );
         self.stream.write_all(request.as_bytes()).expect("send handshake");
         let deadline = Instant::now() + self.timeout;
@@ -123,6 +144,7 @@ impl Client {
             Some(accept_key(&key).as_str()),
             "Sec-WebSocket-Accept in {head}"
         );
+        header("sec-websocket-extensions")
     }
 
     // ---------------------------------------------------------------- sending
@@ -238,7 +260,9 @@ impl Client {
             if let Some((frame, used)) = parse_frame(&self.buf) {
                 self.buf.drain(..used);
                 assert!(!frame.masked, "server sent a masked frame (RFC 6455 §5.1)");
-                assert_eq!(frame.rsv, 0, "server frame has RSV bits set without extension");
+                let allowed =
+                    if self.rsv1_allowed && matches!(frame.opcode, OP_TEXT | OP_BINARY) { 4 } else { 0 };
+                assert_eq!(frame.rsv & !allowed, 0, "server frame has RSV bits set without extension");
                 return Ok(frame);
             }
             if let Some(end) = self.fill(deadline) {

@@ -40,6 +40,27 @@ fn unknown_flag_value_is_a_one_line_error_with_exit_2() {
 }
 
 #[test]
+fn bad_compression_and_text_file_payloads_are_one_line_errors() {
+    let dir = scratch("bad-input-deflate");
+    let json = dir.join("never.json");
+    let missing = dir.join("no-such-feed.txt");
+    assert_usage_error(
+        &["run", "--payload", &format!("text:{}", arg(&missing)), "--json", arg(&json)],
+        "no-such-feed.txt",
+    );
+    let empty = dir.join("empty.txt");
+    std::fs::write(&empty, "\n\n").unwrap();
+    assert_usage_error(
+        &["run", "--payload", &format!("text:{}", arg(&empty)), "--json", arg(&json)],
+        "has no lines",
+    );
+    assert_usage_error(&["run", "--compression", "gzip", "--json", arg(&json)], "--compression");
+    let bits = "deflate; server_max_window_bits=16";
+    assert_usage_error(&["run", "--compression", bits, "--json", arg(&json)], "server_max_window_bits");
+    assert!(!json.exists(), "a rejected run wrote a result file");
+}
+
+#[test]
 fn unreachable_url_counts_connection_refused_and_ends_quickly() {
     let json = scratch("unreachable").join("r.json");
     let run = wsbench(

@@ -274,7 +274,7 @@ pub fn assert_matches_schema(result: &Value) {
 // ---------------------------------------------------------------------------------------
 // Third-party peers.
 
-fn repo_root() -> PathBuf {
+pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
 }
 
@@ -306,6 +306,11 @@ impl NodeEchoServer {
     /// The server, or None (after saying why) when node `ws` is not installed and peers
     /// are optional.
     pub fn start() -> Option<NodeEchoServer> {
+        NodeEchoServer::start_with(&[])
+    }
+
+    /// The node server with extra arguments (e.g. `--deflate`).
+    pub fn start_with(args: &[&str]) -> Option<NodeEchoServer> {
         let script = match node_ws() {
             Ok(script) => script,
             Err(why) => {
@@ -314,9 +319,14 @@ impl NodeEchoServer {
             }
         };
         let mut command = Command::new("node");
-        command.arg(&script);
-        let (child, stdin, url) = spawn_listening(command, "node echo_server.js");
-        Some(NodeEchoServer { child, _stdin: stdin, url })
+        command.arg(&script).args(args);
+        Some(NodeEchoServer::spawn(command, "node echo_server.js"))
+    }
+
+    /// Starts `command` (a peer echo server printing `listening on URL`) and waits for it.
+    pub fn spawn(command: Command, what: &str) -> NodeEchoServer {
+        let (child, stdin, url) = spawn_listening(command, what);
+        NodeEchoServer { child, _stdin: stdin, url }
     }
 
     pub fn pid(&self) -> u32 {

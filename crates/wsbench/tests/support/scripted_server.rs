@@ -12,7 +12,9 @@
 //! - [`Script::stall`]: during a window (measured from the server's start) no connection
 //!   reads or answers; afterwards everything queued is answered;
 //! - [`Script::corrupt_echo`]: every echo has one byte changed (for json-ts messages, a digit
-//!   of the sequence number, so the text stays valid UTF-8).
+//!   of the sequence number, so the text stays valid UTF-8);
+//! - [`Script::answer_extensions`]: the 101 carries this `Sec-WebSocket-Extensions` value
+//!   (without implementing it: for tests of how a client judges the answer).
 //!
 //! - [`Script::choose_subprotocol`]: every upgrade is answered with that subprotocol.
 //!
@@ -45,12 +47,19 @@ pub struct Script {
     stall: Option<(Duration, Duration)>,
     corrupt: bool,
     subprotocol: Option<&'static str>,
+    extensions: Option<String>,
 }
 
 impl Script {
     /// A plain echo server.
     pub fn echo() -> Script {
         Script::default()
+    }
+
+    /// Answer every upgrade with `Sec-WebSocket-Extensions: value`.
+    pub fn answer_extensions(mut self, value: &str) -> Script {
+        self.extensions = Some(value.to_owned());
+        self
     }
 
     /// Sleep `delay` before writing each echo (per connection).
@@ -252,7 +261,11 @@ fn serve_connection(mut stream: TcpStream, number: u64, shared: &Shared) -> io::
         stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
         return Ok(());
     };
-    stream.write_all(&server_response(&upgrade, shared.script.subprotocol))?;
+    let mut response = server_response(&upgrade, shared.script.subprotocol);
+    if let Some(value) = &shared.script.extensions {
+        wsbench_proto::handshake::add_header(&mut response, "Sec-WebSocket-Extensions", value);
+    }
+    stream.write_all(&response)?;
 
     let close_code = shared.script.close_every.and_then(|(n, code)| number.is_multiple_of(n).then_some(code));
     let mut decoder = Decoder::new(Role::Server, MAX_MESSAGE);
