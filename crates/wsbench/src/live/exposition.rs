@@ -179,4 +179,26 @@ mod tests {
         assert!(page.contains("wsbench_phase{phase=\"measured\"} 1\n"), "{page}");
         assert!(page.contains("wsbench_messages_received_total 5\n"), "{page}");
     }
+
+    #[test]
+    fn every_metric_the_grafana_dashboard_reads_is_served() {
+        let dashboard: serde_json::Value =
+            serde_json::from_str(include_str!("../../../../docs/grafana-dashboard.json")).unwrap();
+        let mut totals = Totals::new(1);
+        totals.server = Some(ServerSample { t_ms: 0, rss_bytes: 1, cpu_seconds: 1.0, threads: 1, fds: 1 });
+        let page = totals.render();
+        let panels = dashboard["panels"].as_array().unwrap();
+        let mut names = 0;
+        for target in panels.iter().flat_map(|p| p["targets"].as_array().unwrap()) {
+            let expr = target["expr"].as_str().unwrap();
+            for (start, _) in expr.match_indices("wsbench_") {
+                let name: String =
+                    expr[start..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                let served = page.contains(&format!("\n{name}")) || page.contains(&format!("# TYPE {name} "));
+                assert!(served, "the dashboard reads {name}, which is not served");
+                names += 1;
+            }
+        }
+        assert!(names >= 10, "{names}");
+    }
 }

@@ -139,7 +139,7 @@ impl Live {
         }
         Tracker {
             live: self,
-            view: (!self.quiet).then(View::new),
+            view: (!self.quiet).then(View::start),
             next: 0,
             window: (u64::MAX, u64::MAX),
             warmup_us: warmup.as_micros() as u64,

@@ -1,7 +1,9 @@
 //! The live view on stderr, so stdout keeps only the report: on a terminal a block redrawn
 //! in place (indicatif) with the phase, time elapsed and left, connections, this second's
 //! round trips and latency, and errors; elsewhere (piped, CI logs, a `--processes` shard)
-//! one plain line per second. `--quiet` shows neither.
+//! one plain line per second. `--quiet` shows neither. Numbers are written plainly here
+//! (counts as integers, latency in ms): `report::format` is out of reach, since the
+//! report's compare tables import the session that imports this module.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -9,7 +11,6 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::Second;
-use crate::report::format::{group, micros};
 
 /// How often the terminal block's spinner turns.
 const SPIN: Duration = Duration::from_millis(200);
@@ -21,7 +22,8 @@ pub struct View {
 }
 
 impl View {
-    pub fn new() -> View {
+    /// Starts drawing: the block (and its spinner) at once on a terminal.
+    pub fn start() -> View {
         let block = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             bar.set_style(
@@ -59,12 +61,12 @@ pub fn block(s: &Second) -> String {
         phase = s.phase.name(),
         elapsed = s.second + 1,
         left = s.remaining_secs.map_or(String::new(), |left| format!(", {left} s left")),
-        up = group(s.connections_open),
-        failed = group(s.counters.connections_failed()),
-        rate = group(s.round_trips),
+        up = s.connections_open,
+        failed = s.counters.connections_failed(),
+        rate = s.round_trips,
         p50 = latency(s.p50_us, s.round_trips),
         p99 = latency(s.p99_us, s.round_trips),
-        errors = group(s.errors()),
+        errors = s.errors(),
     )
 }
 
@@ -75,19 +77,19 @@ pub fn line(s: &Second) -> String {
          connections {up} up, {failed} failed  errors {errors}{left}",
         elapsed = s.second + 1,
         phase = s.phase.name(),
-        rate = group(s.round_trips),
+        rate = s.round_trips,
         p50 = latency(s.p50_us, s.round_trips),
         p99 = latency(s.p99_us, s.round_trips),
-        up = group(s.connections_open),
-        failed = group(s.counters.connections_failed()),
-        errors = group(s.errors()),
+        up = s.connections_open,
+        failed = s.counters.connections_failed(),
+        errors = s.errors(),
         left = s.remaining_secs.map_or(String::new(), |left| format!("  {left} s left")),
     )
 }
 
-/// A latency of a second, or `-` when it had no round trips.
+/// A latency of a second in ms, or `-` when it had no round trips.
 fn latency(us: u64, round_trips: u64) -> String {
-    if round_trips == 0 { "-".to_owned() } else { micros(us as f64) }
+    if round_trips == 0 { "-".to_owned() } else { format!("{:.3} ms", us as f64 / 1e3) }
 }
 
 #[cfg(test)]
@@ -120,7 +122,7 @@ mod tests {
     fn a_plain_line_says_everything_of_its_second() {
         assert_eq!(
             line(&second()),
-            "wsbench:    5 s measured  12,345 round trips/s  p50 210 µs  p99 1.50 ms  connections 10 up, \
+            "wsbench:    5 s measured  12345 round trips/s  p50 0.210 ms  p99 1.500 ms  connections 10 up, \
              1 failed  errors 2  3 s left"
         );
     }
