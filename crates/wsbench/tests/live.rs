@@ -267,20 +267,33 @@ fn quiet_prints_no_progress() {
 }
 
 #[test]
-fn a_taken_or_malformed_metrics_address_is_refused_before_any_load() {
+fn a_taken_or_malformed_address_or_an_unwritable_stream_is_refused_before_any_load() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
-    for (value, expected) in [
-        (addr.as_str(), format!("wsbench: --metrics-addr {addr}: cannot listen there")),
-        ("localhost:9464", "wsbench: --metrics-addr: `localhost:9464` is not an address and port".to_owned()),
-    ] {
+    let cases: [(&[&str], String); 4] = [
+        (&["--metrics-addr", &addr], format!("wsbench: --metrics-addr {addr}: cannot listen there")),
+        (
+            &["--metrics-addr", "localhost:9464"],
+            "wsbench: --metrics-addr: `localhost:9464` is not an address and port".to_owned(),
+        ),
+        (
+            &["--stream", "/nonexistent-wsbench/live.jsonl"],
+            "wsbench: --stream /nonexistent-wsbench/live.jsonl: ".to_owned(),
+        ),
+        (
+            &["--processes", "2", "--stream", "live.jsonl"],
+            "wsbench: --stream: does not combine with --processes".to_owned(),
+        ),
+    ];
+    for (args, expected) in cases {
         let finished = run_with_timeout(
-            Command::new(wsbench_bin()).args(["run", "--duration", "2s", "--metrics-addr", value]),
-            RUN_TIMEOUT,
+            Command::new(wsbench_bin()).args(["run", "--duration", "2s"]).args(args),
+            Duration::from_secs(20),
         );
-        let what = finished.describe(value);
+        let what = finished.describe(&args.join(" "));
         assert_eq!(finished.status.and_then(|s| s.code()), Some(2), "{what}");
         assert_eq!(finished.stderr.lines().count(), 1, "{what}");
         assert!(finished.stderr.starts_with(&expected), "{what}");
+        assert!(finished.stdout.is_empty(), "{what}");
     }
 }

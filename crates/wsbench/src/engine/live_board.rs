@@ -5,10 +5,11 @@
 //! so the hot path pays nothing for live figures, and a second counts every echo of that
 //! second whatever the rate.
 
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::metrics::{Counters, Interval, Metrics};
+use crate::metrics::{Counters, Interval, Metrics, new_histogram};
 
 /// The workers' published seconds, merged, and each worker's counters.
 #[derive(Debug, Default)]
@@ -21,8 +22,10 @@ struct Board {
     /// Per worker: the first second it has not published yet (`u64::MAX` once it ended).
     next_second: Vec<u64>,
     counters: Vec<Counters>,
-    /// Every worker's published seconds, merged on their second.
-    merged: Metrics,
+    /// The published seconds not yet taken, merged over workers: `pending[i]` is second
+    /// `taken + i`. Taken seconds are dropped, so the board holds only a second or two.
+    pending: VecDeque<Interval>,
+    taken: u64,
 }
 
 /// Seconds every worker has finished, merged, and the counters summed over workers.
@@ -52,7 +55,18 @@ impl LiveBoard {
             board.counters.resize(worker + 1, Counters::default());
         }
         for second in seconds.clone() {
-            let merged = board.merged.interval(second);
+            // A second is taken only once every worker published it: never one of these.
+            let Some(index) = second.checked_sub(board.taken) else { continue };
+            while board.pending.len() as u64 <= index {
+                let second = board.taken + board.pending.len() as u64;
+                board.pending.push_back(Interval {
+                    second,
+                    echoes: 0,
+                    connections_open: 0,
+                    latency: new_histogram(),
+                });
+            }
+            let merged = &mut board.pending[index as usize];
             if let Some(mine) = metrics.intervals.get(second as usize) {
                 merged.echoes += mine.echoes;
                 merged.connections_open += mine.connections_open;
@@ -70,13 +84,15 @@ impl LiveBoard {
         }
     }
 
-    /// The seconds from `from` on that every worker has published, and the counters.
-    pub fn complete_since(&self, from: u64) -> LiveSeconds {
-        let board = self.lock();
-        let published = board.merged.intervals.len() as u64;
-        let complete = board.next_second.iter().copied().min().unwrap_or(0).min(published);
-        let intervals =
-            board.merged.intervals.get(from as usize..complete as usize).unwrap_or_default().to_vec();
+    /// Takes the seconds every worker has published since the last call; with the counters.
+    pub fn take_complete(&self) -> LiveSeconds {
+        let mut board = self.lock();
+        let complete = board.next_second.iter().copied().min().unwrap_or(0);
+        let mut intervals = Vec::new();
+        while board.pending.front().is_some_and(|i| i.second < complete) {
+            intervals.extend(board.pending.pop_front());
+            board.taken += 1;
+        }
         let mut counters = Counters::default();
         for worker in &board.counters {
             counters += worker;
@@ -106,14 +122,16 @@ mod tests {
         let board = LiveBoard::default();
         board.expect_workers(2);
         board.publish(0, &worker_with(&[(0, 3), (1, 4)]), 0..2);
-        assert!(board.complete_since(0).intervals.is_empty(), "worker 1 has published nothing");
+        assert!(board.take_complete().intervals.is_empty(), "worker 1 has published nothing");
         board.publish(1, &worker_with(&[(0, 5)]), 0..1);
-        let seen = board.complete_since(0);
+        let seen = board.take_complete();
         assert_eq!(seen.intervals.iter().map(|i| i.echoes).collect::<Vec<_>>(), [8]);
         assert_eq!(seen.intervals[0].latency.len(), 2);
         assert_eq!(seen.counters.messages_received, 12);
+        assert!(board.take_complete().intervals.is_empty(), "a second is taken once");
         board.worker_done(1);
-        assert_eq!(board.complete_since(1).intervals.iter().map(|i| i.echoes).collect::<Vec<_>>(), [4]);
-        assert!(board.complete_since(2).intervals.is_empty());
+        let rest = board.take_complete();
+        assert_eq!(rest.intervals.iter().map(|i| (i.second, i.echoes)).collect::<Vec<_>>(), [(1, 4)]);
+        assert!(board.take_complete().intervals.is_empty());
     }
 }

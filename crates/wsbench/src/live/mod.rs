@@ -168,7 +168,7 @@ impl Tracker<'_> {
     /// worker has finished since the last call.
     pub fn update(&mut self, control: &Control) {
         self.window = control.window();
-        let seen = control.live.complete_since(self.next);
+        let seen = control.live.take_complete();
         self.show(&seen.intervals, &seen.counters);
     }
 
