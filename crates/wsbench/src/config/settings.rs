@@ -166,7 +166,7 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(default, skip_serializing_if = "is_false")]
     pub quiet: bool,
-    /// Serve live Prometheus/OpenMetrics text at http://ADDR/metrics during the run, e.g.
+    /// Serve live metrics (Prometheus text format) at http://ADDR/metrics during the run, e.g.
     /// 127.0.0.1:9464.
     #[arg(long, value_name = "ADDR")]
     #[serde(skip_serializing_if = "Option::is_none")]

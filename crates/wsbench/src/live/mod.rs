@@ -185,26 +185,30 @@ impl Tracker<'_> {
         }
     }
 
+    /// Writes, serves, then shows `intervals`: once a second's line is on stderr, the
+    /// stream and the endpoint have it too.
     fn show(&mut self, intervals: &[Interval], counters: &Counters) {
         if intervals.is_empty() {
             return;
         }
+        let mut seconds = Vec::with_capacity(intervals.len());
         for interval in intervals {
             // A second's phase is the one at its middle.
             let phase = Phase::at(interval.second * 1_000_000 + 500_000, self.window, self.warmup_us);
             let second = Second::of(interval, phase, counters, self.window.1);
-            if let Some(view) = &mut self.view {
-                view.second(&second);
-            }
             if let Some(stream) = &self.live.stream {
                 stream.lock().unwrap_or_else(std::sync::PoisonError::into_inner).write(&second);
             }
             self.totals.add(interval, &second);
             self.next = interval.second + 1;
+            seconds.push(second);
         }
         if let Some(endpoint) = &self.live.endpoint {
             self.totals.server = sample_server(&self.server_pids, self.next);
             endpoint.publish(self.totals.render());
+        }
+        if let Some(view) = &mut self.view {
+            seconds.iter().for_each(|second| view.second(second));
         }
     }
 }
