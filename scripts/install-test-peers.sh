@@ -3,6 +3,8 @@
 # (crates/wsbench/tests/interop.rs) drive against `wsbench serve`:
 #   - Python `websockets` into <repo>/.venv (pinned in tests/interop/requirements.txt); also
 #     the guarded server tests/interop/auth_server.py of crates/wsbench/tests/engine/endpoint.rs
+#   - Python `prometheus-client` into the same .venv (same file), whose text parser reads
+#     `--metrics-addr` in crates/wsbench/tests/live.rs
 #   - node `ws` into tests/interop/node_modules (pinned in tests/interop/package-lock.json)
 # and what the HTML report's browser test (crates/wsbench/tests/browser.rs) needs:
 #   - `playwright-core` into tests/browser/node_modules (pinned in tests/browser/package-lock.json)
@@ -28,6 +30,7 @@ fi
 echo "install-test-peers: pip install -r tests/interop/requirements.txt"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/interop/requirements.txt
 .venv/bin/python -c 'import websockets; print("install-test-peers: python websockets", websockets.__version__)'
+.venv/bin/python -c 'import importlib.metadata as m; print("install-test-peers: python prometheus-client", m.version("prometheus-client"))'
 
 echo "install-test-peers: npm ci in tests/interop"
 (cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)

@@ -37,6 +37,8 @@ impl ExitCode for crate::session::RunError {
     fn exit_code(&self) -> u8 {
         match self {
             crate::session::RunError::Config(_) => USAGE,
+            // --metrics-addr names a port that is taken, or --stream a file that cannot be made.
+            crate::session::RunError::Live(_) => USAGE,
             _ => FAILED,
         }
     }

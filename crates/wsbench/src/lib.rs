@@ -7,7 +7,7 @@
 //! server, the probe, shards: everything around one measurement) → `engine` (connections,
 //! pacing, workers) → `metrics` → `result` (files with a schema) → `report` (every
 //! renderer). Beside them: `fleet` and `compare` (competitor servers), `rtt` (seed 001),
-//! `merge` (shards into one result), `find_rate` (the rate search), `probe` (the server
+//! `merge` (shards into one result), `live` (the live view, `--metrics-addr`, `--stream`), `find_rate` (the rate search), `probe` (the server
 //! process in /proc), `exit` (what each outcome means as an exit code), `error` (the error a command ends
 //! with) and `causes` (an error and its causes as one line).
 
@@ -22,6 +22,7 @@ pub mod exit;
 pub mod find_rate;
 pub mod fleet;
 pub mod hlog;
+pub mod live;
 pub mod machine;
 pub mod merge;
 pub mod metrics;

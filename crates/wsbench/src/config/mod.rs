@@ -233,6 +233,9 @@ pub struct RunConfig {
     /// run share it, and `wsbench merge` refuses results of different runs.
     #[serde(skip)]
     pub run_id: String,
+    /// Live view, metrics endpoint and stream: not part of what was measured.
+    #[serde(skip)]
+    pub live: LiveOutputs,
 }
 
 /// The load itself, and all the engine reads of a configuration: how many connections, how
@@ -318,6 +321,17 @@ pub struct Sampling {
     pub server_pid: Option<u32>,
     /// The server is not sampled by this process (a `--processes` parent does it).
     pub no_probe: bool,
+}
+
+/// What is shown and exported while the run goes on (`crate::live`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LiveOutputs {
+    /// `--quiet`: no progress on stderr.
+    pub quiet: bool,
+    /// `--metrics-addr`: where the Prometheus text endpoint listens.
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    /// `--stream`: the JSON-lines file of the run's seconds.
+    pub stream: Option<PathBuf>,
 }
 
 /// Where the run's files go.

@@ -13,6 +13,7 @@ pub fn check_output_file(setting: &'static str, path: &Path) -> Result<(), Confi
         let example = path.join(match setting {
             "hlog" => "run.hlog",
             "html" => "report.html",
+            "stream" => "live.jsonl",
             _ => "result.json",
         });
         return Err(refused(

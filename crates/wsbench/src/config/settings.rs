@@ -212,6 +212,20 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compression: Option<String>,
+    /// Show no live progress on stderr (by default: a redrawn block on a terminal, else one
+    /// line per second).
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub quiet: bool,
+    /// Serve live metrics (Prometheus text format) at http://ADDR/metrics during the run, e.g.
+    /// 127.0.0.1:9464.
+    #[arg(long, value_name = "ADDR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_addr: Option<String>,
+    /// Write one JSON line per second of the run here, flushed as it goes.
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<PathBuf>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -346,6 +360,9 @@ mod tests {
             sni: some("api.example.com"),
             tls_version: some("1.3"),
             compression: some("deflate; server_no_context_takeover"),
+            quiet: true,
+            metrics_addr: some("127.0.0.1:9464"),
+            stream: Some("live.jsonl".into()),
         };
         let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
         assert_eq!(back, every);

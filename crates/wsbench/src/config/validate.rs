@@ -14,9 +14,9 @@ use super::tls::{TlsOptions, TlsSettings};
 use super::{
     CompressionOffer, DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_FRAMES_PER_SEND, DEFAULT_HOLD,
-    DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG, DEFAULT_THROUGHPUT_PAYLOAD, DEFAULT_WARMUP, LoadSpec,
-    MessageKind, Mode, Outputs, Payload, Placement, RunConfig, Sampling, Scenario, Shard, Threshold,
-    parse_addr_range,
+    DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG, DEFAULT_THROUGHPUT_PAYLOAD, DEFAULT_WARMUP, LiveOutputs,
+    LoadSpec, MessageKind, Mode, Outputs, Payload, Placement, RunConfig, Sampling, Scenario, Shard,
+    Threshold, parse_addr_range,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_duration, parse_rate};
@@ -63,6 +63,7 @@ impl RunSettings {
             tls: self.tls(target.as_ref())?,
             compression: self.compression()?,
         };
+        let live = self.live(placement.processes)?;
         Ok(RunConfig {
             load,
             target,
@@ -73,6 +74,7 @@ impl RunSettings {
             outputs: self.outputs()?,
             thresholds,
             run_id: self.run_id()?,
+            live,
         })
     }
 
@@ -106,6 +108,30 @@ impl RunSettings {
     /// The permessage-deflate offer, if `--compression` asks for one.
     fn compression(&self) -> Result<Option<CompressionOffer>, ConfigError> {
         self.compression.as_deref().map_or(Ok(None), CompressionOffer::parse)
+    }
+
+    /// `--quiet`, `--metrics-addr` and `--stream`. A `--processes` run's shards each show
+    /// their own progress lines (the parent prefixes them); one endpoint or stream over
+    /// several processes is not built, so those two are refused there.
+    fn live(&self, processes: u64) -> Result<LiveOutputs, ConfigError> {
+        let metrics_addr = self.metrics_addr.as_deref().map(parse_metrics_addr).transpose()?;
+        if let Some(path) = &self.stream {
+            check_output_file("stream", path)?;
+        }
+        if processes > 1 {
+            let given = if metrics_addr.is_some() {
+                Some("metrics-addr")
+            } else {
+                self.stream.as_ref().map(|_| "stream")
+            };
+            if let Some(setting) = given {
+                return Err(invalid(
+                    setting,
+                    "does not combine with --processes yet: run one process (or --shard I/N by hand, one endpoint each)",
+                ));
+            }
+        }
+        Ok(LiveOutputs { quiet: self.quiet, metrics_addr, stream: self.stream.clone() })
     }
 
     /// The output files, each checked to be writable before any load is sent.
@@ -387,4 +413,14 @@ fn new_run_id() -> String {
     let nanos =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     format!("{nanos:x}-{:x}", std::process::id())
+}
+
+/// `--metrics-addr`: an IP address and a port (a name would need a resolver before the run).
+fn parse_metrics_addr(text: &str) -> Result<std::net::SocketAddr, ConfigError> {
+    text.parse().map_err(|_| {
+        invalid(
+            "metrics-addr",
+            format!("`{text}` is not an address and port: give one such as 127.0.0.1:9464"),
+        )
+    })
 }

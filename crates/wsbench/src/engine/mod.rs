@@ -7,6 +7,7 @@ mod compression;
 mod conn;
 mod connect;
 mod handshake_failure;
+mod live_board;
 mod pacer;
 mod payload;
 pub mod tls;
@@ -24,6 +25,7 @@ use crate::samples::WorkerCpu;
 use worker::{Worker, WorkerOutput, WorkerPlan};
 
 pub use crate::config::LoadSpec;
+pub use live_board::{LiveBoard, LiveSeconds};
 
 /// What the workers share, read-only: the load, its target, and the client's TLS set-up,
 /// made once for every connection.
@@ -59,11 +61,11 @@ pub struct Control {
     traffic: AtomicBool,
     pub interrupted: AtomicBool,
     pub workers_connected: AtomicUsize,
-    /// Live figures for the progress line.
+    /// Connections open now, over every worker.
     pub open_connections: AtomicU64,
-    pub echoes: AtomicU64,
-    /// p99 of the last complete second on any worker, in µs.
-    pub last_p99_us: AtomicU64,
+    /// The seconds the workers have finished, published at each second boundary for the
+    /// live view, the metrics endpoint and the stream.
+    pub live: LiveBoard,
 }
 
 impl Control {
@@ -77,8 +79,7 @@ impl Control {
             interrupted: AtomicBool::new(false),
             workers_connected: AtomicUsize::new(0),
             open_connections: AtomicU64::new(0),
-            echoes: AtomicU64::new(0),
-            last_p99_us: AtomicU64::new(0),
+            live: LiveBoard::default(),
         }
     }
 
@@ -105,6 +106,43 @@ impl Control {
 
     pub fn traffic(&self) -> bool {
         self.traffic.load(Ordering::Relaxed)
+    }
+}
+
+/// Where a run is: opening connections, warming up, measured, or draining at the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Ramp,
+    Warmup,
+    Measured,
+    Drain,
+}
+
+impl Phase {
+    /// The phase at `at_us` µs since start, given the measured `window` (as
+    /// [`Control::window`] says) and the warm-up before it (µs).
+    pub fn at(at_us: u64, window: (u64, u64), warmup_us: u64) -> Phase {
+        let (measure_start, end) = window;
+        if measure_start == u64::MAX || at_us < measure_start.saturating_sub(warmup_us) {
+            Phase::Ramp
+        } else if at_us < measure_start {
+            Phase::Warmup
+        } else if at_us <= end {
+            Phase::Measured
+        } else {
+            Phase::Drain
+        }
+    }
+
+    pub const ALL: [Phase; 4] = [Phase::Ramp, Phase::Warmup, Phase::Measured, Phase::Drain];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Ramp => "ramp",
+            Phase::Warmup => "warm-up",
+            Phase::Measured => "measured",
+            Phase::Drain => "drain",
+        }
     }
 }
 
@@ -212,6 +250,7 @@ fn spawn_workers(
 ) -> std::io::Result<Vec<JoinHandle<WorkerOutput>>> {
     let my_connections = spec.load.shard.map_or(spec.load.connections, |s| s.share_of(spec.load.connections));
     let worker_count = cpus.len().max(1).min(my_connections as usize);
+    control.live.expect_workers(worker_count);
     let mut plans: Vec<WorkerPlan> = (0..worker_count)
         .map(|id| WorkerPlan { id, cpu: cpus.get(id).copied().flatten(), connections: Vec::new() })
         .collect();

@@ -4,7 +4,6 @@
 //! so it allocates nothing per message and touches only the one connection it is given.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use wsbench_proto::{CloseCode, OpCode, parse_close_payload, write_frame};
@@ -17,8 +16,6 @@ use crate::metrics::{Metrics, record_us};
 
 /// Longest echo of a json-ts message worth reading (the messages are under 64 bytes).
 const MAX_JSON_ECHO: usize = 256;
-/// Echoes counted locally before the shared progress counter is updated.
-const PROGRESS_BATCH: u64 = 256;
 
 #[derive(Debug)]
 pub struct Traffic {
@@ -28,12 +25,23 @@ pub struct Traffic {
     pub metrics: Metrics,
     /// Round trips received inside the measured window.
     pub measured_echoes: u64,
+    /// This worker's index, and the first second it has not yet published to the live board.
+    worker: usize,
+    published: u64,
 }
 
 impl Traffic {
-    pub fn new(spec: Arc<Job>, control: Arc<Control>) -> Traffic {
+    pub fn new(spec: Arc<Job>, control: Arc<Control>, worker: usize) -> Traffic {
         let template = Template::new(&spec.load.payload, spec.load.message, spec.load.frames_per_send);
-        Traffic { spec, control, template, metrics: Metrics::default(), measured_echoes: 0 }
+        Traffic {
+            spec,
+            control,
+            template,
+            metrics: Metrics::default(),
+            measured_echoes: 0,
+            worker,
+            published: 0,
+        }
     }
 
     /// The pre-encoded batch connections write from (empty for json-ts).
@@ -46,19 +54,23 @@ impl Traffic {
     }
 
     /// Once per loop: notes the connections open in this second, and when a new second
-    /// begins, publishes the last one's p99 for the progress line.
+    /// begins, publishes the finished ones to the live board (once a second, off the
+    /// per-message path: every echo of a published second is already counted in it).
     pub fn tick(&mut self, now: Instant, open: u64) {
         let second = self.control.micros_since_start(now) / 1_000_000;
-        if second > 0 && self.metrics.intervals.len() as u64 == second {
-            let p99 = self.metrics.interval(second - 1).latency.value_at_quantile(0.99);
-            self.control.last_p99_us.store(p99, Ordering::Relaxed);
+        if second > self.published {
+            self.control.live.publish(self.worker, &self.metrics, self.published..second);
+            self.published = second;
         }
         let interval = self.metrics.interval(second);
         interval.connections_open = interval.connections_open.max(open);
     }
 
-    /// The worker's figures at its end.
+    /// The worker's figures at its end; its last seconds go to the live board too.
     pub fn finish(mut self) -> (Metrics, u64) {
+        let last = self.metrics.intervals.len() as u64;
+        self.control.live.publish(self.worker, &self.metrics, self.published..last);
+        self.control.live.worker_done(self.worker);
         if self.spec.load.message_interval.is_none() {
             self.metrics.latency_uncorrected = self.metrics.latency.clone();
         }
@@ -297,9 +309,6 @@ impl Traffic {
             self.measured_echoes += 1;
         } else if now_us < measure_start {
             self.metrics.counters.warmup_messages += 1;
-        }
-        if self.metrics.counters.messages_received.is_multiple_of(PROGRESS_BATCH) {
-            self.control.echoes.fetch_add(PROGRESS_BATCH, Ordering::Relaxed);
         }
         if self.spec.load.message_interval.is_none() {
             return self.fill_in_flight(conn, now);

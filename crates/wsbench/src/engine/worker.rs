@@ -99,7 +99,7 @@ impl Worker {
             ready: Vec::with_capacity(1024),
             conns,
             read_buf: vec![0u8; READ_BUFFER_BYTES].into_boxed_slice(),
-            traffic: Traffic::new(spec.clone(), control.clone()),
+            traffic: Traffic::new(spec.clone(), control.clone(), plan.id),
             pacer,
             connecting: 0,
             reported_connected: false,

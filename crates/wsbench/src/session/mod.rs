@@ -9,7 +9,6 @@
 pub mod builtin;
 pub mod cpus;
 pub mod interrupt;
-mod progress;
 pub mod shards;
 pub mod supervisor;
 
@@ -55,6 +54,8 @@ pub enum RunError {
     Shards(String),
     #[error(transparent)]
     Merge(#[from] crate::merge::MergeError),
+    #[error(transparent)]
+    Live(#[from] crate::live::LiveError),
 }
 
 /// What a `wsbench run` produced: one result, or a rate search.
@@ -153,12 +154,15 @@ pub struct Session {
     pub(crate) cpus: CpuPlan,
     pub(crate) builtin: Option<BuiltinServer>,
     pub(crate) target: Target,
+    /// The live view, metrics endpoint and stream of every measurement of this session.
+    pub(crate) live: crate::live::Live,
 }
 
 impl Session {
     /// Checks that `config` fits this process and starts the built-in server if needed.
     pub fn start(config: &RunConfig) -> Result<Session, RunError> {
         let limit = check_file_limit(config.connections_per_process())?;
+        let live = crate::live::Live::start(&config.live)?;
         let server_processes = config.placement.server_processes;
         if config.target.is_none() {
             check_server_processes(config.load.connections, server_processes, limit)?;
@@ -176,7 +180,7 @@ impl Session {
                 (Some(server), target)
             }
         };
-        Ok(Session { cpus, builtin, target })
+        Ok(Session { cpus, builtin, target, live })
     }
 
     /// One measured run of `config` against this session's target.
@@ -186,14 +190,15 @@ impl Session {
         let (started_at_unix_ms, run_start) = start_instant(config.load.start_at_unix_ms);
         let probe = start_probe(config, &self.target, self.builtin.as_ref(), run_start);
         let job = Job::new(config.load.clone(), self.target.clone()).map_err(RunError::Engine)?;
-        let mut progress = progress::Progress::new();
-        let output = engine::run(job, &self.cpus.client, interrupt, &mut |control| progress.update(control));
-        progress.finish();
+        let pids = probe.as_ref().map_or(Vec::new(), |probe| probe.pids().to_vec());
+        let mut tracker = self.live.track(&config.load, pids);
+        let output = engine::run(job, &self.cpus.client, interrupt, &mut |control| tracker.update(control));
         let server = match probe {
             Ok(probe) => probe.stop(),
             Err(report) => report,
         };
         let output = output.map_err(RunError::Engine)?;
+        tracker.finish(&output);
         let mut result = RunResult::from_outcome(&RunOutcome {
             scenario: config.load.scenario.name().to_owned(),
             target_url: self.target.url.clone(),
@@ -247,7 +252,7 @@ fn find_max_rate(config: &RunConfig, slo: &Slo, interrupt: &AtomicBool) -> Resul
         let mut step = config.clone();
         step.load.message_interval = Some(Duration::from_secs_f64(connections / rate));
         step.outputs = Outputs::default();
-        progress::step_started(rate);
+        session.live.step_started(rate);
         let result = session.measure_once(&step, interrupt)?;
         Ok::<_, RunError>((Step::judge(rate, &result, slo), result.interrupted))
     });

@@ -198,6 +198,11 @@ fn shard_settings(
         // One run: the shards carry its id, and only the merged result is judged.
         run_id: Some(config.run_id.clone()),
         threshold: Vec::new(),
+        // Each shard prints plain progress lines (its stderr is a pipe), which the parent
+        // forwards prefixed with the shard's name; the endpoint and the stream are refused
+        // with --processes (config::validate).
+        metrics_addr: None,
+        stream: None,
         client_cpus: (!cpus.is_empty()).then(|| crate::affinity::format_cpu_list(&cpus)),
         ..parent.clone()
     }

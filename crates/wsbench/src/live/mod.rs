@@ -1,0 +1,222 @@
+//! The run while it runs: what the engine's workers publish each second
+//! ([`crate::engine::LiveBoard`]) shown on stderr ([`view`]), served as Prometheus text at
+//! `--metrics-addr` ([`metrics_endpoint`], rendered by [`exposition`]) and written as JSON
+//! lines to `--stream` ([`stream`]). [`Live`] is set up once per session, before any load
+//! (the endpoint bound, the stream file created); each measurement gets a [`Tracker`] that
+//! the engine's coordinator thread feeds a few times a second.
+
+pub mod exposition;
+pub mod metrics_endpoint;
+pub mod stream;
+pub mod view;
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::config::{LiveOutputs, LoadSpec, Scenario};
+use crate::engine::{Control, EngineOutput, Phase};
+use crate::metrics::{Counters, Interval};
+use crate::samples::ServerSample;
+use exposition::Totals;
+use metrics_endpoint::MetricsEndpoint;
+use stream::Stream;
+use view::View;
+
+/// Why the live outputs could not be set up (before any load is sent).
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error("--metrics-addr {addr}: cannot listen there (is another program using the port?)")]
+    Bind {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--stream {}: cannot create the file", path.display())]
+    Stream {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One second of the run as every worker finished it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Second {
+    /// Seconds since the run's start.
+    pub second: u64,
+    pub phase: Phase,
+    /// Round trips completed in this second (exact).
+    pub round_trips: u64,
+    pub connections_open: u64,
+    /// Latency of this second's round trips, µs (0 when there were none).
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+    /// The run's counters when this second was published.
+    pub counters: Counters,
+    /// Seconds left until the measured window ends, once it is known.
+    pub remaining_secs: Option<u64>,
+}
+
+impl Second {
+    fn of(interval: &Interval, phase: Phase, counters: &Counters, end_us: u64) -> Second {
+        let latency = &interval.latency;
+        let quantile = |q: f64| if latency.is_empty() { 0 } else { latency.value_at_quantile(q) };
+        let now_us = (interval.second + 1) * 1_000_000;
+        Second {
+            second: interval.second,
+            phase,
+            round_trips: interval.echoes,
+            connections_open: interval.connections_open,
+            p50_us: quantile(0.5),
+            p90_us: quantile(0.9),
+            p99_us: quantile(0.99),
+            max_us: if latency.is_empty() { 0 } else { latency.max() },
+            counters: counters.clone(),
+            remaining_secs: (end_us != u64::MAX).then(|| end_us.saturating_sub(now_us).div_ceil(1_000_000)),
+        }
+    }
+
+    /// Every error counted so far, of any kind.
+    pub fn errors(&self) -> u64 {
+        self.counters.errors().values().sum()
+    }
+}
+
+/// The session's live outputs: the endpoint (bound for the session's whole life), the
+/// stream file, and whether progress is shown.
+#[derive(Debug)]
+pub struct Live {
+    quiet: bool,
+    endpoint: Option<MetricsEndpoint>,
+    stream: Option<Mutex<Stream>>,
+}
+
+impl Live {
+    /// Binds the endpoint and creates the stream file: a failure here comes before any load.
+    pub fn start(config: &LiveOutputs) -> Result<Live, LiveError> {
+        let endpoint = config
+            .metrics_addr
+            .map(|addr| MetricsEndpoint::start(addr).map_err(|source| LiveError::Bind { addr, source }))
+            .transpose()?;
+        let stream = config
+            .stream
+            .as_ref()
+            .map(|path| {
+                Stream::create(path).map_err(|source| LiveError::Stream { path: path.clone(), source })
+            })
+            .transpose()?;
+        if let Some(endpoint) = &endpoint {
+            // Said even with --quiet: with port 0 this is how the scraper learns the port.
+            eprintln!("wsbench: metrics at http://{}/metrics", endpoint.addr());
+        }
+        Ok(Live { quiet: config.quiet, endpoint, stream: stream.map(Mutex::new) })
+    }
+
+    /// Where the endpoint listens (its port when `--metrics-addr` gave port 0).
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.endpoint.as_ref().map(MetricsEndpoint::addr)
+    }
+
+    /// A `--find-max-rate` step begins.
+    pub fn step_started(&self, rate: f64) {
+        if !self.quiet {
+            eprintln!("wsbench: step at {rate:.0} messages/s");
+        }
+    }
+
+    /// Follows one measurement of `load`; `server_pids` are sampled for RSS and CPU.
+    pub fn track(&self, load: &LoadSpec, server_pids: Vec<u32>) -> Tracker<'_> {
+        let warmup = match load.scenario {
+            Scenario::Echo | Scenario::Throughput => load.warmup,
+            Scenario::C10k | Scenario::Scalability => Duration::ZERO,
+        };
+        let totals = Totals::new(load.connections);
+        if let Some(endpoint) = &self.endpoint {
+            endpoint.publish(totals.render());
+        }
+        Tracker {
+            live: self,
+            view: (!self.quiet).then(View::start),
+            next: 0,
+            window: (u64::MAX, u64::MAX),
+            warmup_us: warmup.as_micros() as u64,
+            server_pids,
+            totals,
+        }
+    }
+}
+
+/// One measurement followed second by second.
+#[derive(Debug)]
+pub struct Tracker<'a> {
+    live: &'a Live,
+    view: Option<View>,
+    /// The first second not yet shown.
+    next: u64,
+    /// The engine's measured window (µs since start), as last seen.
+    window: (u64, u64),
+    warmup_us: u64,
+    server_pids: Vec<u32>,
+    totals: Totals,
+}
+
+impl Tracker<'_> {
+    /// Called by the engine's coordinator a few times a second: shows the seconds every
+    /// worker has finished since the last call.
+    pub fn update(&mut self, control: &Control) {
+        self.window = control.window();
+        let seen = control.live.take_complete();
+        self.show(&seen.intervals, &seen.counters);
+    }
+
+    /// The run ended: its last seconds (from the engine's merged metrics) are shown and
+    /// written, the stream flushed.
+    pub fn finish(mut self, output: &EngineOutput) {
+        let rest = output.metrics.intervals.get(self.next as usize..).unwrap_or_default();
+        self.show(rest, &output.metrics.counters);
+        if let Some(view) = self.view.take() {
+            view.finish();
+        }
+        if let Some(stream) = &self.live.stream {
+            stream.lock().unwrap_or_else(std::sync::PoisonError::into_inner).flush();
+        }
+    }
+
+    /// Writes, serves, then shows `intervals`: once a second's line is on stderr, the
+    /// stream and the endpoint have it too.
+    fn show(&mut self, intervals: &[Interval], counters: &Counters) {
+        if intervals.is_empty() {
+            return;
+        }
+        let mut seconds = Vec::with_capacity(intervals.len());
+        for interval in intervals {
+            // A second's phase is the one at its middle.
+            let phase = Phase::at(interval.second * 1_000_000 + 500_000, self.window, self.warmup_us);
+            let second = Second::of(interval, phase, counters, self.window.1);
+            if let Some(stream) = &self.live.stream {
+                stream.lock().unwrap_or_else(std::sync::PoisonError::into_inner).write(&second);
+            }
+            self.totals.add(interval, &second);
+            self.next = interval.second + 1;
+            seconds.push(second);
+        }
+        if let Some(endpoint) = &self.live.endpoint {
+            self.totals.server = sample_server(&self.server_pids, self.next);
+            endpoint.publish(self.totals.render());
+        }
+        if let Some(view) = &mut self.view {
+            seconds.iter().for_each(|second| view.second(second));
+        }
+    }
+}
+
+/// The server's RSS and CPU now, from the same `/proc` sampler the probe uses.
+fn sample_server(pids: &[u32], second: u64) -> Option<ServerSample> {
+    if pids.is_empty() {
+        return None;
+    }
+    crate::probe::sample(pids, second * 1000).ok()
+}

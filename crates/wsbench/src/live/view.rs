@@ -1,0 +1,137 @@
+//! The live view on stderr, so stdout keeps only the report: on a terminal a block redrawn
+//! in place (indicatif) with the phase, time elapsed and left, connections, this second's
+//! round trips and latency, and errors; elsewhere (piped, CI logs, a `--processes` shard)
+//! one plain line per second. `--quiet` shows neither. Numbers are written plainly here
+//! (counts as integers, latency in ms): `report::format` is out of reach, since the
+//! report's compare tables import the session that imports this module.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::Second;
+
+/// How often the terminal block's spinner turns.
+const SPIN: Duration = Duration::from_millis(200);
+
+#[derive(Debug)]
+pub struct View {
+    /// `None`: plain lines.
+    block: Option<ProgressBar>,
+}
+
+impl View {
+    /// Starts drawing: the block (and its spinner) at once on a terminal.
+    pub fn start() -> View {
+        let block = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.set_message("connecting…");
+            bar.enable_steady_tick(SPIN);
+            bar
+        });
+        View { block }
+    }
+
+    /// One more second of the run.
+    pub fn second(&mut self, second: &Second) {
+        match &self.block {
+            Some(bar) => bar.set_message(block(second)),
+            None => eprintln!("{}", line(second)),
+        }
+    }
+
+    /// The run ended: the block is cleared (the report follows on stdout).
+    pub fn finish(self) {
+        if let Some(bar) = self.block {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// The terminal block for `second` (its first line follows the spinner).
+pub fn block(s: &Second) -> String {
+    format!(
+        "{phase}  {elapsed} s elapsed{left}\n  connections  {up} up, {failed} failed\n  round trips  \
+         {rate}/s this second   p50 {p50}   p99 {p99}\n  errors       {errors}",
+        phase = s.phase.name(),
+        elapsed = s.second + 1,
+        left = s.remaining_secs.map_or(String::new(), |left| format!(", {left} s left")),
+        up = s.connections_open,
+        failed = s.counters.connections_failed(),
+        rate = s.round_trips,
+        p50 = latency(s.p50_us, s.round_trips),
+        p99 = latency(s.p99_us, s.round_trips),
+        errors = s.errors(),
+    )
+}
+
+/// The plain line for `second`: one per second, each whole.
+pub fn line(s: &Second) -> String {
+    format!(
+        "wsbench: {elapsed:>4} s {phase:<8}  {rate} round trips/s  p50 {p50}  p99 {p99}  \
+         connections {up} up, {failed} failed  errors {errors}{left}",
+        elapsed = s.second + 1,
+        phase = s.phase.name(),
+        rate = s.round_trips,
+        p50 = latency(s.p50_us, s.round_trips),
+        p99 = latency(s.p99_us, s.round_trips),
+        up = s.connections_open,
+        failed = s.counters.connections_failed(),
+        errors = s.errors(),
+        left = s.remaining_secs.map_or(String::new(), |left| format!("  {left} s left")),
+    )
+}
+
+/// A latency of a second in ms, or `-` when it had no round trips.
+fn latency(us: u64, round_trips: u64) -> String {
+    if round_trips == 0 { "-".to_owned() } else { format!("{:.3} ms", us as f64 / 1e3) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Phase;
+    use crate::metrics::Counters;
+
+    fn second() -> Second {
+        Second {
+            second: 4,
+            phase: Phase::Measured,
+            round_trips: 12_345,
+            connections_open: 10,
+            p50_us: 210,
+            p90_us: 300,
+            p99_us: 1_500,
+            max_us: 2_000,
+            counters: Counters {
+                connections_attempted: 11,
+                connections_established: 10,
+                resets: 2,
+                ..Counters::default()
+            },
+            remaining_secs: Some(3),
+        }
+    }
+
+    #[test]
+    fn a_plain_line_says_everything_of_its_second() {
+        assert_eq!(
+            line(&second()),
+            "wsbench:    5 s measured  12345 round trips/s  p50 0.210 ms  p99 1.500 ms  connections 10 up, \
+             1 failed  errors 2  3 s left"
+        );
+    }
+
+    #[test]
+    fn a_second_without_round_trips_has_no_latency() {
+        let idle = Second { round_trips: 0, phase: Phase::Ramp, remaining_secs: None, ..second() };
+        let text = block(&idle);
+        assert!(text.starts_with("ramp  5 s elapsed\n"), "{text}");
+        assert!(text.contains("0/s this second   p50 -   p99 -"), "{text}");
+    }
+}
