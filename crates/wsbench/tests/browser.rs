@@ -132,7 +132,7 @@ fn variant(source: &serde_json::Value, index: u64) -> serde_json::Value {
     value["summary"]["latency_us"]["p99"] = serde_json::json!((index * 5 % 16 + 1) * 100);
     value["server"]["rss_peak_bytes"] = serde_json::json!((index * 3 % 16 + 1) * 1_048_576);
     value["server"]["echoes_per_cpu_second"] = serde_json::json!((index * 11 % 16 + 1) as f64 * 500.0);
-    if index % 5 == 0 {
+    if index.is_multiple_of(5) {
         value["client"]["bound"] = serde_json::json!(true);
         value["client"]["bound_reason"] = serde_json::json!("worker w0 used 95% of a core");
     }

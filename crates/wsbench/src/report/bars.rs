@@ -66,66 +66,81 @@ pub(super) fn bar_chart(
          stroke-width=\"2.5\"/></pattern></defs>"
     );
     axes(&mut out, &fitted, &axis, (left, right, top, bottom), height);
+    let place = Place { name, left, px: &px, value };
     for (index, bar) in bars.iter().enumerate() {
-        let y = top + row * index as f64;
-        let data = bar.value.map(|v| format!(" data-value=\"{v}\"")).unwrap_or_default();
-        let _ = write!(
-            out,
-            "<g class=\"bar\"{data}><title>{}</title><text class=\"bar-label\" x=\"{:.1}\" y=\"{:.1}\" \
-             text-anchor=\"end\">{}</text>",
-            escape(&tooltip(bar, value)),
-            left - 8.0,
-            y + 19.0,
-            escape(&svg::truncate(&bar.label, 26))
-        );
-        let Some(number) = bar.value else {
-            let _ = write!(
-                out,
-                "<text class=\"value na\" x=\"{:.1}\" y=\"{:.1}\">n/a</text></g>\n",
-                left + 6.0,
-                y + 19.0
-            );
-            continue;
-        };
-        let (end, width) = (px(number), (px(number) - left).max(1.0));
-        let _ = write!(
-            out,
-            "<rect class=\"mark\" fill=\"{}\" x=\"{left:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"18\" rx=\"2\"/>",
-            bar.color,
-            y + 6.0,
-        );
-        if bar.client_bound.is_some() {
-            let _ = write!(
-                out,
-                "<rect class=\"hatch\" fill=\"url(#hatch-{name})\" x=\"{left:.1}\" y=\"{:.1}\" width=\"{width:.1}\" \
-                 height=\"18\" rx=\"2\"/>",
-                y + 6.0
-            );
-        }
-        let mut text_at = end.max(left + 1.0);
-        if let Some((min, max)) = bar.range {
-            let (x0, x1, cy) = (px(min), px(max), y + 15.0);
-            let _ = write!(
-                out,
-                "<path class=\"whisker\" d=\"M{x0:.1} {cy:.1}H{x1:.1}M{x0:.1} {:.1}V{:.1}M{x1:.1} {:.1}V{:.1}\"/>",
-                cy - 5.0,
-                cy + 5.0,
-                cy - 5.0,
-                cy + 5.0
-            );
-            text_at = text_at.max(x1);
-        }
-        let mark = if bar.client_bound.is_some() { " · client-bound" } else { "" };
-        let _ = write!(
-            out,
-            "<text class=\"value\" x=\"{:.1}\" y=\"{:.1}\">{}{mark}</text></g>\n",
-            text_at + 6.0,
-            y + 19.0,
-            escape(&value(number))
-        );
+        draw_bar(&mut out, bar, &place, top + row * index as f64);
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// Where bars go: the chart's name (for its hatch pattern), the bars' left edge, the
+/// value → x mapping and the value format.
+struct Place<'a> {
+    name: &'a str,
+    left: f64,
+    px: &'a dyn Fn(f64) -> f64,
+    value: fn(f64) -> String,
+}
+
+/// One bar in the row whose top is `y`: label, bar, hatching, whisker and value.
+fn draw_bar(out: &mut String, bar: &Bar, place: &Place, y: f64) {
+    let (name, left, px, value) = (place.name, place.left, place.px, place.value);
+    let data = bar.value.map(|v| format!(" data-value=\"{v}\"")).unwrap_or_default();
+    let _ = write!(
+        out,
+        "<g class=\"bar\"{data}><title>{}</title><text class=\"bar-label\" x=\"{:.1}\" y=\"{:.1}\" \
+         text-anchor=\"end\">{}</text>",
+        escape(&tooltip(bar, value)),
+        left - 8.0,
+        y + 19.0,
+        escape(&svg::truncate(&bar.label, 26))
+    );
+    let Some(number) = bar.value else {
+        let _ = writeln!(
+            out,
+            "<text class=\"value na\" x=\"{:.1}\" y=\"{:.1}\">n/a</text></g>",
+            left + 6.0,
+            y + 19.0
+        );
+        return;
+    };
+    let (end, width) = (px(number), (px(number) - left).max(1.0));
+    let _ = write!(
+        out,
+        "<rect class=\"mark\" fill=\"{}\" x=\"{left:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"18\" rx=\"2\"/>",
+        bar.color,
+        y + 6.0,
+    );
+    if bar.client_bound.is_some() {
+        let _ = write!(
+            out,
+            "<rect class=\"hatch\" fill=\"url(#hatch-{name})\" x=\"{left:.1}\" y=\"{:.1}\" width=\"{width:.1}\" \
+             height=\"18\" rx=\"2\"/>",
+            y + 6.0
+        );
+    }
+    let mut text_at = end.max(left + 1.0);
+    if let Some((min, max)) = bar.range {
+        let (x0, x1, cy) = (px(min), px(max), y + 15.0);
+        let _ = write!(
+            out,
+            "<path class=\"whisker\" d=\"M{x0:.1} {cy:.1}H{x1:.1}M{x0:.1} {:.1}V{:.1}M{x1:.1} {:.1}V{:.1}\"/>",
+            cy - 5.0,
+            cy + 5.0,
+            cy - 5.0,
+            cy + 5.0
+        );
+        text_at = text_at.max(x1);
+    }
+    let mark = if bar.client_bound.is_some() { " · client-bound" } else { "" };
+    let _ = writeln!(
+        out,
+        "<text class=\"value\" x=\"{:.1}\" y=\"{:.1}\">{}{mark}</text></g>",
+        text_at + 6.0,
+        y + 19.0,
+        escape(&value(number))
+    );
 }
 
 /// The bar's hover text: label, value, range, and the client-bound reason.
