@@ -123,14 +123,15 @@ fn draw_bar(out: &mut String, bar: &Bar, place: &Place, y: f64) {
     let mut text_at = end.max(left + 1.0);
     if let Some((min, max)) = bar.range {
         let (x0, x1, cy) = (px(min), px(max), y + 15.0);
-        let _ = write!(
-            out,
-            "<path class=\"whisker\" d=\"M{x0:.1} {cy:.1}H{x1:.1}M{x0:.1} {:.1}V{:.1}M{x1:.1} {:.1}V{:.1}\"/>",
+        let d = format!(
+            "M{x0:.1} {cy:.1}H{x1:.1}M{x0:.1} {:.1}V{:.1}M{x1:.1} {:.1}V{:.1}",
             cy - 5.0,
             cy + 5.0,
             cy - 5.0,
             cy + 5.0
         );
+        // A white halo under the whisker keeps it visible across dark bars.
+        let _ = write!(out, "<path class=\"whisker-halo\" d=\"{d}\"/><path class=\"whisker\" d=\"{d}\"/>");
         text_at = text_at.max(x1);
     }
     let mark = if bar.client_bound.is_some() { " · client-bound" } else { "" };

@@ -95,7 +95,8 @@ pub(super) fn latency_over_time(charted: &[Charted]) -> String {
                 .collect();
             if !points.is_empty() {
                 let label = format!("{} {percentile}", c.label);
-                let dash = if dashed { Some(SECONDARY_DASH) } else { c.style.dash };
+                // p99 solid, p50 dashed: in panels the colour names the result already.
+                let dash = dashed.then_some(SECONDARY_DASH);
                 series.push(Series { label, color: c.style.color, dash, points });
             }
         }
@@ -132,10 +133,24 @@ pub(super) fn latency_spectrum(charted: &[Charted]) -> String {
     if series.is_empty() {
         return svg::empty(name, title, "No round trips were measured.");
     }
+    floor_at_p10(&mut series);
     let scale = auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| &p.1)));
     let x = Axis { label: "percentile", scale: Scale::Nines, format: |q, _| svg::percentile_label(q) };
     let y = Axis { label: "round-trip latency", scale, format: tick_micros };
     svg::line_chart(name, title, x, y, &series)
+}
+
+/// Raises every latency below the lowest p10 of all lines to that p10, so the axis starts
+/// where the lines are: one freak fast round trip (the 0% point) would otherwise stretch a
+/// log axis decades below every line. The cut lines run along the axis floor.
+fn floor_at_p10(series: &mut [Series]) {
+    let p10 = |s: &Series| s.points.iter().find(|(q, _)| *q >= 0.1).map(|p| p.1);
+    let floor = series.iter().filter_map(p10).fold(f64::INFINITY, f64::min);
+    if floor.is_finite() {
+        for point in series.iter_mut().flat_map(|s| s.points.iter_mut()) {
+            point.1 = point.1.max(floor);
+        }
+    }
 }
 
 fn spectrum(label: String, style: Style, uncorrected: bool, histogram: &Histogram<u64>) -> Option<Series> {
@@ -350,7 +365,9 @@ pub(super) fn comparisons(charted: &[Charted]) -> Vec<Comparison> {
                 if metric.higher_is_better { "Higher is better" } else { "Lower is better" }.to_owned();
             better.push_str("; best first.");
             if repeated >= 2 {
-                better.push_str(" Bars: the median of the repeats; whiskers: their lowest and highest.");
+                better.push_str(
+                    " Bars: the median of this number over the repeats, whiskers: the lowest and highest (the table shows the run with the median round trips/s).",
+                );
             }
             if bound {
                 better.push_str(" Hatched: client-bound, the client was the limit, not the server.");
@@ -369,6 +386,19 @@ mod tests {
         assert_eq!(auto_scale([300.0, 13_000.0].iter()), Scale::Log);
         assert_eq!(auto_scale([300.0, 900.0].iter()), Scale::Linear);
         assert_eq!(auto_scale([].iter()), Scale::Linear);
+    }
+
+    #[test]
+    fn the_spectrum_axis_starts_at_the_lowest_p10() {
+        let line =
+            |points: Vec<(f64, f64)>| Series { label: String::new(), color: "#000", dash: None, points };
+        let mut series = [
+            line(vec![(0.0, 20.0), (0.1, 9_000.0), (0.9, 12_000.0)]),
+            line(vec![(0.0, 5.0), (0.2, 15_000.0)]),
+        ];
+        floor_at_p10(&mut series);
+        assert_eq!(series[0].points, [(0.0, 9_000.0), (0.1, 9_000.0), (0.9, 12_000.0)]);
+        assert_eq!(series[1].points, [(0.0, 9_000.0), (0.2, 15_000.0)]);
     }
 
     #[test]

@@ -55,6 +55,7 @@ svg .legend text, svg .value, svg .bar-label { fill: var(--fg); }
 svg .line { fill: none; stroke-width: 2; stroke-linejoin: round; stroke-linecap: round; }
 svg .na { fill: #8c959f; font-style: italic; }
 svg .whisker { stroke: #32383f; stroke-width: 1.5; fill: none; }
+svg .whisker-halo { stroke: #fff; stroke-width: 4; fill: none; }
 svg .panel-title { font-weight: 600; }
 svg .frame-empty { fill: var(--panel); stroke: var(--line); stroke-dasharray: 4 4; }
 svg .empty { fill: var(--muted); font-size: 13px; }

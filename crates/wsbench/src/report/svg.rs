@@ -325,16 +325,12 @@ pub(super) struct Panel {
     pub series: Vec<Series>,
 }
 
-/// At most `max` of `ticks`, evenly picked, the last one always kept.
+/// At most `max` of `ticks`, evenly spaced and counted back from the last one (which is
+/// always kept, and never crowded by a neighbour added after the spacing).
 fn thin(ticks: &[f64], max: usize) -> Vec<f64> {
-    let every = ticks.len().div_ceil(max).max(1);
-    let mut kept: Vec<f64> = ticks.iter().copied().step_by(every).collect();
-    if let (Some(last), Some(kept_last)) = (ticks.last(), kept.last())
-        && last != kept_last
-    {
-        kept.push(*last);
-    }
-    kept
+    let every = ticks.len().div_ceil(max.max(1)).max(1);
+    let offset = ticks.len().saturating_sub(1) % every;
+    ticks.iter().copied().skip(offset).step_by(every).collect()
 }
 
 /// One small chart per panel, three to a row, all on the same axes so they compare at a
@@ -466,6 +462,13 @@ mod tests {
         let labels: Vec<String> = fitted.ticks.iter().map(|q| percentile_label(*q)).collect();
         assert_eq!(labels, ["0%", "90%", "99%", "99.9%", "99.99%"]);
         assert!((fitted.fraction(0.99) - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn thinned_ticks_keep_the_last_and_even_spacing() {
+        assert_eq!(thin(&[0.0, 50.0, 100.0, 150.0, 200.0, 250.0], 4), [50.0, 150.0, 250.0]);
+        assert_eq!(thin(&[0.0, 1.0, 2.0], 4), [0.0, 1.0, 2.0]);
+        assert_eq!(thin(&[0.0, 1.0, 2.0, 3.0, 4.0], 3), [0.0, 2.0, 4.0]);
     }
 
     #[test]
