@@ -240,6 +240,18 @@ fn legend(series: &[(&str, &'static str, Option<&'static str>)]) -> (String, f64
     (out, 16.0 + row * 18.0 + 14.0)
 }
 
+/// A horizontal grid line at `ty` from `left` to `right`, its label `gap` left of the plot.
+fn grid_row(out: &mut String, (left, right): (f64, f64), ty: f64, gap: f64, label: &str) {
+    let _ = writeln!(
+        out,
+        "<line class=\"grid\" x1=\"{left:.1}\" y1=\"{ty:.1}\" x2=\"{right:.1}\" y2=\"{ty:.1}\"/>\
+         <text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+        left - gap,
+        ty + 4.0,
+        escape(label)
+    );
+}
+
 /// A line chart with one polyline per series (dots too when a series is short).
 pub(super) fn line_chart(name: &str, title: &str, x: Axis, y: Axis, series: &[Series]) -> String {
     let fx = Fitted::new(x.scale, series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
@@ -257,15 +269,7 @@ pub(super) fn line_chart(name: &str, title: &str, x: Axis, y: Axis, series: &[Se
     out.push_str(&legend);
     out.push_str("<g class=\"axes\">\n");
     for &tick in &fy.ticks {
-        let ty = py(tick);
-        let _ = writeln!(
-            out,
-            "<line class=\"grid\" x1=\"{left:.1}\" y1=\"{ty:.1}\" x2=\"{right:.1}\" y2=\"{ty:.1}\"/>\
-             <text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            left - 8.0,
-            ty + 4.0,
-            escape(&fy.label(&y, tick))
-        );
+        grid_row(&mut out, (left, right), py(tick), 8.0, &fy.label(&y, tick));
     }
     for &tick in &fx.ticks {
         let tx = px(tick);
@@ -363,15 +367,7 @@ pub(super) fn small_multiples(name: &str, title: &str, x: Axis, y: Axis, panels:
             escape(&truncate(&panel.label, 26))
         );
         for tick in thin(&fy.ticks, 4) {
-            let ty = py(tick);
-            let _ = writeln!(
-                out,
-                "<line class=\"grid\" x1=\"{left:.1}\" y1=\"{ty:.1}\" x2=\"{right:.1}\" y2=\"{ty:.1}\"/>\
-                 <text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-                left - 4.0,
-                ty + 4.0,
-                escape(&fy.label(&y, tick))
-            );
+            grid_row(&mut out, (left, right), py(tick), 4.0, &fy.label(&y, tick));
         }
         for tick in thin(&fx.ticks, 3) {
             let _ = writeln!(
