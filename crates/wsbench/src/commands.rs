@@ -77,7 +77,7 @@ fn render_run(report: RunReport, interrupt: &AtomicBool, color: bool) -> Output 
 fn report_files(args: &ReportArgs, color: bool) -> Result<Output, CommandError> {
     if let Some(html) = &args.html {
         check_output_file("html", html)?;
-        report::write_html_report(&args.files, html)?;
+        report::write_html_report(&args.files, html, &command_line())?;
         eprintln!("wsbench: wrote {}", html.display());
     }
     Ok(Output::success(report::report_command_with(&args.files, args.format, color)?))
@@ -114,11 +114,16 @@ fn compare_servers(args: CompareArgs, interrupt: &AtomicBool) -> Result<Output, 
         text.push_str(&report::render_md(&report::median_results(&rows)));
     }
     if let Some(path) = &args.html {
-        report::write_compare_html(&rows, path)?;
+        report::write_compare_html(&rows, path, &command_line())?;
         eprintln!("wrote {}", path.display());
     }
     Ok(Output {
         text,
         code: exit::of_compare(rows.iter().any(compare::Row::failed), interrupt.load(Ordering::Relaxed)),
     })
+}
+
+/// The command line as it was typed, for the HTML footer: `wsbench` and the arguments.
+fn command_line() -> String {
+    report::format::command_line(std::env::args().skip(1))
 }

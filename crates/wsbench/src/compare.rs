@@ -185,7 +185,7 @@ impl Row {
         match measured {
             Ok(result) => {
                 log(&format!(
-                    "{:.0} echoes/s, {} of {} connections",
+                    "{:.0} round trips/s, {} of {} connections",
                     result.summary.echoes_per_sec,
                     result.summary.connections.established,
                     result.summary.connections.attempted

@@ -1,22 +1,31 @@
 //! The HTML report's charts: turns result files (their timeline, server samples and decoded
 //! histograms) into series and bars for [`super::svg`]. Each function returns one finished
-//! `<svg>`, or the "no data" placeholder explaining why there is nothing to draw.
+//! `<svg>`, or the "no data" placeholder explaining why there is nothing to draw. Each result
+//! keeps its [`Style`] (colour and dash) in every chart.
 
 use hdrhistogram::Histogram;
 
+use super::bars::{self, Bar};
 use super::format::{self, tick_mib, tick_micros, tick_percent, tick_rate, tick_seconds};
-use super::svg::{self, Axis, Bar, Scale, Series};
+use super::palette::{SECONDARY_DASH, Style};
+use super::svg::{self, Axis, Panel, Scale, Series};
 use crate::metrics::Metrics;
 use crate::result::RunResult;
 
-/// One result as the charts need it: label, colour, the file, and its decoded histograms.
+/// One result as the charts need it: label, style, the file, and its decoded histograms.
 #[derive(Debug)]
 pub(super) struct Charted<'a> {
     pub label: &'a str,
-    pub color: &'static str,
+    pub style: Style,
     pub result: &'a RunResult,
     pub metrics: Metrics,
+    /// Every repeat of this result (`compare --repeat N`), `result` being the median one;
+    /// empty for a single run.
+    pub repeats: &'a [RunResult],
 }
+
+/// More lines than this in one chart become small multiples.
+const MAX_LINES: usize = 6;
 
 /// Highest percentile the spectrum plots: 99.9999%.
 const MAX_NINES: f64 = 6.0;
@@ -52,7 +61,7 @@ pub(super) fn throughput(charted: &[Charted]) -> String {
                         .then(|| (second + covered / 2.0, point.echoes as f64 / covered))
                 })
                 .collect();
-            Series { label: c.label.to_owned(), color: c.color, dashed: false, points }
+            Series { label: c.label.to_owned(), color: c.style.color, dash: c.style.dash, points }
         })
         .filter(|s| !s.points.is_empty())
         .collect();
@@ -64,11 +73,13 @@ pub(super) fn throughput(charted: &[Charted]) -> String {
     svg::line_chart(name, title, x, y, &series)
 }
 
-/// p50 (dashed) and p99 latency second by second, from the timeline.
+/// p50 (dashed) and p99 latency second by second, from the timeline; one panel per result
+/// when there would be more than [`MAX_LINES`] lines.
 pub(super) fn latency_over_time(charted: &[Charted]) -> String {
     let (name, title) = ("latency-over-time", "Latency over time");
-    let mut series = Vec::new();
+    let mut panels = Vec::new();
     for c in charted {
+        let mut series = Vec::new();
         for (percentile, dashed) in [("p99", false), ("p50", true)] {
             let points: Vec<(f64, f64)> = c
                 .result
@@ -84,16 +95,26 @@ pub(super) fn latency_over_time(charted: &[Charted]) -> String {
                 .collect();
             if !points.is_empty() {
                 let label = format!("{} {percentile}", c.label);
-                series.push(Series { label, color: c.color, dashed, points });
+                // p99 solid, p50 dashed: in panels the colour names the result already.
+                let dash = dashed.then_some(SECONDARY_DASH);
+                series.push(Series { label, color: c.style.color, dash, points });
             }
         }
+        if !series.is_empty() {
+            panels.push(Panel { label: c.label.to_owned(), color: c.style.color, series });
+        }
     }
-    if series.is_empty() {
+    let lines: Vec<&Series> = panels.iter().flat_map(|p| &p.series).collect();
+    if lines.is_empty() {
         return svg::empty(name, title, "No round trips were recorded in any second.");
     }
-    let scale = auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| &p.1)));
+    let scale = auto_scale(lines.iter().flat_map(|s| s.points.iter().map(|p| &p.1)));
     let x = Axis { label: "time since start", scale: Scale::Linear, format: tick_seconds };
     let y = Axis { label: "round-trip latency", scale, format: tick_micros };
+    if lines.len() > MAX_LINES {
+        return svg::small_multiples(name, title, x, y, &panels);
+    }
+    let series: Vec<Series> = lines.into_iter().cloned().collect();
     svg::line_chart(name, title, x, y, &series)
 }
 
@@ -103,22 +124,36 @@ pub(super) fn latency_spectrum(charted: &[Charted]) -> String {
     let (name, title) = ("latency-spectrum", "Latency by percentile");
     let mut series = Vec::new();
     for c in charted {
-        series.extend(spectrum(c.label.to_owned(), c.color, false, &c.metrics.latency));
+        series.extend(spectrum(c.label.to_owned(), c.style, false, &c.metrics.latency));
         if c.result.summary.latency_uncorrected_us != c.result.summary.latency_us {
             let label = format!("{} (uncorrected)", c.label);
-            series.extend(spectrum(label, c.color, true, &c.metrics.latency_uncorrected));
+            series.extend(spectrum(label, c.style, true, &c.metrics.latency_uncorrected));
         }
     }
     if series.is_empty() {
         return svg::empty(name, title, "No round trips were measured.");
     }
+    floor_at_p10(&mut series);
     let scale = auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| &p.1)));
-    let x = Axis { label: "percentile", scale: Scale::Nines, format: svg::percentile_label };
+    let x = Axis { label: "percentile", scale: Scale::Nines, format: |q, _| svg::percentile_label(q) };
     let y = Axis { label: "round-trip latency", scale, format: tick_micros };
     svg::line_chart(name, title, x, y, &series)
 }
 
-fn spectrum(label: String, color: &'static str, dashed: bool, histogram: &Histogram<u64>) -> Option<Series> {
+/// Raises every latency below the lowest p10 of all lines to that p10, so the axis starts
+/// where the lines are: one freak fast round trip (the 0% point) would otherwise stretch a
+/// log axis decades below every line. The cut lines run along the axis floor.
+fn floor_at_p10(series: &mut [Series]) {
+    let p10 = |s: &Series| s.points.iter().find(|(q, _)| *q >= 0.1).map(|p| p.1);
+    let floor = series.iter().filter_map(p10).fold(f64::INFINITY, f64::min);
+    if floor.is_finite() {
+        for point in series.iter_mut().flat_map(|s| s.points.iter_mut()) {
+            point.1 = point.1.max(floor);
+        }
+    }
+}
+
+fn spectrum(label: String, style: Style, uncorrected: bool, histogram: &Histogram<u64>) -> Option<Series> {
     if histogram.is_empty() {
         return None;
     }
@@ -131,7 +166,8 @@ fn spectrum(label: String, color: &'static str, dashed: bool, histogram: &Histog
             (q, histogram.value_at_quantile(q) as f64)
         })
         .collect();
-    Some(Series { label, color, dashed, points })
+    let dash = if uncorrected { Some(SECONDARY_DASH) } else { style.dash };
+    Some(Series { label, color: style.color, dash, points })
 }
 
 /// The connect times' cumulative distribution: x = time, y = share of connections.
@@ -148,7 +184,7 @@ pub(super) fn connect_time(charted: &[Charted]) -> String {
                     (histogram.value_at_quantile(q) as f64, q * 100.0)
                 })
                 .collect();
-            Series { label: c.label.to_owned(), color: c.color, dashed: false, points }
+            Series { label: c.label.to_owned(), color: c.style.color, dash: c.style.dash, points }
         })
         .collect();
     if series.is_empty() {
@@ -181,8 +217,8 @@ fn server_series(
         .iter()
         .map(|c| Series {
             label: c.label.to_owned(),
-            color: c.color,
-            dashed: false,
+            color: c.style.color,
+            dash: c.style.dash,
             points: points(&c.result.server.samples),
         })
         .filter(|s| !s.points.is_empty())
@@ -224,11 +260,12 @@ pub(super) fn server_cpu(charted: &[Charted]) -> String {
     svg::line_chart(name, title, x, y, &series)
 }
 
-/// One comparison chart: its title, what "better" means, and the chart.
+/// One comparison chart: its title, what "better" means (and what the marks mean), and the
+/// chart.
 #[derive(Debug)]
 pub(super) struct Comparison {
     pub title: &'static str,
-    pub better: &'static str,
+    pub better: String,
     pub svg: String,
 }
 
@@ -237,7 +274,7 @@ pub(super) struct Comparison {
 struct Metric {
     name: &'static str,
     title: &'static str,
-    better: &'static str,
+    higher_is_better: bool,
     axis: Axis,
     value: fn(f64) -> String,
     pick: fn(&RunResult) -> Option<f64>,
@@ -247,7 +284,7 @@ const METRICS: [Metric; 4] = [
     Metric {
         name: "compare-echoes-per-sec",
         title: "Round trips per second",
-        better: "higher is better",
+        higher_is_better: true,
         axis: Axis { label: "round trips / s (after warm-up)", scale: Scale::Linear, format: tick_rate },
         value: format::rate,
         pick: |r| Some(r.summary.echoes_per_sec),
@@ -255,7 +292,7 @@ const METRICS: [Metric; 4] = [
     Metric {
         name: "compare-p99-latency",
         title: "p99 latency",
-        better: "lower is better",
+        higher_is_better: false,
         axis: Axis { label: "99th percentile round-trip latency", scale: Scale::Linear, format: tick_micros },
         value: format::micros,
         pick: |r| (r.summary.latency_us.count > 0).then_some(r.summary.latency_us.p99 as f64),
@@ -263,7 +300,7 @@ const METRICS: [Metric; 4] = [
     Metric {
         name: "compare-rss-peak",
         title: "Server RSS peak",
-        better: "lower is better",
+        higher_is_better: false,
         axis: Axis { label: "peak resident memory", scale: Scale::Linear, format: tick_mib },
         value: format::mib,
         pick: |r| r.server.rss_peak_bytes.map(|b| b as f64 / MIB),
@@ -271,28 +308,71 @@ const METRICS: [Metric; 4] = [
     Metric {
         name: "compare-echoes-per-cpu-second",
         title: "Round trips per server CPU-second",
-        better: "higher is better",
+        higher_is_better: true,
         axis: Axis { label: "round trips / server CPU-second", scale: Scale::Linear, format: tick_rate },
         value: format::rate,
         pick: |r| r.server.echoes_per_cpu_second,
     },
 ];
 
-/// Bar charts comparing the results on the headline numbers (for two or more results).
+/// The median of `values` (the lower middle one for an even count, as
+/// [`super::median_run`] picks) and their range; `None` when there are none.
+fn median_and_range(mut values: Vec<f64>) -> Option<(f64, (f64, f64))> {
+    values.sort_by(f64::total_cmp);
+    let median = *values.get(values.len().checked_sub(1)? / 2)?;
+    Some((median, (values[0], values[values.len() - 1])))
+}
+
+/// One result's bar for `metric`: its value, or with repeats their median and range.
+fn bar(c: &Charted, metric: &Metric) -> Bar {
+    let (value, range) = if c.repeats.len() >= 2 {
+        let values: Vec<f64> = c.repeats.iter().filter_map(metric.pick).collect();
+        match median_and_range(values) {
+            Some((median, range)) => (Some(median), Some(range)),
+            None => (None, None),
+        }
+    } else {
+        ((metric.pick)(c.result), None)
+    };
+    let client_bound = c.result.client.bound.then(|| {
+        c.result.client.bound_reason.clone().unwrap_or_else(|| "a client worker was saturated".to_owned())
+    });
+    Bar { label: c.label.to_owned(), color: c.style.color, value, range, client_bound }
+}
+
+/// Bar charts comparing the results on the headline numbers (for two or more results), best
+/// first.
 pub(super) fn comparisons(charted: &[Charted]) -> Vec<Comparison> {
+    let repeated = charted.iter().map(|c| c.repeats.len()).max().unwrap_or(0);
+    let bound = charted.iter().any(|c| c.result.client.bound);
     METRICS
         .iter()
         .map(|metric| {
-            let bars: Vec<Bar> = charted
-                .iter()
-                .map(|c| Bar { label: c.label.to_owned(), color: c.color, value: (metric.pick)(c.result) })
-                .collect();
+            let bars: Vec<Bar> = charted.iter().map(|c| bar(c, metric)).collect();
             let svg = if bars.iter().all(|b| b.value.is_none()) {
                 svg::empty(metric.name, metric.title, "No result has this number.")
             } else {
-                svg::bar_chart(metric.name, metric.title, metric.axis, metric.value, &bars)
+                bars::bar_chart(
+                    metric.name,
+                    metric.title,
+                    metric.axis,
+                    metric.value,
+                    bars,
+                    metric.higher_is_better,
+                )
             };
-            Comparison { title: metric.title, better: metric.better, svg }
+            let mut better =
+                if metric.higher_is_better { "Higher is better" } else { "Lower is better" }.to_owned();
+            better.push_str("; best first.");
+            if repeated >= 2 {
+                better.push_str(
+                    " Bars: the median of this number over the repeats, whiskers: the lowest and highest (the table shows the run with the median round trips/s).",
+                );
+            }
+            if bound {
+                better.push_str(" Hatched: client-bound, the client was the limit, not the server.");
+            }
+            Comparison { title: metric.title, better, svg }
         })
         .collect()
 }
@@ -306,5 +386,25 @@ mod tests {
         assert_eq!(auto_scale([300.0, 13_000.0].iter()), Scale::Log);
         assert_eq!(auto_scale([300.0, 900.0].iter()), Scale::Linear);
         assert_eq!(auto_scale([].iter()), Scale::Linear);
+    }
+
+    #[test]
+    fn the_spectrum_axis_starts_at_the_lowest_p10() {
+        let line =
+            |points: Vec<(f64, f64)>| Series { label: String::new(), color: "#000", dash: None, points };
+        let mut series = [
+            line(vec![(0.0, 20.0), (0.1, 9_000.0), (0.9, 12_000.0)]),
+            line(vec![(0.0, 5.0), (0.2, 15_000.0)]),
+        ];
+        floor_at_p10(&mut series);
+        assert_eq!(series[0].points, [(0.0, 9_000.0), (0.1, 9_000.0), (0.9, 12_000.0)]);
+        assert_eq!(series[1].points, [(0.0, 9_000.0), (0.2, 15_000.0)]);
+    }
+
+    #[test]
+    fn repeats_give_the_median_and_the_range() {
+        assert_eq!(median_and_range(vec![3.0, 1.0, 2.0]), Some((2.0, (1.0, 3.0))));
+        assert_eq!(median_and_range(vec![4.0, 1.0, 2.0, 3.0]), Some((2.0, (1.0, 4.0))));
+        assert_eq!(median_and_range(vec![]), None);
     }
 }

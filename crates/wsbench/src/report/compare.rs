@@ -1,6 +1,6 @@
 //! What `wsbench compare` prints and writes: the terminal table shaped like the seeds'
 //! tables, one row per server, and the HTML page of the comparison. A server measured
-//! several times is shown by its median run (by echoes/s), with the range of its rates.
+//! several times is shown by its median run (by round trips/s), with the range of its rates.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -9,7 +9,7 @@ use super::format::{kib_tight, mib_tight, millis_tight};
 use crate::compare::Row;
 use crate::result::{ResultError, RunResult, write_atomically};
 
-/// The run with the median echoes/s, whose other figures the table shows.
+/// The run with the median round trips/s, whose other figures the table shows.
 pub fn median_run(row: &Row) -> Option<&RunResult> {
     let mut runs: Vec<&RunResult> = row.runs.iter().collect();
     runs.sort_by(|a, b| a.summary.echoes_per_sec.total_cmp(&b.summary.echoes_per_sec));
@@ -21,9 +21,12 @@ pub fn median_results(rows: &[Row]) -> Vec<(String, RunResult)> {
     rows.iter().filter_map(|row| Some((row.manifest.name.clone(), median_run(row)?.clone()))).collect()
 }
 
-/// Writes the HTML page of a comparison (atomically).
-pub fn write_compare_html(rows: &[Row], path: &Path) -> Result<(), ResultError> {
-    let page = super::render_html(&median_results(rows))?;
+/// Writes the HTML page of a comparison (atomically): each server's median run, its bars
+/// with the range of its repeats, the footer naming `command`.
+pub fn write_compare_html(rows: &[Row], path: &Path, command: &str) -> Result<(), ResultError> {
+    let repeats: Vec<Vec<RunResult>> =
+        rows.iter().filter(|row| median_run(row).is_some()).map(|row| row.runs.clone()).collect();
+    let page = super::render_html_page(&median_results(rows), &repeats, command)?;
     write_atomically(path, |out| out.write_all(page.as_bytes()))
 }
 
@@ -32,10 +35,10 @@ pub fn render_compare_table(rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<22} {:<10} {:>22} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>11} {:>6}",
+        "{:<22} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>17} {:>6}",
         "server",
         "language",
-        "echoes/s (min–max)",
+        "round trips/s (min–max)",
         "mean",
         "p50",
         "p99",
@@ -46,7 +49,7 @@ pub fn render_compare_table(rows: &[Row]) -> String {
         "RSS",
         "RSS/conn",
         "CPU s",
-        "echoes/CPUs",
+        "round trips/CPU-s",
         "client"
     );
     for row in rows {
@@ -80,7 +83,7 @@ fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
     };
     let _ = writeln!(
         out,
-        "{:<22} {:<10} {:>22} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>11} {:>6}{}",
+        "{:<22} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>17} {:>6}{}",
         row.manifest.name,
         row.manifest.language,
         format!("{:.0} ({:.0}–{:.0})", s.echoes_per_sec, min, max),

@@ -84,6 +84,33 @@ pub fn rate(per_sec: f64) -> String {
     group(per_sec.round().max(0.0) as u64)
 }
 
+/// A count and its noun, singular or plural as English wants: `1 connection`,
+/// `2 connections`, `1,000 connections`. Every "N things" a report prints goes through here.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", group(n), if n == 1 { one } else { many })
+}
+
+/// A transfer rate in binary units per second: `1.98 MiB/s`, `512 B/s`.
+pub fn bytes_per_sec(per_sec: f64) -> String {
+    format!("{}/s", bytes(per_sec.round().max(0.0) as u64))
+}
+
+/// `wsbench` and `args` as a shell would take them back: arguments with spaces or shell
+/// characters single-quoted. `wsbench compare --servers 'a b'`.
+pub fn command_line(args: impl Iterator<Item = String>) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c);
+    let mut line = "wsbench".to_owned();
+    for arg in args {
+        line.push(' ');
+        if !arg.is_empty() && arg.chars().all(safe) {
+            line.push_str(&arg);
+        } else {
+            line.push_str(&format!("'{}'", arg.replace('\'', "'\\''")));
+        }
+    }
+    line
+}
+
 /// Thousands separators: `1,569,000`.
 pub fn group(n: u64) -> String {
     let digits = n.to_string();
@@ -103,27 +130,32 @@ pub fn tick_number(value: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
-/// An axis tick in seconds: `0.25 s`.
-pub fn tick_seconds(s: f64) -> String {
+/// An axis tick in seconds: `0.25 s`. Every tick formatter takes the tick and the axis's
+/// reference tick (its top on a linear axis, the tick itself on a logarithmic one) and
+/// writes the tick in the reference's unit, so one axis reads in one unit.
+pub fn tick_seconds(s: f64, _reference: f64) -> String {
     format!("{} s", tick_number(s))
 }
 
-/// An axis tick for a rate: `50k`, `1.5M`.
-pub fn tick_rate(value: f64) -> String {
-    if value >= 1e6 {
+/// An axis tick for a rate, scaled as the reference is: `50k`, `1.5M`, `0`.
+pub fn tick_rate(value: f64, reference: f64) -> String {
+    if value == 0.0 {
+        "0".to_owned()
+    } else if reference >= 1e6 {
         format!("{}M", tick_number(value / 1e6))
-    } else if value >= 1e3 {
+    } else if reference >= 1e3 {
         format!("{}k", tick_number(value / 1e3))
     } else {
         tick_number(value)
     }
 }
 
-/// An axis tick for a latency given in µs: `100 µs`, `2.5 ms`, `1 s`.
-pub fn tick_micros(us: f64) -> String {
-    if us >= 1e6 {
+/// An axis tick for a latency given in µs, in the reference's unit: `100 µs`, `2.5 ms`,
+/// `0 ms` (on an axis whose top is in ms), `1 s`.
+pub fn tick_micros(us: f64, reference: f64) -> String {
+    if reference >= 1e6 {
         format!("{} s", tick_number(us / 1e6))
-    } else if us >= 1e3 {
+    } else if reference >= 1e3 {
         format!("{} ms", tick_number(us / 1e3))
     } else {
         format!("{} µs", tick_number(us))
@@ -131,12 +163,12 @@ pub fn tick_micros(us: f64) -> String {
 }
 
 /// An axis tick in MiB: `64 MiB`.
-pub fn tick_mib(mib: f64) -> String {
+pub fn tick_mib(mib: f64, _reference: f64) -> String {
     format!("{} MiB", tick_number(mib))
 }
 
 /// An axis tick in percent: `100%`.
-pub fn tick_percent(percent: f64) -> String {
+pub fn tick_percent(percent: f64, _reference: f64) -> String {
     format!("{}%", tick_number(percent))
 }
 
@@ -167,6 +199,25 @@ mod tests {
     }
 
     #[test]
+    fn counts_take_the_singular_only_for_one() {
+        assert_eq!(plural(0, "connection", "connections"), "0 connections");
+        assert_eq!(plural(1, "connection", "connections"), "1 connection");
+        assert_eq!(plural(2, "connection", "connections"), "2 connections");
+        assert_eq!(plural(1_000, "process", "processes"), "1,000 processes");
+        assert_eq!(bytes_per_sec(2_076_180.4), "1.98 MiB/s");
+        assert_eq!(bytes_per_sec(512.0), "512 B/s");
+    }
+
+    #[test]
+    fn command_lines_quote_what_the_shell_would_split() {
+        let args = ["compare", "--servers", "a b", "--duration", "3s", "it's"].map(String::from);
+        assert_eq!(
+            command_line(args.into_iter()),
+            "wsbench compare --servers 'a b' --duration 3s 'it'\\''s'"
+        );
+    }
+
+    #[test]
     fn bytes_use_binary_units() {
         assert_eq!(bytes(512), "512 B");
         assert_eq!(bytes(12 * 1024 * 1024), "12.0 MiB");
@@ -178,11 +229,20 @@ mod tests {
 
     #[test]
     fn tick_labels_are_short() {
-        assert_eq!(tick_rate(50_000.0), "50k");
-        assert_eq!(tick_rate(1_500_000.0), "1.5M");
-        assert_eq!(tick_micros(2_500.0), "2.5 ms");
-        assert_eq!(tick_micros(100.0), "100 µs");
-        assert_eq!(tick_seconds(0.25), "0.25 s");
-        assert_eq!(tick_percent(100.0), "100%");
+        assert_eq!(tick_rate(50_000.0, 50_000.0), "50k");
+        assert_eq!(tick_rate(1_500_000.0, 1_500_000.0), "1.5M");
+        assert_eq!(tick_rate(500_000.0, 1_500_000.0), "0.5M");
+        assert_eq!(tick_rate(0.0, 1_500_000.0), "0");
+        assert_eq!(tick_micros(2_500.0, 2_500.0), "2.5 ms");
+        assert_eq!(tick_micros(100.0, 100.0), "100 µs");
+        assert_eq!(tick_seconds(0.25, 1.0), "0.25 s");
+        assert_eq!(tick_percent(100.0, 100.0), "100%");
+    }
+
+    #[test]
+    fn ticks_of_one_axis_share_its_unit() {
+        // No "0 µs" or "500 µs" on an axis that ends at 2 ms.
+        let ticks: Vec<String> = [0.0, 500.0, 2_000.0].iter().map(|us| tick_micros(*us, 2_000.0)).collect();
+        assert_eq!(ticks, ["0 ms", "0.5 ms", "2 ms"]);
     }
 }

@@ -5,6 +5,7 @@
 //! formatted by [`format`] alone. This module reads the files and dispatches by their kind
 //! (see [`input`]).
 
+mod bars;
 mod charts;
 mod compare;
 mod endpoint;
@@ -13,6 +14,7 @@ pub mod format;
 mod html;
 pub mod input;
 mod merge;
+mod palette;
 mod rtt;
 mod search;
 mod svg;
@@ -25,7 +27,7 @@ use std::path::{Path, PathBuf};
 use crate::result::{RunResult, write_atomically};
 
 pub use compare::{median_results, median_run, render_compare_table, write_compare_html};
-pub use html::render_html;
+pub use html::{render_html, render_html_page};
 pub use input::{Input, ReportError, read_input, read_inputs};
 pub use merge::render_merge;
 pub use rtt::{render_rtt, render_rtt_file};
@@ -68,10 +70,10 @@ pub fn read_labelled(files: &[PathBuf], what: &'static str) -> Result<Vec<(Strin
         .collect()
 }
 
-/// Renders result `files` as one HTML page (see [`render_html`]) and writes it to `out`
-/// atomically.
-pub fn write_html_report(files: &[PathBuf], out: &Path) -> Result<(), ReportError> {
-    let page = render_html(&read_labelled(files, "--html")?)?;
+/// Renders result `files` as one HTML page (see [`render_html_page`]) whose footer names
+/// `command`, and writes it to `out` atomically.
+pub fn write_html_report(files: &[PathBuf], out: &Path, command: &str) -> Result<(), ReportError> {
+    let page = render_html_page(&read_labelled(files, "--html")?, &[], command)?;
     write_atomically(out, |writer| writer.write_all(page.as_bytes()))?;
     Ok(())
 }
@@ -184,7 +186,7 @@ mod tests {
     fn html_report_is_written_atomically() {
         let (path, _) = written("html-src.json");
         let out = path.with_file_name("report.html");
-        write_html_report(std::slice::from_ref(&path), &out).unwrap();
+        write_html_report(std::slice::from_ref(&path), &out, "wsbench report --html x").unwrap();
         let page = std::fs::read_to_string(&out).unwrap();
         assert!(page.starts_with("<!DOCTYPE html>") && page.contains("html-src"));
         let leftovers: Vec<_> = std::fs::read_dir(out.parent().unwrap())

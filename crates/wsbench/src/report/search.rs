@@ -11,14 +11,14 @@ pub fn render_search(search: &Search) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "highest rate under {} (open loop, rate doubled then bisected to {:.0}%):",
+        "highest rate under {} (open loop, rate doubled then bisected to {:.0}%; rates in round trips/s):",
         search.slo.text,
         PRECISION * 100.0
     );
     let _ = writeln!(
         out,
         "{:>4}  {:>12}  {:>12}  {:>10}  {:>10}  {:>10}  verdict",
-        "step", "offered/s", "achieved/s", "p50", "p99", "p99.9"
+        "step", "offered", "achieved", "p50", "p99", "p99.9"
     );
     for (i, step) in search.steps.iter().enumerate() {
         let ms = |us: u64| millis_fixed(us as f64);
@@ -39,9 +39,14 @@ pub fn render_search(search: &Search) -> String {
     }
     let slo = &search.slo.text;
     let _ = match (search.max_rate_per_sec, search.broke_at_per_sec) {
-        (Some(held), Some(broke)) => writeln!(out, "max rate: {held:.0}/s held {slo}; {broke:.0}/s broke it"),
+        (Some(held), Some(broke)) => {
+            writeln!(out, "max rate: {held:.0} round trips/s held {slo}; {broke:.0} round trips/s broke it")
+        }
         (Some(held), None) => {
-            writeln!(out, "max rate: at least {held:.0}/s held {slo} (the search stopped before it broke)")
+            writeln!(
+                out,
+                "max rate: at least {held:.0} round trips/s held {slo} (the search stopped before it broke)"
+            )
         }
         (None, _) => writeln!(out, "max rate: none found: even the lowest rate tried broke {slo}"),
     };
@@ -77,11 +82,14 @@ mod tests {
     fn table_has_a_row_per_step_and_a_verdict() {
         let text = render_search(&searched(Some(1_000.0)));
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "highest rate under p99<1h (open loop, rate doubled then bisected to 5%):");
-        assert_eq!(lines[1], "step     offered/s    achieved/s         p50         p99       p99.9  verdict");
+        assert_eq!(
+            lines[0],
+            "highest rate under p99<1h (open loop, rate doubled then bisected to 5%; rates in round trips/s):"
+        );
+        assert_eq!(lines[1], "step       offered      achieved         p50         p99       p99.9  verdict");
         assert!(lines[2].starts_with("   1  ") && lines[2].ends_with(" ms  held"), "{}", lines[2]);
         assert!(lines[3].contains(" ms  broke: delivered "), "{}", lines[3]);
-        assert!(lines[4].starts_with("max rate: 1000/s held p99<1h; "), "{}", lines[4]);
+        assert!(lines[4].starts_with("max rate: 1000 round trips/s held p99<1h; "), "{}", lines[4]);
         assert_eq!(lines[5], "[INTERRUPTED: the search ended early]");
     }
 

@@ -1,8 +1,9 @@
 //! Inline SVG charts for the HTML report, generated here rather than by a plotting library
 //! so the page needs no JavaScript, no fonts and nothing from the network, and so the same
 //! input gives byte-identical output (the golden test pins it). Two chart kinds cover the
-//! report: line charts (linear, logarithmic or "percentile nines" axes, HdrHistogram style)
-//! and horizontal bar charts; a chart without data is drawn as a framed message instead.
+//! report: line charts (linear, logarithmic or "percentile nines" axes, HdrHistogram style),
+//! small multiples of them (one panel per result, shared axes) and horizontal bar charts
+//! ([`super::bars`]); a chart without data is drawn as a framed message instead.
 //!
 //! Every chart is an `<svg data-chart="NAME">` whose first child is its `<title>`; the
 //! marks that carry data (lines, dots, bars) have the class `mark`, which the browser test
@@ -12,22 +13,13 @@ use std::fmt::Write as _;
 
 use super::escape::escape;
 
-const WIDTH: f64 = 640.0;
+pub(super) const WIDTH: f64 = 640.0;
 const PLOT_HEIGHT: f64 = 220.0;
-const LEFT: f64 = 72.0;
-const RIGHT: f64 = 36.0;
-const BOTTOM: f64 = 46.0;
+pub(super) const LEFT: f64 = 72.0;
+pub(super) const RIGHT: f64 = 36.0;
+pub(super) const BOTTOM: f64 = 46.0;
 /// Rough width of one character of the 12 px chart font, for layout without font metrics.
-const CHAR_WIDTH: f64 = 6.8;
-
-/// Colour-blind-safe series colours (Okabe–Ito, darkened for white backgrounds).
-const PALETTE: [&str; 8] =
-    ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#8c6d1f"];
-
-/// The colour of the `index`-th result, the same in every chart.
-pub(super) fn color(index: usize) -> &'static str {
-    PALETTE[index % PALETTE.len()]
-}
+pub(super) const CHAR_WIDTH: f64 = 6.8;
 
 /// How data values map onto an axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,12 +33,13 @@ pub(super) enum Scale {
     Nines,
 }
 
-/// One axis: its title, scale and tick-label format.
+/// One axis: its title, scale and tick-label format (the tick, and the reference tick whose
+/// unit the label takes, see [`super::format::tick_micros`]).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Axis {
     pub label: &'static str,
     pub scale: Scale,
-    pub format: fn(f64) -> String,
+    pub format: fn(f64, f64) -> String,
 }
 
 /// One line of a line chart, in data units.
@@ -54,29 +47,37 @@ pub(super) struct Axis {
 pub(super) struct Series {
     pub label: String,
     pub color: &'static str,
-    pub dashed: bool,
+    /// `stroke-dasharray`, or solid.
+    pub dash: Option<&'static str>,
     pub points: Vec<(f64, f64)>,
-}
-
-/// One bar of a bar chart; `None` is drawn as "n/a".
-#[derive(Debug, Clone)]
-pub(super) struct Bar {
-    pub label: String,
-    pub color: &'static str,
-    pub value: Option<f64>,
 }
 
 /// An axis fitted to the data: the domain `[lo, hi]` and where its ticks go.
 #[derive(Debug)]
-struct Fitted {
+pub(super) struct Fitted {
     scale: Scale,
     lo: f64,
     hi: f64,
-    ticks: Vec<f64>,
+    pub ticks: Vec<f64>,
+}
+
+/// The 1-2-5 values from the one at or below `lo` to the one at or above `hi`.
+fn one_two_five(lo: f64, hi: f64) -> Vec<f64> {
+    let mut values = Vec::new();
+    let mut decade = 10f64.powi(lo.log10().floor() as i32);
+    while values.last().is_none_or(|last| *last < hi) {
+        for step in [1.0, 2.0, 5.0] {
+            values.push(step * decade);
+        }
+        decade *= 10.0;
+    }
+    let first = values.iter().rposition(|v| *v <= lo * (1.0 + 1e-9)).unwrap_or(0);
+    let last = values.iter().position(|v| *v >= hi * (1.0 - 1e-9)).unwrap_or(values.len() - 1);
+    values[first..=last].to_vec()
 }
 
 impl Fitted {
-    fn new(scale: Scale, values: impl Iterator<Item = f64>) -> Fitted {
+    pub(super) fn new(scale: Scale, values: impl Iterator<Item = f64>) -> Fitted {
         let values: Vec<f64> = values.filter(|v| v.is_finite()).collect();
         match scale {
             Scale::Linear => {
@@ -92,27 +93,19 @@ impl Fitted {
                 Fitted { scale, lo: 0.0, hi: f64::from(steps) * step, ticks }
             }
             Scale::Log => {
+                // The domain starts at the 1-2-5 value just under the smallest datum and ends
+                // at the one just over the largest: no empty decades below the data.
                 let positive = || values.iter().copied().filter(|v| *v > 0.0);
                 let min = positive().fold(f64::INFINITY, f64::min);
                 let max = positive().fold(0.0, f64::max);
-                let (mut lo, mut hi) = if min.is_finite() {
-                    (min.log10().floor() as i32, max.log10().ceil() as i32)
-                } else {
-                    (0, 1)
-                };
-                if hi <= lo {
-                    hi = lo + 1;
+                let (min, max) = if min.is_finite() { (min.max(0.1), max.max(0.1)) } else { (1.0, 10.0) };
+                let mut ticks = one_two_five(min, max.max(min * 1.5));
+                let (lo, hi) = (ticks[0], ticks[ticks.len() - 1]);
+                if hi / lo > 2_000.0 {
+                    // Wide ranges keep the decades only (and the ends).
+                    ticks.retain(|t| *t == lo || *t == hi || (t.log10().fract()).abs() < 1e-9);
                 }
-                lo = lo.max(-1);
-                let mut ticks = Vec::new();
-                for decade in lo..=hi {
-                    let base = 10f64.powi(decade);
-                    ticks.push(base);
-                    if hi - lo <= 2 && decade < hi {
-                        ticks.extend([2.0 * base, 5.0 * base]);
-                    }
-                }
-                Fitted { scale, lo: 10f64.powi(lo), hi: 10f64.powi(hi), ticks }
+                Fitted { scale, lo, hi, ticks }
             }
             Scale::Nines => {
                 let nines = values.iter().map(|q| nines(*q)).fold(1.0, f64::max);
@@ -120,6 +113,16 @@ impl Fitted {
                 let ticks = (0..=top).map(|n| 1.0 - 10f64.powi(-n)).collect();
                 Fitted { scale, lo: 0.0, hi: 1.0 - 10f64.powi(-top), ticks }
             }
+        }
+    }
+
+    /// The label of `tick` in the axis's unit: a linear axis writes every tick in the unit of
+    /// its top tick, a logarithmic one each tick in its own.
+    pub(super) fn label(&self, axis: &Axis, tick: f64) -> String {
+        match self.scale {
+            Scale::Nines => percentile_label(tick),
+            Scale::Linear => (axis.format)(tick, self.hi),
+            Scale::Log => (axis.format)(tick, tick),
         }
     }
 
@@ -132,7 +135,7 @@ impl Fitted {
     }
 
     /// Where `value` falls between the domain's ends, 0 to 1 (clamped).
-    fn fraction(&self, value: f64) -> f64 {
+    pub(super) fn fraction(&self, value: f64) -> f64 {
         let (lo, hi) = (self.transform(self.lo), self.transform(self.hi));
         if hi <= lo { 0.0 } else { ((self.transform(value) - lo) / (hi - lo)).clamp(0.0, 1.0) }
     }
@@ -169,20 +172,20 @@ pub(super) fn percentile_label(q: f64) -> String {
     }
 }
 
-/// Opens an `<svg>` of the given height with its `<title>`.
-fn open(out: &mut String, name: &str, title: &str, height: f64, empty: bool) {
+/// Opens an `<svg>` of the given height with its `<title>`; `attributes` (each with its
+/// leading space) go right after its `data-chart`.
+pub(super) fn open(out: &mut String, name: &str, attributes: &str, title: &str, height: f64) {
     let _ = write!(
         out,
-        "<svg data-chart=\"{name}\"{} class=\"chart\" viewBox=\"0 0 {WIDTH} {height:.0}\" \
+        "<svg data-chart=\"{name}\"{attributes} class=\"chart\" viewBox=\"0 0 {WIDTH} {height:.0}\" \
          role=\"img\" aria-labelledby=\"chart-{name}-title\">\n\
          <title id=\"chart-{name}-title\">{}</title>\n",
-        if empty { " data-empty=\"true\"" } else { "" },
         escape(title)
     );
 }
 
 /// `text` cut to `max` characters with an ellipsis.
-fn truncate(text: &str, max: usize) -> String {
+pub(super) fn truncate(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         text.to_owned()
     } else {
@@ -194,7 +197,7 @@ fn truncate(text: &str, max: usize) -> String {
 /// A chart without data: a framed message saying why.
 pub(super) fn empty(name: &str, title: &str, message: &str) -> String {
     let mut out = String::new();
-    open(&mut out, name, title, 120.0, true);
+    open(&mut out, name, " data-empty=\"true\"", title, 120.0);
     let _ = write!(
         out,
         "<rect class=\"frame-empty\" x=\"1\" y=\"1\" width=\"{}\" height=\"118\" rx=\"6\"/>\n\
@@ -207,10 +210,10 @@ pub(super) fn empty(name: &str, title: &str, message: &str) -> String {
 }
 
 /// Lays the legend out in rows from the left edge of the plot; returns its SVG and height.
-fn legend(series: &[(&str, &'static str, bool)]) -> (String, f64) {
+fn legend(series: &[(&str, &'static str, Option<&'static str>)]) -> (String, f64) {
     let mut out = String::from("<g class=\"legend\">\n");
     let (mut x, mut row) = (LEFT, 0.0);
-    for (label, color, dashed) in series {
+    for (label, color, dash) in series {
         let text = truncate(label, 48);
         let width = 30.0 + text.chars().count() as f64 * CHAR_WIDTH + 18.0;
         if x > LEFT && x + width > WIDTH - RIGHT {
@@ -218,10 +221,10 @@ fn legend(series: &[(&str, &'static str, bool)]) -> (String, f64) {
             row += 1.0;
         }
         let y = 16.0 + row * 18.0;
-        let dash = if *dashed { " stroke-dasharray=\"5 3\"" } else { "" };
+        let dash = dash.map(|d| format!(" stroke-dasharray=\"{d}\"")).unwrap_or_default();
         let _ = writeln!(
             out,
-            "<g><title>{}</title><line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" \
+            "<g class=\"entry\" data-color=\"{color}\"><title>{}</title><line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" \
              stroke=\"{color}\" stroke-width=\"3\"{dash}/><text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
             escape(label),
             y - 4.0,
@@ -237,12 +240,24 @@ fn legend(series: &[(&str, &'static str, bool)]) -> (String, f64) {
     (out, 16.0 + row * 18.0 + 14.0)
 }
 
+/// A horizontal grid line at `ty` from `left` to `right`, its label `gap` left of the plot.
+fn grid_row(out: &mut String, (left, right): (f64, f64), ty: f64, gap: f64, label: &str) {
+    let _ = writeln!(
+        out,
+        "<line class=\"grid\" x1=\"{left:.1}\" y1=\"{ty:.1}\" x2=\"{right:.1}\" y2=\"{ty:.1}\"/>\
+         <text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+        left - gap,
+        ty + 4.0,
+        escape(label)
+    );
+}
+
 /// A line chart with one polyline per series (dots too when a series is short).
 pub(super) fn line_chart(name: &str, title: &str, x: Axis, y: Axis, series: &[Series]) -> String {
     let fx = Fitted::new(x.scale, series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
     let fy = Fitted::new(y.scale, series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
-    let entries: Vec<(&str, &'static str, bool)> =
-        series.iter().map(|s| (s.label.as_str(), s.color, s.dashed)).collect();
+    let entries: Vec<(&str, &'static str, Option<&'static str>)> =
+        series.iter().map(|s| (s.label.as_str(), s.color, s.dash)).collect();
     let (legend, top) = legend(&entries);
     let height = top + PLOT_HEIGHT + BOTTOM;
     let (left, right, bottom) = (LEFT, WIDTH - RIGHT, top + PLOT_HEIGHT);
@@ -250,23 +265,15 @@ pub(super) fn line_chart(name: &str, title: &str, x: Axis, y: Axis, series: &[Se
     let py = |v: f64| bottom - fy.fraction(v) * PLOT_HEIGHT;
 
     let mut out = String::new();
-    open(&mut out, name, title, height, false);
+    open(&mut out, name, "", title, height);
     out.push_str(&legend);
     out.push_str("<g class=\"axes\">\n");
     for &tick in &fy.ticks {
-        let ty = py(tick);
-        let _ = writeln!(
-            out,
-            "<line class=\"grid\" x1=\"{left:.1}\" y1=\"{ty:.1}\" x2=\"{right:.1}\" y2=\"{ty:.1}\"/>\
-             <text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            left - 8.0,
-            ty + 4.0,
-            escape(&(y.format)(tick))
-        );
+        grid_row(&mut out, (left, right), py(tick), 8.0, &fy.label(&y, tick));
     }
     for &tick in &fx.ticks {
         let tx = px(tick);
-        let label = if x.scale == Scale::Nines { percentile_label(tick) } else { (x.format)(tick) };
+        let label = fx.label(&x, tick);
         let _ = writeln!(
             out,
             "<line class=\"grid\" x1=\"{tx:.1}\" y1=\"{top:.1}\" x2=\"{tx:.1}\" y2=\"{bottom:.1}\"/>\
@@ -289,8 +296,9 @@ pub(super) fn line_chart(name: &str, title: &str, x: Axis, y: Axis, series: &[Se
     for s in series {
         let points: Vec<String> =
             s.points.iter().map(|&(vx, vy)| format!("{:.1},{:.1}", px(vx), py(vy))).collect();
-        let dash = if s.dashed { " stroke-dasharray=\"6 4\"" } else { "" };
-        let _ = write!(out, "<g class=\"series\"><title>{}</title>", escape(&s.label));
+        let dash = s.dash.map(|d| format!(" stroke-dasharray=\"{d}\"")).unwrap_or_default();
+        let _ =
+            write!(out, "<g class=\"series\" data-color=\"{}\"><title>{}</title>", s.color, escape(&s.label));
         let _ = write!(
             out,
             "<polyline class=\"mark line\" stroke=\"{}\"{dash} points=\"{}\"/>",
@@ -313,83 +321,88 @@ pub(super) fn line_chart(name: &str, title: &str, x: Axis, y: Axis, series: &[Se
     out
 }
 
-/// Horizontal bars, one per result, each labelled with its value in `value`'s format.
-pub(super) fn bar_chart(
-    name: &str,
-    title: &str,
-    axis: Axis,
-    value: fn(f64) -> String,
-    bars: &[Bar],
-) -> String {
-    let fitted = Fitted::new(Scale::Linear, bars.iter().filter_map(|b| b.value));
-    let longest = bars.iter().map(|b| truncate(&b.label, 26).chars().count()).max().unwrap_or(0);
-    let left = (longest as f64 * CHAR_WIDTH + 20.0).max(LEFT);
-    // Room on the right for the value printed after the longest bar.
-    let right = WIDTH - RIGHT - 56.0;
-    let (top, row) = (12.0, 30.0);
-    let bottom = top + row * bars.len() as f64;
-    let height = bottom + BOTTOM;
-    let px = |v: f64| left + fitted.fraction(v) * (right - left);
+/// One panel of [`small_multiples`]: a result's label and colour, and its lines.
+#[derive(Debug, Clone)]
+pub(super) struct Panel {
+    pub label: String,
+    pub color: &'static str,
+    pub series: Vec<Series>,
+}
 
+/// At most `max` of `ticks`, evenly spaced and counted back from the last one (which is
+/// always kept, and never crowded by a neighbour added after the spacing).
+fn thin(ticks: &[f64], max: usize) -> Vec<f64> {
+    let every = ticks.len().div_ceil(max.max(1)).max(1);
+    let offset = ticks.len().saturating_sub(1) % every;
+    ticks.iter().copied().skip(offset).step_by(every).collect()
+}
+
+/// One small chart per panel, three to a row, all on the same axes so they compare at a
+/// glance: for many results, where one chart of every line would be a tangle.
+pub(super) fn small_multiples(name: &str, title: &str, x: Axis, y: Axis, panels: &[Panel]) -> String {
+    const COLUMNS: usize = 3;
+    const PANEL_WIDTH: f64 = WIDTH / COLUMNS as f64;
+    const PANEL_HEIGHT: f64 = 150.0;
+    const PLOT: (f64, f64, f64, f64) = (54.0, 22.0, 10.0, 30.0); // left, top, right, bottom
+    let all = || panels.iter().flat_map(|p| p.series.iter().flat_map(|s| s.points.iter()));
+    let fx = Fitted::new(x.scale, all().map(|p| p.0));
+    let fy = Fitted::new(y.scale, all().map(|p| p.1));
+    let rows = panels.len().div_ceil(COLUMNS);
+    let height = rows as f64 * PANEL_HEIGHT + 24.0;
     let mut out = String::new();
-    open(&mut out, name, title, height, false);
-    out.push_str("<g class=\"axes\">\n");
-    for &tick in &fitted.ticks {
-        let tx = px(tick);
+    open(&mut out, name, "", title, height);
+    for (index, panel) in panels.iter().enumerate() {
+        let (ox, oy) = ((index % COLUMNS) as f64 * PANEL_WIDTH, (index / COLUMNS) as f64 * PANEL_HEIGHT);
+        let (left, top) = (ox + PLOT.0, oy + PLOT.1);
+        let (right, bottom) = (ox + PANEL_WIDTH - PLOT.2, oy + PANEL_HEIGHT - PLOT.3);
+        let px = |v: f64| left + fx.fraction(v) * (right - left);
+        let py = |v: f64| bottom - fy.fraction(v) * (bottom - top);
         let _ = writeln!(
             out,
-            "<line class=\"grid\" x1=\"{tx:.1}\" y1=\"{top:.1}\" x2=\"{tx:.1}\" y2=\"{bottom:.1}\"/>\
-             <text class=\"tick\" x=\"{tx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            bottom + 18.0,
-            escape(&(axis.format)(tick))
+            "<g class=\"panel\"><title>{}</title><text class=\"panel-title\" x=\"{left:.1}\" y=\"{:.1}\" \
+             fill=\"{}\">{}</text>",
+            escape(&panel.label),
+            top - 8.0,
+            panel.color,
+            escape(&truncate(&panel.label, 26))
         );
-    }
-    let _ = writeln!(
-        out,
-        "<path class=\"axis\" d=\"M{left:.1} {top:.1}V{bottom:.1}\"/>\n\
-         <text class=\"axis-label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n</g>",
-        (left + right) / 2.0,
-        height - 6.0,
-        escape(axis.label)
-    );
-    for (index, bar) in bars.iter().enumerate() {
-        let y = top + row * index as f64;
-        let _ = write!(
-            out,
-            "<g class=\"bar\"><title>{}</title><text class=\"bar-label\" x=\"{:.1}\" y=\"{:.1}\" \
-             text-anchor=\"end\">{}</text>",
-            escape(&bar.label),
-            left - 8.0,
-            y + 19.0,
-            escape(&truncate(&bar.label, 26))
-        );
-        match bar.value {
-            Some(number) => {
-                let end = px(number);
-                let _ = write!(
-                    out,
-                    "<rect class=\"mark\" fill=\"{}\" x=\"{left:.1}\" y=\"{:.1}\" width=\"{:.1}\" \
-                     height=\"18\" rx=\"2\"/><text class=\"value\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
-                    bar.color,
-                    y + 6.0,
-                    (end - left).max(1.0),
-                    end.max(left + 1.0) + 6.0,
-                    y + 19.0,
-                    escape(&value(number))
-                );
-            }
-            None => {
-                let _ = write!(
-                    out,
-                    "<text class=\"value na\" x=\"{:.1}\" y=\"{:.1}\">n/a</text>",
-                    left + 6.0,
-                    y + 19.0
-                );
-            }
+        for tick in thin(&fy.ticks, 4) {
+            grid_row(&mut out, (left, right), py(tick), 4.0, &fy.label(&y, tick));
+        }
+        for tick in thin(&fx.ticks, 3) {
+            let _ = writeln!(
+                out,
+                "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                px(tick),
+                bottom + 14.0,
+                escape(&fx.label(&x, tick))
+            );
+        }
+        let _ = writeln!(out, "<path class=\"axis\" d=\"M{left:.1} {top:.1}V{bottom:.1}H{right:.1}\"/>");
+        for s in &panel.series {
+            let points: Vec<String> =
+                s.points.iter().map(|&(vx, vy)| format!("{:.1},{:.1}", px(vx), py(vy))).collect();
+            let dash = s.dash.map(|d| format!(" stroke-dasharray=\"{d}\"")).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "<g class=\"series\" data-color=\"{}\"><title>{}</title><polyline class=\"mark line\" \
+                 stroke=\"{}\"{dash} points=\"{}\"/></g>",
+                s.color,
+                escape(&s.label),
+                s.color,
+                points.join(" ")
+            );
         }
         out.push_str("</g>\n");
     }
-    out.push_str("</svg>\n");
+    let _ = writeln!(
+        out,
+        "<text class=\"axis-label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{} (x), {} (y)</text>\n</svg>",
+        WIDTH / 2.0,
+        height - 6.0,
+        escape(x.label),
+        escape(y.label)
+    );
     out
 }
 
@@ -418,11 +431,25 @@ mod tests {
     }
 
     #[test]
-    fn log_axis_spans_whole_decades() {
+    fn log_axis_starts_at_the_data() {
         let fitted = Fitted::new(Scale::Log, [308.0, 13_000.0].into_iter());
-        assert_eq!((fitted.lo, fitted.hi), (100.0, 100_000.0));
-        assert_eq!(fitted.ticks, [100.0, 1_000.0, 10_000.0, 100_000.0]);
-        assert!((fitted.fraction(1_000.0) - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!((fitted.lo, fitted.hi), (200.0, 20_000.0));
+        assert_eq!(fitted.ticks, [200.0, 500.0, 1_000.0, 2_000.0, 5_000.0, 10_000.0, 20_000.0]);
+        assert!((fitted.fraction(2_000.0) - 0.5).abs() < 1e-12);
+        // A latency spectrum from 1.2 ms to 40 ms does not reach down to µs.
+        let fitted = Fitted::new(Scale::Log, [1_200.0, 40_000.0].into_iter());
+        assert_eq!((fitted.lo, fitted.hi), (1_000.0, 50_000.0));
+        // Very wide ranges tick at decades only.
+        let fitted = Fitted::new(Scale::Log, [3.0, 2_000_000.0].into_iter());
+        assert_eq!(fitted.ticks, [2.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6, 2e6]);
+    }
+
+    #[test]
+    fn tick_labels_use_the_axis_unit() {
+        let axis = Axis { label: "", scale: Scale::Linear, format: super::super::format::tick_micros };
+        let fitted = Fitted::new(Scale::Linear, [1_700.0].into_iter());
+        let labels: Vec<String> = fitted.ticks.iter().map(|t| fitted.label(&axis, *t)).collect();
+        assert_eq!(labels, ["0 ms", "0.5 ms", "1 ms", "1.5 ms", "2 ms"]);
     }
 
     #[test]
@@ -431,6 +458,13 @@ mod tests {
         let labels: Vec<String> = fitted.ticks.iter().map(|q| percentile_label(*q)).collect();
         assert_eq!(labels, ["0%", "90%", "99%", "99.9%", "99.99%"]);
         assert!((fitted.fraction(0.99) - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn thinned_ticks_keep_the_last_and_even_spacing() {
+        assert_eq!(thin(&[0.0, 50.0, 100.0, 150.0, 200.0, 250.0], 4), [50.0, 150.0, 250.0]);
+        assert_eq!(thin(&[0.0, 1.0, 2.0], 4), [0.0, 1.0, 2.0]);
+        assert_eq!(thin(&[0.0, 1.0, 2.0, 3.0, 4.0], 3), [0.0, 2.0, 4.0]);
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub(super) const COLUMNS: [Column; 17] = [
     column("", "Scenario", false),
     column("", "Target", false),
     column("Connections", "est. / att.", true),
-    column("", "Echoes/s", true),
+    column("", "Round trips/s", true),
     column("Latency", "mean", true),
     column("Latency", "p50", true),
     column("Latency", "p99", true),
@@ -39,7 +39,7 @@ pub(super) const COLUMNS: [Column; 17] = [
     column("", "Errors", true),
     column("Server", "RSS peak", true),
     column("Server", "CPU", true),
-    column("Server", "echoes per CPU-s", true),
+    column("Server", "round trips per CPU-s", true),
     column("", "Client-bound", false),
 ];
 

@@ -5,11 +5,11 @@
 
 use std::fmt::Write as _;
 
-use super::format::{bytes, group, micros, rate, seconds, sig3};
+use super::format::{bytes, bytes_per_sec, group, micros, plural, rate, seconds, sig3};
 use crate::result::{LatencyStats, RunResult};
 
 const LABEL: usize = 14;
-const COLUMN: usize = 10;
+const COLUMN: usize = 9;
 const WIDTH: usize = 100;
 
 const BOLD: &str = "1";
@@ -40,8 +40,8 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
         let summary = &result.summary;
         let _ = writeln!(
             out,
-            "connect phase: {} connections in {} ({:.1} connections/ms)",
-            group(summary.connections.established),
+            "connect phase: {} in {} ({:.1} connections/ms)",
+            plural(summary.connections.established, "connection", "connections"),
             seconds(summary.connect_phase_s),
             summary.connections_per_ms
         );
@@ -74,10 +74,10 @@ fn header(out: &mut String, result: &RunResult, paint: Paint) {
     out.push('\n');
     let _ = writeln!(
         out,
-        "{} elapsed, {} measured after warm-up; {} connections × {} in flight",
+        "{} elapsed, {} measured after warm-up; {} × {} in flight",
         seconds(result.elapsed_s),
         seconds(result.measured_s),
-        group(summary.littles_law.connections),
+        plural(summary.littles_law.connections, "connection", "connections"),
         if summary.littles_law.in_flight == u64::MAX {
             "uncapped".to_owned()
         } else {
@@ -89,8 +89,13 @@ fn header(out: &mut String, result: &RunResult, paint: Paint) {
 
 /// The headline rate and the warning that qualifies it.
 fn headline(out: &mut String, result: &RunResult, paint: Paint) {
-    let per_sec = rate(result.summary.echoes_per_sec);
-    let _ = writeln!(out, "{}", paint.paint(BOLD, &format!("Round trips/s (after warm-up): {per_sec}")));
+    let per_sec = result.summary.echoes_per_sec;
+    let mut headline = format!("round trips/s (after warm-up): {}", rate(per_sec));
+    if result.scenario == "throughput" {
+        // Seed 004 (uWebSockets) reports throughput in echoes per millisecond.
+        let _ = write!(headline, " = {} echoes/ms", sig3(per_sec / 1e3));
+    }
+    let _ = writeln!(out, "{}", paint.paint(BOLD, &headline));
     if let (true, Some(reason)) = (result.client.bound, &result.client.bound_reason) {
         for line in wrap(&format!("WARNING: {reason}"), WIDTH, "         ") {
             let _ = writeln!(out, "{}", paint.paint(YELLOW, &line));
@@ -106,7 +111,7 @@ fn latency_table(out: &mut String, result: &RunResult) {
         line(out, "latency:", "no round trips measured");
         return;
     }
-    let headings = ["min", "mean", "p50", "p90", "p99", "p99.9", "max"];
+    let headings = ["min", "mean", "stddev", "p50", "p90", "p95", "p99", "p99.9", "max"];
     let header: String = headings.iter().map(|h| format!("{h:<COLUMN$}")).collect();
     line(out, "", &header);
     line(out, "latency", &latency_row(&summary.latency_us));
@@ -132,7 +137,7 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
     let connections = &summary.connections;
     let reconnections = match result.counters.reconnections {
         0 => String::new(),
-        n => format!(" ({} reconnections)", group(n)),
+        n => format!(" ({})", plural(n, "reconnection", "reconnections")),
     };
     let text = format!(
         "{} attempted, {} established, {} failed{reconnections}",
@@ -163,6 +168,7 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
         group(messages.unanswered)
     );
     line(out, "messages:", &text);
+    transfer(out, result);
     if let Some(compression) = &summary.compression {
         compression_lines(out, compression);
     }
@@ -173,7 +179,7 @@ fn compression_lines(out: &mut String, compression: &crate::result::CompressionS
     let negotiated: Vec<String> = compression
         .negotiated
         .iter()
-        .map(|(answer, n)| format!("{answer} ({} connections)", group(*n)))
+        .map(|(answer, n)| format!("{answer} ({})", plural(*n, "connection", "connections")))
         .collect();
     line(out, "compression:", &negotiated.join(", "));
     let (wire, payload) = (&compression.wire_bytes, &compression.payload_bytes);
@@ -188,6 +194,24 @@ fn compression_lines(out: &mut String, compression: &crate::result::CompressionS
         group(compression.compressed_messages_received),
     );
     line(out, "wire bytes:", &text);
+}
+
+/// Bytes each way over the whole run, warm-up included, and their rate over the elapsed time
+/// (as wrk's Transfer/sec): sent counts the message frames written, received everything read
+/// (the upgrade response included), both before TLS.
+fn transfer(out: &mut String, result: &RunResult) {
+    let counted = &result.summary.bytes;
+    let elapsed = result.elapsed_s;
+    let per_sec = |n: u64| if elapsed > 0.0 { bytes_per_sec(n as f64 / elapsed) } else { "n/a".to_owned() };
+    let text = format!(
+        "{} sent ({}), {} received ({}) over {}",
+        bytes(counted.sent),
+        per_sec(counted.sent),
+        bytes(counted.received),
+        per_sec(counted.received),
+        seconds(elapsed)
+    );
+    line(out, "transfer:", &text);
 }
 
 /// One line per `--threshold`: passed or FAILED, and the value measured for it.
@@ -232,8 +256,8 @@ fn server(out: &mut String, result: &RunResult) {
         None => "connections/MB n/a (RSS did not grow)".to_owned(),
     };
     let per_cpu = match server.echoes_per_cpu_second {
-        Some(per_cpu) => format!("{} echoes/CPU-second", rate(per_cpu)),
-        None => "echoes/CPU-second n/a (no CPU used)".to_owned(),
+        Some(per_cpu) => format!("{} round trips/CPU-second", rate(per_cpu)),
+        None => "round trips/CPU-second n/a (no CPU used)".to_owned(),
     };
     line(out, "", &format!("CPU {}, {per_mb}, {per_cpu}", seconds(cpu)));
 }
@@ -271,8 +295,8 @@ fn littles_law(out: &mut String, result: &RunResult) {
         Some(predicted) => {
             let _ = writeln!(
                 out,
-                "Little's law: {} connections × {} in flight ÷ {}/s = {} predicted mean, {} measured",
-                law.connections,
+                "Little's law: {} × {} in flight ÷ {}/s = {} predicted mean, {} measured",
+                plural(law.connections, "connection", "connections"),
                 law.in_flight,
                 rate(law.throughput_per_sec),
                 micros(predicted),
@@ -332,11 +356,21 @@ fn line(out: &mut String, label: &str, text: &str) {
 }
 
 fn latency_row(stats: &LatencyStats) -> String {
-    [stats.min as f64, stats.mean, stats.p50 as f64, stats.p90 as f64, stats.p99 as f64, stats.p999 as f64]
-        .iter()
-        .chain(std::iter::once(&(stats.max as f64)))
-        .map(|us| format!("{:<COLUMN$}", micros(*us)))
-        .collect()
+    let p = |value: u64| value as f64;
+    [
+        p(stats.min),
+        stats.mean,
+        stats.stddev,
+        p(stats.p50),
+        p(stats.p90),
+        p(stats.p95),
+        p(stats.p99),
+        p(stats.p999),
+        p(stats.max),
+    ]
+    .iter()
+    .map(|us| format!("{:<COLUMN$}", micros(*us)))
+    .collect()
 }
 
 /// Word-wraps `text` to `width` columns, continuing lines after `indent`.
