@@ -51,7 +51,11 @@ fn run_without_arguments_reports_round_trips_latency_and_server_figures() {
     assert_eq!(result["server"]["found_by"], "spawned", "{}", context());
     assert!(result["server"]["rss_peak_bytes"].is_u64(), "server.rss_peak_bytes missing\n{}", context());
     assert!(result["server"]["cpu_seconds"].is_number(), "server.cpu_seconds missing\n{}", context());
-    assert!(run.stdout.contains("Round trips/s"), "no headline on stdout\n{}", run.describe());
+    assert!(
+        run.stdout.contains("round trips/s (after warm-up): "),
+        "no headline on stdout\n{}",
+        run.describe()
+    );
 }
 
 #[test]
@@ -67,8 +71,8 @@ fn report_prints_the_same_figures_as_the_run() {
     let headline = run
         .stdout
         .lines()
-        .find(|line| line.starts_with("Round trips/s"))
-        .unwrap_or_else(|| panic!("no `Round trips/s` line in the run's output\n{}", run.describe()));
+        .find(|line| line.starts_with("round trips/s"))
+        .unwrap_or_else(|| panic!("no `round trips/s` line in the run's output\n{}", run.describe()));
     assert!(
         report.stdout.lines().any(|line| line == headline),
         "the report lacks the run's headline {headline:?}\n{}",
