@@ -113,11 +113,10 @@ impl Traffic {
                 conn.batches_pending += 1;
                 (batch.len(), payload.len() * frames as usize)
             }
-            (template, compression) => {
+            (template, mut compression) => {
                 let (mask, opcode) = template.mask_opcode();
                 let (before, mut payload_bytes) = (conn.output.len(), 0);
                 let mut scratch = [0u8; 64];
-                let mut compression = compression;
                 for _ in 0..frames {
                     let message = template.message(conn.next_seq, &mut scratch);
                     payload_bytes += message.len();
