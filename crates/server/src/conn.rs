@@ -201,7 +201,9 @@ impl ConnState {
                 continue;
             }
             match chunk.opcode {
-                OpCode::Text if pubsub_mode && chunk.first && chunk.last && pubsub::parse(payload).is_some() => {
+                OpCode::Text
+                    if pubsub_mode && chunk.first && chunk.last && pubsub::parse(payload).is_some() =>
+                {
                     push_command(&mut self.inbox, payload);
                 }
                 OpCode::Text | OpCode::Binary if chunk.first && chunk.last => {
@@ -209,7 +211,11 @@ impl ConnState {
                 }
                 OpCode::Text | OpCode::Binary => {
                     self.message.extend_from_slice(payload);
-                    if chunk.last && pubsub_mode && chunk.opcode == OpCode::Text && pubsub::parse(&self.message).is_some() {
+                    if chunk.last
+                        && pubsub_mode
+                        && chunk.opcode == OpCode::Text
+                        && pubsub::parse(&self.message).is_some()
+                    {
                         push_command(&mut self.inbox, &self.message);
                         self.message = Vec::new();
                     } else if chunk.last {

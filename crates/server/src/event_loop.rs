@@ -383,7 +383,9 @@ impl EventLoop {
         }
         if conn.output.is_empty() {
             match write_some(&mut conn.transport, &self.frame) {
-                Ok(written) if written < self.frame.len() => conn.output.extend_from_slice(&self.frame[written..]),
+                Ok(written) if written < self.frame.len() => {
+                    conn.output.extend_from_slice(&self.frame[written..])
+                }
                 Ok(_) => {}
                 Err(_) => return self.close(key),
             }

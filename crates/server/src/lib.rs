@@ -43,7 +43,12 @@ pub mod fuzzing {
     /// stop reading: after a reply that ends the connection, or at an oversized pending
     /// request header.
     pub fn feed_connection(chunks: &[&[u8]]) -> Vec<u8> {
-        let limits = Limits { max_message: MAX_MESSAGE, max_header_bytes: MAX_HEADER_BYTES, deflate: true, pubsub: false };
+        let limits = Limits {
+            max_message: MAX_MESSAGE,
+            max_header_bytes: MAX_HEADER_BYTES,
+            deflate: true,
+            pubsub: false,
+        };
         let mut state = ConnState::new(Phase::Handshake);
         let mut input: Vec<u8> = Vec::new();
         let mut out = Vec::new();
