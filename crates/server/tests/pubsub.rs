@@ -16,8 +16,13 @@ struct Client {
 }
 
 impl Client {
+    /// A client whose socket receive buffer is small (8 KiB), so a subscriber that is not
+    /// reading soon stops taking the server's writes.
     fn connect(addr: std::net::SocketAddr) -> Client {
-        let mut stream = TcpStream::connect(addr).unwrap();
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        socket.set_recv_buffer_size(8 * 1024).unwrap();
+        socket.connect(&addr.into()).unwrap();
+        let mut stream = TcpStream::from(socket);
         stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let key = client_key([7; 16]);
         stream.write_all(&client_request(&addr.to_string(), "/", &key, &[])).unwrap();
@@ -92,6 +97,41 @@ fn publishes_reach_exactly_the_topic_subscribers() {
     publisher.send(again);
     assert_eq!(publisher.receive(), again, "a subscribed publisher gets its own publish");
     assert_eq!(subscribers[2].receive(), again);
+    server.shutdown_handle().shutdown();
+    server.wait().unwrap();
+}
+
+/// Subscribers that read nothing until every publish is sent make the server keep most
+/// deliveries as pending output (more than their sockets take) and write them when the
+/// sockets become writable: each still gets exactly its topic's publishes, in order.
+#[test]
+fn deliveries_the_sockets_refuse_are_kept_and_arrive_complete_and_in_order() {
+    const TOPICS: usize = 2;
+    const SUBSCRIBERS: usize = 4;
+    const PUBLISHES: usize = 200;
+    let config = ServeConfig { port: 0, pubsub: true, ..ServeConfig::default() };
+    let server = start(&config).unwrap();
+    let addr = server.endpoints.websocket;
+    let mut subscribers: Vec<Client> = (0..SUBSCRIBERS).map(|_| Client::connect(addr)).collect();
+    for (i, client) in subscribers.iter_mut().enumerate() {
+        client.send(&format!(r#"{{"sub":"t{}"}}"#, i % TOPICS));
+        assert_eq!(client.receive(), format!(r#"{{"subscribed":"t{}"}}"#, i % TOPICS));
+    }
+    let mut publisher = Client::connect(addr);
+    let pad = "x".repeat(64 * 1024);
+    for seq in 0..PUBLISHES {
+        publisher.send(&format!(r#"{{"pub":"t{}","id":"0-{seq}","pad":"{pad}"}}"#, seq % TOPICS));
+    }
+    publisher.send("sent");
+    assert_eq!(publisher.receive(), "sent");
+    for (i, client) in subscribers.iter_mut().enumerate() {
+        for seq in (i % TOPICS..PUBLISHES).step_by(TOPICS) {
+            let expected = format!(r#"{{"pub":"t{}","id":"0-{seq}","pad":"{pad}"}}"#, i % TOPICS);
+            assert!(client.receive() == expected, "subscriber {i}: publish {seq} missing or out of order");
+        }
+        client.send("end");
+        assert_eq!(client.receive(), "end", "subscriber {i} got more than its topic's publishes");
+    }
     server.shutdown_handle().shutdown();
     server.wait().unwrap();
 }
