@@ -81,6 +81,16 @@ pub struct Counters {
     /// Connections by the permessage-deflate answer the server gave them.
     #[serde(default)]
     pub compression_negotiated: BTreeMap<String, u64>,
+    /// churn: connections that went through handshake, their K echoes and a close the
+    /// server answered (one cycle each).
+    #[serde(default)]
+    pub churn_cycles: u64,
+    /// churn: our close frames the server answered with its own, and those it did not
+    /// answer before the close timeout (or answered by dropping the connection).
+    #[serde(default)]
+    pub closes_answered: u64,
+    #[serde(default)]
+    pub closes_unanswered: u64,
 }
 
 impl Counters {
@@ -131,6 +141,7 @@ impl Counters {
         put("reset", self.resets);
         put("protocol_error", self.protocol_errors);
         put("payload_mismatch", self.payload_mismatches);
+        put("close_unanswered", self.closes_unanswered);
         for (code, count) in &self.closed_by_server {
             put(&format!("closed_{code}"), *count);
         }
@@ -177,6 +188,9 @@ impl AddAssign<&Counters> for Counters {
         for (answer, count) in &other.compression_negotiated {
             *self.compression_negotiated.entry(answer.clone()).or_default() += count;
         }
+        self.churn_cycles += other.churn_cycles;
+        self.closes_answered += other.closes_answered;
+        self.closes_unanswered += other.closes_unanswered;
     }
 }
 

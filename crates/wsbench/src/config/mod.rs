@@ -53,6 +53,9 @@ pub const DEFAULT_C10K_ARRIVAL: Duration = Duration::from_millis(1);
 pub const DEFAULT_C10K_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_C10K_DURATION: Duration = Duration::from_secs(300);
 /// An open-loop run whose send lag p99 exceeds this was limited by the client.
+/// churn: new connections per second, and echoes per connection, when not given.
+pub const DEFAULT_CHURN_RATE: f64 = 100.0;
+pub const DEFAULT_MESSAGES_PER_CONNECTION: u64 = 1;
 pub const DEFAULT_MAX_SEND_LAG: Duration = Duration::from_millis(5);
 
 /// The scenarios of `wsbench run`.
@@ -67,6 +70,9 @@ pub enum Scenario {
     Scalability,
     /// Open loop: a new client every `--arrival`, each sending on a fixed schedule (seed 003).
     C10k,
+    /// Open loop of new connections: each does handshake → K echoes → close, at `--rate`
+    /// new connections per second (issue 14).
+    Churn,
 }
 
 impl std::str::FromStr for Scenario {
@@ -77,12 +83,13 @@ impl std::str::FromStr for Scenario {
             "throughput" => Ok(Scenario::Throughput),
             "scalability" => Ok(Scenario::Scalability),
             "c10k" => Ok(Scenario::C10k),
+            "churn" => Ok(Scenario::Churn),
             other if looks_like_host_port(other) => {
                 Err(invalid("scenario", format!("`{other}` is not a scenario: did you mean ws://{other}?")))
             }
             other => Err(invalid(
                 "scenario",
-                format!("unknown scenario `{other}`: use echo, throughput, scalability or c10k"),
+                format!("unknown scenario `{other}`: use echo, throughput, scalability, c10k or churn"),
             )),
         }
     }
@@ -102,6 +109,7 @@ impl Scenario {
             Scenario::Throughput => "throughput",
             Scenario::Scalability => "scalability",
             Scenario::C10k => "c10k",
+            Scenario::Churn => "churn",
         }
     }
 }
@@ -283,6 +291,8 @@ pub struct LoadSpec {
     pub tls: TlsOptions,
     /// The permessage-deflate offer (`--compression`); `None`: no compression.
     pub compression: Option<CompressionOffer>,
+    /// churn: echoes per connection before it closes.
+    pub messages_per_connection: u64,
 }
 
 /// One measured run, or `--find-max-rate`: open-loop steps until the objective breaks.

@@ -226,6 +226,10 @@ pub struct RunSettings {
     #[arg(long, value_name = "FILE")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<PathBuf>,
+    /// churn: echoes each connection exchanges between its handshake and its close (default 1).
+    #[arg(long, value_name = "K")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages_per_connection: Option<u64>,
 }
 
 fn is_false(value: &bool) -> bool {

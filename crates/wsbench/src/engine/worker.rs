@@ -119,6 +119,7 @@ impl Worker {
             self.traffic.tick(now, self.open);
             self.open_due_connections(now);
             self.expire_connects(now);
+            self.expire_closes(now);
             if !self.traffic_started && self.control.traffic() {
                 self.traffic_started = true;
                 let keys: Vec<usize> =
@@ -157,6 +158,7 @@ impl Worker {
         }
         for (_, conn) in self.conns.iter() {
             self.traffic.metrics.counters.messages_unanswered += conn.in_flight.len() as u64;
+            self.traffic.metrics.counters.closes_unanswered += u64::from(conn.churn_closing);
         }
         self.conns.clear();
         let (metrics, measured_echoes) = self.traffic.finish();

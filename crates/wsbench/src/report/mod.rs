@@ -7,6 +7,7 @@
 
 mod bars;
 mod charts;
+mod churn;
 mod compare;
 mod endpoint;
 mod escape;

@@ -5,6 +5,7 @@
 use hdrhistogram::Histogram;
 
 use super::{
+    ChurnSummary,
     ByteCounts, ClientSummary, ConnectStats, ConnectionCounts, EncodedHistograms, LatencyStats, LittlesLaw,
     MessageCounts, RunResult, SCHEMA_VERSION, ServerSummary, Summary, Target, TimelinePoint,
     encode_histogram,
@@ -263,6 +264,8 @@ impl RunResult {
                 intervals: metrics.intervals.iter().map(|i| encode_histogram(&i.latency)).collect(),
             },
             shards: Vec::new(),
+            churn: (outcome.scenario == "churn")
+                .then(|| ChurnSummary::of(counters, outcome.measured_secs, &server.samples)),
         }
     }
 }

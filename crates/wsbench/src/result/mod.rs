@@ -7,6 +7,7 @@
 //! incompatible change.
 
 mod atomic;
+mod churn;
 mod build;
 mod codec;
 mod compression;
@@ -25,6 +26,7 @@ use crate::metrics::Counters;
 use crate::samples::{MachineFacts, ServerSample, WorkerCpu};
 
 pub(crate) use atomic::write_atomically;
+pub use churn::{ChurnSummary, Drift, ServerDrift};
 pub use codec::{decode_histogram, encode_histogram};
 pub use compression::CompressionSummary;
 pub use distribution::Distribution;
@@ -89,6 +91,9 @@ pub struct RunResult {
     /// Absent from single runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<ShardSummary>,
+    /// The churn scenario's figures; absent from other scenarios.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub churn: Option<ChurnSummary>,
 }
 
 /// One shard of a merged result: where it ran and what it saw of the server and of itself.
