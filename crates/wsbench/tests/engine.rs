@@ -20,6 +20,8 @@ mod harness;
 mod bad_input;
 #[path = "engine/builtin.rs"]
 mod builtin;
+#[path = "engine/churn.rs"]
+mod churn;
 #[path = "engine/compression.rs"]
 mod compression;
 #[path = "engine/endpoint.rs"]
