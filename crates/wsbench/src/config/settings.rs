@@ -367,6 +367,7 @@ mod tests {
             quiet: true,
             metrics_addr: some("127.0.0.1:9464"),
             stream: Some("live.jsonl".into()),
+            messages_per_connection: Some(3),
         };
         let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
         assert_eq!(back, every);

@@ -12,11 +12,11 @@ use super::outputs::check_output_file;
 use super::settings::RunSettings;
 use super::tls::{TlsOptions, TlsSettings};
 use super::{
-    CompressionOffer, DEFAULT_C10K_ARRIVAL, DEFAULT_CHURN_RATE, DEFAULT_MESSAGES_PER_CONNECTION, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL,
+    CompressionOffer, DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL, DEFAULT_CHURN_RATE,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_FRAMES_PER_SEND, DEFAULT_HOLD,
-    DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG, DEFAULT_THROUGHPUT_PAYLOAD, DEFAULT_WARMUP, LiveOutputs,
-    LoadSpec, MessageKind, Mode, Outputs, Payload, Placement, RunConfig, Sampling, Scenario, Shard,
-    Threshold, parse_addr_range,
+    DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG, DEFAULT_MESSAGES_PER_CONNECTION, DEFAULT_THROUGHPUT_PAYLOAD,
+    DEFAULT_WARMUP, LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, Payload, Placement, RunConfig,
+    Sampling, Scenario, Shard, Threshold, parse_addr_range,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_duration, parse_rate};
@@ -244,10 +244,9 @@ impl RunSettings {
             return Ok(None);
         }
         let reject = |flag: &'static str, given: bool| match given {
-            true => Err(invalid(
-                flag,
-                "churn opens --rate new connections per second for --duration; drop it",
-            )),
+            true => {
+                Err(invalid(flag, "churn opens --rate new connections per second for --duration; drop it"))
+            }
             false => Ok(()),
         };
         reject("connections", self.connections.is_some() || self.clients.is_some())?;

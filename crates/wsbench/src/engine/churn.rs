@@ -56,13 +56,11 @@ impl Closes {
     /// A close whose deadline has passed by `now` (key, start), answered or not: the caller
     /// checks whether that connection is still there.
     pub fn pop_expired(&mut self, now: Instant) -> Option<(usize, Instant)> {
-        match self.deadlines.front() {
-            Some(&(deadline, key, started)) if deadline <= now => {
-                self.deadlines.pop_front();
-                Some((key, started))
-            }
-            _ => None,
-        }
+        let &(deadline, key, started) = self.deadlines.front()?;
+        (deadline <= now).then(|| {
+            self.deadlines.pop_front();
+            (key, started)
+        })
     }
 }
 

@@ -110,7 +110,9 @@ impl Traffic {
             return;
         }
         let limit = self.spec.load.messages_per_connection;
-        while conn.state == State::Open && self.has_room(conn) && conn.echoes + (conn.in_flight.len() as u64) < limit
+        while conn.state == State::Open
+            && self.has_room(conn)
+            && conn.echoes + (conn.in_flight.len() as u64) < limit
         {
             self.send_batch(conn, now, now);
         }

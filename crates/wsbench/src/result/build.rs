@@ -5,9 +5,8 @@
 use hdrhistogram::Histogram;
 
 use super::{
-    ChurnSummary,
-    ByteCounts, ClientSummary, ConnectStats, ConnectionCounts, EncodedHistograms, LatencyStats, LittlesLaw,
-    MessageCounts, RunResult, SCHEMA_VERSION, ServerSummary, Summary, Target, TimelinePoint,
+    ByteCounts, ChurnSummary, ClientSummary, ConnectStats, ConnectionCounts, EncodedHistograms, LatencyStats,
+    LittlesLaw, MessageCounts, RunResult, SCHEMA_VERSION, ServerSummary, Summary, Target, TimelinePoint,
     encode_histogram,
 };
 use crate::samples::{RunOutcome, ServerReport, WorkerCpu};

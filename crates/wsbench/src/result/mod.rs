@@ -7,8 +7,8 @@
 //! incompatible change.
 
 mod atomic;
-mod churn;
 mod build;
+mod churn;
 mod codec;
 mod compression;
 mod distribution;

@@ -9,12 +9,12 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::bad_input::assert_usage_error;
-use crate::harness::{arg, assert_matches_schema, errors, heavy, read_result, scratch, summary_of, uint, wsbench};
+use crate::harness::{
+    arg, assert_matches_schema, errors, heavy, read_result, scratch, summary_of, uint, wsbench,
+};
 use crate::support::scripted_server::Script;
 
 /// 200 new connections per second for 2 s: 400 scheduled cycles of 3 echoes each.
-const RATE: &str = "200/s";
-const DURATION: &str = "2s";
 const CYCLES: u64 = 400;
 const K: u64 = 3;
 
@@ -23,24 +23,28 @@ fn churn_against_the_builtin_server_completes_every_cycle_and_releases_every_fd(
     let _slot = heavy(1);
     let dir = scratch("churn-builtin");
     let json = dir.join("r.json");
-    let run = wsbench(
-        &[
-            "run", "churn", "--rate", RATE, "--duration", DURATION, "--messages-per-connection", "3",
-            "--threshold", "errors==0", "--threshold", "connect_p99<2s", "--json", arg(&json),
-        ],
-        Duration::from_secs(60),
-    );
+    let flags = "run churn --rate 200/s --duration 2s --messages-per-connection 3 \
+                 --threshold errors==0 --threshold connect_p99<2s --json";
+    let mut args: Vec<&str> = flags.split_whitespace().collect();
+    args.push(arg(&json));
+    let run = wsbench(&args, Duration::from_secs(60));
     run.assert_success();
     let result = read_result(&json);
     let context = || format!("{}\n{}", summary_of(&result), run.describe());
     assert!(errors(&result).is_empty(), "errors against the built-in server\n{}", context());
     // Every scheduled connection ran its whole cycle: counting, not timing.
-    assert_eq!(uint(&result, "/counters/connections_attempted"), CYCLES, "{}", context());
-    assert_eq!(uint(&result, "/churn/cycles"), CYCLES, "{}", context());
-    assert_eq!(uint(&result, "/churn/closes_answered"), CYCLES, "{}", context());
-    assert_eq!(uint(&result, "/churn/closes_unanswered"), 0, "{}", context());
-    assert_eq!(uint(&result, "/counters/messages_received"), CYCLES * K, "{}", context());
-    assert_eq!(uint(&result, "/summary/connect_us/count"), CYCLES, "{}", context());
+    assert_counts(
+        &result,
+        &[
+            ("/counters/connections_attempted", CYCLES),
+            ("/churn/cycles", CYCLES),
+            ("/churn/closes_answered", CYCLES),
+            ("/churn/closes_unanswered", 0),
+            ("/counters/messages_received", CYCLES * K),
+            ("/summary/connect_us/count", CYCLES),
+        ],
+        &context,
+    );
     // The server's descriptors are exactly what they were before the load.
     let fds = &result["churn"]["server_drift"]["fds"];
     assert_eq!(fds["after"], fds["baseline"], "server fds did not return to baseline\n{}", context());
@@ -71,10 +75,16 @@ fn churn_counts_exactly_the_closes_the_server_left_unanswered() {
     run.assert_completed_with_failures();
     let result = read_result(&json);
     let context = || format!("{}\n{}", summary_of(&result), run.describe());
-    assert_eq!(uint(&result, "/counters/connections_attempted"), 50, "{}", context());
-    assert_eq!(uint(&result, "/churn/closes_unanswered"), 10, "{}", context());
-    assert_eq!(uint(&result, "/churn/closes_answered"), 40, "{}", context());
-    assert_eq!(uint(&result, "/churn/cycles"), 40, "{}", context());
+    assert_counts(
+        &result,
+        &[
+            ("/counters/connections_attempted", 50),
+            ("/churn/closes_unanswered", 10),
+            ("/churn/closes_answered", 40),
+            ("/churn/cycles", 40),
+        ],
+        &context,
+    );
     assert_eq!(errors(&result).get("close_unanswered"), Some(&10), "{}", context());
 }
 
@@ -84,4 +94,11 @@ fn churn_flags_are_checked() {
     assert_usage_error(&["run", "churn", "--ramp", "5/s"], "--ramp");
     assert_usage_error(&["run", "echo", "--messages-per-connection", "3"], "--messages-per-connection");
     assert_usage_error(&["run", "churn", "--rate", "fast"], "fast");
+}
+
+/// Each `(JSON pointer, count)` of `result` is exactly that count.
+fn assert_counts(result: &Value, expected: &[(&str, u64)], context: &dyn Fn() -> String) {
+    for &(pointer, count) in expected {
+        assert_eq!(uint(result, pointer), count, "{pointer}\n{}", context());
+    }
 }

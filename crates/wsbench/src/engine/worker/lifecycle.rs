@@ -9,10 +9,10 @@ use std::time::Instant;
 use mio::{Interest, Token};
 
 use super::{MAX_CONNECTING, Worker};
+use crate::config::Scenario;
 use crate::engine::conn::State;
 use crate::engine::connect;
 use crate::engine::handshake_failure::HandshakeFailure;
-use crate::config::Scenario;
 use crate::metrics::record_us;
 
 impl Worker {
