@@ -26,6 +26,8 @@ mod churn;
 mod compression;
 #[path = "engine/endpoint.rs"]
 mod endpoint;
+#[path = "engine/flow.rs"]
+mod flow;
 #[path = "engine/open_loop.rs"]
 mod open_loop;
 #[path = "engine/peers.rs"]

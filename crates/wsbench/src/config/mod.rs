@@ -9,6 +9,7 @@
 
 mod compression;
 mod error;
+mod flow;
 mod handshake;
 mod lines;
 mod outputs;
@@ -31,6 +32,7 @@ use crate::units::parse_bytes;
 pub use compression::CompressionOffer;
 pub use error::ConfigError;
 use error::invalid;
+pub use flow::{FlowProgram, FlowSettings, Op as FlowOp, Piece as FlowPiece, StepSettings};
 pub use handshake::{CONN_PLACEHOLDER, HandshakeOptions, Header, REDACTED, is_secret};
 pub use lines::TextLines;
 pub use outputs::{check_output_file, check_output_folder};
@@ -73,6 +75,8 @@ pub enum Scenario {
     /// Open loop of new connections: each does handshake → K echoes → close, at `--rate`
     /// new connections per second (issue 14).
     Churn,
+    /// Each connection runs the `[[flow.steps]]` of the scenario file (issue 14).
+    Flow,
 }
 
 impl std::str::FromStr for Scenario {
@@ -84,12 +88,13 @@ impl std::str::FromStr for Scenario {
             "scalability" => Ok(Scenario::Scalability),
             "c10k" => Ok(Scenario::C10k),
             "churn" => Ok(Scenario::Churn),
+            "flow" => Ok(Scenario::Flow),
             other if looks_like_host_port(other) => {
                 Err(invalid("scenario", format!("`{other}` is not a scenario: did you mean ws://{other}?")))
             }
             other => Err(invalid(
                 "scenario",
-                format!("unknown scenario `{other}`: use echo, throughput, scalability, c10k or churn"),
+                format!("unknown scenario `{other}`: use echo, throughput, scalability, c10k, churn or flow"),
             )),
         }
     }
@@ -110,6 +115,7 @@ impl Scenario {
             Scenario::Scalability => "scalability",
             Scenario::C10k => "c10k",
             Scenario::Churn => "churn",
+            Scenario::Flow => "flow",
         }
     }
 }
@@ -293,6 +299,9 @@ pub struct LoadSpec {
     pub compression: Option<CompressionOffer>,
     /// churn: echoes per connection before it closes.
     pub messages_per_connection: u64,
+    /// flow: the program every connection runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<FlowProgram>,
 }
 
 /// One measured run, or `--find-max-rate`: open-loop steps until the objective breaks.

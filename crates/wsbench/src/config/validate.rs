@@ -15,8 +15,8 @@ use super::{
     CompressionOffer, DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL, DEFAULT_CHURN_RATE,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_FRAMES_PER_SEND, DEFAULT_HOLD,
     DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG, DEFAULT_MESSAGES_PER_CONNECTION, DEFAULT_THROUGHPUT_PAYLOAD,
-    DEFAULT_WARMUP, LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, Payload, Placement, RunConfig,
-    Sampling, Scenario, Shard, Threshold, parse_addr_range,
+    DEFAULT_WARMUP, FlowProgram, LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, Payload, Placement,
+    RunConfig, Sampling, Scenario, Shard, Threshold, parse_addr_range,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_duration, parse_rate};
@@ -43,7 +43,7 @@ impl RunSettings {
         let placement = self.placement(connections, target.is_some(), shard.is_some(), &mode)?;
         let (default_duration, default_warmup) = match scenario {
             Scenario::C10k => (DEFAULT_C10K_DURATION, Duration::ZERO),
-            Scenario::Scalability | Scenario::Churn => (DEFAULT_DURATION, Duration::ZERO),
+            Scenario::Scalability | Scenario::Churn | Scenario::Flow => (DEFAULT_DURATION, Duration::ZERO),
             Scenario::Echo | Scenario::Throughput => (DEFAULT_DURATION, DEFAULT_WARMUP),
         };
         let load = LoadSpec {
@@ -74,6 +74,7 @@ impl RunSettings {
             tls: self.tls(target.as_ref())?,
             compression: self.compression()?,
             messages_per_connection: self.messages_per_connection(scenario)?,
+            flow: self.flow(scenario)?,
         };
         let live = self.live(placement.processes)?;
         Ok(RunConfig {
@@ -256,6 +257,22 @@ impl RunSettings {
         let duration = duration("duration", &self.duration, DEFAULT_DURATION)?;
         let connections = (rate * duration.as_secs_f64()).round().max(1.0) as u64;
         Ok(Some((rate, connections)))
+    }
+
+    /// flow: the `[[flow.steps]]`, compiled; the scenario and the steps come together.
+    fn flow(&self, scenario: Scenario) -> Result<Option<FlowProgram>, ConfigError> {
+        match (scenario, &self.flow) {
+            (Scenario::Flow, Some(_)) if self.rate.is_some() || self.interval.is_some() => {
+                Err(invalid("rate", "a flow sends as its steps say: drop --rate/--interval"))
+            }
+            (Scenario::Flow, Some(flow)) => flow.compile().map(Some),
+            (Scenario::Flow, None) => Err(invalid(
+                "scenario",
+                "flow runs the [[flow.steps]] of a scenario file: give --scenario FILE",
+            )),
+            (_, Some(_)) => Err(invalid("flow.steps", "[[flow.steps]] need scenario = \"flow\"")),
+            (_, None) => Ok(None),
+        }
     }
 
     /// `--messages-per-connection`: churn only.

@@ -62,6 +62,8 @@ pub struct ClientConn {
     pub slot: usize,
     /// churn: we started the close handshake after the connection's K echoes.
     pub churn_closing: bool,
+    /// flow: where the connection is in the program.
+    pub flow: Option<Box<super::flow_state::FlowState>>,
 }
 
 impl ClientConn {
@@ -95,6 +97,7 @@ impl ClientConn {
             compression: None,
             slot: 0,
             churn_closing: false,
+            flow: None,
         }
     }
 

@@ -7,6 +7,8 @@ mod churn;
 mod compression;
 mod conn;
 mod connect;
+mod flow;
+mod flow_state;
 mod handshake_failure;
 mod live_board;
 mod pacer;
@@ -211,7 +213,7 @@ pub fn run(
     let (measure_start_us, end_us) = match spec.load.scenario {
         Scenario::C10k | Scenario::Churn => control.window(),
         Scenario::Scalability => (now_us, now_us + spec.load.hold.as_micros() as u64),
-        Scenario::Echo | Scenario::Throughput => {
+        Scenario::Echo | Scenario::Throughput | Scenario::Flow => {
             let start = now_us + spec.load.warmup.as_micros() as u64;
             (start, start + spec.load.duration.as_micros() as u64)
         }

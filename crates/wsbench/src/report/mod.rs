@@ -11,6 +11,7 @@ mod churn;
 mod compare;
 mod endpoint;
 mod escape;
+mod flow;
 pub mod format;
 mod html;
 pub mod input;

@@ -140,6 +140,20 @@ impl Worker {
         self.drop_conn(key);
     }
 
+    /// flow: connections whose sleep or expectation ended go on with their steps.
+    pub(super) fn wake_flows(&mut self, now: Instant) {
+        while let Some((key, started)) = self.traffic.flow_timers.pop_due(now) {
+            let Some(conn) = self.conns.get_mut(key).filter(|c| c.started == started) else { continue };
+            if conn.state != State::Open {
+                continue;
+            }
+            if let Some(mut flow) = self.traffic.flow_context(now) {
+                flow.wake(conn, now);
+            }
+            self.flush(key);
+        }
+    }
+
     /// churn: closes the server has not answered in time are counted and dropped.
     pub(super) fn expire_closes(&mut self, now: Instant) {
         while let Some((key, started)) = self.traffic.closes.pop_expired(now) {
