@@ -67,4 +67,34 @@ mod tests {
         assert_eq!((summary.steps["call"].unmatched, summary.steps["call"].late), (0, 0));
         assert_eq!((summary.steps["ack"].latency_us.count, summary.steps["ack"].late), (0, 2));
     }
+
+    /// Two runs' step histograms, written to result files and merged from them, equal the
+    /// two merged directly, value for value.
+    #[test]
+    fn step_histograms_merge_losslessly_through_result_files() {
+        let mut parts = [Metrics::default(), Metrics::default()];
+        for (index, part) in parts.iter_mut().enumerate() {
+            for value in 1..=2_000u64 {
+                record_us(
+                    part.flow_step(if value % 3 == 0 { "ack" } else { "call" }),
+                    value * (index as u64 + 1),
+                );
+            }
+            part.counters.flow_unmatched.insert("call".to_owned(), index as u64 + 1);
+        }
+        let mut direct = parts[0].clone();
+        direct.merge(&parts[1]);
+        let mut via_files = Metrics::default();
+        for part in &parts {
+            let mut outcome = crate::result::fixture::closed_loop();
+            outcome.scenario = "flow".to_owned();
+            outcome.metrics = part.clone();
+            let result = crate::result::RunResult::from_outcome(&outcome);
+            assert!(result.flow.is_some());
+            via_files.merge(&result.metrics().unwrap());
+        }
+        assert_eq!(via_files.flow_steps, direct.flow_steps);
+        assert_eq!(via_files.counters.flow_unmatched["call"], 3);
+        assert_eq!(FlowSummary::of(&via_files), FlowSummary::of(&direct));
+    }
 }
