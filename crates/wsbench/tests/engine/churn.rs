@@ -102,3 +102,20 @@ fn assert_counts(result: &Value, expected: &[(&str, u64)], context: &dyn Fn() ->
         assert_eq!(uint(result, pointer), count, "{pointer}\n{}", context());
     }
 }
+
+#[test]
+fn churn_over_two_processes_completes_every_cycle_and_reports_the_parents_drift() {
+    let _slot = heavy(2);
+    let json = scratch("churn-processes").join("r.json");
+    let flags = "run churn --rate 200/s --duration 1s --processes 2 --json";
+    let mut args: Vec<&str> = flags.split_whitespace().collect();
+    args.push(arg(&json));
+    let run = wsbench(&args, Duration::from_secs(60));
+    run.assert_success();
+    let result = read_result(&json);
+    let context = || format!("{}\n{}", summary_of(&result), run.describe());
+    assert_counts(&result, &[("/churn/cycles", 200), ("/churn/closes_answered", 200)], &context);
+    let fds = &result["churn"]["server_drift"]["fds"];
+    assert!(fds["baseline"].is_u64(), "no drift in the merged result\n{}", context());
+    assert_eq!(fds["after"], fds["baseline"], "server fds did not return to baseline\n{}", context());
+}
