@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::bad_input::assert_usage_error;
 use crate::harness::{
-    arg, assert_matches_schema, errors, heavy, read_result, scratch, summary_of, uint, wsbench,
+    Finished, arg, assert_matches_schema, errors, heavy, read_result, scratch, summary_of, uint, wsbench,
 };
 use crate::support::scripted_server::Script;
 
@@ -24,12 +24,8 @@ fn churn_against_the_builtin_server_completes_every_cycle_and_releases_every_fd(
     let dir = scratch("churn-builtin");
     let json = dir.join("r.json");
     let flags = "run churn --rate 200/s --duration 2s --messages-per-connection 3 \
-                 --threshold errors==0 --threshold connect_p99<2s --json";
-    let mut args: Vec<&str> = flags.split_whitespace().collect();
-    args.push(arg(&json));
-    let run = wsbench(&args, Duration::from_secs(60));
-    run.assert_success();
-    let result = read_result(&json);
+                 --threshold errors==0 --threshold connect_p99<2s";
+    let (run, result) = successful_run(flags, &json);
     let context = || format!("{}\n{}", summary_of(&result), run.describe());
     assert!(errors(&result).is_empty(), "errors against the built-in server\n{}", context());
     // Every scheduled connection ran its whole cycle: counting, not timing.
@@ -107,15 +103,20 @@ fn assert_counts(result: &Value, expected: &[(&str, u64)], context: &dyn Fn() ->
 fn churn_over_two_processes_completes_every_cycle_and_reports_the_parents_drift() {
     let _slot = heavy(2);
     let json = scratch("churn-processes").join("r.json");
-    let flags = "run churn --rate 200/s --duration 1s --processes 2 --json";
-    let mut args: Vec<&str> = flags.split_whitespace().collect();
-    args.push(arg(&json));
-    let run = wsbench(&args, Duration::from_secs(60));
-    run.assert_success();
-    let result = read_result(&json);
+    let (run, result) = successful_run("run churn --rate 200/s --duration 1s --processes 2", &json);
     let context = || format!("{}\n{}", summary_of(&result), run.describe());
     assert_counts(&result, &[("/churn/cycles", 200), ("/churn/closes_answered", 200)], &context);
     let fds = &result["churn"]["server_drift"]["fds"];
     assert!(fds["baseline"].is_u64(), "no drift in the merged result\n{}", context());
     assert_eq!(fds["after"], fds["baseline"], "server fds did not return to baseline\n{}", context());
+}
+
+/// `wsbench FLAGS --json JSON`, which must succeed: the run and its result.
+fn successful_run(flags: &str, json: &std::path::Path) -> (Finished, Value) {
+    let mut args: Vec<&str> = flags.split_whitespace().collect();
+    args.extend(["--json", arg(json)]);
+    let run = wsbench(&args, Duration::from_secs(60));
+    run.assert_success();
+    let result = read_result(json);
+    (run, result)
 }
