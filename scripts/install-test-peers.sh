@@ -3,6 +3,8 @@
 # (crates/wsbench/tests/interop.rs) drive against `wsbench serve`:
 #   - Python `websockets` into <repo>/.venv (pinned in tests/interop/requirements.txt); also
 #     the guarded server tests/interop/auth_server.py of crates/wsbench/tests/engine/endpoint.rs
+#     and the JSON-RPC / graphql-transport-ws peer tests/interop/jsonrpc_server.py of
+#     crates/wsbench/tests/engine/flow.rs
 #   - Python `prometheus-client` into the same .venv (same file), whose text parser reads
 #     `--metrics-addr` in crates/wsbench/tests/live.rs
 #   - node `ws` into tests/interop/node_modules (pinned in tests/interop/package-lock.json)

@@ -43,6 +43,10 @@ func handle(w http.ResponseWriter, r *http.Request) {
 	}
 	defer conn.Close()
 	conn.SetReadLimit(maxMessage)
+	if pubsubMode {
+		servePubSub(conn)
+		return
+	}
 	for {
 		// A protocol error, a close frame or a read limit ends only this connection.
 		opcode, data, err := conn.ReadMessage()
@@ -56,6 +60,7 @@ func handle(w http.ResponseWriter, r *http.Request) {
 }
 
 func main() {
+	pubsubMode = os.Getenv("WSBENCH_PUBSUB") == "1"
 	port := "0"
 	if len(os.Args) > 1 {
 		port = os.Args[1]

@@ -14,11 +14,12 @@ messages up to 128 MiB (default 1 MiB), and a listen backlog of 4096 (default 10
 
 import asyncio
 import http
+import json
 import os
 import signal
 import sys
 
-from websockets.asyncio.server import serve
+from websockets.asyncio.server import broadcast, serve
 from websockets.exceptions import ConnectionClosed
 
 # Large enough for 16 MiB messages, capped like wsbench serve's default.
@@ -32,6 +33,37 @@ async def echo(ws):
     except ConnectionClosed:
         # A protocol error or a dropped peer ends only this connection.
         pass
+
+
+# Topic name → the set of its subscribed connections (pub/sub mode).
+TOPICS = {}
+
+
+async def pubsub(ws):
+    """`WSBENCH_PUBSUB=1`: the pub/sub protocol of wsbench's docs/protocols.md. A publish is
+    forwarded unchanged with websockets' `broadcast` (one encoded frame for all subscribers)."""
+    subscribed = []
+    try:
+        async for message in ws:
+            command = None
+            if isinstance(message, str):
+                try:
+                    command = json.loads(message)
+                except ValueError:
+                    command = None
+            if isinstance(command, dict) and isinstance(command.get("sub"), str):
+                TOPICS.setdefault(command["sub"], set()).add(ws)
+                subscribed.append(command["sub"])
+                await ws.send(json.dumps({"subscribed": command["sub"]}, separators=(",", ":")))
+            elif isinstance(command, dict) and isinstance(command.get("pub"), str):
+                broadcast(TOPICS.get(command["pub"], ()), message)
+            else:
+                await ws.send(message)
+    except ConnectionClosed:
+        pass
+    finally:
+        for topic in subscribed:
+            TOPICS[topic].discard(ws)
 
 
 def process_request(connection, request):
@@ -48,7 +80,7 @@ async def main():
         asyncio.get_running_loop().add_signal_handler(sig, stop.set_result, None)
 
     server = await serve(
-        echo,
+        pubsub if os.environ.get("WSBENCH_PUBSUB") == "1" else echo,
         "127.0.0.1",
         port,
         process_request=process_request,

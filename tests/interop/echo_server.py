@@ -28,10 +28,9 @@ def exit_when_stdin_closes():
     os._exit(0)
 
 
-async def main():
-    async with serve(
-        echo, "127.0.0.1", 0, compression="deflate", max_size=128 * 1024 * 1024, max_queue=None
-    ) as server:
+async def serve_until_stopped(handler, **options):
+    """Serves `handler` on a free port of 127.0.0.1, says so, and runs until a signal."""
+    async with serve(handler, "127.0.0.1", 0, **options) as server:
         port = server.sockets[0].getsockname()[1]
         print(f"listening on ws://127.0.0.1:{port}", flush=True)
         stop = asyncio.get_running_loop().create_future()
@@ -43,6 +42,11 @@ async def main():
             pass
 
 
-if __name__ == "__main__":
+def run_peer(handler, **options):
+    """The peers' main: serve until a signal or until stdin closes."""
     threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
-    asyncio.run(main())
+    asyncio.run(serve_until_stopped(handler, **options))
+
+
+if __name__ == "__main__":
+    run_peer(echo, compression="deflate", max_size=128 * 1024 * 1024, max_queue=None)

@@ -39,6 +39,9 @@ pub struct ServeConfig {
     /// Accept permessage-deflate (RFC 7692) when a client offers it; on by default, like
     /// Python `websockets` and browsers.
     pub deflate: bool,
+    /// Serve the pub/sub protocol of docs/protocols.md (one event-loop thread, no
+    /// permessage-deflate); other messages are still echoed.
+    pub pubsub: bool,
 }
 
 impl Default for ServeConfig {
@@ -54,6 +57,7 @@ impl Default for ServeConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             deflate: true,
+            pubsub: false,
         }
     }
 }

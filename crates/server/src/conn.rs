@@ -11,6 +11,7 @@ use wsbench_proto::{CloseCode, Decoder, OpCode, Role, write_frame};
 use wsbench_transport::Transport;
 
 use crate::compression::Compression;
+use crate::pubsub;
 
 /// Where a connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +34,9 @@ pub struct Limits {
     pub max_header_bytes: usize,
     /// Accept permessage-deflate offers (`wsbench serve --no-deflate` turns it off).
     pub deflate: bool,
+    /// Text messages that are pub/sub commands go to [`ConnState::inbox`] instead of being
+    /// echoed (`wsbench serve --pubsub`).
+    pub pubsub: bool,
 }
 
 /// What the event loop should do after `process`.
@@ -105,11 +109,14 @@ pub struct ConnState {
     message: Vec<u8>,
     /// permessage-deflate, when negotiated.
     compression: Option<Box<Compression>>,
+    /// Pub/sub commands received and not yet handled by the event loop: each message's
+    /// length (4 bytes, native order) then its payload. Empty except in `--pubsub` mode.
+    pub inbox: Vec<u8>,
 }
 
 impl ConnState {
     pub fn new(phase: Phase) -> ConnState {
-        ConnState { phase, decoder: None, message: Vec::new(), compression: None }
+        ConnState { phase, decoder: None, message: Vec::new(), compression: None, inbox: Vec::new() }
     }
 
     /// Consumes bytes from the start of `data`, appending replies to `out`. Returns how many
@@ -117,7 +124,7 @@ impl ConnState {
     pub fn process(&mut self, data: &mut [u8], out: &mut Vec<u8>, limits: Limits) -> (usize, Next) {
         match self.phase {
             Phase::Handshake | Phase::Http => self.process_http(data, out, limits),
-            Phase::WebSocket => self.process_frames(data, out),
+            Phase::WebSocket => self.process_frames(data, out, limits.pubsub),
             Phase::Raw => {
                 out.extend_from_slice(data);
                 (data.len(), Next::Continue)
@@ -154,7 +161,7 @@ impl ConnState {
                     out.extend_from_slice(&response);
                     self.phase = Phase::WebSocket;
                     self.decoder = Some(decoder);
-                    let (more, next) = self.process_frames(&mut data[used..], out);
+                    let (more, next) = self.process_frames(&mut data[used..], out, limits.pubsub);
                     return (used + more, next);
                 }
                 Ok(Some((Request::Http { method, .. }, n))) => {
@@ -174,7 +181,7 @@ impl ConnState {
         }
     }
 
-    fn process_frames(&mut self, data: &mut [u8], out: &mut Vec<u8>) -> (usize, Next) {
+    fn process_frames(&mut self, data: &mut [u8], out: &mut Vec<u8>, pubsub_mode: bool) -> (usize, Next) {
         let decoder = self.decoder.as_mut().expect("a WebSocket connection has a decoder");
         let mut used = 0;
         loop {
@@ -194,12 +201,24 @@ impl ConnState {
                 continue;
             }
             match chunk.opcode {
+                OpCode::Text
+                    if pubsub_mode && chunk.first && chunk.last && pubsub::parse(payload).is_some() =>
+                {
+                    push_command(&mut self.inbox, payload);
+                }
                 OpCode::Text | OpCode::Binary if chunk.first && chunk.last => {
                     write_frame(out, true, chunk.opcode, None, payload);
                 }
                 OpCode::Text | OpCode::Binary => {
                     self.message.extend_from_slice(payload);
-                    if chunk.last {
+                    if chunk.last
+                        && pubsub_mode
+                        && chunk.opcode == OpCode::Text
+                        && pubsub::parse(&self.message).is_some()
+                    {
+                        push_command(&mut self.inbox, &self.message);
+                        self.message = Vec::new();
+                    } else if chunk.last {
                         write_frame(out, true, chunk.opcode, None, &self.message);
                         self.message = Vec::new();
                     }
@@ -216,6 +235,12 @@ impl ConnState {
             used += chunk.consumed;
         }
     }
+}
+
+/// Queues a pub/sub command for the event loop (see [`ConnState::inbox`]).
+fn push_command(inbox: &mut Vec<u8>, payload: &[u8]) {
+    inbox.extend_from_slice(&(payload.len() as u32).to_ne_bytes());
+    inbox.extend_from_slice(payload);
 }
 
 /// Fails the connection: a close frame with `code` and (the start of) `reason`.

@@ -18,10 +18,12 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use rustls::{ServerConfig, ServerConnection};
 use slab::Slab;
+use wsbench_proto::{OpCode, write_frame};
 use wsbench_transport::Transport;
 
 use crate::ServeConfig;
 use crate::conn::{Conn, Limits, Next, Phase, SHUTDOWN_CLOSE_CODE};
+use crate::pubsub::{self, Command, Subscriber, Topics};
 
 const WEBSOCKET_LISTENER: Token = Token(0);
 const TCP_LISTENER: Token = Token(1);
@@ -74,6 +76,11 @@ pub struct EventLoop {
     reserve_fd: Option<File>,
     last_refusal_log: Option<Instant>,
     stop_deadline: Option<Instant>,
+    /// `--pubsub`: every subscription (pub/sub runs on one thread), the frame being
+    /// delivered, and the subscribers it goes to.
+    topics: Topics,
+    frame: Vec<u8>,
+    deliver_to: Vec<Subscriber>,
 }
 
 impl std::fmt::Debug for EventLoop {
@@ -104,7 +111,8 @@ impl EventLoop {
             limits: Limits {
                 max_message: config.max_message,
                 max_header_bytes: config.max_header_bytes,
-                deflate: config.deflate,
+                deflate: config.deflate && !config.pubsub,
+                pubsub: config.pubsub,
             },
             config,
             tls,
@@ -120,6 +128,9 @@ impl EventLoop {
             reserve_fd: File::open("/dev/null").ok(),
             last_refusal_log: None,
             stop_deadline: None,
+            topics: Topics::default(),
+            frame: Vec::new(),
+            deliver_to: Vec::new(),
         })
     }
 
@@ -295,6 +306,10 @@ impl EventLoop {
                 }
                 next
             };
+            if !conn.state.inbox.is_empty() {
+                self.handle_pubsub(key);
+            }
+            let conn = &mut self.conns[key];
             if conn.state.phase == Phase::Handshake
                 && self.out.is_empty()
                 && conn.input.len() > self.limits.max_header_bytes
@@ -314,6 +329,82 @@ impl EventLoop {
             }
             if !until_would_block && n < self.read_buf.len() && conn.transport.short_read_drains() {
                 return;
+            }
+        }
+    }
+
+    /// Handles `key`'s pub/sub commands: acknowledges subscriptions in the thread's output
+    /// buffer, and hands each publish, encoded once, to every subscriber of its topic.
+    fn handle_pubsub(&mut self, key: usize) {
+        let inbox = std::mem::take(&mut self.conns[key].state.inbox);
+        let me = (key, self.conns[key].serial);
+        let mut rest = &inbox[..];
+        while let Some((len, tail)) = rest.split_first_chunk::<4>() {
+            let (payload, tail) = tail.split_at(u32::from_ne_bytes(*len) as usize);
+            rest = tail;
+            match pubsub::parse(payload) {
+                Some(Command::Subscribe(topic)) => {
+                    self.topics.subscribe(topic, me);
+                    self.frame.clear();
+                    pubsub::ack(topic, &mut self.frame);
+                    write_frame(&mut self.out, true, OpCode::Text, None, &self.frame);
+                }
+                Some(Command::Publish(topic)) => {
+                    self.frame.clear();
+                    write_frame(&mut self.frame, true, OpCode::Text, None, payload);
+                    let conns = &self.conns;
+                    let alive = |(k, serial): Subscriber| conns.get(k).is_some_and(|c| c.serial == serial);
+                    self.deliver_to.clear();
+                    self.deliver_to.extend_from_slice(self.topics.subscribers(topic, alive));
+                    for index in 0..self.deliver_to.len() {
+                        let (to, _) = self.deliver_to[index];
+                        if to == key {
+                            self.out.extend_from_slice(&self.frame);
+                        } else {
+                            self.deliver(to);
+                        }
+                    }
+                }
+                None => {}
+            }
+        }
+        let mut inbox = inbox;
+        inbox.clear();
+        self.conns[key].state.inbox = inbox;
+    }
+
+    /// Queues the shared frame for subscriber `key` (not the connection being read): written
+    /// now if its socket takes it, else kept as its pending output, flushed when writable.
+    /// A subscriber that does not read stops being read from (the backpressure rule).
+    fn deliver(&mut self, key: usize) {
+        let conn = &mut self.conns[key];
+        if conn.state.phase != Phase::WebSocket {
+            return;
+        }
+        if conn.output.is_empty() {
+            match write_some(&mut conn.transport, &self.frame) {
+                Ok(written) if written < self.frame.len() => {
+                    conn.output.extend_from_slice(&self.frame[written..])
+                }
+                Ok(_) => {}
+                Err(_) => return self.close(key),
+            }
+        } else {
+            conn.output.extend_from_slice(&self.frame);
+        }
+        if conn.output.len() > BACKPRESSURE_BYTES {
+            conn.reading_paused = true;
+        }
+        let flushed = match conn.transport.flush() {
+            Ok(done) => done,
+            Err(_) => return self.close(key),
+        };
+        if (!conn.output.is_empty() || !flushed) && !conn.write_interest {
+            conn.write_interest = true;
+            let token = Token(key + FIRST_CONNECTION);
+            let interest = Interest::READABLE | Interest::WRITABLE;
+            if self.poll.registry().reregister(conn.transport.socket(), token, interest).is_err() {
+                self.close(key);
             }
         }
     }

@@ -15,6 +15,7 @@ mod conn;
 mod event_loop;
 mod listener;
 mod processes;
+mod pubsub;
 mod tls;
 
 use std::io::Write;
@@ -42,7 +43,12 @@ pub mod fuzzing {
     /// stop reading: after a reply that ends the connection, or at an oversized pending
     /// request header.
     pub fn feed_connection(chunks: &[&[u8]]) -> Vec<u8> {
-        let limits = Limits { max_message: MAX_MESSAGE, max_header_bytes: MAX_HEADER_BYTES, deflate: true };
+        let limits = Limits {
+            max_message: MAX_MESSAGE,
+            max_header_bytes: MAX_HEADER_BYTES,
+            deflate: true,
+            pubsub: false,
+        };
         let mut state = ConnState::new(Phase::Handshake);
         let mut input: Vec<u8> = Vec::new();
         let mut out = Vec::new();
@@ -151,7 +157,8 @@ pub fn start(config: &ServeConfig) -> Result<RunningServer, ServeError> {
         Some(source) => Some(tls::server_config(source)?),
         None => None,
     };
-    let threads = config.threads.max(1);
+    // Pub/sub keeps every subscription in one table: one event-loop thread.
+    let threads = if config.pubsub { 1 } else { config.threads.max(1) };
     let mut websocket_listeners = listener::bind_group(config.host, config.port, threads)?;
     let websocket = websocket_listeners[0].local_addr()?;
     let mut tcp_listeners = match config.tcp_port {

@@ -207,6 +207,10 @@ pub struct ServeArgs {
     /// Decline permessage-deflate (RFC 7692) offers; by default they are accepted.
     #[arg(long)]
     pub no_deflate: bool,
+    /// Serve the pub/sub protocol of docs/protocols.md (`{"sub":…}`, `{"pub":…}`) on one
+    /// event-loop thread; other messages are still echoed.
+    #[arg(long, conflicts_with_all = ["threads", "processes"])]
+    pub pubsub: bool,
 }
 
 impl ServeArgs {
@@ -242,6 +246,7 @@ impl ServeArgs {
             handshake_timeout,
             processes: _,
             no_deflate,
+            pubsub,
         } = self;
         let mut args = vec![
             "serve".to_owned(),
@@ -269,6 +274,9 @@ impl ServeArgs {
         if *no_deflate {
             args.push("--no-deflate".to_owned());
         }
+        if *pubsub {
+            args.push("--pubsub".to_owned());
+        }
         args
     }
 
@@ -288,6 +296,7 @@ impl ServeArgs {
             max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
             handshake_timeout: self.handshake_timeout.0,
             deflate: !self.no_deflate,
+            pubsub: self.pubsub,
             ..ServeConfig::default()
         }
     }

@@ -81,6 +81,22 @@ pub struct Counters {
     /// Connections by the permessage-deflate answer the server gave them.
     #[serde(default)]
     pub compression_negotiated: BTreeMap<String, u64>,
+    /// churn: connections that went through handshake, their K echoes and a close the
+    /// server answered (one cycle each).
+    #[serde(default)]
+    pub churn_cycles: u64,
+    /// churn: our close frames the server answered with its own, and those it did not
+    /// answer before the close timeout (or answered by dropping the connection).
+    #[serde(default)]
+    pub closes_answered: u64,
+    #[serde(default)]
+    pub closes_unanswered: u64,
+    /// flow: replies that matched no expectation, by the step the connection was at; and
+    /// expectations that timed out (late or lost replies), by step.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub flow_unmatched: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub flow_late: BTreeMap<String, u64>,
 }
 
 impl Counters {
@@ -131,6 +147,9 @@ impl Counters {
         put("reset", self.resets);
         put("protocol_error", self.protocol_errors);
         put("payload_mismatch", self.payload_mismatches);
+        put("close_unanswered", self.closes_unanswered);
+        put("flow_unmatched", self.flow_unmatched.values().sum());
+        put("flow_late", self.flow_late.values().sum());
         for (code, count) in &self.closed_by_server {
             put(&format!("closed_{code}"), *count);
         }
@@ -177,6 +196,15 @@ impl AddAssign<&Counters> for Counters {
         for (answer, count) in &other.compression_negotiated {
             *self.compression_negotiated.entry(answer.clone()).or_default() += count;
         }
+        self.churn_cycles += other.churn_cycles;
+        self.closes_answered += other.closes_answered;
+        self.closes_unanswered += other.closes_unanswered;
+        for (step, count) in &other.flow_unmatched {
+            *self.flow_unmatched.entry(step.clone()).or_default() += count;
+        }
+        for (step, count) in &other.flow_late {
+            *self.flow_late.entry(step.clone()).or_default() += count;
+        }
     }
 }
 
@@ -205,6 +233,8 @@ pub struct Metrics {
     pub send_lag: Histogram<u64>,
     pub counters: Counters,
     pub intervals: Vec<Interval>,
+    /// flow: latency by step name (send → matched reply, or expect start → regex match).
+    pub flow_steps: BTreeMap<String, Histogram<u64>>,
 }
 
 impl Default for Metrics {
@@ -216,6 +246,7 @@ impl Default for Metrics {
             send_lag: new_histogram(),
             counters: Counters::default(),
             intervals: Vec::new(),
+            flow_steps: BTreeMap::new(),
         }
     }
 }
@@ -249,6 +280,17 @@ impl Metrics {
             mine.connections_open += interval.connections_open;
             mine.latency.add(&interval.latency).expect("histograms share bounds");
         }
+        for (step, histogram) in &other.flow_steps {
+            self.flow_step(step).add(histogram).expect("histograms share bounds");
+        }
+    }
+
+    /// The latency histogram of flow step `name`, made on first use.
+    pub fn flow_step(&mut self, name: &str) -> &mut Histogram<u64> {
+        if !self.flow_steps.contains_key(name) {
+            self.flow_steps.insert(name.to_owned(), new_histogram());
+        }
+        self.flow_steps.get_mut(name).expect("just inserted")
     }
 }
 

@@ -20,10 +20,14 @@ mod harness;
 mod bad_input;
 #[path = "engine/builtin.rs"]
 mod builtin;
+#[path = "engine/churn.rs"]
+mod churn;
 #[path = "engine/compression.rs"]
 mod compression;
 #[path = "engine/endpoint.rs"]
 mod endpoint;
+#[path = "engine/flow.rs"]
+mod flow;
 #[path = "engine/open_loop.rs"]
 mod open_loop;
 #[path = "engine/peers.rs"]

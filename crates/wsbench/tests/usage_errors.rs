@@ -117,3 +117,13 @@ fn a_missing_result_file_names_its_cause_once() {
     let message = refused(&["report", "/nonexistent.json"], 1, "cannot read /nonexistent.json");
     assert_eq!(message.matches("No such file or directory").count(), 1, "{message}");
 }
+
+#[test]
+fn serve_pubsub_refuses_several_threads_or_processes() {
+    for (flag, value) in [("--threads", "2"), ("--processes", "2")] {
+        let finished = wsbench(&["serve", "--port", "0", "--pubsub", flag, value]);
+        let what = finished.describe(&format!("wsbench serve --pubsub {flag} {value}"));
+        assert_eq!(finished.status.and_then(|s| s.code()), Some(2), "{what}");
+        assert!(finished.stderr.contains(&format!("'--pubsub' cannot be used with '{flag}")), "{what}");
+    }
+}

@@ -9,6 +9,7 @@
 
 mod compression;
 mod error;
+mod flow;
 mod handshake;
 mod lines;
 mod outputs;
@@ -31,6 +32,7 @@ use crate::units::parse_bytes;
 pub use compression::CompressionOffer;
 pub use error::ConfigError;
 use error::invalid;
+pub use flow::{FlowProgram, FlowSettings, Op as FlowOp, Piece as FlowPiece, StepSettings};
 pub use handshake::{CONN_PLACEHOLDER, HandshakeOptions, Header, REDACTED, is_secret};
 pub use lines::TextLines;
 pub use outputs::{check_output_file, check_output_folder};
@@ -53,6 +55,9 @@ pub const DEFAULT_C10K_ARRIVAL: Duration = Duration::from_millis(1);
 pub const DEFAULT_C10K_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_C10K_DURATION: Duration = Duration::from_secs(300);
 /// An open-loop run whose send lag p99 exceeds this was limited by the client.
+/// churn: new connections per second, and echoes per connection, when not given.
+pub const DEFAULT_CHURN_RATE: f64 = 100.0;
+pub const DEFAULT_MESSAGES_PER_CONNECTION: u64 = 1;
 pub const DEFAULT_MAX_SEND_LAG: Duration = Duration::from_millis(5);
 
 /// The scenarios of `wsbench run`.
@@ -67,6 +72,11 @@ pub enum Scenario {
     Scalability,
     /// Open loop: a new client every `--arrival`, each sending on a fixed schedule (seed 003).
     C10k,
+    /// Open loop of new connections: each does handshake → K echoes → close, at `--rate`
+    /// new connections per second (issue 14).
+    Churn,
+    /// Each connection runs the `[[flow.steps]]` of the scenario file (issue 14).
+    Flow,
 }
 
 impl std::str::FromStr for Scenario {
@@ -77,12 +87,14 @@ impl std::str::FromStr for Scenario {
             "throughput" => Ok(Scenario::Throughput),
             "scalability" => Ok(Scenario::Scalability),
             "c10k" => Ok(Scenario::C10k),
+            "churn" => Ok(Scenario::Churn),
+            "flow" => Ok(Scenario::Flow),
             other if looks_like_host_port(other) => {
                 Err(invalid("scenario", format!("`{other}` is not a scenario: did you mean ws://{other}?")))
             }
             other => Err(invalid(
                 "scenario",
-                format!("unknown scenario `{other}`: use echo, throughput, scalability or c10k"),
+                format!("unknown scenario `{other}`: use echo, throughput, scalability, c10k, churn or flow"),
             )),
         }
     }
@@ -102,6 +114,8 @@ impl Scenario {
             Scenario::Throughput => "throughput",
             Scenario::Scalability => "scalability",
             Scenario::C10k => "c10k",
+            Scenario::Churn => "churn",
+            Scenario::Flow => "flow",
         }
     }
 }
@@ -283,6 +297,11 @@ pub struct LoadSpec {
     pub tls: TlsOptions,
     /// The permessage-deflate offer (`--compression`); `None`: no compression.
     pub compression: Option<CompressionOffer>,
+    /// churn: echoes per connection before it closes.
+    pub messages_per_connection: u64,
+    /// flow: the program every connection runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<FlowProgram>,
 }
 
 /// One measured run, or `--find-max-rate`: open-loop steps until the objective breaks.

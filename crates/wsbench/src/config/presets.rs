@@ -10,13 +10,15 @@ use super::settings::RunSettings;
 /// Each preset's name (its file name without `.toml`) and its text.
 pub const PRESETS: &[(&str, &str)] = &[
     ("includeos-25k", include_str!("../../../../scenarios/includeos-25k.toml")),
+    ("jsonrpc-flow", include_str!("../../../../scenarios/jsonrpc-flow.toml")),
+    ("graphql-subscription-flow", include_str!("../../../../scenarios/graphql-subscription-flow.toml")),
     ("uws-huge", include_str!("../../../../scenarios/uws-huge.toml")),
     ("uws-scalability", include_str!("../../../../scenarios/uws-scalability.toml")),
     ("uws-throughput", include_str!("../../../../scenarios/uws-throughput.toml")),
 ];
 
 /// The scenarios of `wsbench run`, also accepted by `--scenario`.
-const SCENARIO_NAMES: [&str; 4] = ["echo", "throughput", "scalability", "c10k"];
+const SCENARIO_NAMES: [&str; 5] = ["echo", "throughput", "scalability", "c10k", "churn"];
 
 impl RunSettings {
     /// The settings `--scenario NAME` stands for: the file NAME when there is one, else the

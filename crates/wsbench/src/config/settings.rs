@@ -226,6 +226,14 @@ pub struct RunSettings {
     #[arg(long, value_name = "FILE")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<PathBuf>,
+    /// churn: echoes each connection exchanges between its handshake and its close (default 1).
+    #[arg(long, value_name = "K")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages_per_connection: Option<u64>,
+    /// flow: the `[[flow.steps]]` of a scenario file (no flag).
+    #[arg(skip)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<super::FlowSettings>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -363,6 +371,10 @@ mod tests {
             quiet: true,
             metrics_addr: some("127.0.0.1:9464"),
             stream: Some("live.jsonl".into()),
+            messages_per_connection: Some(3),
+            flow: Some(crate::config::FlowSettings {
+                steps: vec![crate::config::StepSettings { send: some("x"), ..Default::default() }],
+            }),
         };
         let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
         assert_eq!(back, every);

@@ -12,11 +12,11 @@ use super::outputs::check_output_file;
 use super::settings::RunSettings;
 use super::tls::{TlsOptions, TlsSettings};
 use super::{
-    CompressionOffer, DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL,
+    CompressionOffer, DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL, DEFAULT_CHURN_RATE,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_FRAMES_PER_SEND, DEFAULT_HOLD,
-    DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG, DEFAULT_THROUGHPUT_PAYLOAD, DEFAULT_WARMUP, LiveOutputs,
-    LoadSpec, MessageKind, Mode, Outputs, Payload, Placement, RunConfig, Sampling, Scenario, Shard,
-    Threshold, parse_addr_range,
+    DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG, DEFAULT_MESSAGES_PER_CONNECTION, DEFAULT_THROUGHPUT_PAYLOAD,
+    DEFAULT_WARMUP, FlowProgram, LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, Payload, Placement,
+    RunConfig, Sampling, Scenario, Shard, Threshold, parse_addr_range,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_duration, parse_rate};
@@ -26,11 +26,16 @@ impl RunSettings {
     pub fn validate(&self) -> Result<RunConfig, ConfigError> {
         let scenario: Scenario = self.scenario.as_deref().unwrap_or("echo").parse()?;
         let target = self.target.as_deref().map(Target::parse).transpose()?;
-        let connections = self.connections()?;
+        let churn = self.churn(scenario)?;
+        let connections = match churn {
+            Some((_, connections)) => connections,
+            None => self.connections()?,
+        };
         let payload = self.payload(scenario)?;
         let message = self.message_kind(&payload)?;
         let frames_per_send = self.frames_per_send(scenario)?;
-        let open_loop = scenario == Scenario::C10k || self.rate.is_some() || self.interval.is_some();
+        let open_loop = scenario == Scenario::C10k
+            || (churn.is_none() && (self.rate.is_some() || self.interval.is_some()));
         let in_flight = self.in_flight(scenario, frames_per_send, open_loop)?;
         let mode = self.mode(scenario)?;
         let thresholds = self.thresholds(&mode)?;
@@ -38,18 +43,24 @@ impl RunSettings {
         let placement = self.placement(connections, target.is_some(), shard.is_some(), &mode)?;
         let (default_duration, default_warmup) = match scenario {
             Scenario::C10k => (DEFAULT_C10K_DURATION, Duration::ZERO),
-            Scenario::Scalability => (DEFAULT_DURATION, Duration::ZERO),
+            Scenario::Scalability | Scenario::Churn | Scenario::Flow => (DEFAULT_DURATION, Duration::ZERO),
             Scenario::Echo | Scenario::Throughput => (DEFAULT_DURATION, DEFAULT_WARMUP),
         };
         let load = LoadSpec {
             scenario,
             connections,
-            ramp_per_sec: self.ramp(scenario)?,
+            ramp_per_sec: match churn {
+                Some((rate, _)) => Some(rate),
+                None => self.ramp(scenario)?,
+            },
             duration: duration("duration", &self.duration, default_duration)?,
             warmup: bounded("warmup", &self.warmup, default_warmup)?,
             hold: duration("hold", &self.hold, DEFAULT_HOLD)?,
             in_flight,
-            message_interval: self.message_interval(scenario, connections)?,
+            message_interval: match churn {
+                Some(_) => None,
+                None => self.message_interval(scenario, connections)?,
+            },
             shard,
             start_at_unix_ms: self.start_at,
             payload,
@@ -62,6 +73,8 @@ impl RunSettings {
             handshake: self.handshake()?,
             tls: self.tls(target.as_ref())?,
             compression: self.compression()?,
+            messages_per_connection: self.messages_per_connection(scenario)?,
+            flow: self.flow(scenario)?,
         };
         let live = self.live(placement.processes)?;
         Ok(RunConfig {
@@ -222,6 +235,52 @@ impl RunSettings {
             _ if open_loop => Ok(u64::MAX),
             (Scenario::Throughput, None) => Ok(frames_per_send),
             (_, None) => Ok(DEFAULT_IN_FLIGHT),
+        }
+    }
+
+    /// churn: new connections per second (`--rate`) and the connections of the whole run
+    /// (rate × duration, at least 1); `None` for the other scenarios.
+    fn churn(&self, scenario: Scenario) -> Result<Option<(f64, u64)>, ConfigError> {
+        if scenario != Scenario::Churn {
+            return Ok(None);
+        }
+        let reject = |flag: &'static str, given: bool| match given {
+            true => {
+                Err(invalid(flag, "churn opens --rate new connections per second for --duration; drop it"))
+            }
+            false => Ok(()),
+        };
+        reject("connections", self.connections.is_some() || self.clients.is_some())?;
+        reject("ramp", self.ramp.is_some() || self.arrival.is_some())?;
+        reject("interval", self.interval.is_some())?;
+        let rate = self.rate.as_deref().map(parse_rate).transpose()?.unwrap_or(DEFAULT_CHURN_RATE);
+        let duration = duration("duration", &self.duration, DEFAULT_DURATION)?;
+        let connections = (rate * duration.as_secs_f64()).round().max(1.0) as u64;
+        Ok(Some((rate, connections)))
+    }
+
+    /// flow: the `[[flow.steps]]`, compiled; the scenario and the steps come together.
+    fn flow(&self, scenario: Scenario) -> Result<Option<FlowProgram>, ConfigError> {
+        match (scenario, &self.flow) {
+            (Scenario::Flow, Some(_)) if self.rate.is_some() || self.interval.is_some() => {
+                Err(invalid("rate", "a flow sends as its steps say: drop --rate/--interval"))
+            }
+            (Scenario::Flow, Some(flow)) => flow.compile().map(Some),
+            (Scenario::Flow, None) => Err(invalid(
+                "scenario",
+                "flow runs the [[flow.steps]] of a scenario file: give --scenario FILE",
+            )),
+            (_, Some(_)) => Err(invalid("flow.steps", "[[flow.steps]] need scenario = \"flow\"")),
+            (_, None) => Ok(None),
+        }
+    }
+
+    /// `--messages-per-connection`: churn only.
+    fn messages_per_connection(&self, scenario: Scenario) -> Result<u64, ConfigError> {
+        match (scenario, self.messages_per_connection) {
+            (Scenario::Churn, count) => Ok(count.unwrap_or(DEFAULT_MESSAGES_PER_CONNECTION)),
+            (_, None) => Ok(DEFAULT_MESSAGES_PER_CONNECTION),
+            (_, Some(_)) => Err(invalid("messages-per-connection", "applies to the churn scenario only")),
         }
     }
 

@@ -58,6 +58,12 @@ pub struct ClientConn {
     pub write_interest: bool,
     /// permessage-deflate, once the server agreed to it.
     pub compression: Option<Box<ConnCompression>>,
+    /// The worker's slab key of this connection.
+    pub slot: usize,
+    /// churn: we started the close handshake after the connection's K echoes.
+    pub churn_closing: bool,
+    /// flow: where the connection is in the program.
+    pub flow: Option<Box<super::flow_state::FlowState>>,
 }
 
 impl ClientConn {
@@ -89,6 +95,9 @@ impl ClientConn {
             check_failed: false,
             write_interest: true,
             compression: None,
+            slot: 0,
+            churn_closing: false,
+            flow: None,
         }
     }
 

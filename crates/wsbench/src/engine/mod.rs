@@ -3,9 +3,12 @@
 //! scalability → drain and close), and merges the workers' metrics. It knows nothing of
 //! result files or reports; it returns numbers.
 
+mod churn;
 mod compression;
 mod conn;
 mod connect;
+mod flow;
+mod flow_state;
 mod handshake_failure;
 mod live_board;
 mod pacer;
@@ -189,11 +192,13 @@ pub fn run(
             let sleep = deadline.map_or(tick, |d| d.saturating_duration_since(Instant::now()).min(tick));
             std::thread::sleep(sleep);
         };
-    let open_loop_from_start = spec.load.scenario == Scenario::C10k;
+    let open_loop_from_start = matches!(spec.load.scenario, Scenario::C10k | Scenario::Churn);
     if open_loop_from_start {
-        // c10k measures from the first client on, for the run's whole duration.
+        // c10k measures from the first client on, for the run's whole duration (churn: and
+        // the tail in which its last connections finish their cycles).
         control.measure_start_us.store(0, Ordering::SeqCst);
-        control.end_us.store(spec.load.duration.as_micros() as u64, Ordering::SeqCst);
+        let end = spec.load.duration + churn::tail(&spec.load);
+        control.end_us.store(end.as_micros() as u64, Ordering::SeqCst);
     }
     if open_loop_from_start || spec.load.ramp_per_sec.is_some() {
         control.traffic.store(true, Ordering::SeqCst);
@@ -206,9 +211,9 @@ pub fn run(
     // Load phase.
     let now_us = control.start.elapsed().as_micros() as u64;
     let (measure_start_us, end_us) = match spec.load.scenario {
-        Scenario::C10k => control.window(),
+        Scenario::C10k | Scenario::Churn => control.window(),
         Scenario::Scalability => (now_us, now_us + spec.load.hold.as_micros() as u64),
-        Scenario::Echo | Scenario::Throughput => {
+        Scenario::Echo | Scenario::Throughput | Scenario::Flow => {
             let start = now_us + spec.load.warmup.as_micros() as u64;
             (start, start + spec.load.duration.as_micros() as u64)
         }

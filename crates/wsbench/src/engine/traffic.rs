@@ -10,7 +10,7 @@ use wsbench_proto::{CloseCode, OpCode, parse_close_payload, write_frame};
 
 use super::conn::{ClientConn, State};
 use super::payload::{CHECK_EVERY, Template, json_seq};
-use super::{Control, Job};
+use super::{Control, Job, churn, flow};
 use crate::config::Scenario;
 use crate::metrics::{Metrics, record_us};
 
@@ -28,6 +28,10 @@ pub struct Traffic {
     /// This worker's index, and the first second it has not yet published to the live board.
     worker: usize,
     published: u64,
+    /// churn: closes we started, watched until answered or timed out.
+    pub closes: churn::Closes,
+    /// flow: when connections wake (sleeps, expect timeouts).
+    pub flow_timers: flow::Timers,
 }
 
 impl Traffic {
@@ -41,6 +45,8 @@ impl Traffic {
             measured_echoes: 0,
             worker,
             published: 0,
+            closes: churn::Closes::default(),
+            flow_timers: flow::Timers::default(),
         }
     }
 
@@ -91,7 +97,42 @@ impl Traffic {
         {
             return;
         }
+        if self.spec.load.scenario == Scenario::Churn {
+            return self.churn_step(conn, now);
+        }
+        if let Some(mut flow) = self.flow_context(now) {
+            return flow.advance(conn, now);
+        }
         while conn.state == State::Open && self.has_room(conn) {
+            self.send_batch(conn, now, now);
+        }
+    }
+
+    /// flow: the interpreter's view of this worker at `now` (`None` in other scenarios).
+    pub fn flow_context(&mut self, now: Instant) -> Option<flow::Context<'_>> {
+        let now_us = self.control.micros_since_start(now);
+        let (measure_start, end) = self.control.window();
+        Some(flow::Context {
+            program: self.spec.load.flow.as_ref()?,
+            sending: self.control.sending_allowed(now_us),
+            measured: now_us >= measure_start && now_us <= end,
+            metrics: &mut self.metrics,
+            timers: &mut self.flow_timers,
+        })
+    }
+
+    /// churn: the next echo of the connection's K, or once they are done, the close.
+    fn churn_step(&mut self, conn: &mut ClientConn, now: Instant) {
+        if churn::cycle_done(conn, &self.spec.load) {
+            churn::start_close(conn);
+            self.closes.watch(conn.slot, conn.started, now);
+            return;
+        }
+        let limit = self.spec.load.messages_per_connection;
+        while conn.state == State::Open
+            && self.has_room(conn)
+            && conn.echoes + (conn.in_flight.len() as u64) < limit
+        {
             self.send_batch(conn, now, now);
         }
     }
@@ -221,6 +262,10 @@ impl Traffic {
     /// The server's close frame: answered (with its code) unless we are closing already.
     fn on_close(&mut self, conn: &mut ClientConn, payload: &[u8]) {
         if conn.state != State::Open {
+            if conn.churn_closing {
+                self.metrics.counters.closes_answered += 1;
+                self.metrics.counters.churn_cycles += 1;
+            }
             return;
         }
         let code = parse_close_payload(payload).ok().flatten().map_or(0, |(code, _)| code);
@@ -240,6 +285,9 @@ impl Traffic {
             // Echoes that crossed our close at the end of the run: already counted as
             // unanswered, and not round trips of the run.
             return;
+        }
+        if let Some(mut flow) = self.flow_context(now) {
+            return flow.on_data(conn, first, last, payload, now);
         }
         let mismatch = match &self.template {
             Template::Fixed { payload: expected, .. } => {

@@ -119,6 +119,8 @@ impl Worker {
             self.traffic.tick(now, self.open);
             self.open_due_connections(now);
             self.expire_connects(now);
+            self.expire_closes(now);
+            self.wake_flows(now);
             if !self.traffic_started && self.control.traffic() {
                 self.traffic_started = true;
                 let keys: Vec<usize> =
@@ -157,6 +159,7 @@ impl Worker {
         }
         for (_, conn) in self.conns.iter() {
             self.traffic.metrics.counters.messages_unanswered += conn.in_flight.len() as u64;
+            self.traffic.metrics.counters.closes_unanswered += u64::from(conn.churn_closing);
         }
         self.conns.clear();
         let (metrics, measured_echoes) = self.traffic.finish();
@@ -167,7 +170,8 @@ impl Worker {
     /// than a tick, the alarm is set to it, since the poll's timeout counts whole milliseconds;
     /// once the alarm went off (early) for it, not at all: the worker spins until it is due.
     fn sleep_time(&mut self, now: Instant, connect_allowed: bool) -> Duration {
-        let wake = self.pacer.next_wakeup(now, connect_allowed);
+        let flow_wake = self.traffic.flow_timers.next().map(|at| at.saturating_duration_since(now));
+        let wake = self.pacer.next_wakeup(now, connect_allowed).min(flow_wake.unwrap_or(Duration::MAX));
         match self.pacer.next_due(connect_allowed) {
             Some(due) if wake > Duration::ZERO && self.alarm.rang_early_for(due) => Duration::ZERO,
             Some(due) if wake > Duration::ZERO && wake < TICK => match self.alarm.set(due) {

@@ -68,6 +68,10 @@ pub struct Manifest {
     /// compression on; without it the server keeps its default (off) for the plain echo rows.
     #[serde(default)]
     pub deflate: bool,
+    /// Speaks the pub/sub protocol of docs/protocols.md when started with `WSBENCH_PUBSUB=1`
+    /// in its environment (its echo default is unchanged without it).
+    #[serde(default)]
+    pub pubsub: bool,
     /// The folder the manifest came from (not in the file).
     #[serde(skip)]
     pub dir: PathBuf,
@@ -136,6 +140,7 @@ pub fn builtin() -> Manifest {
         websocket: true,
         env: BTreeMap::new(),
         deflate: true,
+        pubsub: false,
         dir: std::env::temp_dir(),
     }
 }
@@ -326,5 +331,12 @@ mod tests {
     fn the_repository_fleet_parses() {
         let fleet = load(&default_dir()).unwrap();
         assert!(fleet.len() > 1, "servers/ has manifests");
+    }
+
+    #[test]
+    fn the_fleet_pubsub_servers_are_flagged() {
+        let fleet = load(&default_dir()).unwrap();
+        let pubsub: Vec<&str> = fleet.iter().filter(|m| m.pubsub).map(|m| m.name.as_str()).collect();
+        assert_eq!(pubsub, ["go-gorilla", "node-ws", "python-websockets"]);
     }
 }

@@ -131,7 +131,7 @@ impl Live {
     pub fn track(&self, load: &LoadSpec, server_pids: Vec<u32>) -> Tracker<'_> {
         let warmup = match load.scenario {
             Scenario::Echo | Scenario::Throughput => load.warmup,
-            Scenario::C10k | Scenario::Scalability => Duration::ZERO,
+            Scenario::C10k | Scenario::Scalability | Scenario::Churn | Scenario::Flow => Duration::ZERO,
         };
         let totals = Totals::new(load.connections);
         if let Some(endpoint) = &self.endpoint {

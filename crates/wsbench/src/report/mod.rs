@@ -7,9 +7,11 @@
 
 mod bars;
 mod charts;
+mod churn;
 mod compare;
 mod endpoint;
 mod escape;
+mod flow;
 pub mod format;
 mod html;
 pub mod input;

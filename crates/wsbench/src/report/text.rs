@@ -34,8 +34,16 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
     }
     thresholds(&mut out, result, paint);
     server(&mut out, result);
+    for (label, text) in super::churn::churn_lines(result).into_iter().chain(super::flow::flow_lines(result))
+    {
+        line(&mut out, label, &text);
+    }
     shards(&mut out, result, paint);
-    littles_law(&mut out, result);
+    if result.scenario != "churn" && result.scenario != "flow" {
+        // Churn's connections each live for a moment, a flow's messages are no round trips:
+        // Little's law over them says nothing.
+        littles_law(&mut out, result);
+    }
     if result.scenario == "scalability" {
         let summary = &result.summary;
         let _ = writeln!(

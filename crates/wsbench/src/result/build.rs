@@ -5,9 +5,9 @@
 use hdrhistogram::Histogram;
 
 use super::{
-    ByteCounts, ClientSummary, ConnectStats, ConnectionCounts, EncodedHistograms, LatencyStats, LittlesLaw,
-    MessageCounts, RunResult, SCHEMA_VERSION, ServerSummary, Summary, Target, TimelinePoint,
-    encode_histogram,
+    ByteCounts, ChurnSummary, ClientSummary, ConnectStats, ConnectionCounts, EncodedHistograms, FlowSummary,
+    LatencyStats, LittlesLaw, MessageCounts, RunResult, SCHEMA_VERSION, ServerSummary, Summary, Target,
+    TimelinePoint, encode_histogram,
 };
 use crate::samples::{RunOutcome, ServerReport, WorkerCpu};
 
@@ -261,8 +261,16 @@ impl RunResult {
                 connect: encode_histogram(&metrics.connect),
                 send_lag: encode_histogram(&metrics.send_lag),
                 intervals: metrics.intervals.iter().map(|i| encode_histogram(&i.latency)).collect(),
+                flow_steps: metrics
+                    .flow_steps
+                    .iter()
+                    .map(|(step, h)| (step.clone(), encode_histogram(h)))
+                    .collect(),
             },
             shards: Vec::new(),
+            churn: (outcome.scenario == "churn")
+                .then(|| ChurnSummary::of(counters, outcome.measured_secs, &server.samples)),
+            flow: (outcome.scenario == "flow").then(|| FlowSummary::of(metrics)),
         }
     }
 }

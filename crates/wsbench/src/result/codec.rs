@@ -78,6 +78,13 @@ impl RunResult {
             send_lag: decode_histogram("histograms.send_lag", &encoded.send_lag)?,
             counters: self.counters.clone(),
             intervals,
+            flow_steps: encoded
+                .flow_steps
+                .iter()
+                .map(|(step, text)| {
+                    Ok((step.clone(), decode_histogram(&format!("histograms.flow_steps.{step}"), text)?))
+                })
+                .collect::<Result<_, ResultError>>()?,
         })
     }
 }

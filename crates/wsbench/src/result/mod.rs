@@ -8,9 +8,11 @@
 
 mod atomic;
 mod build;
+mod churn;
 mod codec;
 mod compression;
 mod distribution;
+mod flow;
 
 #[doc(hidden)]
 pub mod fixture;
@@ -25,9 +27,11 @@ use crate::metrics::Counters;
 use crate::samples::{MachineFacts, ServerSample, WorkerCpu};
 
 pub(crate) use atomic::write_atomically;
+pub use churn::{ChurnSummary, Drift, ServerDrift};
 pub use codec::{decode_histogram, encode_histogram};
 pub use compression::CompressionSummary;
 pub use distribution::Distribution;
+pub use flow::{FlowStep, FlowSummary};
 
 /// The result-file format this wsbench writes, and the newest it reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -89,6 +93,12 @@ pub struct RunResult {
     /// Absent from single runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<ShardSummary>,
+    /// The churn scenario's figures; absent from other scenarios.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub churn: Option<ChurnSummary>,
+    /// The flow scenario's steps; absent from other scenarios.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<FlowSummary>,
 }
 
 /// One shard of a merged result: where it ran and what it saw of the server and of itself.
@@ -295,6 +305,9 @@ pub struct EncodedHistograms {
     pub send_lag: String,
     /// Per-second latency histograms, in the order of `timeline`.
     pub intervals: Vec<String>,
+    /// flow: one latency histogram per step name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub flow_steps: BTreeMap<String, String>,
 }
 
 impl RunResult {

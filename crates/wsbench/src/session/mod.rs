@@ -21,7 +21,7 @@ pub use cpus::{CpuPlan, RESERVED_FILES, check_file_limit, check_server_processes
 
 use crate::config::Slo;
 use crate::config::Target;
-use crate::config::{Mode, Outputs, RunConfig, RunSettings};
+use crate::config::{Mode, Outputs, RunConfig, RunSettings, Scenario};
 use crate::engine::{self, Job};
 use crate::find_rate::{Search, Step, search};
 use crate::probe::{SAMPLE_INTERVAL, ServerProbe, pids_listening_on};
@@ -193,6 +193,11 @@ impl Session {
         let pids = probe.as_ref().map_or(Vec::new(), |probe| probe.pids().to_vec());
         let mut tracker = self.live.track(&config.load, pids);
         let output = engine::run(job, &self.cpus.client, interrupt, &mut |control| tracker.update(control));
+        if config.load.scenario == Scenario::Churn {
+            // The probe samples on while the server releases the closed connections: its
+            // last sample is the "after" of the fd and RSS drift.
+            std::thread::sleep(CHURN_SETTLE);
+        }
         let server = match probe {
             Ok(probe) => probe.stop(),
             Err(report) => report,
@@ -237,6 +242,9 @@ pub(crate) fn start_instant(start_at_unix_ms: Option<u64>) -> (u64, Instant) {
     let start_ms = start_at_unix_ms.map_or(now_ms, |at| at.max(now_ms));
     (start_ms, now + Duration::from_millis(start_ms - now_ms))
 }
+
+/// churn: how long the probe goes on sampling the server after the run.
+const CHURN_SETTLE: Duration = Duration::from_millis(1000);
 
 /// Message rate of the first step of `--find-max-rate` when `--rate` does not give one.
 pub const DEFAULT_SEARCH_START_RATE: f64 = 1000.0;

@@ -171,6 +171,11 @@ fn parents_view(
         merged.summary.connections.established,
         merged.summary.measured_echoes,
     );
+    if let Some(churn) = merged.churn.as_mut() {
+        // The shards did not probe: the parent's samples (taken until every shard had
+        // waited out its settling second) are the server's drift.
+        churn.server_drift = crate::result::ServerDrift::of(&server.samples);
+    }
 }
 
 /// Shard `index`'s settings: the parent's, with the resolved URL, the shard, the common

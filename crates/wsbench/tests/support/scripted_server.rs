@@ -17,6 +17,8 @@
 //!   (without implementing it: for tests of how a client judges the answer).
 //!
 //! - [`Script::choose_subprotocol`]: every upgrade is answered with that subprotocol.
+//! - [`Script::ignore_close_every_nth_connection`]: the n-th, 2n-th … accepted connections
+//!   never answer the client's close frame (they read on until the client goes).
 //!
 //! With no behaviour it is a plain echo server. Dropping the [`ScriptedServer`] stops it: the
 //! listener closes and every open connection is shut down.
@@ -48,6 +50,7 @@ pub struct Script {
     corrupt: bool,
     subprotocol: Option<&'static str>,
     extensions: Option<String>,
+    ignore_close_every: Option<u64>,
 }
 
 impl Script {
@@ -100,6 +103,13 @@ impl Script {
     /// Answer every upgrade with this subprotocol, whatever the client offered.
     pub fn choose_subprotocol(mut self, name: &'static str) -> Script {
         self.subprotocol = Some(name);
+        self
+    }
+
+    /// The n-th, 2n-th … accepted connections (1-based) leave the client's close unanswered.
+    pub fn ignore_close_every_nth_connection(mut self, n: u64) -> Script {
+        assert!(n > 0, "every 0th connection");
+        self.ignore_close_every = Some(n);
         self
     }
 
@@ -268,6 +278,7 @@ fn serve_connection(mut stream: TcpStream, number: u64, shared: &Shared) -> io::
     stream.write_all(&response)?;
 
     let close_code = shared.script.close_every.and_then(|(n, code)| number.is_multiple_of(n).then_some(code));
+    let ignore_close = shared.script.ignore_close_every.is_some_and(|n| number.is_multiple_of(n));
     let mut decoder = Decoder::new(Role::Server, MAX_MESSAGE);
     let mut message: Vec<u8> = Vec::new();
     let mut message_opcode = OpCode::Binary;
@@ -326,6 +337,7 @@ fn serve_connection(mut stream: TcpStream, number: u64, shared: &Shared) -> io::
                     write_frame(&mut out, true, OpCode::Pong, None, &buf[payload]);
                     stream.write_all(&out)?;
                 }
+                OpCode::Close if ignore_close => {}
                 OpCode::Close => {
                     // Answer with the client's code (or none), then end the connection.
                     let body = buf[payload].get(..2).map(<[u8]>::to_vec).unwrap_or_default();

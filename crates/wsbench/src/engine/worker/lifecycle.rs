@@ -9,6 +9,7 @@ use std::time::Instant;
 use mio::{Interest, Token};
 
 use super::{MAX_CONNECTING, Worker};
+use crate::config::Scenario;
 use crate::engine::conn::State;
 use crate::engine::connect;
 use crate::engine::handshake_failure::HandshakeFailure;
@@ -22,7 +23,12 @@ impl Worker {
         while self.connecting < MAX_CONNECTING && !self.control.stopping() {
             let Some(index) = self.pacer.pop_due_connection(now) else { break };
             self.traffic.metrics.counters.connections_attempted += 1;
-            self.connect(index, now);
+            // churn: connect time counts from when the connection was due.
+            let started = match self.spec.load.scenario {
+                Scenario::Churn => self.pacer.connection_due(index).min(now),
+                _ => now,
+            };
+            self.connect(index, started);
         }
         while self.connecting < MAX_CONNECTING && !self.control.stopping() {
             let Some(index) = self.pacer.pop_due_reconnect(now) else { break };
@@ -41,6 +47,7 @@ impl Worker {
         let registered = connect::open(&self.spec, index, now).and_then(|mut conn| {
             let entry = self.conns.vacant_entry();
             let key = entry.key();
+            conn.slot = key;
             let interest = Interest::READABLE | Interest::WRITABLE;
             self.poll.registry().register(conn.transport.socket(), Token(key), interest)?;
             entry.insert(conn);
@@ -127,9 +134,35 @@ impl Worker {
                 counters.resets += 1;
                 counters.messages_unanswered += conn.in_flight.len() as u64;
             }
+            State::Closing if conn.churn_closing => counters.closes_unanswered += 1,
             State::Closing => {}
         }
         self.drop_conn(key);
+    }
+
+    /// flow: connections whose sleep or expectation ended go on with their steps.
+    pub(super) fn wake_flows(&mut self, now: Instant) {
+        while let Some((key, started)) = self.traffic.flow_timers.pop_due(now) {
+            let Some(conn) = self.conns.get_mut(key).filter(|c| c.started == started) else { continue };
+            if conn.state != State::Open {
+                continue;
+            }
+            if let Some(mut flow) = self.traffic.flow_context(now) {
+                flow.wake(conn, now);
+            }
+            self.flush(key);
+        }
+    }
+
+    /// churn: closes the server has not answered in time are counted and dropped.
+    pub(super) fn expire_closes(&mut self, now: Instant) {
+        while let Some((key, started)) = self.traffic.closes.pop_expired(now) {
+            let Some(conn) = self.conns.get(key).filter(|c| c.started == started) else { continue };
+            if conn.state == State::Closing && conn.churn_closing {
+                self.traffic.metrics.counters.closes_unanswered += 1;
+                self.drop_conn(key);
+            }
+        }
     }
 
     /// With `--reconnect`, schedules connection `index` to be opened again.

@@ -1,0 +1,105 @@
+//! The flow scenario (issue 14) against a real third-party server: the JSON-RPC and
+//! graphql-transport-ws peer `tests/interop/jsonrpc_server.py` (Python websockets), driven by
+//! the scenario files in `scenarios/`. The JSON-RPC peer answers pipelined requests out of
+//! order, so only matching replies by `id` gets every one right. Bad steps are one-line
+//! usage errors naming the step.
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::bad_input::assert_usage_error;
+use crate::harness::{
+    NodeEchoServer, arg, assert_matches_schema, errors, read_result, repo_root, scratch, summary_of, uint,
+    wsbench,
+};
+use crate::support::peer_missing;
+
+/// `tests/interop/jsonrpc_server.py`, or None (after saying why) when python websockets is
+/// not installed and peers are optional.
+fn jsonrpc_peer() -> Option<NodeEchoServer> {
+    let python = repo_root().join(".venv/bin/python");
+    if !python.exists() {
+        peer_missing(&format!("peer python websockets not installed ({} does not exist)", python.display()));
+        return None;
+    }
+    let mut command = Command::new(&python);
+    command.arg(repo_root().join("tests/interop/jsonrpc_server.py"));
+    Some(NodeEchoServer::spawn(command, "python jsonrpc_server.py"))
+}
+
+/// Runs `scenarios/NAME` for 1 s against `url`; the result and a description.
+fn flow_run(name: &str, url: &str) -> (Value, String) {
+    let json = scratch(name).join("r.json");
+    let scenario = repo_root().join("scenarios").join(name);
+    let args = ["run", "--scenario", arg(&scenario), url, "--duration", "1s", "--json", arg(&json)];
+    let run = wsbench(&args, Duration::from_secs(30));
+    run.assert_success();
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_matches_schema(&result);
+    (result, context)
+}
+
+/// The latency count of flow step `step`.
+fn step_count(result: &Value, step: &str) -> u64 {
+    uint(result, &format!("/flow/steps/{step}/latency_us/count"))
+}
+
+#[test]
+fn jsonrpc_flow_matches_every_reply_by_id() {
+    let Some(peer) = jsonrpc_peer() else { return };
+    let (result, context) = flow_run("jsonrpc-flow.toml", &peer.url);
+    assert!(errors(&result).is_empty(), "unmatched or late replies\n{context}");
+    for step in ["first", "second"] {
+        assert!(step_count(&result, step) > 0, "no latency for step {step}\n{context}");
+        assert_eq!(uint(&result, &format!("/flow/steps/{step}/unmatched")), 0, "{context}");
+        assert_eq!(uint(&result, &format!("/flow/steps/{step}/late")), 0, "{context}");
+        let histogram = &result["histograms"]["flow_steps"][step];
+        assert!(histogram.as_str().is_some_and(|h| !h.is_empty()), "no histogram for {step}\n{context}");
+    }
+    // Every reply received in the run was matched to its request; only the two requests
+    // each of the 20 connections may have in flight when the run ends are answered after it.
+    let matched = step_count(&result, "first") + step_count(&result, "second");
+    let received = uint(&result, "/counters/messages_received");
+    assert!(
+        (matched..=matched + 2 * 20).contains(&received),
+        "{received} received, {matched} matched\n{context}"
+    );
+}
+
+#[test]
+fn graphql_subscription_flow_gets_ack_nexts_and_completes() {
+    let Some(peer) = jsonrpc_peer() else { return };
+    let (result, context) = flow_run("graphql-subscription-flow.toml", &peer.url);
+    assert!(errors(&result).is_empty(), "unmatched or late messages\n{context}");
+    // One connection_ack per connection; three `next` per `complete`.
+    assert_eq!(step_count(&result, "ack"), 10, "{context}");
+    let completes = step_count(&result, "complete");
+    assert!(completes > 0, "no subscription completed\n{context}");
+    let nexts = step_count(&result, "next");
+    assert!(
+        (3 * completes..=3 * completes + 30).contains(&nexts),
+        "{nexts} nexts for {completes} completes\n{context}"
+    );
+}
+
+#[test]
+fn bad_flow_steps_are_one_line_usage_errors_naming_the_step() {
+    let dir = scratch("flow-bad");
+    let cases = [
+        ("[[flow.steps]]\nname = \"call\"\nexpect = \"nope\"\nmatch-field = \"id\"\n", "step 1 `call`"),
+        (
+            "[[flow.steps]]\nsend = \"x\"\n[[flow.steps]]\nname = \"r\"\nexpect-regex = \"(\"\n",
+            "step 2 `r`: bad regex",
+        ),
+        ("[[flow.steps]]\nsleep = \"soon\"\n", "step 1"),
+    ];
+    for (index, (steps, mentions)) in cases.into_iter().enumerate() {
+        let file = dir.join(format!("bad-{index}.toml"));
+        std::fs::write(&file, format!("scenario = \"flow\"\n{steps}")).unwrap();
+        assert_usage_error(&["run", "--scenario", arg(&file)], mentions);
+    }
+    assert_usage_error(&["run", "flow"], "--scenario FILE");
+}
