@@ -97,6 +97,69 @@ pub struct Counters {
     pub flow_unmatched: BTreeMap<String, u64>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub flow_late: BTreeMap<String, u64>,
+    /// pubsub: publishes, subscriptions and what each subscriber received.
+    #[serde(default, skip_serializing_if = "PubSubCounters::is_empty")]
+    pub pubsub: PubSubCounters,
+}
+
+/// pubsub: what the publishers sent and the subscribers received (issue 14). Only
+/// publishes due inside the measured window are accounted (their messages say so), so
+/// every subscriber expects exactly the measured publishes of its topic.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PubSubCounters {
+    /// Measured publishes by topic number.
+    pub published: BTreeMap<u64, u64>,
+    /// Subscribers the server acknowledged, by connection index: `[topic, measured
+    /// publishes received]` (each counted once however often it came).
+    pub received: BTreeMap<u64, (u64, u64)>,
+    /// Deliveries of a message the subscriber already had.
+    pub duplicates: u64,
+    /// Deliveries that came after a later message of the same publisher.
+    pub out_of_order: u64,
+    /// Messages that were no delivery of the subscriber's topic, or that reached a publisher.
+    pub unexpected: u64,
+    /// Subscriptions the server did not acknowledge (in time, or at all).
+    pub subscribe_failures: u64,
+}
+
+impl PubSubCounters {
+    pub fn is_empty(&self) -> bool {
+        *self == PubSubCounters::default()
+    }
+
+    /// What subscriber `topic`/`received` should have had and did not.
+    pub fn lost_by(&self, topic: u64, received: u64) -> u64 {
+        self.published.get(&topic).copied().unwrap_or(0).saturating_sub(received)
+    }
+
+    /// Measured deliveries expected: each subscriber, its topic's measured publishes.
+    pub fn expected(&self) -> u64 {
+        self.received.values().map(|&(topic, _)| self.published.get(&topic).copied().unwrap_or(0)).sum()
+    }
+
+    /// Measured deliveries received, each once.
+    pub fn delivered(&self) -> u64 {
+        self.received.values().map(|&(_, received)| received).sum()
+    }
+
+    pub fn lost(&self) -> u64 {
+        self.received.values().map(|&(topic, received)| self.lost_by(topic, received)).sum()
+    }
+}
+
+impl AddAssign<&PubSubCounters> for PubSubCounters {
+    fn add_assign(&mut self, other: &PubSubCounters) {
+        for (topic, count) in &other.published {
+            *self.published.entry(*topic).or_default() += count;
+        }
+        for (index, &(topic, received)) in &other.received {
+            self.received.entry(*index).or_insert((topic, 0)).1 += received;
+        }
+        self.duplicates += other.duplicates;
+        self.out_of_order += other.out_of_order;
+        self.unexpected += other.unexpected;
+        self.subscribe_failures += other.subscribe_failures;
+    }
 }
 
 impl Counters {
@@ -150,6 +213,10 @@ impl Counters {
         put("close_unanswered", self.closes_unanswered);
         put("flow_unmatched", self.flow_unmatched.values().sum());
         put("flow_late", self.flow_late.values().sum());
+        put("pubsub_lost", self.pubsub.lost());
+        put("pubsub_duplicate", self.pubsub.duplicates);
+        put("pubsub_unexpected", self.pubsub.unexpected);
+        put("pubsub_subscribe_failed", self.pubsub.subscribe_failures);
         for (code, count) in &self.closed_by_server {
             put(&format!("closed_{code}"), *count);
         }
@@ -205,6 +272,7 @@ impl AddAssign<&Counters> for Counters {
         for (step, count) in &other.flow_late {
             *self.flow_late.entry(step.clone()).or_default() += count;
         }
+        self.pubsub += &other.pubsub;
     }
 }
 
@@ -235,6 +303,8 @@ pub struct Metrics {
     pub intervals: Vec<Interval>,
     /// flow: latency by step name (send → matched reply, or expect start → regex match).
     pub flow_steps: BTreeMap<String, Histogram<u64>>,
+    /// pubsub: per measured publish, its first subscriber's receipt → its last one's (µs).
+    pub pubsub_spread: Histogram<u64>,
 }
 
 impl Default for Metrics {
@@ -247,6 +317,7 @@ impl Default for Metrics {
             counters: Counters::default(),
             intervals: Vec::new(),
             flow_steps: BTreeMap::new(),
+            pubsub_spread: new_histogram(),
         }
     }
 }
@@ -283,6 +354,7 @@ impl Metrics {
         for (step, histogram) in &other.flow_steps {
             self.flow_step(step).add(histogram).expect("histograms share bounds");
         }
+        self.pubsub_spread.add(&other.pubsub_spread).expect("histograms share bounds");
     }
 
     /// The latency histogram of flow step `name`, made on first use.

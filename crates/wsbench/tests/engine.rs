@@ -32,5 +32,7 @@ mod flow;
 mod open_loop;
 #[path = "engine/peers.rs"]
 mod peers;
+#[path = "engine/pubsub.rs"]
+mod pubsub;
 #[path = "engine/scripted.rs"]
 mod scripted;

@@ -14,6 +14,7 @@ mod handshake;
 mod lines;
 mod outputs;
 mod presets;
+mod pubsub;
 mod settings;
 mod slo;
 mod suggest;
@@ -36,6 +37,7 @@ pub use flow::{FlowProgram, FlowSettings, Op as FlowOp, Piece as FlowPiece, Step
 pub use handshake::{CONN_PLACEHOLDER, HandshakeOptions, Header, REDACTED, is_secret};
 pub use lines::TextLines;
 pub use outputs::{check_output_file, check_output_folder};
+pub use pubsub::{PubSubSpec, Role as PubSubRole};
 pub use settings::RunSettings;
 pub use slo::{Objective, Slo, Statistic};
 pub use target::Target;
@@ -58,6 +60,8 @@ pub const DEFAULT_C10K_DURATION: Duration = Duration::from_secs(300);
 /// churn: new connections per second, and echoes per connection, when not given.
 pub const DEFAULT_CHURN_RATE: f64 = 100.0;
 pub const DEFAULT_MESSAGES_PER_CONNECTION: u64 = 1;
+/// pubsub: publishes per second over all publishers, when `--rate` is not given.
+pub const DEFAULT_PUBSUB_RATE: f64 = 100.0;
 pub const DEFAULT_MAX_SEND_LAG: Duration = Duration::from_millis(5);
 
 /// The scenarios of `wsbench run`.
@@ -77,6 +81,10 @@ pub enum Scenario {
     Churn,
     /// Each connection runs the `[[flow.steps]]` of the scenario file (issue 14).
     Flow,
+    /// S subscribers over T topics, P publishers at an open-loop `--rate`; latency per
+    /// delivery and fan-out completeness (issue 14, protocol in docs/protocols.md).
+    #[serde(rename = "pubsub")]
+    PubSub,
 }
 
 impl std::str::FromStr for Scenario {
@@ -89,12 +97,15 @@ impl std::str::FromStr for Scenario {
             "c10k" => Ok(Scenario::C10k),
             "churn" => Ok(Scenario::Churn),
             "flow" => Ok(Scenario::Flow),
+            "pubsub" => Ok(Scenario::PubSub),
             other if looks_like_host_port(other) => {
                 Err(invalid("scenario", format!("`{other}` is not a scenario: did you mean ws://{other}?")))
             }
             other => Err(invalid(
                 "scenario",
-                format!("unknown scenario `{other}`: use echo, throughput, scalability, c10k, churn or flow"),
+                format!(
+                    "unknown scenario `{other}`: use echo, throughput, scalability, c10k, churn, flow or pubsub"
+                ),
             )),
         }
     }
@@ -116,6 +127,7 @@ impl Scenario {
             Scenario::C10k => "c10k",
             Scenario::Churn => "churn",
             Scenario::Flow => "flow",
+            Scenario::PubSub => "pubsub",
         }
     }
 }
@@ -302,6 +314,9 @@ pub struct LoadSpec {
     /// flow: the program every connection runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flow: Option<FlowProgram>,
+    /// pubsub: subscribers, topics and publishers (the connections are S + P).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pubsub: Option<PubSubSpec>,
 }
 
 /// One measured run, or `--find-max-rate`: open-loop steps until the objective breaks.

@@ -13,7 +13,7 @@ use super::error::ConfigError;
 #[derive(Debug, Clone, Default, PartialEq, clap::Args, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RunSettings {
-    /// Scenario: echo (default), throughput, scalability or c10k.
+    /// Scenario: echo (default), throughput, scalability, c10k, churn, flow or pubsub.
     #[arg(skip)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scenario: Option<String>,
@@ -234,6 +234,19 @@ pub struct RunSettings {
     #[arg(skip)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flow: Option<super::FlowSettings>,
+    /// pubsub: subscriber connections, spread over the topics (default 100).
+    #[arg(long, value_name = "S")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscribers: Option<u64>,
+    /// pubsub: topics t0..tT-1; subscriber i listens to topic i mod T (default 1).
+    #[arg(long, value_name = "T")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topics: Option<u64>,
+    /// pubsub: publisher connections; publisher j publishes to topic j mod T, --rate is
+    /// shared among them (default 1).
+    #[arg(long, value_name = "P")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub publishers: Option<u64>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -375,6 +388,9 @@ mod tests {
             flow: Some(crate::config::FlowSettings {
                 steps: vec![crate::config::StepSettings { send: some("x"), ..Default::default() }],
             }),
+            subscribers: Some(500),
+            topics: Some(5),
+            publishers: Some(6),
         };
         let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
         assert_eq!(back, every);

@@ -94,11 +94,12 @@ impl std::str::FromStr for Threshold {
 }
 
 /// The figure a threshold names: `p99`, `connect_p99`, `errors`, `echoes_per_sec`
-/// (or its synonym `round_trips_per_sec`).
+/// (or its synonyms `round_trips_per_sec` and, for pubsub, `deliveries_per_sec`).
 fn metric(name: &str) -> Option<Metric> {
     match name {
         "errors" => Some(Metric::Errors),
-        "echoes_per_sec" | "round_trips_per_sec" => Some(Metric::RoundTripsPerSec),
+        // pubsub's headline counts deliveries in the same field.
+        "echoes_per_sec" | "round_trips_per_sec" | "deliveries_per_sec" => Some(Metric::RoundTripsPerSec),
         _ => match name.strip_prefix("connect_") {
             Some(statistic) => match Statistic::from_name(statistic)? {
                 kept @ (Statistic::Mean

@@ -14,9 +14,9 @@ use super::tls::{TlsOptions, TlsSettings};
 use super::{
     CompressionOffer, DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL, DEFAULT_CHURN_RATE,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_FRAMES_PER_SEND, DEFAULT_HOLD,
-    DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG, DEFAULT_MESSAGES_PER_CONNECTION, DEFAULT_THROUGHPUT_PAYLOAD,
-    DEFAULT_WARMUP, FlowProgram, LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, Payload, Placement,
-    RunConfig, Sampling, Scenario, Shard, Threshold, parse_addr_range,
+    DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG, DEFAULT_MESSAGES_PER_CONNECTION, DEFAULT_PUBSUB_RATE,
+    DEFAULT_THROUGHPUT_PAYLOAD, DEFAULT_WARMUP, FlowProgram, LiveOutputs, LoadSpec, MessageKind, Mode,
+    Outputs, Payload, Placement, RunConfig, Sampling, Scenario, Shard, Threshold, parse_addr_range,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_duration, parse_rate};
@@ -27,14 +27,19 @@ impl RunSettings {
         let scenario: Scenario = self.scenario.as_deref().unwrap_or("echo").parse()?;
         let target = self.target.as_deref().map(Target::parse).transpose()?;
         let churn = self.churn(scenario)?;
-        let connections = match churn {
-            Some((_, connections)) => connections,
-            None => self.connections()?,
+        let pubsub = self.pubsub(scenario)?;
+        let connections = match (churn, pubsub) {
+            (Some((_, connections)), _) => connections,
+            (None, Some(pubsub)) => pubsub.connections(),
+            (None, None) => self.connections()?,
         };
         let payload = self.payload(scenario)?;
+        if pubsub.is_some() {
+            super::pubsub::check_payload(&payload)?;
+        }
         let message = self.message_kind(&payload)?;
         let frames_per_send = self.frames_per_send(scenario)?;
-        let open_loop = scenario == Scenario::C10k
+        let open_loop = matches!(scenario, Scenario::C10k | Scenario::PubSub)
             || (churn.is_none() && (self.rate.is_some() || self.interval.is_some()));
         let in_flight = self.in_flight(scenario, frames_per_send, open_loop)?;
         let mode = self.mode(scenario)?;
@@ -44,7 +49,7 @@ impl RunSettings {
         let (default_duration, default_warmup) = match scenario {
             Scenario::C10k => (DEFAULT_C10K_DURATION, Duration::ZERO),
             Scenario::Scalability | Scenario::Churn | Scenario::Flow => (DEFAULT_DURATION, Duration::ZERO),
-            Scenario::Echo | Scenario::Throughput => (DEFAULT_DURATION, DEFAULT_WARMUP),
+            Scenario::Echo | Scenario::Throughput | Scenario::PubSub => (DEFAULT_DURATION, DEFAULT_WARMUP),
         };
         let load = LoadSpec {
             scenario,
@@ -57,9 +62,10 @@ impl RunSettings {
             warmup: bounded("warmup", &self.warmup, default_warmup)?,
             hold: duration("hold", &self.hold, DEFAULT_HOLD)?,
             in_flight,
-            message_interval: match churn {
-                Some(_) => None,
-                None => self.message_interval(scenario, connections)?,
+            message_interval: match (churn, pubsub) {
+                (Some(_), _) => None,
+                (None, Some(pubsub)) => self.publish_interval(pubsub.publishers)?,
+                (None, None) => self.message_interval(scenario, connections)?,
             },
             shard,
             start_at_unix_ms: self.start_at,
@@ -75,6 +81,7 @@ impl RunSettings {
             compression: self.compression()?,
             messages_per_connection: self.messages_per_connection(scenario)?,
             flow: self.flow(scenario)?,
+            pubsub,
         };
         let live = self.live(placement.processes)?;
         Ok(RunConfig {
@@ -305,6 +312,15 @@ impl RunSettings {
         Ok(interval)
     }
 
+    /// pubsub: each publisher's interval, from `--rate` (shared by the publishers, default
+    /// [`DEFAULT_PUBSUB_RATE`]) or `--interval` (each publisher's own).
+    fn publish_interval(&self, publishers: u64) -> Result<Option<Duration>, ConfigError> {
+        if self.rate.is_none() && self.interval.is_none() {
+            return Ok(Some(Duration::from_secs_f64(publishers as f64 / DEFAULT_PUBSUB_RATE)));
+        }
+        self.message_interval(Scenario::PubSub, publishers)
+    }
+
     /// Text or binary frames. Random bytes are not UTF-8: text frames of a `bytes:N` payload
     /// carry printable ASCII instead.
     fn message_kind(&self, payload: &Payload) -> Result<MessageKind, ConfigError> {
@@ -407,6 +423,12 @@ impl RunSettings {
             Some(0) => return Err(invalid("server-processes", "must be at least 1")),
             Some(_) if has_url => {
                 return Err(invalid("server-processes", "only applies to the built-in server (give no URL)"));
+            }
+            Some(n) if n > 1 && self.scenario.as_deref() == Some("pubsub") => {
+                return Err(invalid(
+                    "server-processes",
+                    "the built-in pub/sub server runs one event loop (one topic table): drop it",
+                ));
             }
             Some(n) => n,
         };

@@ -13,6 +13,7 @@ mod handshake_failure;
 mod live_board;
 mod pacer;
 mod payload;
+mod pubsub;
 pub mod tls;
 mod traffic;
 mod worker;
@@ -23,7 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::config::{Scenario, Target};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, record_us};
 use crate::samples::WorkerCpu;
 use worker::{Worker, WorkerOutput, WorkerPlan};
 
@@ -213,7 +214,7 @@ pub fn run(
     let (measure_start_us, end_us) = match spec.load.scenario {
         Scenario::C10k | Scenario::Churn => control.window(),
         Scenario::Scalability => (now_us, now_us + spec.load.hold.as_micros() as u64),
-        Scenario::Echo | Scenario::Throughput | Scenario::Flow => {
+        Scenario::Echo | Scenario::Throughput | Scenario::Flow | Scenario::PubSub => {
             let start = now_us + spec.load.warmup.as_micros() as u64;
             (start, start + spec.load.duration.as_micros() as u64)
         }
@@ -285,15 +286,20 @@ fn join_workers(
     let mut metrics = Metrics::default();
     let mut measured_echoes = 0;
     let mut workers = Vec::with_capacity(handles.len());
+    let mut spread = pubsub::Spread::new();
     for (id, handle) in handles.into_iter().enumerate() {
         let output = handle.join().map_err(|_| std::io::Error::other(format!("worker {id} panicked")))?;
         metrics.merge(&output.metrics);
+        pubsub::merge_spread(&mut spread, output.spread);
         measured_echoes += output.measured_echoes;
         workers.push(WorkerCpu {
             name: format!("wsbench-w{id}"),
             cpu_seconds: output.cpu_seconds,
             share: output.cpu_seconds / elapsed_secs.max(1e-9),
         });
+    }
+    for (first, last) in spread.into_values() {
+        record_us(&mut metrics.pubsub_spread, last - first);
     }
     Ok((metrics, measured_echoes, workers))
 }

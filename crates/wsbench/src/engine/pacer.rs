@@ -131,8 +131,14 @@ impl Pacer {
     /// Open loop: starts connection `index`'s schedule at `now`, offset by its share of the
     /// interval so that the run's connections send evenly spread.
     pub fn start_sends(&mut self, key: usize, index: u64, started: Instant, now: Instant) {
+        self.start_sends_among(key, index % self.run_connections, self.run_connections, started, now);
+    }
+
+    /// Open loop: starts a schedule offset by `position / of` of the interval, so that `of`
+    /// senders (pubsub's publishers) send evenly spread.
+    pub fn start_sends_among(&mut self, key: usize, position: u64, of: u64, started: Instant, now: Instant) {
         let Some(interval) = self.message_interval else { return };
-        let phase = interval.mul_f64((index % self.run_connections) as f64 / self.run_connections as f64);
+        let phase = interval.mul_f64(position as f64 / of.max(1) as f64);
         self.sends.push(Reverse(ScheduledSend { due: now + phase, key, started }));
     }
 

@@ -10,6 +10,7 @@ use wsbench_proto::{CloseCode, OpCode, parse_close_payload, write_frame};
 
 use super::conn::{ClientConn, State};
 use super::payload::{CHECK_EVERY, Template, json_seq};
+use super::pubsub::{self, PubSub};
 use super::{Control, Job, churn, flow};
 use crate::config::Scenario;
 use crate::metrics::{Metrics, record_us};
@@ -32,12 +33,16 @@ pub struct Traffic {
     pub closes: churn::Closes,
     /// flow: when connections wake (sleeps, expect timeouts).
     pub flow_timers: flow::Timers,
+    /// pubsub: this worker's subscriptions, sequence numbers and tallies.
+    pub pubsub: Option<PubSub>,
 }
 
 impl Traffic {
-    pub fn new(spec: Arc<Job>, control: Arc<Control>, worker: usize) -> Traffic {
+    /// `connections`: the indices of the connections this worker opens.
+    pub fn new(spec: Arc<Job>, control: Arc<Control>, worker: usize, connections: &[u64]) -> Traffic {
         let template = Template::new(&spec.load.payload, spec.load.message, spec.load.frames_per_send);
         Traffic {
+            pubsub: PubSub::new(&spec.load, connections),
             spec,
             control,
             template,
@@ -72,15 +77,20 @@ impl Traffic {
         interval.connections_open = interval.connections_open.max(open);
     }
 
-    /// The worker's figures at its end; its last seconds go to the live board too.
-    pub fn finish(mut self) -> (Metrics, u64) {
+    /// The worker's figures at its end (pubsub: and the spread of each publish it saw);
+    /// its last seconds go to the live board too.
+    pub fn finish(mut self) -> (Metrics, u64, pubsub::Spread) {
+        let spread = match self.pubsub.take() {
+            Some(pubsub) => pubsub.finish(&mut self.metrics.counters.pubsub),
+            None => pubsub::Spread::new(),
+        };
         let last = self.metrics.intervals.len() as u64;
         self.control.live.publish(self.worker, &self.metrics, self.published..last);
         self.control.live.worker_done(self.worker);
         if self.spec.load.message_interval.is_none() {
             self.metrics.latency_uncorrected = self.metrics.latency.clone();
         }
-        (self.metrics, self.measured_echoes)
+        (self.metrics, self.measured_echoes, spread)
     }
 
     /// Whether one more batch fits under `--in-flight`.
@@ -148,6 +158,9 @@ impl Traffic {
 
     /// Queues one batch (`frames_per_send` messages) that was due at `intended`.
     pub fn send_batch(&mut self, conn: &mut ClientConn, intended: Instant, now: Instant) {
+        if self.pubsub.is_some() {
+            return self.publish(conn, intended, now);
+        }
         let frames = self.spec.load.frames_per_send;
         let (bytes, payload_bytes) = match (&self.template, conn.compression.as_deref_mut()) {
             (Template::Fixed { batch, payload, .. }, None) => {
@@ -180,6 +193,46 @@ impl Traffic {
             if due_us >= measure_start && due_us <= end {
                 record_us(&mut self.metrics.send_lag, now.duration_since(intended).as_micros() as u64);
             }
+        }
+    }
+
+    /// pubsub: publisher `conn`'s publish due at `intended`, counted as measured when it
+    /// was due inside the measured window.
+    fn publish(&mut self, conn: &mut ClientConn, intended: Instant, now: Instant) {
+        let Some(pubsub) = self.pubsub.as_mut() else { return };
+        let (measure_start, end) = self.control.window();
+        let due_us = self.control.micros_since_start(intended);
+        let measured = due_us >= measure_start && due_us <= end;
+        let before = conn.output.len();
+        let payload_bytes = pubsub.publish(conn, intended, now, measured);
+        let counters = &mut self.metrics.counters;
+        counters.messages_sent += 1;
+        counters.bytes_sent += (conn.output.len() - before) as u64;
+        counters.payload_bytes_sent += payload_bytes as u64;
+        if measured {
+            pubsub.count_published(conn.index, &mut counters.pubsub);
+            record_us(&mut self.metrics.send_lag, now.duration_since(intended).as_micros() as u64);
+        }
+    }
+
+    /// pubsub: a piece of a message to `conn`; a delivery is recorded like a round trip,
+    /// its latency from the publish's due time.
+    fn on_pubsub_data(&mut self, conn: &ClientConn, first: bool, last: bool, payload: &[u8], now: Instant) {
+        let Some(pubsub) = self.pubsub.as_mut() else { return };
+        let Some(delivery) = pubsub.on_message(conn, first, last, payload, now, &mut self.metrics.counters)
+        else {
+            return;
+        };
+        self.metrics.counters.messages_received += 1;
+        let interval = self.metrics.interval(self.control.micros_since_start(now) / 1_000_000);
+        interval.echoes += 1;
+        record_us(&mut interval.latency, delivery.latency_us);
+        if delivery.measured {
+            record_us(&mut self.metrics.latency, delivery.latency_us);
+            record_us(&mut self.metrics.latency_uncorrected, delivery.uncorrected_us);
+            self.measured_echoes += 1;
+        } else {
+            self.metrics.counters.warmup_messages += 1;
         }
     }
 
@@ -281,6 +334,9 @@ impl Traffic {
     /// round trip.
     fn on_data(&mut self, conn: &mut ClientConn, first: bool, last: bool, payload: &[u8], now: Instant) {
         self.metrics.counters.payload_bytes_received += payload.len() as u64;
+        if self.pubsub.is_some() {
+            return self.on_pubsub_data(conn, first, last, payload, now);
+        }
         if conn.state == State::Closing {
             // Echoes that crossed our close at the end of the run: already counted as
             // unanswered, and not round trips of the run.

@@ -57,6 +57,8 @@ pub struct WorkerOutput {
     pub measured_echoes: u64,
     /// CPU seconds this worker's thread used (read by the thread itself before exiting).
     pub cpu_seconds: f64,
+    /// pubsub: the first and last receipt of each measured publish.
+    pub spread: super::pubsub::Spread,
 }
 
 pub struct Worker {
@@ -83,6 +85,7 @@ pub struct Worker {
 impl Worker {
     pub fn new(spec: Arc<Job>, control: Arc<Control>, plan: WorkerPlan) -> io::Result<Worker> {
         let conns = Slab::with_capacity(plan.connections.len());
+        let traffic = Traffic::new(spec.clone(), control.clone(), plan.id, &plan.connections);
         let pacer = Pacer::new(
             control.start,
             spec.load.ramp_per_sec,
@@ -99,7 +102,7 @@ impl Worker {
             ready: Vec::with_capacity(1024),
             conns,
             read_buf: vec![0u8; READ_BUFFER_BYTES].into_boxed_slice(),
-            traffic: Traffic::new(spec.clone(), control.clone(), plan.id),
+            traffic,
             pacer,
             connecting: 0,
             reported_connected: false,
@@ -120,6 +123,7 @@ impl Worker {
             self.open_due_connections(now);
             self.expire_connects(now);
             self.expire_closes(now);
+            self.expire_subscriptions(now);
             self.wake_flows(now);
             if !self.traffic_started && self.control.traffic() {
                 self.traffic_started = true;
@@ -162,8 +166,9 @@ impl Worker {
             self.traffic.metrics.counters.closes_unanswered += u64::from(conn.churn_closing);
         }
         self.conns.clear();
-        let (metrics, measured_echoes) = self.traffic.finish();
-        WorkerOutput { metrics, measured_echoes, cpu_seconds: crate::client_cpu::thread_cpu_seconds_self() }
+        let (metrics, measured_echoes, spread) = self.traffic.finish();
+        let cpu_seconds = crate::client_cpu::thread_cpu_seconds_self();
+        WorkerOutput { metrics, measured_echoes, cpu_seconds, spread }
     }
 
     /// How long to poll: until the next thing is due, at most [`TICK`]. When that is sooner
@@ -189,8 +194,13 @@ impl Worker {
         }
         let draining_since = *self.draining_since.get_or_insert(now);
         let in_flight: usize = self.conns.iter().map(|(_, c)| c.in_flight.len()).sum();
-        let drain = if self.control.interrupted.load(Ordering::Relaxed) { DRAIN / 5 } else { DRAIN };
-        if self.closing_since.is_none() && (in_flight == 0 || now >= draining_since + drain) {
+        // pubsub: deliveries have no in-flight count here; wait until they stop coming.
+        let (busy, drain) = match &self.traffic.pubsub {
+            Some(pubsub) => (pubsub.busy(now), super::pubsub::DRAIN),
+            None => (in_flight > 0, DRAIN),
+        };
+        let drain = if self.control.interrupted.load(Ordering::Relaxed) { drain / 5 } else { drain };
+        if self.closing_since.is_none() && (!busy || now >= draining_since + drain) {
             self.closing_since = Some(now);
             let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
             for key in keys {
@@ -355,6 +365,12 @@ impl Worker {
     /// schedule.
     fn start_traffic(&mut self, key: usize, now: Instant) {
         let conn = &mut self.conns[key];
+        if let Some(pubsub) = &self.traffic.pubsub {
+            if let Some((position, of)) = pubsub.publisher_position(conn.index) {
+                self.pacer.start_sends_among(key, position, of, conn.started, now);
+            }
+            return;
+        }
         match self.spec.load.message_interval {
             None => self.traffic.fill_in_flight(conn, now),
             Some(_) if self.spec.load.scenario != Scenario::Scalability => {

@@ -130,7 +130,7 @@ impl Live {
     /// Follows one measurement of `load`; `server_pids` are sampled for RSS and CPU.
     pub fn track(&self, load: &LoadSpec, server_pids: Vec<u32>) -> Tracker<'_> {
         let warmup = match load.scenario {
-            Scenario::Echo | Scenario::Throughput => load.warmup,
+            Scenario::Echo | Scenario::Throughput | Scenario::PubSub => load.warmup,
             Scenario::C10k | Scenario::Scalability | Scenario::Churn | Scenario::Flow => Duration::ZERO,
         };
         let totals = Totals::new(load.connections);

@@ -59,6 +59,10 @@ svg .whisker-halo { stroke: #fff; stroke-width: 4; fill: none; }
 svg .panel-title { font-weight: 600; }
 svg .frame-empty { fill: var(--panel); stroke: var(--line); stroke-dasharray: 4 4; }
 svg .empty { fill: var(--muted); font-size: 13px; }
+dl.scenario { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 6px 0 14px;
+  padding: 10px 14px; background: #fff; border: 1px solid var(--line); border-radius: 8px; }
+dl.scenario dt { color: var(--muted); }
+dl.scenario dd { margin: 0; font-variant-numeric: tabular-nums; }
 footer { margin-top: 32px; color: var(--muted); font-size: 12px; }
 "#;
 
@@ -110,6 +114,7 @@ pub fn render_html_page(
         }
         out.push_str("</div>\n</section>\n");
     }
+    scenario_section(&mut out, results);
     runs_section(&mut out, results);
     let _ = write!(
         out,
@@ -282,6 +287,29 @@ fn charts_section(out: &mut String, charted: &[Charted]) {
         &charts::server_cpu(charted),
     );
     out.push_str("</div>\n</section>\n");
+}
+
+/// The churn, flow and pubsub figures of the results that have them, as the terminal
+/// report words them.
+fn scenario_section(out: &mut String, results: &[(String, RunResult)]) {
+    let with_lines: Vec<(&String, Vec<(&str, String)>)> = results
+        .iter()
+        .map(|(label, result)| (label, super::scenario_lines(result)))
+        .filter(|(_, lines)| !lines.is_empty())
+        .collect();
+    if with_lines.is_empty() {
+        return;
+    }
+    out.push_str("<section id=\"scenario\">\n<h2>Scenario figures</h2>\n");
+    for (label, lines) in with_lines {
+        let _ = writeln!(out, "<h3>{}</h3>\n<dl class=\"scenario\">", escape(label));
+        for (term, text) in lines {
+            let _ =
+                writeln!(out, "<dt>{}</dt><dd>{}</dd>", escape(term.trim_end_matches(':')), escape(&text));
+        }
+        out.push_str("</dl>\n");
+    }
+    out.push_str("</section>\n");
 }
 
 fn runs_section(out: &mut String, results: &[(String, RunResult)]) {

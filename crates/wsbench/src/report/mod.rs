@@ -17,6 +17,7 @@ mod html;
 pub mod input;
 mod merge;
 mod palette;
+mod pubsub;
 mod rtt;
 mod search;
 mod svg;
@@ -36,6 +37,15 @@ pub use rtt::{render_rtt, render_rtt_file};
 pub use search::render_search;
 pub use table::{render_csv, render_md};
 pub use text::{render_text, render_text_with};
+
+/// The lines of the scenarios beyond echo (churn, flow, pubsub): `(label, text)`, shown by
+/// the terminal report and the HTML page alike; none for other scenarios.
+fn scenario_lines(result: &RunResult) -> Vec<(&'static str, String)> {
+    let mut lines = churn::churn_lines(result);
+    lines.extend(flow::flow_lines(result));
+    lines.extend(pubsub::pubsub_lines(result));
+    lines
+}
 
 /// How `wsbench report` renders its files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

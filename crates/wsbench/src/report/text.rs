@@ -34,14 +34,13 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
     }
     thresholds(&mut out, result, paint);
     server(&mut out, result);
-    for (label, text) in super::churn::churn_lines(result).into_iter().chain(super::flow::flow_lines(result))
-    {
+    for (label, text) in super::scenario_lines(result) {
         line(&mut out, label, &text);
     }
     shards(&mut out, result, paint);
-    if result.scenario != "churn" && result.scenario != "flow" {
-        // Churn's connections each live for a moment, a flow's messages are no round trips:
-        // Little's law over them says nothing.
+    if !matches!(result.scenario.as_str(), "churn" | "flow" | "pubsub") {
+        // Churn's connections each live for a moment, a flow's messages and a fan-out's
+        // deliveries are no round trips: Little's law over them says nothing.
         littles_law(&mut out, result);
     }
     if result.scenario == "scalability" {
@@ -58,6 +57,11 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
         render_c10k_block(&mut out, result);
     }
     out
+}
+
+/// What the headline rate counts: a fan-out's deliveries, else round trips.
+fn exchanges(result: &RunResult) -> &'static str {
+    if result.scenario == "pubsub" { "deliveries" } else { "round trips" }
 }
 
 /// ANSI styling, or none.
@@ -80,17 +84,27 @@ fn header(out: &mut String, result: &RunResult, paint: Paint) {
         let _ = write!(out, "  {}", paint.paint(RED, "[INTERRUPTED: partial results]"));
     }
     out.push('\n');
+    let shape = match &result.pubsub {
+        Some(pubsub) => format!(
+            "{} + {}",
+            plural(pubsub.subscribers, "subscriber", "subscribers"),
+            plural(pubsub.publishers, "publisher", "publishers")
+        ),
+        None => format!(
+            "{} × {} in flight",
+            plural(summary.littles_law.connections, "connection", "connections"),
+            if summary.littles_law.in_flight == u64::MAX {
+                "uncapped".to_owned()
+            } else {
+                group(summary.littles_law.in_flight)
+            },
+        ),
+    };
     let _ = writeln!(
         out,
-        "{} elapsed, {} measured after warm-up; {} × {} in flight",
+        "{} elapsed, {} measured after warm-up; {shape}",
         seconds(result.elapsed_s),
         seconds(result.measured_s),
-        plural(summary.littles_law.connections, "connection", "connections"),
-        if summary.littles_law.in_flight == u64::MAX {
-            "uncapped".to_owned()
-        } else {
-            group(summary.littles_law.in_flight)
-        },
     );
     out.push('\n');
 }
@@ -98,7 +112,7 @@ fn header(out: &mut String, result: &RunResult, paint: Paint) {
 /// The headline rate and the warning that qualifies it.
 fn headline(out: &mut String, result: &RunResult, paint: Paint) {
     let per_sec = result.summary.echoes_per_sec;
-    let mut headline = format!("round trips/s (after warm-up): {}", rate(per_sec));
+    let mut headline = format!("{}/s (after warm-up): {}", exchanges(result), rate(per_sec));
     if result.scenario == "throughput" {
         // Seed 004 (uWebSockets) reports throughput in echoes per millisecond.
         let _ = write!(headline, " = {} echoes/ms", sig3(per_sec / 1e3));
@@ -116,7 +130,7 @@ fn headline(out: &mut String, result: &RunResult, paint: Paint) {
 fn latency_table(out: &mut String, result: &RunResult) {
     let summary = &result.summary;
     if summary.latency_us.count == 0 {
-        line(out, "latency:", "no round trips measured");
+        line(out, "latency:", &format!("no {} measured", exchanges(result)));
         return;
     }
     let headings = ["min", "mean", "stddev", "p50", "p90", "p95", "p99", "p99.9", "max"];
@@ -264,8 +278,8 @@ fn server(out: &mut String, result: &RunResult) {
         None => "connections/MB n/a (RSS did not grow)".to_owned(),
     };
     let per_cpu = match server.echoes_per_cpu_second {
-        Some(per_cpu) => format!("{} round trips/CPU-second", rate(per_cpu)),
-        None => "round trips/CPU-second n/a (no CPU used)".to_owned(),
+        Some(per_cpu) => format!("{} {}/CPU-second", rate(per_cpu), exchanges(result)),
+        None => format!("{}/CPU-second n/a (no CPU used)", exchanges(result)),
     };
     line(out, "", &format!("CPU {}, {per_mb}, {per_cpu}", seconds(cpu)));
 }

@@ -6,8 +6,8 @@ use hdrhistogram::Histogram;
 
 use super::{
     ByteCounts, ChurnSummary, ClientSummary, ConnectStats, ConnectionCounts, EncodedHistograms, FlowSummary,
-    LatencyStats, LittlesLaw, MessageCounts, RunResult, SCHEMA_VERSION, ServerSummary, Summary, Target,
-    TimelinePoint, encode_histogram,
+    LatencyStats, LittlesLaw, MessageCounts, PubSubSummary, RunResult, SCHEMA_VERSION, ServerSummary,
+    Summary, Target, TimelinePoint, encode_histogram,
 };
 use crate::samples::{RunOutcome, ServerReport, WorkerCpu};
 
@@ -266,11 +266,15 @@ impl RunResult {
                     .iter()
                     .map(|(step, h)| (step.clone(), encode_histogram(h)))
                     .collect(),
+                pubsub_spread: (outcome.scenario == "pubsub")
+                    .then(|| encode_histogram(&metrics.pubsub_spread)),
             },
             shards: Vec::new(),
             churn: (outcome.scenario == "churn")
                 .then(|| ChurnSummary::of(counters, outcome.measured_secs, &server.samples)),
             flow: (outcome.scenario == "flow").then(|| FlowSummary::of(metrics)),
+            pubsub: (outcome.scenario == "pubsub")
+                .then(|| PubSubSummary::of(metrics, &outcome.config, outcome.measured_secs)),
         }
     }
 }

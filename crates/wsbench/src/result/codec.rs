@@ -85,6 +85,10 @@ impl RunResult {
                     Ok((step.clone(), decode_histogram(&format!("histograms.flow_steps.{step}"), text)?))
                 })
                 .collect::<Result<_, ResultError>>()?,
+            pubsub_spread: match &encoded.pubsub_spread {
+                Some(text) => decode_histogram("histograms.pubsub_spread", text)?,
+                None => crate::metrics::new_histogram(),
+            },
         })
     }
 }

@@ -286,11 +286,67 @@ pub fn nothing_answered() -> RunOutcome {
     }
 }
 
+/// A pub/sub fan-out, 4 publishers → 100 subscribers on 4 topics at 400 publishes/s, in
+/// which the server dropped everything for subscriber 17 and one publish twice for
+/// subscriber 42.
+pub fn pubsub_one_short() -> RunOutcome {
+    let mut rng = Rng::new(4);
+    let mut metrics = Metrics::default();
+    let measured = simulate(&mut rng, &mut metrics, 11, 1, 10_000, 900, 104);
+    for _ in 0..4_000 {
+        record_us(&mut metrics.pubsub_spread, rng.latency_us(300));
+    }
+    for _ in 0..104 {
+        record_us(&mut metrics.connect, rng.latency_us(700));
+    }
+    let published_per_topic = 1_000;
+    let mut pubsub = crate::metrics::PubSubCounters {
+        published: (0..4).map(|topic| (topic, published_per_topic)).collect(),
+        duplicates: 1,
+        ..Default::default()
+    };
+    for index in 0..100u64 {
+        let received = if index == 17 { 0 } else { published_per_topic };
+        pubsub.received.insert(index, (index % 4, received));
+    }
+    metrics.counters.connections_attempted = 104;
+    metrics.counters.connections_established = 104;
+    metrics.counters.pubsub = pubsub;
+    RunOutcome {
+        scenario: "pubsub".to_owned(),
+        target_url: "ws://127.0.0.1:9001/".to_owned(),
+        target_builtin: true,
+        config: config(
+            "pubsub",
+            104,
+            serde_json::json!({ "pubsub": { "subscribers": 100, "topics": 4, "publishers": 4 } }),
+        ),
+        started_at_unix_ms: 1_735_700_000_000,
+        elapsed_secs: 11.5,
+        measured_secs: 10.0,
+        connect_phase_secs: 0.1,
+        measured_echoes: measured,
+        interrupted: false,
+        connections: 104,
+        in_flight: u64::MAX,
+        metrics,
+        server: ServerReport {
+            pids: vec![4243],
+            found_by: Some("spawned".to_owned()),
+            unprobed_reason: None,
+            samples: Vec::new(),
+        },
+        client_workers: vec![WorkerCpu { name: "w0".to_owned(), cpu_seconds: 3.1, share: 0.27 }],
+        machine: machine(),
+    }
+}
+
 /// Every fixture by name, as the golden files are named.
 pub fn all() -> Vec<(&'static str, RunOutcome)> {
     vec![
         ("closed_loop", closed_loop()),
         ("open_loop_troubled", open_loop_troubled()),
         ("nothing_answered", nothing_answered()),
+        ("pubsub_one_short", pubsub_one_short()),
     ]
 }

@@ -13,6 +13,7 @@ mod codec;
 mod compression;
 mod distribution;
 mod flow;
+mod pubsub;
 
 #[doc(hidden)]
 pub mod fixture;
@@ -32,6 +33,7 @@ pub use codec::{decode_histogram, encode_histogram};
 pub use compression::CompressionSummary;
 pub use distribution::Distribution;
 pub use flow::{FlowStep, FlowSummary};
+pub use pubsub::{PubSubSummary, ShortSubscriber};
 
 /// The result-file format this wsbench writes, and the newest it reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -99,6 +101,9 @@ pub struct RunResult {
     /// The flow scenario's steps; absent from other scenarios.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<FlowSummary>,
+    /// The pubsub scenario's fan-out figures; absent from other scenarios.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pubsub: Option<PubSubSummary>,
 }
 
 /// One shard of a merged result: where it ran and what it saw of the server and of itself.
@@ -308,6 +313,9 @@ pub struct EncodedHistograms {
     /// flow: one latency histogram per step name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub flow_steps: BTreeMap<String, String>,
+    /// pubsub: the spread of each measured publish (first subscriber's receipt → last).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pubsub_spread: Option<String>,
 }
 
 impl RunResult {

@@ -172,9 +172,15 @@ impl Session {
             Some(target) => (None, target.clone()),
             None => {
                 let processes = server_processes.to_string();
-                let extra_args: &[&str] =
-                    if server_processes > 1 { &["--processes", &processes] } else { &[] };
-                let server = BuiltinServer::start(&cpus.server, extra_args)?;
+                let mut extra_args: Vec<&str> = Vec::new();
+                if server_processes > 1 {
+                    extra_args.extend(["--processes", &processes]);
+                }
+                if config.load.scenario == Scenario::PubSub {
+                    // The pub/sub protocol of docs/protocols.md (one event-loop thread).
+                    extra_args.push("--pubsub");
+                }
+                let server = BuiltinServer::start(&cpus.server, &extra_args)?;
                 let target = Target::parse(&server.url)
                     .map_err(|e| RunError::ServerStart(crate::causes::with_causes(&e)))?;
                 (Some(server), target)

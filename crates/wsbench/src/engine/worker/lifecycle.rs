@@ -36,7 +36,12 @@ impl Worker {
             self.traffic.metrics.counters.connections_attempted += 1;
             self.connect(index, now);
         }
-        if !self.reported_connected && self.pacer.all_connections_started() && self.connecting == 0 {
+        let subscribing = self.traffic.pubsub.as_ref().is_some_and(|p| p.awaiting > 0);
+        if !self.reported_connected
+            && self.pacer.all_connections_started()
+            && self.connecting == 0
+            && !subscribing
+        {
             self.reported_connected = true;
             self.control.workers_connected.fetch_add(1, Ordering::SeqCst);
         }
@@ -111,6 +116,9 @@ impl Worker {
         self.control.open_connections.fetch_add(1, Ordering::Relaxed);
         self.traffic.metrics.counters.connections_established += 1;
         record_us(&mut self.traffic.metrics.connect, now.duration_since(conn.started).as_micros() as u64);
+        if let Some(pubsub) = self.traffic.pubsub.as_mut() {
+            pubsub.on_open(conn, now);
+        }
         if self.control.traffic() {
             self.start_traffic(key, now);
         }
@@ -165,6 +173,13 @@ impl Worker {
         }
     }
 
+    /// pubsub: subscriptions the server has not acknowledged in time fail.
+    pub(super) fn expire_subscriptions(&mut self, now: Instant) {
+        if let Some(pubsub) = self.traffic.pubsub.as_mut() {
+            pubsub.expire(now, &mut self.traffic.metrics.counters.pubsub);
+        }
+    }
+
     /// With `--reconnect`, schedules connection `index` to be opened again.
     pub(super) fn reconnect_later(&mut self, index: u64) {
         if self.spec.load.reconnect && !self.control.stopping() {
@@ -177,6 +192,9 @@ impl Worker {
     pub(super) fn drop_conn(&mut self, key: usize) {
         if let Some(mut conn) = self.conns.try_remove(key) {
             let _ = self.poll.registry().deregister(conn.transport.socket());
+            if let Some(pubsub) = self.traffic.pubsub.as_mut() {
+                pubsub.on_drop(conn.index);
+            }
             if conn.state != State::Closing {
                 // Lost, not closed by us at the end of the run.
                 self.reconnect_later(conn.index);

@@ -1,0 +1,164 @@
+//! The pubsub scenario's shape (issue 14): how many subscribers, topics and publishers, and
+//! which connection plays which part. Connections `0..S` subscribe (subscriber `i` to topic
+//! `i mod T`); connections `S..S+P` publish (publisher `j` to topic `j mod T`), so every
+//! shard and worker derives the same roles from a connection's index alone.
+
+use serde::Serialize;
+
+use super::error::{ConfigError, invalid};
+use super::{Payload, RunSettings, Scenario};
+
+pub const DEFAULT_SUBSCRIBERS: u64 = 100;
+pub const DEFAULT_TOPICS: u64 = 1;
+pub const DEFAULT_PUBLISHERS: u64 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PubSubSpec {
+    pub subscribers: u64,
+    pub topics: u64,
+    pub publishers: u64,
+}
+
+/// What connection `index` does in a pubsub run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Subscriber {
+        topic: u64,
+    },
+    /// Publisher number `publisher` (0-based among the publishers).
+    Publisher {
+        publisher: u64,
+        topic: u64,
+    },
+}
+
+impl PubSubSpec {
+    pub fn connections(&self) -> u64 {
+        self.subscribers + self.publishers
+    }
+
+    pub fn role(&self, index: u64) -> Role {
+        match index.checked_sub(self.subscribers) {
+            None => Role::Subscriber { topic: index % self.topics },
+            Some(publisher) => Role::Publisher { publisher, topic: publisher % self.topics },
+        }
+    }
+
+    /// The publishers of `topic`: `topic`, `topic + T`, … below P.
+    pub fn publishers_of(&self, topic: u64) -> u64 {
+        self.publishers / self.topics + u64::from(topic < self.publishers % self.topics)
+    }
+}
+
+impl RunSettings {
+    /// `--subscribers`, `--topics`, `--publishers`: checked for pubsub, refused elsewhere.
+    pub(super) fn pubsub(&self, scenario: Scenario) -> Result<Option<PubSubSpec>, ConfigError> {
+        if scenario != Scenario::PubSub {
+            for (flag, given) in
+                [("subscribers", self.subscribers), ("topics", self.topics), ("publishers", self.publishers)]
+            {
+                if given.is_some() {
+                    return Err(invalid(flag, "applies to the pubsub scenario only"));
+                }
+            }
+            return Ok(None);
+        }
+        if self.connections.is_some() || self.clients.is_some() {
+            return Err(invalid(
+                "connections",
+                "pubsub opens --subscribers + --publishers connections; drop --connections",
+            ));
+        }
+        if self.in_flight.is_some() {
+            return Err(invalid("in-flight", "pubsub publishes on the --rate schedule; drop --in-flight"));
+        }
+        let spec = PubSubSpec {
+            subscribers: self.subscribers.unwrap_or(DEFAULT_SUBSCRIBERS),
+            topics: self.topics.unwrap_or(DEFAULT_TOPICS),
+            publishers: self.publishers.unwrap_or(DEFAULT_PUBLISHERS),
+        };
+        for (flag, count) in
+            [("subscribers", spec.subscribers), ("topics", spec.topics), ("publishers", spec.publishers)]
+        {
+            if count == 0 {
+                return Err(invalid(flag, "must be at least 1"));
+            }
+        }
+        if spec.publishers < spec.topics {
+            return Err(invalid(
+                "publishers",
+                format!(
+                    "each publisher publishes to one topic (publisher j to topic j mod {}): give at \
+                     least as many publishers as --topics",
+                    spec.topics
+                ),
+            ));
+        }
+        Ok(Some(spec))
+    }
+}
+
+/// pubsub pads its messages to `--payload-bytes`; no other payload applies.
+pub(super) fn check_payload(payload: &Payload) -> Result<(), ConfigError> {
+    match payload {
+        Payload::JsonTs | Payload::Bytes(_) => Ok(()),
+        _ => Err(invalid(
+            "payload",
+            "pubsub sends its own JSON messages: give only --payload-bytes N (padding)",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_follow_the_connection_index() {
+        let spec = PubSubSpec { subscribers: 5, topics: 2, publishers: 3 };
+        assert_eq!(spec.connections(), 8);
+        assert_eq!(spec.role(0), Role::Subscriber { topic: 0 });
+        assert_eq!(spec.role(3), Role::Subscriber { topic: 1 });
+        assert_eq!(spec.role(5), Role::Publisher { publisher: 0, topic: 0 });
+        assert_eq!(spec.role(7), Role::Publisher { publisher: 2, topic: 0 });
+        assert_eq!((spec.publishers_of(0), spec.publishers_of(1)), (2, 1));
+    }
+
+    fn settings(args: &[(&str, u64)]) -> RunSettings {
+        let mut settings = RunSettings { scenario: Some("pubsub".to_owned()), ..RunSettings::default() };
+        for &(flag, value) in args {
+            match flag {
+                "subscribers" => settings.subscribers = Some(value),
+                "topics" => settings.topics = Some(value),
+                "publishers" => settings.publishers = Some(value),
+                "connections" => settings.connections = Some(value),
+                _ => unreachable!("{flag}"),
+            }
+        }
+        settings
+    }
+
+    fn error(args: &[(&str, u64)]) -> String {
+        settings(args).validate().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn connections_are_subscribers_plus_publishers() {
+        let config = settings(&[("subscribers", 50), ("topics", 5), ("publishers", 5)]).validate().unwrap();
+        assert_eq!(config.load.connections, 55);
+        assert_eq!(config.load.pubsub, Some(PubSubSpec { subscribers: 50, topics: 5, publishers: 5 }));
+        // The default rate, 100/s over 5 publishers: each publishes every 50 ms.
+        assert_eq!(config.load.message_interval, Some(std::time::Duration::from_millis(50)));
+    }
+
+    #[test]
+    fn bad_shapes_are_refused_naming_the_flag() {
+        assert!(error(&[("connections", 10)]).contains("--connections"), "{}", error(&[("connections", 10)]));
+        assert!(error(&[("topics", 0)]).contains("--topics: must be at least 1"));
+        assert!(error(&[("topics", 4), ("publishers", 2)]).contains("--publishers"));
+        let mut echo = settings(&[("subscribers", 3)]);
+        echo.scenario = Some("echo".to_owned());
+        let message = echo.validate().unwrap_err().to_string();
+        assert!(message.contains("--subscribers: applies to the pubsub scenario only"), "{message}");
+    }
+}

@@ -1,0 +1,75 @@
+"""Interop peer: a pub/sub server (docs/protocols.md) on Python's `websockets` that is wrong on
+purpose, so the pubsub scenario is tested to find exactly what a server loses or repeats
+(crates/wsbench/tests/engine/pubsub.rs).
+
+    python lossy_pubsub_server.py [--drop-conn N] [--duplicate-conn M]
+
+Each connection is named by its `X-Conn` upgrade header (wsbench sends it with
+`--header "X-Conn: {conn}"`). --drop-conn: connection N is acknowledged its subscription but
+gets none of the publishes. --duplicate-conn: connection M gets every publish twice. Everyone
+else gets every publish once, unchanged, with `broadcast`.
+
+Listens on 127.0.0.1 port 0, prints `listening on ws://127.0.0.1:PORT`, and exits when its
+stdin closes (so it never outlives the test).
+"""
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+
+from websockets.asyncio.server import broadcast, serve
+from websockets.exceptions import ConnectionClosed
+
+TOPICS = {}
+
+
+def handler(drop, duplicate):
+    async def pubsub(ws):
+        name = ws.request.headers.get("X-Conn")
+        try:
+            with contextlib.suppress(ConnectionClosed):
+                async for message in ws:
+                    await on_message(ws, name, message)
+        finally:
+            for subscribers in TOPICS.values():
+                subscribers.pop(ws, None)
+
+    async def on_message(ws, name, message):
+        command = json.loads(message) if isinstance(message, str) else None
+        if not isinstance(command, dict):
+            await ws.send(message)
+        elif isinstance(command.get("sub"), str):
+            TOPICS.setdefault(command["sub"], {})[ws] = name
+            await ws.send(json.dumps({"subscribed": command["sub"]}, separators=(",", ":")))
+        elif isinstance(command.get("pub"), str):
+            subscribers = TOPICS.get(command["pub"], {})
+            broadcast([peer for peer, peer_name in subscribers.items() if peer_name != drop], message)
+            broadcast([peer for peer, peer_name in subscribers.items() if peer_name == duplicate], message)
+        else:
+            await ws.send(message)
+
+    return pubsub
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--drop-conn")
+    parser.add_argument("--duplicate-conn")
+    args = parser.parse_args()
+    async with serve(
+        handler(args.drop_conn, args.duplicate_conn),
+        "127.0.0.1",
+        0,
+        compression=None,
+        ping_interval=None,
+        backlog=4096,
+    ) as server:
+        port = server.sockets[0].getsockname()[1]
+        print(f"listening on ws://127.0.0.1:{port}", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
