@@ -11,6 +11,10 @@ const port = Number(process.argv[2] || 0);
 // `WSBENCH_DEFLATE=1` (set by `wsbench compare --compression deflate`): negotiate
 // permessage-deflate and send echoes compressed; off otherwise, Bun's default.
 const DEFLATE = process.env.WSBENCH_DEFLATE === '1';
+// `WSBENCH_PUBSUB=1` (set by `wsbench compare --scenario pubsub`): speak the pub/sub protocol
+// of wsbench's docs/protocols.md with Bun's native topics, `ws.subscribe` and
+// `server.publish` (uWS encodes a publish once for all of a topic's subscribers).
+const PUBSUB = process.env.WSBENCH_PUBSUB === '1';
 // Large enough for 16 MiB messages, capped like wsbench serve's default.
 const MAX_MESSAGE = 128 * 1024 * 1024;
 
@@ -28,6 +32,9 @@ const server = Bun.serve({
   },
   websocket: {
     message(ws, message) {
+      if (PUBSUB && typeof message === 'string' && pubsub(ws, message)) {
+        return;
+      }
       ws.send(message, DEFLATE);
     },
     maxPayloadLength: MAX_MESSAGE,
@@ -41,6 +48,28 @@ const server = Bun.serve({
     sendPings: false,
   },
 });
+
+// A `{"sub":T}` or `{"pub":T,...}` command handled; false for any other message (echoed).
+function pubsub(ws, message) {
+  let command;
+  try {
+    command = JSON.parse(message);
+  } catch {
+    return false;
+  }
+  if (typeof command?.sub === 'string') {
+    ws.subscribe(command.sub);
+    ws.send(JSON.stringify({ subscribed: command.sub }));
+    return true;
+  }
+  if (typeof command?.pub === 'string') {
+    // The payload unchanged, to every subscriber of the topic (the publisher too, if it
+    // subscribed: `server.publish`, unlike `ws.publish`, leaves no one out).
+    server.publish(command.pub, message);
+    return true;
+  }
+  return false;
+}
 
 console.log(`listening on ws://127.0.0.1:${server.port}`);
 

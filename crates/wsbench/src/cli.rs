@@ -88,7 +88,7 @@ pub struct CompareArgs {
     /// Servers to compare, comma-separated (builtin, node-ws, …), or `all`.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     pub servers: Vec<String>,
-    /// Scenario: echo (default), throughput, scalability or c10k.
+    /// Scenario: echo (default), throughput, scalability, c10k, churn or pubsub.
     #[arg(long = "scenario", value_name = "NAME")]
     pub scenario_name: Option<String>,
     /// Measure every server this many times, interleaved; the table shows medians.

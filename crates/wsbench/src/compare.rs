@@ -72,9 +72,9 @@ pub fn compare(
         std::fs::create_dir_all(out).map_err(|source| CompareError::OutDir { path: out.clone(), source })?;
     }
     let mut rows: Vec<Row> = selected.iter().map(|manifest| Row::new(manifest)).collect();
-    if compresses(&config.settings) {
+    for feature in Feature::needed_by(&config.settings) {
         for row in &mut rows {
-            row.for_compression();
+            row.require(feature);
         }
     }
     let allowed = crate::affinity::allowed_cpus();
@@ -101,26 +101,64 @@ pub fn compare(
     Ok(rows)
 }
 
-/// Whether the scenario asks for permessage-deflate (`--compression` other than `none`).
-fn compresses(settings: &RunSettings) -> bool {
-    settings.compression.as_deref().is_some_and(|c| !matches!(c.trim(), "none" | "off"))
+/// What a scenario may need from a fleet server beyond echo: the manifest says whether the
+/// server has it, and an environment variable turns it on when the server starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feature {
+    /// permessage-deflate, for `--compression` other than `none`.
+    Deflate,
+    /// The pub/sub protocol of docs/protocols.md, for the pubsub scenario.
+    PubSub,
 }
 
 /// The environment variable a fleet server reads to turn permessage-deflate on.
 pub const DEFLATE_ENV: &str = "WSBENCH_DEFLATE";
+/// The environment variable a fleet server reads to speak pub/sub instead of echo.
+pub const PUBSUB_ENV: &str = "WSBENCH_PUBSUB";
+
+impl Feature {
+    /// The features `settings` need.
+    pub fn needed_by(settings: &RunSettings) -> Vec<Feature> {
+        let compresses = settings.compression.as_deref().is_some_and(|c| !matches!(c.trim(), "none" | "off"));
+        let pubsub = settings.scenario.as_deref() == Some("pubsub");
+        [(compresses, Feature::Deflate), (pubsub, Feature::PubSub)]
+            .into_iter()
+            .filter_map(|(needed, feature)| needed.then_some(feature))
+            .collect()
+    }
+
+    fn offered_by(self, manifest: &Manifest) -> bool {
+        match self {
+            Feature::Deflate => manifest.deflate,
+            Feature::PubSub => manifest.pubsub,
+        }
+    }
+
+    fn env(self) -> &'static str {
+        match self {
+            Feature::Deflate => DEFLATE_ENV,
+            Feature::PubSub => PUBSUB_ENV,
+        }
+    }
+
+    fn skipped(self) -> &'static str {
+        match self {
+            Feature::Deflate => "skipped: no permessage-deflate (`deflate = true` is not in its server.toml)",
+            Feature::PubSub => "skipped: no pub/sub (`pubsub = true` is not in its server.toml)",
+        }
+    }
+}
 
 impl Row {
-    /// A compressed run: servers without permessage-deflate are skipped (with the reason);
-    /// the others are started with [`DEFLATE_ENV`] set.
-    fn for_compression(&mut self) {
-        if self.manifest.deflate {
-            self.manifest.env.insert(DEFLATE_ENV.to_owned(), "1".to_owned());
-        } else {
+    /// A run that needs `feature`: servers without it are skipped (with the reason); the
+    /// others are started with its environment variable set.
+    fn require(&mut self, feature: Feature) {
+        if feature.offered_by(&self.manifest) {
+            self.manifest.env.insert(feature.env().to_owned(), "1".to_owned());
+        } else if self.skipped.is_none() {
             self.available = false;
             self.problems.clear();
-            self.skipped = Some(
-                "skipped: no permessage-deflate (`deflate = true` is not in its server.toml)".to_owned(),
-            );
+            self.skipped = Some(feature.skipped().to_owned());
         }
     }
 
@@ -184,8 +222,9 @@ impl Row {
         server.stop();
         match measured {
             Ok(result) => {
+                let what = if result.scenario == "pubsub" { "deliveries" } else { "round trips" };
                 log(&format!(
-                    "{:.0} round trips/s, {} of {} connections",
+                    "{:.0} {what}/s, {} of {} connections",
                     result.summary.echoes_per_sec,
                     result.summary.connections.established,
                     result.summary.connections.attempted

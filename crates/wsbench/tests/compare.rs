@@ -176,3 +176,26 @@ fn ctrl_c_ends_the_comparison_with_130_and_keeps_what_was_measured() {
     assert!(result.interrupted);
     assert!(!out.join("builtin-1.json").exists());
 }
+
+#[test]
+fn a_pubsub_comparison_runs_the_servers_that_speak_it_and_skips_the_rest() {
+    let dir = fleet_dir("pubsub");
+    let out = dir.join("results");
+    let flags = "--subscribers 20 --topics 2 --publishers 2 --rate 100/s --warmup 0s --duration 1s";
+    let mut args = vec!["compare", "--scenario", "pubsub", "--servers", "builtin,healthy", "--out"];
+    args.push(out.to_str().unwrap());
+    args.extend(flags.split_whitespace());
+    let (code, stdout, stderr) = wsbench(&args, &dir);
+    assert_eq!(code, Some(0), "a skipped server is no failure\n{stdout}\n{stderr}");
+    assert!(stdout.contains("deliveries/s (min–max)"), "{stdout}");
+    let builtin = stdout.lines().find(|l| l.starts_with("builtin")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(builtin.contains("22/22"), "{builtin}");
+    let healthy = stdout.lines().find(|l| l.starts_with("healthy")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(healthy.contains("skipped: no pub/sub"), "{healthy}");
+    // The built-in server was started with --pubsub: every subscriber got every publish.
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("builtin-1.json")).unwrap()).unwrap();
+    assert_eq!(result["pubsub"]["subscribed"], 20, "{stdout}\n{stderr}");
+    assert_eq!(result["pubsub"]["lost"], 0, "{stdout}\n{stderr}");
+    assert_eq!(result["pubsub"]["delivered"], result["pubsub"]["expected_deliveries"], "{stdout}\n{stderr}");
+}

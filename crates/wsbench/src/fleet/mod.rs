@@ -134,13 +134,14 @@ pub fn builtin() -> Manifest {
         requires: Vec::new(),
         install: Vec::new(),
         installed: "true".into(),
-        start: format!("exec '{exe}' serve --port {{port}}"),
+        // `WSBENCH_PUBSUB=1` (compare's pubsub rows) adds `--pubsub`.
+        start: format!("exec '{exe}' serve --port {{port}} ${{WSBENCH_PUBSUB:+--pubsub}}"),
         threads: 1,
         http: true,
         websocket: true,
         env: BTreeMap::new(),
         deflate: true,
-        pubsub: false,
+        pubsub: true,
         dir: std::env::temp_dir(),
     }
 }

@@ -33,12 +33,15 @@ pub fn write_compare_html(rows: &[Row], path: &Path, command: &str) -> Result<()
 /// The comparison table, shaped like the seeds' tables.
 pub fn render_compare_table(rows: &[Row]) -> String {
     let mut out = String::new();
+    // A pubsub comparison counts deliveries where the others count round trips.
+    let pubsub = rows.iter().flat_map(|row| &row.runs).any(|run| run.pubsub.is_some());
+    let what = if pubsub { "deliveries" } else { "round trips" };
     let _ = writeln!(
         out,
-        "{:<22} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>17} {:>6}",
+        "{:<22} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>17} {:>6}{}",
         "server",
         "language",
-        "round trips/s (min–max)",
+        format!("{what}/s (min–max)"),
         "mean",
         "p50",
         "p99",
@@ -49,8 +52,9 @@ pub fn render_compare_table(rows: &[Row]) -> String {
         "RSS",
         "RSS/conn",
         "CPU s",
-        "round trips/CPU-s",
-        "client"
+        format!("{what}/CPU-s"),
+        "client",
+        if pubsub { "  lost  dup  spread p99" } else { "" }
     );
     for row in rows {
         match median_run(row) {
@@ -99,6 +103,15 @@ fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
         run.server.cpu_seconds.map_or("-".to_owned(), |c| format!("{c:.2}")),
         run.server.echoes_per_cpu_second.map_or("-".to_owned(), |e| format!("{e:.0}")),
         if run.client.bound { "BOUND" } else { "ok" },
-        if row.problems.is_empty() { String::new() } else { format!("  ({})", row.problems.join("; ")) },
+        run.pubsub.as_ref().map_or(String::new(), |p| format!(
+            "  {:>4} {:>4} {:>11}",
+            p.lost,
+            p.duplicated,
+            millis_tight(p.spread_us.p99 as f64)
+        )),
     );
+    if !row.problems.is_empty() {
+        out.pop();
+        let _ = writeln!(out, "  ({})", row.problems.join("; "));
+    }
 }
