@@ -2,12 +2,13 @@
 purpose, so the pubsub scenario is tested to find exactly what a server loses or repeats
 (crates/wsbench/tests/engine/pubsub.rs).
 
-    python lossy_pubsub_server.py [--drop-conn N] [--duplicate-conn M]
+    python lossy_pubsub_server.py [--drop-conn N] [--duplicate-conn M] [--deliveries-per-sec R]
 
 Each connection is named by its `X-Conn` upgrade header (wsbench sends it with
 `--header "X-Conn: {conn}"`). --drop-conn: connection N is acknowledged its subscription but
 gets none of the publishes. --duplicate-conn: connection M gets every publish twice. Everyone
-else gets every publish once, unchanged, with `broadcast`.
+else gets every publish once, unchanged, with `broadcast`. --deliveries-per-sec: a slow server
+that queues every delivery and sends at most R per second, so it falls behind a higher rate.
 
 Listens on 127.0.0.1 port 0, prints `listening on ws://127.0.0.1:PORT`, and exits when its
 stdin closes (so it never outlives the test).
@@ -25,7 +26,7 @@ from websockets.exceptions import ConnectionClosed
 TOPICS = {}
 
 
-def handler(drop, duplicate):
+def handler(drop, duplicate, queue):
     async def pubsub(ws):
         name = ws.request.headers.get("X-Conn")
         try:
@@ -45,21 +46,39 @@ def handler(drop, duplicate):
             await ws.send(json.dumps({"subscribed": command["sub"]}, separators=(",", ":")))
         elif isinstance(command.get("pub"), str):
             subscribers = TOPICS.get(command["pub"], {})
-            broadcast([peer for peer, peer_name in subscribers.items() if peer_name != drop], message)
-            broadcast([peer for peer, peer_name in subscribers.items() if peer_name == duplicate], message)
+            receivers = [peer for peer, peer_name in subscribers.items() if peer_name != drop]
+            receivers += [peer for peer, peer_name in subscribers.items() if peer_name == duplicate]
+            if queue is None:
+                broadcast(receivers, message)
+            else:
+                for peer in receivers:
+                    queue.put_nowait((peer, message))
         else:
             await ws.send(message)
 
     return pubsub
 
 
+async def deliver_slowly(queue, per_sec):
+    """Sends the queued deliveries, at most `per_sec` a second."""
+    while True:
+        peer, message = await queue.get()
+        with contextlib.suppress(ConnectionClosed):
+            await peer.send(message)
+        await asyncio.sleep(1 / per_sec)
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--drop-conn")
     parser.add_argument("--duplicate-conn")
+    parser.add_argument("--deliveries-per-sec", type=float)
     args = parser.parse_args()
+    queue = asyncio.Queue() if args.deliveries_per_sec else None
+    if queue is not None:
+        slow = asyncio.create_task(deliver_slowly(queue, args.deliveries_per_sec))
     async with serve(
-        handler(args.drop_conn, args.duplicate_conn),
+        handler(args.drop_conn, args.duplicate_conn, queue),
         "127.0.0.1",
         0,
         compression=None,

@@ -37,6 +37,8 @@ const BACKPRESSURE_BYTES: usize = 1024 * 1024;
 const CLOSING_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long shutdown waits for peers to answer the 1001 close.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
+/// How long the server has had no connection before it returns their memory.
+const IDLE_RELEASE_AFTER: Duration = Duration::from_millis(200);
 const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
 
 /// State shared by every event loop of one server.
@@ -70,6 +72,8 @@ pub struct EventLoop {
     out: Vec<u8>,
     handshake_deadlines: VecDeque<Deadline>,
     closing_deadlines: VecDeque<Deadline>,
+    /// When the last connection closed, plus [`IDLE_RELEASE_AFTER`].
+    idle_release_at: Option<Instant>,
     next_serial: u32,
     /// An fd held back so that, at the open-file limit, one can be freed to accept and
     /// immediately close a connection instead of leaving it hanging in the backlog.
@@ -120,10 +124,13 @@ impl EventLoop {
             tcp_listener,
             shared,
             conns: Slab::new(),
-            read_buf: vec![0u8; READ_BUFFER_BYTES].into_boxed_slice(),
-            out: Vec::with_capacity(READ_BUFFER_BYTES),
+            // Written once here, so their pages are in the RSS before the first connection:
+            // a probe's baseline then includes the loop's fixed buffers.
+            read_buf: vec![1u8; READ_BUFFER_BYTES].into_boxed_slice(),
+            out: touched_buffer(READ_BUFFER_BYTES),
             handshake_deadlines: VecDeque::new(),
             closing_deadlines: VecDeque::new(),
+            idle_release_at: None,
             next_serial: 0,
             reserve_fd: File::open("/dev/null").ok(),
             last_refusal_log: None,
@@ -160,6 +167,12 @@ impl EventLoop {
             }
             let now = Instant::now();
             self.expire_deadlines(now);
+            if self.idle_release_at.is_some_and(|at| now >= at) {
+                self.idle_release_at = None;
+                if self.conns.is_empty() {
+                    self.release_idle_memory();
+                }
+            }
             if self.shared.stopping.load(Ordering::Relaxed) && self.stop_deadline.is_none() {
                 self.begin_stop(now);
             }
@@ -176,6 +189,7 @@ impl EventLoop {
             self.handshake_deadlines.front().map(|d| d.at),
             self.closing_deadlines.front().map(|d| d.at),
             self.stop_deadline,
+            self.idle_release_at,
         ];
         let earliest = fronts.into_iter().flatten().min()?;
         Some(earliest.saturating_duration_since(Instant::now()) + Duration::from_millis(1))
@@ -508,6 +522,25 @@ impl EventLoop {
         if let Some(mut conn) = self.conns.try_remove(key) {
             let _ = self.poll.registry().deregister(conn.transport.socket());
             self.shared.connections.fetch_sub(1, Ordering::Relaxed);
+            if self.conns.is_empty() {
+                self.idle_release_at = Some(Instant::now() + IDLE_RELEASE_AFTER);
+            }
+        }
+    }
+
+    /// Idle for [`IDLE_RELEASE_AFTER`]: gives the memory the connections used back to the
+    /// system (the connection table's capacity, and the allocator's free pages), so the
+    /// server's RSS returns to what it was before them; a server that keeps growing while
+    /// idle leaks.
+    fn release_idle_memory(&mut self) {
+        self.conns.shrink_to_fit();
+        self.handshake_deadlines.shrink_to_fit();
+        self.closing_deadlines.shrink_to_fit();
+        self.deliver_to.shrink_to_fit();
+        #[cfg(target_env = "gnu")]
+        // SAFETY: malloc_trim only returns free heap memory to the system.
+        unsafe {
+            libc::malloc_trim(0);
         }
     }
 
@@ -575,4 +608,11 @@ fn write_some(transport: &mut Transport, data: &[u8]) -> io::Result<usize> {
         }
     }
     Ok(written)
+}
+
+/// An empty buffer with `capacity` bytes whose pages have been written once.
+fn touched_buffer(capacity: usize) -> Vec<u8> {
+    let mut buffer = vec![1u8; capacity];
+    buffer.clear();
+    buffer
 }

@@ -60,6 +60,10 @@ pub const DEFAULT_C10K_DURATION: Duration = Duration::from_secs(300);
 /// churn: new connections per second, and echoes per connection, when not given.
 pub const DEFAULT_CHURN_RATE: f64 = 100.0;
 pub const DEFAULT_MESSAGES_PER_CONNECTION: u64 = 1;
+/// churn: how long a cycle's echoes and close take at most, for planning file descriptors
+/// (the close waits 2 s at most; a server that stalls echoes longer makes connects fail with
+/// `connect_error` once the descriptors run out, rather than the run refusing to start).
+pub const CHURN_CYCLE_BOUND: Duration = Duration::from_secs(3);
 /// pubsub: publishes per second over all publishers, when `--rate` is not given.
 pub const DEFAULT_PUBSUB_RATE: f64 = 100.0;
 pub const DEFAULT_MAX_SEND_LAG: Duration = Duration::from_millis(5);
@@ -382,9 +386,23 @@ impl RunConfig {
     /// share, or the largest share of its `--processes` children. The open-file limit is
     /// checked against this.
     pub fn connections_per_process(&self) -> u64 {
-        match self.load.shard {
+        let per_process = match self.load.shard {
             Some(shard) => shard.share_of(self.load.connections),
             None => self.load.connections.div_ceil(self.placement.processes.max(1)),
+        };
+        per_process.min(self.connections_open_at_once())
+    }
+
+    /// The most connections open at the same moment: all of them, except in churn, where
+    /// each lives for one cycle, so at most `--rate` × ([`CHURN_CYCLE_BOUND`] +
+    /// `--connect-timeout`) are open at once.
+    pub fn connections_open_at_once(&self) -> u64 {
+        match (self.load.scenario, self.load.ramp_per_sec) {
+            (Scenario::Churn, Some(rate)) => {
+                let lifetime = (CHURN_CYCLE_BOUND + self.load.connect_timeout).as_secs_f64();
+                self.load.connections.min((rate * lifetime).ceil() as u64)
+            }
+            _ => self.load.connections,
         }
     }
 }
@@ -533,6 +551,23 @@ mod tests {
         for bad in ["5/5", "1", "a/2", "0/0", "0/20"] {
             assert!(Shard::parse(bad, 10).is_err(), "{bad}");
         }
+    }
+
+    /// Churn's connections live for one cycle each: 500/s for 60 s is 30,000 connections,
+    /// but at most 500 × (3 s + the 2 s connect timeout) = 2,500 of them at once.
+    #[test]
+    fn churn_plans_descriptors_for_the_connections_open_at_once() {
+        let churn = settings(|s| {
+            s.scenario = Some("churn".into());
+            s.rate = Some("500/s".into());
+            s.duration = Some("60s".into());
+        })
+        .validate()
+        .unwrap();
+        assert_eq!(churn.load.connections, 30_000);
+        assert_eq!((churn.connections_open_at_once(), churn.connections_per_process()), (2_500, 2_500));
+        let echo = settings(|s| s.connections = Some(30_000)).validate().unwrap();
+        assert_eq!(echo.connections_open_at_once(), 30_000);
     }
 
     #[test]

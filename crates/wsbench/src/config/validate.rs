@@ -48,8 +48,11 @@ impl RunSettings {
         let placement = self.placement(connections, target.is_some(), shard.is_some(), &mode)?;
         let (default_duration, default_warmup) = match scenario {
             Scenario::C10k => (DEFAULT_C10K_DURATION, Duration::ZERO),
-            Scenario::Scalability | Scenario::Churn | Scenario::Flow => (DEFAULT_DURATION, Duration::ZERO),
-            Scenario::Echo | Scenario::Throughput | Scenario::PubSub => (DEFAULT_DURATION, DEFAULT_WARMUP),
+            Scenario::Scalability | Scenario::Flow => (DEFAULT_DURATION, Duration::ZERO),
+            // churn: the warm-up is a run of its own before the measured one (session).
+            Scenario::Echo | Scenario::Throughput | Scenario::PubSub | Scenario::Churn => {
+                (DEFAULT_DURATION, DEFAULT_WARMUP)
+            }
         };
         let load = LoadSpec {
             scenario,

@@ -80,6 +80,8 @@ pub struct PubSub {
     spread: Spread,
     last_delivery: Option<Instant>,
     message: Vec<u8>,
+    /// The run ended while deliveries were still arriving.
+    pub cut_off: bool,
 }
 
 #[derive(Debug)]
@@ -179,6 +181,7 @@ impl PubSub {
             spread: Spread::new(),
             last_delivery: None,
             message: Vec::new(),
+            cut_off: false,
         })
     }
 
@@ -353,6 +356,7 @@ impl PubSub {
     /// The worker's end: every subscriber that was acknowledged goes into the counters
     /// with what it received; the spread of each publish it saw is handed back.
     pub fn finish(self, counters: &mut PubSubCounters) -> Spread {
+        counters.cut_off += u64::from(self.cut_off);
         for (index, subscriber) in self.subscribers {
             if subscriber.accounted {
                 counters.received.insert(index, (subscriber.topic, subscriber.received));

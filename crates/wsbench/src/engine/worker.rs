@@ -201,6 +201,9 @@ impl Worker {
         };
         let drain = if self.control.interrupted.load(Ordering::Relaxed) { drain / 5 } else { drain };
         if self.closing_since.is_none() && (!busy || now >= draining_since + drain) {
+            if let Some(pubsub) = self.traffic.pubsub.as_mut() {
+                pubsub.cut_off = busy;
+            }
             self.closing_since = Some(now);
             let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
             for key in keys {

@@ -338,6 +338,6 @@ mod tests {
     fn the_fleet_pubsub_servers_are_flagged() {
         let fleet = load(&default_dir()).unwrap();
         let pubsub: Vec<&str> = fleet.iter().filter(|m| m.pubsub).map(|m| m.name.as_str()).collect();
-        assert_eq!(pubsub, ["go-gorilla", "node-ws", "python-websockets"]);
+        assert_eq!(pubsub, ["builtin", "bun", "go-gorilla", "node-ws", "python-websockets"]);
     }
 }

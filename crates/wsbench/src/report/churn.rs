@@ -41,7 +41,16 @@ pub fn churn_lines(result: &RunResult) -> Vec<(&'static str, String)> {
     ];
     if let Some(drift) = &churn.server_drift {
         lines.push(("server fds:", drift_text(&drift.fds, &group)));
-        lines.push(("server RSS:", drift_text(&drift.rss_bytes, &bytes)));
+        let mut rss = drift_text(&drift.rss_bytes, &bytes);
+        if let Some(growth) = drift.rss_bytes.after.checked_sub(drift.rss_bytes.baseline).filter(|&g| g > 0)
+            && churn.cycles > 0
+        {
+            // A leak grows with the cycles; a server's one-off growth does not.
+            let per_cycle = growth as f64 / churn.cycles as f64;
+            rss.pop();
+            rss += &format!(", {per_cycle:.1} B per cycle)");
+        }
+        lines.push(("server RSS:", rss));
     }
     lines
 }

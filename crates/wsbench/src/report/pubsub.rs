@@ -59,9 +59,16 @@ pub fn pubsub_lines(result: &RunResult) -> Vec<(&'static str, String)> {
 }
 
 fn completeness(pubsub: &PubSubSummary) -> String {
+    let missing = match pubsub.cut_off && pubsub.lost > 0 {
+        false => format!("lost {}", group(pubsub.lost)),
+        true => format!(
+            "undelivered {} (the server was still delivering when the run stopped: behind \
+             schedule, not known lost; lower --rate)",
+            group(pubsub.lost)
+        ),
+    };
     let mut text = format!(
-        "lost {}, duplicated {}, out of order {}",
-        group(pubsub.lost),
+        "{missing}, duplicated {}, out of order {}",
         group(pubsub.duplicated),
         group(pubsub.out_of_order)
     );
@@ -94,6 +101,7 @@ mod tests {
             delivered: 20,
             deliveries_per_sec: 10.0,
             lost: 10,
+            cut_off: false,
             duplicated: 0,
             out_of_order: 1,
             unexpected: 0,

@@ -27,7 +27,12 @@ pub struct PubSubSummary {
     /// Measured publishes received, each once per subscriber.
     pub delivered: u64,
     pub deliveries_per_sec: f64,
+    /// Expected deliveries that did not come: lost, or (when `cut_off`) still on their way
+    /// when the run stopped.
     pub lost: u64,
+    /// The run stopped while deliveries were still arriving (the server had fallen behind
+    /// and the drain at the end ran out).
+    pub cut_off: bool,
     pub duplicated: u64,
     pub out_of_order: u64,
     pub unexpected: u64,
@@ -78,6 +83,7 @@ impl PubSubSummary {
             delivered,
             deliveries_per_sec: if per_sec.is_finite() { per_sec } else { 0.0 },
             lost: counters.lost(),
+            cut_off: counters.cut_off > 0,
             duplicated: counters.duplicates,
             out_of_order: counters.out_of_order,
             unexpected: counters.unexpected,

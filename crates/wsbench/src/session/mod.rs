@@ -165,7 +165,7 @@ impl Session {
         let live = crate::live::Live::start(&config.live)?;
         let server_processes = config.placement.server_processes;
         if config.target.is_none() {
-            check_server_processes(config.load.connections, server_processes, limit)?;
+            check_server_processes(config.connections_open_at_once(), server_processes, limit)?;
         }
         let cpus = plan_cpus(config, &crate::affinity::allowed_cpus());
         let (builtin, target) = match &config.target {
@@ -191,6 +191,7 @@ impl Session {
 
     /// One measured run of `config` against this session's target.
     pub fn measure_once(&self, config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+        self.churn_warmup(config, interrupt)?;
         // Shards given --start-at begin then (the engine waits): their timelines and server
         // samples count from that instant, so merged shards line up.
         let (started_at_unix_ms, run_start) = start_instant(config.load.start_at_unix_ms);
@@ -230,6 +231,27 @@ impl Session {
         });
         result.run_id = Some(config.run_id.clone());
         Ok(result)
+    }
+
+    /// churn: `--warmup` of the same churn before the measured run and before the probe's
+    /// first sample, so the server's baseline is that of a server that has served (its code
+    /// paged in, its allocator's arenas made): a leak then shows as growth over that
+    /// baseline, not as the first connections' one-off costs. Nothing of it is kept. Shards
+    /// (which start together at `--start-at`) skip it.
+    fn churn_warmup(&self, config: &RunConfig, interrupt: &AtomicBool) -> Result<(), RunError> {
+        let load = &config.load;
+        let (Scenario::Churn, Some(rate)) = (load.scenario, load.ramp_per_sec) else { return Ok(()) };
+        if load.warmup.is_zero() || load.start_at_unix_ms.is_some() || load.shard.is_some() {
+            return Ok(());
+        }
+        let mut warmup = load.clone();
+        warmup.duration = load.warmup;
+        warmup.connections = ((rate * load.warmup.as_secs_f64()).ceil() as u64).max(1);
+        let job = Job::new(warmup, self.target.clone()).map_err(RunError::Engine)?;
+        engine::run(job, &self.cpus.client, interrupt, &mut |_| {}).map_err(RunError::Engine)?;
+        // The server releases the warm-up's connections before the baseline is sampled.
+        std::thread::sleep(CHURN_SETTLE);
+        Ok(())
     }
 
     /// Stops the built-in server, if this session started one.

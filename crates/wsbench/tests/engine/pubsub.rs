@@ -131,6 +131,7 @@ fn a_server_that_drops_one_subscriber_and_doubles_another_is_caught_exactly() {
     );
     assert_eq!(uint(&result, "/pubsub/short_subscriber_count"), 1, "{}", context());
     assert_eq!(uint(&result, "/pubsub/lost"), topic_1, "{}", context());
+    assert_eq!(result["pubsub"]["cut_off"], false, "the server went quiet: lost\n{}", context());
     // Subscriber 11 (topic 2) got each message twice: every publish of its topic, plus the
     // warm-up's, is one duplicate; nobody else has any.
     let topic_2 = uint(&result, "/counters/pubsub/published/2");
@@ -140,6 +141,29 @@ fn a_server_that_drops_one_subscriber_and_doubles_another_is_caught_exactly() {
     assert_eq!(errors(&result).get("pubsub_lost"), Some(&topic_1), "{}", context());
     assert!(run.stdout.contains(&format!("short:        #7 (t1) 0 of {topic_1}")), "{}", run.describe());
     assert_matches_schema(&result);
+}
+
+/// A server that delivers 200 a second while 900 a second are due falls behind; when the
+/// run stops it is still delivering, and what is missing is undelivered, not called lost.
+#[test]
+fn a_server_that_falls_behind_leaves_deliveries_undelivered_not_lost() {
+    let Some(server) = lossy_server(&["--deliveries-per-sec", "200"]) else { return };
+    let _slot = heavy(1);
+    let json = scratch("pubsub-slow").join("r.json");
+    let flags = "--subscribers 6 --topics 1 --publishers 1 --rate 150/s --duration 2s --warmup 0s";
+    let (run, result) = pubsub_run(Some(&server.url), flags, &[], &json);
+    run.assert_completed_with_failures();
+    let context = || format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(result["pubsub"]["cut_off"], true, "{}", context());
+    let missing = uint(&result, "/pubsub/lost");
+    assert!(missing > 0, "{}", context());
+    assert_eq!(errors(&result).get("pubsub_undelivered"), Some(&missing), "{}", context());
+    assert_eq!(errors(&result).get("pubsub_lost"), None, "{}", context());
+    assert!(
+        run.stdout.contains("the server was still delivering when the run stopped"),
+        "{}",
+        run.describe()
+    );
 }
 
 #[test]
