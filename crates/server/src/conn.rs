@@ -69,6 +69,9 @@ pub struct Conn {
     pub write_shut: bool,
     /// Reading stops while the peer is not reading what we send.
     pub reading_paused: bool,
+    /// pub/sub: deliveries wait in `output` until the end of the event-loop turn, when all
+    /// of this turn's go out in one write (uWebSockets calls this corking).
+    pub corked: bool,
     /// The protocol state: everything `process` needs, and nothing of the socket.
     pub state: ConnState,
 }
@@ -84,6 +87,7 @@ impl Conn {
             write_interest: false,
             write_shut: false,
             reading_paused: false,
+            corked: false,
             state: ConnState::new(phase),
         }
     }

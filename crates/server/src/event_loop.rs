@@ -85,6 +85,8 @@ pub struct EventLoop {
     topics: Topics,
     frame: Vec<u8>,
     deliver_to: Vec<Subscriber>,
+    /// Subscribers with deliveries waiting for the end of the turn.
+    corked: Vec<usize>,
 }
 
 impl std::fmt::Debug for EventLoop {
@@ -138,6 +140,7 @@ impl EventLoop {
             topics: Topics::default(),
             frame: Vec::new(),
             deliver_to: Vec::new(),
+            corked: Vec::new(),
         })
     }
 
@@ -165,6 +168,7 @@ impl EventLoop {
                     }
                 }
             }
+            self.uncork();
             let now = Instant::now();
             self.expire_deadlines(now);
             if self.idle_release_at.is_some_and(|at| now >= at) {
@@ -387,38 +391,31 @@ impl EventLoop {
         self.conns[key].state.inbox = inbox;
     }
 
-    /// Queues the shared frame for subscriber `key` (not the connection being read): written
-    /// now if its socket takes it, else kept as its pending output, flushed when writable.
-    /// A subscriber that does not read stops being read from (the backpressure rule).
+    /// Queues the shared frame for subscriber `key` (not the connection being read) in its
+    /// output; the turn's deliveries to it are written together at the end of the turn
+    /// ([`EventLoop::uncork`]), one write however many publishes reached it. A subscriber
+    /// that does not read stops being read from (the backpressure rule).
     fn deliver(&mut self, key: usize) {
         let conn = &mut self.conns[key];
         if conn.state.phase != Phase::WebSocket {
             return;
         }
-        if conn.output.is_empty() {
-            match write_some(&mut conn.transport, &self.frame) {
-                Ok(written) if written < self.frame.len() => {
-                    conn.output.extend_from_slice(&self.frame[written..])
-                }
-                Ok(_) => {}
-                Err(_) => return self.close(key),
-            }
-        } else {
-            conn.output.extend_from_slice(&self.frame);
-        }
+        conn.output.extend_from_slice(&self.frame);
         if conn.output.len() > BACKPRESSURE_BYTES {
             conn.reading_paused = true;
         }
-        let flushed = match conn.transport.flush() {
-            Ok(done) => done,
-            Err(_) => return self.close(key),
-        };
-        if (!conn.output.is_empty() || !flushed) && !conn.write_interest {
-            conn.write_interest = true;
-            let token = Token(key + FIRST_CONNECTION);
-            let interest = Interest::READABLE | Interest::WRITABLE;
-            if self.poll.registry().reregister(conn.transport.socket(), token, interest).is_err() {
-                self.close(key);
+        if !conn.corked {
+            conn.corked = true;
+            self.corked.push(key);
+        }
+    }
+
+    /// Writes what this turn delivered to each subscriber.
+    fn uncork(&mut self) {
+        while let Some(key) = self.corked.pop() {
+            if let Some(conn) = self.conns.get_mut(key).filter(|conn| conn.corked) {
+                conn.corked = false;
+                self.flush(key);
             }
         }
     }
@@ -479,7 +476,12 @@ impl EventLoop {
             }
         }
         if drained && !conn.output.is_empty() {
-            conn.output = Vec::new();
+            // A small buffer is kept for the next deliveries; a large echo's is given back.
+            if conn.output.capacity() > READ_BUFFER_BYTES {
+                conn.output = Vec::new();
+            } else {
+                conn.output.clear();
+            }
             conn.output_sent = 0;
             drained = conn.transport.flush().unwrap_or(false);
         }
