@@ -139,7 +139,9 @@ impl Live {
         }
         Tracker {
             live: self,
-            view: (!self.quiet).then(View::start),
+            view: (!self.quiet).then(|| {
+                View::start(if load.scenario == Scenario::PubSub { "deliveries" } else { "round trips" })
+            }),
             next: 0,
             window: (u64::MAX, u64::MAX),
             warmup_us: warmup.as_micros() as u64,

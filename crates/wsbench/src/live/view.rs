@@ -19,11 +19,14 @@ const SPIN: Duration = Duration::from_millis(200);
 pub struct View {
     /// `None`: plain lines.
     block: Option<ProgressBar>,
+    /// What the rate counts: "round trips", or a fan-out's "deliveries".
+    exchanges: &'static str,
 }
 
 impl View {
-    /// Starts drawing: the block (and its spinner) at once on a terminal.
-    pub fn start() -> View {
+    /// Starts drawing: the block (and its spinner) at once on a terminal. `exchanges` names
+    /// what the rate counts.
+    pub fn start(exchanges: &'static str) -> View {
         let block = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             bar.set_style(
@@ -34,14 +37,14 @@ impl View {
             bar.enable_steady_tick(SPIN);
             bar
         });
-        View { block }
+        View { block, exchanges }
     }
 
     /// One more second of the run.
     pub fn second(&mut self, second: &Second) {
         match &self.block {
-            Some(bar) => bar.set_message(block(second)),
-            None => eprintln!("{}", line(second)),
+            Some(bar) => bar.set_message(block(second, self.exchanges)),
+            None => eprintln!("{}", line(second, self.exchanges)),
         }
     }
 
@@ -54,9 +57,9 @@ impl View {
 }
 
 /// The terminal block for `second` (its first line follows the spinner).
-pub fn block(s: &Second) -> String {
+pub fn block(s: &Second, exchanges: &str) -> String {
     format!(
-        "{phase}  {elapsed} s elapsed{left}\n  connections  {up} up, {failed} failed\n  round trips  \
+        "{phase}  {elapsed} s elapsed{left}\n  connections  {up} up, {failed} failed\n  {exchanges:<11}  \
          {rate}/s this second   p50 {p50}   p99 {p99}\n  errors       {errors}",
         phase = s.phase.name(),
         elapsed = s.second + 1,
@@ -71,9 +74,9 @@ pub fn block(s: &Second) -> String {
 }
 
 /// The plain line for `second`: one per second, each whole.
-pub fn line(s: &Second) -> String {
+pub fn line(s: &Second, exchanges: &str) -> String {
     format!(
-        "wsbench: {elapsed:>4} s {phase:<8}  {rate} round trips/s  p50 {p50}  p99 {p99}  \
+        "wsbench: {elapsed:>4} s {phase:<8}  {rate} {exchanges}/s  p50 {p50}  p99 {p99}  \
          connections {up} up, {failed} failed  errors {errors}{left}",
         elapsed = s.second + 1,
         phase = s.phase.name(),
@@ -121,7 +124,7 @@ mod tests {
     #[test]
     fn a_plain_line_says_everything_of_its_second() {
         assert_eq!(
-            line(&second()),
+            line(&second(), "round trips"),
             "wsbench:    5 s measured  12345 round trips/s  p50 0.210 ms  p99 1.500 ms  connections 10 up, \
              1 failed  errors 2  3 s left"
         );
@@ -130,7 +133,7 @@ mod tests {
     #[test]
     fn a_second_without_round_trips_has_no_latency() {
         let idle = Second { round_trips: 0, phase: Phase::Ramp, remaining_secs: None, ..second() };
-        let text = block(&idle);
+        let text = block(&idle, "round trips");
         assert!(text.starts_with("ramp  5 s elapsed\n"), "{text}");
         assert!(text.contains("0/s this second   p50 -   p99 -"), "{text}");
     }
