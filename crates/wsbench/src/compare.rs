@@ -222,7 +222,7 @@ impl Row {
         server.stop();
         match measured {
             Ok(result) => {
-                let what = if result.scenario == "pubsub" { "deliveries" } else { "round trips" };
+                let what = crate::config::exchanges_of(&result.scenario);
                 log(&format!(
                     "{:.0} {what}/s, {} of {} connections",
                     result.summary.echoes_per_sec,

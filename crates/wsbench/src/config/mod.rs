@@ -115,6 +115,16 @@ impl std::str::FromStr for Scenario {
     }
 }
 
+/// What a scenario's headline rate counts, by its name: round trips, a pubsub run's
+/// deliveries, a flow's matched replies (or other matched steps).
+pub fn exchanges_of(scenario: &str) -> &'static str {
+    match scenario {
+        "pubsub" => "deliveries",
+        "flow" => "matched replies",
+        _ => "round trips",
+    }
+}
+
 /// `localhost:8080`, `10.0.0.2:9001`: a server address given without `ws://`.
 fn looks_like_host_port(word: &str) -> bool {
     word.rsplit_once(':').is_some_and(|(host, port)| {

@@ -55,6 +55,11 @@ pub struct Context<'a> {
     pub sending: bool,
     /// Whether latencies recorded now fall inside the measured window.
     pub measured: bool,
+    /// The second of the run it is now (for the timeline).
+    pub second: u64,
+    /// Matched steps inside the measured window: the run's exchanges, as round trips are
+    /// an echo run's.
+    pub matched: &'a mut u64,
 }
 
 impl Context<'_> {
@@ -229,9 +234,16 @@ impl Context<'_> {
         }
     }
 
+    /// A matched step: in its own histogram, and as one of the run's exchanges (the
+    /// headline rate, the latency over all steps, the timeline).
     fn record(&mut self, step: &str, micros: u64) {
+        let interval = self.metrics.interval(self.second);
+        interval.echoes += 1;
+        record_us(&mut interval.latency, micros);
         if self.measured {
             record_us(self.metrics.flow_step(step), micros);
+            record_us(&mut self.metrics.latency, micros);
+            *self.matched += 1;
         }
     }
 

@@ -126,8 +126,10 @@ impl Traffic {
             program: self.spec.load.flow.as_ref()?,
             sending: self.control.sending_allowed(now_us),
             measured: now_us >= measure_start && now_us <= end,
+            second: now_us / 1_000_000,
             metrics: &mut self.metrics,
             timers: &mut self.flow_timers,
+            matched: &mut self.measured_echoes,
         })
     }
 

@@ -139,9 +139,7 @@ impl Live {
         }
         Tracker {
             live: self,
-            view: (!self.quiet).then(|| {
-                View::start(if load.scenario == Scenario::PubSub { "deliveries" } else { "round trips" })
-            }),
+            view: (!self.quiet).then(|| View::start(crate::config::exchanges_of(load.scenario.name()))),
             next: 0,
             window: (u64::MAX, u64::MAX),
             warmup_us: warmup.as_micros() as u64,

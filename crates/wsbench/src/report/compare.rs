@@ -34,8 +34,9 @@ pub fn write_compare_html(rows: &[Row], path: &Path, command: &str) -> Result<()
 pub fn render_compare_table(rows: &[Row]) -> String {
     let mut out = String::new();
     // A pubsub comparison counts deliveries where the others count round trips.
-    let pubsub = rows.iter().flat_map(|row| &row.runs).any(|run| run.pubsub.is_some());
-    let what = if pubsub { "deliveries" } else { "round trips" };
+    let first = rows.iter().flat_map(|row| &row.runs).next();
+    let what = first.map_or("round trips", |run| crate::config::exchanges_of(&run.scenario));
+    let pubsub = first.is_some_and(|run| run.pubsub.is_some());
     let _ = writeln!(
         out,
         "{:<22} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>17} {:>6}{}",

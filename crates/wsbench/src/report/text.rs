@@ -59,9 +59,10 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
     out
 }
 
-/// What the headline rate counts: a fan-out's deliveries, else round trips.
+/// What the headline rate counts: round trips, a fan-out's deliveries, a flow's matched
+/// replies.
 fn exchanges(result: &RunResult) -> &'static str {
-    if result.scenario == "pubsub" { "deliveries" } else { "round trips" }
+    crate::config::exchanges_of(&result.scenario)
 }
 
 /// ANSI styling, or none.

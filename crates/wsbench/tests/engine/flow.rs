@@ -67,6 +67,9 @@ fn jsonrpc_flow_matches_every_reply_by_id() {
         (matched..=matched + 2 * 20).contains(&received),
         "{received} received, {matched} matched\n{context}"
     );
+    // The matched steps are the run's exchanges: its latency over all steps and its rate.
+    assert_eq!(uint(&result, "/summary/latency_us/count"), matched, "{context}");
+    assert_eq!(uint(&result, "/summary/measured_echoes"), matched, "{context}");
 }
 
 #[test]
