@@ -55,8 +55,8 @@ pub struct WorkerOutput {
     pub metrics: Metrics,
     /// Round trips received inside the measured window.
     pub measured_echoes: u64,
-    /// CPU seconds this worker's thread used (read by the thread itself before exiting).
-    pub cpu_seconds: f64,
+    /// CPU time this worker's thread used (read by the thread itself before exiting).
+    pub cpu: crate::client_cpu::ThreadCpu,
 }
 
 pub struct Worker {
@@ -163,7 +163,7 @@ impl Worker {
         }
         self.conns.clear();
         let (metrics, measured_echoes) = self.traffic.finish();
-        WorkerOutput { metrics, measured_echoes, cpu_seconds: crate::client_cpu::thread_cpu_seconds_self() }
+        WorkerOutput { metrics, measured_echoes, cpu: crate::client_cpu::thread_cpu_self() }
     }
 
     /// How long to poll: until the next thing is due, at most [`TICK`]. When that is sooner
