@@ -44,6 +44,9 @@ pub struct WorkerCpu {
     pub user_seconds: f64,
     #[serde(default)]
     pub system_seconds: f64,
+    /// The socket I/O the worker ran on: `uring` or `epoll` (empty in older files).
+    #[serde(default)]
+    pub io: String,
 }
 
 /// Facts about the machine the client ran on.

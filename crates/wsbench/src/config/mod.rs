@@ -302,6 +302,31 @@ pub struct LoadSpec {
     /// flow: the program every connection runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flow: Option<FlowProgram>,
+    /// `--io`: the socket I/O the workers use.
+    pub io: IoBackend,
+}
+
+/// How the engine's workers do their socket I/O (`--io`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoBackend {
+    /// io_uring: every connection's sends of a loop turn in one submission, multishot
+    /// receives into a ring of provided buffers; epoll where io_uring is unavailable.
+    Uring,
+    /// Readiness from epoll, one read and one write per socket and turn.
+    Epoll,
+}
+
+impl IoBackend {
+    /// What `--io` means when not given (chosen by measurement: bench/RESULTS.md).
+    pub const DEFAULT: IoBackend = IoBackend::Uring;
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IoBackend::Uring => "uring",
+            IoBackend::Epoll => "epoll",
+        }
+    }
 }
 
 /// One measured run, or `--find-max-rate`: open-loop steps until the objective breaks.

@@ -234,6 +234,11 @@ pub struct RunSettings {
     #[arg(skip)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flow: Option<super::FlowSettings>,
+    /// The client's socket I/O: `uring` (io_uring: batched submission, multishot receive)
+    /// or `epoll` (default: uring where the kernel allows it; epoll for wss://).
+    #[arg(long, value_name = "BACKEND")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io: Option<String>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -375,6 +380,7 @@ mod tests {
             flow: Some(crate::config::FlowSettings {
                 steps: vec![crate::config::StepSettings { send: some("x"), ..Default::default() }],
             }),
+            io: some("epoll"),
         };
         let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
         assert_eq!(back, every);

@@ -147,6 +147,30 @@ impl ClientConn {
     }
 }
 
+impl ClientConn {
+    /// Moves everything pending, in the order [`ClientConn::flush`] writes it, to the end
+    /// of `out` (the io_uring path sends it from there in one operation).
+    pub fn take_pending(&mut self, batch: &[u8], out: &mut Vec<u8>) {
+        if self.batch_pos > 0 {
+            out.extend_from_slice(&batch[self.batch_pos..]);
+            self.batch_pos = 0;
+            self.batches_pending -= 1;
+        }
+        out.extend_from_slice(&self.output[self.output_sent..]);
+        self.output.clear();
+        self.output_sent = 0;
+        for _ in 0..self.batches_pending {
+            out.extend_from_slice(batch);
+        }
+        self.batches_pending = 0;
+    }
+
+    /// Whether anything waits to be written.
+    pub fn has_pending(&self) -> bool {
+        self.batches_pending > 0 || self.output_sent < self.output.len()
+    }
+}
+
 /// The most queued batches one `writev` carries (well under the kernel's `IOV_MAX`).
 const COALESCE_BATCHES: usize = 64;
 

@@ -15,6 +15,7 @@ mod pacer;
 mod payload;
 pub mod tls;
 mod traffic;
+mod uring;
 mod worker;
 
 use std::sync::Arc;
@@ -295,6 +296,7 @@ fn join_workers(
             share: output.cpu.total() / elapsed_secs.max(1e-9),
             user_seconds: output.cpu.user_seconds,
             system_seconds: output.cpu.system_seconds,
+            io: output.io.to_owned(),
         });
     }
     Ok((metrics, measured_echoes, workers))

@@ -249,6 +249,7 @@ impl RunResult {
                 share: finite(w.share),
                 user_seconds: finite(w.user_seconds),
                 system_seconds: finite(w.system_seconds),
+                io: w.io.clone(),
             })
             .collect();
         let mut server = outcome.server.clone();

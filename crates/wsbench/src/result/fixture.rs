@@ -188,6 +188,7 @@ pub fn closed_loop() -> RunOutcome {
                 share: 0.62,
                 user_seconds: 8.2,
                 system_seconds: 13.5,
+                io: "uring".to_owned(),
             },
             WorkerCpu {
                 name: "w1".to_owned(),
@@ -195,6 +196,7 @@ pub fn closed_loop() -> RunOutcome {
                 share: 0.60,
                 user_seconds: 8.0,
                 system_seconds: 13.0,
+                io: "uring".to_owned(),
             },
         ],
         machine: machine(),

@@ -114,6 +114,9 @@ impl Worker {
         if self.control.traffic() {
             self.start_traffic(key, now);
         }
+        if self.ring.is_some() {
+            self.opened.push(key);
+        }
     }
 
     /// The handshake failed: counted by its cause, and the connection dropped.
@@ -176,6 +179,9 @@ impl Worker {
     /// the end of the run, schedules it to be reopened.
     pub(super) fn drop_conn(&mut self, key: usize) {
         if let Some(mut conn) = self.conns.try_remove(key) {
+            if let Some(ring) = self.ring.as_mut() {
+                ring.forget(key);
+            }
             let _ = self.poll.registry().deregister(conn.transport.socket());
             if conn.state != State::Closing {
                 // Lost, not closed by us at the end of the run.
