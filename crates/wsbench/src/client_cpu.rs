@@ -85,14 +85,19 @@ mod tests {
 
     use super::*;
 
+    /// Keeps the CPU busy (user time) for `ms` of wall time.
+    fn spin_for(ms: u128) {
+        let started = Instant::now();
+        let mut x = 1u64;
+        while started.elapsed().as_millis() < ms {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
+
     #[test]
     fn a_busy_thread_counts_its_cpu_and_a_sleeping_one_does_not() {
         let busy = std::thread::spawn(|| {
-            let started = Instant::now();
-            let mut x = 1u64;
-            while started.elapsed().as_millis() < 200 {
-                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-            }
+            spin_for(200);
             thread_cpu_seconds_self()
         });
         let idle = std::thread::spawn(|| {
@@ -108,11 +113,7 @@ mod tests {
     #[test]
     fn rusage_splits_user_and_system_time() {
         let worker = std::thread::spawn(|| {
-            let started = Instant::now();
-            let mut x = 1u64;
-            while started.elapsed().as_millis() < 150 {
-                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-            }
+            spin_for(150);
             let after_user = thread_cpu_self();
             // System time: a syscall that does real work in the kernel, many times.
             let file = std::fs::File::open("/proc/self/stat").unwrap();

@@ -11,6 +11,7 @@ mod compression;
 mod error;
 mod flow;
 mod handshake;
+mod io;
 mod lines;
 mod outputs;
 mod presets;
@@ -34,6 +35,7 @@ pub use error::ConfigError;
 use error::invalid;
 pub use flow::{FlowProgram, FlowSettings, Op as FlowOp, Piece as FlowPiece, StepSettings};
 pub use handshake::{CONN_PLACEHOLDER, HandshakeOptions, Header, REDACTED, is_secret};
+pub use io::IoBackend;
 pub use lines::TextLines;
 pub use outputs::{check_output_file, check_output_folder};
 pub use settings::RunSettings;
@@ -304,29 +306,6 @@ pub struct LoadSpec {
     pub flow: Option<FlowProgram>,
     /// `--io`: the socket I/O the workers use.
     pub io: IoBackend,
-}
-
-/// How the engine's workers do their socket I/O (`--io`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum IoBackend {
-    /// io_uring: every connection's sends of a loop turn in one submission, multishot
-    /// receives into a ring of provided buffers; epoll where io_uring is unavailable.
-    Uring,
-    /// Readiness from epoll, one read and one write per socket and turn.
-    Epoll,
-}
-
-impl IoBackend {
-    /// What `--io` means when not given (chosen by measurement: bench/RESULTS.md).
-    pub const DEFAULT: IoBackend = IoBackend::Uring;
-
-    pub fn name(self) -> &'static str {
-        match self {
-            IoBackend::Uring => "uring",
-            IoBackend::Epoll => "epoll",
-        }
-    }
 }
 
 /// One measured run, or `--find-max-rate`: open-loop steps until the objective breaks.

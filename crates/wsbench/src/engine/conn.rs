@@ -176,21 +176,20 @@ const COALESCE_BATCHES: usize = 64;
 
 /// [`write_some`] for several buffers at once.
 fn write_vectored_some(transport: &mut Transport, data: &[io::IoSlice<'_>]) -> io::Result<usize> {
-    loop {
-        match transport.write_vectored(data) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => return Ok(n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
+    taken_now(|| transport.write_vectored(data))
 }
 
 /// Writes what the socket takes now; 0 means it would block.
 fn write_some(transport: &mut Transport, data: &[u8]) -> io::Result<usize> {
+    taken_now(|| transport.write(data))
+}
+
+/// What one write call took: retried when interrupted, 0 when the socket is full, an error
+/// when it took nothing.
+#[inline]
+fn taken_now(mut write: impl FnMut() -> io::Result<usize>) -> io::Result<usize> {
     loop {
-        match transport.write(data) {
+        match write() {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => return Ok(n),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),

@@ -23,10 +23,13 @@ use io_uring::types::{BufRingEntry, CancelBuilder, Fd, SubmitArgs, Timespec};
 use io_uring::{IoUring, cqueue, opcode, squeue};
 use slab::Slab;
 
-/// Provided buffers: how many, and how big. A receive takes one buffer per completion;
-/// buffers go back to the ring as soon as their bytes are handled (the same turn).
-const BUFFERS: u16 = 4096;
-const BUFFER_BYTES: usize = 16 * 1024;
+/// Provided buffers: how big, and at most how many. A receive takes one buffer per
+/// completion; buffers go back to the ring as soon as their bytes are handled (the same
+/// turn). A worker gets two per connection (so that a turn in which every connection
+/// receives does not run out, which would stop receives until re-armed), within bounds.
+const BUFFER_BYTES: usize = 4 * 1024;
+const MIN_BUFFERS: u16 = 1024;
+const MAX_BUFFERS: u16 = 16384;
 const BUFFER_GROUP: u16 = 0;
 /// Submission and completion queue sizes (the kernel keeps overflowing completions).
 const SQ_ENTRIES: u32 = 4096;
@@ -92,13 +95,14 @@ pub struct Ring {
 impl Ring {
     /// A ring for the calling thread (it must be the only one to use it), watching the
     /// worker's epoll instance `epoll_fd`.
-    pub fn new(epoll_fd: RawFd) -> io::Result<Ring> {
+    pub fn new(epoll_fd: RawFd, connections: usize) -> io::Result<Ring> {
         let ring = IoUring::builder()
             .setup_cqsize(CQ_ENTRIES)
             .setup_single_issuer()
             .setup_defer_taskrun()
             .build(SQ_ENTRIES)?;
-        let buffers = ProvidedBuffers::new(&ring)?;
+        let count = connections.saturating_mul(2).clamp(MIN_BUFFERS as usize, MAX_BUFFERS as usize);
+        let buffers = ProvidedBuffers::new(&ring, count.next_power_of_two() as u16)?;
         let mut ring = Ring {
             ring,
             buffers,
@@ -212,7 +216,7 @@ impl Ring {
     /// it. The kernel does not touch a buffer between its completion and its recycling, and
     /// the memory lives as long as the ring.
     pub unsafe fn received<'a>(&self, buffer: u16, len: usize) -> &'a mut [u8] {
-        // SAFETY: as the caller promises; `buffer` < BUFFERS, `len` ≤ BUFFER_BYTES.
+        // SAFETY: as the caller promises; `buffer` < count, `len` ≤ BUFFER_BYTES.
         unsafe { std::slice::from_raw_parts_mut(self.buffers.address(buffer), len) }
     }
 
@@ -389,9 +393,11 @@ impl Drop for Ring {
     }
 }
 
-/// The provided-buffer ring: `BUFFERS` entries the kernel takes buffers from, and the
+/// The provided-buffer ring: `count` entries the kernel takes buffers from, and the
 /// buffers themselves, registered as group [`BUFFER_GROUP`].
 struct ProvidedBuffers {
+    /// A power of two.
+    count: u16,
     entries: *mut BufRingEntry,
     entries_layout: Layout,
     memory: *mut u8,
@@ -406,11 +412,11 @@ struct ProvidedBuffers {
 unsafe impl Send for ProvidedBuffers {}
 
 impl ProvidedBuffers {
-    fn new(ring: &IoUring) -> io::Result<ProvidedBuffers> {
-        let entries_layout = Layout::from_size_align(BUFFERS as usize * size_of::<BufRingEntry>(), 4096)
+    fn new(ring: &IoUring, count: u16) -> io::Result<ProvidedBuffers> {
+        let entries_layout = Layout::from_size_align(count as usize * size_of::<BufRingEntry>(), 4096)
             .map_err(io::Error::other)?;
         let memory_layout =
-            Layout::from_size_align(BUFFERS as usize * BUFFER_BYTES, 4096).map_err(io::Error::other)?;
+            Layout::from_size_align(count as usize * BUFFER_BYTES, 4096).map_err(io::Error::other)?;
         // SAFETY: both layouts have a non-zero size.
         let (entries, memory) = unsafe {
             (
@@ -422,13 +428,13 @@ impl ProvidedBuffers {
             return Err(io::ErrorKind::OutOfMemory.into());
         }
         let mut buffers =
-            ProvidedBuffers { entries, entries_layout, memory, memory_layout, tail: 0, leaked: false };
+            ProvidedBuffers { count, entries, entries_layout, memory, memory_layout, tail: 0, leaked: false };
         // SAFETY: the entries are page-aligned, zeroed and live until Drop, which runs only
         // after the ring is gone (the Ring's fields drop in order: `ring` first).
         unsafe {
-            ring.submitter().register_buf_ring_with_flags(entries as u64, BUFFERS, BUFFER_GROUP, 0)?;
+            ring.submitter().register_buf_ring_with_flags(entries as u64, count, BUFFER_GROUP, 0)?;
         }
-        for buffer in 0..BUFFERS {
+        for buffer in 0..count {
             buffers.recycle(buffer);
         }
         buffers.publish();
@@ -436,14 +442,14 @@ impl ProvidedBuffers {
     }
 
     fn address(&self, buffer: u16) -> *mut u8 {
-        // SAFETY: `buffer` < BUFFERS, inside the allocation.
+        // SAFETY: `buffer` < count, inside the allocation.
         unsafe { self.memory.add(buffer as usize * BUFFER_BYTES) }
     }
 
     /// Puts `buffer` at the tail (visible to the kernel once published).
     fn recycle(&mut self, buffer: u16) {
-        let index = (self.tail & (BUFFERS - 1)) as usize;
-        // SAFETY: index < BUFFERS; the kernel reads only entries between head and the
+        let index = (self.tail & (self.count - 1)) as usize;
+        // SAFETY: index < count; the kernel reads only entries between head and the
         // published tail, and this one is past it.
         let entry = unsafe { &mut *self.entries.add(index) };
         entry.set_addr(self.address(buffer) as u64);

@@ -26,7 +26,7 @@ impl Worker {
         if self.spec.load.io != IoBackend::Uring || self.spec.target.tls {
             return;
         }
-        match Ring::new(self.poll.as_raw_fd()) {
+        match Ring::new(self.poll.as_raw_fd(), self.conns.capacity()) {
             Ok(ring) => self.ring = Some(ring),
             Err(error) => {
                 if !FALLBACK_NOTED.swap(true, Ordering::Relaxed) {
