@@ -291,6 +291,13 @@ fn client_cpu(out: &mut String, result: &RunResult) {
             let _ = write!(text, " (server {} µs, client ÷ server {:.2})", sig3(server_us), us / server_us);
         }
     }
+    let mut backends: Vec<&str> =
+        client.workers.iter().map(|w| w.io.as_str()).filter(|io| !io.is_empty()).collect();
+    backends.sort_unstable();
+    backends.dedup();
+    if !backends.is_empty() {
+        let _ = write!(text, "; I/O {}", backends.join(", "));
+    }
     line(out, "client:", &text);
 }
 
