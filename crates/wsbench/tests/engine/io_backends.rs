@@ -126,3 +126,66 @@ fn a_wss_target_runs_on_epoll_whatever_io_says() {
     assert!(errors(&result).is_empty(), "{context}");
     assert!(worker_io(&result).iter().all(|w| w == "epoll"), "{:?}\n{context}", worker_io(&result));
 }
+
+/// The kernel refusing io_uring (as `kernel.io_uring_disabled=2` or an old kernel does):
+/// the run says so once and measures on epoll. The refusal is real: a seccomp filter in the
+/// child makes `io_uring_setup` fail with ENOSYS.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn without_io_uring_the_run_says_so_once_and_uses_epoll() {
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
+
+    let _slot = heavy(1);
+    let server = Server::spawn(&[]);
+    let json = scratch("io-refused").join("r.json");
+    let url = format!("ws://{}/", server.addr);
+    let mut command = Command::new(crate::support::wsbench_bin());
+    command.args(["run", "echo", &url, "--connections", "20", "--duration", "1s", "--io", "uring"]);
+    command.args(["--client-cpus", "0,1", "--quiet", "--json", arg(&json)]);
+    // SAFETY: only async-signal-safe prctl calls between fork and exec.
+    unsafe { command.pre_exec(refuse_io_uring_setup) };
+    let finished = crate::support::run_with_timeout(&mut command, Duration::from_secs(30));
+    let what = finished.describe("wsbench run --io uring, io_uring_setup refused");
+    assert_eq!(finished.status.and_then(|s| s.code()), Some(0), "{what}");
+    let notes = finished.stderr.matches("io_uring is unavailable here").count();
+    assert_eq!(notes, 1, "one note for the whole run, not one per worker\n{what}");
+    assert!(finished.stderr.contains("using epoll"), "{what}");
+    let result = read_result(&json);
+    assert!(uint(&result, "/summary/messages/received") > 0, "{what}");
+    assert!(worker_io(&result).iter().all(|w| w == "epoll"), "{:?}\n{what}", worker_io(&result));
+}
+
+/// Installs a seccomp filter: `io_uring_setup` fails with ENOSYS, everything else is allowed.
+#[cfg(target_arch = "x86_64")]
+fn refuse_io_uring_setup() -> std::io::Result<()> {
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    const IO_URING_SETUP: u32 = 425;
+    let op = |code: u16, k: u32, jt: u8, jf: u8| libc::sock_filter { code, jt, jf, k };
+    let load = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    let jump_eq = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    let ret = (libc::BPF_RET | libc::BPF_K) as u16;
+    let filter = [
+        op(load, 4, 0, 0),                    // seccomp_data.arch
+        op(jump_eq, AUDIT_ARCH_X86_64, 1, 0), // another ABI: allow
+        op(ret, libc::SECCOMP_RET_ALLOW, 0, 0),
+        op(load, 0, 0, 0), // seccomp_data.nr
+        op(jump_eq, IO_URING_SETUP, 0, 1),
+        op(ret, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32, 0, 0),
+        op(ret, libc::SECCOMP_RET_ALLOW, 0, 0),
+    ];
+    let program = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr().cast_mut() };
+    // SAFETY: prctl with a valid filter program that outlives the call.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+            || libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &program as *const libc::sock_fprog,
+            ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
