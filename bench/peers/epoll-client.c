@@ -15,6 +15,8 @@
  *   next. Once all connections are up it runs for --warmup seconds (default 0) without
  *   counting, then counts completed echoes for SECONDS and prints one line on stdout:
  *   echoes_per_sec=N
+ *   and a second: cpu_us_per_echo=X user_s=U system_s=S (its CPU over every echo, warm-up and
+ *   connect phase included, as wsbench's client.cpu_us_per_round_trip counts).
  *   Details (connect time, counts) go to stderr. Exit 1 on any error (refused, bad reply,
  *   a connection closed by the server).
  *
@@ -63,6 +65,7 @@ static size_t request_len;
 static size_t reply_len;
 static int counting;
 static unsigned long long echoes;
+static unsigned long long all_echoes; /* warm-up included: the basis of cpu_us_per_echo */
 
 static double now(void) {
     struct timespec ts;
@@ -202,6 +205,7 @@ static void on_echo_readable(int i) {
     if (c->got < reply_len) return;
     c->got = 0;
     if (counting) echoes++;
+    all_echoes++;
     c->sent = 0;
     send_rest(i);
 }
@@ -320,6 +324,15 @@ int main(int argc, char **argv) {
     double elapsed = t - count_start;
     fprintf(stderr, "epoll-client: %llu echoes in %.3f s\n", echoes, elapsed);
     printf("echoes_per_sec=%.0f\n", (double)echoes / elapsed);
+    /* The process's CPU (user + system, connect phase included) over every echo it received,
+     * the same basis as wsbench's client.cpu_us_per_round_trip. */
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+    double sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    if (all_echoes > 0)
+        printf("cpu_us_per_echo=%.3f user_s=%.3f system_s=%.3f\n", (user + sys) * 1e6 / (double)all_echoes, user,
+               sys);
     fflush(stdout);
     return 0;
 }

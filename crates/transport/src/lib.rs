@@ -67,6 +67,19 @@ impl Transport {
         }
     }
 
+    /// Writes several buffers in one call where the stream allows it (`writev` on plain
+    /// TCP: several queued frames go out in one syscall); TLS takes them one by one.
+    #[inline]
+    pub fn write_vectored(&mut self, data: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(socket) => socket.write_vectored(data),
+            Transport::Tls(_) => match data.iter().find(|d| !d.is_empty()) {
+                Some(first) => self.write(first),
+                None => Ok(0),
+            },
+        }
+    }
+
     /// Pushes out TLS records rustls still holds; true when none are left.
     #[inline]
     pub fn flush(&mut self) -> io::Result<bool> {

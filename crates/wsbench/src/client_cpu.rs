@@ -22,6 +22,39 @@ pub fn thread_cpu_seconds_self() -> f64 {
     }
 }
 
+/// User and system CPU seconds the calling thread has used since it started
+/// (`getrusage(RUSAGE_THREAD)`, microsecond resolution); zeros if it cannot be read.
+pub fn thread_cpu_self() -> ThreadCpu {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid rusage to write to.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+        return ThreadCpu::default();
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    ThreadCpu { user_seconds: secs(usage.ru_utime), system_seconds: secs(usage.ru_stime) }
+}
+
+/// One thread's CPU time, split as the kernel accounts it: user (wsbench's own code:
+/// framing, checking, recording) and system (the socket calls).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ThreadCpu {
+    pub user_seconds: f64,
+    pub system_seconds: f64,
+}
+
+impl ThreadCpu {
+    pub fn total(self) -> f64 {
+        self.user_seconds + self.system_seconds
+    }
+}
+
+/// Client CPU µs per round trip: every worker's CPU seconds over every echo received
+/// (the whole run on both sides, as the server's figure is); `None` without echoes.
+pub fn cpu_us_per_round_trip(cpu_seconds: f64, round_trips: u64) -> Option<f64> {
+    (round_trips > 0 && cpu_seconds.is_finite()).then(|| cpu_seconds * 1e6 / round_trips as f64)
+}
+
 /// A plain sentence when any worker used at least [`CLIENT_BOUND_SHARE`] of a core, e.g.
 /// "worker wsbench-w0 used 97% of a core: the result is bounded by the client, not the
 /// server"; `None` when every worker had room to spare.
@@ -52,14 +85,19 @@ mod tests {
 
     use super::*;
 
+    /// Keeps the CPU busy (user time) for `ms` of wall time.
+    fn spin_for(ms: u128) {
+        let started = Instant::now();
+        let mut x = 1u64;
+        while started.elapsed().as_millis() < ms {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
+
     #[test]
     fn a_busy_thread_counts_its_cpu_and_a_sleeping_one_does_not() {
         let busy = std::thread::spawn(|| {
-            let started = Instant::now();
-            let mut x = 1u64;
-            while started.elapsed().as_millis() < 200 {
-                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-            }
+            spin_for(200);
             thread_cpu_seconds_self()
         });
         let idle = std::thread::spawn(|| {
@@ -73,9 +111,41 @@ mod tests {
     }
 
     #[test]
+    fn rusage_splits_user_and_system_time() {
+        let worker = std::thread::spawn(|| {
+            spin_for(150);
+            let after_user = thread_cpu_self();
+            // System time: a syscall that does real work in the kernel, many times.
+            let file = std::fs::File::open("/proc/self/stat").unwrap();
+            let mut buf = [0u8; 4096];
+            let started = Instant::now();
+            while started.elapsed().as_millis() < 150 {
+                let _ = std::os::unix::fs::FileExt::read_at(&file, &mut buf, 0);
+            }
+            (after_user, thread_cpu_self())
+        });
+        let (after_user, after_system) = worker.join().unwrap();
+        assert!(after_user.user_seconds > 0.02, "spinning counted as user time: {after_user:?}");
+        assert!(after_user.user_seconds > after_user.system_seconds, "{after_user:?}");
+        assert!(after_system.system_seconds > after_user.system_seconds, "{after_system:?}");
+        assert!((after_system.total() - thread_cpu_seconds_self()).abs() < 0.5);
+    }
+
+    #[test]
+    fn cpu_per_round_trip_needs_round_trips() {
+        assert_eq!(cpu_us_per_round_trip(2.0, 1_000_000), Some(2.0));
+        assert_eq!(cpu_us_per_round_trip(2.0, 0), None);
+        assert_eq!(cpu_us_per_round_trip(f64::NAN, 10), None);
+    }
+
+    #[test]
     fn client_bound_names_the_saturated_workers() {
-        let w =
-            |name: &str, share: f64| WorkerCpu { name: name.to_owned(), cpu_seconds: share * 10.0, share };
+        let w = |name: &str, share: f64| WorkerCpu {
+            name: name.to_owned(),
+            cpu_seconds: share * 10.0,
+            share,
+            ..WorkerCpu::default()
+        };
         assert_eq!(client_bound(&[]), None);
         assert_eq!(client_bound(&[w("wsbench-w0", 0.5), w("wsbench-w1", 0.89)]), None);
         assert_eq!(

@@ -32,12 +32,21 @@ pub struct ServerReport {
 }
 
 /// CPU use of one client worker thread over the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkerCpu {
     pub name: String,
+    /// User + system.
     pub cpu_seconds: f64,
     /// Fraction of one core (cpu_seconds / wall seconds).
     pub share: f64,
+    /// The two parts of `cpu_seconds` (0 in files written before they were recorded).
+    #[serde(default)]
+    pub user_seconds: f64,
+    #[serde(default)]
+    pub system_seconds: f64,
+    /// The socket I/O the worker ran on: `uring` or `epoll` (empty in older files).
+    #[serde(default)]
+    pub io: String,
 }
 
 /// Facts about the machine the client ran on.

@@ -28,6 +28,8 @@ mod compression;
 mod endpoint;
 #[path = "engine/flow.rs"]
 mod flow;
+#[path = "engine/io_backends.rs"]
+mod io_backends;
 #[path = "engine/open_loop.rs"]
 mod open_loop;
 #[path = "engine/peers.rs"]

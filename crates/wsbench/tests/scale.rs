@@ -181,8 +181,30 @@ fn processes_2_runs_two_shards_and_merges() {
         shard_files.iter().map(|s| s.summary.echoes_per_sec).sum::<f64>()
     );
     assert!(merged.summary.echoes_per_sec > 0.0);
+    assert_client_cpu_is_split_and_per_round_trip(&merged, &shard_files);
     assert_is_a_good_result_file(&json);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every worker of every shard has its user and system CPU; the merged client's CPU per
+/// round trip is all of them over every echo, and sits beside the server's.
+fn assert_client_cpu_is_split_and_per_round_trip(merged: &RunResult, shards: &[RunResult]) {
+    let workers: Vec<_> = shards.iter().flat_map(|s| s.client.workers.iter()).collect();
+    assert_eq!(merged.client.workers.len(), workers.len());
+    for worker in &merged.client.workers {
+        assert!(worker.user_seconds > 0.0 && worker.system_seconds > 0.0, "{worker:?}");
+        let sum = worker.user_seconds + worker.system_seconds;
+        assert!((worker.cpu_seconds - sum).abs() < 1e-6, "{worker:?}");
+    }
+    let cpu: f64 = workers.iter().map(|w| w.cpu_seconds).sum();
+    assert!((merged.client.cpu_seconds - cpu).abs() < 1e-6, "{:?}", merged.client);
+    let received = merged.counters.messages_received;
+    assert_eq!(received, shards.iter().map(|s| s.counters.messages_received).sum::<u64>());
+    let per_round_trip = merged.client.cpu_us_per_round_trip.expect("client CPU per round trip");
+    assert!((per_round_trip - cpu * 1e6 / received as f64).abs() < 1e-6, "{per_round_trip}");
+    let server_cpu = merged.server.cpu_seconds.unwrap();
+    let server_per_round_trip = merged.server.cpu_us_per_round_trip.expect("server CPU per round trip");
+    assert!((server_per_round_trip - server_cpu * 1e6 / received as f64).abs() < 1e-6);
 }
 
 /// `/proc/PID/stat` field 4.

@@ -75,6 +75,11 @@ fn cpus_that_are_not_online_are_named() {
 }
 
 #[test]
+fn an_unknown_io_backend_is_named_with_the_choices() {
+    refused(&["run", "--io", "kqueue"], 2, "--io: `kqueue` is not an I/O backend: use uring or epoll");
+}
+
+#[test]
 fn a_server_address_without_scheme_gets_a_suggestion() {
     refused(&["run", "localhost:8080"], 2, "did you mean ws://localhost:8080?");
 }

@@ -11,6 +11,7 @@ mod compression;
 mod error;
 mod flow;
 mod handshake;
+mod io;
 mod lines;
 mod outputs;
 mod presets;
@@ -36,6 +37,7 @@ pub use error::ConfigError;
 use error::invalid;
 pub use flow::{FlowProgram, FlowSettings, Op as FlowOp, Piece as FlowPiece, StepSettings};
 pub use handshake::{CONN_PLACEHOLDER, HandshakeOptions, Header, REDACTED, is_secret};
+pub use io::IoBackend;
 pub use lines::TextLines;
 pub use outputs::{check_output_file, check_output_folder};
 pub use pubsub::{PubSubSpec, Role as PubSubRole};
@@ -255,6 +257,8 @@ pub struct LoadSpec {
     /// pubsub: subscribers, topics and publishers (the connections are S + P).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pubsub: Option<PubSubSpec>,
+    /// `--io`: the socket I/O the workers use.
+    pub io: IoBackend,
 }
 
 /// One measured run, or `--find-max-rate`: open-loop steps until the objective breaks.

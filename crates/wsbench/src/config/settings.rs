@@ -247,6 +247,11 @@ pub struct RunSettings {
     #[arg(long, value_name = "P")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub publishers: Option<u64>,
+    /// The client's socket I/O: `uring` (io_uring: batched submission, multishot receive)
+    /// or `epoll` (default: uring where the kernel allows it; epoll for wss://).
+    #[arg(long, value_name = "BACKEND")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io: Option<String>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -391,6 +396,7 @@ mod tests {
             subscribers: Some(500),
             topics: Some(5),
             publishers: Some(6),
+            io: some("epoll"),
         };
         let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
         assert_eq!(back, every);

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use super::IoBackend;
 use super::error::{ConfigError, invalid};
 use super::handshake::{HandshakeOptions, HandshakeSettings};
 use super::outputs::check_output_file;
@@ -85,6 +86,7 @@ impl RunSettings {
             messages_per_connection: self.messages_per_connection(scenario)?,
             flow: self.flow(scenario)?,
             pubsub,
+            io: self.io()?,
         };
         let live = self.live(placement.processes)?;
         Ok(RunConfig {
@@ -126,6 +128,16 @@ impl RunSettings {
             tls_target: target.is_some_and(|t| t.tls),
         }
         .validate()
+    }
+
+    /// `--io uring|epoll`.
+    fn io(&self) -> Result<IoBackend, ConfigError> {
+        match self.io.as_deref() {
+            None => Ok(IoBackend::DEFAULT),
+            Some("uring" | "io_uring" | "io-uring") => Ok(IoBackend::Uring),
+            Some("epoll") => Ok(IoBackend::Epoll),
+            Some(other) => Err(invalid("io", format!("`{other}` is not an I/O backend: use uring or epoll"))),
+        }
     }
 
     /// The permessage-deflate offer, if `--compression` asks for one.

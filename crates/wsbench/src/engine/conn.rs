@@ -1,5 +1,6 @@
 //! One client connection's state. The worker drives it; this file holds the data and the
-//! small pieces of logic that belong to one connection (what to write next, in order).
+//! small pieces of logic that belong to one connection (what to write next, in order;
+//! whole queued batches coalesced into one `writev`).
 
 use std::collections::VecDeque;
 use std::io;
@@ -109,7 +110,19 @@ impl ClientConn {
         }
         loop {
             let output_pending = self.output_sent < self.output.len();
-            if self.batch_pos > 0 || (!output_pending && self.batches_pending > 0) {
+            if self.batch_pos == 0 && !output_pending && self.batches_pending > 1 && !batch.is_empty() {
+                // Several whole batches queued (echoes that came in together freed room for
+                // several): one writev for all of them instead of a write each.
+                let count = self.batches_pending.min(COALESCE_BATCHES as u64) as usize;
+                let slices = [io::IoSlice::new(batch); COALESCE_BATCHES];
+                match write_vectored_some(&mut self.transport, &slices[..count])? {
+                    0 => return Ok(false),
+                    n => {
+                        self.batches_pending -= (n / batch.len()) as u64;
+                        self.batch_pos = n % batch.len();
+                    }
+                }
+            } else if self.batch_pos > 0 || (!output_pending && self.batches_pending > 0) {
                 match write_some(&mut self.transport, &batch[self.batch_pos..])? {
                     0 => return Ok(false),
                     n => self.batch_pos += n,
@@ -134,15 +147,144 @@ impl ClientConn {
     }
 }
 
+impl ClientConn {
+    /// Moves everything pending, in the order [`ClientConn::flush`] writes it, to the end
+    /// of `out` (the io_uring path sends it from there in one operation).
+    pub fn take_pending(&mut self, batch: &[u8], out: &mut Vec<u8>) {
+        if self.batch_pos > 0 {
+            out.extend_from_slice(&batch[self.batch_pos..]);
+            self.batch_pos = 0;
+            self.batches_pending -= 1;
+        }
+        out.extend_from_slice(&self.output[self.output_sent..]);
+        self.output.clear();
+        self.output_sent = 0;
+        for _ in 0..self.batches_pending {
+            out.extend_from_slice(batch);
+        }
+        self.batches_pending = 0;
+    }
+
+    /// Whether anything waits to be written.
+    pub fn has_pending(&self) -> bool {
+        self.batches_pending > 0 || self.output_sent < self.output.len()
+    }
+}
+
+/// The most queued batches one `writev` carries (well under the kernel's `IOV_MAX`).
+const COALESCE_BATCHES: usize = 64;
+
+/// [`write_some`] for several buffers at once.
+fn write_vectored_some(transport: &mut Transport, data: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    taken_now(|| transport.write_vectored(data))
+}
+
 /// Writes what the socket takes now; 0 means it would block.
 fn write_some(transport: &mut Transport, data: &[u8]) -> io::Result<usize> {
+    taken_now(|| transport.write(data))
+}
+
+/// What one write call took: retried when interrupted, 0 when the socket is full, an error
+/// when it took nothing.
+#[inline]
+fn taken_now(mut write: impl FnMut() -> io::Result<usize>) -> io::Result<usize> {
     loop {
-        match transport.write(data) {
+        match write() {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => return Ok(n),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::net::TcpListener;
+    use std::time::Instant;
+
+    use wsbench_proto::{Decoder, Role};
+
+    use super::*;
+
+    /// A connection whose socket is connected to a plain std peer.
+    fn connected() -> (ClientConn, std::net::TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        client.set_nonblocking(true).unwrap();
+        let (peer, _) = listener.accept().unwrap();
+        // Small buffers, so that a few hundred kB fill the socket.
+        small_buffer(&client, libc::SO_SNDBUF);
+        small_buffer(&peer, libc::SO_RCVBUF);
+        let transport = Transport::Plain(mio::net::TcpStream::from_std(client));
+        let conn =
+            ClientConn::new(transport, 0, String::new(), Decoder::new(Role::Client, 1 << 20), Instant::now());
+        (conn, peer)
+    }
+
+    fn small_buffer(socket: &std::net::TcpStream, option: libc::c_int) {
+        use std::os::fd::AsRawFd;
+        let bytes: libc::c_int = 16 * 1024;
+        // SAFETY: a valid socket and a c_int option value of the size given.
+        let rc = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                option,
+                (&bytes as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+    }
+
+    /// Reads from `peer` until `want` bytes came, flushing `conn` whenever the peer has
+    /// drained what was written (the socket buffer was full).
+    fn drain(conn: &mut ClientConn, peer: &mut std::net::TcpStream, batch: &[u8], want: usize) -> Vec<u8> {
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        while got.len() < want {
+            let n = peer.read(&mut buf).unwrap();
+            assert!(n > 0, "the peer saw the end of the stream after {} bytes", got.len());
+            got.extend_from_slice(&buf[..n]);
+            conn.flush(batch).unwrap();
+        }
+        got
+    }
+
+    #[test]
+    fn queued_batches_go_out_whole_and_in_order_through_writev() {
+        let (mut conn, mut peer) = connected();
+        let batch: Vec<u8> = (0..26u8).collect();
+        conn.batches_pending = 200;
+        assert!(conn.flush(&batch).unwrap(), "200 small batches fit the socket buffer");
+        assert_eq!(conn.batches_pending, 0);
+        let got = drain(&mut conn, &mut peer, &batch, 200 * batch.len());
+        assert_eq!(got, batch.repeat(200));
+    }
+
+    #[test]
+    fn a_batch_cut_by_a_full_socket_is_finished_before_anything_else() {
+        let (mut conn, mut peer) = connected();
+        // Batches of 100,003 bytes: the socket buffer fills in the middle of one.
+        let batch: Vec<u8> = (0..100_003u32).map(|i| (i % 251) as u8).collect();
+        conn.batches_pending = 40;
+        assert!(!conn.flush(&batch).unwrap(), "4 MB do not fit the socket buffers");
+        assert!(conn.batches_pending > 0);
+        // A control frame queued meanwhile goes out after the batch being written, not inside it.
+        conn.output.extend_from_slice(b"PONG");
+        let want = 40 * batch.len() + 4;
+        let got = drain(&mut conn, &mut peer, &batch, want);
+        let sent = conn.batches_pending;
+        assert_eq!(sent, 0);
+        let whole: usize = got.len() - 4;
+        let pong_at = got.windows(4).position(|w| w == b"PONG").unwrap();
+        assert_eq!(pong_at % batch.len(), 0, "the pong went out between two batches");
+        let mut without_pong = got.clone();
+        without_pong.drain(pong_at..pong_at + 4);
+        assert_eq!(whole, without_pong.len());
+        assert_eq!(without_pong, batch.repeat(40));
     }
 }

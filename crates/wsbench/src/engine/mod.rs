@@ -16,6 +16,7 @@ mod payload;
 mod pubsub;
 pub mod tls;
 mod traffic;
+mod uring;
 mod worker;
 
 use std::sync::Arc;
@@ -294,8 +295,11 @@ fn join_workers(
         measured_echoes += output.measured_echoes;
         workers.push(WorkerCpu {
             name: format!("wsbench-w{id}"),
-            cpu_seconds: output.cpu_seconds,
-            share: output.cpu_seconds / elapsed_secs.max(1e-9),
+            cpu_seconds: output.cpu.total(),
+            share: output.cpu.total() / elapsed_secs.max(1e-9),
+            user_seconds: output.cpu.user_seconds,
+            system_seconds: output.cpu.system_seconds,
+            io: output.io.to_owned(),
         });
     }
     for (first, last) in spread.into_values() {

@@ -24,6 +24,7 @@ use crate::metrics::Metrics;
 
 mod alarm;
 mod lifecycle;
+mod ring;
 
 use alarm::Alarm;
 
@@ -55,8 +56,10 @@ pub struct WorkerOutput {
     pub metrics: Metrics,
     /// Round trips received inside the measured window.
     pub measured_echoes: u64,
-    /// CPU seconds this worker's thread used (read by the thread itself before exiting).
-    pub cpu_seconds: f64,
+    /// CPU time this worker's thread used (read by the thread itself before exiting).
+    pub cpu: crate::client_cpu::ThreadCpu,
+    /// `uring` or `epoll`: the I/O it ran on.
+    pub io: &'static str,
     /// pubsub: the first and last receipt of each measured publish.
     pub spread: super::pubsub::Spread,
 }
@@ -80,6 +83,10 @@ pub struct Worker {
     draining_since: Option<Instant>,
     closing_since: Option<Instant>,
     open: u64,
+    /// `--io uring`: the ring (made on the worker's thread), and the connections that
+    /// opened this turn, to move onto it.
+    ring: Option<super::uring::Ring>,
+    opened: Vec<usize>,
 }
 
 impl Worker {
@@ -110,6 +117,8 @@ impl Worker {
             draining_since: None,
             closing_since: None,
             open: 0,
+            ring: None,
+            opened: Vec::new(),
             id: plan.id,
             spec,
             control,
@@ -117,6 +126,7 @@ impl Worker {
     }
 
     pub fn run(mut self) -> WorkerOutput {
+        self.open_ring();
         loop {
             let now = Instant::now();
             self.traffic.tick(now, self.open);
@@ -140,7 +150,11 @@ impl Worker {
             }
             let connect_allowed = self.connecting < MAX_CONNECTING && !self.control.stopping();
             let timeout = self.sleep_time(now, connect_allowed);
-            if let Err(e) = self.poll.poll(&mut self.events, Some(timeout))
+            if self.ring.is_some() {
+                if !self.ring_wait(timeout) {
+                    break;
+                }
+            } else if let Err(e) = self.poll.poll(&mut self.events, Some(timeout))
                 && e.kind() != io::ErrorKind::Interrupted
             {
                 eprintln!("wsbench: worker {} poll failed: {e}", self.id);
@@ -160,15 +174,18 @@ impl Worker {
                 let (Token(key), readable, writable, read_closed) = self.ready[i];
                 self.on_event(key, readable, writable, read_closed);
             }
+            self.adopt_opened();
         }
         for (_, conn) in self.conns.iter() {
             self.traffic.metrics.counters.messages_unanswered += conn.in_flight.len() as u64;
             self.traffic.metrics.counters.closes_unanswered += u64::from(conn.churn_closing);
         }
+        let io = self.io_name();
+        // The ring first: it cancels what is in flight while the sockets are still open.
+        drop(self.ring.take());
         self.conns.clear();
         let (metrics, measured_echoes, spread) = self.traffic.finish();
-        let cpu_seconds = crate::client_cpu::thread_cpu_seconds_self();
-        WorkerOutput { metrics, measured_echoes, cpu_seconds, spread }
+        WorkerOutput { metrics, measured_echoes, cpu: crate::client_cpu::thread_cpu_self(), io, spread }
     }
 
     /// How long to poll: until the next thing is due, at most [`TICK`]. When that is sooner
@@ -249,6 +266,9 @@ impl Worker {
     /// Writes pending output; keeps write interest only while something is pending.
     /// Returns false when the connection was dropped.
     fn flush(&mut self, key: usize) -> bool {
+        if self.on_ring(key) {
+            return self.ring_flush(key);
+        }
         let conn = &mut self.conns[key];
         let done = match conn.flush(self.traffic.batch()) {
             Ok(done) => done,
@@ -297,18 +317,10 @@ impl Worker {
                 Err(_) => return self.on_broken(key),
             };
             self.traffic.metrics.counters.bytes_received += n as u64;
-            let now = Instant::now();
-            let mut input = std::mem::take(&mut conn.input);
-            if input.is_empty() {
-                let used = self.process(key, now, &mut buf[..n]);
-                input.extend_from_slice(&buf[used..n]);
-            } else {
-                input.extend_from_slice(&buf[..n]);
-                let used = self.process(key, now, &mut input);
-                input.drain(..used);
+            if !self.received(key, &mut buf[..n]) {
+                return;
             }
-            let Some(conn) = self.conns.get_mut(key) else { return };
-            conn.input = input;
+            let Some(conn) = self.conns.get(key) else { return };
             // A short read drains the socket, unless the FIN came with the data (a server
             // that sends its last bytes and closes): then read on, to the end of the stream.
             let drained = !read_closed && n < buf.len() && conn.transport.short_read_drains();
@@ -316,6 +328,25 @@ impl Worker {
                 return;
             }
         }
+    }
+
+    /// Handles bytes that arrived for `key` (after what is left of earlier ones); keeps what
+    /// does not make a whole frame yet. False when the connection is gone.
+    fn received(&mut self, key: usize, data: &mut [u8]) -> bool {
+        let Some(conn) = self.conns.get_mut(key) else { return false };
+        let now = Instant::now();
+        let mut input = std::mem::take(&mut conn.input);
+        if input.is_empty() {
+            let used = self.process(key, now, data);
+            input.extend_from_slice(&data[used..]);
+        } else {
+            input.extend_from_slice(data);
+            let used = self.process(key, now, &mut input);
+            input.drain(..used);
+        }
+        let Some(conn) = self.conns.get_mut(key) else { return false };
+        conn.input = input;
+        true
     }
 
     /// Handles the handshake response and frames at the start of `data`; returns the bytes

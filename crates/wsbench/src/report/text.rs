@@ -34,6 +34,7 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
     }
     thresholds(&mut out, result, paint);
     server(&mut out, result);
+    client_cpu(&mut out, result);
     for (label, text) in super::scenario_lines(result) {
         line(&mut out, label, &text);
     }
@@ -283,6 +284,36 @@ fn server(out: &mut String, result: &RunResult) {
         None => format!("{}/CPU-second n/a (no CPU used)", exchanges(result)),
     };
     line(out, "", &format!("CPU {}, {per_mb}, {per_cpu}", seconds(cpu)));
+}
+
+/// The client's CPU: its user/system split and µs per round trip beside the server's,
+/// the one figure that says which side a round trip costs more (nothing for files written
+/// before the client's CPU was split).
+fn client_cpu(out: &mut String, result: &RunResult) {
+    let client = &result.client;
+    if client.cpu_seconds <= 0.0 {
+        return;
+    }
+    let mut text = format!(
+        "CPU {} (user {}, system {})",
+        seconds(client.cpu_seconds),
+        seconds(client.user_seconds),
+        seconds(client.system_seconds)
+    );
+    if let Some(us) = client.cpu_us_per_round_trip {
+        let _ = write!(text, ", {} µs per round trip", sig3(us));
+        if let Some(server_us) = result.server.cpu_us_per_round_trip.filter(|&us| us > 0.0) {
+            let _ = write!(text, " (server {} µs, client ÷ server {:.2})", sig3(server_us), us / server_us);
+        }
+    }
+    let mut backends: Vec<&str> =
+        client.workers.iter().map(|w| w.io.as_str()).filter(|io| !io.is_empty()).collect();
+    backends.sort_unstable();
+    backends.dedup();
+    if !backends.is_empty() {
+        let _ = write!(text, "; I/O {}", backends.join(", "));
+    }
+    line(out, "client:", &text);
 }
 
 /// A merged result: which shards it is made of, and which of them died.

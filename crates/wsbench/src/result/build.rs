@@ -98,6 +98,7 @@ impl ServerSummary {
                 connections_per_mb: None,
                 echoes_per_cpu_second: None,
                 samples: Vec::new(),
+                cpu_us_per_round_trip: None,
             };
         };
         ServerSummary {
@@ -113,14 +114,33 @@ impl ServerSummary {
             connections_per_mb: report.connections_per_mb(established),
             echoes_per_cpu_second: report.echoes_per_cpu_second(measured_echoes),
             samples: samples.clone(),
+            cpu_us_per_round_trip: None,
         }
+    }
+
+    /// Sets the server's CPU µs per round trip from the echoes the client received.
+    pub fn per_round_trip(mut self, round_trips: u64) -> ServerSummary {
+        self.cpu_us_per_round_trip =
+            self.cpu_seconds.and_then(|cpu| crate::client_cpu::cpu_us_per_round_trip(cpu, round_trips));
+        self
     }
 }
 
 impl ClientSummary {
-    pub fn from_workers(workers: &[WorkerCpu]) -> ClientSummary {
+    /// `round_trips`: every echo received (the basis of CPU per round trip).
+    pub fn from_workers(workers: &[WorkerCpu], round_trips: u64) -> ClientSummary {
         let bound_reason = crate::client_cpu::client_bound(workers);
-        ClientSummary { bound: bound_reason.is_some(), bound_reason, workers: workers.to_vec() }
+        let sum = |part: fn(&WorkerCpu) -> f64| finite(workers.iter().map(part).sum());
+        let cpu_seconds = sum(|w| w.cpu_seconds);
+        ClientSummary {
+            bound: bound_reason.is_some(),
+            bound_reason,
+            workers: workers.to_vec(),
+            cpu_seconds,
+            user_seconds: sum(|w| w.user_seconds),
+            system_seconds: sum(|w| w.system_seconds),
+            cpu_us_per_round_trip: crate::client_cpu::cpu_us_per_round_trip(cpu_seconds, round_trips),
+        }
     }
 }
 
@@ -227,6 +247,9 @@ impl RunResult {
                 name: w.name.clone(),
                 cpu_seconds: finite(w.cpu_seconds),
                 share: finite(w.share),
+                user_seconds: finite(w.user_seconds),
+                system_seconds: finite(w.system_seconds),
+                io: w.io.clone(),
             })
             .collect();
         let mut server = outcome.server.clone();
@@ -250,8 +273,9 @@ impl RunResult {
                 &server,
                 counters.connections_established,
                 outcome.measured_echoes,
-            ),
-            client: ClientSummary::from_workers(&workers)
+            )
+            .per_round_trip(counters.messages_received),
+            client: ClientSummary::from_workers(&workers, counters.messages_received)
                 .with_send_lag(&metrics.send_lag, send_lag_limit_us(&outcome.config)),
             timeline: metrics.intervals.iter().map(TimelinePoint::of).collect(),
             counters: counters.clone(),

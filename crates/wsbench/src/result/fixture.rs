@@ -182,8 +182,22 @@ pub fn closed_loop() -> RunOutcome {
             samples,
         },
         client_workers: vec![
-            WorkerCpu { name: "w0".to_owned(), cpu_seconds: 21.7, share: 0.62 },
-            WorkerCpu { name: "w1".to_owned(), cpu_seconds: 21.0, share: 0.60 },
+            WorkerCpu {
+                name: "w0".to_owned(),
+                cpu_seconds: 21.7,
+                share: 0.62,
+                user_seconds: 8.2,
+                system_seconds: 13.5,
+                io: "uring".to_owned(),
+            },
+            WorkerCpu {
+                name: "w1".to_owned(),
+                cpu_seconds: 21.0,
+                share: 0.60,
+                user_seconds: 8.0,
+                system_seconds: 13.0,
+                io: "uring".to_owned(),
+            },
         ],
         machine: machine(),
     }
@@ -248,8 +262,8 @@ pub fn open_loop_troubled() -> RunOutcome {
             samples: Vec::new(),
         },
         client_workers: vec![
-            WorkerCpu { name: "w0".to_owned(), cpu_seconds: 12.0, share: 0.97 },
-            WorkerCpu { name: "w1".to_owned(), cpu_seconds: 7.1, share: 0.57 },
+            WorkerCpu { name: "w0".to_owned(), cpu_seconds: 12.0, share: 0.97, ..WorkerCpu::default() },
+            WorkerCpu { name: "w1".to_owned(), cpu_seconds: 7.1, share: 0.57, ..WorkerCpu::default() },
         ],
         machine: machine(),
     }
@@ -281,7 +295,12 @@ pub fn nothing_answered() -> RunOutcome {
             unprobed_reason: None,
             samples: Vec::new(),
         },
-        client_workers: vec![WorkerCpu { name: "w0".to_owned(), cpu_seconds: 0.01, share: 0.03 }],
+        client_workers: vec![WorkerCpu {
+            name: "w0".to_owned(),
+            cpu_seconds: 0.01,
+            share: 0.03,
+            ..WorkerCpu::default()
+        }],
         machine: machine(),
     }
 }
@@ -336,7 +355,14 @@ pub fn pubsub_one_short() -> RunOutcome {
             unprobed_reason: None,
             samples: Vec::new(),
         },
-        client_workers: vec![WorkerCpu { name: "w0".to_owned(), cpu_seconds: 3.1, share: 0.27 }],
+        client_workers: vec![WorkerCpu {
+            name: "w0".to_owned(),
+            cpu_seconds: 3.1,
+            share: 0.27,
+            user_seconds: 1.2,
+            system_seconds: 1.9,
+            io: "uring".to_owned(),
+        }],
         machine: machine(),
     }
 }

@@ -276,6 +276,10 @@ pub struct ServerSummary {
     /// Measured round trips per CPU-second of the server.
     pub echoes_per_cpu_second: Option<f64>,
     pub samples: Vec<ServerSample>,
+    /// Server CPU µs per round trip: `cpu_seconds` over every echo the client received
+    /// (the same basis as the client's figure); null when not probed or nothing echoed.
+    #[serde(default)]
+    pub cpu_us_per_round_trip: Option<f64>,
 }
 
 /// Whether the client, rather than the server, limited the result.
@@ -286,6 +290,17 @@ pub struct ClientSummary {
     /// A sentence saying why, when `bound`.
     pub bound_reason: Option<String>,
     pub workers: Vec<WorkerCpu>,
+    /// Every worker's CPU seconds, and their user and system parts.
+    #[serde(default)]
+    pub cpu_seconds: f64,
+    #[serde(default)]
+    pub user_seconds: f64,
+    #[serde(default)]
+    pub system_seconds: f64,
+    /// Client CPU µs per round trip: `cpu_seconds` over every echo received, the run's
+    /// whole length as for the server's figure; null when nothing was echoed.
+    #[serde(default)]
+    pub cpu_us_per_round_trip: Option<f64>,
 }
 
 /// One second of the run.

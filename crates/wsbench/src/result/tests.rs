@@ -194,11 +194,47 @@ fn client_is_bound_when_a_worker_is_ninety_percent_busy() {
     assert!(!calm.bound);
     assert_eq!(calm.bound_reason, None);
 
-    let edge = ClientSummary::from_workers(&[
-        crate::samples::WorkerCpu { name: "a".into(), cpu_seconds: 9.0, share: 0.9 },
-        crate::samples::WorkerCpu { name: "b".into(), cpu_seconds: 9.5, share: 0.95 },
-    ]);
+    let edge = ClientSummary::from_workers(
+        &[
+            crate::samples::WorkerCpu {
+                name: "a".into(),
+                cpu_seconds: 9.0,
+                share: 0.9,
+                ..crate::samples::WorkerCpu::default()
+            },
+            crate::samples::WorkerCpu {
+                name: "b".into(),
+                cpu_seconds: 9.5,
+                share: 0.95,
+                ..crate::samples::WorkerCpu::default()
+            },
+        ],
+        0,
+    );
     assert!(edge.bound_reason.unwrap().starts_with("2 workers used at least 90% of a core"));
+}
+
+#[test]
+fn client_and_server_cpu_per_round_trip_count_every_echo() {
+    let outcome = fixture::closed_loop();
+    let received = outcome.metrics.counters.messages_received;
+    let result = RunResult::from_outcome(&outcome);
+    let client = &result.client;
+    assert_eq!(client.cpu_seconds, 21.7 + 21.0);
+    assert!((client.user_seconds - 16.2).abs() < 1e-9 && (client.system_seconds - 26.5).abs() < 1e-9);
+    let client_us = client.cpu_us_per_round_trip.unwrap();
+    assert!((client_us - 42.7e6 / received as f64).abs() < 1e-9, "{client_us}");
+    let server_cpu = result.server.cpu_seconds.unwrap();
+    let server_us = result.server.cpu_us_per_round_trip.unwrap();
+    assert!((server_us - server_cpu * 1e6 / received as f64).abs() < 1e-9, "{server_us}");
+    // Written and read back: the fields survive the file.
+    let json = serde_json::to_vec(&result).unwrap();
+    let parsed = RunResult::from_json_bytes(Path::new("cpu.json"), &json).unwrap();
+    assert_eq!(parsed.client, result.client);
+    assert_eq!(parsed.server.cpu_us_per_round_trip, Some(server_us));
+    // Nothing echoed: no figure, rather than an infinity.
+    let none = RunResult::from_outcome(&fixture::nothing_answered());
+    assert_eq!((none.client.cpu_us_per_round_trip, none.server.cpu_us_per_round_trip), (None, None));
 }
 
 #[test]

@@ -170,7 +170,8 @@ fn parents_view(
         &server,
         merged.summary.connections.established,
         merged.summary.measured_echoes,
-    );
+    )
+    .per_round_trip(merged.counters.messages_received);
     if let Some(churn) = merged.churn.as_mut() {
         // The shards did not probe: the parent's samples (taken until every shard had
         // waited out its settling second) are the server's drift.

@@ -122,6 +122,9 @@ impl Worker {
         if self.control.traffic() {
             self.start_traffic(key, now);
         }
+        if self.ring.is_some() {
+            self.opened.push(key);
+        }
     }
 
     /// The handshake failed: counted by its cause, and the connection dropped.
@@ -191,6 +194,9 @@ impl Worker {
     /// the end of the run, schedules it to be reopened.
     pub(super) fn drop_conn(&mut self, key: usize) {
         if let Some(mut conn) = self.conns.try_remove(key) {
+            if let Some(ring) = self.ring.as_mut() {
+                ring.forget(key);
+            }
             let _ = self.poll.registry().deregister(conn.transport.socket());
             if let Some(pubsub) = self.traffic.pubsub.as_mut() {
                 pubsub.on_drop(conn.index);

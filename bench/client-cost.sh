@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# bench/client-cost.sh: what a round trip costs the CLIENT. wsbench on io_uring, wsbench on
+# epoll and the minimal C epoll client (bench/peers/epoll-client.c), interleaved in a rotating
+# order, against the same server (a fresh one per run): `wsbench serve` and fastwebsockets-echo.
+# Server pinned to SERVER_CPU, client to CLIENT_CPU; 20-byte binary echoes, one in flight per
+# connection. For each it prints the median over the repeats of
+#   round trips/s (measured window)
+#   client CPU µs per round trip: the client's CPU (user + system, whole run) over every echo it
+#   received (wsbench: client.cpu_us_per_round_trip; epoll-client: its cpu_us_per_echo line)
+# and the ratios wsbench ÷ epoll-client, and whether wsbench flagged itself client-bound.
+#
+#   bench/client-cost.sh [CONNECTIONS...]      (default: 100 1000 10000)
+#   Environment: DURATION (default 5), WARMUP (default 1), REPEATS (default 3),
+#                SERVERS (default "serve fws"), SERVER_CPU (default 0), CLIENT_CPU (default 1).
+set -euo pipefail
+{
+if [ $# -gt 0 ]; then counts=("$@"); else counts=(100 1000 10000); fi
+DURATION=${DURATION:-5}
+WARMUP=${WARMUP:-1}
+REPEATS=${REPEATS:-3}
+SERVERS=${SERVERS:-serve fws}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+bench=$(cd "$(dirname "$0")" && pwd)
+repo=$(dirname "$bench")
+build=$bench/.build/client-cost
+mkdir -p "$build"
+
+(cd "$repo" && cargo build --release -q -p wsbench)
+cp "$repo/target/release/wsbench" "$build/wsbench"
+cc -O2 -Wall -o "$build/epoll-client" "$bench/peers/epoll-client.c"
+fws=$bench/peers/fastwebsockets-echo/target/release/fastwebsockets-echo
+if [[ " $SERVERS " == *" fws "* ]]; then
+    cargo build --release --locked -q --manifest-path "$bench/peers/fastwebsockets-echo/Cargo.toml"
+fi
+
+server_pid=""
+trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; true' EXIT
+
+# serve KIND: starts the server pinned; sets server_pid and port.
+serve() {
+    local out=$build/server.out cmd
+    case "$1" in
+        serve) cmd=("$build/wsbench" serve --port 0) ;;
+        fws) cmd=("$fws" 0) ;;
+    esac
+    taskset -c "$SERVER_CPU" "${cmd[@]}" >"$out" 2>&1 &
+    server_pid=$!
+    # Its port, from the `listening on` line (waiting up to 5 s for it).
+    port=$(timeout 5 sh -c "until grep -q 'listening on' '$out'; do sleep 0.05; done; grep -m 1 -o 'listening on [a-z]*://[^ ]*' '$out'" \
+        | sed 's/.*://') || true
+    [ -n "$port" ] || { echo "client-cost.sh: the $1 server did not start: $(cat "$out")" >&2; exit 1; }
+}
+
+# measure SERVER CLIENT CONNECTIONS: prints "round-trips/s cpu-µs-per-round-trip bound".
+measure() {
+    serve "$1"
+    local limit=$((DURATION + WARMUP + 120)) line
+    case "$2" in
+        uring | epoll)
+            local json=$build/run.json
+            rm -f "$json"
+            timeout "$limit" taskset -c "$CLIENT_CPU" "$build/wsbench" run echo "ws://127.0.0.1:$port/" \
+                --connections "$3" --duration "${DURATION}s" --warmup "${WARMUP}s" --payload bytes:20 --binary \
+                --client-cpus "$CLIENT_CPU" --io "$2" --quiet --json "$json" >"$build/client.log" 2>&1 || true
+            line=$(python3 - "$json" "$2" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+ios = {w.get("io") for w in r["client"]["workers"]}
+assert ios == {sys.argv[2]}, f"ran on {ios}, not {sys.argv[2]}"
+if r["summary"]["errors"]:
+    print(f"  (errors counted: {r['summary']['errors']})", file=sys.stderr)
+print(r["summary"]["echoes_per_sec"], r["client"]["cpu_us_per_round_trip"], int(r["client"]["bound"]))
+PY
+            ) || { echo "client-cost.sh: wsbench --io $2 failed: $(tail -3 "$build/client.log")" >&2; exit 1; }
+            ;;
+        c)
+            timeout "$limit" taskset -c "$CLIENT_CPU" "$build/epoll-client" 127.0.0.1 "$port" "$3" "$DURATION" \
+                --warmup "$WARMUP" >"$build/client.log" 2>&1 \
+                || { echo "client-cost.sh: epoll-client failed: $(tail -3 "$build/client.log")" >&2; exit 1; }
+            line="$(sed -n 's/^echoes_per_sec=//p' "$build/client.log") $(sed -n 's/^cpu_us_per_echo=\([^ ]*\).*/\1/p' "$build/client.log") 0"
+            ;;
+    esac
+    kill "$server_pid"
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+    echo "$line"
+}
+
+echo "bench/client-cost.sh at $(git -C "$repo" rev-parse --short HEAD)$(git -C "$repo" diff --quiet || echo '+changes')"
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), Linux $(uname -r)"
+echo "server on CPU $SERVER_CPU, client on CPU $CLIENT_CPU; ${DURATION} s measured after ${WARMUP} s, $REPEATS repeats; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+clients=(uring epoll c)
+raw=$build/raw.txt
+: >"$raw"
+for n in "${counts[@]}"; do
+    for server in $SERVERS; do
+        for r in $(seq "$REPEATS"); do
+            # Rotate the order each repeat, so that drift over time hits every client alike.
+            for k in 0 1 2; do
+                client=${clients[$(((k + r) % 3))]}
+                echo "$n $server $client $r $(measure "$server" "$client" "$n")" | tee -a "$raw" >&2
+            done
+        done
+    done
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$raw" <<'PY'
+import statistics, sys
+# A run that failed left a short row (its error is above): not counted.
+rows = [l.split() for l in open(sys.argv[1]) if len(l.split()) == 7]
+runs = {}
+for n, server, client, _, rate, cpu, bound in rows:
+    runs.setdefault((int(n), server, client), []).append((float(rate), float(cpu), int(bound)))
+med = lambda xs: statistics.median(xs)
+print()
+print(f"{'conns':>6} {'server':<6} {'client':<13} {'round trips/s':>14} {'CPU µs/rt':>10} {'÷ C rate':>9} {'÷ C CPU':>8} {'bound':>6}")
+names = {"uring": "wsbench uring", "epoll": "wsbench epoll", "c": "epoll-client"}
+for (n, server) in sorted({(k[0], k[1]) for k in runs}):
+    c = runs.get((n, server, "c"))
+    for client in ("uring", "epoll", "c"):
+        xs = runs.get((n, server, client))
+        if not xs:
+            continue
+        rate, cpu = med([x[0] for x in xs]), med([x[1] for x in xs])
+        bound = f"{sum(x[2] for x in xs)}/{len(xs)}" if client != "c" else "-"
+        rr = f"{rate / med([x[0] for x in c]):.3f}" if c and client != "c" else "-"
+        rc = f"{cpu / med([x[1] for x in c]):.3f}" if c and client != "c" else "-"
+        print(f"{n:>6} {server:<6} {names[client]:<13} {rate:>14,.0f} {cpu:>10.2f} {rr:>9} {rc:>8} {bound:>6}")
+PY
+}

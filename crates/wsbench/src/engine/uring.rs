@@ -1,0 +1,500 @@
+//! The io_uring backend of a worker (`--io uring`): one ring per worker thread, created on
+//! that thread. Open plain-TCP connections are handed to it: each gets one multishot
+//! receive into a ring of provided buffers (the kernel picks a buffer as data arrives; no
+//! syscall per receive), and its sends are queued as submission entries that go to the
+//! kernel together, once per loop turn, with the wait for completions (one `io_uring_enter`
+//! per turn for every connection of the worker). The worker's epoll instance is watched by
+//! a multishot poll on the same ring, so connects, upgrades and the alarm still work as on
+//! the epoll path, and one wait covers both.
+//!
+//! This file owns the kernel-facing parts and their memory rules only: which buffer a
+//! completion names, when a send's bytes may be reused, how everything in flight is
+//! cancelled before the memory goes. What the bytes mean is the worker's (`worker/ring.rs`).
+//! No SQPOLL (it would burn a core of the machine being measured); no zero-copy send (the
+//! echo messages are tens of bytes: the page pinning costs more than the copy).
+
+use std::alloc::Layout;
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+use io_uring::types::{BufRingEntry, CancelBuilder, Fd, SubmitArgs, Timespec};
+use io_uring::{IoUring, cqueue, opcode, squeue};
+use slab::Slab;
+
+/// Provided buffers: how big, and at most how many. A receive takes one buffer per
+/// completion; buffers go back to the ring as soon as their bytes are handled (the same
+/// turn). A worker gets two per connection (so that a turn in which every connection
+/// receives does not run out, which would stop receives until re-armed), within bounds.
+const BUFFER_BYTES: usize = 4 * 1024;
+const MIN_BUFFERS: u16 = 1024;
+const MAX_BUFFERS: u16 = 16384;
+const BUFFER_GROUP: u16 = 0;
+/// Submission and completion queue sizes (the kernel keeps overflowing completions).
+const SQ_ENTRIES: u32 = 4096;
+const CQ_ENTRIES: u32 = 32768;
+/// How long tearing down waits for cancelled operations before it gives up (and keeps
+/// their memory rather than free what the kernel might still touch).
+const TEARDOWN_WAIT: Duration = Duration::from_secs(2);
+
+/// What a completion is about (the low two bits of its user data; the rest is the slot).
+const OP_RECV: u64 = 0;
+const OP_SEND: u64 = 1;
+const OP_POLL: u64 = 2;
+const OP_CANCEL: u64 = 3;
+
+/// One completion, as the worker handles it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    /// `len` bytes arrived for worker connection `key`, in buffer `buffer`; give the buffer
+    /// back with [`Ring::recycle`] once they are handled.
+    Received { key: usize, buffer: u16, len: usize },
+    /// The peer ended the stream, or receiving failed: the connection is broken.
+    Ended { key: usize },
+    /// A send finished: more may be sent for `key` now.
+    Sent { key: usize },
+    /// A send failed: the connection is broken.
+    SendFailed { key: usize },
+    /// The worker's epoll instance has events.
+    EpollReady,
+}
+
+/// One connection on the ring (or one that left it and still has operations in flight).
+#[derive(Debug)]
+struct Slot {
+    key: usize,
+    fd: RawFd,
+    /// The worker still owns the connection.
+    live: bool,
+    receiving: bool,
+    /// The bytes of the send in flight, and how many the kernel took so far. Never
+    /// touched while `sending`: the kernel reads them.
+    staging: Vec<u8>,
+    sent: usize,
+    sending: bool,
+}
+
+pub struct Ring {
+    ring: IoUring,
+    buffers: ProvidedBuffers,
+    slots: Slab<Slot>,
+    /// Worker connection key → slot (usize::MAX: not on the ring).
+    by_key: Vec<usize>,
+    completions: Vec<Completion>,
+    /// Scratch lists of [`Ring::reap`], kept for their capacity.
+    raw: Vec<(u64, i32, u32)>,
+    rearm: Vec<usize>,
+    /// Operations submitted and not yet completed for good (teardown waits for them).
+    in_flight: u64,
+    epoll_fd: RawFd,
+    /// Tearing down: nothing is started again.
+    closing: bool,
+}
+
+impl Ring {
+    /// A ring for the calling thread (it must be the only one to use it), watching the
+    /// worker's epoll instance `epoll_fd`.
+    pub fn new(epoll_fd: RawFd, connections: usize) -> io::Result<Ring> {
+        let ring = IoUring::builder()
+            .setup_cqsize(CQ_ENTRIES)
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .build(SQ_ENTRIES)?;
+        let count = connections.saturating_mul(2).clamp(MIN_BUFFERS as usize, MAX_BUFFERS as usize);
+        let buffers = ProvidedBuffers::new(&ring, count.next_power_of_two() as u16)?;
+        let mut ring = Ring {
+            ring,
+            buffers,
+            slots: Slab::with_capacity(1024),
+            by_key: Vec::new(),
+            completions: Vec::with_capacity(CQ_ENTRIES as usize),
+            raw: Vec::with_capacity(CQ_ENTRIES as usize),
+            rearm: Vec::with_capacity(1024),
+            in_flight: 0,
+            epoll_fd,
+            closing: false,
+        };
+        ring.watch_epoll()?;
+        Ok(ring)
+    }
+
+    /// Whether worker connection `key` is on the ring.
+    #[inline]
+    pub fn has(&self, key: usize) -> bool {
+        self.by_key.get(key).is_some_and(|&slot| slot != usize::MAX)
+    }
+
+    /// Takes worker connection `key` (socket `fd`, already out of epoll) onto the ring.
+    pub fn adopt(&mut self, key: usize, fd: RawFd) -> io::Result<()> {
+        let slot = self.slots.insert(Slot {
+            key,
+            fd,
+            live: true,
+            receiving: false,
+            staging: Vec::with_capacity(256),
+            sent: 0,
+            sending: false,
+        });
+        if self.by_key.len() <= key {
+            self.by_key.resize(key + 1, usize::MAX);
+        }
+        self.by_key[key] = slot;
+        self.receive(slot)
+    }
+
+    /// Worker connection `key` is gone (its socket about to close): its receive is ended by
+    /// shutting the socket; its slot lives on until the last completion.
+    pub fn forget(&mut self, key: usize) {
+        let Some(slot) = self.by_key.get_mut(key).map(|s| std::mem::replace(s, usize::MAX)) else { return };
+        if slot == usize::MAX {
+            return;
+        }
+        self.slots[slot].live = false;
+        // Sends queued for it go to the kernel now, while its descriptor is still its own
+        // (once closed, the number may name another socket).
+        let _ = self.ring.submit();
+        if self.slots[slot].receiving {
+            // The receive ends (with 0) once the socket is shut: cheaper than a cancel, which
+            // the kernel matches against every request in flight (quadratic over a run's
+            // closes).
+            // SAFETY: shutdown on the connection's own descriptor, still open here.
+            unsafe { libc::shutdown(self.slots[slot].fd, libc::SHUT_RDWR) };
+        }
+        self.release_if_idle(slot);
+    }
+
+    /// Whether a send is in flight for `key` (then more must wait for its completion).
+    #[inline]
+    pub fn sending(&self, key: usize) -> bool {
+        self.slots[self.by_key[key]].sending
+    }
+
+    /// Queues a send of what `fill` writes into the connection's staging buffer (nothing
+    /// is queued when it writes nothing). Only when no send is in flight.
+    pub fn send(&mut self, key: usize, fill: impl FnOnce(&mut Vec<u8>)) -> io::Result<()> {
+        let slot = self.by_key[key];
+        let entry = &mut self.slots[slot];
+        debug_assert!(!entry.sending);
+        entry.staging.clear();
+        entry.sent = 0;
+        fill(&mut entry.staging);
+        if entry.staging.is_empty() {
+            return Ok(());
+        }
+        self.send_rest(slot)
+    }
+
+    /// Submits what is queued and waits up to `timeout` for a completion; then hands every
+    /// completion to the worker through [`Ring::completions`].
+    pub fn submit_and_wait(&mut self, timeout: Duration) -> io::Result<()> {
+        let timespec = Timespec::new().sec(timeout.as_secs()).nsec(timeout.subsec_nanos());
+        let args = SubmitArgs::new().timespec(&timespec);
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
+            Err(e) => return Err(e),
+        }
+        self.reap()
+    }
+
+    /// This turn's completions (refilled by [`Ring::submit_and_wait`]); hand the list back
+    /// with [`Ring::restore_completions`] so that its capacity is kept.
+    pub fn take_completions(&mut self) -> Vec<Completion> {
+        std::mem::take(&mut self.completions)
+    }
+
+    pub fn restore_completions(&mut self, mut list: Vec<Completion>) {
+        list.clear();
+        self.completions = list;
+    }
+
+    /// The bytes of a [`Completion::Received`].
+    ///
+    /// # Safety
+    /// `buffer` and `len` must come from a `Received` completion whose buffer has not been
+    /// recycled yet, and the slice must be dropped before [`Ring::recycle`] is called for
+    /// it. The kernel does not touch a buffer between its completion and its recycling, and
+    /// the memory lives as long as the ring.
+    pub unsafe fn received<'a>(&self, buffer: u16, len: usize) -> &'a mut [u8] {
+        // SAFETY: as the caller promises; `buffer` < count, `len` ≤ BUFFER_BYTES.
+        unsafe { std::slice::from_raw_parts_mut(self.buffers.address(buffer), len) }
+    }
+
+    /// Gives a received buffer back to the kernel.
+    pub fn recycle(&mut self, buffer: u16) {
+        self.buffers.recycle(buffer);
+    }
+
+    /// Moves completions from the kernel's queue into `completions`, settling slots.
+    fn reap(&mut self) -> io::Result<()> {
+        let mut rearm_epoll = false;
+        // Both lists keep their capacity from turn to turn: no allocation per completion.
+        let mut rearm_receive = std::mem::take(&mut self.rearm);
+        let mut entries = std::mem::take(&mut self.raw);
+        entries.extend(self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+        for &(data, result, flags) in &entries {
+            let (slot, op) = ((data >> 2) as usize, data & 3);
+            let more = cqueue::more(flags);
+            match op {
+                OP_POLL => {
+                    self.completions.push(Completion::EpollReady);
+                    if !more {
+                        self.in_flight -= 1;
+                        rearm_epoll = true;
+                    }
+                }
+                OP_CANCEL => self.in_flight -= 1,
+                OP_RECV => self.on_receive(slot, result, flags, more, &mut rearm_receive),
+                _ => self.on_send(slot, result)?,
+            }
+        }
+        entries.clear();
+        self.raw = entries;
+        self.buffers.publish();
+        for &slot in &rearm_receive {
+            self.receive(slot)?;
+        }
+        rearm_receive.clear();
+        self.rearm = rearm_receive;
+        if rearm_epoll && !self.closing {
+            self.watch_epoll()?;
+        }
+        Ok(())
+    }
+
+    fn on_receive(&mut self, slot: usize, result: i32, flags: u32, more: bool, rearm: &mut Vec<usize>) {
+        if !more {
+            self.in_flight -= 1;
+            self.slots[slot].receiving = false;
+        }
+        let (key, live) = (self.slots[slot].key, self.slots[slot].live);
+        match (result, cqueue::buffer_select(flags)) {
+            (len, Some(buffer)) if len > 0 && live => {
+                self.completions.push(Completion::Received { key, buffer, len: len as usize });
+                if !more {
+                    rearm.push(slot);
+                }
+            }
+            (_, Some(buffer)) => self.buffers.recycle(buffer),
+            // Out of buffers: the receive stopped; it starts again once they are back.
+            (result, None) if result == -libc::ENOBUFS && live => rearm.push(slot),
+            (_, None) if live && !more => self.completions.push(Completion::Ended { key }),
+            (_, None) => {}
+        }
+        self.release_if_idle(slot);
+    }
+
+    fn on_send(&mut self, slot: usize, result: i32) -> io::Result<()> {
+        self.in_flight -= 1;
+        let entry = &mut self.slots[slot];
+        entry.sending = false;
+        let (key, live) = (entry.key, entry.live);
+        if result < 0 {
+            if live {
+                self.completions.push(Completion::SendFailed { key });
+            }
+        } else {
+            entry.sent += result as usize;
+            if entry.sent < entry.staging.len() && live {
+                return self.send_rest(slot);
+            }
+            if live {
+                self.completions.push(Completion::Sent { key });
+            }
+        }
+        self.release_if_idle(slot);
+        Ok(())
+    }
+
+    /// Queues the unsent part of a slot's staging buffer.
+    fn send_rest(&mut self, slot: usize) -> io::Result<()> {
+        let entry = &mut self.slots[slot];
+        let rest = &entry.staging[entry.sent..];
+        let send = opcode::Send::new(Fd(entry.fd), rest.as_ptr(), rest.len() as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(user_data(slot, OP_SEND));
+        entry.sending = true;
+        self.push(&send)?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    fn receive(&mut self, slot: usize) -> io::Result<()> {
+        let entry = &mut self.slots[slot];
+        if !entry.live || entry.receiving {
+            return Ok(());
+        }
+        entry.receiving = true;
+        let receive =
+            opcode::RecvMulti::new(Fd(entry.fd), BUFFER_GROUP).build().user_data(user_data(slot, OP_RECV));
+        self.push(&receive)?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    fn watch_epoll(&mut self) -> io::Result<()> {
+        let poll = opcode::PollAdd::new(Fd(self.epoll_fd), libc::POLLIN as u32)
+            .multi(true)
+            .build()
+            .user_data(OP_POLL);
+        self.push(&poll)?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    /// Frees a slot that left the worker once nothing of it is in flight.
+    fn release_if_idle(&mut self, slot: usize) {
+        let entry = &self.slots[slot];
+        if !entry.live && !entry.receiving && !entry.sending {
+            self.slots.remove(slot);
+        }
+    }
+
+    /// Adds a submission entry, submitting what is queued first if the queue is full.
+    fn push(&mut self, entry: &squeue::Entry) -> io::Result<()> {
+        // SAFETY: every buffer an entry points at (staging, provided buffers) stays alive
+        // and unmoved until its completion: slots are freed only when idle, and the ring
+        // cancels and waits for everything before its memory goes (Drop).
+        if unsafe { self.ring.submission().push(entry) }.is_ok() {
+            return Ok(());
+        }
+        self.ring.submit()?;
+        // SAFETY: as above.
+        unsafe { self.ring.submission().push(entry) }
+            .map_err(|_| io::Error::other("io_uring submission queue full"))
+    }
+}
+
+impl Drop for Ring {
+    /// Ends everything in flight and waits for it, so that no receive lands in a freed
+    /// buffer and no send reads a freed staging buffer. If the kernel does not answer in
+    /// time, the memory is leaked rather than freed under it.
+    fn drop(&mut self) {
+        self.closing = true;
+        // Receives end when their sockets are shut (a cancel of each, or of all, is matched
+        // against every request in flight: quadratic at 10,000 connections); the one poll
+        // of epoll is cancelled.
+        for (_, slot) in self.slots.iter_mut() {
+            if slot.live && slot.receiving {
+                // SAFETY: shutdown on the connection's own descriptor, still open here.
+                unsafe { libc::shutdown(slot.fd, libc::SHUT_RDWR) };
+            }
+            slot.live = false;
+        }
+        let cancel =
+            opcode::AsyncCancel2::new(CancelBuilder::user_data(OP_POLL)).build().user_data(OP_CANCEL);
+        if self.push(&cancel).is_ok() {
+            self.in_flight += 1;
+        }
+        let deadline = Instant::now() + TEARDOWN_WAIT;
+        while self.in_flight > 0 && Instant::now() < deadline {
+            if self.submit_and_wait(Duration::from_millis(10)).is_err() {
+                break;
+            }
+            self.completions.clear();
+        }
+        if self.in_flight > 0 {
+            std::mem::forget(std::mem::take(&mut self.slots));
+            self.buffers.leak();
+        }
+    }
+}
+
+/// The provided-buffer ring: `count` entries the kernel takes buffers from, and the
+/// buffers themselves, registered as group [`BUFFER_GROUP`].
+struct ProvidedBuffers {
+    /// A power of two.
+    count: u16,
+    entries: *mut BufRingEntry,
+    entries_layout: Layout,
+    memory: *mut u8,
+    memory_layout: Layout,
+    /// Our copy of the tail; published to the kernel by [`ProvidedBuffers::publish`].
+    tail: u16,
+    leaked: bool,
+}
+
+// SAFETY: the pointers are owned heap memory (like a Box's); the worker moves to its thread
+// before the ring is made, and only that thread touches them.
+unsafe impl Send for ProvidedBuffers {}
+
+impl ProvidedBuffers {
+    fn new(ring: &IoUring, count: u16) -> io::Result<ProvidedBuffers> {
+        let entries_layout = Layout::from_size_align(count as usize * size_of::<BufRingEntry>(), 4096)
+            .map_err(io::Error::other)?;
+        let memory_layout =
+            Layout::from_size_align(count as usize * BUFFER_BYTES, 4096).map_err(io::Error::other)?;
+        // SAFETY: both layouts have a non-zero size.
+        let (entries, memory) = unsafe {
+            (
+                std::alloc::alloc_zeroed(entries_layout).cast::<BufRingEntry>(),
+                std::alloc::alloc(memory_layout),
+            )
+        };
+        if entries.is_null() || memory.is_null() {
+            return Err(io::ErrorKind::OutOfMemory.into());
+        }
+        let mut buffers =
+            ProvidedBuffers { count, entries, entries_layout, memory, memory_layout, tail: 0, leaked: false };
+        // SAFETY: the entries are page-aligned, zeroed and live until Drop, which runs only
+        // after the ring is gone (the Ring's fields drop in order: `ring` first).
+        unsafe {
+            ring.submitter().register_buf_ring_with_flags(entries as u64, count, BUFFER_GROUP, 0)?;
+        }
+        for buffer in 0..count {
+            buffers.recycle(buffer);
+        }
+        buffers.publish();
+        Ok(buffers)
+    }
+
+    fn address(&self, buffer: u16) -> *mut u8 {
+        // SAFETY: `buffer` < count, inside the allocation.
+        unsafe { self.memory.add(buffer as usize * BUFFER_BYTES) }
+    }
+
+    /// Puts `buffer` at the tail (visible to the kernel once published).
+    fn recycle(&mut self, buffer: u16) {
+        let index = (self.tail & (self.count - 1)) as usize;
+        // SAFETY: index < count; the kernel reads only entries between head and the
+        // published tail, and this one is past it.
+        let entry = unsafe { &mut *self.entries.add(index) };
+        entry.set_addr(self.address(buffer) as u64);
+        entry.set_len(BUFFER_BYTES as u32);
+        entry.set_bid(buffer);
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// Tells the kernel about every buffer recycled so far.
+    fn publish(&self) {
+        // SAFETY: the tail field lives in the first entry of our page-aligned ring; the
+        // kernel reads it concurrently, hence the atomic release store.
+        unsafe {
+            let tail = BufRingEntry::tail(self.entries).cast::<AtomicU16>();
+            (*tail).store(self.tail, Ordering::Release);
+        }
+    }
+
+    fn leak(&mut self) {
+        self.leaked = true;
+    }
+}
+
+impl Drop for ProvidedBuffers {
+    fn drop(&mut self) {
+        if self.leaked {
+            return;
+        }
+        // SAFETY: allocated in `new` with these layouts; the ring that used them is gone.
+        unsafe {
+            std::alloc::dealloc(self.entries.cast(), self.entries_layout);
+            std::alloc::dealloc(self.memory, self.memory_layout);
+        }
+    }
+}
+
+fn user_data(slot: usize, op: u64) -> u64 {
+    ((slot as u64) << 2) | op
+}
