@@ -66,6 +66,15 @@ fn exchanges(result: &RunResult) -> &'static str {
     crate::config::exchanges_of(&result.scenario)
 }
 
+/// One of what the headline counts: "round trip", "delivery", "matched reply".
+fn exchange(result: &RunResult) -> &'static str {
+    match exchanges(result) {
+        "deliveries" => "delivery",
+        "matched replies" => "matched reply",
+        _ => "round trip",
+    }
+}
+
 /// ANSI styling, or none.
 #[derive(Debug, Clone, Copy)]
 struct Paint(bool);
@@ -301,7 +310,7 @@ fn client_cpu(out: &mut String, result: &RunResult) {
         seconds(client.system_seconds)
     );
     if let Some(us) = client.cpu_us_per_round_trip {
-        let _ = write!(text, ", {} µs per round trip", sig3(us));
+        let _ = write!(text, ", {} µs per {}", sig3(us), exchange(result));
         if let Some(server_us) = result.server.cpu_us_per_round_trip.filter(|&us| us > 0.0) {
             let _ = write!(text, " (server {} µs, client ÷ server {:.2})", sig3(server_us), us / server_us);
         }
