@@ -79,7 +79,9 @@ pub struct PubSub {
     pub awaiting: usize,
     spread: Spread,
     last_delivery: Option<Instant>,
-    message: Vec<u8>,
+    /// The publish being encoded (publishers only; deliveries reassemble in their own
+    /// connection's `message`, so fragments of two subscribers never mix).
+    encoding: Vec<u8>,
     /// The run ended while deliveries were still arriving.
     pub cut_off: bool,
 }
@@ -180,7 +182,7 @@ impl PubSub {
             awaiting: 0,
             spread: Spread::new(),
             last_delivery: None,
-            message: Vec::new(),
+            encoding: Vec::new(),
             cut_off: false,
         })
     }
@@ -241,7 +243,7 @@ impl PubSub {
     pub fn publish(&mut self, conn: &mut ClientConn, due: Instant, now: Instant, measured: bool) -> usize {
         let Some(seq) = self.publishers.get_mut(&conn.index) else { return 0 };
         let PubSubRole::Publisher { publisher, topic } = self.spec.role(conn.index) else { return 0 };
-        let message = &mut self.message;
+        let message = &mut self.encoding;
         message.clear();
         let _ = write!(
             message,
@@ -265,7 +267,7 @@ impl PubSub {
     /// subscription, or a delivery (returned when it is the first of its publish).
     pub fn on_message(
         &mut self,
-        conn: &ClientConn,
+        conn: &mut ClientConn,
         first: bool,
         last: bool,
         payload: &[u8],
@@ -273,23 +275,23 @@ impl PubSub {
         counters: &mut Counters,
     ) -> Option<Delivery> {
         if first {
-            self.message.clear();
+            conn.message.clear();
         }
         if !(first && last) {
-            if self.message.len() + payload.len() > MAX_MESSAGE {
-                self.message.clear();
+            if conn.message.len() + payload.len() > MAX_MESSAGE {
+                conn.message = Vec::new();
                 counters.pubsub.unexpected += u64::from(last);
                 return None;
             }
-            self.message.extend_from_slice(payload);
+            conn.message.extend_from_slice(payload);
         }
         if !last {
             return None;
         }
-        let message = std::mem::take(&mut self.message);
+        let message = std::mem::take(&mut conn.message);
         let whole = if first { payload } else { &message[..] };
         let delivery = self.on_whole_message(conn, whole, now, counters);
-        self.message = message;
+        conn.message = message;
         delivery
     }
 

@@ -219,7 +219,14 @@ impl Traffic {
 
     /// pubsub: a piece of a message to `conn`; a delivery is recorded like a round trip,
     /// its latency from the publish's due time.
-    fn on_pubsub_data(&mut self, conn: &ClientConn, first: bool, last: bool, payload: &[u8], now: Instant) {
+    fn on_pubsub_data(
+        &mut self,
+        conn: &mut ClientConn,
+        first: bool,
+        last: bool,
+        payload: &[u8],
+        now: Instant,
+    ) {
         let Some(pubsub) = self.pubsub.as_mut() else { return };
         let Some(delivery) = pubsub.on_message(conn, first, last, payload, now, &mut self.metrics.counters)
         else {
