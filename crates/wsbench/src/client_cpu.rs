@@ -6,6 +6,7 @@
 //! a full core ([`client_bound`]).
 
 use crate::samples::WorkerCpu;
+use crate::units::format::percent;
 
 /// A worker using at least this fraction of one core bounds the result.
 pub const CLIENT_BOUND_SHARE: f64 = 0.9;
@@ -60,19 +61,18 @@ pub fn cpu_us_per_round_trip(cpu_seconds: f64, round_trips: u64) -> Option<f64> 
 /// server"; `None` when every worker had room to spare.
 pub fn client_bound(workers: &[WorkerCpu]) -> Option<String> {
     let mut busy: Vec<&WorkerCpu> = workers.iter().filter(|w| w.share >= CLIENT_BOUND_SHARE).collect();
-    // Tick rounding can push a saturated thread a little past 100%; say 100%.
-    let percent = |w: &WorkerCpu| format!("{:.0}%", (w.share * 100.0).min(100.0));
+    let share = |w: &WorkerCpu| percent(w.share);
     let consequence = "the result is bounded by the client, not the server";
     match busy.as_mut_slice() {
         [] => None,
-        [one] => Some(format!("worker {} used {} of a core: {consequence}", one.name, percent(one))),
+        [one] => Some(format!("worker {} used {} of a core: {consequence}", one.name, share(one))),
         many => {
             many.sort_by(|a, b| b.share.total_cmp(&a.share));
-            let listed: Vec<String> = many.iter().map(|w| format!("{} ({})", w.name, percent(w))).collect();
+            let listed: Vec<String> = many.iter().map(|w| format!("{} ({})", w.name, share(w))).collect();
             Some(format!(
-                "{} workers used at least {:.0}% of a core each: {}: {consequence}",
+                "{} workers used at least {} of a core each: {}: {consequence}",
                 many.len(),
-                CLIENT_BOUND_SHARE * 100.0,
+                percent(CLIENT_BOUND_SHARE),
                 listed.join(", ")
             ))
         }

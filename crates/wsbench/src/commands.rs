@@ -108,13 +108,14 @@ fn compare_servers(args: CompareArgs, interrupt: &AtomicBool) -> Result<Output, 
         settings: RunSettings { scenario: args.scenario_name, ..args.settings },
     };
     let rows = compare::compare(&config, interrupt, &mut |line| eprintln!("{line}"))?;
-    let mut text = report::render_compare_table(&rows);
+    let views: Vec<report::CompareRow<'_>> = rows.iter().map(compare::Row::view).collect();
+    let mut text = report::render_compare_table(&views);
     if args.markdown {
         text.push('\n');
-        text.push_str(&report::render_md(&report::median_results(&rows)));
+        text.push_str(&report::render_md(&report::median_results(&views)));
     }
     if let Some(path) = &args.html {
-        report::write_compare_html(&rows, path, &command_line())?;
+        report::write_compare_html(&views, path, &command_line())?;
         eprintln!("wrote {}", path.display());
     }
     Ok(Output {
@@ -125,5 +126,5 @@ fn compare_servers(args: CompareArgs, interrupt: &AtomicBool) -> Result<Output, 
 
 /// The command line as it was typed, for the HTML footer: `wsbench` and the arguments.
 fn command_line() -> String {
-    report::format::command_line(std::env::args().skip(1))
+    wsbench::units::format::command_line(std::env::args().skip(1))
 }

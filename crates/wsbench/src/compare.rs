@@ -162,6 +162,17 @@ impl Row {
         }
     }
 
+    /// This row as the report shows it.
+    pub fn view(&self) -> crate::report::CompareRow<'_> {
+        crate::report::CompareRow {
+            name: &self.manifest.name,
+            language: &self.manifest.language,
+            runs: &self.runs,
+            problems: &self.problems,
+            skipped: self.skipped.as_deref(),
+        }
+    }
+
     /// Whether anything of this server failed: a problem (not installed, failed to start,
     /// died), or a run that counted errors or failed a `--threshold`.
     pub fn failed(&self) -> bool {

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Slo;
 use crate::result::{LatencyStats, ResultError, RunResult, write_atomically};
+use crate::units::format::{micros, rate};
 
 /// Bisection stops when the bracket is narrower than this fraction of the rate that held.
 pub const PRECISION: f64 = 0.05;
@@ -42,11 +43,15 @@ impl Step {
         for objective in &slo.objectives {
             let value = crate::thresholds::latency_value(objective.statistic, &summary.latency_us);
             if summary.latency_us.count == 0 || value >= objective.limit_us {
-                broken.push(format!("{:?} {:.2} ms", objective.statistic, value / 1e3).to_lowercase());
+                broken.push(format!(
+                    "{} {}",
+                    format!("{:?}", objective.statistic).to_lowercase(),
+                    micros(value)
+                ));
             }
         }
         if summary.echoes_per_sec < offered * DELIVERED_SHARE {
-            broken.push(format!("delivered {:.0}/s of {:.0}/s", summary.echoes_per_sec, offered));
+            broken.push(format!("delivered {}/s of {}/s", rate(summary.echoes_per_sec), rate(offered)));
         }
         if !summary.errors.is_empty() {
             broken.push(format!("errors {:?}", summary.errors));

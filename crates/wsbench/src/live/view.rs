@@ -1,9 +1,8 @@
 //! The live view on stderr, so stdout keeps only the report: on a terminal a block redrawn
 //! in place (indicatif) with the phase, time elapsed and left, connections, this second's
 //! round trips and latency, and errors; elsewhere (piped, CI logs, a `--processes` shard)
-//! one plain line per second. `--quiet` shows neither. Numbers are written plainly here
-//! (counts as integers, latency in ms): `report::format` is out of reach, since the
-//! report's compare tables import the session that imports this module.
+//! one plain line per second. `--quiet` shows neither. Numbers are written by
+//! [`crate::units::format`], as in the report.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -11,6 +10,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::Second;
+use crate::units::format::{group, micros};
 
 /// How often the terminal block's spinner turns.
 const SPIN: Duration = Duration::from_millis(200);
@@ -64,12 +64,12 @@ pub fn block(s: &Second, exchanges: &str) -> String {
         phase = s.phase.name(),
         elapsed = s.second + 1,
         left = s.remaining_secs.map_or(String::new(), |left| format!(", {left} s left")),
-        up = s.connections_open,
-        failed = s.counters.connections_failed(),
-        rate = s.round_trips,
+        up = group(s.connections_open),
+        failed = group(s.counters.connections_failed()),
+        rate = group(s.round_trips),
         p50 = latency(s.p50_us, s.round_trips),
         p99 = latency(s.p99_us, s.round_trips),
-        errors = s.errors(),
+        errors = group(s.errors()),
     )
 }
 
@@ -80,19 +80,19 @@ pub fn line(s: &Second, exchanges: &str) -> String {
          connections {up} up, {failed} failed  errors {errors}{left}",
         elapsed = s.second + 1,
         phase = s.phase.name(),
-        rate = s.round_trips,
+        rate = group(s.round_trips),
         p50 = latency(s.p50_us, s.round_trips),
         p99 = latency(s.p99_us, s.round_trips),
-        up = s.connections_open,
-        failed = s.counters.connections_failed(),
-        errors = s.errors(),
+        up = group(s.connections_open),
+        failed = group(s.counters.connections_failed()),
+        errors = group(s.errors()),
         left = s.remaining_secs.map_or(String::new(), |left| format!("  {left} s left")),
     )
 }
 
-/// A latency of a second in ms, or `-` when it had no round trips.
+/// A latency of a second, or `-` when it had no round trips.
 fn latency(us: u64, round_trips: u64) -> String {
-    if round_trips == 0 { "-".to_owned() } else { format!("{:.3} ms", us as f64 / 1e3) }
+    if round_trips == 0 { "-".to_owned() } else { micros(us as f64) }
 }
 
 #[cfg(test)]
@@ -125,7 +125,7 @@ mod tests {
     fn a_plain_line_says_everything_of_its_second() {
         assert_eq!(
             line(&second(), "round trips"),
-            "wsbench:    5 s measured  12345 round trips/s  p50 0.210 ms  p99 1.500 ms  connections 10 up, \
+            "wsbench:    5 s measured  12,345 round trips/s  p50 210 µs  p99 1.50 ms  connections 10 up, \
              1 failed  errors 2  3 s left"
         );
     }

@@ -209,12 +209,12 @@ mod tests {
 
     #[test]
     fn client_bound_bars_are_hatched_and_repeats_get_whiskers() {
-        let axis = Axis { label: "rate", scale: Scale::Linear, format: super::super::format::tick_rate };
+        let axis = Axis { label: "rate", scale: Scale::Linear, format: crate::units::format::tick_rate };
         let mut bound = bar("bound", Some(10.0));
         bound.client_bound = Some("worker w0 used 97% of a core".to_owned());
         let mut repeated = bar("repeated", Some(8.0));
         repeated.range = Some((6.0, 12.0));
-        let svg = bar_chart("c", "t", axis, super::super::format::rate, vec![repeated, bound], true);
+        let svg = bar_chart("c", "t", axis, crate::units::format::rate, vec![repeated, bound], true);
         assert!(svg.starts_with("<svg data-chart=\"c\" data-order=\"descending\""), "{svg}");
         assert_eq!(svg.matches("fill=\"url(#hatch-c)\"").count(), 1);
         assert!(svg.contains("10 · client-bound</text>"), "{svg}");

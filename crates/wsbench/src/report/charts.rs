@@ -6,11 +6,11 @@
 use hdrhistogram::Histogram;
 
 use super::bars::{self, Bar};
-use super::format::{self, tick_mib, tick_micros, tick_percent, tick_rate, tick_seconds};
 use super::palette::{SECONDARY_DASH, Style};
 use super::svg::{self, Axis, Panel, Scale, Series};
 use crate::metrics::Metrics;
 use crate::result::RunResult;
+use crate::units::format::{self, tick_mib, tick_micros, tick_percent, tick_rate, tick_seconds};
 
 /// One result as the charts need it: label, style, the file, and its decoded histograms.
 #[derive(Debug)]

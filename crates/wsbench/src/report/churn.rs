@@ -3,8 +3,8 @@
 //! server's descriptors and RSS before, at the peak of and after the run. Reads only the
 //! result file.
 
-use super::format::{bytes, group, micros, plural, rate};
 use crate::result::{Drift, RunResult};
+use crate::units::format::{bytes, group, micros, plural, rate};
 
 /// `(label, text)` lines; none unless the result is a churn run.
 pub fn churn_lines(result: &RunResult) -> Vec<(&'static str, String)> {

@@ -5,12 +5,24 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::format::{kib_tight, mib_tight, millis_tight};
-use crate::compare::Row;
 use crate::result::{ResultError, RunResult, write_atomically};
+use crate::units::format::{kib_tight, mib_tight, millis_tight};
+
+/// One server of a comparison as the table and the page show it: its runs (one per
+/// repeat), or why it has none.
+#[derive(Debug, Clone, Copy)]
+pub struct Row<'a> {
+    pub name: &'a str,
+    pub language: &'a str,
+    pub runs: &'a [RunResult],
+    /// What went wrong, in words (not installed, failed to start, died mid-run).
+    pub problems: &'a [String],
+    /// Not run, and why (not a failure).
+    pub skipped: Option<&'a str>,
+}
 
 /// The run with the median round trips/s, whose other figures the table shows.
-pub fn median_run(row: &Row) -> Option<&RunResult> {
+pub fn median_run<'a>(row: &Row<'a>) -> Option<&'a RunResult> {
     let mut runs: Vec<&RunResult> = row.runs.iter().collect();
     runs.sort_by(|a, b| a.summary.echoes_per_sec.total_cmp(&b.summary.echoes_per_sec));
     runs.get(runs.len().saturating_sub(1) / 2).copied()
@@ -18,14 +30,14 @@ pub fn median_run(row: &Row) -> Option<&RunResult> {
 
 /// Each measured server's median run, labelled with its name, for the report renderers.
 pub fn median_results(rows: &[Row]) -> Vec<(String, RunResult)> {
-    rows.iter().filter_map(|row| Some((row.manifest.name.clone(), median_run(row)?.clone()))).collect()
+    rows.iter().filter_map(|row| Some((row.name.to_owned(), median_run(row)?.clone()))).collect()
 }
 
 /// Writes the HTML page of a comparison (atomically): each server's median run, its bars
 /// with the range of its repeats, the footer naming `command`.
 pub fn write_compare_html(rows: &[Row], path: &Path, command: &str) -> Result<(), ResultError> {
     let repeats: Vec<Vec<RunResult>> =
-        rows.iter().filter(|row| median_run(row).is_some()).map(|row| row.runs.clone()).collect();
+        rows.iter().filter(|row| median_run(row).is_some()).map(|row| row.runs.to_vec()).collect();
     let page = super::render_html_page(&median_results(rows), &repeats, command)?;
     write_atomically(path, |out| out.write_all(page.as_bytes()))
 }
@@ -34,7 +46,7 @@ pub fn write_compare_html(rows: &[Row], path: &Path, command: &str) -> Result<()
 pub fn render_compare_table(rows: &[Row]) -> String {
     let mut out = String::new();
     // A pubsub comparison counts deliveries where the others count round trips.
-    let first = rows.iter().flat_map(|row| &row.runs).next();
+    let first = rows.iter().flat_map(|row| row.runs).next();
     let what = first.map_or("round trips", |run| crate::config::exchanges_of(&run.scenario));
     let pubsub = first.is_some_and(|run| run.pubsub.is_some());
     let _ = writeln!(
@@ -64,9 +76,9 @@ pub fn render_compare_table(rows: &[Row]) -> String {
                 let _ = writeln!(
                     out,
                     "{:<22} {:<10} {}",
-                    row.manifest.name,
-                    row.manifest.language,
-                    row.skipped.clone().unwrap_or_else(|| row.problems.join("; "))
+                    row.name,
+                    row.language,
+                    row.skipped.map_or_else(|| row.problems.join("; "), str::to_owned)
                 );
             }
         }
@@ -89,8 +101,8 @@ fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
     let _ = writeln!(
         out,
         "{:<22} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>17} {:>6}{}",
-        row.manifest.name,
-        row.manifest.language,
+        row.name,
+        row.language,
         format!("{:.0} ({:.0}–{:.0})", s.echoes_per_sec, min, max),
         millis_tight(s.latency_us.mean),
         millis_tight(s.latency_us.p50 as f64),

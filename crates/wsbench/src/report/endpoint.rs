@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use super::format::group;
 use crate::result::RunResult;
+use crate::units::format::group;
 
 /// `(label, text)` lines: `handshake:` and `tls:`, each only when there is something to say.
 pub fn endpoint_lines(result: &RunResult) -> Vec<(&'static str, String)> {

@@ -2,8 +2,8 @@
 //! latency, the replies that matched nothing while connections were at it, and its
 //! expectations that timed out. Reads only the result file.
 
-use super::format::{group, micros};
 use crate::result::RunResult;
+use crate::units::format::{group, micros};
 
 /// `(label, text)` lines; none unless the result is a flow run.
 pub fn flow_lines(result: &RunResult) -> Vec<(&'static str, String)> {

@@ -9,10 +9,10 @@ use std::fmt::Write as _;
 
 use super::charts::{self, Charted};
 use super::escape::escape;
-use super::format::{group, seconds};
 use super::palette;
 use super::table::{COLUMNS, summary_row};
 use crate::result::{ResultError, RunResult};
+use crate::units::format::{group, seconds};
 
 const STYLE: &str = r#"
 :root { color-scheme: light; --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --soft: #eaeef2; --panel: #f6f8fa; }

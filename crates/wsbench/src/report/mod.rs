@@ -2,7 +2,7 @@
 //! compact terminal report, a self-contained HTML page with charts, a Markdown table, the
 //! JSON, a CSV table) and what `run`, `rtt`, `compare`, `merge` and `--find-max-rate` print.
 //! The measuring modules return data; each output is its own submodule, numbers are
-//! formatted by [`format`] alone. This module reads the files and dispatches by their kind
+//! formatted by [`crate::units::format`] alone. This module reads the files and dispatches by their kind
 //! (see [`input`]).
 
 mod bars;
@@ -12,7 +12,7 @@ mod compare;
 mod endpoint;
 mod escape;
 mod flow;
-pub mod format;
+
 mod html;
 pub mod input;
 mod merge;
@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use crate::result::{RunResult, write_atomically};
 
-pub use compare::{median_results, median_run, render_compare_table, write_compare_html};
+pub use compare::{Row as CompareRow, median_results, median_run, render_compare_table, write_compare_html};
 pub use html::{render_html, render_html_page};
 pub use input::{Input, ReportError, read_input, read_inputs};
 pub use merge::render_merge;

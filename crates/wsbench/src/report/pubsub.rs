@@ -3,8 +3,8 @@
 //! spread between a publish's first and last subscriber, and the subscribers that came up
 //! short, by connection index. Reads only the result file.
 
-use super::format::{group, micros, plural, rate};
 use crate::result::{PubSubSummary, RunResult};
+use crate::units::format::{group, micros, plural, rate};
 
 /// `(label, text)` lines; none unless the result is a pubsub run.
 pub fn pubsub_lines(result: &RunResult) -> Vec<(&'static str, String)> {

@@ -5,9 +5,9 @@
 
 use std::fmt::Write;
 
-use super::format::micros_fixed;
 use crate::rtt::RttResult;
 use crate::rtt::json::{ProtocolFigures, RttFile};
+use crate::units::format::micros_fixed;
 
 const HEADERS: [&str; 9] =
     ["Benchmark", "Time (mean)", "Time (median)", "Stddev", "CPU (mean)", "p50", "p99", "max", "vs tcp"];

@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::format::millis_fixed;
 use crate::find_rate::{PRECISION, Search};
+use crate::units::format::millis_fixed;
 
 /// The step table and the verdict, for the terminal.
 pub fn render_search(search: &Search) -> String {

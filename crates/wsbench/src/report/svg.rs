@@ -34,7 +34,7 @@ pub(super) enum Scale {
 }
 
 /// One axis: its title, scale and tick-label format (the tick, and the reference tick whose
-/// unit the label takes, see [`super::format::tick_micros`]).
+/// unit the label takes, see [`crate::units::format::tick_micros`]).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Axis {
     pub label: &'static str,
@@ -446,7 +446,7 @@ mod tests {
 
     #[test]
     fn tick_labels_use_the_axis_unit() {
-        let axis = Axis { label: "", scale: Scale::Linear, format: super::super::format::tick_micros };
+        let axis = Axis { label: "", scale: Scale::Linear, format: crate::units::format::tick_micros };
         let fitted = Fitted::new(Scale::Linear, [1_700.0].into_iter());
         let labels: Vec<String> = fitted.ticks.iter().map(|t| fitted.label(&axis, *t)).collect();
         assert_eq!(labels, ["0 ms", "0.5 ms", "1 ms", "1.5 ms", "2 ms"]);

@@ -6,8 +6,8 @@
 
 use std::fmt::Write as _;
 
-use super::format::{bytes, group, micros, rate, seconds};
 use crate::result::RunResult;
+use crate::units::format::{bytes, group, micros, rate, seconds};
 
 /// One column of the summary table. `group` heads several columns in the HTML table and
 /// prefixes `name` in Markdown.

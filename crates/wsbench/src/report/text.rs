@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
-use super::format::{bytes, bytes_per_sec, group, micros, plural, rate, seconds, sig3};
 use crate::result::{LatencyStats, RunResult};
+use crate::units::format::{bytes, bytes_per_sec, group, micros, plural, rate, seconds, sig3};
 
 const LABEL: usize = 14;
 const COLUMN: usize = 9;

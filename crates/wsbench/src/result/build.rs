@@ -10,6 +10,7 @@ use super::{
     Summary, Target, TimelinePoint, encode_histogram,
 };
 use crate::samples::{RunOutcome, ServerReport, WorkerCpu};
+use crate::units::format::micros;
 
 /// `x`, or 0 when it is NaN or infinite (JSON has no such numbers).
 fn finite(x: f64) -> f64 {
@@ -154,10 +155,10 @@ impl ClientSummary {
             return self;
         }
         let lag = format!(
-            "send lag p99 was {:.1} ms, above the {:.1} ms limit: the client could not send on schedule, so \
-             the result is bounded by the client, not the server",
-            p99 as f64 / 1e3,
-            limit_us as f64 / 1e3
+            "send lag p99 was {}, above the {} limit: the client could not send on schedule, so the result \
+             is bounded by the client, not the server",
+            micros(p99 as f64),
+            micros(limit_us as f64)
         );
         self.bound_reason = Some(match self.bound_reason.take() {
             Some(cpu) => format!("{cpu}; {lag}"),

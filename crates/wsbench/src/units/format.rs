@@ -1,7 +1,7 @@
 //! Numbers in units for people, in one place so every renderer writes a latency, a count or a
 //! size the same way: durations in µs/ms/s, counts with thousands separators, bytes in binary
 //! units, rates, percentages, and the short labels of chart axes. Parsing what users type
-//! is [`crate::units`]; this module only formats.
+//! is [`super::parse`]; this module only formats.
 
 /// Three significant digits: `1.23`, `12.3`, `123`, `1234`.
 pub fn sig3(x: f64) -> String {
@@ -49,6 +49,12 @@ pub fn mib_tight(bytes: u64) -> String {
 /// unspaced for narrow columns: `2.5KiB`.
 pub fn kib_tight(bytes: f64) -> String {
     format!("{:.1}KiB", bytes / 1024.0)
+}
+
+/// A share of one core (or of anything), as a whole percentage capped at 100: `97%`.
+/// Tick rounding can push a saturated thread a little past 100%; that reads as 100%.
+pub fn percent(share: f64) -> String {
+    format!("{:.0}%", (share * 100.0).min(100.0))
 }
 
 /// Wall-clock seconds: `35.0 s`, `0.30 s`.
