@@ -101,51 +101,37 @@ pub fn compare(
     Ok(rows)
 }
 
-/// What a scenario may need from a fleet server beyond echo: the manifest says whether the
-/// server has it, and an environment variable turns it on when the server starts.
+/// What a run may need from a fleet server beyond echo (permessage-deflate, or what its
+/// scenario needs): the manifest key that says the server has it, the environment variable
+/// that turns it on when the server starts, and why a server without it is skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Feature {
-    /// permessage-deflate, for `--compression` other than `none`.
-    Deflate,
-    /// The pub/sub protocol of docs/protocols.md, for the pubsub scenario.
-    PubSub,
+pub struct Feature {
+    pub manifest_key: &'static str,
+    pub env: &'static str,
+    pub skipped: &'static str,
 }
 
 /// The environment variable a fleet server reads to turn permessage-deflate on.
 pub const DEFLATE_ENV: &str = "WSBENCH_DEFLATE";
-/// The environment variable a fleet server reads to speak pub/sub instead of echo.
-pub const PUBSUB_ENV: &str = "WSBENCH_PUBSUB";
+
+/// permessage-deflate, for `--compression` other than `none`.
+const DEFLATE: Feature = Feature {
+    manifest_key: "deflate",
+    env: DEFLATE_ENV,
+    skipped: "skipped: no permessage-deflate (`deflate = true` is not in its server.toml)",
+};
 
 impl Feature {
     /// The features `settings` need.
     pub fn needed_by(settings: &RunSettings) -> Vec<Feature> {
         let compresses = settings.compression.as_deref().is_some_and(|c| !matches!(c.trim(), "none" | "off"));
-        let pubsub = settings.scenario.as_deref() == Some("pubsub");
-        [(compresses, Feature::Deflate), (pubsub, Feature::PubSub)]
-            .into_iter()
-            .filter_map(|(needed, feature)| needed.then_some(feature))
-            .collect()
-    }
-
-    fn offered_by(self, manifest: &Manifest) -> bool {
-        match self {
-            Feature::Deflate => manifest.deflate,
-            Feature::PubSub => manifest.pubsub,
-        }
-    }
-
-    fn env(self) -> &'static str {
-        match self {
-            Feature::Deflate => DEFLATE_ENV,
-            Feature::PubSub => PUBSUB_ENV,
-        }
-    }
-
-    fn skipped(self) -> &'static str {
-        match self {
-            Feature::Deflate => "skipped: no permessage-deflate (`deflate = true` is not in its server.toml)",
-            Feature::PubSub => "skipped: no pub/sub (`pubsub = true` is not in its server.toml)",
-        }
+        let scenario = settings.scenario.as_deref().and_then(crate::scenario::by_name);
+        let of_scenario = scenario.and_then(|scenario| scenario.fleet_feature()).map(|feature| Feature {
+            manifest_key: feature.manifest_key,
+            env: feature.env,
+            skipped: feature.skipped,
+        });
+        compresses.then_some(DEFLATE).into_iter().chain(of_scenario).collect()
     }
 }
 
@@ -153,12 +139,12 @@ impl Row {
     /// A run that needs `feature`: servers without it are skipped (with the reason); the
     /// others are started with its environment variable set.
     fn require(&mut self, feature: Feature) {
-        if feature.offered_by(&self.manifest) {
-            self.manifest.env.insert(feature.env().to_owned(), "1".to_owned());
+        if self.manifest.offers(feature.manifest_key) {
+            self.manifest.env.insert(feature.env.to_owned(), "1".to_owned());
         } else if self.skipped.is_none() {
             self.available = false;
             self.problems.clear();
-            self.skipped = Some(feature.skipped().to_owned());
+            self.skipped = Some(feature.skipped.to_owned());
         }
     }
 
@@ -233,10 +219,10 @@ impl Row {
         server.stop();
         match measured {
             Ok(result) => {
-                let what = crate::config::exchanges_of(&result.scenario);
+                let what = crate::scenario::of_result(&result).map_or("round trips", |s| s.exchange().many);
                 log(&format!(
                     "{:.0} {what}/s, {} of {} connections",
-                    result.summary.echoes_per_sec,
+                    result.summary.exchanges_per_sec,
                     result.summary.connections.established,
                     result.summary.connections.attempted
                 ));

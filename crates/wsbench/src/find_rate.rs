@@ -50,8 +50,8 @@ impl Step {
                 ));
             }
         }
-        if summary.echoes_per_sec < offered * DELIVERED_SHARE {
-            broken.push(format!("delivered {}/s of {}/s", rate(summary.echoes_per_sec), rate(offered)));
+        if summary.exchanges_per_sec < offered * DELIVERED_SHARE {
+            broken.push(format!("delivered {}/s of {}/s", rate(summary.exchanges_per_sec), rate(offered)));
         }
         if !summary.errors.is_empty() {
             broken.push(format!("errors {:?}", summary.errors));
@@ -61,7 +61,7 @@ impl Step {
         }
         Step {
             offered_per_sec: offered,
-            achieved_per_sec: summary.echoes_per_sec,
+            achieved_per_sec: summary.exchanges_per_sec,
             latency_us: summary.latency_us,
             errors: summary.errors.clone(),
             held: broken.is_empty(),

@@ -61,7 +61,7 @@ mod tests {
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 
     use super::*;
-    use crate::result::fixture;
+    use crate::fixture;
 
     fn temp_dir(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("wsbench-hlog-{name}-{}", std::process::id()));

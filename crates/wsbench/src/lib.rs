@@ -20,6 +20,8 @@ pub mod engine;
 pub mod error;
 pub mod exit;
 pub mod find_rate;
+#[doc(hidden)]
+pub mod fixture;
 pub mod fleet;
 pub mod hlog;
 pub mod live;
@@ -31,6 +33,7 @@ pub mod report;
 pub mod result;
 pub mod rtt;
 pub mod samples;
+pub mod scenario;
 pub mod session;
 pub mod thresholds;
 pub mod units;

@@ -74,10 +74,10 @@ pub struct RunOutcome {
     pub started_at_unix_ms: u64,
     /// Wall time from the first connection attempt to the end.
     pub elapsed_secs: f64,
-    /// Wall time over which `echoes_per_sec` is computed (after ramp and warm-up).
+    /// Wall time over which the exchange rate is computed (after ramp and warm-up).
     pub measured_secs: f64,
-    /// Round trips completed inside the measured window.
-    pub measured_echoes: u64,
+    /// Exchanges (round trips, deliveries, …) completed inside the measured window.
+    pub measured_exchanges: u64,
     /// From the first connection attempt until every connection was established or failed.
     pub connect_phase_secs: f64,
     pub interrupted: bool,
@@ -85,6 +85,8 @@ pub struct RunOutcome {
     pub connections: u64,
     pub in_flight: u64,
     pub metrics: Metrics,
+    /// The scenario's own figures, under its key, computed by the scenario.
+    pub figures: Option<(String, serde_json::Value)>,
     pub server: ServerReport,
     pub client_workers: Vec<WorkerCpu>,
     pub machine: MachineFacts,

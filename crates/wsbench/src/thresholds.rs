@@ -37,7 +37,7 @@ fn value_of(metric: Metric, result: &RunResult) -> Option<f64> {
         Metric::Connect(_) if summary.connect_us.count == 0 => None,
         Metric::Connect(statistic) => Some(connect_value(statistic, &summary.connect_us)),
         Metric::Errors => Some(summary.errors.values().sum::<u64>() as f64),
-        Metric::RoundTripsPerSec => Some(summary.echoes_per_sec),
+        Metric::RoundTripsPerSec => Some(summary.exchanges_per_sec),
     }
 }
 
@@ -70,7 +70,7 @@ fn connect_value(statistic: Statistic, stats: &ConnectStats) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::fixture;
+    use crate::fixture;
 
     fn judged(texts: &[&str], result: &RunResult) -> Vec<(String, Option<f64>, bool)> {
         let thresholds: Vec<Threshold> = texts.iter().map(|t| t.parse().unwrap()).collect();
@@ -82,7 +82,7 @@ mod tests {
         let mut result = RunResult::from_outcome(&fixture::closed_loop());
         result.summary.latency_us.p99 = 9_000;
         result.summary.connect_us.p99 = 700;
-        result.summary.echoes_per_sec = 5_000.0;
+        result.summary.exchanges_per_sec = 5_000.0;
         result.summary.errors.clear();
         let got = judged(
             &["p99<10ms", "p99<9ms", "p99<=9ms", "connect_p99>1ms", "errors==0", "echoes_per_sec>=5000"],

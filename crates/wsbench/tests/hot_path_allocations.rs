@@ -89,7 +89,8 @@ fn measured_window(url: &str, io: &str, connections: u64, duration: &str) -> Win
         ..RunSettings::default()
     };
     let config = settings.validate().expect("valid settings");
-    let job = Job::new(config.load, config.target.expect("a target")).expect("job");
+    let plan = wsbench::scenario::plan_of(&config.load);
+    let job = Job::new(config.load, config.target.expect("a target"), plan).expect("job");
     let mut samples = vec![Sample::default(); 4096];
     let mut taken = 0;
     let mut window = (u64::MAX, u64::MAX);
@@ -115,7 +116,7 @@ fn measured_window(url: &str, io: &str, connections: u64, duration: &str) -> Win
         .intervals
         .iter()
         .filter(|i| i.second > from_s && i.second < to_s)
-        .map(|i| i.echoes)
+        .map(|i| i.exchanges)
         .sum();
     Window {
         allocations: last.allocations - first.allocations,

@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use support::{fresh_dir, wsbench_bin};
-use wsbench::result::{RunResult, fixture};
+use wsbench::fixture;
+use wsbench::result::RunResult;
 
 /// Shard `index` of a two-shard run `run_id` (`None`: written before run ids), started
 /// `index` ms after the first.

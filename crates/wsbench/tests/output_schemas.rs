@@ -13,7 +13,8 @@ use serde_json::Value;
 use support::wsbench_bin;
 use wsbench::config::Slo;
 use wsbench::find_rate::{Step, search};
-use wsbench::result::{RunResult, fixture};
+use wsbench::fixture;
+use wsbench::result::RunResult;
 
 fn schema(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema").join(name);
@@ -65,7 +66,7 @@ fn written_search(dir: &Path) -> (PathBuf, wsbench::find_rate::Search) {
     let slo: Slo = "p99<1h,p99.9<2h".parse().unwrap();
     let run = RunResult::from_outcome(&fixture::closed_loop());
     let troubled = RunResult::from_outcome(&fixture::open_loop_troubled());
-    let capacity = run.summary.echoes_per_sec;
+    let capacity = run.summary.exchanges_per_sec;
     let found = search(slo.clone(), capacity / 4.0, |rate| {
         let measured = if rate <= capacity { &run } else { &troubled };
         Ok::<_, ()>((Step::judge(rate, measured, &slo), false))

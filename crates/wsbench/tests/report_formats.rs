@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use wsbench::fixture;
 use wsbench::report::{render_csv, render_html, render_md};
-use wsbench::result::{RunResult, fixture};
+use wsbench::result::RunResult;
 
 const REGENERATE: &str = "WSBENCH_UPDATE_GOLDEN=1 cargo test -p wsbench --test report_formats";
 

@@ -5,8 +5,9 @@
 
 use std::path::PathBuf;
 
+use wsbench::fixture;
 use wsbench::report::render_text;
-use wsbench::result::{RunResult, fixture};
+use wsbench::result::RunResult;
 
 fn golden_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(format!("{name}.txt"))

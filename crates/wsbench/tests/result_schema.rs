@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use wsbench::result::{RunResult, fixture};
+use wsbench::fixture;
+use wsbench::result::RunResult;
 
 fn schema() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/result.schema.json");

@@ -13,8 +13,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::ValueEnum;
 use support::{Server, wsbench_bin};
+use wsbench::fixture;
 use wsbench::report::ReportFormat;
-use wsbench::result::{RunResult, fixture};
+use wsbench::result::RunResult;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("wsbench-scale-{name}-{}", std::process::id()));
@@ -40,7 +41,7 @@ fn read(path: &Path) -> RunResult {
 }
 
 fn latency_count(result: &RunResult) -> u64 {
-    result.metrics().unwrap().latency.len()
+    wsbench::scenario::decode_metrics(&result).unwrap().latency.len()
 }
 
 /// A merged result is a result like any other: it validates and renders in every format.
@@ -101,8 +102,11 @@ fn merge_of_shards_equals_the_sum() {
     assert_eq!(merged.counters.bytes_received, sum(|r| r.counters.bytes_received));
     assert_eq!(latency_count(&merged), latency_count(&a) + latency_count(&b));
     assert_eq!(merged.summary.latency_us.count, latency_count(&merged));
-    assert_eq!(merged.summary.measured_echoes, a.summary.measured_echoes + b.summary.measured_echoes);
-    assert_eq!(merged.summary.echoes_per_sec, a.summary.echoes_per_sec + b.summary.echoes_per_sec);
+    assert_eq!(
+        merged.summary.measured_exchanges,
+        a.summary.measured_exchanges + b.summary.measured_exchanges
+    );
+    assert_eq!(merged.summary.exchanges_per_sec, a.summary.exchanges_per_sec + b.summary.exchanges_per_sec);
     // They started together: the shared --start-at, within the time it takes to exec.
     assert!(a.started_at_unix_ms.abs_diff(b.started_at_unix_ms) < 200, "{a:?}");
     assert_eq!(merged.started_at_unix_ms, a.started_at_unix_ms.min(b.started_at_unix_ms));
@@ -177,10 +181,10 @@ fn processes_2_runs_two_shards_and_merges() {
     }
     assert_eq!(latency_count(&merged), shard_files.iter().map(latency_count).sum::<u64>());
     assert_eq!(
-        merged.summary.echoes_per_sec,
-        shard_files.iter().map(|s| s.summary.echoes_per_sec).sum::<f64>()
+        merged.summary.exchanges_per_sec,
+        shard_files.iter().map(|s| s.summary.exchanges_per_sec).sum::<f64>()
     );
-    assert!(merged.summary.echoes_per_sec > 0.0);
+    assert!(merged.summary.exchanges_per_sec > 0.0);
     assert_client_cpu_is_split_and_per_round_trip(&merged, &shard_files);
     assert_is_a_good_result_file(&json);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -393,6 +397,6 @@ fn ctrl_c_stops_every_shard_and_still_writes_the_merged_result() {
     assert_eq!(merged.shards.len(), 2);
     assert!(merged.shards.iter().all(|s| s.interrupted && s.died.is_none()));
     assert_eq!(merged.summary.connections.established, 100);
-    assert!(merged.summary.measured_echoes > 0);
+    assert!(merged.summary.measured_exchanges > 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -15,7 +15,6 @@ mod io;
 mod lines;
 mod outputs;
 mod presets;
-mod pubsub;
 mod scenario;
 mod settings;
 mod slo;
@@ -35,41 +34,30 @@ use crate::units::parse_bytes;
 pub use compression::CompressionOffer;
 pub use error::ConfigError;
 use error::invalid;
-pub use flow::{FlowProgram, FlowSettings, Op as FlowOp, Piece as FlowPiece, StepSettings};
+pub(crate) use error::invalid as invalid_setting;
+pub use flow::{FlowSettings, StepSettings};
 pub use handshake::{CONN_PLACEHOLDER, HandshakeOptions, Header, REDACTED, is_secret};
 pub use io::IoBackend;
 pub use lines::TextLines;
 pub use outputs::{check_output_file, check_output_folder};
-pub use pubsub::{PubSubSpec, Role as PubSubRole};
-pub use scenario::{Scenario, exchanges_of};
+pub use presets::PRESETS;
+pub use scenario::{
+    Defaults, Exchange, NoSettings, Pace, Pacing, ScenarioRules, ScenarioSettings, looks_like_host_port,
+};
 pub use settings::RunSettings;
 pub use slo::{Objective, Slo, Statistic};
 pub use target::Target;
 pub use threshold::{Comparison, Metric, Threshold};
 pub use tls::{ClientIdentity, ClientKey, TlsOptions, TlsVersion};
+pub use validate::{MAX_DURATION, bounded as bounded_duration_setting, duration as duration_setting};
 
+pub const DEFAULT_SCENARIO: &str = "echo";
 pub const DEFAULT_CONNECTIONS: u64 = 1000;
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 pub const DEFAULT_WARMUP: Duration = Duration::from_secs(1);
-pub const DEFAULT_HOLD: Duration = Duration::from_secs(5);
 pub const DEFAULT_IN_FLIGHT: u64 = 1;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-pub const DEFAULT_THROUGHPUT_PAYLOAD: u64 = 20;
-pub const DEFAULT_FRAMES_PER_SEND: u64 = 10;
-/// c10k (seed 003): a new client every 1 ms, one message per client per second, 300 s.
-pub const DEFAULT_C10K_ARRIVAL: Duration = Duration::from_millis(1);
-pub const DEFAULT_C10K_INTERVAL: Duration = Duration::from_secs(1);
-pub const DEFAULT_C10K_DURATION: Duration = Duration::from_secs(300);
 /// An open-loop run whose send lag p99 exceeds this was limited by the client.
-/// churn: new connections per second, and echoes per connection, when not given.
-pub const DEFAULT_CHURN_RATE: f64 = 100.0;
-pub const DEFAULT_MESSAGES_PER_CONNECTION: u64 = 1;
-/// churn: how long a cycle's echoes and close take at most, for planning file descriptors
-/// (the close waits 2 s at most; a server that stalls echoes longer makes connects fail with
-/// `connect_error` once the descriptors run out, rather than the run refusing to start).
-pub const CHURN_CYCLE_BOUND: Duration = Duration::from_secs(3);
-/// pubsub: publishes per second over all publishers, when `--rate` is not given.
-pub const DEFAULT_PUBSUB_RATE: f64 = 100.0;
 pub const DEFAULT_MAX_SEND_LAG: Duration = Duration::from_millis(5);
 
 /// What each message carries.
@@ -202,13 +190,18 @@ pub struct RunConfig {
     /// Live view, metrics endpoint and stream: not part of what was measured.
     #[serde(skip)]
     pub live: LiveOutputs,
+    /// The most connections open at the same moment (the scenario says: all of them, or
+    /// fewer when connections live briefly): what open files are planned for.
+    #[serde(skip)]
+    pub open_at_once: u64,
 }
 
 /// The load itself, and all the engine reads of a configuration: how many connections, how
 /// they open, what they send and for how long.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LoadSpec {
-    pub scenario: Scenario,
+    /// The scenario's name (one of `crate::scenario`'s registry).
+    pub scenario: &'static str,
     /// Connections of the whole run (all shards).
     pub connections: u64,
     /// New connections per second while ramping up; `None`: as fast as possible.
@@ -217,9 +210,6 @@ pub struct LoadSpec {
     pub duration: Duration,
     #[serde(serialize_with = "as_secs")]
     pub warmup: Duration,
-    /// Scalability: how long the connections are held open.
-    #[serde(serialize_with = "as_secs")]
-    pub hold: Duration,
     /// Messages a connection may have outstanding (`u64::MAX`: no cap, open loop's default).
     pub in_flight: u64,
     /// Open loop: each connection sends one batch every interval on a fixed schedule;
@@ -249,16 +239,35 @@ pub struct LoadSpec {
     pub tls: TlsOptions,
     /// The permessage-deflate offer (`--compression`); `None`: no compression.
     pub compression: Option<CompressionOffer>,
-    /// churn: echoes per connection before it closes.
-    pub messages_per_connection: u64,
-    /// flow: the program every connection runs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub flow: Option<FlowProgram>,
-    /// pubsub: subscribers, topics and publishers (the connections are S + P).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pubsub: Option<PubSubSpec>,
     /// `--io`: the socket I/O the workers use.
     pub io: IoBackend,
+    /// The scenario's own settings, checked (written into `config` under its own keys).
+    #[serde(flatten)]
+    pub scenario_settings: OwnSettings,
+}
+
+/// A scenario's own settings as [`LoadSpec`] carries them: shared, compared and written by
+/// what they say.
+#[derive(Debug, Clone)]
+pub struct OwnSettings(pub std::sync::Arc<dyn ScenarioSettings>);
+
+impl OwnSettings {
+    /// The settings as the scenario's type `T` (`None` if they are another's).
+    pub fn get<T: 'static>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref()
+    }
+}
+
+impl PartialEq for OwnSettings {
+    fn eq(&self, other: &OwnSettings) -> bool {
+        self.0.to_json() == other.0.to_json()
+    }
+}
+
+impl Serialize for OwnSettings {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.to_json().serialize(serializer)
+    }
 }
 
 /// One measured run, or `--find-max-rate`: open-loop steps until the objective breaks.
@@ -331,17 +340,9 @@ impl RunConfig {
         per_process.min(self.connections_open_at_once())
     }
 
-    /// The most connections open at the same moment: all of them, except in churn, where
-    /// each lives for one cycle, so at most `--rate` × ([`CHURN_CYCLE_BOUND`] +
-    /// `--connect-timeout`) are open at once.
+    /// The most connections open at the same moment (see [`RunConfig::open_at_once`]).
     pub fn connections_open_at_once(&self) -> u64 {
-        match (self.load.scenario, self.load.ramp_per_sec) {
-            (Scenario::Churn, Some(rate)) => {
-                let lifetime = (CHURN_CYCLE_BOUND + self.load.connect_timeout).as_secs_f64();
-                self.load.connections.min((rate * lifetime).ceil() as u64)
-            }
-            _ => self.load.connections,
-        }
+        self.open_at_once
     }
 }
 
@@ -372,7 +373,7 @@ mod tests {
     #[test]
     fn defaults_are_the_seed_echo_loop() {
         let config = RunSettings::default().validate().unwrap();
-        assert_eq!(config.load.scenario, Scenario::Echo);
+        assert_eq!(config.load.scenario, "echo");
         assert_eq!(config.load.connections, DEFAULT_CONNECTIONS);
         assert_eq!(config.load.payload, Payload::JsonTs);
         assert_eq!(config.load.message, MessageKind::Text);
@@ -409,7 +410,14 @@ mod tests {
             (settings(|s| s.scenario = Some("localhost:8080".into())), "did you mean ws://localhost:8080?"),
             (settings(|s| s.duration = Some("0s".into())), "--duration: must be longer than zero"),
             (settings(|s| s.duration = Some("999999999999h".into())), "--duration: must be at most 7 days"),
-            (settings(|s| s.hold = Some("0s".into())), "--hold: must be longer than zero"),
+            (
+                settings(|s| {
+                    s.scenario = Some("scalability".into());
+                    s.hold = Some("0s".into());
+                }),
+                "--hold: must be longer than zero",
+            ),
+            (settings(|s| s.hold = Some("5s".into())), "--hold: applies to the scalability scenario only"),
             (settings(|s| s.connect_timeout = Some("0s".into())), "--connect-timeout: must be longer"),
             (settings(|s| s.interval = Some("0s".into())), "--interval: must be longer than zero"),
             (settings(|s| s.arrival = Some("0s".into())), "--arrival: must be longer than zero"),

@@ -1,11 +1,7 @@
 //! The scenario presets of the repository's `scenarios/` folder, built into the binary so
-//! `--scenario uws-throughput` works from any folder, and the one place that turns a
-//! `--scenario` word into settings: a file, a preset, or a scenario name.
-
-use std::path::Path;
-
-use super::error::ConfigError;
-use super::settings::RunSettings;
+//! `--scenario uws-throughput` works from any folder (`RunSettings::from_scenario`, beside
+//! the scenario registry, turns a `--scenario` word into settings: a file, a preset, or a
+//! scenario name).
 
 /// Each preset's name (its file name without `.toml`) and its text.
 pub const PRESETS: &[(&str, &str)] = &[
@@ -17,42 +13,12 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("uws-throughput", include_str!("../../../../scenarios/uws-throughput.toml")),
 ];
 
-/// The scenarios of `wsbench run`, also accepted by `--scenario`.
-const SCENARIO_NAMES: [&str; 5] = ["echo", "throughput", "scalability", "c10k", "churn"];
-
-impl RunSettings {
-    /// The settings `--scenario NAME` stands for: the file NAME when there is one, else the
-    /// built-in preset NAME (`scenarios/NAME.toml`), else the scenario NAME (`echo`, …).
-    /// When none exists the error names both the file and the names it looked for.
-    pub fn from_scenario(name: &Path) -> Result<RunSettings, ConfigError> {
-        if name.is_file() {
-            return RunSettings::from_file(name);
-        }
-        let word = name.to_string_lossy();
-        if let Some((preset, text)) = PRESETS.iter().find(|(preset, _)| *preset == word) {
-            return RunSettings::parse_toml(text, Path::new(&format!("scenarios/{preset}.toml")));
-        }
-        if SCENARIO_NAMES.contains(&word.as_ref()) {
-            return Ok(RunSettings { scenario: Some(word.into_owned()), ..RunSettings::default() });
-        }
-        match std::fs::read_to_string(name) {
-            Ok(text) => RunSettings::parse_toml(&text, name),
-            Err(source) => {
-                let known = SCENARIO_NAMES.iter().chain(PRESETS.iter().map(|(preset, _)| preset));
-                Err(ConfigError::UnknownScenario {
-                    name: word.into_owned(),
-                    known: known.copied().collect::<Vec<_>>().join(", "),
-                    path: name.to_owned(),
-                    source,
-                })
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+    use crate::config::RunSettings;
 
     #[test]
     fn every_preset_validates_and_names_resolve() {
@@ -60,8 +26,10 @@ mod tests {
             let settings = RunSettings::from_scenario(Path::new(name)).unwrap();
             assert!(settings.scenario.is_some(), "{name}");
         }
-        let c10k = RunSettings::from_scenario(Path::new("c10k")).unwrap();
-        assert_eq!(c10k.scenario.as_deref(), Some("c10k"));
+        for name in crate::scenario::names() {
+            let settings = RunSettings::from_scenario(Path::new(name)).unwrap();
+            assert_eq!(settings.scenario.as_deref(), Some(name), "every scenario name works as --scenario");
+        }
         let error = RunSettings::from_scenario(Path::new("no-such-scenario")).unwrap_err();
         let message = crate::causes::with_causes(&error);
         assert!(

@@ -1,84 +1,150 @@
-//! The scenarios of `wsbench run` by name (`echo`, …, `pubsub`), what a misspelt one
-//! probably meant, and what each one's headline rate counts.
+//! What the configuration needs from a scenario, as an interface the scenarios implement
+//! (in `crate::scenario`, each in its own folder): its defaults, which settings are its own,
+//! what `--rate` paces, how many connections it opens, and its own checked settings. The
+//! checks every scenario shares live in `validate.rs`; nothing here names a scenario.
 
-use serde::{Deserialize, Serialize};
+use std::any::Any;
+use std::fmt::Debug;
+use std::time::Duration;
 
-use super::error::{ConfigError, invalid};
+use serde_json::{Map, Value};
 
-/// The scenarios of `wsbench run`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Scenario {
-    /// Closed loop: each connection keeps K messages in flight (seeds 000/002).
-    Echo,
-    /// F frames per send, as fast as the server echoes (seed 004).
-    Throughput,
-    /// Open N connections and hold them; connections/ms and connections/MB (seed 004).
-    Scalability,
-    /// Open loop: a new client every `--arrival`, each sending on a fixed schedule (seed 003).
-    C10k,
-    /// Open loop of new connections: each does handshake → K echoes → close, at `--rate`
-    /// new connections per second (issue 14).
-    Churn,
-    /// Each connection runs the `[[flow.steps]]` of the scenario file (issue 14).
-    Flow,
-    /// S subscribers over T topics, P publishers at an open-loop `--rate`; latency per
-    /// delivery and fan-out completeness (issue 14, protocol in docs/protocols.md).
-    #[serde(rename = "pubsub")]
-    PubSub,
+use super::error::ConfigError;
+use super::{LoadSpec, Payload, RunSettings};
+
+/// What one exchange of a scenario is called, singular and plural ("round trip", "round
+/// trips"; "delivery", "deliveries"): the headline, the live view, the charts and the
+/// tables count in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exchange {
+    pub one: &'static str,
+    pub many: &'static str,
 }
 
-impl std::str::FromStr for Scenario {
-    type Err = ConfigError;
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        match name {
-            "echo" => Ok(Scenario::Echo),
-            "throughput" => Ok(Scenario::Throughput),
-            "scalability" => Ok(Scenario::Scalability),
-            "c10k" => Ok(Scenario::C10k),
-            "churn" => Ok(Scenario::Churn),
-            "flow" => Ok(Scenario::Flow),
-            "pubsub" => Ok(Scenario::PubSub),
-            other if looks_like_host_port(other) => {
-                Err(invalid("scenario", format!("`{other}` is not a scenario: did you mean ws://{other}?")))
-            }
-            other => Err(invalid(
-                "scenario",
-                format!(
-                    "unknown scenario `{other}`: use echo, throughput, scalability, c10k, churn, flow or pubsub"
-                ),
-            )),
+impl Exchange {
+    pub const ROUND_TRIP: Exchange = Exchange { one: "round trip", many: "round trips" };
+
+    /// "Round trips", for a title.
+    pub fn title(&self) -> String {
+        let mut chars = self.many.chars();
+        chars
+            .next()
+            .map_or_else(String::new, |first| first.to_uppercase().collect::<String>() + chars.as_str())
+    }
+}
+
+/// The defaults a scenario gives the settings it shares with the others.
+#[derive(Debug, Clone)]
+pub struct Defaults {
+    pub duration: Duration,
+    pub warmup: Duration,
+    /// The payload when none is given.
+    pub payload: Payload,
+    /// The scenario takes `--frames-per-send`, with this default (otherwise 1).
+    pub frames_per_send: Option<u64>,
+    /// New connections per second when neither `--ramp` nor `--arrival` is given.
+    pub ramp_per_sec: Option<f64>,
+    /// `--find-max-rate` can search this scenario's open-loop rate.
+    pub rate_search: bool,
+}
+
+impl Defaults {
+    /// The echo loop's defaults, which most scenarios start from.
+    pub fn standard() -> Defaults {
+        Defaults {
+            duration: super::DEFAULT_DURATION,
+            warmup: super::DEFAULT_WARMUP,
+            payload: Payload::JsonTs,
+            frames_per_send: None,
+            ramp_per_sec: None,
+            rate_search: false,
         }
     }
 }
 
-/// What a scenario's headline rate counts, by its name: round trips, a pubsub run's
-/// deliveries, a flow's matched replies (or other matched steps).
-pub fn exchanges_of(scenario: &str) -> &'static str {
-    match scenario {
-        "pubsub" => "deliveries",
-        "flow" => "matched replies",
-        _ => "round trips",
+/// What `--rate` and `--interval` pace in a scenario.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pacing {
+    /// Messages, sent on an open-loop schedule by `senders` connections (`None`: every
+    /// connection); without `--rate` or `--interval` the loop is closed, unless a default
+    /// pace is given.
+    Messages { senders: Option<u64>, default: Option<Pace> },
+    /// New connections per second (`--rate`, else `default_rate`); the scenario derives its
+    /// connections from it.
+    Connections { default_rate: f64 },
+    /// Nothing: `--rate` and `--interval` are refused, for this reason.
+    Refused(&'static str),
+}
+
+/// A default open-loop pace.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// Messages per second over all senders.
+    Rate(f64),
+    /// Each sender's interval.
+    Interval(Duration),
+}
+
+/// A scenario's own settings once checked (churn's messages per connection, a flow's
+/// program, a fan-out's shape), carried in [`LoadSpec`] to the scenario's workload and
+/// written into the result's `config` under the scenario's own keys.
+pub trait ScenarioSettings: Debug + Send + Sync {
+    /// The keys and values it adds to `config` in the result file.
+    fn to_json(&self) -> Map<String, Value>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A scenario without settings of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoSettings;
+
+impl ScenarioSettings for NoSettings {
+    fn to_json(&self) -> Map<String, Value> {
+        Map::new()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// What a scenario decides about its settings. The scenario's descriptor implements it.
+pub trait ScenarioRules: Sync + Debug {
+    /// The name users give (`echo`, `pubsub`, …).
+    fn name(&self) -> &'static str;
+    fn defaults(&self) -> Defaults;
+    fn pacing(&self, settings: &RunSettings) -> Result<Pacing, ConfigError>;
+    /// The settings (flag names, without `--`) that belong to this scenario alone: another
+    /// scenario refuses them with a message naming this one.
+    fn own_settings(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The connections of the run, when the scenario decides them (from its own settings);
+    /// `None`: `--connections` (or `--clients`) does.
+    fn connections(&self, _settings: &RunSettings) -> Result<Option<u64>, ConfigError> {
+        Ok(None)
+    }
+    /// Checks `load` (defaults applied) and `settings` together, and gives the scenario's
+    /// own checked settings.
+    fn settings(
+        &self,
+        settings: &RunSettings,
+        load: &LoadSpec,
+    ) -> Result<std::sync::Arc<dyn ScenarioSettings>, ConfigError>;
+    /// The most connections open at the same moment (all of them, unless connections live
+    /// briefly, as churn's do): what the open-file limit is planned for.
+    fn open_at_once(&self, load: &LoadSpec) -> u64 {
+        load.connections
+    }
+    /// The built-in server runs as one process for this scenario (its state is not shared
+    /// between processes).
+    fn single_server_process(&self) -> bool {
+        false
     }
 }
 
 /// `localhost:8080`, `10.0.0.2:9001`: a server address given without `ws://`.
-fn looks_like_host_port(word: &str) -> bool {
+pub fn looks_like_host_port(word: &str) -> bool {
     word.rsplit_once(':').is_some_and(|(host, port)| {
         !host.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
     })
-}
-
-impl Scenario {
-    pub fn name(self) -> &'static str {
-        match self {
-            Scenario::Echo => "echo",
-            Scenario::Throughput => "throughput",
-            Scenario::Scalability => "scalability",
-            Scenario::C10k => "c10k",
-            Scenario::Churn => "churn",
-            Scenario::Flow => "flow",
-            Scenario::PubSub => "pubsub",
-        }
-    }
 }

@@ -6,71 +6,63 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use super::IoBackend;
 use super::error::{ConfigError, invalid};
 use super::handshake::{HandshakeOptions, HandshakeSettings};
 use super::outputs::check_output_file;
+use super::scenario::{Defaults, NoSettings, Pace, Pacing, ScenarioRules};
 use super::settings::RunSettings;
 use super::tls::{TlsOptions, TlsSettings};
 use super::{
-    CompressionOffer, DEFAULT_C10K_ARRIVAL, DEFAULT_C10K_DURATION, DEFAULT_C10K_INTERVAL, DEFAULT_CHURN_RATE,
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_FRAMES_PER_SEND, DEFAULT_HOLD,
-    DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG, DEFAULT_MESSAGES_PER_CONNECTION, DEFAULT_PUBSUB_RATE,
-    DEFAULT_THROUGHPUT_PAYLOAD, DEFAULT_WARMUP, FlowProgram, LiveOutputs, LoadSpec, MessageKind, Mode,
-    Outputs, Payload, Placement, RunConfig, Sampling, Scenario, Shard, Threshold, parse_addr_range,
+    CompressionOffer, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG,
+    LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, OwnSettings, Payload, Placement, RunConfig, Sampling,
+    Shard, Threshold, parse_addr_range,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_duration, parse_rate};
 
 impl RunSettings {
-    /// Applies defaults and checks every value.
-    pub fn validate(&self) -> Result<RunConfig, ConfigError> {
-        let scenario: Scenario = self.scenario.as_deref().unwrap_or("echo").parse()?;
+    /// Applies defaults and checks every value, by the rules of the scenario the settings
+    /// name (`rules`, looked up by the caller); `all` are every scenario's rules, so that a
+    /// setting of another scenario is refused naming it.
+    pub fn validate_for(
+        &self,
+        rules: &dyn ScenarioRules,
+        all: &[&dyn ScenarioRules],
+    ) -> Result<RunConfig, ConfigError> {
+        self.refuse_settings_of_others(rules, all)?;
         let target = self.target.as_deref().map(Target::parse).transpose()?;
-        let churn = self.churn(scenario)?;
-        let pubsub = self.pubsub(scenario)?;
-        let connections = match (churn, pubsub) {
-            (Some((_, connections)), _) => connections,
-            (None, Some(pubsub)) => pubsub.connections(),
-            (None, None) => self.connections()?,
+        let defaults = rules.defaults();
+        let pacing = rules.pacing(self)?;
+        let connections = match rules.connections(self)? {
+            Some(connections) => connections,
+            None => self.connections()?,
         };
-        let payload = self.payload(scenario)?;
-        if pubsub.is_some() {
-            super::pubsub::check_payload(&payload)?;
-        }
+        let payload = self.payload(&defaults)?;
         let message = self.message_kind(&payload)?;
-        let frames_per_send = self.frames_per_send(scenario)?;
-        let open_loop = matches!(scenario, Scenario::C10k | Scenario::PubSub)
-            || (churn.is_none() && (self.rate.is_some() || self.interval.is_some()));
-        let in_flight = self.in_flight(scenario, frames_per_send, open_loop)?;
-        let mode = self.mode(scenario)?;
+        let frames_per_send = self.frames_per_send(&defaults)?;
+        let (ramp_per_sec, message_interval) = self.pace(&pacing, &defaults, connections)?;
+        let in_flight = self.in_flight(frames_per_send, message_interval.is_some())?;
+        let mode = self.mode(rules.name(), defaults.rate_search)?;
         let thresholds = self.thresholds(&mode)?;
         let shard = self.shard.as_deref().map(|text| Shard::parse(text, connections)).transpose()?;
-        let placement = self.placement(connections, target.is_some(), shard.is_some(), &mode)?;
-        let (default_duration, default_warmup) = match scenario {
-            Scenario::C10k => (DEFAULT_C10K_DURATION, Duration::ZERO),
-            Scenario::Scalability | Scenario::Flow => (DEFAULT_DURATION, Duration::ZERO),
-            // churn: the warm-up is a run of its own before the measured one (session).
-            Scenario::Echo | Scenario::Throughput | Scenario::PubSub | Scenario::Churn => {
-                (DEFAULT_DURATION, DEFAULT_WARMUP)
-            }
-        };
-        let load = LoadSpec {
-            scenario,
+        let placement = self.placement(
             connections,
-            ramp_per_sec: match churn {
-                Some((rate, _)) => Some(rate),
-                None => self.ramp(scenario)?,
-            },
-            duration: duration("duration", &self.duration, default_duration)?,
-            warmup: bounded("warmup", &self.warmup, default_warmup)?,
-            hold: duration("hold", &self.hold, DEFAULT_HOLD)?,
+            target.is_some(),
+            shard.is_some(),
+            &mode,
+            rules.single_server_process(),
+        )?;
+        let mut load = LoadSpec {
+            scenario: rules.name(),
+            connections,
+            ramp_per_sec,
+            duration: duration("duration", &self.duration, defaults.duration)?,
+            warmup: bounded("warmup", &self.warmup, defaults.warmup)?,
             in_flight,
-            message_interval: match (churn, pubsub) {
-                (Some(_), _) => None,
-                (None, Some(pubsub)) => self.publish_interval(pubsub.publishers)?,
-                (None, None) => self.message_interval(scenario, connections)?,
-            },
+            message_interval,
             shard,
             start_at_unix_ms: self.start_at,
             payload,
@@ -83,13 +75,13 @@ impl RunSettings {
             handshake: self.handshake()?,
             tls: self.tls(target.as_ref())?,
             compression: self.compression()?,
-            messages_per_connection: self.messages_per_connection(scenario)?,
-            flow: self.flow(scenario)?,
-            pubsub,
             io: self.io()?,
+            scenario_settings: OwnSettings(Arc::new(NoSettings)),
         };
+        load.scenario_settings = OwnSettings(rules.settings(self, &load)?);
         let live = self.live(placement.processes)?;
         Ok(RunConfig {
+            open_at_once: rules.open_at_once(&load),
             load,
             target,
             max_send_lag: duration("max-send-lag", &self.max_send_lag, DEFAULT_MAX_SEND_LAG)?,
@@ -101,6 +93,51 @@ impl RunSettings {
             run_id: self.run_id()?,
             live,
         })
+    }
+
+    /// A setting that belongs to another scenario alone (`--subscribers` in an echo run) is
+    /// refused, naming the scenario it belongs to.
+    fn refuse_settings_of_others(
+        &self,
+        rules: &dyn ScenarioRules,
+        all: &[&dyn ScenarioRules],
+    ) -> Result<(), ConfigError> {
+        let given = serde_json::to_value(self).unwrap_or_default();
+        let Some(given) = given.as_object() else { return Ok(()) };
+        for other in all.iter().filter(|other| other.name() != rules.name()) {
+            for setting in other.own_settings() {
+                if given.contains_key(*setting) && !rules.own_settings().contains(setting) {
+                    return Err(invalid(setting, format!("applies to the {} scenario only", other.name())));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The ramp (new connections per second) and the open-loop interval, from what
+    /// `--rate`/`--interval`/`--ramp`/`--arrival` mean in this scenario.
+    fn pace(
+        &self,
+        pacing: &Pacing,
+        defaults: &Defaults,
+        connections: u64,
+    ) -> Result<(Option<f64>, Option<Duration>), ConfigError> {
+        match *pacing {
+            Pacing::Connections { default_rate } => {
+                let rate = self.rate.as_deref().map(parse_rate).transpose()?.unwrap_or(default_rate);
+                Ok((Some(rate), None))
+            }
+            Pacing::Refused(reason) => {
+                if self.rate.is_some() || self.interval.is_some() {
+                    return Err(invalid(if self.rate.is_some() { "rate" } else { "interval" }, reason));
+                }
+                Ok((self.ramp(defaults)?, None))
+            }
+            Pacing::Messages { senders, default } => {
+                let interval = self.message_interval(senders.unwrap_or(connections), default)?;
+                Ok((self.ramp(defaults)?, interval))
+            }
+        }
     }
 
     /// The upgrade request's extra headers and subprotocols, checked (the header file read).
@@ -219,121 +256,57 @@ impl RunSettings {
         Ok(connections)
     }
 
-    fn payload(&self, scenario: Scenario) -> Result<Payload, ConfigError> {
+    fn payload(&self, defaults: &Defaults) -> Result<Payload, ConfigError> {
         Ok(match (&self.payload, &self.payload_bytes) {
             (Some(_), Some(_)) => {
                 return Err(invalid("payload-bytes", "give either --payload or --payload-bytes"));
             }
             (Some(text), None) => text.parse()?,
             (None, Some(size)) => Payload::Bytes(parse_bytes(size)?),
-            (None, None) if scenario == Scenario::Throughput => Payload::Bytes(DEFAULT_THROUGHPUT_PAYLOAD),
-            (None, None) => Payload::JsonTs,
+            (None, None) => defaults.payload.clone(),
         })
     }
 
-    fn frames_per_send(&self, scenario: Scenario) -> Result<u64, ConfigError> {
-        match (scenario, self.frames_per_send) {
+    fn frames_per_send(&self, defaults: &Defaults) -> Result<u64, ConfigError> {
+        match (defaults.frames_per_send, self.frames_per_send) {
             (_, Some(0)) => Err(invalid("frames-per-send", "must be at least 1")),
-            (Scenario::Throughput, frames) => Ok(frames.unwrap_or(DEFAULT_FRAMES_PER_SEND)),
-            (_, Some(_)) => Err(invalid("frames-per-send", "only applies to the throughput scenario")),
-            (_, None) => Ok(1),
+            (Some(default), frames) => Ok(frames.unwrap_or(default)),
+            (None, Some(_)) => Err(invalid("frames-per-send", "does not apply to this scenario")),
+            (None, None) => Ok(1),
         }
     }
 
-    fn in_flight(
-        &self,
-        scenario: Scenario,
-        frames_per_send: u64,
-        open_loop: bool,
-    ) -> Result<u64, ConfigError> {
-        match (scenario, self.in_flight) {
-            (_, Some(0)) => Err(invalid("in-flight", "must be at least 1")),
-            (Scenario::Throughput, Some(k)) if k % frames_per_send != 0 => Err(invalid(
+    /// Messages a connection may have outstanding: a multiple of the frames of one send.
+    fn in_flight(&self, frames_per_send: u64, open_loop: bool) -> Result<u64, ConfigError> {
+        match self.in_flight {
+            Some(0) => Err(invalid("in-flight", "must be at least 1")),
+            Some(k) if k % frames_per_send != 0 => Err(invalid(
                 "in-flight",
                 format!("must be a multiple of --frames-per-send ({frames_per_send})"),
             )),
-            (_, Some(k)) => Ok(k),
+            Some(k) => Ok(k),
             // Open loop sends on schedule whatever is outstanding, unless capped.
-            _ if open_loop => Ok(u64::MAX),
-            (Scenario::Throughput, None) => Ok(frames_per_send),
-            (_, None) => Ok(DEFAULT_IN_FLIGHT),
+            None if open_loop => Ok(u64::MAX),
+            None if frames_per_send > 1 => Ok(frames_per_send),
+            None => Ok(DEFAULT_IN_FLIGHT),
         }
     }
 
-    /// churn: new connections per second (`--rate`) and the connections of the whole run
-    /// (rate × duration, at least 1); `None` for the other scenarios.
-    fn churn(&self, scenario: Scenario) -> Result<Option<(f64, u64)>, ConfigError> {
-        if scenario != Scenario::Churn {
-            return Ok(None);
-        }
-        let reject = |flag: &'static str, given: bool| match given {
-            true => {
-                Err(invalid(flag, "churn opens --rate new connections per second for --duration; drop it"))
-            }
-            false => Ok(()),
-        };
-        reject("connections", self.connections.is_some() || self.clients.is_some())?;
-        reject("ramp", self.ramp.is_some() || self.arrival.is_some())?;
-        reject("interval", self.interval.is_some())?;
-        let rate = self.rate.as_deref().map(parse_rate).transpose()?.unwrap_or(DEFAULT_CHURN_RATE);
-        let duration = duration("duration", &self.duration, DEFAULT_DURATION)?;
-        let connections = (rate * duration.as_secs_f64()).round().max(1.0) as u64;
-        Ok(Some((rate, connections)))
-    }
-
-    /// flow: the `[[flow.steps]]`, compiled; the scenario and the steps come together.
-    fn flow(&self, scenario: Scenario) -> Result<Option<FlowProgram>, ConfigError> {
-        match (scenario, &self.flow) {
-            (Scenario::Flow, Some(_)) if self.rate.is_some() || self.interval.is_some() => {
-                Err(invalid("rate", "a flow sends as its steps say: drop --rate/--interval"))
-            }
-            (Scenario::Flow, Some(flow)) => flow.compile().map(Some),
-            (Scenario::Flow, None) => Err(invalid(
-                "scenario",
-                "flow runs the [[flow.steps]] of a scenario file: give --scenario FILE",
-            )),
-            (_, Some(_)) => Err(invalid("flow.steps", "[[flow.steps]] need scenario = \"flow\"")),
-            (_, None) => Ok(None),
-        }
-    }
-
-    /// `--messages-per-connection`: churn only.
-    fn messages_per_connection(&self, scenario: Scenario) -> Result<u64, ConfigError> {
-        match (scenario, self.messages_per_connection) {
-            (Scenario::Churn, count) => Ok(count.unwrap_or(DEFAULT_MESSAGES_PER_CONNECTION)),
-            (_, None) => Ok(DEFAULT_MESSAGES_PER_CONNECTION),
-            (_, Some(_)) => Err(invalid("messages-per-connection", "applies to the churn scenario only")),
-        }
-    }
-
-    fn message_interval(
-        &self,
-        scenario: Scenario,
-        connections: u64,
-    ) -> Result<Option<Duration>, ConfigError> {
-        let interval = match (scenario, &self.rate, &self.interval) {
-            (_, Some(_), Some(_)) => return Err(invalid("rate", "give either --rate or --interval")),
-            (Scenario::Scalability, Some(_), _) | (Scenario::Scalability, _, Some(_)) => {
-                return Err(invalid("rate", "the scalability scenario sends no messages"));
-            }
-            (_, Some(rate), None) => {
-                let per_connection = parse_rate(rate)? / connections as f64;
+    /// The open-loop interval of each of `senders` connections: from `--rate` (spread over
+    /// them) or `--interval`, else the scenario's default pace; `None`: a closed loop.
+    fn message_interval(&self, senders: u64, default: Option<Pace>) -> Result<Option<Duration>, ConfigError> {
+        let interval = match (&self.rate, &self.interval, default) {
+            (Some(_), Some(_), _) => return Err(invalid("rate", "give either --rate or --interval")),
+            (Some(rate), None, _) => {
+                let per_connection = parse_rate(rate)? / senders as f64;
                 Some(Duration::from_secs_f64(1.0 / per_connection))
             }
-            (_, None, Some(_)) => Some(duration("interval", &self.interval, Duration::ZERO)?),
-            (Scenario::C10k, None, None) => Some(DEFAULT_C10K_INTERVAL),
-            (_, None, None) => None,
+            (None, Some(_), _) => Some(duration("interval", &self.interval, Duration::ZERO)?),
+            (None, None, Some(Pace::Rate(rate))) => Some(Duration::from_secs_f64(senders as f64 / rate)),
+            (None, None, Some(Pace::Interval(interval))) => Some(interval),
+            (None, None, None) => None,
         };
         Ok(interval)
-    }
-
-    /// pubsub: each publisher's interval, from `--rate` (shared by the publishers, default
-    /// [`DEFAULT_PUBSUB_RATE`]) or `--interval` (each publisher's own).
-    fn publish_interval(&self, publishers: u64) -> Result<Option<Duration>, ConfigError> {
-        if self.rate.is_none() && self.interval.is_none() {
-            return Ok(Some(Duration::from_secs_f64(publishers as f64 / DEFAULT_PUBSUB_RATE)));
-        }
-        self.message_interval(Scenario::PubSub, publishers)
     }
 
     /// Text or binary frames. Random bytes are not UTF-8: text frames of a `bytes:N` payload
@@ -363,7 +336,7 @@ impl RunSettings {
     }
 
     /// New connections per second while ramping up (`None`: as fast as possible).
-    fn ramp(&self, scenario: Scenario) -> Result<Option<f64>, ConfigError> {
+    fn ramp(&self, defaults: &Defaults) -> Result<Option<f64>, ConfigError> {
         Ok(match (&self.ramp, &self.arrival) {
             (Some(_), Some(_)) => return Err(invalid("arrival", "give either --arrival or --ramp")),
             (Some(rate), None) => Some(parse_rate(rate)?),
@@ -377,19 +350,19 @@ impl RunSettings {
                 }
                 Some(1.0 / arrival.as_secs_f64())
             }
-            (None, None) if scenario == Scenario::C10k => Some(1.0 / DEFAULT_C10K_ARRIVAL.as_secs_f64()),
-            (None, None) => None,
+            (None, None) => defaults.ramp_per_sec,
         })
     }
 
-    fn mode(&self, scenario: Scenario) -> Result<Mode, ConfigError> {
+    fn mode(&self, scenario: &str, rate_search: bool) -> Result<Mode, ConfigError> {
         match (self.find_max_rate, &self.slo) {
             (false, None) => Ok(Mode::Once),
             (false, Some(_)) => Err(invalid("slo", "only applies with --find-max-rate")),
             (true, None) => Err(invalid("find-max-rate", "needs a latency objective, e.g. --slo 'p99<10ms'")),
-            (true, Some(_)) if !matches!(scenario, Scenario::Echo | Scenario::Throughput) => {
-                Err(invalid("find-max-rate", "applies to the echo and throughput scenarios"))
-            }
+            (true, Some(_)) if !rate_search => Err(invalid(
+                "find-max-rate",
+                format!("does not apply to the {scenario} scenario (it searches an echo loop's rate)"),
+            )),
             (true, Some(slo)) => Ok(Mode::FindMaxRate(slo.parse()?)),
         }
     }
@@ -401,6 +374,7 @@ impl RunSettings {
         has_url: bool,
         sharded: bool,
         mode: &Mode,
+        single_server_process: bool,
     ) -> Result<Placement, ConfigError> {
         let online = crate::affinity::allowed_cpus();
         let cpus = |setting: &'static str, list: &Option<String>| match list.as_deref() {
@@ -439,10 +413,11 @@ impl RunSettings {
             Some(_) if has_url => {
                 return Err(invalid("server-processes", "only applies to the built-in server (give no URL)"));
             }
-            Some(n) if n > 1 && self.scenario.as_deref() == Some("pubsub") => {
+            Some(n) if n > 1 && single_server_process => {
                 return Err(invalid(
                     "server-processes",
-                    "the built-in pub/sub server runs one event loop (one topic table): drop it",
+                    "the built-in server runs one process for this scenario (its state is not shared \
+                     between processes): drop it",
                 ));
             }
             Some(n) => n,
@@ -478,7 +453,7 @@ fn check_online(setting: &'static str, cpus: &[usize], online: &[usize]) -> Resu
 pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A duration setting, given or `default`: longer than zero and at most [`MAX_DURATION`].
-fn duration(
+pub fn duration(
     setting: &'static str,
     value: &Option<String>,
     default: Duration,
@@ -492,7 +467,7 @@ fn duration(
 
 /// A duration setting, given or `default`, at most [`MAX_DURATION`] (zero allowed: the
 /// warm-up).
-fn bounded(
+pub fn bounded(
     setting: &'static str,
     value: &Option<String>,
     default: Duration,

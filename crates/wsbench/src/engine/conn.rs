@@ -1,12 +1,12 @@
 //! One client connection's state. The worker drives it; this file holds the data and the
 //! small pieces of logic that belong to one connection (what to write next, in order;
-//! whole queued batches coalesced into one `writev`).
+//! whole queued batches coalesced into one `writev`; a message framed, masked and
+//! compressed when that was agreed). What a scenario keeps per connection is its own.
 
-use std::collections::VecDeque;
 use std::io;
 use std::time::Instant;
 
-use wsbench_proto::Decoder;
+use wsbench_proto::{CloseCode, Decoder, OpCode, write_frame};
 use wsbench_transport::Transport;
 
 use super::compression::ConnCompression;
@@ -42,29 +42,18 @@ pub struct ClientConn {
     pub batch_pos: usize,
     /// The connection's number in the run (0-based, across workers).
     pub index: u64,
-    /// Messages in flight, oldest first (echoes come back in order): when each was meant to
-    /// be sent and when it was sent. In a closed loop the two are the same.
-    pub in_flight: VecDeque<(Instant, Instant)>,
-    /// Open loop: sends that fell due while `--in-flight` messages were outstanding; they go
-    /// out as echoes free room, and their latency counts from the time they were due.
-    pub backlog: VecDeque<Instant>,
-    pub next_seq: u64,
-    pub echoes: u64,
-    /// Partial json-ts message being reassembled.
+    /// The data message being put together from its frames, and whether it outgrew the
+    /// workload's limit (then it is dropped as it comes).
     pub message: Vec<u8>,
-    /// Byte-for-byte check of the echo being received: offset reached, or None if this
-    /// echo is not sampled.
-    pub check_offset: Option<usize>,
-    pub check_failed: bool,
+    pub message_too_long: bool,
     pub write_interest: bool,
     /// permessage-deflate, once the server agreed to it.
     pub compression: Option<Box<ConnCompression>>,
     /// The worker's slab key of this connection.
     pub slot: usize,
-    /// churn: we started the close handshake after the connection's K echoes.
-    pub churn_closing: bool,
-    /// flow: where the connection is in the program.
-    pub flow: Option<Box<super::flow_state::FlowState>>,
+    /// The close handshake was started by the load (a workload that closes its connections),
+    /// not by the end of the run.
+    pub closing_by_load: bool,
 }
 
 impl ClientConn {
@@ -77,7 +66,6 @@ impl ClientConn {
     ) -> ClientConn {
         ClientConn {
             index,
-            backlog: VecDeque::new(),
             transport,
             state: State::Connecting,
             started,
@@ -88,17 +76,12 @@ impl ClientConn {
             output_sent: 0,
             batches_pending: 0,
             batch_pos: 0,
-            in_flight: VecDeque::new(),
-            next_seq: 0,
-            echoes: 0,
             message: Vec::new(),
-            check_offset: None,
-            check_failed: false,
+            message_too_long: false,
             write_interest: true,
             compression: None,
             slot: 0,
-            churn_closing: false,
-            flow: None,
+            closing_by_load: false,
         }
     }
 
@@ -148,6 +131,30 @@ impl ClientConn {
 }
 
 impl ClientConn {
+    /// Queues one whole message: compressed when permessage-deflate was agreed, masked with
+    /// `mask`. Returns the bytes it takes on the wire.
+    pub fn write_message(&mut self, opcode: OpCode, mask: [u8; 4], payload: &[u8]) -> usize {
+        let before = self.output.len();
+        match self.compression.as_deref_mut() {
+            Some(compression) => compression.send(opcode, mask, payload, &mut self.output),
+            None => write_frame(&mut self.output, true, opcode, Some(mask), payload),
+        }
+        self.output.len() - before
+    }
+
+    /// Queues a control frame (never compressed).
+    pub fn write_control(&mut self, opcode: OpCode, payload: &[u8]) {
+        write_frame(&mut self.output, true, opcode, Some(rand::random()), payload);
+    }
+
+    /// Starts the close handshake: close 1000 queued, the connection closing. `by_load`: the
+    /// workload closes it as part of its load, not because the run ends.
+    pub fn start_close(&mut self, by_load: bool) {
+        self.state = State::Closing;
+        self.closing_by_load = by_load;
+        write_frame(&mut self.output, true, OpCode::Close, Some([0; 4]), &CloseCode::NORMAL.to_be_bytes());
+    }
+
     /// Moves everything pending, in the order [`ClientConn::flush`] writes it, to the end
     /// of `out` (the io_uring path sends it from there in one operation).
     pub fn take_pending(&mut self, batch: &[u8], out: &mut Vec<u8>) {

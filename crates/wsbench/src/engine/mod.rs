@@ -1,55 +1,55 @@
 //! The load engine: splits the connections over one worker thread per client CPU, runs the
-//! phases (connect at the ramp's pace → warm-up → measured window, or hold for
-//! scalability → drain and close), and merges the workers' metrics. It knows nothing of
-//! result files or reports; it returns numbers.
+//! phases its [`Plan`] gives (connect at the ramp's pace → warm-up → measured window →
+//! drain and close), and merges the workers' metrics. What connections send and what their
+//! messages mean is the scenario's [`Workload`]; the engine knows no scenario, no result
+//! file and no report: it returns numbers.
 
-mod churn;
 mod compression;
-mod conn;
+pub mod conn;
 mod connect;
-mod flow;
-mod flow_state;
 mod handshake_failure;
 mod live_board;
-mod pacer;
-mod payload;
-mod pubsub;
+pub mod pacer;
+pub mod recorder;
+pub mod timers;
 pub mod tls;
-mod traffic;
 mod uring;
 mod worker;
+pub mod workload;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::config::{Scenario, Target};
-use crate::metrics::{Metrics, record_us};
+use crate::config::Target;
+use crate::metrics::Metrics;
 use crate::samples::WorkerCpu;
 use worker::{Worker, WorkerOutput, WorkerPlan};
 
 pub use crate::config::LoadSpec;
 pub use live_board::{LiveBoard, LiveSeconds};
+pub use workload::{PhasePlan, Plan, Window, Workload};
 
-/// What the workers share, read-only: the load, its target, and the client's TLS set-up,
-/// made once for every connection.
+/// What the workers share, read-only: the load, its target, the scenario's plan and the
+/// client's TLS set-up, made once for every connection.
 #[derive(Debug)]
 pub struct Job {
     pub load: LoadSpec,
     pub target: Target,
+    pub plan: Arc<dyn Plan>,
     /// For a `wss://` target.
     pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl Job {
     /// Fails only when rustls refuses the TLS options (validation has checked them).
-    pub fn new(load: LoadSpec, target: Target) -> std::io::Result<Job> {
+    pub fn new(load: LoadSpec, target: Target, plan: Arc<dyn Plan>) -> std::io::Result<Job> {
         let tls = match target.tls {
             true => Some(tls::client_config_with(load.insecure, &load.tls).map_err(std::io::Error::other)?),
             false => None,
         };
-        Ok(Job { load, target, tls })
+        Ok(Job { load, target, plan, tls })
     }
 }
 
@@ -112,6 +112,42 @@ impl Control {
     pub fn traffic(&self) -> bool {
         self.traffic.load(Ordering::Relaxed)
     }
+
+    /// The run begins: a window from the start is set now, and traffic allowed at once when
+    /// connections send as they open (or with a ramp, as the seeds' clients did). Returns
+    /// whether the window runs from the start.
+    fn begin(&self, phases: &PhasePlan, ramp: bool) -> bool {
+        let from_start = match phases.window {
+            Window::FromStart(end) => {
+                // An open loop of new clients measures from the first one on.
+                self.measure_start_us.store(0, Ordering::SeqCst);
+                self.end_us.store(end.as_micros() as u64, Ordering::SeqCst);
+                true
+            }
+            Window::AfterConnect { .. } => false,
+        };
+        if phases.traffic_from_start || ramp {
+            self.traffic.store(true, Ordering::SeqCst);
+        }
+        from_start
+    }
+
+    /// The connect phase is over: the measured window (µs since start) is set and every
+    /// connection may send.
+    fn load_phase(&self, phases: &PhasePlan) -> (u64, u64) {
+        let now_us = self.start.elapsed().as_micros() as u64;
+        let (start, end) = match phases.window {
+            Window::FromStart(_) => self.window(),
+            Window::AfterConnect { warmup, measured } => {
+                let start = now_us + warmup.as_micros() as u64;
+                (start, start + measured.as_micros() as u64)
+            }
+        };
+        self.measure_start_us.store(start, Ordering::SeqCst);
+        self.end_us.store(end, Ordering::SeqCst);
+        self.traffic.store(true, Ordering::SeqCst);
+        (start, end)
+    }
 }
 
 /// Where a run is: opening connections, warming up, measured, or draining at the end.
@@ -155,7 +191,8 @@ impl Phase {
 #[derive(Debug)]
 pub struct EngineOutput {
     pub metrics: Metrics,
-    pub measured_echoes: u64,
+    /// Exchanges completed inside the measured window.
+    pub measured_exchanges: u64,
     pub measured_secs: f64,
     pub elapsed_secs: f64,
     /// From the first connection attempt until every connection was established or failed.
@@ -194,35 +231,15 @@ pub fn run(
             let sleep = deadline.map_or(tick, |d| d.saturating_duration_since(Instant::now()).min(tick));
             std::thread::sleep(sleep);
         };
-    let open_loop_from_start = matches!(spec.load.scenario, Scenario::C10k | Scenario::Churn);
-    if open_loop_from_start {
-        // c10k measures from the first client on, for the run's whole duration (churn: and
-        // the tail in which its last connections finish their cycles).
-        control.measure_start_us.store(0, Ordering::SeqCst);
-        let end = spec.load.duration + churn::tail(&spec.load);
-        control.end_us.store(end.as_micros() as u64, Ordering::SeqCst);
-    }
-    if open_loop_from_start || spec.load.ramp_per_sec.is_some() {
-        control.traffic.store(true, Ordering::SeqCst);
-    }
+    let phases = spec.plan.phases();
+    let from_start = control.begin(&phases, spec.load.ramp_per_sec.is_some());
     // Connect phase.
     let all_connected = || control.workers_connected.load(Ordering::SeqCst) == worker_count;
-    let connect_deadline = open_loop_from_start.then(|| control.start + spec.load.duration);
+    let connect_deadline = from_start.then(|| control.start + spec.load.duration);
     wait_until(connect_deadline, &all_connected, progress);
     let connect_phase_secs = control.start.elapsed().as_secs_f64();
     // Load phase.
-    let now_us = control.start.elapsed().as_micros() as u64;
-    let (measure_start_us, end_us) = match spec.load.scenario {
-        Scenario::C10k | Scenario::Churn => control.window(),
-        Scenario::Scalability => (now_us, now_us + spec.load.hold.as_micros() as u64),
-        Scenario::Echo | Scenario::Throughput | Scenario::Flow | Scenario::PubSub => {
-            let start = now_us + spec.load.warmup.as_micros() as u64;
-            (start, start + spec.load.duration.as_micros() as u64)
-        }
-    };
-    control.measure_start_us.store(measure_start_us, Ordering::SeqCst);
-    control.end_us.store(end_us, Ordering::SeqCst);
-    control.traffic.store(true, Ordering::SeqCst);
+    let (measure_start_us, end_us) = control.load_phase(&phases);
     if !control.interrupted.load(Ordering::Relaxed) {
         // With every connection gone (refused, or the server died) there is nothing left
         // to measure: the run ends now instead of idling to the end of its window.
@@ -235,11 +252,12 @@ pub fn run(
     }
     let stopped_us = control.start.elapsed().as_micros() as u64;
     control.stop.store(true, Ordering::SeqCst);
-    let (metrics, measured_echoes, workers) = join_workers(handles, control.start.elapsed().as_secs_f64())?;
+    let (metrics, measured_exchanges, workers) =
+        join_workers(handles, control.start.elapsed().as_secs_f64())?;
     let measured_secs = stopped_us.min(end_us).saturating_sub(measure_start_us) as f64 / 1e6;
     Ok(EngineOutput {
         metrics,
-        measured_echoes,
+        measured_exchanges,
         measured_secs,
         elapsed_secs: control.start.elapsed().as_secs_f64(),
         connect_phase_secs,
@@ -285,14 +303,12 @@ fn join_workers(
     elapsed_secs: f64,
 ) -> std::io::Result<(Metrics, u64, Vec<WorkerCpu>)> {
     let mut metrics = Metrics::default();
-    let mut measured_echoes = 0;
+    let mut measured_exchanges = 0;
     let mut workers = Vec::with_capacity(handles.len());
-    let mut spread = pubsub::Spread::new();
     for (id, handle) in handles.into_iter().enumerate() {
         let output = handle.join().map_err(|_| std::io::Error::other(format!("worker {id} panicked")))?;
         metrics.merge(&output.metrics);
-        pubsub::merge_spread(&mut spread, output.spread);
-        measured_echoes += output.measured_echoes;
+        measured_exchanges += output.measured_exchanges;
         workers.push(WorkerCpu {
             name: format!("wsbench-w{id}"),
             cpu_seconds: output.cpu.total(),
@@ -302,10 +318,10 @@ fn join_workers(
             io: output.io.to_owned(),
         });
     }
-    for (first, last) in spread.into_values() {
-        record_us(&mut metrics.pubsub_spread, last - first);
+    if let Some(section) = metrics.section.as_mut() {
+        section.complete();
     }
-    Ok((metrics, measured_echoes, workers))
+    Ok((metrics, measured_exchanges, workers))
 }
 
 /// Sleeps until the wall clock reaches `unix_ms` (shards of one run start together);

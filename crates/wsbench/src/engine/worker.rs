@@ -1,9 +1,10 @@
 //! An engine worker: one thread, pinned to one client CPU, owning its share of the
 //! connections and its own metrics (no locks on the hot path). This file is its event
-//! loop: it polls, dispatches readiness to reads and writes, hands what it reads to
-//! [`Traffic`] (which checks, records and sends more), fires the [`Pacer`]'s scheduled
-//! sends, and at the end drains what is in flight and closes cleanly. Connections are
-//! opened, dropped and reopened in `worker/lifecycle.rs`.
+//! loop: it polls, dispatches readiness to reads and writes, hands the frames it reads to
+//! `worker/frames.rs` (which passes whole messages to the scenario's [`Workload`]), fires
+//! the [`Pacer`]'s scheduled sends and the workload's timers, and at the end drains what is
+//! in flight and closes cleanly. Connections are opened, dropped and reopened in
+//! `worker/lifecycle.rs`.
 
 use std::io;
 use std::sync::Arc;
@@ -12,17 +13,18 @@ use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
-use wsbench_proto::{CloseCode, OpCode, write_frame};
 
 use super::conn::{ClientConn, State};
 use super::handshake_failure::{HandshakeFailure, Upgrade};
 use super::pacer::{Pacer, TICK};
-use super::traffic::Traffic;
+use super::recorder::Recorder;
+use super::timers::{Due, Timers};
+use super::workload::{Assembly, Cx, PhasePlan, Workload};
 use super::{Control, Job, compression, connect};
-use crate::config::Scenario;
 use crate::metrics::Metrics;
 
 mod alarm;
+mod frames;
 mod lifecycle;
 mod ring;
 
@@ -32,9 +34,7 @@ const READ_BUFFER_BYTES: usize = 256 * 1024;
 /// Connects in progress per worker: beyond this the listen backlog overflows and SYNs are
 /// dropped, which shows up as 1 s and 3 s connect times.
 const MAX_CONNECTING: usize = 512;
-/// At the end of the run: how long to wait for echoes still in flight, then for the
-/// server's close frames.
-const DRAIN: Duration = Duration::from_secs(1);
+/// At the end of the run: how long to wait for the server's close frames.
 const CLOSE_WAIT: Duration = Duration::from_millis(300);
 /// The poll token of the [`Alarm`] (connections use their slab keys).
 const ALARM: Token = Token(usize::MAX);
@@ -54,14 +54,12 @@ pub struct WorkerPlan {
 #[derive(Debug)]
 pub struct WorkerOutput {
     pub metrics: Metrics,
-    /// Round trips received inside the measured window.
-    pub measured_echoes: u64,
+    /// Exchanges completed inside the measured window.
+    pub measured_exchanges: u64,
     /// CPU time this worker's thread used (read by the thread itself before exiting).
     pub cpu: crate::client_cpu::ThreadCpu,
     /// `uring` or `epoll`: the I/O it ran on.
     pub io: &'static str,
-    /// pubsub: the first and last receipt of each measured publish.
-    pub spread: super::pubsub::Spread,
 }
 
 pub struct Worker {
@@ -75,13 +73,20 @@ pub struct Worker {
     ready: Vec<(Token, bool, bool, bool)>,
     conns: Slab<ClientConn>,
     read_buf: Box<[u8]>,
-    traffic: Traffic,
+    /// The scenario's work, and how it wants its messages.
+    workload: Box<dyn Workload>,
+    assembly: Assembly,
+    phases: PhasePlan,
+    rec: Recorder,
     pacer: Pacer,
+    timers: Timers,
     connecting: usize,
     reported_connected: bool,
     traffic_started: bool,
     draining_since: Option<Instant>,
     closing_since: Option<Instant>,
+    /// The drain at the end ran out while the workload was still busy.
+    cut_off: bool,
     open: u64,
     /// `--io uring`: the ring (made on the worker's thread), and the connections that
     /// opened this turn, to move onto it.
@@ -92,7 +97,8 @@ pub struct Worker {
 impl Worker {
     pub fn new(spec: Arc<Job>, control: Arc<Control>, plan: WorkerPlan) -> io::Result<Worker> {
         let conns = Slab::with_capacity(plan.connections.len());
-        let traffic = Traffic::new(spec.clone(), control.clone(), plan.id, &plan.connections);
+        let workload = spec.plan.workload(&plan.connections);
+        let rec = Recorder::new(control.clone(), plan.id, spec.load.message_interval.is_some());
         let pacer = Pacer::new(
             control.start,
             spec.load.ramp_per_sec,
@@ -109,13 +115,18 @@ impl Worker {
             ready: Vec::with_capacity(1024),
             conns,
             read_buf: vec![0u8; READ_BUFFER_BYTES].into_boxed_slice(),
-            traffic,
+            assembly: workload.assembly(),
+            phases: spec.plan.phases(),
+            workload,
+            rec,
             pacer,
+            timers: Timers::default(),
             connecting: 0,
             reported_connected: false,
             traffic_started: false,
             draining_since: None,
             closing_since: None,
+            cut_off: false,
             open: 0,
             ring: None,
             opened: Vec::new(),
@@ -129,12 +140,10 @@ impl Worker {
         self.open_ring();
         loop {
             let now = Instant::now();
-            self.traffic.tick(now, self.open);
+            self.rec.tick(now, self.open, || self.workload.errors());
             self.open_due_connections(now);
             self.expire_connects(now);
-            self.expire_closes(now);
-            self.expire_subscriptions(now);
-            self.wake_flows(now);
+            self.fire_wakeups(now);
             if !self.traffic_started && self.control.traffic() {
                 self.traffic_started = true;
                 let keys: Vec<usize> =
@@ -176,24 +185,68 @@ impl Worker {
             }
             self.adopt_opened();
         }
-        for (_, conn) in self.conns.iter() {
-            self.traffic.metrics.counters.messages_unanswered += conn.in_flight.len() as u64;
-            self.traffic.metrics.counters.closes_unanswered += u64::from(conn.churn_closing);
+        let keys: Vec<usize> = self.conns.iter().map(|(key, _)| key).collect();
+        for key in keys {
+            self.count_left_open(key);
         }
         let io = self.io_name();
         // The ring first: it cancels what is in flight while the sockets are still open.
         drop(self.ring.take());
         self.conns.clear();
-        let (metrics, measured_echoes, spread) = self.traffic.finish();
-        WorkerOutput { metrics, measured_echoes, cpu: crate::client_cpu::thread_cpu_self(), io, spread }
+        let errors = self.workload.errors();
+        let section = self.workload.finish(self.cut_off);
+        let (metrics, measured_exchanges) = self.rec.finish(section, &errors);
+        WorkerOutput { metrics, measured_exchanges, cpu: crate::client_cpu::thread_cpu_self(), io }
+    }
+
+    /// A connection still there when the worker stops: what it had outstanding is
+    /// unanswered, and a close the load started was not answered.
+    fn count_left_open(&mut self, key: usize) {
+        let conn = &self.conns[key];
+        if !matches!(conn.state, State::Open | State::Closing) {
+            return;
+        }
+        self.rec.metrics.counters.messages_unanswered += self.workload.unanswered(conn);
+        if conn.state == State::Closing && conn.closing_by_load {
+            self.rec.metrics.counters.closes_unanswered += 1;
+            self.workload.on_closed(conn, false);
+        }
+    }
+
+    /// Runs `hook` on the workload for connection `key` (if it is still there), with the
+    /// worker's recorder, pacer and timers.
+    fn hook(&mut self, key: usize, hook: impl FnOnce(&mut dyn Workload, &mut Cx<'_>, &mut ClientConn)) {
+        let Some(conn) = self.conns.get_mut(key) else { return };
+        let mut cx = Cx { rec: &mut self.rec, pacer: &mut self.pacer, timers: &mut self.timers };
+        hook(self.workload.as_mut(), &mut cx, conn);
+    }
+
+    /// The workload's timers and the load's close timeouts that fell due.
+    fn fire_wakeups(&mut self, now: Instant) {
+        while let Some((key, started, due)) = self.timers.pop_due(now) {
+            let Some(conn) = self.conns.get(key).filter(|c| c.started == started) else { continue };
+            match due {
+                Due::Workload if conn.state == State::Open => {
+                    self.hook(key, |workload, cx, conn| workload.on_timer(cx, conn, now));
+                    self.flush(key);
+                }
+                Due::Workload => {}
+                Due::CloseTimeout if conn.state == State::Closing && conn.closing_by_load => {
+                    self.rec.metrics.counters.closes_unanswered += 1;
+                    self.workload.on_closed(conn, false);
+                    self.drop_conn(key);
+                }
+                Due::CloseTimeout => {}
+            }
+        }
     }
 
     /// How long to poll: until the next thing is due, at most [`TICK`]. When that is sooner
     /// than a tick, the alarm is set to it, since the poll's timeout counts whole milliseconds;
     /// once the alarm went off (early) for it, not at all: the worker spins until it is due.
     fn sleep_time(&mut self, now: Instant, connect_allowed: bool) -> Duration {
-        let flow_wake = self.traffic.flow_timers.next().map(|at| at.saturating_duration_since(now));
-        let wake = self.pacer.next_wakeup(now, connect_allowed).min(flow_wake.unwrap_or(Duration::MAX));
+        let timer = self.timers.next().map(|at| at.saturating_duration_since(now));
+        let wake = self.pacer.next_wakeup(now, connect_allowed).min(timer.unwrap_or(Duration::MAX));
         match self.pacer.next_due(connect_allowed) {
             Some(due) if wake > Duration::ZERO && self.alarm.rang_early_for(due) => Duration::ZERO,
             Some(due) if wake > Duration::ZERO && wake < TICK => match self.alarm.set(due) {
@@ -210,17 +263,11 @@ impl Worker {
             return false;
         }
         let draining_since = *self.draining_since.get_or_insert(now);
-        let in_flight: usize = self.conns.iter().map(|(_, c)| c.in_flight.len()).sum();
-        // pubsub: deliveries have no in-flight count here; wait until they stop coming.
-        let (busy, drain) = match &self.traffic.pubsub {
-            Some(pubsub) => (pubsub.busy(now), super::pubsub::DRAIN),
-            None => (in_flight > 0, DRAIN),
-        };
+        let busy = self.workload.busy(now);
+        let drain = self.workload.drain();
         let drain = if self.control.interrupted.load(Ordering::Relaxed) { drain / 5 } else { drain };
         if self.closing_since.is_none() && (!busy || now >= draining_since + drain) {
-            if let Some(pubsub) = self.traffic.pubsub.as_mut() {
-                pubsub.cut_off = busy;
-            }
+            self.cut_off = busy;
             self.closing_since = Some(now);
             let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
             for key in keys {
@@ -242,10 +289,8 @@ impl Worker {
             }
             return;
         }
-        self.traffic.metrics.counters.messages_unanswered += conn.in_flight.len() as u64;
-        conn.in_flight.clear();
-        conn.state = State::Closing;
-        write_frame(&mut conn.output, true, OpCode::Close, Some([0; 4]), &CloseCode::NORMAL.to_be_bytes());
+        self.rec.metrics.counters.messages_unanswered += self.workload.unanswered(conn);
+        conn.start_close(false);
         self.flush(key);
     }
 
@@ -270,7 +315,7 @@ impl Worker {
             return self.ring_flush(key);
         }
         let conn = &mut self.conns[key];
-        let done = match conn.flush(self.traffic.batch()) {
+        let done = match conn.flush(self.workload.batch()) {
             Ok(done) => done,
             Err(_) => {
                 self.on_broken(key);
@@ -316,7 +361,7 @@ impl Worker {
                 }
                 Err(_) => return self.on_broken(key),
             };
-            self.traffic.metrics.counters.bytes_received += n as u64;
+            self.rec.metrics.counters.bytes_received += n as u64;
             if !self.received(key, &mut buf[..n]) {
                 return;
             }
@@ -357,7 +402,7 @@ impl Worker {
             match connect::upgrade_response(&self.conns[key], data) {
                 Upgrade::Incomplete => return 0,
                 Upgrade::Accepted(n) => {
-                    let counters = &mut self.traffic.metrics.counters;
+                    let counters = &mut self.rec.metrics.counters;
                     if let Err(failure) =
                         connect::check_accepted(&self.spec, &self.conns[key], &data[..n], counters)
                     {
@@ -365,7 +410,7 @@ impl Worker {
                         return data.len();
                     }
                     used = n;
-                    let counters = &mut self.traffic.metrics.counters;
+                    let counters = &mut self.rec.metrics.counters;
                     let conn = &mut self.conns[key];
                     let attached = self.spec.load.compression.as_ref().map(|offer| {
                         compression::attach(offer, &conn.key, &mut conn.decoder, data, counters)
@@ -386,7 +431,7 @@ impl Worker {
                 }
             }
         }
-        match self.traffic.frames(&mut self.conns[key], data, used, now) {
+        match self.frames(key, data, used, now) {
             Some(used) => used,
             None => {
                 self.drop_conn(key);
@@ -395,41 +440,24 @@ impl Worker {
         }
     }
 
-    /// Begins a connection's messages: the closed loop's first batches, or the open loop's
-    /// schedule.
+    /// The connection may send: the workload begins its messages.
     fn start_traffic(&mut self, key: usize, now: Instant) {
-        let conn = &mut self.conns[key];
-        if let Some(pubsub) = &self.traffic.pubsub {
-            if let Some((position, of)) = pubsub.publisher_position(conn.index) {
-                self.pacer.start_sends_among(key, position, of, conn.started, now);
-            }
-            return;
-        }
-        match self.spec.load.message_interval {
-            None => self.traffic.fill_in_flight(conn, now),
-            Some(_) if self.spec.load.scenario != Scenario::Scalability => {
-                self.pacer.start_sends(key, conn.index, conn.started, now)
-            }
-            Some(_) => {}
-        }
+        self.hook(key, |workload, cx, conn| workload.start(cx, conn, now));
     }
 
-    /// Open loop: sends every batch that has fallen due, on schedule whatever the replies.
+    /// Open loop: every send that has fallen due goes to the workload, on schedule whatever
+    /// the replies.
     fn fire_timers(&mut self, now: Instant) {
         while let Some(send) = self.pacer.pop_due_send(now) {
-            if !self.control.sending_allowed(self.control.micros_since_start(send.due)) {
+            if !self.rec.sending_allowed(send.due) {
                 continue;
             }
-            let Some(conn) = self.conns.get_mut(send.key) else { continue };
+            let Some(conn) = self.conns.get(send.key) else { continue };
             if conn.started != send.started || conn.state != State::Open {
                 continue;
             }
-            if self.traffic.has_room(conn) {
-                self.traffic.send_batch(conn, send.due, now);
-                self.flush(send.key);
-            } else {
-                conn.backlog.push_back(send.due);
-            }
+            self.hook(send.key, |workload, cx, conn| workload.on_due(cx, conn, send.due, now));
+            self.flush(send.key);
             if self.conns.contains(send.key) {
                 self.pacer.schedule_next(send);
             }

@@ -81,6 +81,18 @@ fn yes() -> bool {
     true
 }
 
+impl Manifest {
+    /// Whether the manifest says the server has the capability named `key` (the manifest
+    /// key that says so: `deflate`, `pubsub`).
+    pub fn offers(&self, key: &str) -> bool {
+        match key {
+            "deflate" => self.deflate,
+            "pubsub" => self.pubsub,
+            _ => false,
+        }
+    }
+}
+
 /// Where `servers/` is: `--fleet-dir`, else `./servers`, else next to the source tree.
 pub fn default_dir() -> PathBuf {
     let here = PathBuf::from("servers");

@@ -45,9 +45,10 @@ impl Totals {
     pub fn render(&self) -> String {
         let mut page = Page(String::with_capacity(4096));
         let counters = self.last.as_ref().map(|s| s.counters.clone()).unwrap_or_default();
+        let errors = self.last.as_ref().map(|s| s.errors.clone()).unwrap_or_default();
         for (name, help, value) in [
             ("messages_sent", "Messages sent.", counters.messages_sent),
-            ("messages_received", "Echoes received (round trips completed).", counters.messages_received),
+            ("messages_received", "Messages received from the server.", counters.messages_received),
             ("bytes_sent", "Bytes written to the sockets.", counters.bytes_sent),
             ("bytes_received", "Bytes read from the sockets.", counters.bytes_received),
             ("connections_established", "Connections established.", counters.connections_established),
@@ -66,7 +67,7 @@ impl Totals {
             "counter",
             "Errors by kind (connect, handshake, close code, ...).",
         );
-        for (kind, count) in counters.errors() {
+        for (kind, count) in errors {
             page.sample("wsbench_errors_total", &format!("kind=\"{kind}\""), count as f64);
         }
         self.gauges(&mut page);
@@ -153,7 +154,7 @@ mod tests {
         for us in [50, 200, 200, 900, 40_000] {
             record_us(&mut interval.latency, us);
         }
-        interval.echoes = 5;
+        interval.exchanges = 5;
         let second = Second {
             second: 0,
             phase: Phase::Measured,
@@ -164,6 +165,7 @@ mod tests {
             p99_us: 40_000,
             max_us: 40_000,
             counters: Counters { messages_received: 5, connect_timeouts: 2, ..Counters::default() },
+            errors: [("connect_timeout".to_owned(), 2)].into(),
             remaining_secs: Some(1),
         };
         let mut totals = Totals::new(1);

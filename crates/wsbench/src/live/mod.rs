@@ -10,12 +10,12 @@ pub mod metrics_endpoint;
 pub mod stream;
 pub mod view;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
 
-use crate::config::{LiveOutputs, LoadSpec, Scenario};
-use crate::engine::{Control, EngineOutput, Phase};
+use crate::config::{Exchange, LiveOutputs, LoadSpec};
+use crate::engine::{Control, EngineOutput, Phase, PhasePlan};
 use crate::metrics::{Counters, Interval};
 use crate::samples::ServerSample;
 use exposition::Totals;
@@ -56,32 +56,40 @@ pub struct Second {
     pub max_us: u64,
     /// The run's counters when this second was published.
     pub counters: Counters,
+    /// Every error so far by kind (the counters' and the scenario's own).
+    pub errors: BTreeMap<String, u64>,
     /// Seconds left until the measured window ends, once it is known.
     pub remaining_secs: Option<u64>,
 }
 
 impl Second {
-    fn of(interval: &Interval, phase: Phase, counters: &Counters, end_us: u64) -> Second {
+    fn of(
+        interval: &Interval,
+        phase: Phase,
+        (counters, errors): (&Counters, &BTreeMap<String, u64>),
+        end_us: u64,
+    ) -> Second {
         let latency = &interval.latency;
         let quantile = |q: f64| if latency.is_empty() { 0 } else { latency.value_at_quantile(q) };
         let now_us = (interval.second + 1) * 1_000_000;
         Second {
             second: interval.second,
             phase,
-            round_trips: interval.echoes,
+            round_trips: interval.exchanges,
             connections_open: interval.connections_open,
             p50_us: quantile(0.5),
             p90_us: quantile(0.9),
             p99_us: quantile(0.99),
             max_us: if latency.is_empty() { 0 } else { latency.max() },
             counters: counters.clone(),
+            errors: errors.clone(),
             remaining_secs: (end_us != u64::MAX).then(|| end_us.saturating_sub(now_us).div_ceil(1_000_000)),
         }
     }
 
     /// Every error counted so far, of any kind.
-    pub fn errors(&self) -> u64 {
-        self.counters.errors().values().sum()
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().sum()
     }
 }
 
@@ -127,24 +135,42 @@ impl Live {
         }
     }
 
-    /// Follows one measurement of `load`; `server_pids` are sampled for RSS and CPU.
-    pub fn track(&self, load: &LoadSpec, server_pids: Vec<u32>) -> Tracker<'_> {
-        let warmup = match load.scenario {
-            Scenario::Echo | Scenario::Throughput | Scenario::PubSub => load.warmup,
-            Scenario::C10k | Scenario::Scalability | Scenario::Churn | Scenario::Flow => Duration::ZERO,
-        };
+    /// Follows one measurement of `load`, whose phases are `phases` and whose exchanges
+    /// are called `exchange`; `server_pids` are sampled for RSS and CPU.
+    pub fn track(
+        &self,
+        load: &LoadSpec,
+        phases: &PhasePlan,
+        exchange: Exchange,
+        server_pids: Vec<u32>,
+    ) -> Tracker<'_> {
         let totals = Totals::new(load.connections);
         if let Some(endpoint) = &self.endpoint {
             endpoint.publish(totals.render());
         }
         Tracker {
             live: self,
-            view: (!self.quiet).then(|| View::start(crate::config::exchanges_of(load.scenario.name()))),
+            view: (!self.quiet).then(|| View::start(exchange.many)),
             next: 0,
             window: (u64::MAX, u64::MAX),
-            warmup_us: warmup.as_micros() as u64,
+            warmup_us: phases.warmup().as_micros() as u64,
+            warmup_run: false,
             server_pids,
             totals,
+        }
+    }
+
+    /// Follows an unmeasured run before the measured one (every second of it is warm-up).
+    pub fn track_warmup(&self, load: &LoadSpec, exchange: Exchange) -> Tracker<'_> {
+        Tracker {
+            live: self,
+            view: (!self.quiet).then(|| View::start(exchange.many)),
+            next: 0,
+            window: (u64::MAX, u64::MAX),
+            warmup_us: 0,
+            warmup_run: true,
+            server_pids: Vec::new(),
+            totals: Totals::new(load.connections),
         }
     }
 }
@@ -159,6 +185,8 @@ pub struct Tracker<'a> {
     /// The engine's measured window (µs since start), as last seen.
     window: (u64, u64),
     warmup_us: u64,
+    /// The run is an unmeasured warm-up of its own: every second of it is warm-up.
+    warmup_run: bool,
     server_pids: Vec<u32>,
     totals: Totals,
 }
@@ -169,14 +197,14 @@ impl Tracker<'_> {
     pub fn update(&mut self, control: &Control) {
         self.window = control.window();
         let seen = control.live.take_complete();
-        self.show(&seen.intervals, &seen.counters);
+        self.show(&seen.intervals, (&seen.counters, &seen.errors));
     }
 
     /// The run ended: its last seconds (from the engine's merged metrics) are shown and
     /// written, the stream flushed.
     pub fn finish(mut self, output: &EngineOutput) {
         let rest = output.metrics.intervals.get(self.next as usize..).unwrap_or_default();
-        self.show(rest, &output.metrics.counters);
+        self.show(rest, (&output.metrics.counters, &output.metrics.errors()));
         if let Some(view) = self.view.take() {
             view.finish();
         }
@@ -187,14 +215,17 @@ impl Tracker<'_> {
 
     /// Writes, serves, then shows `intervals`: once a second's line is on stderr, the
     /// stream and the endpoint have it too.
-    fn show(&mut self, intervals: &[Interval], counters: &Counters) {
+    fn show(&mut self, intervals: &[Interval], counters: (&Counters, &BTreeMap<String, u64>)) {
         if intervals.is_empty() {
             return;
         }
         let mut seconds = Vec::with_capacity(intervals.len());
         for interval in intervals {
             // A second's phase is the one at its middle.
-            let phase = Phase::at(interval.second * 1_000_000 + 500_000, self.window, self.warmup_us);
+            let phase = match self.warmup_run {
+                true => Phase::Warmup,
+                false => Phase::at(interval.second * 1_000_000 + 500_000, self.window, self.warmup_us),
+            };
             let second = Second::of(interval, phase, counters, self.window.1);
             if let Some(stream) = &self.live.stream {
                 stream.lock().unwrap_or_else(std::sync::PoisonError::into_inner).write(&second);

@@ -68,7 +68,7 @@ pub fn line(s: &Second, step: u64) -> serde_json::Value {
             "bytes_received": c.bytes_received,
             "connections_established": c.connections_established,
             "connections_failed": c.connections_failed(),
-            "errors": c.errors(),
+            "errors": s.errors,
         },
     })
 }
@@ -90,6 +90,7 @@ mod tests {
             p99_us: 200,
             max_us: 250,
             counters: Counters { messages_received: 7 * (n + 1), resets: 1, ..Counters::default() },
+            errors: [("reset".to_owned(), 1)].into(),
             remaining_secs: None,
         }
     }

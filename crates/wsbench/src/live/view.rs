@@ -69,7 +69,7 @@ pub fn block(s: &Second, exchanges: &str) -> String {
         rate = group(s.round_trips),
         p50 = latency(s.p50_us, s.round_trips),
         p99 = latency(s.p99_us, s.round_trips),
-        errors = group(s.errors()),
+        errors = group(s.error_count()),
     )
 }
 
@@ -85,7 +85,7 @@ pub fn line(s: &Second, exchanges: &str) -> String {
         p99 = latency(s.p99_us, s.round_trips),
         up = group(s.connections_open),
         failed = group(s.counters.connections_failed()),
-        errors = group(s.errors()),
+        errors = group(s.error_count()),
         left = s.remaining_secs.map_or(String::new(), |left| format!("  {left} s left")),
     )
 }
@@ -117,6 +117,7 @@ mod tests {
                 resets: 2,
                 ..Counters::default()
             },
+            errors: [("reset".to_owned(), 2)].into(),
             remaining_secs: Some(3),
         }
     }

@@ -9,8 +9,8 @@
 //!
 //! - **Timelines** are aligned on wall-clock seconds: a shard that started `k` seconds after
 //!   the earliest one (rounded to the nearest second) has its seconds shifted by `k`.
-//! - **Throughput**: the shards ran at the same time, so `echoes_per_sec` is the sum of the
-//!   shards' own `echoes_per_sec`, and `measured_echoes` the sum of theirs. `measured_s` is
+//! - **Throughput**: the shards ran at the same time, so `exchanges_per_sec` is the sum of the
+//!   shards' own `exchanges_per_sec`, and `measured_exchanges` the sum of theirs. `measured_s` is
 //!   the longest shard's window, `elapsed_s` spans from the first start to the last end.
 //! - **Server**: when every shard probed the same processes on the same host, the merged
 //!   `server` is the shard's with the most samples (the figures recomputed with the merged
@@ -116,27 +116,15 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
     let start_ms = inputs.iter().map(|i| i.result.started_at_unix_ms).min().unwrap_or(0);
     let Sums {
         metrics,
-        measured_echoes,
-        echoes_per_sec,
+        measured_exchanges,
+        exchanges_per_sec,
         measured_secs,
         elapsed_secs,
         connections,
         workers,
         shards,
     } = Sums::of(inputs, start_ms)?;
-    let same_server = inputs.iter().all(|i| server_identity(&i.result) == server_identity(&first.result));
-    let (server_input, note) = if same_server {
-        let most = inputs.iter().max_by_key(|i| i.result.server.samples.len()).unwrap_or(first);
-        (most, None)
-    } else {
-        (
-            first,
-            Some(format!(
-                "shard {} only; the shards probed different server processes, see `shards`",
-                first.name
-            )),
-        )
-    };
+    let (server_input, note) = server_of(inputs, first);
     let server_offset = server_input.result.started_at_unix_ms - start_ms;
     let mut config = first.result.config.clone();
     if let Some(object) = config.as_object_mut()
@@ -145,6 +133,9 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         object.insert("shard".to_owned(), serde_json::Value::Null);
     }
     let in_flight = first.result.summary.littles_law.in_flight;
+    let server = server_report(&server_input.result.server, server_offset);
+    let figures =
+        crate::scenario::figures_for(&first.result.scenario, &metrics, &config, measured_secs, &server);
     let outcome = RunOutcome {
         scenario: first.result.scenario.clone(),
         target_url: first.result.target.url.clone(),
@@ -153,22 +144,23 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         started_at_unix_ms: start_ms,
         elapsed_secs,
         measured_secs,
-        measured_echoes,
+        measured_exchanges,
         // Shards connect at the same time: the slowest one's connect phase is the run's.
         connect_phase_secs: inputs.iter().map(|i| i.result.summary.connect_phase_s).fold(0.0, f64::max),
         interrupted: inputs.iter().any(|i| i.result.interrupted),
         connections,
         in_flight,
         metrics,
-        server: server_report(&server_input.result.server, server_offset),
+        figures,
+        server,
         client_workers: workers,
         machine: first.result.machine.clone(),
     };
     let mut merged = RunResult::from_outcome(&outcome);
     merged.run_id.clone_from(&first.result.run_id);
-    merged.summary.echoes_per_sec = echoes_per_sec;
+    merged.summary.exchanges_per_sec = exchanges_per_sec;
     merged.summary.littles_law =
-        LittlesLaw::new(connections, in_flight, echoes_per_sec, merged.summary.latency_us.mean);
+        LittlesLaw::new(connections, in_flight, exchanges_per_sec, merged.summary.latency_us.mean);
     if let Some(note) = note {
         // The first shard's figures as it measured them: its server served other shards too.
         let mut server = first.result.server.clone();
@@ -183,10 +175,29 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
 }
 
 /// What the shards add up to: their metrics on one clock, counts, rates and workers.
+/// Whose server figures the merge keeps: when every shard probed the same processes on the
+/// same host, the shard's with the most samples; otherwise the first shard's, with a note
+/// saying so.
+fn server_of<'a>(inputs: &'a [ShardInput], first: &'a ShardInput) -> (&'a ShardInput, Option<String>) {
+    let same_server = inputs.iter().all(|i| server_identity(&i.result) == server_identity(&first.result));
+    if same_server {
+        let most = inputs.iter().max_by_key(|i| i.result.server.samples.len()).unwrap_or(first);
+        (most, None)
+    } else {
+        (
+            first,
+            Some(format!(
+                "shard {} only; the shards probed different server processes, see `shards`",
+                first.name
+            )),
+        )
+    }
+}
+
 struct Sums {
     metrics: Metrics,
-    measured_echoes: u64,
-    echoes_per_sec: f64,
+    measured_exchanges: u64,
+    exchanges_per_sec: f64,
     measured_secs: f64,
     elapsed_secs: f64,
     connections: u64,
@@ -199,8 +210,8 @@ impl Sums {
     fn of(inputs: &[ShardInput], start_ms: u64) -> Result<Sums, MergeError> {
         let mut sums = Sums {
             metrics: Metrics::default(),
-            measured_echoes: 0,
-            echoes_per_sec: 0.0,
+            measured_exchanges: 0,
+            exchanges_per_sec: 0.0,
             measured_secs: 0.0,
             elapsed_secs: 0.0,
             connections: 0,
@@ -209,16 +220,16 @@ impl Sums {
         };
         for (position, input) in inputs.iter().enumerate() {
             let result = &input.result;
-            let mut shard_metrics =
-                result.metrics().map_err(|source| MergeError::Decode { file: input.name.clone(), source })?;
+            let mut shard_metrics = crate::scenario::decode_metrics(result)
+                .map_err(|source| MergeError::Decode { file: input.name.clone(), source })?;
             let offset_ms = result.started_at_unix_ms - start_ms;
             let shift = (offset_ms + 500) / 1000;
             for interval in &mut shard_metrics.intervals {
                 interval.second += shift;
             }
             sums.metrics.merge(&shard_metrics);
-            sums.measured_echoes += result.summary.measured_echoes;
-            sums.echoes_per_sec += result.summary.echoes_per_sec;
+            sums.measured_exchanges += result.summary.measured_exchanges;
+            sums.exchanges_per_sec += result.summary.exchanges_per_sec;
             sums.measured_secs = sums.measured_secs.max(result.measured_s);
             sums.elapsed_secs = sums.elapsed_secs.max(offset_ms as f64 / 1e3 + result.elapsed_s);
             sums.connections += result.summary.littles_law.connections;
@@ -238,7 +249,7 @@ impl Sums {
                 interrupted: result.interrupted,
                 died: input.died.clone(),
                 connections_established: result.summary.connections.established,
-                echoes_per_sec: result.summary.echoes_per_sec,
+                exchanges_per_sec: result.summary.exchanges_per_sec,
                 server: result.server.clone(),
                 client: result.client.clone(),
             });

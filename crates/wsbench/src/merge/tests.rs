@@ -2,8 +2,8 @@
 //! histograms, aligned timelines, one server, and every refusal.
 
 use super::*;
+use crate::fixture;
 use crate::metrics::{Counters, new_histogram, record_us};
-use crate::result::fixture;
 use crate::samples::ServerSample;
 
 /// Shard `index` of `count` of one closed-loop run: every shard records its own slice of
@@ -20,7 +20,7 @@ fn shard(index: u64, count: u64, all: &mut Metrics) -> ShardInput {
             record_us(&mut metrics.connect, connect);
             let second = n % 5;
             let interval = metrics.interval(second);
-            interval.echoes += 1;
+            interval.exchanges += 1;
             record_us(&mut interval.latency, value);
         }
         if index == 0 {
@@ -40,7 +40,7 @@ fn shard(index: u64, count: u64, all: &mut Metrics) -> ShardInput {
     metrics.counters.closed_by_server.insert(1001, index + 1);
     let mut outcome = fixture::closed_loop();
     outcome.metrics = metrics;
-    outcome.measured_echoes = 10_000 * (index + 1);
+    outcome.measured_exchanges = 10_000 * (index + 1);
     outcome.measured_secs = 10.0;
     outcome.connections = 90 + index;
     outcome.started_at_unix_ms += index * 30; // started together, give or take
@@ -70,7 +70,7 @@ fn counters_are_sums_and_histograms_equal_one_fed_all_samples() {
     assert_eq!(merged.summary.connections.attempted, 303);
     assert_eq!(merged.summary.connections.established, 273);
     assert_eq!(merged.summary.errors.get("closed_1001"), Some(&6));
-    let decoded = merged.metrics().unwrap();
+    let decoded = merged.common_metrics().unwrap();
     for (name, got, want) in
         [("latency", &decoded.latency, &all.latency), ("connect", &decoded.connect, &all.connect)]
     {
@@ -83,11 +83,11 @@ fn counters_are_sums_and_histograms_equal_one_fed_all_samples() {
     }
     assert_eq!(merged.summary.latency_us.count, 60_000);
     // The shards ran side by side: their rates add up.
-    assert_eq!(merged.summary.measured_echoes, 60_000);
-    assert_eq!(merged.summary.echoes_per_sec, 1_000.0 + 2_000.0 + 3_000.0);
+    assert_eq!(merged.summary.measured_exchanges, 60_000);
+    assert_eq!(merged.summary.exchanges_per_sec, 1_000.0 + 2_000.0 + 3_000.0);
     assert_eq!(merged.summary.littles_law.connections, 273);
     assert_eq!(merged.measured_s, 10.0);
-    assert_eq!(merged.timeline.iter().map(|p| p.echoes).sum::<u64>(), 60_000);
+    assert_eq!(merged.timeline.iter().map(|p| p.exchanges).sum::<u64>(), 60_000);
     assert_eq!(merged.shards.len(), 3);
     assert_eq!(merged.shards[2].shard.as_deref(), Some("2/3"));
     assert_eq!(merged.config["shard"], serde_json::Value::Null);
@@ -105,7 +105,7 @@ fn a_merged_result_reads_back_and_merges_again() {
     let json = serde_json::to_vec(&merged).unwrap();
     let back = RunResult::from_json_bytes(Path::new("merged.json"), &json).unwrap();
     assert_eq!(back, merged);
-    assert_eq!(back.metrics().unwrap().latency.len(), 60_000);
+    assert_eq!(back.common_metrics().unwrap().latency.len(), 60_000);
 }
 
 #[test]
@@ -113,9 +113,9 @@ fn timelines_align_on_wall_clock_seconds() {
     let (mut inputs, _) = shards(2);
     inputs[1].result.started_at_unix_ms = inputs[0].result.started_at_unix_ms + 2_000;
     let merged = merge(&inputs).unwrap();
-    let own = |i: usize| inputs[i].result.timeline.iter().map(|p| p.echoes).collect::<Vec<_>>();
+    let own = |i: usize| inputs[i].result.timeline.iter().map(|p| p.exchanges).collect::<Vec<_>>();
     let (a, b) = (own(0), own(1));
-    let got: Vec<u64> = merged.timeline.iter().map(|p| p.echoes).collect();
+    let got: Vec<u64> = merged.timeline.iter().map(|p| p.exchanges).collect();
     assert_eq!(got.len(), 7);
     assert_eq!(got[..2], a[..2]);
     assert_eq!(got[2], a[2] + b[0]);
@@ -253,5 +253,5 @@ fn empty_shards_merge_to_empty_histograms() {
     let merged = merge(&[input("a", 0), input("b", 1)]).unwrap();
     assert_eq!(merged.summary.connections.attempted, 20);
     assert_eq!(merged.summary.latency_us.count, 0);
-    assert_eq!(merged.summary.echoes_per_sec, 0.0);
+    assert_eq!(merged.summary.exchanges_per_sec, 0.0);
 }

@@ -438,7 +438,7 @@ impl ServerReport {
     }
 
     /// `echoes` / server CPU seconds. `None` when no CPU time was measured.
-    pub fn echoes_per_cpu_second(&self, echoes: u64) -> Option<f64> {
+    pub fn exchanges_per_cpu_second(&self, echoes: u64) -> Option<f64> {
         let cpu = self.cpu_seconds()?;
         if cpu <= 0.0 {
             return None;

@@ -298,11 +298,11 @@ fn derived_figures() {
     assert_eq!(report.threads_peak(), Some(8));
     assert_eq!(report.fds_peak(), Some(1010));
     assert_eq!(report.connections_per_mb(1000), Some(50.0));
-    assert_eq!(report.echoes_per_cpu_second(1000), Some(500.0));
+    assert_eq!(report.exchanges_per_cpu_second(1000), Some(500.0));
 
     let flat = ServerReport { samples: vec![at(0, 10, 1.0, 1, 1), at(250, 10, 1.0, 1, 1)], ..report };
     assert_eq!(flat.connections_per_mb(1000), None);
-    assert_eq!(flat.echoes_per_cpu_second(1000), None);
+    assert_eq!(flat.exchanges_per_cpu_second(1000), None);
     let one = ServerReport { samples: vec![at(0, 10, 1.0, 1, 1)], ..flat };
     assert_eq!(one.cpu_seconds(), None);
     assert_eq!(one.rss_peak_bytes(), Some(10 << 20));

@@ -184,7 +184,7 @@ fn axes(
          <text class=\"axis-label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n</g>",
         (left + right) / 2.0,
         height - 6.0,
-        escape(axis.label)
+        escape(&axis.label)
     );
 }
 
@@ -209,7 +209,8 @@ mod tests {
 
     #[test]
     fn client_bound_bars_are_hatched_and_repeats_get_whiskers() {
-        let axis = Axis { label: "rate", scale: Scale::Linear, format: crate::units::format::tick_rate };
+        let axis =
+            Axis { label: "rate".to_owned(), scale: Scale::Linear, format: crate::units::format::tick_rate };
         let mut bound = bar("bound", Some(10.0));
         bound.client_bound = Some("worker w0 used 97% of a core".to_owned());
         let mut repeated = bar("repeated", Some(8.0));

@@ -8,6 +8,7 @@ use hdrhistogram::Histogram;
 use super::bars::{self, Bar};
 use super::palette::{SECONDARY_DASH, Style};
 use super::svg::{self, Axis, Panel, Scale, Series};
+use crate::config::Exchange;
 use crate::metrics::Metrics;
 use crate::result::RunResult;
 use crate::units::format::{self, tick_mib, tick_micros, tick_percent, tick_rate, tick_seconds};
@@ -43,9 +44,10 @@ fn auto_scale<'v>(values: impl Iterator<Item = &'v f64>) -> Scale {
     if min.is_finite() && max / min > 20.0 { Scale::Log } else { Scale::Linear }
 }
 
-/// Round trips per second, second by second (the last, partial second scaled up to a rate).
+/// Exchanges per second, second by second (the last, partial second scaled up to a rate).
 pub(super) fn throughput(charted: &[Charted]) -> String {
     let (name, title) = ("throughput", "Throughput over time");
+    let exchange = super::exchange_of_all(charted.iter().map(|c| c.result));
     let series: Vec<Series> = charted
         .iter()
         .filter(|c| !c.result.timeline.is_empty())
@@ -58,7 +60,7 @@ pub(super) fn throughput(charted: &[Charted]) -> String {
                     let second = point.second as f64;
                     let covered = (c.result.elapsed_s - second).clamp(0.0, 1.0);
                     (covered >= MIN_PARTIAL_SECOND)
-                        .then(|| (second + covered / 2.0, point.echoes as f64 / covered))
+                        .then(|| (second + covered / 2.0, point.exchanges as f64 / covered))
                 })
                 .collect();
             Series { label: c.label.to_owned(), color: c.style.color, dash: c.style.dash, points }
@@ -68,14 +70,15 @@ pub(super) fn throughput(charted: &[Charted]) -> String {
     if series.is_empty() {
         return svg::empty(name, title, "No timeline: the runs recorded no whole second.");
     }
-    let x = Axis { label: "time since start", scale: Scale::Linear, format: tick_seconds };
-    let y = Axis { label: "round trips / s", scale: Scale::Linear, format: tick_rate };
+    let x = Axis { label: "time since start".to_owned(), scale: Scale::Linear, format: tick_seconds };
+    let y = Axis { label: format!("{} / s", exchange.many), scale: Scale::Linear, format: tick_rate };
     svg::line_chart(name, title, x, y, &series)
 }
 
 /// p50 (dashed) and p99 latency second by second, from the timeline; one panel per result
 /// when there would be more than [`MAX_LINES`] lines.
 pub(super) fn latency_over_time(charted: &[Charted]) -> String {
+    let exchange = super::exchange_of_all(charted.iter().map(|c| c.result));
     let (name, title) = ("latency-over-time", "Latency over time");
     let mut panels = Vec::new();
     for c in charted {
@@ -106,11 +109,11 @@ pub(super) fn latency_over_time(charted: &[Charted]) -> String {
     }
     let lines: Vec<&Series> = panels.iter().flat_map(|p| &p.series).collect();
     if lines.is_empty() {
-        return svg::empty(name, title, "No round trips were recorded in any second.");
+        return svg::empty(name, title, &format!("No {} were recorded in any second.", exchange.many));
     }
     let scale = auto_scale(lines.iter().flat_map(|s| s.points.iter().map(|p| &p.1)));
-    let x = Axis { label: "time since start", scale: Scale::Linear, format: tick_seconds };
-    let y = Axis { label: "round-trip latency", scale, format: tick_micros };
+    let x = Axis { label: "time since start".to_owned(), scale: Scale::Linear, format: tick_seconds };
+    let y = Axis { label: format!("{} latency", exchange.one), scale, format: tick_micros };
     if lines.len() > MAX_LINES {
         return svg::small_multiples(name, title, x, y, &panels);
     }
@@ -130,13 +133,15 @@ pub(super) fn latency_spectrum(charted: &[Charted]) -> String {
             series.extend(spectrum(label, c.style, true, &c.metrics.latency_uncorrected));
         }
     }
+    let exchange = super::exchange_of_all(charted.iter().map(|c| c.result));
     if series.is_empty() {
-        return svg::empty(name, title, "No round trips were measured.");
+        return svg::empty(name, title, &format!("No {} were measured.", exchange.many));
     }
     floor_at_p10(&mut series);
     let scale = auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| &p.1)));
-    let x = Axis { label: "percentile", scale: Scale::Nines, format: |q, _| svg::percentile_label(q) };
-    let y = Axis { label: "round-trip latency", scale, format: tick_micros };
+    let x =
+        Axis { label: "percentile".to_owned(), scale: Scale::Nines, format: |q, _| svg::percentile_label(q) };
+    let y = Axis { label: format!("{} latency", exchange.one), scale, format: tick_micros };
     svg::line_chart(name, title, x, y, &series)
 }
 
@@ -191,8 +196,8 @@ pub(super) fn connect_time(charted: &[Charted]) -> String {
         return svg::empty(name, title, "No connection was established.");
     }
     let scale = auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| &p.0)));
-    let x = Axis { label: "TCP connect + WebSocket handshake", scale, format: tick_micros };
-    let y = Axis { label: "connections", scale: Scale::Linear, format: tick_percent };
+    let x = Axis { label: "TCP connect + WebSocket handshake".to_owned(), scale, format: tick_micros };
+    let y = Axis { label: "connections".to_owned(), scale: Scale::Linear, format: tick_percent };
     svg::line_chart(name, title, x, y, &series)
 }
 
@@ -234,8 +239,8 @@ pub(super) fn server_rss(charted: &[Charted]) -> String {
     if series.is_empty() {
         return svg::empty(name, title, &unprobed_message(charted));
     }
-    let x = Axis { label: "time since start", scale: Scale::Linear, format: tick_seconds };
-    let y = Axis { label: "resident memory", scale: Scale::Linear, format: tick_mib };
+    let x = Axis { label: "time since start".to_owned(), scale: Scale::Linear, format: tick_seconds };
+    let y = Axis { label: "resident memory".to_owned(), scale: Scale::Linear, format: tick_mib };
     svg::line_chart(name, title, x, y, &series)
 }
 
@@ -255,8 +260,8 @@ pub(super) fn server_cpu(charted: &[Charted]) -> String {
     if series.is_empty() {
         return svg::empty(name, title, &unprobed_message(charted));
     }
-    let x = Axis { label: "time since start", scale: Scale::Linear, format: tick_seconds };
-    let y = Axis { label: "CPU (% of one core)", scale: Scale::Linear, format: tick_percent };
+    let x = Axis { label: "time since start".to_owned(), scale: Scale::Linear, format: tick_seconds };
+    let y = Axis { label: "CPU (% of one core)".to_owned(), scale: Scale::Linear, format: tick_percent };
     svg::line_chart(name, title, x, y, &series)
 }
 
@@ -264,7 +269,7 @@ pub(super) fn server_cpu(charted: &[Charted]) -> String {
 /// chart.
 #[derive(Debug)]
 pub(super) struct Comparison {
-    pub title: &'static str,
+    pub title: String,
     pub better: String,
     pub svg: String,
 }
@@ -273,47 +278,62 @@ pub(super) struct Comparison {
 #[derive(Debug)]
 struct Metric {
     name: &'static str,
-    title: &'static str,
+    title: String,
     higher_is_better: bool,
     axis: Axis,
     value: fn(f64) -> String,
     pick: fn(&RunResult) -> Option<f64>,
 }
 
-const METRICS: [Metric; 4] = [
-    Metric {
-        name: "compare-echoes-per-sec",
-        title: "Round trips per second",
-        higher_is_better: true,
-        axis: Axis { label: "round trips / s (after warm-up)", scale: Scale::Linear, format: tick_rate },
-        value: format::rate,
-        pick: |r| Some(r.summary.echoes_per_sec),
-    },
-    Metric {
-        name: "compare-p99-latency",
-        title: "p99 latency",
-        higher_is_better: false,
-        axis: Axis { label: "99th percentile round-trip latency", scale: Scale::Linear, format: tick_micros },
-        value: format::micros,
-        pick: |r| (r.summary.latency_us.count > 0).then_some(r.summary.latency_us.p99 as f64),
-    },
-    Metric {
-        name: "compare-rss-peak",
-        title: "Server RSS peak",
-        higher_is_better: false,
-        axis: Axis { label: "peak resident memory", scale: Scale::Linear, format: tick_mib },
-        value: format::mib,
-        pick: |r| r.server.rss_peak_bytes.map(|b| b as f64 / MIB),
-    },
-    Metric {
-        name: "compare-echoes-per-cpu-second",
-        title: "Round trips per server CPU-second",
-        higher_is_better: true,
-        axis: Axis { label: "round trips / server CPU-second", scale: Scale::Linear, format: tick_rate },
-        value: format::rate,
-        pick: |r| r.server.echoes_per_cpu_second,
-    },
-];
+/// The comparison charts of results whose exchanges are called `exchange`.
+fn metrics(exchange: Exchange) -> [Metric; 4] {
+    [
+        Metric {
+            name: "compare-echoes-per-sec",
+            title: format!("{} per second", exchange.title()),
+            higher_is_better: true,
+            axis: Axis {
+                label: format!("{} / s (after warm-up)", exchange.many),
+                scale: Scale::Linear,
+                format: tick_rate,
+            },
+            value: format::rate,
+            pick: |r| Some(r.summary.exchanges_per_sec),
+        },
+        Metric {
+            name: "compare-p99-latency",
+            title: "p99 latency".to_owned(),
+            higher_is_better: false,
+            axis: Axis {
+                label: format!("99th percentile {} latency", exchange.one),
+                scale: Scale::Linear,
+                format: tick_micros,
+            },
+            value: format::micros,
+            pick: |r| (r.summary.latency_us.count > 0).then_some(r.summary.latency_us.p99 as f64),
+        },
+        Metric {
+            name: "compare-rss-peak",
+            title: "Server RSS peak".to_owned(),
+            higher_is_better: false,
+            axis: Axis { label: "peak resident memory".to_owned(), scale: Scale::Linear, format: tick_mib },
+            value: format::mib,
+            pick: |r| r.server.rss_peak_bytes.map(|b| b as f64 / MIB),
+        },
+        Metric {
+            name: "compare-echoes-per-cpu-second",
+            title: format!("{} per server CPU-second", exchange.title()),
+            higher_is_better: true,
+            axis: Axis {
+                label: format!("{} / server CPU-second", exchange.many),
+                scale: Scale::Linear,
+                format: tick_rate,
+            },
+            value: format::rate,
+            pick: |r| r.server.exchanges_per_cpu_second,
+        },
+    ]
+}
 
 /// The median of `values` (the lower middle one for an even count, as
 /// [`super::median_run`] picks) and their range; `None` when there are none.
@@ -345,17 +365,18 @@ fn bar(c: &Charted, metric: &Metric) -> Bar {
 pub(super) fn comparisons(charted: &[Charted]) -> Vec<Comparison> {
     let repeated = charted.iter().map(|c| c.repeats.len()).max().unwrap_or(0);
     let bound = charted.iter().any(|c| c.result.client.bound);
-    METRICS
-        .iter()
+    let exchange = super::exchange_of_all(charted.iter().map(|c| c.result));
+    metrics(exchange)
+        .into_iter()
         .map(|metric| {
-            let bars: Vec<Bar> = charted.iter().map(|c| bar(c, metric)).collect();
+            let bars: Vec<Bar> = charted.iter().map(|c| bar(c, &metric)).collect();
             let svg = if bars.iter().all(|b| b.value.is_none()) {
-                svg::empty(metric.name, metric.title, "No result has this number.")
+                svg::empty(metric.name, &metric.title, "No result has this number.")
             } else {
                 bars::bar_chart(
                     metric.name,
-                    metric.title,
-                    metric.axis,
+                    &metric.title,
+                    metric.axis.clone(),
                     metric.value,
                     bars,
                     metric.higher_is_better,
@@ -366,7 +387,7 @@ pub(super) fn comparisons(charted: &[Charted]) -> Vec<Comparison> {
             better.push_str("; best first.");
             if repeated >= 2 {
                 better.push_str(
-                    " Bars: the median of this number over the repeats, whiskers: the lowest and highest (the table shows the run with the median round trips/s).",
+                    &format!(" Bars: the median of this number over the repeats, whiskers: the lowest and highest (the table shows the run with the median {}/s).", exchange.many),
                 );
             }
             if bound {

@@ -24,7 +24,7 @@ pub struct Row<'a> {
 /// The run with the median round trips/s, whose other figures the table shows.
 pub fn median_run<'a>(row: &Row<'a>) -> Option<&'a RunResult> {
     let mut runs: Vec<&RunResult> = row.runs.iter().collect();
-    runs.sort_by(|a, b| a.summary.echoes_per_sec.total_cmp(&b.summary.echoes_per_sec));
+    runs.sort_by(|a, b| a.summary.exchanges_per_sec.total_cmp(&b.summary.exchanges_per_sec));
     runs.get(runs.len().saturating_sub(1) / 2).copied()
 }
 
@@ -45,10 +45,12 @@ pub fn write_compare_html(rows: &[Row], path: &Path, command: &str) -> Result<()
 /// The comparison table, shaped like the seeds' tables.
 pub fn render_compare_table(rows: &[Row]) -> String {
     let mut out = String::new();
-    // A pubsub comparison counts deliveries where the others count round trips.
+    // What the scenario counts (a pubsub comparison counts deliveries), and its own columns.
     let first = rows.iter().flat_map(|row| row.runs).next();
-    let what = first.map_or("round trips", |run| crate::config::exchanges_of(&run.scenario));
-    let pubsub = first.is_some_and(|run| run.pubsub.is_some());
+    let what = first.map_or("round trips", |run| super::exchange(run).many);
+    let scenario = first.and_then(crate::scenario::of_result);
+    let columns = scenario.map_or(&[][..], |scenario| scenario.compare_columns());
+    let headings: String = columns.iter().map(|(heading, width)| format!(" {heading:>width$}")).collect();
     let _ = writeln!(
         out,
         "{:<22} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>17} {:>6}{}",
@@ -67,7 +69,7 @@ pub fn render_compare_table(rows: &[Row]) -> String {
         "CPU s",
         format!("{what}/CPU-s"),
         "client",
-        if pubsub { "  lost  dup  spread p99" } else { "" }
+        headings
     );
     for row in rows {
         match median_run(row) {
@@ -86,9 +88,22 @@ pub fn render_compare_table(rows: &[Row]) -> String {
     out
 }
 
+/// The scenario's own columns of a run (pubsub: lost, duplicated, spread), right-aligned
+/// under their headings.
+fn scenario_cells(run: &RunResult) -> String {
+    let Some(scenario) = crate::scenario::of_result(run) else { return String::new() };
+    let cells = scenario.compare_cells(run);
+    scenario
+        .compare_columns()
+        .iter()
+        .zip(&cells)
+        .map(|((_, width), cell)| format!(" {cell:>width$}"))
+        .collect()
+}
+
 /// One measured server's line: its median run's figures and the range of its rates.
 fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
-    let rates: Vec<f64> = row.runs.iter().map(|r| r.summary.echoes_per_sec).collect();
+    let rates: Vec<f64> = row.runs.iter().map(|r| r.summary.exchanges_per_sec).collect();
     let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
     let max = rates.iter().copied().fold(0.0, f64::max);
     let s = &run.summary;
@@ -103,7 +118,7 @@ fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
         "{:<22} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>17} {:>6}{}",
         row.name,
         row.language,
-        format!("{:.0} ({:.0}–{:.0})", s.echoes_per_sec, min, max),
+        format!("{:.0} ({:.0}–{:.0})", s.exchanges_per_sec, min, max),
         millis_tight(s.latency_us.mean),
         millis_tight(s.latency_us.p50 as f64),
         millis_tight(s.latency_us.p99 as f64),
@@ -114,14 +129,9 @@ fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
         run.server.rss_peak_bytes.map_or("-".to_owned(), mib_tight),
         per_conn,
         run.server.cpu_seconds.map_or("-".to_owned(), |c| format!("{c:.2}")),
-        run.server.echoes_per_cpu_second.map_or("-".to_owned(), |e| format!("{e:.0}")),
+        run.server.exchanges_per_cpu_second.map_or("-".to_owned(), |e| format!("{e:.0}")),
         if run.client.bound { "BOUND" } else { "ok" },
-        run.pubsub.as_ref().map_or(String::new(), |p| format!(
-            "  {:>4} {:>4} {:>11}",
-            p.lost,
-            p.duplicated,
-            millis_tight(p.spread_us.p99 as f64)
-        )),
+        scenario_cells(run),
     );
     if !row.problems.is_empty() {
         out.pop();

@@ -50,7 +50,7 @@ fn by_value(counts: &BTreeMap<String, u64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::fixture;
+    use crate::fixture;
 
     #[test]
     fn lines_appear_only_when_the_run_used_the_options() {

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use super::charts::{self, Charted};
 use super::escape::escape;
 use super::palette;
-use super::table::{COLUMNS, summary_row};
+use super::table::{COLUMNS, headings, summary_row};
 use crate::result::{ResultError, RunResult};
 use crate::units::format::{group, seconds};
 
@@ -85,7 +85,13 @@ pub fn render_html_page(
         .enumerate()
         .map(|(index, (label, result))| {
             let repeats = repeats.get(index).map_or(&[][..], Vec::as_slice);
-            Ok(Charted { label, style: palette::style(index), result, metrics: result.metrics()?, repeats })
+            Ok(Charted {
+                label,
+                style: palette::style(index),
+                result,
+                metrics: result.common_metrics()?,
+                repeats,
+            })
         })
         .collect::<Result<Vec<_>, ResultError>>()?;
     let labels: Vec<&str> = results.iter().map(|(label, _)| label.as_str()).collect();
@@ -110,7 +116,7 @@ pub fn render_html_page(
     if charted.len() >= 2 {
         out.push_str("<section id=\"compare\">\n<h2>Comparison</h2>\n<div class=\"charts\">\n");
         for comparison in charts::comparisons(&charted) {
-            figure(&mut out, comparison.title, &comparison.better, &comparison.svg);
+            figure(&mut out, &comparison.title, &comparison.better, &comparison.svg);
         }
         out.push_str("</div>\n</section>\n");
     }
@@ -144,12 +150,13 @@ fn subtitle(results: &[(String, RunResult)]) -> String {
 fn summary_section(out: &mut String, results: &[(String, RunResult)]) {
     out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n<div class=\"table-wrap\">\n<table class=\"summary\">\n<thead>\n<tr>");
     // First header row: group names spanning their columns; ungrouped headers span both rows.
+    let names = headings(results);
     let mut index = 0;
     while index < COLUMNS.len() {
         let column = COLUMNS[index];
         let numeric = if column.numeric { " class=\"num\"" } else { "" };
         if column.group.is_empty() {
-            let _ = write!(out, "<th rowspan=\"2\"{numeric}>{}</th>", escape(column.name));
+            let _ = write!(out, "<th rowspan=\"2\"{numeric}>{}</th>", escape(&names[index]));
             index += 1;
         } else {
             let span = COLUMNS[index..].iter().take_while(|c| c.group == column.group).count();
@@ -158,8 +165,8 @@ fn summary_section(out: &mut String, results: &[(String, RunResult)]) {
         }
     }
     out.push_str("</tr>\n<tr>");
-    for column in COLUMNS.iter().filter(|c| !c.group.is_empty()) {
-        let _ = write!(out, "<th class=\"num\">{}</th>", escape(column.name));
+    for (_, name) in COLUMNS.iter().zip(&names).filter(|(c, _)| !c.group.is_empty()) {
+        let _ = write!(out, "<th class=\"num\">{}</th>", escape(name));
     }
     out.push_str("</tr>\n</thead>\n<tbody>\n");
     for (index, (label, result)) in results.iter().enumerate() {
@@ -240,18 +247,25 @@ fn figure(out: &mut String, title: &str, caption: &str, svg: &str) {
 }
 
 fn charts_section(out: &mut String, charted: &[Charted]) {
+    let exchange = super::exchange_of_all(charted.iter().map(|c| c.result));
     out.push_str("<section id=\"charts\">\n<h2>Charts</h2>\n<div class=\"charts\">\n");
     figure(
         out,
         "Throughput over time",
-        "Round trips completed in each second of the run, warm-up included (a final partial \
-         second is scaled to a rate).",
+        &format!(
+            "{} completed in each second of the run, warm-up included (a final partial second is scaled \
+             to a rate).",
+            exchange.title()
+        ),
         &charts::throughput(charted),
     );
     figure(
         out,
         "Latency over time",
-        "Median (dashed) and 99th-percentile round-trip latency in each second, warm-up included.",
+        &format!(
+            "Median (dashed) and 99th-percentile {} latency in each second, warm-up included.",
+            exchange.one
+        ),
         &charts::latency_over_time(charted),
     );
     let dashed =
@@ -289,8 +303,7 @@ fn charts_section(out: &mut String, charted: &[Charted]) {
     out.push_str("</div>\n</section>\n");
 }
 
-/// The churn, flow and pubsub figures of the results that have them, as the terminal
-/// report words them.
+/// The scenario figures of the results that have them, as the terminal report words them.
 fn scenario_section(out: &mut String, results: &[(String, RunResult)]) {
     let with_lines: Vec<(&String, Vec<(&str, String)>)> = results
         .iter()
@@ -365,7 +378,7 @@ fn utc(unix_ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::fixture;
+    use crate::fixture;
 
     #[test]
     fn utc_dates_are_civil() {

@@ -19,7 +19,7 @@ pub fn render_merge(merged: &RunResult, written: bool, color: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::fixture;
+    use crate::fixture;
 
     #[test]
     fn written_shows_the_report_else_the_json() {

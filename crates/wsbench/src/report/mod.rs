@@ -7,17 +7,14 @@
 
 mod bars;
 mod charts;
-mod churn;
 mod compare;
 mod endpoint;
 mod escape;
-mod flow;
 
 mod html;
 pub mod input;
 mod merge;
 mod palette;
-mod pubsub;
 mod rtt;
 mod search;
 mod svg;
@@ -38,13 +35,28 @@ pub use search::render_search;
 pub use table::{render_csv, render_md};
 pub use text::{render_text, render_text_with};
 
-/// The lines of the scenarios beyond echo (churn, flow, pubsub): `(label, text)`, shown by
-/// the terminal report and the HTML page alike; none for other scenarios.
+/// The scenario's own lines (`(label, text)`), shown by the terminal report and the HTML
+/// page alike; none for a scenario without figures of its own.
 fn scenario_lines(result: &RunResult) -> Vec<(&'static str, String)> {
-    let mut lines = churn::churn_lines(result);
-    lines.extend(flow::flow_lines(result));
-    lines.extend(pubsub::pubsub_lines(result));
-    lines
+    crate::scenario::of_result(result).map_or_else(Vec::new, |scenario| scenario.report_lines(result))
+}
+
+/// What the exchanges of all `results` are called: their scenario's word when they share
+/// one, else "exchanges".
+fn exchange_of_all<'a>(results: impl Iterator<Item = &'a RunResult>) -> crate::config::Exchange {
+    let mut words = results.map(exchange);
+    let first = words.next().unwrap_or(crate::config::Exchange::ROUND_TRIP);
+    match words.all(|other| other == first) {
+        true => first,
+        false => crate::config::Exchange { one: "exchange", many: "exchanges" },
+    }
+}
+
+/// What one of the result's exchanges is called (round trips for a scenario this wsbench
+/// does not know).
+fn exchange(result: &RunResult) -> crate::config::Exchange {
+    crate::scenario::of_result(result)
+        .map_or(crate::config::Exchange::ROUND_TRIP, |scenario| scenario.exchange())
 }
 
 /// How `wsbench report` renders its files.
@@ -139,7 +151,7 @@ pub fn report_command_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::fixture;
+    use crate::fixture;
 
     fn written(name: &str) -> (PathBuf, RunResult) {
         let dir = std::env::temp_dir().join(format!("wsbench-report-{name}-{}", std::process::id()));

@@ -60,14 +60,15 @@ pub fn render_search(search: &Search) -> String {
 mod tests {
     use super::*;
     use crate::find_rate::{SearchFile, Step};
-    use crate::result::{RunResult, fixture};
+    use crate::fixture;
+    use crate::result::RunResult;
 
     /// A search judged by the real objective on a fixture run: the lower rate held (the
     /// fixture delivers it), the higher did not.
     fn searched(max_rate: Option<f64>) -> Search {
         let slo: crate::config::Slo = "p99<1h".parse().unwrap();
         let run = RunResult::from_outcome(&fixture::closed_loop());
-        let delivered = run.summary.echoes_per_sec;
+        let delivered = run.summary.exchanges_per_sec;
         let steps = vec![Step::judge(delivered / 2.0, &run, &slo), Step::judge(delivered * 2.0, &run, &slo)];
         Search {
             slo,

@@ -35,9 +35,9 @@ pub(super) enum Scale {
 
 /// One axis: its title, scale and tick-label format (the tick, and the reference tick whose
 /// unit the label takes, see [`crate::units::format::tick_micros`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Axis {
-    pub label: &'static str,
+    pub label: String,
     pub scale: Scale,
     pub format: fn(f64, f64) -> String,
 }
@@ -289,9 +289,9 @@ pub(super) fn line_chart(name: &str, title: &str, x: Axis, y: Axis, series: &[Se
          <text class=\"axis-label\" transform=\"translate(16 {:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n</g>",
         (left + right) / 2.0,
         height - 6.0,
-        escape(x.label),
+        escape(&x.label),
         top + PLOT_HEIGHT / 2.0,
-        escape(y.label)
+        escape(&y.label)
     );
     for s in series {
         let points: Vec<String> =
@@ -400,8 +400,8 @@ pub(super) fn small_multiples(name: &str, title: &str, x: Axis, y: Axis, panels:
         "<text class=\"axis-label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{} (x), {} (y)</text>\n</svg>",
         WIDTH / 2.0,
         height - 6.0,
-        escape(x.label),
-        escape(y.label)
+        escape(&x.label),
+        escape(&y.label)
     );
     out
 }
@@ -446,7 +446,8 @@ mod tests {
 
     #[test]
     fn tick_labels_use_the_axis_unit() {
-        let axis = Axis { label: "", scale: Scale::Linear, format: crate::units::format::tick_micros };
+        let axis =
+            Axis { label: String::new(), scale: Scale::Linear, format: crate::units::format::tick_micros };
         let fitted = Fitted::new(Scale::Linear, [1_700.0].into_iter());
         let labels: Vec<String> = fitted.ticks.iter().map(|t| fitted.label(&axis, *t)).collect();
         assert_eq!(labels, ["0 ms", "0.5 ms", "1 ms", "1.5 ms", "2 ms"]);

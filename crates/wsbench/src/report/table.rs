@@ -23,12 +23,30 @@ const fn column(group: &'static str, name: &'static str, numeric: bool) -> Colum
     Column { group, name, numeric }
 }
 
+/// The headings that name the exchanges, for round trips; [`headings`] words them as the
+/// results' scenario counts.
+const EXCHANGES_PER_SEC: &str = "Round trips/s";
+const EXCHANGES_PER_CPU: &str = "round trips per CPU-s";
+
+/// The columns' names, the exchanges named as `results` count them.
+pub(super) fn headings(results: &[(String, RunResult)]) -> Vec<String> {
+    let exchange = super::exchange_of_all(results.iter().map(|(_, result)| result));
+    COLUMNS
+        .iter()
+        .map(|c| match c.name {
+            EXCHANGES_PER_SEC => format!("{}/s", exchange.title()),
+            EXCHANGES_PER_CPU => format!("{} per CPU-s", exchange.many),
+            name => name.to_owned(),
+        })
+        .collect()
+}
+
 pub(super) const COLUMNS: [Column; 17] = [
     column("", "Result", false),
     column("", "Scenario", false),
     column("", "Target", false),
     column("Connections", "est. / att.", true),
-    column("", "Round trips/s", true),
+    column("", EXCHANGES_PER_SEC, true),
     column("Latency", "mean", true),
     column("Latency", "p50", true),
     column("Latency", "p99", true),
@@ -39,7 +57,7 @@ pub(super) const COLUMNS: [Column; 17] = [
     column("", "Errors", true),
     column("Server", "RSS peak", true),
     column("Server", "CPU", true),
-    column("Server", "round trips per CPU-s", true),
+    column("Server", EXCHANGES_PER_CPU, true),
     column("", "Client-bound", false),
 ];
 
@@ -84,7 +102,7 @@ pub(super) fn summary_row(label: &str, result: &RunResult) -> [String; 17] {
         result.scenario.clone(),
         target,
         format!("{} / {}", group(s.connections.established), group(s.connections.attempted)),
-        rate(s.echoes_per_sec),
+        rate(s.exchanges_per_sec),
         latency(s.latency_us.mean),
         latency(s.latency_us.p50 as f64),
         latency(s.latency_us.p99 as f64),
@@ -95,7 +113,7 @@ pub(super) fn summary_row(label: &str, result: &RunResult) -> [String; 17] {
         group(s.errors.values().sum()),
         server.rss_peak_bytes.map_or_else(|| NA.to_owned(), bytes),
         server.cpu_seconds.map_or_else(|| NA.to_owned(), seconds),
-        server.echoes_per_cpu_second.map_or_else(|| NA.to_owned(), rate),
+        server.exchanges_per_cpu_second.map_or_else(|| NA.to_owned(), rate),
         if result.client.bound { "yes" } else { "no" }.to_owned(),
     ]
 }
@@ -112,7 +130,7 @@ fn csv_row(label: &str, result: &RunResult) -> [String; 18] {
         result.target.url.clone(),
         s.connections.established.to_string(),
         s.connections.attempted.to_string(),
-        format!("{:.2}", s.echoes_per_sec),
+        format!("{:.2}", s.exchanges_per_sec),
         latency(format!("{:.1}", s.latency_us.mean)),
         latency(s.latency_us.p50.to_string()),
         latency(s.latency_us.p99.to_string()),
@@ -123,7 +141,7 @@ fn csv_row(label: &str, result: &RunResult) -> [String; 18] {
         s.errors.values().sum::<u64>().to_string(),
         opt(server.rss_peak_bytes.map(|b| b.to_string())),
         opt(server.cpu_seconds.map(|c| format!("{c:.3}"))),
-        opt(server.echoes_per_cpu_second.map(|e| format!("{e:.2}"))),
+        opt(server.exchanges_per_cpu_second.map(|e| format!("{e:.2}"))),
         result.client.bound.to_string(),
     ]
 }
@@ -159,7 +177,8 @@ pub fn render_md(results: &[(String, RunResult)]) -> String {
     let mut out = String::new();
     let headers: Vec<String> = COLUMNS
         .iter()
-        .map(|c| if c.group.is_empty() { c.name.to_owned() } else { format!("{} {}", c.group, c.name) })
+        .zip(headings(results))
+        .map(|(c, name)| if c.group.is_empty() { name } else { format!("{} {name}", c.group) })
         .collect();
     let _ = writeln!(out, "| {} |", headers.join(" | "));
     let rules: Vec<&str> = COLUMNS.iter().map(|c| if c.numeric { "---:" } else { ":---" }).collect();
@@ -174,7 +193,7 @@ pub fn render_md(results: &[(String, RunResult)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::fixture;
+    use crate::fixture;
 
     fn labelled(label: &str, outcome: crate::samples::RunOutcome) -> (String, RunResult) {
         (label.to_owned(), RunResult::from_outcome(&outcome))

@@ -39,23 +39,13 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
         line(&mut out, label, &text);
     }
     shards(&mut out, result, paint);
-    if !matches!(result.scenario.as_str(), "churn" | "flow" | "pubsub") {
-        // Churn's connections each live for a moment, a flow's messages and a fan-out's
-        // deliveries are no round trips: Little's law over them says nothing.
+    let scenario = crate::scenario::of_result(result);
+    // Little's law holds when a fixed number of exchanges is always outstanding.
+    if scenario.is_none_or(|scenario| scenario.littles_law()) {
         littles_law(&mut out, result);
     }
-    if result.scenario == "scalability" {
-        let summary = &result.summary;
-        let _ = writeln!(
-            out,
-            "connect phase: {} in {} ({:.1} connections/ms)",
-            plural(summary.connections.established, "connection", "connections"),
-            seconds(summary.connect_phase_s),
-            summary.connections_per_ms
-        );
-    }
-    if result.scenario == "c10k" {
-        render_c10k_block(&mut out, result);
+    if let Some(block) = scenario.and_then(|scenario| scenario.report_block(result)) {
+        out.push_str(&block);
     }
     out
 }
@@ -63,16 +53,12 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
 /// What the headline rate counts: round trips, a fan-out's deliveries, a flow's matched
 /// replies.
 fn exchanges(result: &RunResult) -> &'static str {
-    crate::config::exchanges_of(&result.scenario)
+    super::exchange(result).many
 }
 
 /// One of what the headline counts: "round trip", "delivery", "matched reply".
 fn exchange(result: &RunResult) -> &'static str {
-    match exchanges(result) {
-        "deliveries" => "delivery",
-        "matched replies" => "matched reply",
-        _ => "round trip",
-    }
+    super::exchange(result).one
 }
 
 /// ANSI styling, or none.
@@ -95,12 +81,8 @@ fn header(out: &mut String, result: &RunResult, paint: Paint) {
         let _ = write!(out, "  {}", paint.paint(RED, "[INTERRUPTED: partial results]"));
     }
     out.push('\n');
-    let shape = match &result.pubsub {
-        Some(pubsub) => format!(
-            "{} + {}",
-            plural(pubsub.subscribers, "subscriber", "subscribers"),
-            plural(pubsub.publishers, "publisher", "publishers")
-        ),
+    let shape = match crate::scenario::of_result(result).and_then(|scenario| scenario.load_shape(result)) {
+        Some(shape) => shape,
         None => format!(
             "{} × {} in flight",
             plural(summary.littles_law.connections, "connection", "connections"),
@@ -122,11 +104,12 @@ fn header(out: &mut String, result: &RunResult, paint: Paint) {
 
 /// The headline rate and the warning that qualifies it.
 fn headline(out: &mut String, result: &RunResult, paint: Paint) {
-    let per_sec = result.summary.echoes_per_sec;
+    let per_sec = result.summary.exchanges_per_sec;
     let mut headline = format!("{}/s (after warm-up): {}", exchanges(result), rate(per_sec));
-    if result.scenario == "throughput" {
-        // Seed 004 (uWebSockets) reports throughput in echoes per millisecond.
-        let _ = write!(headline, " = {} echoes/ms", sig3(per_sec / 1e3));
+    if let Some(suffix) =
+        crate::scenario::of_result(result).and_then(|scenario| scenario.headline_suffix(result))
+    {
+        headline.push_str(&suffix);
     }
     let _ = writeln!(out, "{}", paint.paint(BOLD, &headline));
     if let (true, Some(reason)) = (result.client.bound, &result.client.bound_reason) {
@@ -288,7 +271,7 @@ fn server(out: &mut String, result: &RunResult) {
         Some(per_mb) => format!("{} connections/MB", sig3(per_mb)),
         None => "connections/MB n/a (RSS did not grow)".to_owned(),
     };
-    let per_cpu = match server.echoes_per_cpu_second {
+    let per_cpu = match server.exchanges_per_cpu_second {
         Some(per_cpu) => format!("{} {}/CPU-second", rate(per_cpu), exchanges(result)),
         None => format!("{}/CPU-second n/a (no CPU used)", exchanges(result)),
     };
@@ -333,7 +316,7 @@ fn shards(out: &mut String, result: &RunResult, paint: Paint) {
     let mut hosts: Vec<&str> = result.shards.iter().map(|s| s.host.as_str()).collect();
     hosts.sort_unstable();
     hosts.dedup();
-    let rates: Vec<String> = result.shards.iter().map(|s| rate(s.echoes_per_sec)).collect();
+    let rates: Vec<String> = result.shards.iter().map(|s| rate(s.exchanges_per_sec)).collect();
     let text = format!(
         "{} merged (on {}), round trips/s {}",
         result.shards.len(),
@@ -370,47 +353,6 @@ fn littles_law(out: &mut String, result: &RunResult) {
             let _ = writeln!(out, "Little's law: no prediction (no round trips were measured)");
         }
     }
-}
-
-/// The C10K seed's statistics block (µs), connection time and latency, then its counters.
-fn render_c10k_block(out: &mut String, result: &RunResult) {
-    let summary = &result.summary;
-    let _ = writeln!(out, "\nstatistics (µs, as the C10K seed reports them):");
-    for (name, d) in
-        [("connection_time", &summary.connect_distribution), ("latency", &summary.latency_distribution)]
-    {
-        let _ = writeln!(
-            out,
-            "  {name}: min {} max {} arithmetic_mean {:.1} geometric_mean {:.1} harmonic_mean {:.1} median {}",
-            d.min, d.max, d.arithmetic_mean, d.geometric_mean, d.harmonic_mean, d.median
-        );
-        let _ = writeln!(
-            out,
-            "    variance {:.1} standard_deviation {:.1} skewness {:.3} kurtosis {:.3}",
-            d.variance, d.standard_deviation, d.skewness, d.kurtosis
-        );
-        let _ = writeln!(out, "    percentile 75 {}, 95 {}, 99 {}, 99.9 {}", d.p75, d.p95, d.p99, d.p999);
-        let bins: Vec<String> =
-            d.histogram.iter().map(|(upper, count)| format!("≤{upper}: {count}")).collect();
-        let _ = writeln!(out, "    histogram {}", bins.join(", "));
-    }
-    let timeouts = summary.errors.get("connect_timeout").copied().unwrap_or(0);
-    // The seed counts as crashes the clients that died of anything but a timeout or the server.
-    let crashes: Vec<(&String, &u64)> = summary
-        .errors
-        .iter()
-        .filter(|(kind, _)| *kind != "connect_timeout" && !kind.starts_with("closed_") && *kind != "reset")
-        .collect();
-    let crash_count: u64 = crashes.iter().map(|(_, count)| **count).sum();
-    let crashes: Vec<String> = crashes.iter().map(|(kind, count)| format!("{kind} {count}")).collect();
-    let _ = writeln!(
-        out,
-        "  connections {}, disconnections {}, messages {}, connection_timeouts {timeouts}, crashes {crash_count}{}",
-        summary.connections.established,
-        summary.disconnections,
-        summary.messages.received,
-        if crashes.is_empty() { String::new() } else { format!(" ({})", crashes.join(", ")) }
-    );
 }
 
 /// One labelled line; an empty label continues the previous one.
@@ -461,7 +403,7 @@ fn wrap(text: &str, width: usize, indent: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::fixture;
+    use crate::fixture;
 
     fn report(outcome: crate::samples::RunOutcome, color: bool) -> String {
         render_text_with(&RunResult::from_outcome(&outcome), color)

@@ -4,11 +4,16 @@
 
 use hdrhistogram::Histogram;
 
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
 use super::{
-    ByteCounts, ChurnSummary, ClientSummary, ConnectStats, ConnectionCounts, EncodedHistograms, FlowSummary,
-    LatencyStats, LittlesLaw, MessageCounts, PubSubSummary, RunResult, SCHEMA_VERSION, ServerSummary,
-    Summary, Target, TimelinePoint, encode_histogram,
+    ByteCounts, ClientSummary, ConnectStats, ConnectionCounts, EncodedHistograms, LatencyStats, LittlesLaw,
+    MessageCounts, RunResult, SCHEMA_VERSION, ServerSummary, Summary, Target, TimelinePoint,
+    encode_histogram,
 };
+use crate::metrics::{Metrics, SectionHistograms};
 use crate::samples::{RunOutcome, ServerReport, WorkerCpu};
 use crate::units::format::micros;
 
@@ -78,8 +83,8 @@ impl LittlesLaw {
 
 impl ServerSummary {
     /// Derives the server's numbers from the probe's raw samples. `established` and
-    /// `measured_echoes` come from the client side.
-    pub fn from_report(report: &ServerReport, established: u64, measured_echoes: u64) -> ServerSummary {
+    /// `measured_exchanges` come from the client side.
+    pub fn from_report(report: &ServerReport, established: u64, measured_exchanges: u64) -> ServerSummary {
         let samples = &report.samples;
         if samples.is_empty() {
             let reason = report.unprobed_reason.clone().unwrap_or_else(|| {
@@ -97,7 +102,7 @@ impl ServerSummary {
                 threads_peak: None,
                 fds_peak: None,
                 connections_per_mb: None,
-                echoes_per_cpu_second: None,
+                exchanges_per_cpu_second: None,
                 samples: Vec::new(),
                 cpu_us_per_round_trip: None,
             };
@@ -113,7 +118,7 @@ impl ServerSummary {
             threads_peak: report.threads_peak(),
             fds_peak: report.fds_peak(),
             connections_per_mb: report.connections_per_mb(established),
-            echoes_per_cpu_second: report.echoes_per_cpu_second(measured_echoes),
+            exchanges_per_cpu_second: report.exchanges_per_cpu_second(measured_exchanges),
             samples: samples.clone(),
             cpu_us_per_round_trip: None,
         }
@@ -181,11 +186,11 @@ impl Summary {
         let metrics = &outcome.metrics;
         let counters = &metrics.counters;
         let per_sec = |count: f64, secs: f64| if secs > 0.0 { finite(count / secs) } else { 0.0 };
-        let echoes_per_sec = per_sec(outcome.measured_echoes as f64, outcome.measured_secs);
+        let exchanges_per_sec = per_sec(outcome.measured_exchanges as f64, outcome.measured_secs);
         let latency_us = LatencyStats::from_histogram(&metrics.latency);
         Summary {
-            echoes_per_sec,
-            measured_echoes: outcome.measured_echoes,
+            exchanges_per_sec,
+            measured_exchanges: outcome.measured_exchanges,
             latency_us,
             latency_uncorrected_us: LatencyStats::from_histogram(&metrics.latency_uncorrected),
             connect_us: ConnectStats::from_histogram(&metrics.connect),
@@ -196,7 +201,7 @@ impl Summary {
                 failed: counters.connections_failed(),
             },
             disconnections: counters.disconnections(),
-            errors: counters.errors(),
+            errors: metrics.errors(),
             messages: MessageCounts {
                 sent: counters.messages_sent,
                 received: counters.messages_received,
@@ -213,7 +218,7 @@ impl Summary {
             littles_law: LittlesLaw::new(
                 outcome.connections,
                 outcome.in_flight,
-                echoes_per_sec,
+                exchanges_per_sec,
                 latency_us.mean,
             ),
             thresholds: Vec::new(),
@@ -228,7 +233,7 @@ impl TimelinePoint {
             |q: f64| if interval.latency.is_empty() { 0 } else { interval.latency.value_at_quantile(q) };
         TimelinePoint {
             second: interval.second,
-            echoes: interval.echoes,
+            exchanges: interval.exchanges,
             connections_open: interval.connections_open,
             p50_us: quantile(0.5),
             p99_us: quantile(0.99),
@@ -273,33 +278,51 @@ impl RunResult {
             server: ServerSummary::from_report(
                 &server,
                 counters.connections_established,
-                outcome.measured_echoes,
+                outcome.measured_exchanges,
             )
             .per_round_trip(counters.messages_received),
             client: ClientSummary::from_workers(&workers, counters.messages_received)
                 .with_send_lag(&metrics.send_lag, send_lag_limit_us(&outcome.config)),
             timeline: metrics.intervals.iter().map(TimelinePoint::of).collect(),
-            counters: counters.clone(),
+            counters: crate::metrics::Counters { scenario: section_counters(metrics), ..counters.clone() },
             histograms: EncodedHistograms {
                 latency: encode_histogram(&metrics.latency),
                 latency_uncorrected: encode_histogram(&metrics.latency_uncorrected),
                 connect: encode_histogram(&metrics.connect),
                 send_lag: encode_histogram(&metrics.send_lag),
                 intervals: metrics.intervals.iter().map(|i| encode_histogram(&i.latency)).collect(),
-                flow_steps: metrics
-                    .flow_steps
-                    .iter()
-                    .map(|(step, h)| (step.clone(), encode_histogram(h)))
-                    .collect(),
-                pubsub_spread: (outcome.scenario == "pubsub")
-                    .then(|| encode_histogram(&metrics.pubsub_spread)),
+                scenario: section_histograms(metrics),
             },
             shards: Vec::new(),
-            churn: (outcome.scenario == "churn")
-                .then(|| ChurnSummary::of(counters, outcome.measured_secs, &server.samples)),
-            flow: (outcome.scenario == "flow").then(|| FlowSummary::of(metrics)),
-            pubsub: (outcome.scenario == "pubsub")
-                .then(|| PubSubSummary::of(metrics, &outcome.config, outcome.measured_secs)),
+            scenario_figures: outcome.figures.iter().cloned().collect(),
         }
     }
+}
+
+/// The scenario section's counters, as the keys it adds to `counters`.
+fn section_counters(metrics: &Metrics) -> BTreeMap<String, Value> {
+    metrics.section.as_ref().map(|section| section.counters()).unwrap_or_default()
+}
+
+/// The scenario section's histograms, encoded, as the keys it adds to `histograms`.
+fn section_histograms(metrics: &Metrics) -> BTreeMap<String, Value> {
+    let Some(section) = &metrics.section else { return BTreeMap::new() };
+    section
+        .histograms()
+        .into_iter()
+        .map(|(key, histograms)| {
+            let value = match histograms {
+                SectionHistograms::One(histogram) => Value::String(encode_histogram(histogram)),
+                SectionHistograms::Named(named) => Value::Object(
+                    named
+                        .into_iter()
+                        .map(|(name, histogram)| {
+                            (name.to_owned(), Value::String(encode_histogram(histogram)))
+                        })
+                        .collect(),
+                ),
+            };
+            (key.to_owned(), value)
+        })
+        .collect()
 }

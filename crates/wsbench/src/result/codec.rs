@@ -2,6 +2,7 @@
 //! cookie 0x1c849304) in standard base64, byte-for-byte what HdrHistogram's Java and Go
 //! tools write and read. Also rebuilds a [`Metrics`] from a result, for `wsbench merge`.
 
+use std::collections::BTreeMap;
 use std::io::Cursor;
 
 use base64::Engine as _;
@@ -10,7 +11,7 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
 
 use super::{ResultError, RunResult};
-use crate::metrics::{HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG, Interval, Metrics, new_histogram};
+use crate::metrics::{Counters, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG, Interval, Metrics, new_histogram};
 
 /// A histogram as V2-compressed base64 text.
 pub fn encode_histogram(histogram: &Histogram<u64>) -> String {
@@ -40,9 +41,10 @@ pub fn decode_histogram(field: &str, text: &str) -> Result<Histogram<u64>, Resul
 }
 
 impl RunResult {
-    /// The run's [`Metrics`], decoded losslessly from the histograms and raw counters, so
-    /// results can be merged with [`Metrics::merge`].
-    pub fn metrics(&self) -> Result<Metrics, ResultError> {
+    /// The run's [`Metrics`] but its scenario's section, decoded losslessly from the
+    /// histograms and raw counters (the section is the scenario's to decode:
+    /// `crate::scenario::decode_metrics` gives the whole).
+    pub fn common_metrics(&self) -> Result<Metrics, ResultError> {
         let encoded = &self.histograms;
         if encoded.intervals.len() != self.timeline.len() {
             return Err(ResultError::Histogram {
@@ -62,7 +64,7 @@ impl RunResult {
             .map(|(index, (point, text))| {
                 Ok(Interval {
                     second: point.second,
-                    echoes: point.echoes,
+                    exchanges: point.exchanges,
                     connections_open: point.connections_open,
                     latency: decode_histogram(&format!("histograms.intervals[{index}]"), text)?,
                 })
@@ -76,19 +78,9 @@ impl RunResult {
             )?,
             connect: decode_histogram("histograms.connect", &encoded.connect)?,
             send_lag: decode_histogram("histograms.send_lag", &encoded.send_lag)?,
-            counters: self.counters.clone(),
+            counters: Counters { scenario: BTreeMap::new(), ..self.counters.clone() },
             intervals,
-            flow_steps: encoded
-                .flow_steps
-                .iter()
-                .map(|(step, text)| {
-                    Ok((step.clone(), decode_histogram(&format!("histograms.flow_steps.{step}"), text)?))
-                })
-                .collect::<Result<_, ResultError>>()?,
-            pubsub_spread: match &encoded.pubsub_spread {
-                Some(text) => decode_histogram("histograms.pubsub_spread", text)?,
-                None => crate::metrics::new_histogram(),
-            },
+            section: None,
         })
     }
 }

@@ -8,15 +8,9 @@
 
 mod atomic;
 mod build;
-mod churn;
 mod codec;
 mod compression;
 mod distribution;
-mod flow;
-mod pubsub;
-
-#[doc(hidden)]
-pub mod fixture;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -28,12 +22,9 @@ use crate::metrics::Counters;
 use crate::samples::{MachineFacts, ServerSample, WorkerCpu};
 
 pub(crate) use atomic::write_atomically;
-pub use churn::{ChurnSummary, Drift, ServerDrift};
 pub use codec::{decode_histogram, encode_histogram};
 pub use compression::CompressionSummary;
 pub use distribution::Distribution;
-pub use flow::{FlowStep, FlowSummary};
-pub use pubsub::{PubSubSummary, ShortSubscriber};
 
 /// The result-file format this wsbench writes, and the newest it reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -79,7 +70,7 @@ pub struct RunResult {
     pub started_at_unix_ms: u64,
     /// Wall time from the first connection attempt to the end.
     pub elapsed_s: f64,
-    /// Wall time over which `summary.echoes_per_sec` is computed (after ramp and warm-up).
+    /// Wall time over which `summary.exchanges_per_sec` is computed (after ramp and warm-up).
     pub measured_s: f64,
     /// The run was stopped early (Ctrl-C, fatal error); the numbers cover what ran.
     pub interrupted: bool,
@@ -95,15 +86,18 @@ pub struct RunResult {
     /// Absent from single runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<ShardSummary>,
-    /// The churn scenario's figures; absent from other scenarios.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub churn: Option<ChurnSummary>,
-    /// The flow scenario's steps; absent from other scenarios.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flow: Option<FlowSummary>,
-    /// The pubsub scenario's fan-out figures; absent from other scenarios.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pubsub: Option<PubSubSummary>,
+    /// The scenario's own figures, under the scenario's own key (churn's `churn`, a flow's
+    /// `flow`, a fan-out's `pubsub`); none for scenarios that have none.
+    #[serde(flatten)]
+    pub scenario_figures: BTreeMap<String, serde_json::Value>,
+}
+
+impl RunResult {
+    /// The scenario's figures under `key`, as its type; `None` when absent or of another
+    /// shape.
+    pub fn figures<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
+        serde_json::from_value(self.scenario_figures.get(key)?.clone()).ok()
+    }
 }
 
 /// One shard of a merged result: where it ran and what it saw of the server and of itself.
@@ -121,8 +115,9 @@ pub struct ShardSummary {
     /// it exited normally or is not known.
     pub died: Option<String>,
     pub connections_established: u64,
-    /// The shard's own measured round trips per second.
-    pub echoes_per_sec: f64,
+    /// The shard's own measured exchanges per second.
+    #[serde(rename = "echoes_per_sec")]
+    pub exchanges_per_sec: f64,
     /// The server as this shard's process probed it (unprobed with `--no-probe`).
     pub server: ServerSummary,
     pub client: ClientSummary,
@@ -139,10 +134,13 @@ pub struct Target {
 /// The headline numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
-    /// Round trips per second inside the measured window (0 when the window is empty).
-    pub echoes_per_sec: f64,
-    /// Round trips completed inside the measured window.
-    pub measured_echoes: u64,
+    /// Exchanges (round trips, deliveries, matched replies: what the scenario counts) per
+    /// second inside the measured window (0 when the window is empty).
+    #[serde(rename = "echoes_per_sec")]
+    pub exchanges_per_sec: f64,
+    /// Exchanges completed inside the measured window.
+    #[serde(rename = "measured_echoes")]
+    pub measured_exchanges: u64,
     /// Round-trip latency, corrected for coordinated omission in open-loop runs.
     pub latency_us: LatencyStats,
     /// Round-trip latency from the actual send time.
@@ -273,8 +271,9 @@ pub struct ServerSummary {
     pub fds_peak: Option<u64>,
     /// Established connections per MiB of RSS growth; null when RSS did not grow.
     pub connections_per_mb: Option<f64>,
-    /// Measured round trips per CPU-second of the server.
-    pub echoes_per_cpu_second: Option<f64>,
+    /// Measured exchanges per CPU-second of the server.
+    #[serde(rename = "echoes_per_cpu_second")]
+    pub exchanges_per_cpu_second: Option<f64>,
     pub samples: Vec<ServerSample>,
     /// Server CPU µs per round trip: `cpu_seconds` over every echo the client received
     /// (the same basis as the client's figure); null when not probed or nothing echoed.
@@ -308,8 +307,9 @@ pub struct ClientSummary {
 pub struct TimelinePoint {
     /// Seconds since the run started.
     pub second: u64,
-    /// Round trips completed in this second (warm-up included).
-    pub echoes: u64,
+    /// Exchanges completed in this second (warm-up included).
+    #[serde(rename = "echoes")]
+    pub exchanges: u64,
     pub connections_open: u64,
     pub p50_us: u64,
     pub p99_us: u64,
@@ -325,12 +325,10 @@ pub struct EncodedHistograms {
     pub send_lag: String,
     /// Per-second latency histograms, in the order of `timeline`.
     pub intervals: Vec<String>,
-    /// flow: one latency histogram per step name.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub flow_steps: BTreeMap<String, String>,
-    /// pubsub: the spread of each measured publish (first subscriber's receipt → last).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pubsub_spread: Option<String>,
+    /// The scenario's own histograms, under its own keys (a flow's `flow_steps`, one per
+    /// step; a fan-out's `pubsub_spread`).
+    #[serde(flatten)]
+    pub scenario: BTreeMap<String, serde_json::Value>,
 }
 
 impl RunResult {

@@ -4,6 +4,7 @@ use std::io;
 use std::path::PathBuf;
 
 use super::*;
+use crate::fixture;
 use crate::metrics::{Metrics, record_us};
 use crate::samples::RunOutcome;
 
@@ -37,7 +38,7 @@ fn histograms_survive_json_round_trip_losslessly() {
     let result = RunResult::from_outcome(&outcome_with(metrics.clone()));
     let json = serde_json::to_string(&result).unwrap();
     let parsed = RunResult::from_json_bytes(Path::new("memory.json"), json.as_bytes()).unwrap();
-    let decoded = parsed.metrics().unwrap();
+    let decoded = parsed.common_metrics().unwrap();
 
     assert_histograms_equal("latency", &decoded.latency, &metrics.latency);
     assert_histograms_equal(
@@ -51,8 +52,8 @@ fn histograms_survive_json_round_trip_losslessly() {
     assert_eq!(decoded.intervals.len(), metrics.intervals.len());
     for (got, want) in decoded.intervals.iter().zip(&metrics.intervals) {
         assert_eq!(
-            (got.second, got.echoes, got.connections_open),
-            (want.second, want.echoes, want.connections_open)
+            (got.second, got.exchanges, got.connections_open),
+            (want.second, want.exchanges, want.connections_open)
         );
         assert_histograms_equal("interval", &got.latency, &want.latency);
     }
@@ -64,8 +65,8 @@ fn decoded_metrics_merge_like_the_originals() {
     let b = fixture::random_metrics(2, 5_000, 4);
     let mut direct = a.clone();
     direct.merge(&b);
-    let mut via_files = RunResult::from_outcome(&outcome_with(a)).metrics().unwrap();
-    via_files.merge(&RunResult::from_outcome(&outcome_with(b)).metrics().unwrap());
+    let mut via_files = RunResult::from_outcome(&outcome_with(a)).common_metrics().unwrap();
+    via_files.merge(&RunResult::from_outcome(&outcome_with(b)).common_metrics().unwrap());
     assert_histograms_equal("latency", &via_files.latency, &direct.latency);
     assert_eq!(via_files.counters, direct.counters);
     assert_eq!(via_files.intervals.len(), 4);
@@ -93,10 +94,10 @@ fn histogram_with_other_bounds_is_rerecorded_into_wsbench_bounds() {
 fn garbage_histogram_error_names_the_field() {
     let mut result = RunResult::from_outcome(&fixture::closed_loop());
     result.histograms.connect = "not base64!".to_owned();
-    let error = result.metrics().unwrap_err().to_string();
+    let error = result.common_metrics().unwrap_err().to_string();
     assert!(error.contains("histograms.connect") && error.contains("base64"), "{error}");
     result.histograms.connect = "AAAA".to_owned();
-    let error = result.metrics().unwrap_err().to_string();
+    let error = result.common_metrics().unwrap_err().to_string();
     assert!(error.contains("HdrHistogram"), "{error}");
 }
 
@@ -105,7 +106,7 @@ fn summary_derives_throughput_percentiles_and_counts() {
     let outcome = fixture::closed_loop();
     let result = RunResult::from_outcome(&outcome);
     let summary = &result.summary;
-    assert_eq!(summary.echoes_per_sec, outcome.measured_echoes as f64 / 30.0);
+    assert_eq!(summary.exchanges_per_sec, outcome.measured_exchanges as f64 / 30.0);
     assert_eq!(summary.latency_us.count, outcome.metrics.latency.len());
     assert_eq!(summary.latency_us.p99, outcome.metrics.latency.value_at_quantile(0.99));
     assert_eq!(summary.latency_us.max, outcome.metrics.latency.max());
@@ -118,14 +119,14 @@ fn summary_derives_throughput_percentiles_and_counts() {
     assert!(summary.errors.is_empty());
     assert_eq!(result.timeline.len(), 35);
     assert_eq!(result.timeline[3].second, 3);
-    assert_eq!(result.timeline[3].echoes, outcome.metrics.intervals[3].echoes);
+    assert_eq!(result.timeline[3].exchanges, outcome.metrics.intervals[3].exchanges);
     assert_eq!(result.histograms.intervals.len(), 35);
 }
 
 #[test]
 fn echoes_per_sec_is_zero_when_nothing_was_measured() {
     let result = RunResult::from_outcome(&fixture::nothing_answered());
-    assert_eq!(result.summary.echoes_per_sec, 0.0);
+    assert_eq!(result.summary.exchanges_per_sec, 0.0);
     assert_eq!(result.summary.latency_us, LatencyStats::default());
     assert_eq!(result.summary.connect_us, ConnectStats::default());
     assert_eq!(result.summary.connections.failed, 10);
@@ -155,7 +156,7 @@ fn server_numbers_come_from_the_probe_samples() {
     assert_eq!(server.cpu_seconds, Some(cpu));
     let growth_mib = (server.rss_peak_bytes.unwrap() - server.rss_baseline_bytes.unwrap()) as f64 / 1048576.0;
     assert_eq!(server.connections_per_mb, Some(1_000.0 / growth_mib));
-    assert_eq!(server.echoes_per_cpu_second, Some(outcome.measured_echoes as f64 / cpu));
+    assert_eq!(server.exchanges_per_cpu_second, Some(outcome.measured_exchanges as f64 / cpu));
     assert_eq!(server.fds_peak, Some(1_008));
     assert_eq!(server.samples.len(), samples.len());
 }
@@ -338,6 +339,6 @@ fn reading_json_that_is_not_a_result_says_what_is_wrong() {
 fn saturated_values_are_kept_at_the_histogram_maximum() {
     let mut metrics = Metrics::default();
     record_us(&mut metrics.latency, u64::MAX);
-    let decoded = RunResult::from_outcome(&outcome_with(metrics.clone())).metrics().unwrap();
+    let decoded = RunResult::from_outcome(&outcome_with(metrics.clone())).common_metrics().unwrap();
     assert_eq!(decoded.latency, metrics.latency);
 }

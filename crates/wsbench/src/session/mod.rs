@@ -21,12 +21,13 @@ pub use cpus::{CpuPlan, RESERVED_FILES, check_file_limit, check_server_processes
 
 use crate::config::Slo;
 use crate::config::Target;
-use crate::config::{Mode, Outputs, RunConfig, RunSettings, Scenario};
+use crate::config::{Mode, Outputs, RunConfig, RunSettings};
 use crate::engine::{self, Job};
 use crate::find_rate::{Search, Step, search};
 use crate::probe::{SAMPLE_INTERVAL, ServerProbe, pids_listening_on};
 use crate::result::RunResult;
 use crate::samples::{RunOutcome, ServerReport};
+use crate::scenario::ServerMode;
 
 /// Why a measurement could not be made or kept.
 #[derive(Debug, thiserror::Error)]
@@ -141,7 +142,7 @@ pub fn write_outputs(result: &mut RunResult, config: &RunConfig) -> Result<(), R
         result.write_json(path)?;
     }
     if let Some(path) = &outputs.hlog {
-        let metrics = result.metrics()?;
+        let metrics = result.common_metrics()?;
         crate::hlog::write_hlog(path, result.started_at_unix_ms, &metrics.intervals)?;
     }
     Ok(())
@@ -176,7 +177,7 @@ impl Session {
                 if server_processes > 1 {
                     extra_args.extend(["--processes", &processes]);
                 }
-                if config.load.scenario == Scenario::PubSub {
+                if crate::scenario::of(&config.load).server_mode() == ServerMode::PubSub {
                     // The pub/sub protocol of docs/protocols.md (one event-loop thread).
                     extra_args.push("--pubsub");
                 }
@@ -191,40 +192,50 @@ impl Session {
 
     /// One measured run of `config` against this session's target.
     pub fn measure_once(&self, config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
-        self.churn_warmup(config, interrupt)?;
+        let scenario = crate::scenario::of(&config.load);
+        self.warmup_run(config, interrupt)?;
         // Shards given --start-at begin then (the engine waits): their timelines and server
         // samples count from that instant, so merged shards line up.
         let (started_at_unix_ms, run_start) = start_instant(config.load.start_at_unix_ms);
         let probe = start_probe(config, &self.target, self.builtin.as_ref(), run_start);
-        let job = Job::new(config.load.clone(), self.target.clone()).map_err(RunError::Engine)?;
+        let plan = crate::scenario::plan_of(&config.load);
+        let phases = plan.phases();
+        let job = Job::new(config.load.clone(), self.target.clone(), plan).map_err(RunError::Engine)?;
         let pids = probe.as_ref().map_or(Vec::new(), |probe| probe.pids().to_vec());
-        let mut tracker = self.live.track(&config.load, pids);
+        let mut tracker = self.live.track(&config.load, &phases, scenario.exchange(), pids);
         let output = engine::run(job, &self.cpus.client, interrupt, &mut |control| tracker.update(control));
-        if config.load.scenario == Scenario::Churn {
-            // The probe samples on while the server releases the closed connections: its
-            // last sample is the "after" of the fd and RSS drift.
-            std::thread::sleep(CHURN_SETTLE);
-        }
+        // The probe samples on while the server releases the closed connections (a scenario
+        // that measures the server's drift says how long).
+        std::thread::sleep(scenario.settle());
         let server = match probe {
             Ok(probe) => probe.stop(),
             Err(report) => report,
         };
         let output = output.map_err(RunError::Engine)?;
         tracker.finish(&output);
+        let config_json = serde_json::to_value(config).unwrap_or_default();
+        let figures = crate::scenario::figures_for(
+            scenario.name(),
+            &output.metrics,
+            &config_json,
+            output.measured_secs,
+            &server,
+        );
         let mut result = RunResult::from_outcome(&RunOutcome {
-            scenario: config.load.scenario.name().to_owned(),
+            scenario: scenario.name().to_owned(),
             target_url: self.target.url.clone(),
             target_builtin: self.builtin.is_some(),
-            config: serde_json::to_value(config).unwrap_or_default(),
+            config: config_json,
             started_at_unix_ms,
             elapsed_secs: output.elapsed_secs,
             measured_secs: output.measured_secs,
-            measured_echoes: output.measured_echoes,
+            measured_exchanges: output.measured_exchanges,
             connect_phase_secs: output.connect_phase_secs,
             interrupted: output.interrupted,
             connections: output.metrics.counters.connections_established,
             in_flight: config.load.in_flight,
             metrics: output.metrics,
+            figures,
             server,
             client_workers: output.workers,
             machine: crate::machine::machine_facts(),
@@ -233,24 +244,21 @@ impl Session {
         Ok(result)
     }
 
-    /// churn: `--warmup` of the same churn before the measured run and before the probe's
-    /// first sample, so the server's baseline is that of a server that has served (its code
-    /// paged in, its allocator's arenas made): a leak then shows as growth over that
-    /// baseline, not as the first connections' one-off costs. Nothing of it is kept. Shards
-    /// (which start together at `--start-at`) skip it.
-    fn churn_warmup(&self, config: &RunConfig, interrupt: &AtomicBool) -> Result<(), RunError> {
-        let load = &config.load;
-        let (Scenario::Churn, Some(rate)) = (load.scenario, load.ramp_per_sec) else { return Ok(()) };
-        if load.warmup.is_zero() || load.start_at_unix_ms.is_some() || load.shard.is_some() {
-            return Ok(());
-        }
-        let mut warmup = load.clone();
-        warmup.duration = load.warmup;
-        warmup.connections = ((rate * load.warmup.as_secs_f64()).ceil() as u64).max(1);
-        let job = Job::new(warmup, self.target.clone()).map_err(RunError::Engine)?;
-        engine::run(job, &self.cpus.client, interrupt, &mut |_| {}).map_err(RunError::Engine)?;
+    /// An unmeasured run before the measured one, when the scenario has one (churn's
+    /// warm-up: the server's baseline is then that of a server that has served, its code
+    /// paged in, its allocator's arenas made, so a leak shows as growth over it). Nothing of
+    /// it is kept; the live view shows it as warm-up.
+    fn warmup_run(&self, config: &RunConfig, interrupt: &AtomicBool) -> Result<(), RunError> {
+        let scenario = crate::scenario::of(&config.load);
+        let Some(warmup) = scenario.warmup_run(&config.load) else { return Ok(()) };
+        let plan = crate::scenario::plan_of(&warmup);
+        let mut tracker = self.live.track_warmup(&warmup, scenario.exchange());
+        let job = Job::new(warmup, self.target.clone(), plan).map_err(RunError::Engine)?;
+        let output = engine::run(job, &self.cpus.client, interrupt, &mut |control| tracker.update(control))
+            .map_err(RunError::Engine)?;
+        tracker.finish(&output);
         // The server releases the warm-up's connections before the baseline is sampled.
-        std::thread::sleep(CHURN_SETTLE);
+        std::thread::sleep(scenario.settle());
         Ok(())
     }
 
@@ -270,9 +278,6 @@ pub(crate) fn start_instant(start_at_unix_ms: Option<u64>) -> (u64, Instant) {
     let start_ms = start_at_unix_ms.map_or(now_ms, |at| at.max(now_ms));
     (start_ms, now + Duration::from_millis(start_ms - now_ms))
 }
-
-/// churn: how long the probe goes on sampling the server after the run.
-const CHURN_SETTLE: Duration = Duration::from_millis(1000);
 
 /// Message rate of the first step of `--find-max-rate` when `--rate` does not give one.
 pub const DEFAULT_SEARCH_START_RATE: f64 = 1000.0;
@@ -334,7 +339,7 @@ pub(crate) fn start_probe(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::fixture;
+    use crate::fixture;
 
     #[test]
     fn a_report_that_cannot_be_written_goes_to_a_fallback_file() {

@@ -169,13 +169,21 @@ fn parents_view(
     merged.server = ServerSummary::from_report(
         &server,
         merged.summary.connections.established,
-        merged.summary.measured_echoes,
+        merged.summary.measured_exchanges,
     )
     .per_round_trip(merged.counters.messages_received);
-    if let Some(churn) = merged.churn.as_mut() {
-        // The shards did not probe: the parent's samples (taken until every shard had
-        // waited out its settling second) are the server's drift.
-        churn.server_drift = crate::result::ServerDrift::of(&server.samples);
+    // The shards did not probe: the scenario's figures are made again with the parent's
+    // samples (taken until every shard had waited out its settling time).
+    if let Ok(metrics) = crate::scenario::decode_metrics(merged)
+        && let Some((key, figures)) = crate::scenario::figures_for(
+            &merged.scenario,
+            &metrics,
+            &merged.config,
+            merged.measured_s,
+            &server,
+        )
+    {
+        merged.scenario_figures.insert(key, figures);
     }
 }
 
@@ -191,7 +199,7 @@ fn shard_settings(
 ) -> RunSettings {
     let cpus = cpus_of_shard(client_cpus, index, config.placement.processes);
     RunSettings {
-        scenario: Some(config.load.scenario.name().to_owned()),
+        scenario: Some(config.load.scenario.to_owned()),
         target: Some(target.url.clone()),
         shard: Some(format!("{index}/{}", config.placement.processes)),
         start_at: Some(start_ms),

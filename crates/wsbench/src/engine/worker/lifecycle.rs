@@ -1,7 +1,7 @@
 //! How a worker's connections come and go: opened when the pacer says they are due (at
 //! most [`MAX_CONNECTING`] at a time), timed out, upgraded, broken or dropped, and with
 //! `--reconnect` scheduled to be opened again. The event loop in `worker.rs` calls in here
-//! whenever a connection changes state; the per-message work is in `traffic.rs`.
+//! whenever a connection changes state; the per-message work is the workload's.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -9,7 +9,6 @@ use std::time::Instant;
 use mio::{Interest, Token};
 
 use super::{MAX_CONNECTING, Worker};
-use crate::config::Scenario;
 use crate::engine::conn::State;
 use crate::engine::connect;
 use crate::engine::handshake_failure::HandshakeFailure;
@@ -22,25 +21,23 @@ impl Worker {
     pub(super) fn open_due_connections(&mut self, now: Instant) {
         while self.connecting < MAX_CONNECTING && !self.control.stopping() {
             let Some(index) = self.pacer.pop_due_connection(now) else { break };
-            self.traffic.metrics.counters.connections_attempted += 1;
-            // churn: connect time counts from when the connection was due.
-            let started = match self.spec.load.scenario {
-                Scenario::Churn => self.pacer.connection_due(index).min(now),
-                _ => now,
+            self.rec.metrics.counters.connections_attempted += 1;
+            let started = match self.phases.connect_from_due {
+                true => self.pacer.connection_due(index).min(now),
+                false => now,
             };
             self.connect(index, started);
         }
         while self.connecting < MAX_CONNECTING && !self.control.stopping() {
             let Some(index) = self.pacer.pop_due_reconnect(now) else { break };
-            self.traffic.metrics.counters.reconnections += 1;
-            self.traffic.metrics.counters.connections_attempted += 1;
+            self.rec.metrics.counters.reconnections += 1;
+            self.rec.metrics.counters.connections_attempted += 1;
             self.connect(index, now);
         }
-        let subscribing = self.traffic.pubsub.as_ref().is_some_and(|p| p.awaiting > 0);
         if !self.reported_connected
             && self.pacer.all_connections_started()
             && self.connecting == 0
-            && !subscribing
+            && self.workload.settled()
         {
             self.reported_connected = true;
             self.control.workers_connected.fetch_add(1, Ordering::SeqCst);
@@ -64,7 +61,7 @@ impl Worker {
                 self.pacer.watch_connect(key, now);
             }
             Err(error) => {
-                connect::count_error(&mut self.traffic.metrics.counters, &error);
+                connect::count_error(&mut self.rec.metrics.counters, &error);
                 self.reconnect_later(index);
             }
         }
@@ -81,7 +78,7 @@ impl Worker {
             }
             Ok(false) => false,
             Err(error) => {
-                connect::count_error(&mut self.traffic.metrics.counters, &error);
+                connect::count_error(&mut self.rec.metrics.counters, &error);
                 self.drop_conn(key);
                 false
             }
@@ -95,7 +92,7 @@ impl Worker {
             let Some(conn) = self.conns.get(key).filter(|c| c.started == started) else { continue };
             match conn.state {
                 State::Connecting => {
-                    self.traffic.metrics.counters.connect_timeouts += 1;
+                    self.rec.metrics.counters.connect_timeouts += 1;
                     self.drop_conn(key);
                 }
                 State::Upgrading => {
@@ -111,14 +108,13 @@ impl Worker {
     pub(super) fn on_open(&mut self, key: usize, now: Instant) {
         let conn = &mut self.conns[key];
         conn.state = State::Open;
+        let started = conn.started;
         self.connecting -= 1;
         self.open += 1;
         self.control.open_connections.fetch_add(1, Ordering::Relaxed);
-        self.traffic.metrics.counters.connections_established += 1;
-        record_us(&mut self.traffic.metrics.connect, now.duration_since(conn.started).as_micros() as u64);
-        if let Some(pubsub) = self.traffic.pubsub.as_mut() {
-            pubsub.on_open(conn, now);
-        }
+        self.rec.metrics.counters.connections_established += 1;
+        record_us(&mut self.rec.metrics.connect, now.duration_since(started).as_micros() as u64);
+        self.hook(key, |workload, cx, conn| workload.on_open(cx, conn, now));
         if self.control.traffic() {
             self.start_traffic(key, now);
         }
@@ -129,7 +125,7 @@ impl Worker {
 
     /// The handshake failed: counted by its cause, and the connection dropped.
     pub(super) fn on_refused(&mut self, key: usize, failure: HandshakeFailure) {
-        let counters = &mut self.traffic.metrics.counters;
+        let counters = &mut self.rec.metrics.counters;
         counters.count_handshake_failure(&failure.cause, failure.response.as_deref());
         self.drop_conn(key);
     }
@@ -137,50 +133,21 @@ impl Worker {
     /// The connection ended without a close frame from the server.
     pub(super) fn on_broken(&mut self, key: usize) {
         let Some(conn) = self.conns.get(key) else { return };
-        let counters = &mut self.traffic.metrics.counters;
+        let counters = &mut self.rec.metrics.counters;
         match conn.state {
             State::Connecting => counters.connect_errors += 1,
             State::Upgrading => return self.on_refused(key, HandshakeFailure::ended(&conn.input, &conn.key)),
             State::Open => {
                 counters.resets += 1;
-                counters.messages_unanswered += conn.in_flight.len() as u64;
+                counters.messages_unanswered += self.workload.unanswered(conn);
             }
-            State::Closing if conn.churn_closing => counters.closes_unanswered += 1,
+            State::Closing if conn.closing_by_load => {
+                counters.closes_unanswered += 1;
+                self.workload.on_closed(conn, false);
+            }
             State::Closing => {}
         }
         self.drop_conn(key);
-    }
-
-    /// flow: connections whose sleep or expectation ended go on with their steps.
-    pub(super) fn wake_flows(&mut self, now: Instant) {
-        while let Some((key, started)) = self.traffic.flow_timers.pop_due(now) {
-            let Some(conn) = self.conns.get_mut(key).filter(|c| c.started == started) else { continue };
-            if conn.state != State::Open {
-                continue;
-            }
-            if let Some(mut flow) = self.traffic.flow_context(now) {
-                flow.wake(conn, now);
-            }
-            self.flush(key);
-        }
-    }
-
-    /// churn: closes the server has not answered in time are counted and dropped.
-    pub(super) fn expire_closes(&mut self, now: Instant) {
-        while let Some((key, started)) = self.traffic.closes.pop_expired(now) {
-            let Some(conn) = self.conns.get(key).filter(|c| c.started == started) else { continue };
-            if conn.state == State::Closing && conn.churn_closing {
-                self.traffic.metrics.counters.closes_unanswered += 1;
-                self.drop_conn(key);
-            }
-        }
-    }
-
-    /// pubsub: subscriptions the server has not acknowledged in time fail.
-    pub(super) fn expire_subscriptions(&mut self, now: Instant) {
-        if let Some(pubsub) = self.traffic.pubsub.as_mut() {
-            pubsub.expire(now, &mut self.traffic.metrics.counters.pubsub);
-        }
     }
 
     /// With `--reconnect`, schedules connection `index` to be opened again.
@@ -198,8 +165,8 @@ impl Worker {
                 ring.forget(key);
             }
             let _ = self.poll.registry().deregister(conn.transport.socket());
-            if let Some(pubsub) = self.traffic.pubsub.as_mut() {
-                pubsub.on_drop(conn.index);
+            if matches!(conn.state, State::Open | State::Closing) {
+                self.workload.on_drop(&conn);
             }
             if conn.state != State::Closing {
                 // Lost, not closed by us at the end of the run.

@@ -2,7 +2,7 @@
 //! upgraded; connects, upgrades and TLS stay on epoll), how the loop waits (one
 //! `io_uring_enter` that submits the turn's sends and waits for completions, epoll looked at
 //! only when the ring says it has events), and what each completion means for a
-//! connection. The frames themselves go through the same `received` → `Traffic` path as
+//! connection. The frames themselves go through the same `received` → `frames` path as
 //! epoll reads, so both backends measure the same thing.
 
 use std::io;
@@ -83,7 +83,7 @@ impl Worker {
                 if ring.has(key) {
                     // SAFETY: the buffer is ours until recycled below, after the slice's use.
                     let data = unsafe { ring.received(buffer, len) };
-                    self.traffic.metrics.counters.bytes_received += len as u64;
+                    self.rec.metrics.counters.bytes_received += len as u64;
                     if self.received(key, data) {
                         self.flush(key);
                     }
@@ -133,7 +133,7 @@ impl Worker {
         if ring.sending(key) || !conn.has_pending() {
             return true;
         }
-        let batch = self.traffic.batch();
+        let batch = self.workload.batch();
         if ring.send(key, |out| conn.take_pending(batch, out)).is_err() {
             self.on_broken(key);
             return false;

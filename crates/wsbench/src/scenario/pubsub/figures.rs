@@ -1,4 +1,4 @@
-//! The pubsub scenario's figures in the result file (issue 14): deliveries per second, the
+//! The pubsub scenario's figures in the result file: deliveries per second, the
 //! fan-out's completeness (expected vs delivered, lost, duplicated, out of order), the
 //! subscribers that came up short, by connection index, and the spread between a
 //! publish's first and last subscriber. Computed from the counters and histograms only, so
@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ConnectStats;
-use crate::metrics::Metrics;
+use super::section::PubSubSection;
+use crate::result::ConnectStats;
 
 /// How many short subscribers the result names (all are counted).
 pub const SHORT_SUBSCRIBERS_LISTED: usize = 20;
@@ -56,10 +56,10 @@ pub struct ShortSubscriber {
 
 impl PubSubSummary {
     /// `config` is the run's load (its `pubsub` object gives the shape).
-    pub fn of(metrics: &Metrics, config: &serde_json::Value, measured_secs: f64) -> PubSubSummary {
+    pub fn of(section: &PubSubSection, config: &serde_json::Value, measured_secs: f64) -> PubSubSummary {
         let shape =
             |key: &str| config.get("pubsub").and_then(|p| p.get(key)).and_then(|v| v.as_u64()).unwrap_or(0);
-        let counters = &metrics.counters.pubsub;
+        let counters = &section.counters;
         let delivered = counters.delivered();
         let short: Vec<ShortSubscriber> = counters
             .received
@@ -88,7 +88,7 @@ impl PubSubSummary {
             out_of_order: counters.out_of_order,
             unexpected: counters.unexpected,
             subscribe_failures: counters.subscribe_failures,
-            spread_us: ConnectStats::from_histogram(&metrics.pubsub_spread),
+            spread_us: ConnectStats::from_histogram(&section.spread),
             short_subscriber_count: short.len() as u64,
             short_subscribers: short.into_iter().take(SHORT_SUBSCRIBERS_LISTED).collect(),
         }
@@ -98,12 +98,10 @@ impl PubSubSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::PubSubCounters;
+    use crate::scenario::pubsub::section::PubSubCounters;
 
-    fn metrics_of(pubsub: PubSubCounters) -> Metrics {
-        let mut metrics = Metrics::default();
-        metrics.counters.pubsub = pubsub;
-        metrics
+    fn section_of(counters: PubSubCounters) -> PubSubSection {
+        PubSubSection { counters, ..PubSubSection::default() }
     }
 
     #[test]
@@ -115,7 +113,7 @@ mod tests {
             ..PubSubCounters::default()
         };
         let config = serde_json::json!({"pubsub": {"subscribers": 4, "topics": 2, "publishers": 2}});
-        let summary = PubSubSummary::of(&metrics_of(pubsub), &config, 2.0);
+        let summary = PubSubSummary::of(&section_of(pubsub), &config, 2.0);
         assert_eq!((summary.subscribers, summary.topics, summary.publishers), (4, 2, 2));
         assert_eq!((summary.published, summary.expected_deliveries, summary.delivered), (150, 300, 199));
         assert_eq!((summary.lost, summary.duplicated, summary.subscribed), (101, 2, 4));

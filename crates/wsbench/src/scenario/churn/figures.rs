@@ -1,4 +1,4 @@
-//! The churn scenario's figures in the result file (issue 14): cycles completed per second,
+//! The churn scenario's figures in the result file: cycles completed per second,
 //! how the close handshakes ended, and the server's file descriptors and RSS before, at the
 //! peak of and after the run, so a server that leaks a descriptor or memory per connection
 //! shows it. Computed from the counters and the probe's samples, so a merge recomputes them
@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::metrics::Counters;
 use crate::samples::ServerSample;
+
+/// churn's counter in the result file's `counters`.
+pub const CYCLES_KEY: &str = "churn_cycles";
 
 /// `churn` in the result file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,10 +41,17 @@ pub struct ServerDrift {
 }
 
 impl ChurnSummary {
-    pub fn of(counters: &Counters, measured_secs: f64, samples: &[ServerSample]) -> ChurnSummary {
-        let per_sec = if measured_secs > 0.0 { counters.churn_cycles as f64 / measured_secs } else { 0.0 };
+    /// From the cycles completed, the closes counted, the measured time and the probe's
+    /// samples.
+    pub fn of(
+        cycles: u64,
+        counters: &Counters,
+        measured_secs: f64,
+        samples: &[ServerSample],
+    ) -> ChurnSummary {
+        let per_sec = if measured_secs > 0.0 { cycles as f64 / measured_secs } else { 0.0 };
         ChurnSummary {
-            cycles: counters.churn_cycles,
+            cycles,
             connections_per_sec: if per_sec.is_finite() { per_sec } else { 0.0 },
             closes_answered: counters.closes_answered,
             closes_unanswered: counters.closes_unanswered,
@@ -83,10 +93,10 @@ mod tests {
 
     #[test]
     fn connections_per_sec_counts_completed_cycles() {
-        let counters = Counters { churn_cycles: 1000, closes_answered: 1000, ..Counters::default() };
-        let churn = ChurnSummary::of(&counters, 2.0, &[]);
+        let counters = Counters { closes_answered: 1000, ..Counters::default() };
+        let churn = ChurnSummary::of(1000, &counters, 2.0, &[]);
         assert_eq!(churn.connections_per_sec, 500.0);
         assert_eq!(churn.server_drift, None);
-        assert_eq!(ChurnSummary::of(&counters, 0.0, &[]).connections_per_sec, 0.0);
+        assert_eq!(ChurnSummary::of(1000, &counters, 0.0, &[]).connections_per_sec, 0.0);
     }
 }

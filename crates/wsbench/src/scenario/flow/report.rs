@@ -1,13 +1,14 @@
-//! The report's lines for the flow scenario (issue 14): one per named step, with its
-//! latency, the replies that matched nothing while connections were at it, and its
-//! expectations that timed out. Reads only the result file.
+//! The report's lines for the flow scenario: one per named step, with its latency, the
+//! replies that matched nothing while connections were at it, and its expectations that
+//! timed out. Reads only the result file.
 
+use super::figures::FlowSummary;
 use crate::result::RunResult;
 use crate::units::format::{group, micros};
 
 /// `(label, text)` lines; none unless the result is a flow run.
 pub fn flow_lines(result: &RunResult) -> Vec<(&'static str, String)> {
-    let Some(flow) = &result.flow else { return Vec::new() };
+    let Some(flow) = result.figures::<FlowSummary>("flow") else { return Vec::new() };
     if flow.steps.is_empty() {
         return vec![("flow:", "no step completed".to_owned())];
     }

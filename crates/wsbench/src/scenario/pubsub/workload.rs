@@ -1,21 +1,25 @@
-//! The pubsub scenario's client side (issue 14, protocol in docs/protocols.md): subscribers
+//! The pubsub scenario's client side (protocol in docs/protocols.md): subscribers
 //! send `{"sub":"tK"}` as soon as they open and wait for `{"subscribed":"tK"}`; publishers
 //! send `{"pub":"tK","id":"J-S","ts":…,"sent":…,"measured":…}` on the open-loop schedule.
 //! Every delivery is matched to its publisher and sequence number, so each subscriber knows
 //! what it got once, twice, late or not at all; its latency counts from the publish's due
 //! time (`ts`, coordinated omission corrected). Times are the machine's monotonic clock in
 //! µs, which every process on the machine shares, so shards publish and subscribe across
-//! processes. This file does the protocol and the bookkeeping; `traffic.rs` records.
+//! processes.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-use wsbench_proto::{OpCode, write_frame};
+use wsbench_proto::OpCode;
 
-use super::conn::ClientConn;
-use crate::config::{LoadSpec, Payload, PubSubRole, PubSubSpec};
-use crate::metrics::{Counters, PubSubCounters};
+use super::section::{PubSubCounters, PubSubSection, Spread};
+use super::settings::{PubSubSpec, Role as PubSubRole};
+use crate::config::{LoadSpec, Payload};
+use crate::engine::conn::ClientConn;
+use crate::engine::recorder::Counted;
+use crate::engine::workload::{Assembly, Cx, Message, Workload};
+use crate::metrics::Section;
 
 /// A draining worker waits until its subscribers have had nothing for this long.
 pub const QUIET: Duration = Duration::from_millis(250);
@@ -23,9 +27,6 @@ pub const QUIET: Duration = Duration::from_millis(250);
 pub const DRAIN: Duration = Duration::from_secs(5);
 /// Longest message a subscriber reassembles from fragments; longer ones are unexpected.
 const MAX_MESSAGE: usize = 1 << 20;
-
-/// Per measured publish `(publisher, sequence)`: its first and last receipt (µs, monotonic).
-pub type Spread = HashMap<(u64, u64), (u64, u64)>;
 
 /// `CLOCK_MONOTONIC` in µs (the clock behind `Instant` on Linux), read once and then
 /// derived from `Instant`s.
@@ -72,18 +73,15 @@ pub struct PubSub {
     subscribers: HashMap<u64, Subscriber>,
     /// Publisher connection index → its next sequence number.
     publishers: HashMap<u64, u64>,
-    /// Subscriptions waiting for their acknowledgement: deadline, connection index, start.
-    deadlines: VecDeque<(Instant, u64, Instant)>,
+    /// How long a subscription's acknowledgement may take.
     timeout: Duration,
     /// Subscriptions sent and not yet acknowledged or failed.
-    pub awaiting: usize,
+    awaiting: usize,
+    tally: PubSubCounters,
     spread: Spread,
     last_delivery: Option<Instant>,
-    /// The publish being encoded (publishers only; deliveries reassemble in their own
-    /// connection's `message`, so fragments of two subscribers never mix).
+    /// The publish being encoded.
     encoding: Vec<u8>,
-    /// The run ended while deliveries were still arriving.
-    pub cut_off: bool,
 }
 
 #[derive(Debug)]
@@ -150,9 +148,8 @@ impl Seen {
 }
 
 impl PubSub {
-    /// The pubsub state of a worker that opens `connections`; `None` outside pubsub.
-    pub fn new(load: &LoadSpec, connections: &[u64]) -> Option<PubSub> {
-        let spec = load.pubsub?;
+    /// The pubsub state of a worker that opens `connections`.
+    pub fn new(load: &LoadSpec, spec: PubSubSpec, connections: &[u64]) -> PubSub {
         let mut subscribers = HashMap::new();
         let mut publishers = HashMap::new();
         for &index in connections {
@@ -168,7 +165,7 @@ impl PubSub {
                 }
             }
         }
-        Some(PubSub {
+        PubSub {
             spec,
             clock: MonoClock::new(),
             pad_to: match load.payload {
@@ -177,38 +174,30 @@ impl PubSub {
             },
             subscribers,
             publishers,
-            deadlines: VecDeque::new(),
             timeout: load.connect_timeout,
             awaiting: 0,
+            tally: PubSubCounters::default(),
             spread: Spread::new(),
             last_delivery: None,
             encoding: Vec::new(),
-            cut_off: false,
-        })
-    }
-
-    /// The publisher number of connection `index` and how many publishers there are.
-    pub fn publisher_position(&self, index: u64) -> Option<(u64, u64)> {
-        match self.spec.role(index) {
-            PubSubRole::Publisher { publisher, .. } => Some((publisher, self.spec.publishers)),
-            PubSubRole::Subscriber { .. } => None,
         }
     }
 
     /// A connection opened: a subscriber subscribes at once (its acknowledgement is due
     /// within the connect timeout).
-    pub fn on_open(&mut self, conn: &mut ClientConn, now: Instant) {
+    fn subscribe(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
         let Some(subscriber) = self.subscribers.get_mut(&conn.index) else { return };
         let mut command = Vec::with_capacity(24);
         let _ = write!(command, "{{\"sub\":\"t{}\"}}", subscriber.topic);
-        write_frame(&mut conn.output, true, OpCode::Text, Some(rand::random()), &command);
+        let bytes = conn.write_message(OpCode::Text, rand::random(), &command);
+        cx.rec.sent(1, bytes as u64, command.len() as u64);
         subscriber.state = Subscription::Pending(conn.started);
         self.awaiting += 1;
-        self.deadlines.push_back((now + self.timeout, conn.index, conn.started));
+        cx.wake(conn, now + self.timeout);
     }
 
     /// A connection is gone: a subscription it was waiting for will not come.
-    pub fn on_drop(&mut self, index: u64) {
+    fn forget(&mut self, index: u64) {
         if let Some(subscriber) = self.subscribers.get_mut(&index) {
             if let Subscription::Pending(_) = subscriber.state {
                 self.awaiting -= 1;
@@ -217,32 +206,28 @@ impl PubSub {
         }
     }
 
-    /// Subscriptions not acknowledged by their deadline fail.
-    pub fn expire(&mut self, now: Instant, counters: &mut PubSubCounters) {
-        while let Some(&(deadline, index, started)) = self.deadlines.front() {
-            if deadline > now {
-                return;
-            }
-            self.deadlines.pop_front();
-            if let Some(subscriber) = self.subscribers.get_mut(&index)
-                && subscriber.state == Subscription::Pending(started)
-            {
-                subscriber.state = Subscription::Closed;
-                self.awaiting -= 1;
-                counters.subscribe_failures += 1;
-            }
+    /// A subscription not acknowledged by its deadline fails.
+    fn expire(&mut self, conn: &ClientConn) {
+        if let Some(subscriber) = self.subscribers.get_mut(&conn.index)
+            && subscriber.state == Subscription::Pending(conn.started)
+        {
+            subscriber.state = Subscription::Closed;
+            self.awaiting -= 1;
+            self.tally.subscribe_failures += 1;
         }
     }
 
-    /// Whether deliveries arrived lately (the end of the run waits for them).
-    pub fn busy(&self, now: Instant) -> bool {
-        self.last_delivery.is_some_and(|at| now.saturating_duration_since(at) < QUIET)
-    }
-
-    /// Writes publisher `conn`'s next publish, due at `due`; returns its payload length.
-    pub fn publish(&mut self, conn: &mut ClientConn, due: Instant, now: Instant, measured: bool) -> usize {
-        let Some(seq) = self.publishers.get_mut(&conn.index) else { return 0 };
-        let PubSubRole::Publisher { publisher, topic } = self.spec.role(conn.index) else { return 0 };
+    /// Writes publisher `conn`'s next publish, due at `due`; returns its bytes on the wire
+    /// and of payload.
+    fn publish(
+        &mut self,
+        conn: &mut ClientConn,
+        due: Instant,
+        now: Instant,
+        measured: bool,
+    ) -> (usize, usize) {
+        let Some(seq) = self.publishers.get_mut(&conn.index) else { return (0, 0) };
+        let PubSubRole::Publisher { publisher, topic } = self.spec.role(conn.index) else { return (0, 0) };
         let message = &mut self.encoding;
         message.clear();
         let _ = write!(
@@ -259,50 +244,14 @@ impl PubSub {
             message.push(b'"');
         }
         message.push(b'}');
-        write_frame(&mut conn.output, true, OpCode::Text, Some(rand::random()), message);
-        message.len()
+        let bytes = conn.write_message(OpCode::Text, rand::random(), message);
+        (bytes, message.len())
     }
 
-    /// A piece of a message to `conn`. On its last piece: the acknowledgement of a
-    /// subscription, or a delivery (returned when it is the first of its publish).
-    pub fn on_message(
-        &mut self,
-        conn: &mut ClientConn,
-        first: bool,
-        last: bool,
-        payload: &[u8],
-        now: Instant,
-        counters: &mut Counters,
-    ) -> Option<Delivery> {
-        if first {
-            conn.message.clear();
-        }
-        if !(first && last) {
-            if conn.message.len() + payload.len() > MAX_MESSAGE {
-                conn.message = Vec::new();
-                counters.pubsub.unexpected += u64::from(last);
-                return None;
-            }
-            conn.message.extend_from_slice(payload);
-        }
-        if !last {
-            return None;
-        }
-        let message = std::mem::take(&mut conn.message);
-        let whole = if first { payload } else { &message[..] };
-        let delivery = self.on_whole_message(conn, whole, now, counters);
-        conn.message = message;
-        delivery
-    }
-
-    fn on_whole_message(
-        &mut self,
-        conn: &ClientConn,
-        message: &[u8],
-        now: Instant,
-        counters: &mut Counters,
-    ) -> Option<Delivery> {
-        let tally = &mut counters.pubsub;
+    /// A whole message to `conn`: the acknowledgement of a subscription, or a delivery
+    /// (returned when it is the first of its publish).
+    fn on_whole_message(&mut self, conn: &ClientConn, message: &[u8], now: Instant) -> Option<Delivery> {
+        let tally = &mut self.tally;
         let Some(subscriber) = self.subscribers.get_mut(&conn.index) else {
             tally.unexpected += 1;
             return None;
@@ -356,31 +305,95 @@ impl PubSub {
     }
 
     /// The worker's end: every subscriber that was acknowledged goes into the counters
-    /// with what it received; the spread of each publish it saw is handed back.
-    pub fn finish(self, counters: &mut PubSubCounters) -> Spread {
-        counters.cut_off += u64::from(self.cut_off);
+    /// with what it received, beside the receipts of each publish it saw.
+    fn into_section(self, cut_off: bool) -> PubSubSection {
+        let mut counters = self.tally;
+        counters.cut_off += u64::from(cut_off);
         for (index, subscriber) in self.subscribers {
             if subscriber.accounted {
                 counters.received.insert(index, (subscriber.topic, subscriber.received));
             }
         }
-        self.spread
+        PubSubSection { counters, receipts: self.spread, ..PubSubSection::default() }
     }
 
-    /// Counts a measured publish of `conn` (a publisher) on its topic.
-    pub fn count_published(&self, index: u64, counters: &mut PubSubCounters) {
+    /// Counts a measured publish of connection `index` (a publisher) on its topic.
+    fn count_published(&mut self, index: u64) {
         if let PubSubRole::Publisher { topic, .. } = self.spec.role(index) {
-            *counters.published.entry(topic).or_default() += 1;
+            *self.tally.published.entry(topic).or_default() += 1;
         }
     }
 }
 
-/// Adds `other`'s receipts into `spread` (first is the earliest, last the latest).
-pub fn merge_spread(spread: &mut Spread, other: Spread) {
-    for (key, (first, last)) in other {
-        let entry = spread.entry(key).or_insert((first, last));
-        entry.0 = entry.0.min(first);
-        entry.1 = entry.1.max(last);
+impl Workload for PubSub {
+    fn assembly(&self) -> Assembly {
+        Assembly::Whole { max: MAX_MESSAGE }
+    }
+
+    fn on_open(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
+        self.subscribe(cx, conn, now);
+    }
+
+    /// A publisher starts its schedule, offset by its share of the interval so that the
+    /// publishers send evenly spread.
+    fn start(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
+        if let PubSubRole::Publisher { publisher, .. } = self.spec.role(conn.index) {
+            cx.pacer.start_sends_among(conn.slot, publisher, self.spec.publishers, conn.started, now);
+        }
+    }
+
+    /// A publish due at `due`, counted as measured when it was due inside the window.
+    fn on_due(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, due: Instant, now: Instant) {
+        let measured = cx.rec.in_window(due);
+        let (bytes, payload_bytes) = self.publish(conn, due, now, measured);
+        cx.rec.sent(1, bytes as u64, payload_bytes as u64);
+        if measured {
+            self.count_published(conn.index);
+            cx.rec.send_lag(due, now);
+        }
+    }
+
+    /// A delivery is recorded like a round trip, its latency from the publish's due time.
+    fn on_message(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, message: Message<'_>, now: Instant) {
+        let Message::Whole(message) = message else {
+            self.tally.unexpected += 1;
+            return;
+        };
+        let Some(delivery) = self.on_whole_message(conn, message, now) else { return };
+        let counted = if delivery.measured { Counted::Measured } else { Counted::Warmup };
+        cx.rec.exchange(now, delivery.latency_us, Some(delivery.uncorrected_us), counted);
+    }
+
+    fn on_timer(&mut self, _cx: &mut Cx<'_>, conn: &mut ClientConn, _now: Instant) {
+        self.expire(conn);
+    }
+
+    fn on_drop(&mut self, conn: &ClientConn) {
+        self.forget(conn.index);
+    }
+
+    /// Deliveries arrived lately: the end of the run waits until they stop.
+    fn busy(&self, now: Instant) -> bool {
+        self.last_delivery.is_some_and(|at| now.saturating_duration_since(at) < QUIET)
+    }
+
+    fn drain(&self) -> Duration {
+        DRAIN
+    }
+
+    fn settled(&self) -> bool {
+        self.awaiting == 0
+    }
+
+    fn errors(&self) -> BTreeMap<String, u64> {
+        let mut errors = BTreeMap::new();
+        let section = PubSubSection { counters: self.tally.clone(), ..PubSubSection::default() };
+        section.errors(&mut errors);
+        errors
+    }
+
+    fn finish(self: Box<Self>, cut_off: bool) -> Option<Box<dyn Section>> {
+        Some(Box::new(self.into_section(cut_off)))
     }
 }
 

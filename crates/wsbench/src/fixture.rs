@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::metrics::{Counters, Metrics, record_us};
 use crate::samples::{MachineFacts, RunOutcome, ServerReport, ServerSample, WorkerCpu};
+use crate::scenario::pubsub::section::{PubSubCounters, PubSubSection};
 
 /// SplitMix64: tiny, seeded, and the same everywhere.
 #[derive(Debug, Clone)]
@@ -58,7 +59,7 @@ pub fn random_metrics(seed: u64, samples: u64, seconds: u64) -> Metrics {
     }
     for second in 0..seconds {
         let interval = metrics.interval(second);
-        interval.echoes = samples / seconds.max(1);
+        interval.exchanges = samples / seconds.max(1);
         interval.connections_open = 100;
         for _ in 0..samples / seconds.max(1) {
             record_us(&mut interval.latency, rng.latency_us(2_000));
@@ -107,7 +108,7 @@ fn simulate(
             }
         }
         let interval = metrics.interval(second);
-        interval.echoes = echoes;
+        interval.exchanges = echoes;
         interval.connections_open = open;
         for &value in &values {
             interval.latency.saturating_record_n(value, weight);
@@ -170,7 +171,7 @@ pub fn closed_loop() -> RunOutcome {
         elapsed_secs: 35.0,
         measured_secs: 30.0,
         connect_phase_secs: 0.5,
-        measured_echoes: measured,
+        measured_exchanges: measured,
         interrupted: false,
         connections: 1_000,
         in_flight: 1,
@@ -200,6 +201,7 @@ pub fn closed_loop() -> RunOutcome {
             },
         ],
         machine: machine(),
+        figures: None,
     }
 }
 
@@ -250,7 +252,7 @@ pub fn open_loop_troubled() -> RunOutcome {
         elapsed_secs: 12.4,
         measured_secs: 10.0,
         connect_phase_secs: 0.5,
-        measured_echoes: measured,
+        measured_exchanges: measured,
         interrupted: true,
         connections: 500,
         in_flight: 1,
@@ -266,6 +268,7 @@ pub fn open_loop_troubled() -> RunOutcome {
             WorkerCpu { name: "w1".to_owned(), cpu_seconds: 7.1, share: 0.57, ..WorkerCpu::default() },
         ],
         machine: machine(),
+        figures: None,
     }
 }
 
@@ -284,7 +287,7 @@ pub fn nothing_answered() -> RunOutcome {
         elapsed_secs: 0.3,
         measured_secs: 0.0,
         connect_phase_secs: 0.5,
-        measured_echoes: 0,
+        measured_exchanges: 0,
         interrupted: false,
         connections: 10,
         in_flight: 1,
@@ -302,6 +305,7 @@ pub fn nothing_answered() -> RunOutcome {
             ..WorkerCpu::default()
         }],
         machine: machine(),
+        figures: None,
     }
 }
 
@@ -312,14 +316,15 @@ pub fn pubsub_one_short() -> RunOutcome {
     let mut rng = Rng::new(4);
     let mut metrics = Metrics::default();
     let measured = simulate(&mut rng, &mut metrics, 11, 1, 10_000, 900, 104);
+    let mut spread = crate::metrics::new_histogram();
     for _ in 0..4_000 {
-        record_us(&mut metrics.pubsub_spread, rng.latency_us(300));
+        record_us(&mut spread, rng.latency_us(300));
     }
     for _ in 0..104 {
         record_us(&mut metrics.connect, rng.latency_us(700));
     }
     let published_per_topic = 1_000;
-    let mut pubsub = crate::metrics::PubSubCounters {
+    let mut pubsub = PubSubCounters {
         published: (0..4).map(|topic| (topic, published_per_topic)).collect(),
         duplicates: 1,
         ..Default::default()
@@ -330,8 +335,8 @@ pub fn pubsub_one_short() -> RunOutcome {
     }
     metrics.counters.connections_attempted = 104;
     metrics.counters.connections_established = 104;
-    metrics.counters.pubsub = pubsub;
-    RunOutcome {
+    metrics.section = Some(Box::new(PubSubSection { counters: pubsub, spread, ..PubSubSection::default() }));
+    with_figures(RunOutcome {
         scenario: "pubsub".to_owned(),
         target_url: "ws://127.0.0.1:9001/".to_owned(),
         target_builtin: true,
@@ -344,7 +349,7 @@ pub fn pubsub_one_short() -> RunOutcome {
         elapsed_secs: 11.5,
         measured_secs: 10.0,
         connect_phase_secs: 0.1,
-        measured_echoes: measured,
+        measured_exchanges: measured,
         interrupted: false,
         connections: 104,
         in_flight: u64::MAX,
@@ -364,7 +369,20 @@ pub fn pubsub_one_short() -> RunOutcome {
             io: "uring".to_owned(),
         }],
         machine: machine(),
-    }
+        figures: None,
+    })
+}
+
+/// `outcome` with the figures its scenario computes from it.
+fn with_figures(mut outcome: RunOutcome) -> RunOutcome {
+    outcome.figures = crate::scenario::figures_for(
+        &outcome.scenario,
+        &outcome.metrics,
+        &outcome.config,
+        outcome.measured_secs,
+        &outcome.server,
+    );
+    outcome
 }
 
 /// Every fixture by name, as the golden files are named.

@@ -1,14 +1,16 @@
-//! The report's lines for the pubsub scenario (issue 14): the fan-out's shape, deliveries
+//! The report's lines for the pubsub scenario: the fan-out's shape, deliveries
 //! per second, completeness (expected, delivered, lost, duplicated, out of order), the
 //! spread between a publish's first and last subscriber, and the subscribers that came up
 //! short, by connection index. Reads only the result file.
 
-use crate::result::{PubSubSummary, RunResult};
+use super::figures::PubSubSummary;
+use crate::result::RunResult;
 use crate::units::format::{group, micros, plural, rate};
 
 /// `(label, text)` lines; none unless the result is a pubsub run.
 pub fn pubsub_lines(result: &RunResult) -> Vec<(&'static str, String)> {
-    let Some(pubsub) = &result.pubsub else { return Vec::new() };
+    let Some(pubsub) = result.figures::<PubSubSummary>("pubsub") else { return Vec::new() };
+    let pubsub = &pubsub;
     let spread = &pubsub.spread_us;
     let mut lines = vec![
         (
@@ -87,7 +89,7 @@ fn completeness(pubsub: &PubSubSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::ShortSubscriber;
+    use crate::scenario::pubsub::figures::ShortSubscriber;
 
     #[test]
     fn short_subscribers_are_named_and_the_rest_counted() {
@@ -115,8 +117,8 @@ mod tests {
             "lost 10, duplicated 0, out of order 1, 2 subscriptions not acknowledged (does the server \
              speak docs/protocols.md?)"
         );
-        let mut result = RunResult::from_outcome(&crate::result::fixture::closed_loop());
-        result.pubsub = Some(summary);
+        let mut result = RunResult::from_outcome(&crate::fixture::closed_loop());
+        result.scenario_figures.insert("pubsub".to_owned(), serde_json::to_value(summary).unwrap());
         let lines = pubsub_lines(&result);
         assert_eq!(lines.last().unwrap(), &("short:", "#1 (t0) 0 of 10, and 1 more".to_owned()));
         assert!(!lines.iter().any(|(label, _)| *label == "spread:"), "no spread without deliveries");

@@ -1,14 +1,15 @@
-//! The report's lines for the churn scenario (issue 14): connections per second sustained,
-//! the handshake time from each connection's due time, how the closes ended, and the
-//! server's descriptors and RSS before, at the peak of and after the run. Reads only the
-//! result file.
+//! The report's lines for the churn scenario: connections per second sustained, the
+//! handshake time from each connection's due time, how the closes ended, and the server's
+//! descriptors and RSS before, at the peak of and after the run. Reads only the result
+//! file.
 
-use crate::result::{Drift, RunResult};
+use super::figures::{ChurnSummary, Drift};
+use crate::result::RunResult;
 use crate::units::format::{bytes, group, micros, plural, rate};
 
 /// `(label, text)` lines; none unless the result is a churn run.
 pub fn churn_lines(result: &RunResult) -> Vec<(&'static str, String)> {
-    let Some(churn) = &result.churn else { return Vec::new() };
+    let Some(churn) = result.figures::<ChurnSummary>("churn") else { return Vec::new() };
     let connect = &result.summary.connect_us;
     let mut lines = vec![
         (

@@ -1,12 +1,14 @@
-//! The pubsub scenario's shape (issue 14): how many subscribers, topics and publishers, and
-//! which connection plays which part. Connections `0..S` subscribe (subscriber `i` to topic
+//! The pubsub scenario's shape: how many subscribers, topics and publishers, and which
+//! connection plays which part. Connections `0..S` subscribe (subscriber `i` to topic
 //! `i mod T`); connections `S..S+P` publish (publisher `j` to topic `j mod T`), so every
 //! shard and worker derives the same roles from a connection's index alone.
 
-use serde::Serialize;
+use std::any::Any;
 
-use super::error::{ConfigError, invalid};
-use super::{Payload, RunSettings, Scenario};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::config::{ConfigError, Payload, RunSettings, ScenarioSettings, invalid_setting as invalid};
 
 pub const DEFAULT_SUBSCRIBERS: u64 = 100;
 pub const DEFAULT_TOPICS: u64 = 1;
@@ -50,32 +52,33 @@ impl PubSubSpec {
     }
 }
 
-impl RunSettings {
-    /// `--subscribers`, `--topics`, `--publishers`: checked for pubsub, refused elsewhere.
-    pub(super) fn pubsub(&self, scenario: Scenario) -> Result<Option<PubSubSpec>, ConfigError> {
-        if scenario != Scenario::PubSub {
-            for (flag, given) in
-                [("subscribers", self.subscribers), ("topics", self.topics), ("publishers", self.publishers)]
-            {
-                if given.is_some() {
-                    return Err(invalid(flag, "applies to the pubsub scenario only"));
-                }
-            }
-            return Ok(None);
-        }
-        if self.connections.is_some() || self.clients.is_some() {
+impl ScenarioSettings for PubSubSpec {
+    fn to_json(&self) -> Map<String, Value> {
+        Map::from_iter([("pubsub".to_owned(), serde_json::to_value(self).unwrap_or_default())])
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl PubSubSpec {
+    /// `--subscribers`, `--topics`, `--publishers`, checked (`--connections` and
+    /// `--in-flight` mean nothing here).
+    pub fn of(settings: &RunSettings) -> Result<PubSubSpec, ConfigError> {
+        let this = settings;
+        if this.connections.is_some() || this.clients.is_some() {
             return Err(invalid(
                 "connections",
                 "pubsub opens --subscribers + --publishers connections; drop --connections",
             ));
         }
-        if self.in_flight.is_some() {
+        if this.in_flight.is_some() {
             return Err(invalid("in-flight", "pubsub publishes on the --rate schedule; drop --in-flight"));
         }
         let spec = PubSubSpec {
-            subscribers: self.subscribers.unwrap_or(DEFAULT_SUBSCRIBERS),
-            topics: self.topics.unwrap_or(DEFAULT_TOPICS),
-            publishers: self.publishers.unwrap_or(DEFAULT_PUBLISHERS),
+            subscribers: this.subscribers.unwrap_or(DEFAULT_SUBSCRIBERS),
+            topics: this.topics.unwrap_or(DEFAULT_TOPICS),
+            publishers: this.publishers.unwrap_or(DEFAULT_PUBLISHERS),
         };
         for (flag, count) in
             [("subscribers", spec.subscribers), ("topics", spec.topics), ("publishers", spec.publishers)]
@@ -94,12 +97,12 @@ impl RunSettings {
                 ),
             ));
         }
-        Ok(Some(spec))
+        Ok(spec)
     }
 }
 
 /// pubsub pads its messages to `--payload-bytes`; no other payload applies.
-pub(super) fn check_payload(payload: &Payload) -> Result<(), ConfigError> {
+pub fn check_payload(payload: &Payload) -> Result<(), ConfigError> {
     match payload {
         Payload::JsonTs | Payload::Bytes(_) => Ok(()),
         _ => Err(invalid(
@@ -146,7 +149,10 @@ mod tests {
     fn connections_are_subscribers_plus_publishers() {
         let config = settings(&[("subscribers", 50), ("topics", 5), ("publishers", 5)]).validate().unwrap();
         assert_eq!(config.load.connections, 55);
-        assert_eq!(config.load.pubsub, Some(PubSubSpec { subscribers: 50, topics: 5, publishers: 5 }));
+        assert_eq!(
+            config.load.scenario_settings.get::<PubSubSpec>(),
+            Some(&PubSubSpec { subscribers: 50, topics: 5, publishers: 5 })
+        );
         // The default rate, 100/s over 5 publishers: each publishes every 50 ms.
         assert_eq!(config.load.message_interval, Some(std::time::Duration::from_millis(50)));
     }

@@ -1,5 +1,4 @@
-//! One flow connection's place in its program (issue 14), apart from the interpreter in
-//! `flow.rs` so a connection (`conn.rs`) can hold it without importing the interpreter.
+//! One flow connection's place in its program, kept by the flow's workload per connection.
 
 use std::time::Instant;
 
@@ -31,5 +30,4 @@ pub struct FlowState {
     /// Sends whose expectation timed out (already counted late): a reply to them is not
     /// counted again.
     pub expired: Vec<(String, Value)>,
-    pub message: Vec<u8>,
 }

@@ -1,0 +1,151 @@
+//! Where one worker's measurements go: its [`Metrics`] (no locks: one per worker), the run's
+//! measured window to judge each exchange by, and once a second the finished seconds
+//! published to the live board. Workloads record through it (an exchange with its latency,
+//! a message sent, how late a send went out), so every scenario records the same way.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use std::collections::BTreeMap;
+
+use super::Control;
+use crate::metrics::{Metrics, Section, record_us};
+
+/// How an exchange counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// In the measured window: into the run's latency and rate.
+    Measured,
+    /// Before the measured window: counted as a warm-up message only.
+    Warmup,
+    /// Neither (after the window): only the second's timeline.
+    Neither,
+}
+
+#[derive(Debug)]
+pub struct Recorder {
+    control: Arc<Control>,
+    /// This worker's index, and the first second it has not yet published.
+    worker: usize,
+    published: u64,
+    /// Open loop: sends have due times, and the uncorrected latency is its own figure.
+    open_loop: bool,
+    pub metrics: Metrics,
+    /// Exchanges counted [`Counted::Measured`].
+    pub measured: u64,
+}
+
+impl Recorder {
+    pub fn new(control: Arc<Control>, worker: usize, open_loop: bool) -> Recorder {
+        Recorder { control, worker, published: 0, open_loop, metrics: Metrics::default(), measured: 0 }
+    }
+
+    /// µs from the run's start to `at`.
+    #[inline]
+    pub fn micros(&self, at: Instant) -> u64 {
+        self.control.micros_since_start(at)
+    }
+
+    /// Whether `at` falls inside the measured window.
+    #[inline]
+    pub fn in_window(&self, at: Instant) -> bool {
+        let (start, end) = self.control.window();
+        let at_us = self.micros(at);
+        at_us >= start && at_us <= end
+    }
+
+    /// How an exchange completed at `now` counts: by the window it falls in.
+    #[inline]
+    pub fn counted_at(&self, now: Instant) -> Counted {
+        let (start, end) = self.control.window();
+        let now_us = self.micros(now);
+        if now_us >= start && now_us <= end {
+            Counted::Measured
+        } else if now_us < start {
+            Counted::Warmup
+        } else {
+            Counted::Neither
+        }
+    }
+
+    /// Whether connections may send at `at` (traffic started, the window not over).
+    #[inline]
+    pub fn sending_allowed(&self, at: Instant) -> bool {
+        self.control.sending_allowed(self.micros(at))
+    }
+
+    pub fn open_loop(&self) -> bool {
+        self.open_loop
+    }
+
+    /// One exchange completed at `now`: in the second's timeline, and by `counted` in the
+    /// run's latency (from the intended send, and `uncorrected` from the actual one when
+    /// that differs) and rate.
+    #[inline]
+    pub fn exchange(&mut self, now: Instant, latency_us: u64, uncorrected_us: Option<u64>, counted: Counted) {
+        let second = self.micros(now) / 1_000_000;
+        let interval = self.metrics.interval(second);
+        interval.exchanges += 1;
+        record_us(&mut interval.latency, latency_us);
+        match counted {
+            Counted::Measured => {
+                record_us(&mut self.metrics.latency, latency_us);
+                if let Some(uncorrected) = uncorrected_us {
+                    record_us(&mut self.metrics.latency_uncorrected, uncorrected);
+                }
+                self.measured += 1;
+            }
+            Counted::Warmup => self.metrics.counters.warmup_messages += 1,
+            Counted::Neither => {}
+        }
+    }
+
+    /// Messages written: how many, their bytes on the wire and of payload.
+    #[inline]
+    pub fn sent(&mut self, messages: u64, wire_bytes: u64, payload_bytes: u64) {
+        let counters = &mut self.metrics.counters;
+        counters.messages_sent += messages;
+        counters.bytes_sent += wire_bytes;
+        counters.payload_bytes_sent += payload_bytes;
+    }
+
+    /// An open-loop send due at `due` went out at `now`: its lag, when due in the window.
+    #[inline]
+    pub fn send_lag(&mut self, due: Instant, now: Instant) {
+        if self.in_window(due) {
+            record_us(&mut self.metrics.send_lag, now.duration_since(due).as_micros() as u64);
+        }
+    }
+
+    /// Once per loop: notes the connections open in this second, and when a new second
+    /// begins, publishes the finished ones to the live board (once a second, off the
+    /// per-message path: every exchange of a published second is already counted in it).
+    /// `scenario_errors` gives the scenario's own errors, asked for once a second.
+    pub fn tick(&mut self, now: Instant, open: u64, scenario_errors: impl FnOnce() -> BTreeMap<String, u64>) {
+        let second = self.micros(now) / 1_000_000;
+        if second > self.published {
+            self.control.live.publish(self.worker, &self.metrics, &scenario_errors(), self.published..second);
+            self.published = second;
+        }
+        let interval = self.metrics.interval(second);
+        interval.connections_open = interval.connections_open.max(open);
+    }
+
+    /// The worker's figures at its end, with the scenario's section (and its errors); its
+    /// last seconds go to the live board too.
+    pub fn finish(
+        mut self,
+        section: Option<Box<dyn Section>>,
+        errors: &BTreeMap<String, u64>,
+    ) -> (Metrics, u64) {
+        self.metrics.section = section;
+        let last = self.metrics.intervals.len() as u64;
+        self.control.live.publish(self.worker, &self.metrics, errors, self.published..last);
+        self.control.live.worker_done(self.worker);
+        if !self.open_loop {
+            // A closed loop sends when it means to: the two figures are one.
+            self.metrics.latency_uncorrected = self.metrics.latency.clone();
+        }
+        (self.metrics, self.measured)
+    }
+}

@@ -1,0 +1,167 @@
+//! The frames a connection reads, after its upgrade: decoded (the codec does no I/O),
+//! control frames answered (ping → pong) or passed on (pong), compressed messages inflated,
+//! the server's close frame answered, a protocol violation failed with its close code; and
+//! the one place data frames become messages for the workload: whole (reassembled from
+//! their fragments up to the workload's limit) or, for a workload that checks echoes as
+//! they stream, piece by piece. Every message the server sends is counted here, once.
+
+use std::time::Instant;
+
+use wsbench_proto::{CloseCode, OpCode, parse_close_payload};
+
+use super::Worker;
+use crate::engine::conn::State;
+use crate::engine::workload::{Assembly, Message};
+
+impl Worker {
+    /// Handles the frames in `data[used..]` of connection `key`. Returns the bytes used, or
+    /// `None` when the connection is over (the server closed it or broke the protocol; our
+    /// close frame is already written) and the caller drops it.
+    pub(super) fn frames(
+        &mut self,
+        key: usize,
+        data: &mut [u8],
+        mut used: usize,
+        now: Instant,
+    ) -> Option<usize> {
+        loop {
+            let conn = self.conns.get_mut(key)?;
+            let chunk = match conn.decoder.decode(&mut data[used..]) {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => return Some(used),
+                Err(error) => return self.fail(key, error.close_code()),
+            };
+            let payload = used + chunk.payload.start..used + chunk.payload.end;
+            used += chunk.consumed;
+            match chunk.opcode {
+                OpCode::Text | OpCode::Binary if chunk.compressed => {
+                    if let Err(code) = self.on_compressed(key, chunk.first, chunk.last, &data[payload], now) {
+                        return self.fail(key, code);
+                    }
+                }
+                OpCode::Text | OpCode::Binary => {
+                    self.on_data(key, chunk.first, chunk.last, &data[payload], now)
+                }
+                OpCode::Ping => conn.write_control(OpCode::Pong, &data[payload]),
+                OpCode::Pong => {
+                    let pong = &data[payload];
+                    self.hook(key, |workload, cx, conn| workload.on_pong(cx, conn, pong, now));
+                }
+                OpCode::Close => {
+                    self.on_server_close(key, &data[payload]);
+                    return None;
+                }
+                OpCode::Continuation => {}
+            }
+        }
+    }
+
+    /// The server broke the protocol (or sent a message that does not inflate): close with
+    /// `code`; the connection is over.
+    fn fail(&mut self, key: usize, code: u16) -> Option<usize> {
+        let conn = self.conns.get_mut(key)?;
+        let counters = &mut self.rec.metrics.counters;
+        counters.protocol_errors += 1;
+        counters.messages_unanswered += self.workload.unanswered(conn);
+        conn.write_control(OpCode::Close, &code.to_be_bytes());
+        let _ = conn.flush(&[]);
+        None
+    }
+
+    /// The server's close frame: the answer to a close we started, or its own close,
+    /// answered with its code.
+    fn on_server_close(&mut self, key: usize, payload: &[u8]) {
+        let Some(conn) = self.conns.get_mut(key) else { return };
+        let counters = &mut self.rec.metrics.counters;
+        if conn.state != State::Open {
+            if conn.closing_by_load {
+                counters.closes_answered += 1;
+                self.workload.on_closed(conn, true);
+            }
+            return;
+        }
+        let code = parse_close_payload(payload).ok().flatten().map_or(0, |(code, _)| code);
+        *counters.closed_by_server.entry(code).or_default() += 1;
+        counters.messages_unanswered += self.workload.unanswered(conn);
+        let reply = if code == 0 { Vec::new() } else { code.to_be_bytes().to_vec() };
+        conn.write_control(OpCode::Close, &reply);
+        let _ = conn.flush(&[]);
+    }
+
+    /// A piece of a compressed message: inflated, and handed on whole on its last piece.
+    /// The error is the close code that fails the connection.
+    fn on_compressed(
+        &mut self,
+        key: usize,
+        first: bool,
+        last: bool,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), u16> {
+        let Some(conn) = self.conns.get_mut(key) else { return Ok(()) };
+        let Some(compression) = conn.compression.as_mut() else { return Err(CloseCode::PROTOCOL_ERROR) };
+        if first {
+            self.rec.metrics.counters.compressed_messages_received += 1;
+        }
+        compression.receive(payload, last)?;
+        if last {
+            let message = std::mem::take(&mut compression.inflated);
+            self.on_data(key, true, true, &message, now);
+            if let Some(compression) = self.conns.get_mut(key).and_then(|c| c.compression.as_mut()) {
+                compression.recycle(message);
+            }
+        }
+        Ok(())
+    }
+
+    /// A piece of a data message: passed on as the workload wants it, and counted once the
+    /// message is whole. Messages that cross our close at the end of the run answer nothing
+    /// the run asked, and are dropped.
+    fn on_data(&mut self, key: usize, first: bool, last: bool, payload: &[u8], now: Instant) {
+        let Some(conn) = self.conns.get_mut(key) else { return };
+        if conn.state == State::Closing && !conn.closing_by_load {
+            return;
+        }
+        self.rec.metrics.counters.payload_bytes_received += payload.len() as u64;
+        if last {
+            self.rec.metrics.counters.messages_received += 1;
+        }
+        let max = match self.assembly {
+            Assembly::Pieces => {
+                let piece = Message::Piece { data: payload, first, last };
+                return self.hook(key, |workload, cx, conn| workload.on_message(cx, conn, piece, now));
+            }
+            Assembly::Whole { max } => max,
+        };
+        if first && last {
+            let whole = if payload.len() > max { Message::TooLong } else { Message::Whole(payload) };
+            return self.hook(key, |workload, cx, conn| workload.on_message(cx, conn, whole, now));
+        }
+        if first {
+            conn.message.clear();
+            conn.message_too_long = false;
+        }
+        if !conn.message_too_long {
+            if conn.message.len() + payload.len() > max {
+                // Buffering it would let a hostile server grow the client without bound.
+                conn.message_too_long = true;
+                conn.message = Vec::new();
+            } else {
+                conn.message.extend_from_slice(payload);
+            }
+        }
+        if !last {
+            return;
+        }
+        let message = std::mem::take(&mut conn.message);
+        let too_long = conn.message_too_long;
+        self.hook(key, |workload, cx, conn| {
+            let whole = if too_long { Message::TooLong } else { Message::Whole(&message) };
+            workload.on_message(cx, conn, whole, now);
+        });
+        if let Some(conn) = self.conns.get_mut(key) {
+            conn.message = message;
+            conn.message.clear();
+        }
+    }
+}

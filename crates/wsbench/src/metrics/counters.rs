@@ -1,0 +1,181 @@
+//! The counters every run keeps, by kind: connections, handshakes by cause, disconnections by
+//! close code, messages and bytes each way, and the error kinds they make. They merge with
+//! `+=`; a scenario's own counters are its section's ([`super::Section`]).
+
+use std::collections::BTreeMap;
+use std::ops::AddAssign;
+
+use serde::{Deserialize, Serialize};
+
+/// Counters of one run, by kind. Every field is a count of events.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    pub connections_attempted: u64,
+    pub connections_established: u64,
+    pub connect_timeouts: u64,
+    pub connections_refused: u64,
+    /// TCP connected but the TLS or WebSocket handshake failed (e.g. HTTP 4xx/5xx); the sum
+    /// of `handshake_failures_by_cause`.
+    pub handshake_failures: u64,
+    /// `handshake_failures` by cause: `http_status_403`, `tls_unknown_ca`, `tls_not_tls`,
+    /// `not_websocket`, `bad_accept`, `timeout`, `closed`.
+    #[serde(default)]
+    pub handshake_failures_by_cause: BTreeMap<String, u64>,
+    /// What the server said, kept once per cause: the first line of the body of the first
+    /// refused upgrade (`http_status_CODE` only).
+    #[serde(default)]
+    pub handshake_responses: BTreeMap<String, String>,
+    /// Other connect errors (unreachable, out of source ports, …).
+    pub connect_errors: u64,
+    /// Server closed with a close frame, by close code (0 = close frame without a code).
+    pub closed_by_server: BTreeMap<u16, u64>,
+    /// Connection reset or ended without a close frame.
+    pub resets: u64,
+    /// The server broke RFC 6455 (masked frame, bad opcode, …).
+    pub protocol_errors: u64,
+    /// An echo that did not match what was sent.
+    pub payload_mismatches: u64,
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Messages sent but never answered when the run ended.
+    pub messages_unanswered: u64,
+    /// Messages answered during warm-up (not in the latency histogram).
+    pub warmup_messages: u64,
+    /// Connections reopened after the server closed or reset them (`--reconnect`).
+    #[serde(default)]
+    pub reconnections: u64,
+    /// Established connections by the subprotocol the server chose (`--subprotocol`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub subprotocols_chosen: BTreeMap<String, u64>,
+    /// Established `wss://` connections by negotiated TLS version and cipher suite, e.g.
+    /// `TLSv1.3 TLS13_AES_256_GCM_SHA384`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tls_negotiated: BTreeMap<String, u64>,
+    /// Message payload bytes, before compression and framing (`bytes_*` are what went over
+    /// the socket); with permessage-deflate their ratio is the compression ratio.
+    #[serde(default)]
+    pub payload_bytes_sent: u64,
+    #[serde(default)]
+    pub payload_bytes_received: u64,
+    /// Echoes that arrived compressed (RSV1 set on their first frame).
+    #[serde(default)]
+    pub compressed_messages_received: u64,
+    /// Connections by the permessage-deflate answer the server gave them.
+    #[serde(default)]
+    pub compression_negotiated: BTreeMap<String, u64>,
+    /// Close handshakes the client started before the run's end (a scenario that closes its
+    /// connections as part of its load): those the server answered with its own close
+    /// frame, and those it did not answer before the close timeout (or answered by dropping
+    /// the connection).
+    #[serde(default)]
+    pub closes_answered: u64,
+    #[serde(default)]
+    pub closes_unanswered: u64,
+    /// The scenario's own counters as the result file carries them beside these (e.g.
+    /// `churn_cycles`, `pubsub`). Empty in the engine's metrics, whose scenario section
+    /// keeps them typed ([`super::Section`]); filled when a result is written and read back.
+    #[serde(flatten, default)]
+    pub scenario: BTreeMap<String, serde_json::Value>,
+}
+
+impl Counters {
+    /// Counts one failed handshake by `cause`, keeping `response` (the first line of what
+    /// the server said) if it is the first one for that cause.
+    pub fn count_handshake_failure(&mut self, cause: &str, response: Option<&str>) {
+        self.handshake_failures += 1;
+        match self.handshake_failures_by_cause.get_mut(cause) {
+            Some(count) => *count += 1,
+            None => {
+                self.handshake_failures_by_cause.insert(cause.to_owned(), 1);
+            }
+        }
+        if let Some(response) = response
+            && !self.handshake_responses.contains_key(cause)
+        {
+            self.handshake_responses.insert(cause.to_owned(), response.to_owned());
+        }
+    }
+
+    /// Connections that were attempted and never established.
+    pub fn connections_failed(&self) -> u64 {
+        self.connections_attempted.saturating_sub(self.connections_established)
+    }
+
+    /// Server-initiated disconnections of any kind.
+    pub fn disconnections(&self) -> u64 {
+        self.closed_by_server.values().sum::<u64>() + self.resets
+    }
+
+    /// Every non-zero error counter by kind, e.g. `connect_timeout` or `closed_1001`.
+    pub fn errors(&self) -> BTreeMap<String, u64> {
+        let mut errors = BTreeMap::new();
+        let mut put = |kind: &str, count: u64| {
+            if count > 0 {
+                errors.insert(kind.to_owned(), count);
+            }
+        };
+        put("connect_timeout", self.connect_timeouts);
+        put("connection_refused", self.connections_refused);
+        for (cause, count) in &self.handshake_failures_by_cause {
+            put(&format!("handshake_{cause}"), *count);
+        }
+        // Results written before causes were kept have only the total.
+        let by_cause: u64 = self.handshake_failures_by_cause.values().sum();
+        put("handshake_failed", self.handshake_failures.saturating_sub(by_cause));
+        put("connect_error", self.connect_errors);
+        put("reset", self.resets);
+        put("protocol_error", self.protocol_errors);
+        put("payload_mismatch", self.payload_mismatches);
+        put("close_unanswered", self.closes_unanswered);
+        for (code, count) in &self.closed_by_server {
+            put(&format!("closed_{code}"), *count);
+        }
+        errors
+    }
+}
+
+impl AddAssign<&Counters> for Counters {
+    fn add_assign(&mut self, other: &Counters) {
+        self.connections_attempted += other.connections_attempted;
+        self.connections_established += other.connections_established;
+        self.connect_timeouts += other.connect_timeouts;
+        self.connections_refused += other.connections_refused;
+        self.handshake_failures += other.handshake_failures;
+        for (cause, count) in &other.handshake_failures_by_cause {
+            *self.handshake_failures_by_cause.entry(cause.clone()).or_default() += count;
+        }
+        for (cause, response) in &other.handshake_responses {
+            self.handshake_responses.entry(cause.clone()).or_insert_with(|| response.clone());
+        }
+        self.connect_errors += other.connect_errors;
+        for (code, count) in &other.closed_by_server {
+            *self.closed_by_server.entry(*code).or_default() += count;
+        }
+        self.resets += other.resets;
+        self.protocol_errors += other.protocol_errors;
+        self.payload_mismatches += other.payload_mismatches;
+        self.messages_sent += other.messages_sent;
+        self.messages_received += other.messages_received;
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.messages_unanswered += other.messages_unanswered;
+        self.warmup_messages += other.warmup_messages;
+        self.reconnections += other.reconnections;
+        for (protocol, count) in &other.subprotocols_chosen {
+            *self.subprotocols_chosen.entry(protocol.clone()).or_default() += count;
+        }
+        for (session, count) in &other.tls_negotiated {
+            *self.tls_negotiated.entry(session.clone()).or_default() += count;
+        }
+        self.payload_bytes_sent += other.payload_bytes_sent;
+        self.payload_bytes_received += other.payload_bytes_received;
+        self.compressed_messages_received += other.compressed_messages_received;
+        for (answer, count) in &other.compression_negotiated {
+            *self.compression_negotiated.entry(answer.clone()).or_default() += count;
+        }
+        self.closes_answered += other.closes_answered;
+        self.closes_unanswered += other.closes_unanswered;
+    }
+}

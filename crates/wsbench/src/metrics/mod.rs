@@ -1,0 +1,216 @@
+//! What a run measures, in a form that merges losslessly: HdrHistograms (µs, 3 significant
+//! digits) that merge with `add`, counters that merge with `+=` ([`counters`]), one latency
+//! histogram per wall-clock second, and the scenario's own measurements as one
+//! [`Section`] that merges the same way. Each engine worker owns one [`Metrics`] and
+//! records without locks; workers, shards and processes are combined with
+//! [`Metrics::merge`]. Nothing here knows a scenario by name.
+
+mod counters;
+mod section;
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+
+pub use counters::Counters;
+pub use section::{Section, SectionHistograms};
+
+/// Highest value a histogram tracks: one hour in microseconds.
+pub const HISTOGRAM_MAX_US: u64 = 3_600_000_000;
+pub const HISTOGRAM_SIGFIG: u8 = 3;
+
+/// A latency histogram in microseconds.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG).expect("valid histogram bounds")
+}
+
+/// Records a value, saturating at the histogram's maximum instead of failing.
+pub fn record_us(histogram: &mut Histogram<u64>, micros: u64) {
+    histogram.saturating_record(micros.max(1));
+}
+
+/// One wall-clock second of the run.
+#[derive(Debug, Clone)]
+pub struct Interval {
+    /// Seconds since the run started.
+    pub second: u64,
+    /// Exchanges (round trips, deliveries, matched replies: what the scenario counts)
+    /// completed in this second, warm-up included.
+    pub exchanges: u64,
+    pub connections_open: u64,
+    pub latency: Histogram<u64>,
+}
+
+/// Everything one worker (or a merge of several) measured.
+#[derive(Debug)]
+pub struct Metrics {
+    /// The latency of the scenario's exchanges after warm-up, corrected for coordinated
+    /// omission in open-loop runs (measured from the intended send time).
+    pub latency: Histogram<u64>,
+    /// The same from the actual send time.
+    pub latency_uncorrected: Histogram<u64>,
+    /// TCP connect start → WebSocket handshake done.
+    pub connect: Histogram<u64>,
+    /// Open-loop only: how late the client sent (actual − intended).
+    pub send_lag: Histogram<u64>,
+    pub counters: Counters,
+    pub intervals: Vec<Interval>,
+    /// The scenario's own measurements, when it keeps any.
+    pub section: Option<Box<dyn Section>>,
+}
+
+impl Clone for Metrics {
+    fn clone(&self) -> Metrics {
+        Metrics {
+            latency: self.latency.clone(),
+            latency_uncorrected: self.latency_uncorrected.clone(),
+            connect: self.connect.clone(),
+            send_lag: self.send_lag.clone(),
+            counters: self.counters.clone(),
+            intervals: self.intervals.clone(),
+            section: self.section.as_ref().map(|section| section.boxed()),
+        }
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            latency: new_histogram(),
+            latency_uncorrected: new_histogram(),
+            connect: new_histogram(),
+            send_lag: new_histogram(),
+            counters: Counters::default(),
+            intervals: Vec::new(),
+            section: None,
+        }
+    }
+}
+
+impl Metrics {
+    /// The interval for `second`, created (with any gap before it) on first use.
+    pub fn interval(&mut self, second: u64) -> &mut Interval {
+        let index = second as usize;
+        while self.intervals.len() <= index {
+            let second = self.intervals.len() as u64;
+            self.intervals.push(Interval {
+                second,
+                exchanges: 0,
+                connections_open: 0,
+                latency: new_histogram(),
+            });
+        }
+        &mut self.intervals[index]
+    }
+
+    /// Adds `other` into `self` losslessly; intervals are aligned on their second.
+    pub fn merge(&mut self, other: &Metrics) {
+        self.latency.add(&other.latency).expect("histograms share bounds");
+        self.latency_uncorrected.add(&other.latency_uncorrected).expect("histograms share bounds");
+        self.connect.add(&other.connect).expect("histograms share bounds");
+        self.send_lag.add(&other.send_lag).expect("histograms share bounds");
+        self.counters += &other.counters;
+        for interval in &other.intervals {
+            let mine = self.interval(interval.second);
+            mine.exchanges += interval.exchanges;
+            mine.connections_open += interval.connections_open;
+            mine.latency.add(&interval.latency).expect("histograms share bounds");
+        }
+        match (&mut self.section, &other.section) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs.as_ref()),
+            (None, Some(theirs)) => self.section = Some(theirs.boxed()),
+            (_, None) => {}
+        }
+    }
+
+    /// Every non-zero error count by kind: the common ones and the scenario's own.
+    pub fn errors(&self) -> BTreeMap<String, u64> {
+        let mut errors = self.counters.errors();
+        if let Some(section) = &self.section {
+            section.errors(&mut errors);
+        }
+        errors
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_histogram_equals_one_fed_all_samples() {
+        let mut all = Metrics::default();
+        let mut parts = [Metrics::default(), Metrics::default(), Metrics::default()];
+        for i in 0..30_000u64 {
+            let value = (i * 7919) % 250_000 + 1;
+            record_us(&mut all.latency, value);
+            record_us(&mut parts[(i % 3) as usize].latency, value);
+        }
+        let mut merged = Metrics::default();
+        for part in &parts {
+            merged.merge(part);
+        }
+        assert_eq!(merged.latency.len(), all.latency.len());
+        for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(merged.latency.value_at_quantile(q), all.latency.value_at_quantile(q));
+        }
+    }
+
+    #[test]
+    fn counters_sum_and_intervals_align() {
+        let mut a = Metrics::default();
+        a.counters.messages_sent = 5;
+        a.counters.closed_by_server.insert(1001, 2);
+        a.interval(2).exchanges = 10;
+        let mut b = Metrics::default();
+        b.counters.messages_sent = 7;
+        b.counters.closed_by_server.insert(1001, 1);
+        b.counters.resets = 4;
+        b.interval(0).exchanges = 3;
+        b.interval(2).exchanges = 1;
+        a.merge(&b);
+        assert_eq!(a.counters.messages_sent, 12);
+        assert_eq!(a.counters.disconnections(), 7);
+        assert_eq!(a.counters.errors().get("closed_1001"), Some(&3));
+        assert_eq!(a.intervals.iter().map(|i| i.exchanges).collect::<Vec<_>>(), [3, 0, 11]);
+    }
+
+    #[test]
+    fn handshake_failures_merge_by_cause_and_keep_the_first_response() {
+        let mut a = Metrics::default();
+        a.counters.count_handshake_failure("http_status_403", Some("no token"));
+        a.counters.count_handshake_failure("http_status_403", Some("later"));
+        let mut b = Metrics::default();
+        b.counters.count_handshake_failure("http_status_403", Some("other shard"));
+        b.counters.count_handshake_failure("timeout", None);
+        a.merge(&b);
+        let counters = &a.counters;
+        assert_eq!(counters.handshake_failures, 4);
+        assert_eq!(counters.handshake_failures_by_cause.values().sum::<u64>(), 4);
+        assert_eq!(counters.handshake_responses.get("http_status_403").map(String::as_str), Some("no token"));
+        let errors = counters.errors();
+        assert_eq!(errors.get("handshake_http_status_403"), Some(&3));
+        assert_eq!(errors.get("handshake_timeout"), Some(&1));
+        assert_eq!(errors.get("handshake_failed"), None, "the total is not counted twice");
+    }
+
+    #[test]
+    fn negotiated_subprotocols_and_tls_sessions_sum_by_value() {
+        let mut a = Metrics::default();
+        a.counters.subprotocols_chosen.insert("chat".into(), 2);
+        a.counters.tls_negotiated.insert("TLSv1.3 TLS13_AES_128_GCM_SHA256".into(), 2);
+        let mut b = Metrics::default();
+        b.counters.subprotocols_chosen.insert("chat".into(), 3);
+        b.counters.tls_negotiated.insert("TLSv1.2 TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".into(), 1);
+        a.merge(&b);
+        assert_eq!(a.counters.subprotocols_chosen.get("chat"), Some(&5));
+        assert_eq!(a.counters.tls_negotiated.len(), 2);
+        assert!(a.counters.errors().is_empty(), "negotiated values are not errors");
+    }
+
+    #[test]
+    fn a_total_without_causes_still_shows_as_handshake_failed() {
+        let counters = Counters { handshake_failures: 2, ..Counters::default() };
+        assert_eq!(counters.errors().get("handshake_failed"), Some(&2));
+    }
+}

@@ -1,0 +1,278 @@
+//! The echo loop every request/reply scenario shares (echo, throughput, c10k, churn): each
+//! connection keeps its messages outstanding in order — refilled when an echo returns
+//! (closed loop) or sent when the pacer says they are due (open loop, with a backlog when
+//! `--in-flight` caps it) — and checks every echo against what it sent: the json-ts
+//! sequence number, or the bytes (every [`CHECK_EVERY`]th message byte for byte, as it
+//! streams in). Per-message work allocates nothing.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use super::payload::{CHECK_EVERY, Template, json_seq};
+use crate::config::LoadSpec;
+use crate::engine::conn::{ClientConn, State};
+use crate::engine::workload::{Assembly, Cx, Message, Workload};
+
+/// Longest echo of a json-ts message worth reading (the messages are under 64 bytes): a
+/// longer one is wrong already, and buffering it would let a hostile server grow the
+/// client without bound (cf. CVE-2020-27813).
+const MAX_JSON_ECHO: usize = 256;
+
+/// One connection's messages.
+#[derive(Debug, Default)]
+pub struct EchoConn {
+    /// Messages in flight, oldest first (echoes come back in order): when each was meant
+    /// to be sent and when it was sent. In a closed loop the two are the same.
+    in_flight: VecDeque<(Instant, Instant)>,
+    /// Open loop: sends that fell due while `--in-flight` messages were outstanding; they
+    /// go out as echoes free room, and their latency counts from the time they were due.
+    backlog: VecDeque<Instant>,
+    next_seq: u64,
+    /// Echoes received.
+    pub echoes: u64,
+    /// Byte-for-byte check of the echo being received: offset reached, or None if this echo
+    /// is not sampled.
+    check_offset: Option<usize>,
+    check_failed: bool,
+}
+
+impl EchoConn {
+    /// Messages sent and not yet echoed.
+    pub fn outstanding(&self) -> u64 {
+        self.in_flight.len() as u64
+    }
+}
+
+#[derive(Debug)]
+pub struct EchoWorkload {
+    template: Template,
+    frames_per_send: u64,
+    /// `--in-flight`: messages a connection may have outstanding.
+    in_flight_cap: u64,
+    open_loop: bool,
+    /// Messages each connection sends in all (`None`: until the run ends).
+    limit: Option<u64>,
+    /// By slot.
+    conns: Vec<Option<EchoConn>>,
+    /// Messages outstanding over every connection.
+    outstanding: u64,
+}
+
+impl EchoWorkload {
+    /// `limit`: messages each connection sends in all, if not unlimited.
+    pub fn new(load: &LoadSpec, limit: Option<u64>) -> EchoWorkload {
+        EchoWorkload {
+            template: Template::new(&load.payload, load.message, load.frames_per_send),
+            frames_per_send: load.frames_per_send,
+            in_flight_cap: load.in_flight,
+            open_loop: load.message_interval.is_some(),
+            limit,
+            conns: Vec::new(),
+            outstanding: 0,
+        }
+    }
+
+    /// The messages of the connection at `slot`.
+    pub fn conn(&self, slot: usize) -> Option<&EchoConn> {
+        self.conns.get(slot)?.as_ref()
+    }
+
+    fn has_room(&self, state: &EchoConn) -> bool {
+        (state.in_flight.len() as u64).saturating_add(self.frames_per_send) <= self.in_flight_cap
+    }
+
+    /// Closed loop: sends batches until the connection has its messages outstanding (and no
+    /// more than its limit in all).
+    fn fill(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
+        if !cx.rec.sending_allowed(now) {
+            return;
+        }
+        let Some(mut state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
+        while conn.state == State::Open
+            && self.has_room(&state)
+            && self.limit.is_none_or(|limit| state.echoes + state.outstanding() < limit)
+        {
+            self.send_batch(cx, conn, &mut state, now, now);
+        }
+        self.conns[conn.slot] = Some(state);
+    }
+
+    /// Queues one batch (`frames_per_send` messages) that was due at `intended`.
+    fn send_batch(
+        &mut self,
+        cx: &mut Cx<'_>,
+        conn: &mut ClientConn,
+        state: &mut EchoConn,
+        intended: Instant,
+        now: Instant,
+    ) {
+        let frames = self.frames_per_send;
+        let (bytes, payload_bytes) = match (&self.template, conn.compression.is_some()) {
+            (Template::Fixed { batch, payload, .. }, false) => {
+                conn.batches_pending += 1;
+                (batch.len(), payload.len() * frames as usize)
+            }
+            (template, _) => {
+                let (mask, opcode) = template.mask_opcode();
+                let (mut bytes, mut payload_bytes) = (0, 0);
+                let mut scratch = [0u8; 64];
+                for _ in 0..frames {
+                    let message = template.message(state.next_seq, &mut scratch);
+                    payload_bytes += message.len();
+                    bytes += conn.write_message(opcode, mask, message);
+                    state.next_seq += 1;
+                }
+                (bytes, payload_bytes)
+            }
+        };
+        state.in_flight.extend(std::iter::repeat_n((intended, now), frames as usize));
+        self.outstanding += frames;
+        cx.rec.sent(frames, bytes as u64, payload_bytes as u64);
+        if self.open_loop {
+            cx.rec.send_lag(intended, now);
+        }
+    }
+
+    /// A piece of an echo: checked; on its last piece, the echo is whole. Returns whether
+    /// it differed from what was sent, once whole.
+    fn check(&self, state: &mut EchoConn, message: Message<'_>) -> Option<bool> {
+        match (message, &self.template) {
+            (Message::Piece { data, first, last }, Template::Fixed { payload: expected, .. }) => {
+                let sampled = state.echoes.is_multiple_of(CHECK_EVERY);
+                check_piece(state, expected, sampled, first, last, data)
+            }
+            (Message::Piece { data, first, last }, Template::Lines { lines, .. }) => {
+                let expected = &lines[(state.echoes % lines.len() as u64) as usize];
+                check_piece(state, expected, true, first, last, data)
+            }
+            (Message::Whole(data), _) => Some(json_seq(data) != Some(state.echoes)),
+            (Message::Piece { last, .. }, Template::JsonTs { .. }) => last.then_some(true),
+            (Message::TooLong, _) => Some(true),
+        }
+    }
+
+    /// A whole echo arrived: records its round trip and sends what may follow.
+    fn on_echo(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, mut state: EchoConn, now: Instant) {
+        let Some((intended, sent)) = state.in_flight.pop_front() else {
+            // An echo of nothing we sent.
+            cx.rec.metrics.counters.payload_mismatches += 1;
+            self.conns[conn.slot] = Some(state);
+            return;
+        };
+        state.echoes += 1;
+        self.outstanding -= 1;
+        // Latency counts from when the message was due (coordinated omission corrected);
+        // the uncorrected figure from when it actually went out is kept beside it.
+        let latency = now.duration_since(intended).as_micros() as u64;
+        let uncorrected = self.open_loop.then(|| now.duration_since(sent).as_micros() as u64);
+        cx.rec.exchange(now, latency, uncorrected, cx.rec.counted_at(now));
+        if self.open_loop {
+            while self.has_room(&state)
+                && let Some(due) = state.backlog.pop_front()
+            {
+                self.send_batch(cx, conn, &mut state, due, now);
+            }
+            self.conns[conn.slot] = Some(state);
+        } else {
+            self.conns[conn.slot] = Some(state);
+            self.fill(cx, conn, now);
+        }
+    }
+}
+
+impl Workload for EchoWorkload {
+    fn assembly(&self) -> Assembly {
+        match self.template {
+            Template::JsonTs { .. } => Assembly::Whole { max: MAX_JSON_ECHO },
+            Template::Fixed { .. } | Template::Lines { .. } => Assembly::Pieces,
+        }
+    }
+
+    #[inline]
+    fn batch(&self) -> &[u8] {
+        match &self.template {
+            Template::Fixed { batch, .. } => batch,
+            Template::JsonTs { .. } | Template::Lines { .. } => &[],
+        }
+    }
+
+    fn on_open(&mut self, _cx: &mut Cx<'_>, conn: &mut ClientConn, _now: Instant) {
+        if self.conns.len() <= conn.slot {
+            self.conns.resize_with(conn.slot + 1, || None);
+        }
+        self.conns[conn.slot] = Some(EchoConn::default());
+    }
+
+    fn start(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
+        match self.open_loop {
+            true => cx.pacer.start_sends(conn.slot, conn.index, conn.started, now),
+            false => self.fill(cx, conn, now),
+        }
+    }
+
+    fn on_due(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, due: Instant, now: Instant) {
+        let Some(mut state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
+        if self.has_room(&state) {
+            self.send_batch(cx, conn, &mut state, due, now);
+        } else {
+            state.backlog.push_back(due);
+        }
+        self.conns[conn.slot] = Some(state);
+    }
+
+    #[inline]
+    fn on_message(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, message: Message<'_>, now: Instant) {
+        if conn.state != State::Open {
+            return;
+        }
+        let Some(mut state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
+        match self.check(&mut state, message) {
+            None => self.conns[conn.slot] = Some(state),
+            Some(mismatch) => {
+                if mismatch {
+                    cx.rec.metrics.counters.payload_mismatches += 1;
+                }
+                self.on_echo(cx, conn, state, now);
+            }
+        }
+    }
+
+    fn unanswered(&mut self, conn: &ClientConn) -> u64 {
+        let Some(state) = self.conns.get_mut(conn.slot).and_then(Option::as_mut) else { return 0 };
+        let count = state.outstanding();
+        state.in_flight.clear();
+        self.outstanding -= count;
+        count
+    }
+
+    fn on_drop(&mut self, conn: &ClientConn) {
+        if let Some(state) = self.conns.get_mut(conn.slot).and_then(Option::take) {
+            self.outstanding -= state.outstanding();
+        }
+    }
+
+    fn busy(&self, _now: Instant) -> bool {
+        self.outstanding > 0
+    }
+}
+
+/// Byte-for-byte check of one piece of an echo against `expected` (when `sampled`); on the
+/// last piece, whether the echo differed.
+fn check_piece(
+    state: &mut EchoConn,
+    expected: &[u8],
+    sampled: bool,
+    first: bool,
+    last: bool,
+    payload: &[u8],
+) -> Option<bool> {
+    if first {
+        state.check_offset = sampled.then_some(0);
+        state.check_failed = false;
+    }
+    if let Some(offset) = state.check_offset {
+        state.check_failed |= expected.get(offset..offset + payload.len()) != Some(payload);
+        state.check_offset = Some(offset + payload.len());
+    }
+    last.then(|| state.check_failed || state.check_offset.is_some_and(|end| end != expected.len()))
+}

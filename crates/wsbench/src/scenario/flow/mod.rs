@@ -1,0 +1,109 @@
+//! `flow`: each connection runs the `[[flow.steps]]` of a scenario file (send templates,
+//! expect replies matched by a JSON field or a regex within a timeout, sleep, repeat), and
+//! every matched step's latency is recorded by its name: JSON-RPC calls, graphql-ws
+//! subscriptions, any request/response API. What the headline counts is matched replies.
+
+mod figures;
+mod interpreter;
+mod program;
+mod report;
+mod section;
+mod state;
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::{Descriptor, FiguresInput};
+use crate::config::{
+    ConfigError, Defaults, Exchange, LoadSpec, Pacing, RunSettings, ScenarioRules, ScenarioSettings,
+    invalid_setting,
+};
+use crate::engine::{PhasePlan, Workload};
+use crate::metrics::Section;
+use crate::result::{ResultError, RunResult};
+use figures::FlowSummary;
+use interpreter::FlowWorkload;
+use program::FlowProgram;
+use section::FlowSection;
+
+#[derive(Debug)]
+pub struct Flow;
+
+/// The compiled program, shared by every connection.
+#[derive(Debug, Clone)]
+struct Program(Arc<FlowProgram>);
+
+impl ScenarioSettings for Program {
+    fn to_json(&self) -> Map<String, Value> {
+        Map::from_iter([("flow".to_owned(), serde_json::to_value(&*self.0).unwrap_or_default())])
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl ScenarioRules for Flow {
+    fn name(&self) -> &'static str {
+        "flow"
+    }
+    fn defaults(&self) -> Defaults {
+        Defaults { warmup: Duration::ZERO, ..Defaults::standard() }
+    }
+    fn pacing(&self, _settings: &RunSettings) -> Result<Pacing, ConfigError> {
+        Ok(Pacing::Refused("a flow sends as its steps say: drop --rate/--interval"))
+    }
+    fn own_settings(&self) -> &'static [&'static str] {
+        &["flow"]
+    }
+    fn settings(
+        &self,
+        settings: &RunSettings,
+        _: &LoadSpec,
+    ) -> Result<Arc<dyn ScenarioSettings>, ConfigError> {
+        match &settings.flow {
+            Some(flow) => Ok(Arc::new(Program(Arc::new(FlowProgram::compile(flow)?)))),
+            None => Err(invalid_setting(
+                "scenario",
+                "flow runs the [[flow.steps]] of a scenario file: give --scenario FILE",
+            )),
+        }
+    }
+}
+
+impl Descriptor for Flow {
+    fn about(&self) -> &'static str {
+        "each connection runs the [[flow.steps]] of a scenario file; latency per step"
+    }
+    fn exchange(&self) -> Exchange {
+        Exchange { one: "matched reply", many: "matched replies" }
+    }
+    fn phases(&self, load: &LoadSpec) -> PhasePlan {
+        super::echo::after_connect(load)
+    }
+    fn workload(&self, load: &LoadSpec, _connections: &[u64]) -> Box<dyn Workload> {
+        let program = load.scenario_settings.get::<Program>().map_or_else(Default::default, |p| p.0.clone());
+        Box::new(FlowWorkload::new(program))
+    }
+    fn read_section(
+        &self,
+        counters: &BTreeMap<String, Value>,
+        histograms: &BTreeMap<String, Value>,
+    ) -> Result<Option<Box<dyn Section>>, ResultError> {
+        Ok(Some(Box::new(FlowSection::read(counters, histograms)?)))
+    }
+    fn figures(&self, input: &FiguresInput<'_>) -> Option<(&'static str, Value)> {
+        let section = input.metrics.section.as_ref()?.as_any().downcast_ref::<FlowSection>()?;
+        Some(("flow", serde_json::to_value(FlowSummary::of(section)).ok()?))
+    }
+    fn report_lines(&self, result: &RunResult) -> Vec<(&'static str, String)> {
+        report::flow_lines(result)
+    }
+    /// A flow's messages are no fixed number of round trips outstanding.
+    fn littles_law(&self) -> bool {
+        false
+    }
+}

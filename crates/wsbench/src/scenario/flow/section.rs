@@ -1,0 +1,102 @@
+//! A flow's own measurements: the latency of each named step (send → matched reply, or
+//! expect start → regex match), the replies that matched nothing by the step the
+//! connection was at, and the expectations that timed out by step. Written into the result
+//! under the keys flows always had (`counters.flow_unmatched`, `counters.flow_late`,
+//! `histograms.flow_steps`) and read back from them.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde_json::Value;
+
+use crate::metrics::{Section, SectionHistograms, new_histogram};
+use crate::result::{ResultError, decode_histogram};
+
+#[derive(Debug, Clone, Default)]
+pub struct FlowSection {
+    pub steps: BTreeMap<String, Histogram<u64>>,
+    pub unmatched: BTreeMap<String, u64>,
+    pub late: BTreeMap<String, u64>,
+}
+
+impl FlowSection {
+    /// The latency histogram of step `name`, made on first use.
+    pub fn step(&mut self, name: &str) -> &mut Histogram<u64> {
+        if !self.steps.contains_key(name) {
+            self.steps.insert(name.to_owned(), new_histogram());
+        }
+        self.steps.get_mut(name).expect("just inserted")
+    }
+
+    /// Read back from a result file's `counters` and `histograms`.
+    pub fn read(
+        counters: &BTreeMap<String, Value>,
+        histograms: &BTreeMap<String, Value>,
+    ) -> Result<FlowSection, ResultError> {
+        let counts = |key: &str| -> BTreeMap<String, u64> {
+            counters.get(key).and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default()
+        };
+        let mut steps = BTreeMap::new();
+        if let Some(Value::Object(encoded)) = histograms.get("flow_steps") {
+            for (step, text) in encoded {
+                let field = format!("histograms.flow_steps.{step}");
+                let text = text.as_str().ok_or_else(|| ResultError::Histogram {
+                    field: field.clone(),
+                    reason: "it is not a string".to_owned(),
+                })?;
+                steps.insert(step.clone(), decode_histogram(&field, text)?);
+            }
+        }
+        Ok(FlowSection { steps, unmatched: counts("flow_unmatched"), late: counts("flow_late") })
+    }
+}
+
+impl Section for FlowSection {
+    fn merge(&mut self, other: &dyn Section) {
+        let Some(other) = other.as_any().downcast_ref::<FlowSection>() else { return };
+        for (step, histogram) in &other.steps {
+            self.step(step).add(histogram).expect("histograms share bounds");
+        }
+        for (mine, theirs) in [(&mut self.unmatched, &other.unmatched), (&mut self.late, &other.late)] {
+            for (step, count) in theirs {
+                *mine.entry(step.clone()).or_default() += count;
+            }
+        }
+    }
+
+    fn errors(&self, errors: &mut BTreeMap<String, u64>) {
+        for (kind, counts) in [("flow_unmatched", &self.unmatched), ("flow_late", &self.late)] {
+            let total: u64 = counts.values().sum();
+            if total > 0 {
+                *errors.entry(kind.to_owned()).or_default() += total;
+            }
+        }
+    }
+
+    fn counters(&self) -> BTreeMap<String, Value> {
+        let mut counters = BTreeMap::new();
+        for (key, counts) in [("flow_unmatched", &self.unmatched), ("flow_late", &self.late)] {
+            if !counts.is_empty() {
+                counters.insert(key.to_owned(), serde_json::to_value(counts).unwrap_or_default());
+            }
+        }
+        counters
+    }
+
+    fn histograms(&self) -> Vec<(&'static str, SectionHistograms<'_>)> {
+        if self.steps.is_empty() {
+            return Vec::new();
+        }
+        let named = self.steps.iter().map(|(step, histogram)| (step.as_str(), histogram)).collect();
+        vec![("flow_steps", SectionHistograms::Named(named))]
+    }
+
+    fn boxed(&self) -> Box<dyn Section> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

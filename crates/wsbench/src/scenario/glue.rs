@@ -1,0 +1,129 @@
+//! Where the registry meets the layers that know no scenario: settings validated by the
+//! rules of the scenario they name, `--scenario WORD` resolved to a file, a preset or a
+//! scenario, the engine's [`Plan`] of a load, a result's metrics decoded with their
+//! section, and the figures a scenario adds to a result.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Descriptor, FiguresInput, SCENARIOS, by_name};
+use crate::config::{
+    ConfigError, DEFAULT_SCENARIO, LoadSpec, PRESETS, RunConfig, RunSettings, ScenarioRules, invalid_setting,
+    looks_like_host_port,
+};
+use crate::engine::{PhasePlan, Plan, Workload};
+use crate::metrics::Metrics;
+use crate::result::{ResultError, RunResult};
+use crate::samples::ServerReport;
+
+impl RunSettings {
+    /// Applies defaults and checks every value, by the rules of the scenario the settings
+    /// name (`echo` when none).
+    pub fn validate(&self) -> Result<RunConfig, ConfigError> {
+        let name = self.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
+        let scenario = by_name(name).ok_or_else(|| unknown_scenario(name))?;
+        let all: Vec<&dyn ScenarioRules> = SCENARIOS.iter().map(|s| *s as &dyn ScenarioRules).collect();
+        self.validate_for(scenario, &all)
+    }
+
+    /// The settings `--scenario NAME` stands for: the file NAME when there is one, else the
+    /// built-in preset NAME (`scenarios/NAME.toml`), else the scenario NAME (`echo`, …).
+    /// When none exists the error names both the file and the names it looked for.
+    pub fn from_scenario(name: &Path) -> Result<RunSettings, ConfigError> {
+        if name.is_file() {
+            return RunSettings::from_file(name);
+        }
+        let word = name.to_string_lossy();
+        if let Some((preset, text)) = PRESETS.iter().find(|(preset, _)| *preset == word) {
+            return RunSettings::parse_toml(text, Path::new(&format!("scenarios/{preset}.toml")));
+        }
+        if by_name(&word).is_some() {
+            return Ok(RunSettings { scenario: Some(word.into_owned()), ..RunSettings::default() });
+        }
+        match std::fs::read_to_string(name) {
+            Ok(text) => RunSettings::parse_toml(&text, name),
+            Err(source) => Err(ConfigError::UnknownScenario {
+                name: word.into_owned(),
+                known: names()
+                    .chain(PRESETS.iter().map(|(preset, _)| *preset))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                path: name.to_owned(),
+                source,
+            }),
+        }
+    }
+}
+
+/// Every scenario's name, in the registry's order.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    SCENARIOS.iter().map(|scenario| scenario.name())
+}
+
+/// `--scenario` names no scenario: the known ones, or the `ws://` a host:port was meant as.
+fn unknown_scenario(name: &str) -> ConfigError {
+    if looks_like_host_port(name) {
+        return invalid_setting("scenario", format!("`{name}` is not a scenario: did you mean ws://{name}?"));
+    }
+    let known: Vec<&str> = names().collect();
+    invalid_setting("scenario", format!("unknown scenario `{name}`: use {}", or_list(&known)))
+}
+
+/// `a, b or c`.
+fn or_list(names: &[&str]) -> String {
+    match names.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// The engine's plan of a validated load: its scenario's phases and workloads.
+pub fn plan_of(load: &LoadSpec) -> Arc<dyn Plan> {
+    Arc::new(ScenarioPlan { scenario: super::of(load), load: load.clone() })
+}
+
+/// A scenario and the load it runs, as the engine sees them.
+#[derive(Debug)]
+struct ScenarioPlan {
+    scenario: &'static dyn Descriptor,
+    load: LoadSpec,
+}
+
+impl Plan for ScenarioPlan {
+    fn phases(&self) -> PhasePlan {
+        self.scenario.phases(&self.load)
+    }
+    fn workload(&self, connections: &[u64]) -> Box<dyn Workload> {
+        self.scenario.workload(&self.load, connections)
+    }
+}
+
+/// A result's metrics, losslessly, its scenario's section included (for a scenario this
+/// wsbench does not know, without it).
+pub fn decode_metrics(result: &RunResult) -> Result<Metrics, ResultError> {
+    let mut metrics = result.common_metrics()?;
+    if let Some(scenario) = by_name(&result.scenario) {
+        metrics.section = scenario.read_section(&result.counters.scenario, &result.histograms.scenario)?;
+    }
+    Ok(metrics)
+}
+
+/// The figures the scenario `name` adds to a result (key, value).
+pub fn figures_of(name: &str, input: &FiguresInput<'_>) -> Option<(String, Value)> {
+    let (key, value) = by_name(name)?.figures(input)?;
+    Some((key.to_owned(), value))
+}
+
+/// The figures of a run measured from `metrics` (`server`: what the probe saw).
+pub fn figures_for(
+    name: &str,
+    metrics: &Metrics,
+    config: &Value,
+    measured_secs: f64,
+    server: &ServerReport,
+) -> Option<(String, Value)> {
+    figures_of(name, &FiguresInput { metrics, config, measured_secs, server })
+}
