@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use wsbench_server::{
     DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_THREADS, ServeConfig, TlsSource,
 };
@@ -31,6 +31,25 @@ impl std::fmt::Display for DurationArg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&format_duration(self.0))
     }
+}
+
+/// Parses the command line; `wsbench run --help` lists every scenario and preset, as the
+/// registry has them.
+pub fn parse() -> Cli {
+    let command = Cli::command().mut_subcommand("run", |run| run.after_help(scenarios_help()));
+    let matches = command.get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
+}
+
+/// The scenarios of `wsbench run` with what each does, then the presets.
+fn scenarios_help() -> String {
+    let mut text = String::from("Scenarios (the SCENARIO word, or --scenario NAME):\n");
+    for scenario in wsbench::scenario::SCENARIOS {
+        text.push_str(&format!("  {:<12} {}\n", scenario.name(), scenario.about()));
+    }
+    let presets: Vec<&str> = wsbench::config::PRESETS.iter().map(|(name, _)| *name).collect();
+    text.push_str(&format!("Presets (--scenario NAME, from scenarios/NAME.toml): {}", presets.join(", ")));
+    text
 }
 
 #[derive(Debug, Parser)]
@@ -112,12 +131,12 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// A scenario (echo, throughput, scalability, c10k) and/or a target URL (ws:// or wss://);
-    /// without a URL wsbench starts its built-in server.
+    /// A scenario (listed below) and/or a target URL (ws:// or wss://); without a URL wsbench
+    /// starts its built-in server.
     #[arg(value_name = "SCENARIO|URL", num_args = 0..=2)]
     pub positional: Vec<String>,
-    /// A preset (includeos-25k, uws-throughput, uws-huge, uws-scalability), a scenario name,
-    /// or a TOML scenario file (e.g. my-run.toml); flags override it.
+    /// A preset or a scenario name (both listed below), or a TOML scenario file (e.g.
+    /// my-run.toml); flags override it.
     #[arg(long = "scenario", value_name = "FILE")]
     pub scenario_file: Option<PathBuf>,
     #[command(flatten)]

@@ -29,6 +29,7 @@ pub mod machine;
 pub mod merge;
 pub mod metrics;
 pub mod probe;
+pub mod protocol;
 pub mod report;
 pub mod result;
 pub mod rtt;

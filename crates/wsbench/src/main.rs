@@ -10,12 +10,11 @@ mod commands;
 
 use std::io::Write;
 
-use clap::Parser;
 use wsbench::error::{CommandError, with_causes};
 use wsbench::exit::ExitCode;
 
 fn main() -> std::process::ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     let outcome = commands::execute(cli.command).and_then(|output| print(&output.text).map(|()| output.code));
     std::process::ExitCode::from(match outcome {
         Ok(code) => code,

@@ -41,7 +41,7 @@ fn read(path: &Path) -> RunResult {
 }
 
 fn latency_count(result: &RunResult) -> u64 {
-    wsbench::scenario::decode_metrics(&result).unwrap().latency.len()
+    wsbench::scenario::decode_metrics(result).unwrap().latency.len()
 }
 
 /// A merged result is a result like any other: it validates and renders in every format.

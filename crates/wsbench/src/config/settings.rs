@@ -13,7 +13,7 @@ use super::error::ConfigError;
 #[derive(Debug, Clone, Default, PartialEq, clap::Args, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RunSettings {
-    /// Scenario: echo (default), throughput, scalability, c10k, churn, flow or pubsub.
+    /// Scenario: one of the registry's (`wsbench run --help` lists them); echo by default.
     #[arg(skip)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scenario: Option<String>,

@@ -178,6 +178,37 @@ impl ClientConn {
     }
 }
 
+/// A connection as a protocol's outbox: each message framed, masked (and compressed when
+/// agreed) into the connection's output, and counted for the recorder.
+#[derive(Debug)]
+pub struct Sending<'a> {
+    pub conn: &'a mut ClientConn,
+    pub messages: u64,
+    pub wire_bytes: u64,
+    pub payload_bytes: u64,
+}
+
+impl<'a> Sending<'a> {
+    pub fn new(conn: &'a mut ClientConn) -> Sending<'a> {
+        Sending { conn, messages: 0, wire_bytes: 0, payload_bytes: 0 }
+    }
+
+    fn send(&mut self, opcode: OpCode, payload: &[u8]) {
+        self.wire_bytes += self.conn.write_message(opcode, rand::random(), payload) as u64;
+        self.payload_bytes += payload.len() as u64;
+        self.messages += 1;
+    }
+}
+
+impl crate::protocol::Outbox for Sending<'_> {
+    fn text(&mut self, payload: &[u8]) {
+        self.send(OpCode::Text, payload);
+    }
+    fn binary(&mut self, payload: &[u8]) {
+        self.send(OpCode::Binary, payload);
+    }
+}
+
 /// The most queued batches one `writev` carries (well under the kernel's `IOV_MAX`).
 const COALESCE_BATCHES: usize = 64;
 

@@ -6,14 +6,13 @@
 
 mod compression;
 pub mod conn;
-mod connect;
-mod handshake_failure;
+pub mod dial;
+mod io;
 mod live_board;
 pub mod pacer;
 pub mod recorder;
 pub mod timers;
 pub mod tls;
-mod uring;
 mod worker;
 pub mod workload;
 

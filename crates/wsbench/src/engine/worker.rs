@@ -11,24 +11,20 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
 use super::conn::{ClientConn, State};
-use super::handshake_failure::{HandshakeFailure, Upgrade};
+use super::dial::{self, Dial, HandshakeFailure, Upgrade};
+use super::io::{Event, Io};
 use super::pacer::{Pacer, TICK};
 use super::recorder::Recorder;
 use super::timers::{Due, Timers};
 use super::workload::{Assembly, Cx, PhasePlan, Workload};
-use super::{Control, Job, compression, connect};
+use super::{Control, Job};
 use crate::metrics::Metrics;
 
-mod alarm;
 mod frames;
 mod lifecycle;
-mod ring;
-
-use alarm::Alarm;
 
 const READ_BUFFER_BYTES: usize = 256 * 1024;
 /// Connects in progress per worker: beyond this the listen backlog overflows and SYNs are
@@ -36,8 +32,6 @@ const READ_BUFFER_BYTES: usize = 256 * 1024;
 const MAX_CONNECTING: usize = 512;
 /// At the end of the run: how long to wait for the server's close frames.
 const CLOSE_WAIT: Duration = Duration::from_millis(300);
-/// The poll token of the [`Alarm`] (connections use their slab keys).
-const ALARM: Token = Token(usize::MAX);
 /// When the alarm is set, the poll's own timeout is this much later: the alarm wakes the
 /// worker, the timeout only if the alarm failed.
 const ALARM_MARGIN: Duration = Duration::from_millis(1);
@@ -66,11 +60,10 @@ pub struct Worker {
     spec: Arc<Job>,
     control: Arc<Control>,
     id: usize,
-    poll: Poll,
-    alarm: Alarm,
-    events: Events,
-    /// This poll's events: token, readable, writable, and whether the peer's FIN came with it.
-    ready: Vec<(Token, bool, bool, bool)>,
+    /// The sockets' I/O: epoll, or io_uring for open plain connections.
+    io: Io,
+    /// How a connection becomes a WebSocket.
+    dial: &'static dyn Dial,
     conns: Slab<ClientConn>,
     read_buf: Box<[u8]>,
     /// The scenario's work, and how it wants its messages.
@@ -88,10 +81,6 @@ pub struct Worker {
     /// The drain at the end ran out while the workload was still busy.
     cut_off: bool,
     open: u64,
-    /// `--io uring`: the ring (made on the worker's thread), and the connections that
-    /// opened this turn, to move onto it.
-    ring: Option<super::uring::Ring>,
-    opened: Vec<usize>,
 }
 
 impl Worker {
@@ -107,12 +96,9 @@ impl Worker {
             spec.load.connections,
             plan.connections,
         );
-        let poll = Poll::new()?;
         Ok(Worker {
-            alarm: Alarm::new(poll.registry(), ALARM)?,
-            poll,
-            events: Events::with_capacity(1024),
-            ready: Vec::with_capacity(1024),
+            io: Io::new()?,
+            dial: dial::of(&spec),
             conns,
             read_buf: vec![0u8; READ_BUFFER_BYTES].into_boxed_slice(),
             assembly: workload.assembly(),
@@ -128,8 +114,6 @@ impl Worker {
             closing_since: None,
             cut_off: false,
             open: 0,
-            ring: None,
-            opened: Vec::new(),
             id: plan.id,
             spec,
             control,
@@ -137,7 +121,7 @@ impl Worker {
     }
 
     pub fn run(mut self) -> WorkerOutput {
-        self.open_ring();
+        self.io.start_ring(self.spec.load.io, self.spec.target.tls, self.conns.capacity());
         loop {
             let now = Instant::now();
             self.rec.tick(now, self.open, || self.workload.errors());
@@ -159,44 +143,73 @@ impl Worker {
             }
             let connect_allowed = self.connecting < MAX_CONNECTING && !self.control.stopping();
             let timeout = self.sleep_time(now, connect_allowed);
-            if self.ring.is_some() {
-                if !self.ring_wait(timeout) {
+            let events = match self.io.wait(timeout) {
+                Ok(events) => events,
+                Err(e) => {
+                    eprintln!("wsbench: worker {} waiting for I/O failed: {e}", self.id);
                     break;
                 }
-            } else if let Err(e) = self.poll.poll(&mut self.events, Some(timeout))
-                && e.kind() != io::ErrorKind::Interrupted
-            {
-                eprintln!("wsbench: worker {} poll failed: {e}", self.id);
-                break;
+            };
+            for &event in &events {
+                self.on_io(event);
             }
-            self.ready.clear();
-            for event in &self.events {
-                if event.token() == ALARM {
-                    self.alarm.rang();
-                    continue;
-                }
-                let readable = event.is_readable() || event.is_read_closed() || event.is_error();
-                let writable = event.is_writable() || event.is_error();
-                self.ready.push((event.token(), readable, writable, event.is_read_closed()));
-            }
-            for i in 0..self.ready.len() {
-                let (Token(key), readable, writable, read_closed) = self.ready[i];
-                self.on_event(key, readable, writable, read_closed);
-            }
+            self.io.restore(events);
             self.adopt_opened();
         }
         let keys: Vec<usize> = self.conns.iter().map(|(key, _)| key).collect();
         for key in keys {
             self.count_left_open(key);
         }
-        let io = self.io_name();
-        // The ring first: it cancels what is in flight while the sockets are still open.
-        drop(self.ring.take());
+        let io = self.io.name();
+        self.io.close_ring();
         self.conns.clear();
         let errors = self.workload.errors();
         let section = self.workload.finish(self.cut_off);
         let (metrics, measured_exchanges) = self.rec.finish(section, &errors);
         WorkerOutput { metrics, measured_exchanges, cpu: crate::client_cpu::thread_cpu_self(), io }
+    }
+
+    /// One thing the wait found.
+    fn on_io(&mut self, event: Event) {
+        match event {
+            Event::Ready { key, readable, writable, read_closed } => {
+                self.on_event(key, readable, writable, read_closed)
+            }
+            Event::Received { key, buffer, len } => {
+                if self.io.on_ring(key) {
+                    // SAFETY: the buffer is ours until recycled below, after the slice's use.
+                    let data = unsafe { self.io.received(buffer, len) };
+                    self.rec.metrics.counters.bytes_received += len as u64;
+                    if self.received(key, data) {
+                        self.flush(key);
+                    }
+                }
+                self.io.recycle(buffer);
+            }
+            Event::Sent { key } if self.io.on_ring(key) => {
+                if self.conns.get(key).is_some_and(|c| c.has_pending()) {
+                    self.flush(key);
+                }
+            }
+            Event::Broken { key } if self.io.on_ring(key) => self.on_broken(key),
+            Event::Sent { .. } | Event::Broken { .. } => {}
+        }
+    }
+
+    /// Connections that opened this turn leave epoll for the ring (their pending output,
+    /// if epoll could not write all of it, goes out through the ring).
+    fn adopt_opened(&mut self) {
+        while let Some(key) = self.io.take_opened() {
+            let Some(conn) = self.conns.get_mut(key) else { continue };
+            if conn.state != State::Open {
+                continue;
+            }
+            if self.io.adopt(key, conn).is_err() {
+                self.on_broken(key);
+                continue;
+            }
+            self.flush(key);
+        }
     }
 
     /// A connection still there when the worker stops: what it had outstanding is
@@ -248,8 +261,8 @@ impl Worker {
         let timer = self.timers.next().map(|at| at.saturating_duration_since(now));
         let wake = self.pacer.next_wakeup(now, connect_allowed).min(timer.unwrap_or(Duration::MAX));
         match self.pacer.next_due(connect_allowed) {
-            Some(due) if wake > Duration::ZERO && self.alarm.rang_early_for(due) => Duration::ZERO,
-            Some(due) if wake > Duration::ZERO && wake < TICK => match self.alarm.set(due) {
+            Some(due) if wake > Duration::ZERO && self.io.alarm.rang_early_for(due) => Duration::ZERO,
+            Some(due) if wake > Duration::ZERO && wake < TICK => match self.io.alarm.set(due) {
                 Ok(()) => wake + ALARM_MARGIN,
                 Err(_) => wake,
             },
@@ -308,29 +321,12 @@ impl Worker {
         }
     }
 
-    /// Writes pending output; keeps write interest only while something is pending.
-    /// Returns false when the connection was dropped.
+    /// Writes pending output. Returns false when the connection was dropped.
     fn flush(&mut self, key: usize) -> bool {
-        if self.on_ring(key) {
-            return self.ring_flush(key);
-        }
-        let conn = &mut self.conns[key];
-        let done = match conn.flush(self.workload.batch()) {
-            Ok(done) => done,
-            Err(_) => {
-                self.on_broken(key);
-                return false;
-            }
-        };
-        let want_write = !done || conn.state == State::Connecting;
-        if want_write != conn.write_interest {
-            conn.write_interest = want_write;
-            let interest =
-                if want_write { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
-            if self.poll.registry().reregister(conn.transport.socket(), Token(key), interest).is_err() {
-                self.on_broken(key);
-                return false;
-            }
+        let Some(conn) = self.conns.get_mut(key) else { return false };
+        if self.io.flush(key, conn, self.workload.batch()).is_err() {
+            self.on_broken(key);
+            return false;
         }
         true
     }
@@ -399,30 +395,11 @@ impl Worker {
     fn process(&mut self, key: usize, now: Instant, data: &mut [u8]) -> usize {
         let mut used = 0;
         if self.conns[key].state == State::Upgrading {
-            match connect::upgrade_response(&self.conns[key], data) {
+            let counters = &mut self.rec.metrics.counters;
+            match self.dial.answer(&self.spec, &mut self.conns[key], data, counters) {
                 Upgrade::Incomplete => return 0,
                 Upgrade::Accepted(n) => {
-                    let counters = &mut self.rec.metrics.counters;
-                    if let Err(failure) =
-                        connect::check_accepted(&self.spec, &self.conns[key], &data[..n], counters)
-                    {
-                        self.on_refused(key, failure);
-                        return data.len();
-                    }
                     used = n;
-                    let counters = &mut self.rec.metrics.counters;
-                    let conn = &mut self.conns[key];
-                    let attached = self.spec.load.compression.as_ref().map(|offer| {
-                        compression::attach(offer, &conn.key, &mut conn.decoder, data, counters)
-                    });
-                    match attached {
-                        Some(Ok(state)) => conn.compression = Some(state),
-                        Some(Err(failure)) => {
-                            self.on_refused(key, failure);
-                            return data.len();
-                        }
-                        None => {}
-                    }
                     self.on_open(key, now);
                 }
                 Upgrade::Refused(failure) => {

@@ -6,12 +6,9 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use mio::{Interest, Token};
-
 use super::{MAX_CONNECTING, Worker};
 use crate::engine::conn::State;
-use crate::engine::connect;
-use crate::engine::handshake_failure::HandshakeFailure;
+use crate::engine::dial::{self, HandshakeFailure};
 use crate::metrics::record_us;
 
 impl Worker {
@@ -46,12 +43,11 @@ impl Worker {
 
     /// Starts connection `index`; a failed start is counted and, with `--reconnect`, retried.
     fn connect(&mut self, index: u64, now: Instant) {
-        let registered = connect::open(&self.spec, index, now).and_then(|mut conn| {
+        let registered = self.dial.open(&self.spec, index, now).and_then(|mut conn| {
             let entry = self.conns.vacant_entry();
             let key = entry.key();
             conn.slot = key;
-            let interest = Interest::READABLE | Interest::WRITABLE;
-            self.poll.registry().register(conn.transport.socket(), Token(key), interest)?;
+            self.io.register(key, conn.transport.socket())?;
             entry.insert(conn);
             Ok(key)
         });
@@ -61,7 +57,7 @@ impl Worker {
                 self.pacer.watch_connect(key, now);
             }
             Err(error) => {
-                connect::count_error(&mut self.rec.metrics.counters, &error);
+                dial::count_error(&mut self.rec.metrics.counters, &error);
                 self.reconnect_later(index);
             }
         }
@@ -71,14 +67,14 @@ impl Worker {
     /// connect has completed (the connection moves on to the upgrade); false while it is
     /// in progress, or when it failed (then it is counted and dropped).
     pub(super) fn finish_connect(&mut self, key: usize) -> bool {
-        match connect::connected(self.conns[key].transport.socket()) {
+        match self.dial.connected(&mut self.conns[key]) {
             Ok(true) => {
                 self.conns[key].state = State::Upgrading;
                 true
             }
             Ok(false) => false,
             Err(error) => {
-                connect::count_error(&mut self.rec.metrics.counters, &error);
+                dial::count_error(&mut self.rec.metrics.counters, &error);
                 self.drop_conn(key);
                 false
             }
@@ -118,9 +114,7 @@ impl Worker {
         if self.control.traffic() {
             self.start_traffic(key, now);
         }
-        if self.ring.is_some() {
-            self.opened.push(key);
-        }
+        self.io.opened(key);
     }
 
     /// The handshake failed: counted by its cause, and the connection dropped.
@@ -161,10 +155,7 @@ impl Worker {
     /// the end of the run, schedules it to be reopened.
     pub(super) fn drop_conn(&mut self, key: usize) {
         if let Some(mut conn) = self.conns.try_remove(key) {
-            if let Some(ring) = self.ring.as_mut() {
-                ring.forget(key);
-            }
-            let _ = self.poll.registry().deregister(conn.transport.socket());
+            self.io.forget(key, conn.transport.socket());
             if matches!(conn.state, State::Open | State::Closing) {
                 self.workload.on_drop(&conn);
             }

@@ -82,7 +82,7 @@ impl Descriptor for PubSub {
             topics: 1,
             publishers: 0,
         });
-        Box::new(PubSubWorkload::new(load, spec, connections))
+        Box::new(PubSubWorkload::new(load, spec, &crate::protocol::raw::Raw, connections))
     }
     fn server_mode(&self) -> ServerMode {
         ServerMode::PubSub

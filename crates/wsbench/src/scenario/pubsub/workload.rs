@@ -1,4 +1,5 @@
-//! The pubsub scenario's client side (protocol in docs/protocols.md): subscribers
+//! The pubsub scenario's client side, in the terms of the connection's message protocol
+//! (`raw`: docs/protocols.md): subscribers
 //! send `{"sub":"tK"}` as soon as they open and wait for `{"subscribed":"tK"}`; publishers
 //! send `{"pub":"tK","id":"J-S","ts":…,"sent":…,"measured":…}` on the open-loop schedule.
 //! Every delivery is matched to its publisher and sequence number, so each subscriber knows
@@ -11,15 +12,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-use wsbench_proto::OpCode;
-
 use super::section::{PubSubCounters, PubSubSection, Spread};
 use super::settings::{PubSubSpec, Role as PubSubRole};
 use crate::config::{LoadSpec, Payload};
-use crate::engine::conn::ClientConn;
+use crate::engine::conn::{ClientConn, Sending};
 use crate::engine::recorder::Counted;
 use crate::engine::workload::{Assembly, Cx, Message, Workload};
 use crate::metrics::Section;
+use crate::protocol::{Incoming, Protocol, Session};
 
 /// A draining worker waits until its subscribers have had nothing for this long.
 pub const QUIET: Duration = Duration::from_millis(250);
@@ -80,6 +80,9 @@ pub struct PubSub {
     tally: PubSubCounters,
     spread: Spread,
     last_delivery: Option<Instant>,
+    /// The message protocol, and each connection's session of it (by slot).
+    protocol: &'static dyn Protocol,
+    sessions: Vec<Option<Box<dyn Session>>>,
     /// The publish being encoded.
     encoding: Vec<u8>,
 }
@@ -149,7 +152,12 @@ impl Seen {
 
 impl PubSub {
     /// The pubsub state of a worker that opens `connections`.
-    pub fn new(load: &LoadSpec, spec: PubSubSpec, connections: &[u64]) -> PubSub {
+    pub fn new(
+        load: &LoadSpec,
+        spec: PubSubSpec,
+        protocol: &'static dyn Protocol,
+        connections: &[u64],
+    ) -> PubSub {
         let mut subscribers = HashMap::new();
         let mut publishers = HashMap::new();
         for &index in connections {
@@ -179,6 +187,8 @@ impl PubSub {
             tally: PubSubCounters::default(),
             spread: Spread::new(),
             last_delivery: None,
+            protocol,
+            sessions: Vec::new(),
             encoding: Vec::new(),
         }
     }
@@ -187,10 +197,11 @@ impl PubSub {
     /// within the connect timeout).
     fn subscribe(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
         let Some(subscriber) = self.subscribers.get_mut(&conn.index) else { return };
-        let mut command = Vec::with_capacity(24);
-        let _ = write!(command, "{{\"sub\":\"t{}\"}}", subscriber.topic);
-        let bytes = conn.write_message(OpCode::Text, rand::random(), &command);
-        cx.rec.sent(1, bytes as u64, command.len() as u64);
+        let topic = format!("t{}", subscriber.topic);
+        let Some(session) = self.sessions.get_mut(conn.slot).and_then(Option::as_mut) else { return };
+        let mut out = Sending::new(conn);
+        session.subscribe(&topic, &mut out);
+        cx.rec.sent(out.messages, out.wire_bytes, out.payload_bytes);
         subscriber.state = Subscription::Pending(conn.started);
         self.awaiting += 1;
         cx.wake(conn, now + self.timeout);
@@ -217,22 +228,24 @@ impl PubSub {
         }
     }
 
-    /// Writes publisher `conn`'s next publish, due at `due`; returns its bytes on the wire
-    /// and of payload.
+    /// Writes publisher `conn`'s next publish, due at `due`: its fields (publisher and
+    /// sequence, due and send times, whether it is measured) as a JSON object the protocol
+    /// carries to every subscriber of the topic. Returns what it wrote (messages, bytes on
+    /// the wire and of payload).
     fn publish(
         &mut self,
         conn: &mut ClientConn,
         due: Instant,
         now: Instant,
         measured: bool,
-    ) -> (usize, usize) {
-        let Some(seq) = self.publishers.get_mut(&conn.index) else { return (0, 0) };
-        let PubSubRole::Publisher { publisher, topic } = self.spec.role(conn.index) else { return (0, 0) };
+    ) -> (u64, u64, u64) {
+        let Some(seq) = self.publishers.get_mut(&conn.index) else { return (0, 0, 0) };
+        let PubSubRole::Publisher { publisher, topic } = self.spec.role(conn.index) else { return (0, 0, 0) };
         let message = &mut self.encoding;
         message.clear();
         let _ = write!(
             message,
-            "{{\"pub\":\"t{topic}\",\"id\":\"{publisher}-{seq}\",\"ts\":{},\"sent\":{},\"measured\":{measured}",
+            "{{\"id\":\"{publisher}-{seq}\",\"ts\":{},\"sent\":{},\"measured\":{measured}",
             self.clock.micros(due),
             self.clock.micros(now)
         );
@@ -244,37 +257,49 @@ impl PubSub {
             message.push(b'"');
         }
         message.push(b'}');
-        let bytes = conn.write_message(OpCode::Text, rand::random(), message);
-        (bytes, message.len())
+        let Some(session) = self.sessions.get_mut(conn.slot).and_then(Option::as_mut) else {
+            return (0, 0, 0);
+        };
+        let mut out = Sending::new(conn);
+        session.publish(&format!("t{topic}"), &self.encoding, &mut out);
+        (out.messages, out.wire_bytes, out.payload_bytes)
     }
 
-    /// A whole message to `conn`: the acknowledgement of a subscription, or a delivery
-    /// (returned when it is the first of its publish).
-    fn on_whole_message(&mut self, conn: &ClientConn, message: &[u8], now: Instant) -> Option<Delivery> {
+    /// What the protocol made of a message to `conn`: the acknowledgement of a
+    /// subscription, or a delivery (returned when it is the first of its publish).
+    fn on_incoming(&mut self, conn: &ClientConn, incoming: Incoming<'_>, now: Instant) -> Option<Delivery> {
         let tally = &mut self.tally;
         let Some(subscriber) = self.subscribers.get_mut(&conn.index) else {
             tally.unexpected += 1;
             return None;
         };
-        match subscriber.state {
-            Subscription::Pending(_) if is_ack(message, subscriber.topic) => {
+        let topic_of = |name: &str| name.strip_prefix('t').and_then(|n| n.parse::<u64>().ok());
+        match (subscriber.state, incoming) {
+            (Subscription::Pending(_), Incoming::Subscribed { topic })
+                if topic_of(topic) == Some(subscriber.topic) =>
+            {
                 subscriber.state = Subscription::Subscribed;
                 subscriber.accounted = true;
                 self.awaiting -= 1;
                 return None;
             }
-            Subscription::Pending(_) => {
+            (Subscription::Pending(_), _) => {
                 // An echo server sends the subscription back: it does not speak pub/sub.
                 subscriber.state = Subscription::Closed;
                 self.awaiting -= 1;
                 tally.subscribe_failures += 1;
                 return None;
             }
-            Subscription::Closed => return None,
-            Subscription::Subscribed => {}
+            (Subscription::Closed, _) => return None,
+            (Subscription::Subscribed, _) => {}
         }
         self.last_delivery = Some(now);
-        let Some(fields) = Fields::parse(message).filter(|f| f.topic == subscriber.topic) else {
+        let Incoming::Delivery { topic, payload } = incoming else {
+            tally.unexpected += 1;
+            return None;
+        };
+        let Some(fields) = Fields::parse(payload).filter(|_| topic_of(topic) == Some(subscriber.topic))
+        else {
             tally.unexpected += 1;
             return None;
         };
@@ -331,6 +356,10 @@ impl Workload for PubSub {
     }
 
     fn on_open(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
+        if self.sessions.len() <= conn.slot {
+            self.sessions.resize_with(conn.slot + 1, || None);
+        }
+        self.sessions[conn.slot] = Some(self.protocol.session(conn.index));
         self.subscribe(cx, conn, now);
     }
 
@@ -345,8 +374,8 @@ impl Workload for PubSub {
     /// A publish due at `due`, counted as measured when it was due inside the window.
     fn on_due(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, due: Instant, now: Instant) {
         let measured = cx.rec.in_window(due);
-        let (bytes, payload_bytes) = self.publish(conn, due, now, measured);
-        cx.rec.sent(1, bytes as u64, payload_bytes as u64);
+        let (messages, wire_bytes, payload_bytes) = self.publish(conn, due, now, measured);
+        cx.rec.sent(messages, wire_bytes, payload_bytes);
         if measured {
             self.count_published(conn.index);
             cx.rec.send_lag(due, now);
@@ -359,7 +388,13 @@ impl Workload for PubSub {
             self.tally.unexpected += 1;
             return;
         };
-        let Some(delivery) = self.on_whole_message(conn, message, now) else { return };
+        let Some(mut session) = self.sessions.get_mut(conn.slot).and_then(Option::take) else { return };
+        let mut out = Sending::new(conn);
+        let incoming = session.receive(message, &mut out);
+        cx.rec.sent(out.messages, out.wire_bytes, out.payload_bytes);
+        let delivery = self.on_incoming(conn, incoming, now);
+        self.sessions[conn.slot] = Some(session);
+        let Some(delivery) = delivery else { return };
         let counted = if delivery.measured { Counted::Measured } else { Counted::Warmup };
         cx.rec.exchange(now, delivery.latency_us, Some(delivery.uncorrected_us), counted);
     }
@@ -370,6 +405,9 @@ impl Workload for PubSub {
 
     fn on_drop(&mut self, conn: &ClientConn) {
         self.forget(conn.index);
+        if let Some(session) = self.sessions.get_mut(conn.slot) {
+            *session = None;
+        }
     }
 
     /// Deliveries arrived lately: the end of the run waits until they stop.
@@ -397,17 +435,9 @@ impl Workload for PubSub {
     }
 }
 
-/// `{"subscribed":"tK"}` for the subscriber's topic K.
-fn is_ack(message: &[u8], topic: u64) -> bool {
-    let mut expected = Vec::with_capacity(24);
-    let _ = write!(expected, "{{\"subscribed\":\"t{topic}\"}}");
-    message.trim_ascii() == expected
-}
-
 /// The fields wsbench put in a publish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Fields {
-    topic: u64,
     publisher: u64,
     seq: u64,
     due_us: u64,
@@ -417,13 +447,12 @@ struct Fields {
 
 impl Fields {
     fn parse(message: &[u8]) -> Option<Fields> {
-        let topic = number(after(message, br#""pub":"t"#)?)?.0;
         let (publisher, rest) = number(after(message, br#""id":""#)?)?;
         let seq = number(rest.strip_prefix(b"-")?)?.0;
         let due_us = number(after(message, br#""ts":"#)?)?.0;
         let sent_us = number(after(message, br#""sent":"#)?)?.0;
         let measured = after(message, br#""measured":"#)?.starts_with(b"true");
-        Some(Fields { topic, publisher, seq, due_us, sent_us, measured })
+        Some(Fields { publisher, seq, due_us, sent_us, measured })
     }
 }
 
@@ -463,26 +492,12 @@ mod tests {
 
     #[test]
     fn a_publish_parses_back_into_its_fields() {
-        let message = br#"{"pub":"t3","id":"12-4567","ts":1000,"sent":1040,"measured":true,"pad":"xx"}"#;
+        let message = br#"{"id":"12-4567","ts":1000,"sent":1040,"measured":true,"pad":"xx"}"#;
         let fields = Fields::parse(message).unwrap();
-        assert_eq!(
-            fields,
-            Fields { topic: 3, publisher: 12, seq: 4567, due_us: 1000, sent_us: 1040, measured: true }
-        );
-        assert!(
-            !Fields::parse(br#"{"pub":"t3","id":"12-4567","ts":1000,"sent":1,"measured":false}"#)
-                .unwrap()
-                .measured
-        );
-        assert_eq!(Fields::parse(br#"{"pub":"t3","id":"x-1","ts":1,"sent":1,"measured":true}"#), None);
+        assert_eq!(fields, Fields { publisher: 12, seq: 4567, due_us: 1000, sent_us: 1040, measured: true });
+        assert!(!Fields::parse(br#"{"id":"12-4567","ts":1000,"sent":1,"measured":false}"#).unwrap().measured);
+        assert_eq!(Fields::parse(br#"{"id":"x-1","ts":1,"sent":1,"measured":true}"#), None);
         assert_eq!(Fields::parse(b"hello"), None);
-    }
-
-    #[test]
-    fn acknowledgements_name_the_topic() {
-        assert!(is_ack(br#"{"subscribed":"t7"}"#, 7));
-        assert!(!is_ack(br#"{"subscribed":"t7"}"#, 1));
-        assert!(!is_ack(br#"{"sub":"t7"}"#, 7));
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! Opening a client connection up to the WebSocket upgrade: the socket (source address,
-//! non-blocking connect), the TLS session of a `wss://` target (SNI), the upgrade request
-//! (subprotocols, extra headers), and the check of the server's answer (the subprotocol it
-//! chose, the TLS it negotiated). The worker registers the connection with its poll and
+//! `http1`: a WebSocket as RFC 6455 opens it, one per TCP connection: the socket (source
+//! address, non-blocking connect), the TLS session of a `wss://` target (SNI), the HTTP/1.1
+//! upgrade request (subprotocols, extra headers, the permessage-deflate offer), and the
+//! check of the server's `101` (the key's accept, the subprotocol it chose, the extension
+//! it agreed, the TLS it negotiated). The worker registers the connection with its I/O and
 //! drives it; this file owns no event loop.
 
 use std::io;
@@ -16,14 +17,57 @@ use wsbench_proto::handshake::{client_key, client_request_with_headers, parse_re
 use wsbench_proto::{Decoder, Role};
 use wsbench_transport::Transport;
 
-use super::Job;
-use super::conn::ClientConn;
-use super::handshake_failure::{self, HandshakeFailure, Upgrade};
+use super::Dial;
+use super::failure::{self, HandshakeFailure, Upgrade};
+use crate::engine::Job;
+use crate::engine::compression;
+use crate::engine::conn::ClientConn;
 use crate::metrics::Counters;
+
+/// The HTTP/1.1 upgrade (the default).
+#[derive(Debug)]
+pub struct Http1;
+
+impl Dial for Http1 {
+    fn name(&self) -> &'static str {
+        "http1"
+    }
+
+    fn open(&self, job: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
+        open(job, index, now)
+    }
+
+    fn connected(&self, conn: &mut ClientConn) -> io::Result<bool> {
+        connected(conn.transport.socket())
+    }
+
+    /// The `101` at the start of `data`, checked: what it agreed is counted and set on the
+    /// connection (its permessage-deflate state).
+    fn answer(&self, job: &Job, conn: &mut ClientConn, data: &mut [u8], counters: &mut Counters) -> Upgrade {
+        let n = match failure::answer(data, &conn.key, false) {
+            Upgrade::Accepted(n) => n,
+            other => return other,
+        };
+        if let Err(failure) = check_accepted(job, conn, &data[..n], counters) {
+            return Upgrade::Refused(failure);
+        }
+        let attached = job
+            .load
+            .compression
+            .as_ref()
+            .map(|offer| compression::attach(offer, &conn.key, &mut conn.decoder, data, counters));
+        match attached {
+            Some(Ok(state)) => conn.compression = Some(state),
+            Some(Err(failure)) => return Upgrade::Refused(failure),
+            None => {}
+        }
+        Upgrade::Accepted(n)
+    }
+}
 
 /// Starts connection `index` (global number): the TCP connect is in progress, the TLS
 /// session (if any) set up, and the upgrade request queued to write once connected.
-pub fn open(spec: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
+fn open(spec: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
     let target = &spec.target;
     let source = (!spec.load.source_addrs.is_empty())
         .then(|| spec.load.source_addrs[index as usize % spec.load.source_addrs.len()]);
@@ -63,7 +107,7 @@ fn upgrade_request(spec: &Job, key: &str, index: u64) -> Vec<u8> {
 /// Checks what an accepted upgrade (`head`, the `101` response) agreed to and counts it:
 /// the subprotocol must be one offered (and, when some were offered, one must be chosen);
 /// the TLS version and cipher suite are counted by value.
-pub fn check_accepted(
+fn check_accepted(
     spec: &Job,
     conn: &ClientConn,
     head: &[u8],
@@ -109,7 +153,7 @@ fn connect_socket(addr: SocketAddr, source: Option<std::net::IpAddr>) -> io::Res
 
 /// Whether the non-blocking connect has completed: `Ok(false)` while it is in progress,
 /// its error when it failed.
-pub fn connected(socket: &mut mio::net::TcpStream) -> io::Result<bool> {
+fn connected(socket: &mut mio::net::TcpStream) -> io::Result<bool> {
     if let Some(error) = socket.take_error()? {
         return Err(error);
     }
@@ -117,21 +161,6 @@ pub fn connected(socket: &mut mio::net::TcpStream) -> io::Result<bool> {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
         Err(e) => Err(e),
-    }
-}
-
-/// The server's answer to the upgrade request at the start of `data`: incomplete, accepted
-/// (with how many bytes it took: frames may follow in the same read), or refused and why.
-pub fn upgrade_response(conn: &ClientConn, data: &[u8]) -> Upgrade {
-    handshake_failure::answer(data, &conn.key, false)
-}
-
-/// Counts a failed connect attempt by its cause.
-pub fn count_error(counters: &mut Counters, error: &io::Error) {
-    match error.raw_os_error() {
-        Some(libc::ECONNREFUSED) => counters.connections_refused += 1,
-        Some(libc::ETIMEDOUT) => counters.connect_timeouts += 1,
-        _ => counters.connect_errors += 1,
     }
 }
 

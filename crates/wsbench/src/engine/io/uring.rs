@@ -9,7 +9,8 @@
 //!
 //! This file owns the kernel-facing parts and their memory rules only: which buffer a
 //! completion names, when a send's bytes may be reused, how everything in flight is
-//! cancelled before the memory goes. What the bytes mean is the worker's (`worker/ring.rs`).
+//! cancelled before the memory goes. What the bytes mean is the worker's; `io/mod.rs` puts the
+//! ring and epoll behind one interface.
 //! No SQPOLL (it would burn a core of the machine being measured); no zero-copy send (the
 //! echo messages are tens of bytes: the page pinning costs more than the copy).
 

@@ -1,0 +1,113 @@
+//! `raw`: WebSocket messages as they are. An echo request is the payload itself and its
+//! reply the echo; pub/sub is the small JSON protocol of docs/protocols.md:
+//! `{"sub":"tK"}` answered by `{"subscribed":"tK"}`, and a publish `{"pub":"tK",…}` whose
+//! fields (the publisher's id and sequence, its due and send times) every subscriber of the
+//! topic receives as they were sent.
+
+use super::{Incoming, Outbox, Protocol, Session};
+
+#[derive(Debug)]
+pub struct Raw;
+
+impl Protocol for Raw {
+    fn name(&self) -> &'static str {
+        "raw"
+    }
+    fn session(&self, _index: u64) -> Box<dyn Session> {
+        Box::new(RawSession { encoding: Vec::new() })
+    }
+}
+
+#[derive(Debug)]
+struct RawSession {
+    /// The message being written (kept for its capacity).
+    encoding: Vec<u8>,
+}
+
+impl Session for RawSession {
+    fn passthrough(&self) -> bool {
+        true
+    }
+
+    fn request(&mut self, _seq: u64, payload: &[u8], out: &mut dyn Outbox) {
+        out.binary(payload);
+    }
+
+    fn subscribe(&mut self, topic: &str, out: &mut dyn Outbox) {
+        self.encoding.clear();
+        self.encoding.extend_from_slice(br#"{"sub":""#);
+        self.encoding.extend_from_slice(topic.as_bytes());
+        self.encoding.extend_from_slice(br#""}"#);
+        out.text(&self.encoding);
+    }
+
+    /// `{"pub":"tK",…}`: the topic, then the payload's own fields.
+    fn publish(&mut self, topic: &str, payload: &[u8], out: &mut dyn Outbox) {
+        self.encoding.clear();
+        self.encoding.extend_from_slice(br#"{"pub":""#);
+        self.encoding.extend_from_slice(topic.as_bytes());
+        self.encoding.extend_from_slice(b"\"");
+        match payload.strip_prefix(b"{") {
+            Some(fields) if fields != b"}" => {
+                self.encoding.push(b',');
+                self.encoding.extend_from_slice(fields);
+            }
+            _ => self.encoding.push(b'}'),
+        }
+        out.text(&self.encoding);
+    }
+
+    fn receive<'m>(&mut self, message: &'m [u8], _out: &mut dyn Outbox) -> Incoming<'m> {
+        if let Some(topic) = string_field(message, br#"{"subscribed":""#) {
+            return Incoming::Subscribed { topic };
+        }
+        if let Some(topic) = string_field(message, br#"{"pub":""#) {
+            return Incoming::Delivery { topic, payload: message };
+        }
+        Incoming::Reply { seq: None, payload: message }
+    }
+}
+
+/// The string value of a message that begins `prefix` (up to its closing quote).
+fn string_field<'m>(message: &'m [u8], prefix: &[u8]) -> Option<&'m str> {
+    let rest = message.trim_ascii_start().strip_prefix(prefix)?;
+    let end = rest.iter().position(|&b| b == b'"')?;
+    std::str::from_utf8(&rest[..end]).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Sent(Vec<(bool, Vec<u8>)>);
+
+    impl Outbox for Sent {
+        fn text(&mut self, payload: &[u8]) {
+            self.0.push((true, payload.to_vec()));
+        }
+        fn binary(&mut self, payload: &[u8]) {
+            self.0.push((false, payload.to_vec()));
+        }
+    }
+
+    #[test]
+    fn pub_sub_messages_are_those_of_docs_protocols() {
+        let mut session = Raw.session(0);
+        let mut sent = Sent::default();
+        session.subscribe("t3", &mut sent);
+        session.publish("t3", br#"{"id":"1-2","ts":5}"#, &mut sent);
+        assert_eq!(sent.0[0], (true, br#"{"sub":"t3"}"#.to_vec()));
+        assert_eq!(sent.0[1], (true, br#"{"pub":"t3","id":"1-2","ts":5}"#.to_vec()));
+        assert_eq!(
+            session.receive(br#"{"subscribed":"t3"}"#, &mut sent),
+            Incoming::Subscribed { topic: "t3" }
+        );
+        let delivery = br#"{"pub":"t3","id":"1-2","ts":5}"#;
+        assert_eq!(
+            session.receive(delivery, &mut sent),
+            Incoming::Delivery { topic: "t3", payload: delivery }
+        );
+        assert_eq!(session.receive(b"echo", &mut sent), Incoming::Reply { seq: None, payload: b"echo" });
+    }
+}
