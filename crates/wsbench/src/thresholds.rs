@@ -12,7 +12,7 @@ pub fn judge(thresholds: &[Threshold], result: &RunResult) -> Vec<ThresholdOutco
     thresholds
         .iter()
         .map(|threshold| {
-            let value = value_of(threshold.metric, result);
+            let value = value_of(&threshold.metric, result);
             ThresholdOutcome {
                 expression: threshold.expression.clone(),
                 value,
@@ -29,15 +29,16 @@ pub fn any_failed(result: &RunResult) -> bool {
 }
 
 /// The figure `metric` names, in its unit; `None` when a time has no sample to bound.
-fn value_of(metric: Metric, result: &RunResult) -> Option<f64> {
+fn value_of(metric: &Metric, result: &RunResult) -> Option<f64> {
     let summary = &result.summary;
-    match metric {
+    match *metric {
         Metric::Latency(_) if summary.latency_us.count == 0 => None,
         Metric::Latency(statistic) => Some(latency_value(statistic, &summary.latency_us)),
         Metric::Connect(_) if summary.connect_us.count == 0 => None,
         Metric::Connect(statistic) => Some(connect_value(statistic, &summary.connect_us)),
         Metric::Errors => Some(summary.errors.values().sum::<u64>() as f64),
         Metric::RoundTripsPerSec => Some(summary.exchanges_per_sec),
+        Metric::Scenario(ref name) => crate::scenario::of_result(result)?.threshold_value(name, result),
     }
 }
 

@@ -8,7 +8,7 @@ use super::error::{ConfigError, invalid};
 use super::slo::{Statistic, latency_limit_us};
 
 /// Which figure of a result a threshold bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Metric {
     /// Round-trip latency (`summary.latency_us`), in µs.
     Latency(Statistic),
@@ -18,6 +18,9 @@ pub enum Metric {
     Errors,
     /// Measured round trips per second (`summary.echoes_per_sec`).
     RoundTripsPerSec,
+    /// A figure of the scenario's own (a fan-out's `lost`, ping's `unanswered`): which ones
+    /// a scenario has is checked with the rest of its settings.
+    Scenario(String),
 }
 
 /// How the measured value is compared with the bound.
@@ -77,13 +80,13 @@ impl std::str::FromStr for Threshold {
         .ok_or_else(|| bad(format!("`{rest}` does not start with <, <=, >, >= or ==")))?;
         let metric = metric(name).ok_or_else(|| {
             bad(format!(
-                "unknown figure `{name}` (latency: {}; {CONNECT_NAMES}; errors; echoes_per_sec)",
+                "unknown figure `{name}` (latency: {}; {CONNECT_NAMES}; errors; echoes_per_sec; or one of the scenario's)",
                 Statistic::NAMES
             ))
         })?;
         let bound = match metric {
             Metric::Latency(_) | Metric::Connect(_) => latency_limit_us(bound).map_err(bad)?,
-            Metric::Errors | Metric::RoundTripsPerSec => bound
+            Metric::Errors | Metric::RoundTripsPerSec | Metric::Scenario(_) => bound
                 .parse::<f64>()
                 .ok()
                 .filter(|n| n.is_finite() && *n >= 0.0)
@@ -109,9 +112,18 @@ fn metric(name: &str) -> Option<Metric> {
                 | Statistic::Max) => Some(Metric::Connect(kept)),
                 _ => None,
             },
-            None => Statistic::from_name(name).map(Metric::Latency),
+            None => Statistic::from_name(name).map(Metric::Latency).or_else(|| scenario_figure(name)),
         },
     }
+}
+
+/// Any other word of lowercase letters, digits and `_` may be a figure of the scenario's,
+/// but not one that reads as a latency statistic (`p42`) or a connect time.
+fn scenario_figure(name: &str) -> Option<Metric> {
+    let word =
+        !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    let statistic_like = name.strip_prefix('p').is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()));
+    (word && !statistic_like && !name.starts_with("connect_")).then(|| Metric::Scenario(name.to_owned()))
 }
 
 #[cfg(test)]
@@ -133,6 +145,7 @@ mod tests {
             ("errors<10", Metric::Errors, Comparison::Less, 10.0),
             ("echoes_per_sec>5000", Metric::RoundTripsPerSec, Comparison::Greater, 5000.0),
             ("round_trips_per_sec>=1e3", Metric::RoundTripsPerSec, Comparison::GreaterOrEqual, 1000.0),
+            ("out_of_order==0", Metric::Scenario("out_of_order".to_owned()), Comparison::Equal, 0.0),
         ];
         for (text, metric, comparison, bound) in cases {
             let threshold = parse(text);

@@ -237,7 +237,9 @@ fn thresholds(out: &mut String, result: &RunResult, paint: Paint) {
         let metric = judged.expression.parse::<crate::config::Threshold>().map(|t| t.metric);
         let value = match (judged.value, metric) {
             (None, _) => "nothing measured".to_owned(),
-            (Some(n), Ok(crate::config::Metric::Errors)) => group(n as u64),
+            (Some(n), Ok(crate::config::Metric::Errors | crate::config::Metric::Scenario(_))) => {
+                group(n as u64)
+            }
             (Some(n), Ok(crate::config::Metric::RoundTripsPerSec)) => format!("{}/s", rate(n)),
             (Some(us), _) => micros(us),
         };

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::{Descriptor, FiguresInput, SCENARIOS, by_name};
 use crate::config::{
-    ConfigError, DEFAULT_SCENARIO, LoadSpec, PRESETS, RunConfig, RunSettings, ScenarioRules, invalid_setting,
-    looks_like_host_port,
+    ConfigError, DEFAULT_SCENARIO, LoadSpec, Metric, PRESETS, RunConfig, RunSettings, ScenarioRules,
+    Threshold, invalid_setting, looks_like_host_port,
 };
 use crate::engine::{PhasePlan, Plan, Workload};
 use crate::metrics::Metrics;
@@ -25,7 +25,9 @@ impl RunSettings {
         let name = self.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
         let scenario = by_name(name).ok_or_else(|| unknown_scenario(name))?;
         let all: Vec<&dyn ScenarioRules> = SCENARIOS.iter().map(|s| *s as &dyn ScenarioRules).collect();
-        self.validate_for(scenario, &all)
+        let config = self.validate_for(scenario, &all)?;
+        check_thresholds(scenario, &config.thresholds)?;
+        Ok(config)
     }
 
     /// The settings `--scenario NAME` stands for: the file NAME when there is one, else the
@@ -55,6 +57,29 @@ impl RunSettings {
             }),
         }
     }
+}
+
+/// A `--threshold` on a figure of the scenario's own names one it has.
+fn check_thresholds(scenario: &dyn Descriptor, thresholds: &[Threshold]) -> Result<(), ConfigError> {
+    for threshold in thresholds {
+        if let Metric::Scenario(name) = &threshold.metric
+            && !scenario.threshold_names().contains(&name.as_str())
+        {
+            let own = match scenario.threshold_names() {
+                [] => format!("the {} scenario has no figures of its own", scenario.name()),
+                names => format!("the {} scenario's own are {}", scenario.name(), names.join(", ")),
+            };
+            return Err(invalid_setting(
+                "threshold",
+                format!(
+                    "`{}`: unknown figure `{name}` (latency: p50, p99, …; connect_p99, …; errors; \
+                     echoes_per_sec; {own})",
+                    threshold.expression
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Every scenario's name, in the registry's order.

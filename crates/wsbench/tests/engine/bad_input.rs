@@ -36,6 +36,15 @@ fn unknown_flag_value_is_a_one_line_error_with_exit_2() {
     std::fs::write(&scenario, "scenario = \"echo\"\nconections = 5\n").unwrap();
     assert_usage_error(&["run", "--scenario", arg(&scenario), "--json", arg(&json)], "conections");
     assert_usage_error(&["run", "--scenario", arg(&dir.join("missing.toml"))], "missing.toml");
+    assert_usage_error(
+        &["run", "--threshold", "lost==0", "--json", arg(&json)],
+        "unknown figure `lost` (latency: p50, p99, …; connect_p99, …; errors; echoes_per_sec; the echo \
+         scenario has no figures of its own)",
+    );
+    assert_usage_error(
+        &["run", "pubsub", "--threshold", "lots==0", "--json", arg(&json)],
+        "the pubsub scenario's own are lost, duplicated, out_of_order",
+    );
     assert!(!json.exists(), "a rejected run wrote a result file");
 }
 

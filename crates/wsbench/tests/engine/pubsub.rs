@@ -67,8 +67,10 @@ fn pubsub_against_the_builtin_server_delivers_every_publish_to_every_subscriber_
     let _slot = heavy(1);
     let dir = scratch("pubsub-builtin");
     let json = dir.join("r.json");
-    let flags =
-        format!("{SHAPE} --duration 2s --warmup 1s --threshold errors==0 --threshold deliveries_per_sec>100");
+    let flags = format!(
+        "{SHAPE} --duration 2s --warmup 1s --threshold errors==0 --threshold deliveries_per_sec>100 \
+         --threshold lost==0 --threshold duplicated==0 --threshold out_of_order==0"
+    );
     let (run, result) = pubsub_run(None, &flags, &[], &json);
     run.assert_success();
     let context = || format!("{}\n{}", summary_of(&result), run.describe());
@@ -76,6 +78,7 @@ fn pubsub_against_the_builtin_server_delivers_every_publish_to_every_subscriber_
     assert!(errors(&result).is_empty(), "{}", context());
     assert!(run.stdout.contains("deliveries/s (after warm-up):"), "{}", run.describe());
     assert!(run.stdout.contains("lost 0, duplicated 0, out of order 0"), "{}", run.describe());
+    assert!(run.stdout.contains("✓ passed  out_of_order==0  (measured 0)"), "{}", run.describe());
     assert_matches_schema(&result);
     // The merge path recomputes the fan-out from the merged counters and histograms.
     let merged_json = dir.join("merged.json");

@@ -44,6 +44,8 @@ impl Worker {
                 }
                 OpCode::Ping => conn.write_control(OpCode::Pong, &data[payload]),
                 OpCode::Pong => {
+                    // A pong answers a ping the load sent: it counts with the messages.
+                    self.rec.metrics.counters.messages_received += 1;
                     let pong = &data[payload];
                     self.hook(key, |workload, cx, conn| workload.on_pong(cx, conn, pong, now));
                 }
