@@ -199,3 +199,26 @@ fn a_pubsub_comparison_runs_the_servers_that_speak_it_and_skips_the_rest() {
     assert_eq!(result["pubsub"]["lost"], 0, "{stdout}\n{stderr}");
     assert_eq!(result["pubsub"]["delivered"], result["pubsub"]["expected_deliveries"], "{stdout}\n{stderr}");
 }
+
+#[test]
+fn a_ping_comparison_measures_every_server_on_its_heartbeat_path() {
+    let dir = fleet_dir("ping");
+    let out = dir.join("results");
+    let flags = "--connections 10 --rate 100/s --warmup 0s --duration 1s";
+    let mut args = vec!["compare", "--scenario", "ping", "--servers", "builtin,healthy", "--out"];
+    args.push(out.to_str().unwrap());
+    args.extend(flags.split_whitespace());
+    let (code, stdout, stderr) = wsbench(&args, &dir);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("ping round trips/s (min–max)"), "{stdout}");
+    for server in ["builtin", "healthy"] {
+        let row = stdout.lines().find(|l| l.starts_with(server)).unwrap_or_else(|| panic!("{stdout}"));
+        assert!(row.contains("10/10"), "{row}");
+        let result: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join(format!("{server}-1.json"))).unwrap())
+                .unwrap();
+        assert_eq!(result["scenario"], "ping", "{stdout}\n{stderr}");
+        assert_eq!(result["ping"]["pongs"], result["ping"]["pings"], "{stdout}\n{stderr}");
+        assert_eq!(result["ping"]["unanswered"], 0, "{stdout}\n{stderr}");
+    }
+}

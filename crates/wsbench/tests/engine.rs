@@ -34,6 +34,8 @@ mod io_backends;
 mod open_loop;
 #[path = "engine/peers.rs"]
 mod peers;
+#[path = "engine/ping.rs"]
+mod ping;
 #[path = "engine/pubsub.rs"]
 mod pubsub;
 #[path = "engine/scripted.rs"]

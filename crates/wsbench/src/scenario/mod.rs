@@ -13,6 +13,7 @@ mod churn;
 mod echo;
 mod flow;
 mod glue;
+mod ping;
 pub mod pubsub;
 mod scalability;
 mod throughput;
@@ -39,6 +40,7 @@ pub static SCENARIOS: &[&dyn Descriptor] = &[
     &churn::Churn,
     &flow::Flow,
     &pubsub::PubSub,
+    &ping::Ping,
 ];
 
 /// The scenario called `name`.

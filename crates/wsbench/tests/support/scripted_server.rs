@@ -19,6 +19,8 @@
 //! - [`Script::choose_subprotocol`]: every upgrade is answered with that subprotocol.
 //! - [`Script::ignore_close_every_nth_connection`]: the n-th, 2n-th … accepted connections
 //!   never answer the client's close frame (they read on until the client goes).
+//! - [`Script::ignore_every_nth_ping`]: the n-th, 2n-th … pings of each connection get no
+//!   pong (1: none does).
 //!
 //! With no behaviour it is a plain echo server. Dropping the [`ScriptedServer`] stops it: the
 //! listener closes and every open connection is shut down.
@@ -51,6 +53,7 @@ pub struct Script {
     subprotocol: Option<&'static str>,
     extensions: Option<String>,
     ignore_close_every: Option<u64>,
+    ignore_ping_every: Option<u64>,
 }
 
 impl Script {
@@ -114,6 +117,12 @@ impl Script {
     }
 
     /// Binds 127.0.0.1:0 and starts accepting.
+    pub fn ignore_every_nth_ping(mut self, n: u64) -> Script {
+        assert!(n > 0);
+        self.ignore_ping_every = Some(n);
+        self
+    }
+
     pub fn start(self) -> ScriptedServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the scripted server");
         let addr = listener.local_addr().expect("scripted server address");
@@ -283,6 +292,7 @@ fn serve_connection(mut stream: TcpStream, number: u64, shared: &Shared) -> io::
     let mut message: Vec<u8> = Vec::new();
     let mut message_opcode = OpCode::Binary;
     let mut out: Vec<u8> = Vec::new();
+    let mut pings: u64 = 0;
     // With a capacity: when the previous echo's service ended (its absolute deadline), and
     // when the bytes in `buf` arrived (`None`: they were already waiting, i.e. queued).
     let mut served_until: Option<Instant> = None;
@@ -333,9 +343,12 @@ fn serve_connection(mut stream: TcpStream, number: u64, shared: &Shared) -> io::
                     }
                 }
                 OpCode::Ping => {
-                    out.clear();
-                    write_frame(&mut out, true, OpCode::Pong, None, &buf[payload]);
-                    stream.write_all(&out)?;
+                    pings += 1;
+                    if shared.script.ignore_ping_every.is_none_or(|n| !pings.is_multiple_of(n)) {
+                        out.clear();
+                        write_frame(&mut out, true, OpCode::Pong, None, &buf[payload]);
+                        stream.write_all(&out)?;
+                    }
                 }
                 OpCode::Close if ignore_close => {}
                 OpCode::Close => {
