@@ -1,21 +1,25 @@
 //! The server's one validated configuration; `wsbench serve` flags map onto it and its
-//! defaults are the `pub const`s here, reused by the CLI.
+//! defaults are the `pub const`s here, reused by the CLI. It is also what a server started
+//! as a child process (the built-in server of a run, each process of `serve --processes N`)
+//! reads on its stdin: serialized with serde, so every field reaches the child.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use wsbench_proto::DEFAULT_MAX_MESSAGE;
 use wsbench_proto::handshake::DEFAULT_MAX_HEADER_BYTES;
 
 pub const DEFAULT_PORT: u16 = 8080;
 pub const DEFAULT_THREADS: usize = 1;
+pub const DEFAULT_PROCESSES: usize = 1;
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// No limit beyond the process's open-file limit.
 pub const DEFAULT_MAX_CONNECTIONS: usize = usize::MAX;
 
 /// Where the TLS certificate comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TlsSource {
     /// A self-signed certificate for `localhost` and `127.0.0.1`, generated at start.
     SelfSigned,
@@ -24,11 +28,15 @@ pub enum TlsSource {
 }
 
 /// Everything the server needs to know.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ServeConfig {
     pub host: IpAddr,
     pub port: u16,
     pub threads: usize,
+    /// Processes sharing the port ([`crate::serve_processes`]), each with its own open-file
+    /// limit; [`crate::start`] runs one, in this process, whatever this says.
+    pub processes: usize,
     pub tls: Option<TlsSource>,
     /// Extra raw TCP echo port (0 picks a free one).
     pub tcp_port: Option<u16>,
@@ -50,6 +58,7 @@ impl Default for ServeConfig {
             host: IpAddr::from([127, 0, 0, 1]),
             port: DEFAULT_PORT,
             threads: DEFAULT_THREADS,
+            processes: DEFAULT_PROCESSES,
             tls: None,
             tcp_port: None,
             max_message: DEFAULT_MAX_MESSAGE,
@@ -59,5 +68,35 @@ impl Default for ServeConfig {
             deflate: true,
             pubsub: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_setting_reaches_a_child_server() {
+        // Every field, none at its default: a new one does not compile until it is here.
+        let every = ServeConfig {
+            host: IpAddr::from([127, 0, 0, 2]),
+            port: 5000,
+            threads: 3,
+            processes: 4,
+            tls: Some(TlsSource::Files { cert: "c.pem".into(), key: "k.pem".into() }),
+            tcp_port: Some(5001),
+            max_message: 1 << 20,
+            max_header_bytes: 1234,
+            max_connections: usize::MAX - 1,
+            handshake_timeout: Duration::from_millis(2500),
+            deflate: false,
+            pubsub: true,
+        };
+        let bytes = wsbench_supervisor::encode_settings(&every).unwrap();
+        let back: ServeConfig = wsbench_supervisor::read_settings(bytes.as_slice()).unwrap();
+        assert_eq!(back, every);
+        let self_signed = ServeConfig { tls: Some(TlsSource::SelfSigned), ..ServeConfig::default() };
+        let bytes = wsbench_supervisor::encode_settings(&self_signed).unwrap();
+        assert_eq!(wsbench_supervisor::read_settings::<ServeConfig>(bytes.as_slice()).unwrap(), self_signed);
     }
 }

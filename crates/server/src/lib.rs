@@ -70,7 +70,8 @@ pub mod fuzzing {
 }
 
 pub use config::{
-    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_THREADS, ServeConfig, TlsSource,
+    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_PROCESSES, DEFAULT_THREADS,
+    ServeConfig, TlsSource,
 };
 
 /// Why the server could not start or stopped abnormally.
@@ -86,9 +87,12 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
     #[error("an event loop thread panicked")]
     Panicked,
-    /// A process of a multi-process server (`--processes N`) failed.
-    #[error("{0}")]
-    Process(String),
+    #[error("the reserved port is not an IP socket")]
+    NotIp,
+    /// A process of a multi-process server (`--processes N`) failed, or a server started as
+    /// a child could not read its settings.
+    #[error(transparent)]
+    Child(#[from] wsbench_supervisor::Error),
 }
 
 /// Listener addresses of a started server.

@@ -12,17 +12,16 @@
 //! SIGINT or SIGTERM is forwarded to every server process; the supervisor returns when all
 //! have exited (killing any still running after [`STOP_TIMEOUT`]). A server process that
 //! exits on its own is an error: the others are stopped and the supervisor fails, naming it.
-//! The server processes are re-executions of the same program (the caller says how to start
-//! one), which is simpler and safer than `fork` in a multi-threaded Rust program.
+//! The server processes are re-executions of the same program, each handed its
+//! [`ServeConfig`] (these ports, one process) on its stdin, which is simpler and safer than
+//! `fork` in a multi-threaded Rust program. Starting, signalling and reaping them is
+//! `wsbench_supervisor`'s ([`Group`]).
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::io::Write;
+use std::process::Stdio;
+use std::time::Duration;
 
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
+use wsbench_supervisor::{Group, Launch, TermSignals};
 
 use crate::{ServeConfig, ServeError, listener};
 
@@ -30,37 +29,30 @@ use crate::{ServeConfig, ServeError, listener};
 pub const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long the server processes get to close their connections after the signal.
 pub const STOP_TIMEOUT: Duration = Duration::from_millis(1500);
-const POLL: Duration = Duration::from_millis(20);
 
-/// Runs `processes` server processes on `config`'s port(s) until SIGINT or SIGTERM.
-/// `command(port, tcp_port)` builds the command line of one server process that listens on
-/// exactly those ports (with `SO_REUSEPORT`, as [`crate::start`] does) and prints its
-/// `listening on` line first on stdout.
-pub fn serve_processes(
-    config: &ServeConfig,
-    processes: usize,
-    command: &dyn Fn(u16, Option<u16>) -> Command,
-) -> Result<(), ServeError> {
+/// Runs `config.processes` server processes on `config`'s port(s) until SIGINT or SIGTERM.
+/// Each is this program re-executed as `SUBCOMMAND --settings-from-stdin`, which must read
+/// its [`ServeConfig`] from stdin, serve it as [`crate::serve_until_signalled`] does (with
+/// `SO_REUSEPORT`, printing its `listening on` line first on stdout).
+pub fn serve_processes(config: &ServeConfig, subcommand: &str) -> Result<(), ServeError> {
     // Before anything starts: a starter may signal as soon as it reads the line.
-    let mut signals = Signals::new([SIGINT, SIGTERM])?;
+    let mut signals = TermSignals::catch()?;
     let websocket = listener::reserve(config.host, config.port)?;
     let port = local_port(&websocket)?;
     let tcp = config.tcp_port.map(|p| listener::reserve(config.host, p)).transpose()?;
     let tcp_port = tcp.as_ref().map(local_port).transpose()?;
+    let one = one_process(config, port, tcp_port);
 
-    let mut children: Vec<Child> = Vec::with_capacity(processes);
+    // On an error the processes started so far are stopped as the group drops.
+    let mut group = Group::new();
     let mut line = String::new();
-    for index in 0..processes {
-        match start_one(command(port, tcp_port), index, processes) {
-            Ok((child, listening)) => {
-                children.push(child);
-                line = listening;
-            }
-            Err(e) => {
-                stop_all(&mut children, SIGTERM);
-                return Err(e);
-            }
-        }
+    for index in 0..config.processes {
+        let name = format!("server process {index}/{}", config.processes);
+        let mut launch = Launch::this_program(name, subcommand, &one)?.grace(STOP_TIMEOUT);
+        launch.command_mut().stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let mut process = launch.start()?;
+        line = process.wait_for_line("listening on ", START_TIMEOUT)?;
+        group.push(process);
     }
     // Every process listens: the reservation may go (it never received a connection).
     drop((websocket, tcp));
@@ -69,96 +61,17 @@ pub fn serve_processes(
     let _ = writeln!(stdout, "{line}");
     let _ = stdout.flush();
     drop(stdout);
+    Ok(group.supervise(&mut signals, STOP_TIMEOUT)?)
+}
 
-    loop {
-        if let Some(signal) = signals.pending().next() {
-            stop_all(&mut children, signal);
-            return Ok(());
-        }
-        for (index, child) in children.iter_mut().enumerate() {
-            if let Ok(Some(status)) = child.try_wait() {
-                let pid = child.id();
-                stop_all(&mut children, SIGTERM);
-                return Err(ServeError::Process(format!(
-                    "server process {index}/{processes} (pid {pid}) exited: {}",
-                    describe(status)
-                )));
-            }
-        }
-        std::thread::sleep(POLL);
-    }
+/// What one server process of `config` serves: everything, on the reserved ports, alone.
+fn one_process(config: &ServeConfig, port: u16, tcp_port: Option<u16>) -> ServeConfig {
+    ServeConfig { port, tcp_port, processes: 1, ..config.clone() }
 }
 
 fn local_port(socket: &socket2::Socket) -> Result<u16, ServeError> {
     let addr = socket.local_addr()?;
-    addr.as_socket().map(|a| a.port()).ok_or_else(|| ServeError::Process("reserved a non-IP socket".into()))
-}
-
-/// Starts one server process and waits for its `listening on` line.
-fn start_one(mut command: Command, index: usize, processes: usize) -> Result<(Child, String), ServeError> {
-    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
-    // Signals come from the supervisor only (a terminal's Ctrl-C reaches it, it forwards).
-    command.process_group(0);
-    // SAFETY: prctl is async-signal-safe. A server process must not outlive its supervisor.
-    unsafe {
-        command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
-    }
-    let name = format!("server process {index}/{processes}");
-    let mut child = command.spawn().map_err(|e| ServeError::Process(format!("cannot start {name}: {e}")))?;
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        let _ = tx.send(lines.next());
-        for _ in lines {}
-    });
-    match rx.recv_timeout(START_TIMEOUT) {
-        Ok(Some(Ok(line))) if line.starts_with("listening on ") => Ok((child, line)),
-        other => {
-            let _ = child.kill();
-            let status = child.wait().map(describe).unwrap_or_default();
-            let why = match other {
-                Ok(Some(Ok(line))) => format!("printed {line:?} instead of `listening on …`"),
-                _ => format!("printed no `listening on` line ({status})"),
-            };
-            Err(ServeError::Process(format!("{name} (pid {}) {why}", child.id())))
-        }
-    }
-}
-
-/// Sends `signal` to every child, waits for all of them up to [`STOP_TIMEOUT`], then kills
-/// the rest.
-fn stop_all(children: &mut [Child], signal: i32) {
-    for child in children.iter_mut() {
-        if let Ok(None) = child.try_wait() {
-            // SAFETY: signalling our own child, not yet reaped.
-            unsafe {
-                libc::kill(child.id() as libc::pid_t, signal);
-            }
-        }
-    }
-    let deadline = Instant::now() + STOP_TIMEOUT;
-    while Instant::now() < deadline && children.iter_mut().any(|c| matches!(c.try_wait(), Ok(None))) {
-        std::thread::sleep(POLL);
-    }
-    for child in children.iter_mut() {
-        if let Ok(None) = child.try_wait() {
-            let _ = child.kill();
-        }
-        let _ = child.wait();
-    }
-}
-
-fn describe(status: ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exit status {code}"),
-        (None, Some(signal)) => format!("signal {signal}"),
-        _ => status.to_string(),
-    }
+    addr.as_socket().map(|a| a.port()).ok_or(ServeError::NotIp)
 }
 
 #[cfg(test)]
@@ -180,5 +93,21 @@ mod tests {
         }
         let pending = listeners.iter().filter(|l| l.accept().is_ok()).count();
         assert!(pending >= 1);
+    }
+
+    #[test]
+    fn each_process_serves_every_setting_on_the_reserved_ports_alone() {
+        let config = ServeConfig {
+            threads: 3,
+            processes: 4,
+            tcp_port: Some(0),
+            tls: Some(crate::TlsSource::SelfSigned),
+            max_connections: 500,
+            pubsub: true,
+            ..ServeConfig::default()
+        };
+        let one = one_process(&config, 5000, Some(5001));
+        assert_eq!((one.port, one.tcp_port, one.processes), (5000, Some(5001), 1));
+        assert_eq!(ServeConfig { port: config.port, tcp_port: config.tcp_port, processes: 4, ..one }, config);
     }
 }

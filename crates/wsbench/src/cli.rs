@@ -8,10 +8,12 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use wsbench_server::{
-    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_THREADS, ServeConfig, TlsSource,
+    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_PROCESSES, DEFAULT_THREADS,
+    ServeConfig, TlsSource,
 };
 
 use wsbench::config::{ConfigError, RunSettings};
+use wsbench::error::CommandError;
 use wsbench::report::ReportFormat;
 use wsbench::rtt::RttSettings;
 use wsbench::units::{UnitError, format_duration, parse_bytes, parse_duration};
@@ -141,26 +143,33 @@ pub struct RunArgs {
     pub scenario_file: Option<PathBuf>,
     #[command(flatten)]
     pub settings: RunSettings,
+    /// Read the run's settings as JSON from stdin: how `--processes N` starts its shards.
+    #[arg(long = wsbench_supervisor::SETTINGS_FLAG, hide = true, exclusive = true)]
+    pub settings_from_stdin: bool,
 }
 
 impl RunArgs {
-    /// The run's settings: the scenario file, overridden by the positionals and the flags.
-    pub fn into_settings(self) -> Result<RunSettings, ConfigError> {
+    /// The run's settings: the scenario file, overridden by the positionals and the flags;
+    /// or, for a shard, what its parent wrote on stdin.
+    pub fn into_settings(self) -> Result<RunSettings, CommandError> {
+        if self.settings_from_stdin {
+            return Ok(wsbench_supervisor::read_settings(std::io::stdin().lock())?);
+        }
         let mut settings = self.settings;
         for word in self.positional {
             let slot = if word.contains("://") { &mut settings.target } else { &mut settings.scenario };
             if slot.replace(word.clone()).is_some() {
-                return Err(ConfigError::Invalid {
+                return Err(CommandError::Config(ConfigError::Invalid {
                     setting: "scenario",
                     problem: format!("`{word}`: give at most one scenario and one URL"),
-                });
+                }));
             }
         }
         let base = match &self.scenario_file {
             Some(path) => RunSettings::from_scenario(path)?,
             None => RunSettings::default(),
         };
-        settings.over(base)
+        Ok(settings.over(base)?)
     }
 }
 
@@ -221,7 +230,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = DurationArg(DEFAULT_HANDSHAKE_TIMEOUT))]
     pub handshake_timeout: DurationArg,
     /// Server processes sharing the port (SO_REUSEPORT), each with its own open-file limit.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, default_value_t = DEFAULT_PROCESSES as u16, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub processes: u16,
     /// Decline permessage-deflate (RFC 7692) offers; by default they are accepted.
     #[arg(long)]
@@ -230,92 +239,64 @@ pub struct ServeArgs {
     /// event-loop thread; other messages are still echoed.
     #[arg(long, conflicts_with_all = ["threads", "processes"])]
     pub pubsub: bool,
+    /// Read the whole configuration as JSON from stdin: how wsbench starts a server of its
+    /// own (the built-in server of a run, each process of `--processes N`).
+    #[arg(long = wsbench_supervisor::SETTINGS_FLAG, hide = true, exclusive = true)]
+    pub settings_from_stdin: bool,
 }
 
 impl ServeArgs {
     /// Serves until SIGINT or SIGTERM: in this process, or with `--processes N` as N
-    /// processes of this program sharing the port.
+    /// processes of this program sharing the port. A server started by wsbench itself
+    /// (`--settings-from-stdin`) takes its whole configuration from stdin instead of flags.
     pub fn serve(self) -> Result<(), wsbench_server::ServeError> {
-        if self.processes <= 1 {
-            return wsbench_server::serve_until_signalled(&self.into_config());
-        }
-        let exe = std::env::current_exe()?;
-        let command = |port: u16, tcp_port: Option<u16>| {
-            let mut command = std::process::Command::new(&exe);
-            command.args(self.child_args(port, tcp_port));
-            command
+        let config = if self.settings_from_stdin {
+            wsbench_supervisor::read_settings(std::io::stdin().lock())?
+        } else {
+            self.into_config()
         };
-        wsbench_server::serve_processes(&self.clone().into_config(), usize::from(self.processes), &command)
+        if config.processes <= 1 {
+            wsbench_server::serve_until_signalled(&config)
+        } else {
+            wsbench_server::serve_processes(&config, "serve")
+        }
     }
 
-    /// The `serve` arguments of one process of a `--processes` server: these settings, on
-    /// the given ports, as one process.
-    pub fn child_args(&self, port: u16, tcp_port: Option<u16>) -> Vec<String> {
-        // Destructured without `..`: a new flag does not compile until it is passed on.
+    pub fn into_config(self) -> ServeConfig {
+        // Destructured without `..`: a new flag does not compile until it is mapped.
         let ServeArgs {
             host,
-            port: _,
+            port,
             threads,
             tls,
             cert,
             key,
-            tcp_port: _,
+            tcp_port,
             max_message,
             max_connections,
             handshake_timeout,
-            processes: _,
+            processes,
             no_deflate,
             pubsub,
+            settings_from_stdin: _,
         } = self;
-        let mut args = vec![
-            "serve".to_owned(),
-            format!("--host={host}"),
-            format!("--port={port}"),
-            format!("--threads={threads}"),
-            format!("--max-message={max_message}"),
-            format!("--handshake-timeout={handshake_timeout}"),
-            "--processes=1".to_owned(),
-        ];
-        if *tls {
-            args.push("--tls".to_owned());
-        }
-        for (flag, path) in [("cert", cert), ("key", key)] {
-            if let Some(path) = path {
-                args.push(format!("--{flag}={}", path.display()));
-            }
-        }
-        if let Some(port) = tcp_port {
-            args.push(format!("--tcp-port={port}"));
-        }
-        if let Some(max) = max_connections {
-            args.push(format!("--max-connections={max}"));
-        }
-        if *no_deflate {
-            args.push("--no-deflate".to_owned());
-        }
-        if *pubsub {
-            args.push("--pubsub".to_owned());
-        }
-        args
-    }
-
-    pub fn into_config(self) -> ServeConfig {
-        let tls = match (self.cert, self.key) {
+        let tls = match (cert, key) {
             (Some(cert), Some(key)) => Some(TlsSource::Files { cert, key }),
-            _ if self.tls => Some(TlsSource::SelfSigned),
+            _ if tls => Some(TlsSource::SelfSigned),
             _ => None,
         };
         ServeConfig {
-            host: self.host,
-            port: self.port,
-            threads: usize::from(self.threads),
+            host,
+            port,
+            threads: usize::from(threads),
+            processes: usize::from(processes),
             tls,
-            tcp_port: self.tcp_port,
-            max_message: self.max_message,
-            max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
-            handshake_timeout: self.handshake_timeout.0,
-            deflate: !self.no_deflate,
-            pubsub: self.pubsub,
+            tcp_port,
+            max_message,
+            max_connections: max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
+            handshake_timeout: handshake_timeout.0,
+            deflate: !no_deflate,
+            pubsub,
             ..ServeConfig::default()
         }
     }
@@ -325,22 +306,27 @@ impl ServeArgs {
 mod tests {
     use super::*;
 
-    #[test]
-    fn serve_processes_children_get_every_setting() {
-        let parse = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
+    fn parse_serve(args: &[&str]) -> ServeArgs {
+        match Cli::try_parse_from(std::iter::once("wsbench").chain(args.iter().copied())).unwrap().command {
             Command::Serve(serve) => serve,
             other => panic!("{other:?}"),
-        };
-        let given = parse(&[
-            "wsbench",
+        }
+    }
+
+    #[test]
+    fn every_serve_flag_reaches_the_config() {
+        let given = parse_serve(&[
             "serve",
             "--host",
-            "127.0.0.1",
+            "127.0.0.2",
             "--port",
             "0",
             "--threads",
             "3",
-            "--tls",
+            "--cert",
+            "c.pem",
+            "--key",
+            "k.pem",
             "--tcp-port",
             "0",
             "--max-message",
@@ -351,13 +337,37 @@ mod tests {
             "3s",
             "--processes",
             "4",
+            "--no-deflate",
         ]);
-        let args = given.child_args(5000, Some(5001));
-        let child =
-            parse(&std::iter::once("wsbench").chain(args.iter().map(String::as_str)).collect::<Vec<_>>());
-        assert_eq!(child.processes, 1);
-        let mut expected = given.clone().into_config();
-        (expected.port, expected.tcp_port) = (5000, Some(5001));
-        assert_eq!(format!("{:?}", child.into_config()), format!("{expected:?}"));
+        let expected = ServeConfig {
+            host: IpAddr::from([127, 0, 0, 2]),
+            port: 0,
+            threads: 3,
+            processes: 4,
+            tls: Some(TlsSource::Files { cert: "c.pem".into(), key: "k.pem".into() }),
+            tcp_port: Some(0),
+            max_message: 1 << 20,
+            max_connections: 500,
+            handshake_timeout: Duration::from_secs(3),
+            deflate: false,
+            ..ServeConfig::default()
+        };
+        assert_eq!(given.into_config(), expected);
+        assert!(parse_serve(&["serve", "--pubsub"]).into_config().pubsub);
+        assert_eq!(parse_serve(&["serve", "--tls"]).into_config().tls, Some(TlsSource::SelfSigned));
+    }
+
+    #[test]
+    fn settings_from_stdin_takes_no_other_flag_and_is_hidden() {
+        assert!(parse_serve(&["serve", "--settings-from-stdin"]).settings_from_stdin);
+        let shard = Cli::try_parse_from(["wsbench", "run", "--settings-from-stdin"]).unwrap();
+        assert!(matches!(shard.command, Command::Run(ref run) if run.settings_from_stdin));
+        for (command, flag) in [("serve", "--port"), ("run", "--connections")] {
+            let error =
+                Cli::try_parse_from(["wsbench", command, "--settings-from-stdin", flag, "1"]).unwrap_err();
+            assert_eq!(error.kind(), clap::error::ErrorKind::ArgumentConflict, "{command}");
+            let help = Cli::try_parse_from(["wsbench", command, "--help"]).unwrap_err().to_string();
+            assert!(help.contains(flag) && !help.contains("settings-from-stdin"), "{help}");
+        }
     }
 }

@@ -27,6 +27,9 @@ pub enum CommandError {
     Report(#[from] crate::report::ReportError),
     #[error(transparent)]
     Serve(#[from] wsbench_server::ServeError),
+    /// A shard that could not read the settings its parent handed it.
+    #[error(transparent)]
+    Child(#[from] wsbench_supervisor::Error),
     #[error("cannot install the Ctrl-C handler")]
     Signals(#[source] std::io::Error),
     #[error("cannot write to stdout")]

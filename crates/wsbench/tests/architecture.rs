@@ -1,7 +1,8 @@
 //! The shape of the code, checked: the library's modules import each other without a cycle
 //! (at the top level, and between the files of one folder), the library never reaches into
-//! the binary's flag model, `main.rs` stays a thin entry point, and no source file or
-//! function grows past the size a reader can hold. Reads the sources as text; builds nothing.
+//! the binary's flag model, `main.rs` stays a thin entry point, no source file or function
+//! grows past the size a reader can hold, and only `crates/supervisor` starts, signals and
+//! reaps child processes. Reads the sources as text; builds nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -244,4 +245,46 @@ fn no_function_is_longer_than_a_screen() {
         }
     }
     assert!(long.is_empty(), "functions over {MAX_FUNCTION_LINES} lines:\n{}", long.join("\n"));
+}
+
+/// What starts, signals or reaps a child process. (`Launch::start` of the supervisor crate
+/// is how everyone else does it: `.start()` is not among these.)
+const CHILD_PROCESS_CALLS: [&str; 7] =
+    ["Command::new", ".spawn()", ".output()", ".status()", "fork(", "libc::kill", "waitpid"];
+/// The one crate that starts, signals and reaps child processes.
+const SUPERVISOR_CRATE: &str = "supervisor";
+
+/// Whether `path` is test code: a `tests.rs` declared as `#[cfg(test)] mod tests;`.
+fn is_unit_test_file(path: &Path) -> bool {
+    path.file_name().is_some_and(|name| name == "tests.rs")
+}
+
+#[test]
+fn only_the_supervisor_crate_starts_child_processes() {
+    let supervisor = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join(SUPERVISOR_CRATE);
+    let mut found_in_supervisor = BTreeSet::new();
+    let mut elsewhere = Vec::new();
+    for path in workspace_sources() {
+        if is_unit_test_file(&path) {
+            continue;
+        }
+        let code = production_code(&path);
+        for call in CHILD_PROCESS_CALLS.iter().filter(|call| code.contains(**call)) {
+            if path.starts_with(&supervisor) {
+                found_in_supervisor.insert(*call);
+            } else {
+                elsewhere.push(format!("{}: {call}", path.display()));
+            }
+        }
+    }
+    // The check sees what it looks for: the supervisor itself makes these calls.
+    for call in ["Command::new", ".spawn()", "libc::kill"] {
+        assert!(found_in_supervisor.contains(call), "{call} not found in crates/{SUPERVISOR_CRATE}");
+    }
+    assert!(
+        elsewhere.is_empty(),
+        "child processes are started through crates/{SUPERVISOR_CRATE} (wsbench_supervisor::Launch), \
+         not here:\n{}",
+        elsewhere.join("\n")
+    );
 }

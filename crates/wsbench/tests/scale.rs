@@ -211,10 +211,10 @@ fn assert_client_cpu_is_split_and_per_round_trip(merged: &RunResult, shards: &[R
     assert!((server_per_round_trip - server_cpu * 1e6 / received as f64).abs() < 1e-6);
 }
 
-/// `/proc/PID/stat` field 4.
-fn parent_of(pid: u32) -> u32 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    stat[stat.rfind(')').unwrap() + 1..].split_whitespace().nth(1).unwrap().parse().unwrap()
+/// `/proc/PID/stat` field 4, while the process exists.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
 }
 
 #[test]
@@ -240,7 +240,7 @@ fn serve_processes_2_listens_once_and_sums_in_the_probe() {
     let pids = wsbench::probe::pids_listening_on(port).unwrap();
     assert_eq!(pids.len(), 2, "{pids:?}");
     assert!(!pids.contains(&supervisor.id()));
-    assert!(pids.iter().all(|&pid| parent_of(pid) == supervisor.id()));
+    assert!(pids.iter().all(|&pid| parent_of(pid) == Some(supervisor.id())));
     let both = wsbench::probe::sample(&pids, 0).unwrap();
     let each: Vec<_> = pids.iter().map(|&pid| wsbench::probe::sample(&[pid], 0).unwrap()).collect();
     assert_eq!(both.threads, each.iter().map(|s| s.threads).sum::<u64>());
@@ -296,20 +296,29 @@ fn serve_processes_2_listens_once_and_sums_in_the_probe() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The pid of a running process that has `argument` among its arguments.
-fn process_with_argument(argument: &str) -> Option<u32> {
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
-        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-        let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-        cmdline.split(|&b| b == 0).any(|arg| arg == argument.as_bytes()).then_some(pid)
-    })
+/// The shards of the run `parent`: its children started as `run --settings-from-stdin`, in
+/// the order they were started (pids are handed out in increasing order, short of a wrap at
+/// pid_max).
+fn shards_of(parent: u32) -> Vec<u32> {
+    let mut pids: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            let shard = args.get(1..3) == Some(&[&b"run"[..], &b"--settings-from-stdin"[..]][..]);
+            (shard && parent_of(pid)? == parent).then_some(pid)
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
 }
 
 #[test]
 fn dead_shard_is_reported_by_name_and_others_merged() {
     let dir = temp_dir("dead-shard");
     let json = dir.join("run.json");
-    let shard_1 = dir.join("run.shards/shard-1.toml");
     // Runs 2 shards and, once they are sending, signals shard 1 from outside, as a crash or
     // the OOM killer would.
     let run = |signal: libc::c_int| {
@@ -322,8 +331,8 @@ fn dead_shard_is_reported_by_name_and_others_merged() {
             .unwrap();
         let started = Instant::now();
         let pid = loop {
-            if let Some(pid) = process_with_argument(shard_1.to_str().unwrap()) {
-                break pid;
+            if let [_, shard_1] = shards_of(parent.id())[..] {
+                break shard_1;
             }
             assert!(started.elapsed() < Duration::from_secs(10), "shard 1 never started");
             std::thread::sleep(Duration::from_millis(20));

@@ -400,6 +400,9 @@ mod tests {
         };
         let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
         assert_eq!(back, every);
+        // And through the pipe a shard of `--processes N` reads them from (JSON on stdin).
+        let bytes = wsbench_supervisor::encode_settings(&every).unwrap();
+        assert_eq!(wsbench_supervisor::read_settings::<RunSettings>(bytes.as_slice()).unwrap(), every);
         assert_eq!(RunSettings::default().to_toml().unwrap(), "");
     }
 

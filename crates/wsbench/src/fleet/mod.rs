@@ -8,9 +8,11 @@ mod process;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
+use std::time::Duration;
 
 use serde::Deserialize;
+use wsbench_supervisor::Launch;
 
 pub use process::{FleetServer, StartError};
 
@@ -185,20 +187,29 @@ pub fn missing_tools(manifest: &Manifest) -> Vec<&str> {
     manifest.requires.iter().map(String::as_str).filter(|tool| !on_path(tool)).collect()
 }
 
-fn shell(command: &str, dir: &Path) -> Command {
-    let mut shell = Command::new("sh");
-    shell.arg("-c").arg(command).current_dir(dir);
+/// How long a manifest's `installed` check may take.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one install step may take (a release build of a Rust or Java server on a busy
+/// 2-core machine takes minutes; a hung download must not block `fleet install` forever).
+const STEP_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// `sh -c COMMAND` in `dir`, in the foreground: a terminal's Ctrl-C reaches it as it
+/// reaches wsbench.
+fn shell(name: String, command: &str, dir: &Path) -> Launch {
+    let mut shell = Launch::shell(name, command).foreground();
+    shell.command_mut().current_dir(dir).stdin(Stdio::null());
     shell
 }
 
 /// Whether the manifest's `installed` check passes.
 pub fn is_installed(manifest: &Manifest) -> bool {
-    missing_tools(manifest).is_empty()
-        && shell(&manifest.installed, &manifest.dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+    if !missing_tools(manifest).is_empty() {
+        return false;
+    }
+    let mut check =
+        shell(format!("the `installed` check of {}", manifest.name), &manifest.installed, &manifest.dir);
+    check.command_mut().stdout(Stdio::null()).stderr(Stdio::null());
+    check.run_to_completion(CHECK_TIMEOUT).is_ok_and(|s| s.success())
 }
 
 /// The table of `wsbench fleet list`: name, language, library, version, status.
@@ -259,11 +270,11 @@ pub fn install(manifest: &Manifest, force: bool, log: &mut dyn FnMut(&str)) -> R
     let steps = manifest.install.len();
     for (i, step) in manifest.install.iter().enumerate() {
         log(&format!("{}: [{}/{steps}] {step}", manifest.name, i + 1));
-        let status = shell(step, &manifest.dir).stdin(Stdio::null()).status();
-        let failure = match status {
+        let name = format!("fleet install {}: step {}", manifest.name, i + 1);
+        let failure = match shell(name, step, &manifest.dir).run_to_completion(STEP_TIMEOUT) {
             Ok(status) if status.success() => continue,
             Ok(status) => status.to_string(),
-            Err(error) => error.to_string(),
+            Err(error) => crate::causes::with_causes(&error),
         };
         return Err(FleetError::StepFailed {
             name: manifest.name.clone(),

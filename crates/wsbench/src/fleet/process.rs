@@ -7,11 +7,12 @@
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use wsbench_supervisor::{Launch, Supervised};
+
 use super::Manifest;
-use crate::session::supervisor::Supervised;
 
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -56,20 +57,13 @@ impl FleetServer {
         ));
         let output = File::create(&log).map_err(|e| StartError::Spawn(format!("{}: {e}", log.display())))?;
         let errors = output.try_clone().map_err(|e| StartError::Spawn(crate::causes::with_causes(&e)))?;
-        let mut command = Command::new("sh");
-        command
-            .arg("-c")
-            .arg(manifest.start.replace("{port}", &port.to_string()))
-            .current_dir(&manifest.dir)
-            .envs(&manifest.env)
-            .stdin(Stdio::null())
-            .stdout(output)
-            .stderr(errors);
-        if !cpus.is_empty() {
-            crate::affinity::pin_command(&mut command, cpus);
-        }
-        let process = Supervised::spawn(command, STOP_GRACE)
-            .map_err(|e| StartError::Spawn(crate::causes::with_causes(&e)))?;
+        let start = manifest.start.replace("{port}", &port.to_string());
+        let mut launch = Launch::shell(format!("fleet server {}", manifest.name), &start).grace(STOP_GRACE);
+        let command = launch.command_mut();
+        command.current_dir(&manifest.dir).envs(&manifest.env);
+        command.stdin(Stdio::null()).stdout(output).stderr(errors);
+        crate::affinity::pin_command(command, cpus);
+        let process = launch.start().map_err(|e| StartError::Spawn(crate::causes::with_causes(&e)))?;
         let mut server = FleetServer { name: manifest.name.clone(), port, process, log };
         let deadline = Instant::now() + timeout;
         let addr = SocketAddr::from(([127, 0, 0, 1], port));

@@ -21,6 +21,8 @@ pub mod stats;
 
 use std::io;
 
+use wsbench_server::{ServeConfig, TlsSource};
+
 pub use config::{Protocol, RttConfig, RttTarget};
 pub use stats::{Quantiles, Repeat, Summary};
 
@@ -223,12 +225,14 @@ fn start_builtin(
     let mut servers = Vec::new();
     let mut urls: Vec<String> = Vec::new();
     if protocols.iter().any(|p| !p.is_tls()) {
-        let server = BuiltinServer::start(&cpus, &["--tcp-port", "0"])?;
+        let config = ServeConfig { tcp_port: Some(0), ..BuiltinServer::config() };
+        let server = BuiltinServer::start(&cpus, &config)?;
         urls.extend(server.urls.iter().cloned());
         servers.push(server);
     }
     if protocols.iter().any(|p| p.is_tls()) {
-        let server = BuiltinServer::start(&cpus, &["--tls"])?;
+        let config = ServeConfig { tls: Some(TlsSource::SelfSigned), ..BuiltinServer::config() };
+        let server = BuiltinServer::start(&cpus, &config)?;
         urls.extend(server.urls.iter().cloned());
         servers.push(server);
     }

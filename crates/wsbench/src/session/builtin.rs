@@ -1,14 +1,15 @@
-//! The built-in server as a child process: `wsbench serve --port 0` from this very binary,
-//! pinned to its CPUs, ready once it prints its `listening on` line (which names the port
-//! it got), stopped through its [`Supervised`] handle.
+//! The built-in server as a child process: `wsbench serve` from this very binary, handed its
+//! [`ServeConfig`] on stdin (never as flags), on a free port, pinned to its CPUs, ready once
+//! it prints its `listening on` line (which names the port it got), stopped through its
+//! [`Supervised`] handle.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::process::Stdio;
 use std::time::Duration;
 
+use wsbench_server::ServeConfig;
+use wsbench_supervisor::{Launch, Supervised};
+
 use super::RunError;
-use super::supervisor::Supervised;
 use crate::config::Target;
 use crate::probe::pids_listening_on;
 
@@ -25,39 +26,20 @@ pub struct BuiltinServer {
 }
 
 impl BuiltinServer {
-    /// Starts `wsbench serve --port 0 EXTRA_ARGS`, pinned to `cpus` (none: unpinned).
-    pub fn start(cpus: &[usize], extra_args: &[&str]) -> Result<BuiltinServer, RunError> {
-        let exe =
-            std::env::current_exe().map_err(|e| RunError::ServerStart(crate::causes::with_causes(&e)))?;
-        let mut command = Command::new(exe);
-        command
-            .args(["serve", "--port", "0"])
-            .args(extra_args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        if !cpus.is_empty() {
-            crate::affinity::pin_command(&mut command, cpus);
-        }
-        let mut process = Supervised::spawn(command, STOP_GRACE)
-            .map_err(|e| RunError::ServerStart(crate::causes::with_causes(&e)))?;
-        let stdout = process.child_mut().stdout.take().expect("stdout is piped");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            let _ = tx.send(lines.next());
-            for _ in lines {}
-        });
-        let line = match rx.recv_timeout(START_TIMEOUT) {
-            Ok(Some(Ok(line))) => line,
-            _ => {
-                let status = process.stop();
-                return Err(RunError::ServerStart(format!("it printed no `listening on` line ({status})")));
-            }
-        };
-        let urls: Vec<String> = line
-            .strip_prefix("listening on ")
-            .map(|rest| rest.split_whitespace().map(str::to_owned).collect())
-            .unwrap_or_default();
+    /// The server's defaults on a free port: what [`BuiltinServer::start`] is given, with the
+    /// changes a caller needs (`pubsub`, `tcp_port`, `tls`, `processes`).
+    pub fn config() -> ServeConfig {
+        ServeConfig { port: 0, ..ServeConfig::default() }
+    }
+
+    /// Starts `wsbench serve` on `config`, pinned to `cpus` (none: unpinned).
+    pub fn start(cpus: &[usize], config: &ServeConfig) -> Result<BuiltinServer, RunError> {
+        let mut launch = Launch::this_program("the built-in server", "serve", config)?.grace(STOP_GRACE);
+        launch.command_mut().stdout(Stdio::piped()).stderr(Stdio::inherit());
+        crate::affinity::pin_command(launch.command_mut(), cpus);
+        let mut process = launch.start()?;
+        let line = process.wait_for_line("listening on ", START_TIMEOUT)?;
+        let urls: Vec<String> = line["listening on ".len()..].split_whitespace().map(str::to_owned).collect();
         let url = urls
             .first()
             .ok_or_else(|| RunError::ServerStart(format!("unexpected first line {line:?}")))?

@@ -1,6 +1,6 @@
 //! Orchestration: everything around the engine, for every command that measures. A
 //! [`Session`] checks that a run fits this machine ([`cpus`]), starts the built-in server
-//! when no URL is given ([`builtin`], through the one child-process type, [`supervisor`]),
+//! when no URL is given ([`builtin`], through the one child-process crate, `wsbench_supervisor`),
 //! finds and samples the server process, and runs the engine; [`Session::measure_once`] is
 //! the one measurement that `run`, `--find-max-rate` and `compare` all use. [`shards`]
 //! splits a run over child processes; [`interrupt`] turns Ctrl-C into a flag every loop
@@ -10,7 +10,6 @@ pub mod builtin;
 pub mod cpus;
 pub mod interrupt;
 pub mod shards;
-pub mod supervisor;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -57,6 +56,9 @@ pub enum RunError {
     Merge(#[from] crate::merge::MergeError),
     #[error(transparent)]
     Live(#[from] crate::live::LiveError),
+    /// A child process (the built-in server, a shard) could not be started or made ready.
+    #[error(transparent)]
+    Child(#[from] wsbench_supervisor::Error),
 }
 
 /// What a `wsbench run` produced: one result, or a rate search.
@@ -172,16 +174,13 @@ impl Session {
         let (builtin, target) = match &config.target {
             Some(target) => (None, target.clone()),
             None => {
-                let processes = server_processes.to_string();
-                let mut extra_args: Vec<&str> = Vec::new();
-                if server_processes > 1 {
-                    extra_args.extend(["--processes", &processes]);
-                }
-                if crate::scenario::of(&config.load).server_mode() == ServerMode::PubSub {
+                let serve = wsbench_server::ServeConfig {
+                    processes: server_processes as usize,
                     // The pub/sub protocol of docs/protocols.md (one event-loop thread).
-                    extra_args.push("--pubsub");
-                }
-                let server = BuiltinServer::start(&cpus.server, &extra_args)?;
+                    pubsub: crate::scenario::of(&config.load).server_mode() == ServerMode::PubSub,
+                    ..BuiltinServer::config()
+                };
+                let server = BuiltinServer::start(&cpus.server, &serve)?;
                 let target = Target::parse(&server.url)
                     .map_err(|e| RunError::ServerStart(crate::causes::with_causes(&e)))?;
                 (Some(server), target)

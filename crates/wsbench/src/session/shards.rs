@@ -9,13 +9,16 @@
 //! their result files losslessly ([`crate::merge`]). The shards' files are kept next to the
 //! parent's `--json` (`NAME.shards/shard-I.json`), or in a temporary directory removed after.
 //!
-//! Each child re-runs this very binary as `wsbench run --scenario shard-I.toml`: the
-//! parent's own settings, written back as a TOML scenario file ([`RunSettings::to_toml`]),
-//! with the resolved URL, the shard, the common start, its own result file and its share
-//! of the client CPUs. A loopback run of more than [`SOURCE_ADDRS_ABOVE`] connections would
-//! exhaust the ports of one source address towards one destination, so unless
-//! `--source-addrs` is given the children spread over `127.0.0.2`, `127.0.0.3`, …
-//! automatically.
+//! Each child re-runs this very binary as `wsbench run --settings-from-stdin`: the parent's
+//! own [`RunSettings`], handed to it as data on its stdin (`wsbench_supervisor`), with the
+//! resolved URL, the shard, the common start, its own result file and its share of the
+//! client CPUs. Nothing holding them is written to disk: a `--bearer` token or a cookie
+//! (redacted in result files) never lands beside the results that CI jobs upload, and
+//! `NAME.shards/` holds the shards' result files only.
+//!
+//! A loopback run of more than [`SOURCE_ADDRS_ABOVE`] connections would exhaust the ports
+//! of one source address towards one destination, so unless `--source-addrs` is given the
+//! children spread over `127.0.0.2`, `127.0.0.3`, … automatically.
 //!
 //! A child that dies is reported by name (`shard 3/5 (pid N) died: signal 9`) and its
 //! partial result merged if it wrote one; the merged result is then marked interrupted. The
@@ -24,13 +27,13 @@
 //! interrupted, result is still written.
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::supervisor::Supervised;
+use wsbench_supervisor::{Group, Launch, Supervised};
+
 use super::{RunError, Session, start_instant, start_probe};
 use crate::config::Target;
 use crate::config::{RunConfig, RunSettings};
@@ -45,7 +48,6 @@ pub const START_DELAY: Duration = Duration::from_millis(1500);
 pub const SOURCE_ADDRS_ABOVE: u64 = 20_000;
 /// Connections per source address when they are spread automatically.
 pub const CONNECTIONS_PER_SOURCE_ADDR: u64 = 10_000;
-const POLL: Duration = Duration::from_millis(50);
 /// A shard asked to stop has this long to write its result before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
@@ -75,9 +77,8 @@ fn run_shards(
     let dir = ShardDir::new(config.outputs.json.as_deref(), count)?;
     let source_addrs = auto_source_addrs(config, &session.target);
     let probe = start_probe(config, &session.target, session.builtin.as_ref(), run_start);
-    let exe =
-        std::env::current_exe().map_err(|e| RunError::Shards(format!("cannot find this program: {e}")))?;
-    let mut shards: Vec<Shard> = Vec::with_capacity(count as usize);
+    // On failure the shards started so far are stopped as the group drops.
+    let mut shards = Group::new();
     for index in 0..count {
         let mut child =
             shard_settings(settings, config, &session.target, &session.cpus.client, index, start_ms);
@@ -85,18 +86,14 @@ fn run_shards(
         if source_addrs.is_some() {
             child.source_addrs.clone_from(&source_addrs);
         }
-        let started = write_private(&dir.scenario(index), &child.to_toml()?)
-            .and_then(|()| spawn(&exe, &dir.scenario(index), index, count));
-        // On failure the shards started so far are stopped as they drop.
-        shards
-            .push(started.map_err(|e| RunError::Shards(format!("cannot start shard {index}/{count}: {e}")))?);
+        shards.push(start_shard(&child, index, count)?);
     }
-    let forwarded = wait_all(&mut shards, interrupt);
+    let forwarded = shards.wait_all(interrupt);
     let server = match probe {
         Ok(probe) => probe.stop(),
         Err(report) => report,
     };
-    let (inputs, incomplete) = collect_results(&mut shards, &dir, forwarded);
+    let (inputs, incomplete) = collect_results(shards.members_mut(), &dir, forwarded);
     if inputs.is_empty() {
         return Err(RunError::Shards(format!("none of the {count} shards left a result")));
     }
@@ -108,16 +105,16 @@ fn run_shards(
 }
 
 /// Each shard's result, and whether any shard is missing or died (reported on stderr).
-fn collect_results(shards: &mut [Shard], dir: &ShardDir, forwarded: bool) -> (Vec<ShardInput>, bool) {
+fn collect_results(shards: &mut [Supervised], dir: &ShardDir, forwarded: bool) -> (Vec<ShardInput>, bool) {
     let count = shards.len();
     let mut inputs = Vec::new();
     let mut incomplete = false;
-    for shard in shards {
-        let status = shard.process.exited().expect("every shard was waited for");
-        let file = dir.result(shard.index);
-        let died = death(status, forwarded);
+    for (index, shard) in shards.iter_mut().enumerate() {
+        // Every shard was waited for: `exited` is its status.
+        let died = shard.exited().and_then(|status| death(status, forwarded));
+        let file = dir.result(index as u64);
         let result = file.exists().then(|| RunResult::read_json(&file));
-        let (index, pid) = (shard.index, shard.process.pid());
+        let pid = shard.pid();
         if let Some(why) = &died {
             incomplete = true;
             let kept = match &result {
@@ -252,44 +249,21 @@ pub fn auto_source_addrs(config: &RunConfig, target: &Target) -> Option<String> 
     Some(format!("127.0.0.2-127.0.0.{}", 1 + count))
 }
 
-/// A running shard.
-struct Shard {
-    index: u64,
-    process: Supervised,
-}
-
-/// Starts `wsbench run --scenario FILE` as shard `index`; its stderr reaches the user,
-/// labelled with the shard.
-fn spawn(exe: &Path, scenario: &Path, index: u64, count: u64) -> std::io::Result<Shard> {
-    let mut command = Command::new(exe);
-    command.arg("run").arg("--scenario").arg(scenario);
-    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut process = Supervised::spawn(command, STOP_GRACE)?;
-    let stderr = process.child_mut().stderr.take().expect("stderr is piped");
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("[shard {index}/{count}] {line}");
-        }
-    });
-    Ok(Shard { index, process })
-}
-
-/// Waits for every shard; on `interrupt` forwards SIGINT to those still running, once (a
-/// second SIGINT would end a child before it writes its result). Returns whether it did.
-fn wait_all(shards: &mut [Shard], interrupt: &AtomicBool) -> bool {
-    let mut forwarded = false;
-    loop {
-        if shards.iter_mut().all(|s| s.process.exited().is_some()) {
-            return forwarded;
-        }
-        if !forwarded && interrupt.load(Ordering::Relaxed) {
-            forwarded = true;
-            for shard in shards.iter_mut() {
-                shard.process.signal(libc::SIGINT);
+/// Starts `wsbench run --settings-from-stdin` as shard `index`, handed `settings` on its
+/// stdin; its stderr reaches the user, labelled with the shard.
+fn start_shard(settings: &RunSettings, index: u64, count: u64) -> Result<Supervised, RunError> {
+    let name = format!("shard {index}/{count}");
+    let mut launch = Launch::this_program(name, "run", settings)?.grace(STOP_GRACE);
+    launch.command_mut().stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut process = launch.start()?;
+    if let Some(stderr) = process.take_stderr() {
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("[shard {index}/{count}] {line}");
             }
-        }
-        std::thread::sleep(POLL);
+        });
     }
+    Ok(process)
 }
 
 /// How a shard's process ended abnormally, or `None`: success, a run that completed with
@@ -303,12 +277,7 @@ pub fn death(status: ExitStatus, forwarded: bool) -> Option<String> {
     {
         return None;
     }
-    Some(match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exit status {code}"),
-        (None, Some(signal)) if status.core_dumped() => format!("signal {signal} (core dumped)"),
-        (None, Some(signal)) => format!("signal {signal}"),
-        _ => status.to_string(),
-    })
+    Some(wsbench_supervisor::describe(status))
 }
 
 /// Where the shards write their results.
@@ -342,11 +311,6 @@ impl ShardDir {
         self.dir.join(format!("shard-{index}.json"))
     }
 
-    /// The scenario file the shard runs.
-    fn scenario(&self, index: u64) -> PathBuf {
-        self.dir.join(format!("shard-{index}.toml"))
-    }
-
     fn finish(self) {
         if self.temporary {
             let _ = std::fs::remove_dir_all(&self.dir);
@@ -354,20 +318,10 @@ impl ShardDir {
     }
 }
 
-/// Writes a shard's scenario file readable by its owner only: it may carry a `--bearer`
-/// token or cookie (the result file shows them redacted; the shard's settings cannot).
-fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let mut file =
-        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
-    // A file left by an earlier run keeps its mode through `open`.
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    file.write_all(text.as_bytes())
-}
-
 #[cfg(test)]
 mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
     use super::*;
     use crate::config::RunSettings;
 
@@ -439,17 +393,17 @@ mod tests {
         let parent = given.validate().unwrap();
         let target = Target::parse("ws://127.0.0.1:4567/").unwrap();
         let mut settings = shard_settings(&given, &parent, &target, &[Some(1)], 2, 1_000);
-        // What the child reads is the TOML file the parent writes.
-        let dir = std::env::temp_dir().join(format!("wsbench-shard-toml-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        settings.json = Some(dir.join("shard-2.json"));
-        let file = dir.join("shard-2.toml");
-        std::fs::write(&file, settings.to_toml().unwrap()).unwrap();
-        let child = RunSettings::from_file(&file).unwrap().validate().unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
+        // A folder that exists: validation checks it.
+        let result = std::env::temp_dir().join("shard-2.json");
+        settings.json = Some(result.clone());
+        // What the child reads is what the parent writes to its stdin.
+        let bytes = wsbench_supervisor::encode_settings(&settings).unwrap();
+        let read: RunSettings = wsbench_supervisor::read_settings(bytes.as_slice()).unwrap();
+        assert_eq!(read, settings);
+        let child = read.validate().unwrap();
         assert_eq!(child.load.shard, Some(crate::config::Shard { index: 2, count: 3 }));
         assert_eq!(child.load.start_at_unix_ms, Some(1_000));
-        assert_eq!(child.outputs.json, Some(dir.join("shard-2.json")));
+        assert_eq!(child.outputs.json, Some(result));
         assert_eq!(child.outputs.hlog, None);
         assert_eq!((child.placement.processes, child.placement.server_processes), (1, 1));
         assert_eq!(child.placement.client_cpus, Some(vec![1]));

@@ -2,7 +2,8 @@
 //! `websockets` server of `tests/interop/auth_server.py` (the pinned interop peer) that
 //! refuses the upgrade without a bearer token (401) or the `chat` subprotocol (403), records
 //! a header of every connection, and, over TLS, requires a client certificate, records the
-//! SNI and the negotiated version. Certificates come from a test CA made here with rcgen.
+//! SNI and the negotiated version. Certificates come from a test CA made here with rcgen. A
+//! run split over shards (`--processes 2`) hands them the token, and no file keeps it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command};
@@ -270,4 +271,49 @@ fn tls_version_pin_negotiates_1_2_and_the_sni_arrives() {
     let count = |line: &str| seen.lines().filter(|l| *l == line).count() as u64;
     assert_eq!(count("sni wsbench.test"), CONNECTIONS, "{seen}");
     assert_eq!(count("tls TLSv1.2 alpn http/1.1"), CONNECTIONS, "{seen}");
+}
+
+/// Every file under `dir`, relative to it, sorted.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(files_under(&path).into_iter().map(|file| path.join(file)));
+        } else {
+            files.push(path);
+        }
+    }
+    let mut files: Vec<PathBuf> =
+        files.into_iter().map(|f| f.strip_prefix(dir).unwrap_or(&f).to_owned()).collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_processes_run_hands_its_shards_the_token_and_writes_it_nowhere() {
+    let Some(server) = AuthServer::start(&["--bearer", TOKEN]) else { return };
+    let _slot = heavy(2);
+    let dir = scratch("endpoint-processes-token");
+    let json = dir.join("p.json");
+    let finished = run(&server.url, &json, &["--processes", "2", "--bearer", TOKEN]);
+    finished.assert_success();
+
+    // The server refuses an upgrade without the token (401): every shard had it.
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), finished.describe());
+    assert_eq!(uint(&result, "/summary/connections/established"), CONNECTIONS, "{context}");
+    assert!(errors(&result).is_empty(), "{context}");
+    assert!(uint(&result, "/summary/measured_echoes") > 0, "{context}");
+    assert_eq!(result["shards"].as_array().map(Vec::len), Some(2), "{context}");
+    assert_eq!(result["config"]["handshake"]["headers"], serde_json::json!(["Authorization: <redacted>"]));
+
+    // The shards' folder holds their results only, and no file holds the token.
+    let expected = ["p.json", "p.shards/shard-0.json", "p.shards/shard-1.json"].map(PathBuf::from);
+    assert_eq!(files_under(&dir), expected);
+    for file in expected {
+        let bytes = std::fs::read(dir.join(&file)).unwrap();
+        let leaked = bytes.windows(TOKEN.len()).any(|window| window == TOKEN.as_bytes());
+        assert!(!leaked, "the token is in {}", file.display());
+    }
 }
