@@ -6,57 +6,9 @@
 
 mod support;
 
-use support::mqtt::{Connected, MqttClient};
-use wsbench_appproto::mqtt::{self, Connect, Packet, QoS, Version};
+use support::mqtt::{Connected, MqttClient, connect_bytes, connect_with_level, round_trip};
+use wsbench_appproto::mqtt::{self, Packet, QoS, Version};
 use wsbench_testpeers::{or_skip, start_mosquitto, start_nats};
-
-/// Subscribe at QoS 1, publish at QoS 0 and 1 to the connection's own topic, get both
-/// back (acknowledging the QoS 1 delivery), then PINGREQ → PINGRESP and DISCONNECT.
-pub fn round_trip(client: &mut MqttClient, topic: &str) {
-    assert_eq!(client.subscribe(1, topic, QoS::AtLeastOnce), [1], "granted QoS 1");
-    client.publish(topic, QoS::AtMostOnce, 0, b"qos0");
-    let Packet::Publish(delivery) = client.next() else { panic!("expected the QoS 0 delivery") };
-    assert_eq!((delivery.topic, delivery.qos, delivery.payload), (topic, QoS::AtMostOnce, &b"qos0"[..]));
-    client.publish(topic, QoS::AtLeastOnce, 10, b"qos1");
-    // The broker's PUBACK and its delivery may come in either order.
-    let (mut acked, mut delivered) = (false, false);
-    while !(acked && delivered) {
-        match client.next() {
-            Packet::PubAck { packet_id: 10, code } => {
-                assert_eq!(code, 0);
-                acked = true;
-            }
-            Packet::Publish(delivery) => {
-                assert_eq!(
-                    (delivery.topic, delivery.qos, delivery.payload),
-                    (topic, QoS::AtLeastOnce, &b"qos1"[..])
-                );
-                let packet_id = delivery.packet_id.expect("a QoS 1 delivery has a packet id");
-                client.send(|out| mqtt::encode_puback(out, packet_id));
-                delivered = true;
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-    }
-    client.send(mqtt::encode_pingreq);
-    assert_eq!(client.next(), Packet::PingResp);
-    client.send(mqtt::encode_disconnect);
-}
-
-fn connect_bytes(version: Version, client_id: &str) -> Vec<u8> {
-    let mut wire = Vec::new();
-    let connect = Connect { client_id, keep_alive: 30, clean_start: true, username: None, password: None };
-    mqtt::encode_connect(&mut wire, version, &connect).unwrap();
-    wire
-}
-
-/// CONNECT with its protocol level byte replaced by `level`.
-pub fn connect_with_level(level: u8) -> Vec<u8> {
-    let mut wire = connect_bytes(Version::V311, "bad-level");
-    assert_eq!(wire[8], 4, "the level byte of a 3.1.1 CONNECT");
-    wire[8] = level;
-    wire
-}
 
 #[test]
 fn mosquitto_round_trips_qos_0_and_1_in_mqtt_3_1_1() {

@@ -142,3 +142,4 @@ impl Ws {
 }
 
 pub mod mqtt;
+pub mod stomp;
