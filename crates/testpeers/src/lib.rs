@@ -47,15 +47,61 @@ pub fn peers_required() -> bool {
 pub fn or_skip(started: Result<Peer, PeerError>) -> Option<Peer> {
     match started {
         Ok(peer) => Some(peer),
-        Err(error @ PeerError::NotInstalled { .. }) if !peers_required() => {
-            eprintln!("skipped: {error}");
-            None
-        }
-        Err(error) => panic!("{error}"),
+        Err(error) => match skip_reason(&error, peers_required()) {
+            Some(reason) => {
+                eprintln!("{reason}");
+                None
+            }
+            None => panic!("{error}"),
+        },
+    }
+}
+
+/// The skip message for `error`, or `None` when it must fail the test: a missing peer is a
+/// skip unless peers are `required`; any other error is a failure.
+pub fn skip_reason(error: &PeerError, required: bool) -> Option<String> {
+    match error {
+        PeerError::NotInstalled { .. } if !required => Some(format!("skipped: {error}")),
+        _ => None,
     }
 }
 
 /// The repository's root folder (this crate is `crates/testpeers`).
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn missing() -> PeerError {
+        PeerError::NotInstalled { peer: "mosquitto", missing: "/usr/sbin/mosquitto".into() }
+    }
+
+    #[test]
+    fn a_missing_peer_is_a_skip_that_says_how_to_install_it() {
+        let reason = skip_reason(&missing(), false).expect("a skip");
+        assert_eq!(
+            reason,
+            "skipped: mosquitto is not installed (/usr/sbin/mosquitto): run scripts/install-test-peers.sh"
+        );
+    }
+
+    #[test]
+    fn a_missing_peer_fails_when_peers_are_required() {
+        assert_eq!(skip_reason(&missing(), true), None);
+    }
+
+    #[test]
+    fn a_peer_that_does_not_start_always_fails() {
+        let error = PeerError::DidNotStart { peer: "rabbitmq", reason: "exited".into() };
+        assert_eq!(skip_reason(&error, false), None);
+    }
+
+    #[test]
+    fn the_peer_programs_are_where_the_crate_looks_for_them() {
+        let peers = repo_root().join("tests/peers");
+        assert!(peers.join("socketio_server.js").is_file(), "{}", peers.display());
+    }
 }
