@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::process::{Peer, free_port, installed, io, temp_dir};
+use crate::process::{Peer, free_ports, installed, io, temp_dir};
 use crate::{PeerError, repo_root};
 
 const MOSQUITTO: &str = "/usr/sbin/mosquitto";
@@ -29,7 +29,7 @@ pub fn start_mosquitto() -> Result<Peer, PeerError> {
     const PEER: &str = "mosquitto";
     installed(PEER, Path::new(MOSQUITTO))?;
     let dir = temp_dir(PEER)?;
-    let (port, refusing, tcp) = (free_port(PEER)?, free_port(PEER)?, free_port(PEER)?);
+    let [port, refusing, tcp] = free_ports(PEER)?;
     let config = dir.join("mosquitto.conf");
     write(
         PEER,
@@ -59,7 +59,7 @@ pub fn start_nats() -> Result<Peer, PeerError> {
     let binary = repo_root().join(".tools/nats-server");
     installed(PEER, &binary)?;
     let dir = temp_dir(PEER)?;
-    let (websocket, client, mqtt) = (free_port(PEER)?, free_port(PEER)?, free_port(PEER)?);
+    let [websocket, client, mqtt] = free_ports(PEER)?;
     let config = dir.join("nats.conf");
     write(
         PEER,
@@ -168,7 +168,7 @@ pub fn start_rabbitmq() -> Result<Peer, PeerError> {
     const PEER: &str = "rabbitmq";
     installed(PEER, Path::new(RABBITMQ_SERVER))?;
     let dir = temp_dir(PEER)?;
-    let (stomp, mqtt, epmd, dist) = (free_port(PEER)?, free_port(PEER)?, free_port(PEER)?, free_port(PEER)?);
+    let [stomp, mqtt, epmd, dist] = free_ports(PEER)?;
     rabbitmq_files(&dir, stomp, mqtt)?;
     let user = rabbitmq_user();
     if let Some(user) = user {

@@ -41,14 +41,18 @@ pub(crate) fn io(peer: &'static str, context: String, source: std::io::Error) ->
     PeerError::Io { peer, context, source }
 }
 
-/// A loopback port nobody listens on at the moment of asking.
-pub(crate) fn free_port(peer: &'static str) -> Result<u16, PeerError> {
-    let listener =
-        TcpListener::bind("127.0.0.1:0").map_err(|source| io(peer, "finding a free port".into(), source))?;
-    listener
-        .local_addr()
-        .map(|addr| addr.port())
-        .map_err(|source| io(peer, "finding a free port".into(), source))
+/// `N` distinct loopback ports nobody listens on at the moment of asking (all are held
+/// open together while they are chosen, so no two are the same).
+pub(crate) fn free_ports<const N: usize>(peer: &'static str) -> Result<[u16; N], PeerError> {
+    let context = || "finding a free port".to_string();
+    let mut listeners = Vec::with_capacity(N);
+    let mut ports = [0u16; N];
+    for port in &mut ports {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(|source| io(peer, context(), source))?;
+        *port = listener.local_addr().map_err(|source| io(peer, context(), source))?.port();
+        listeners.push(listener);
+    }
+    Ok(ports)
 }
 
 /// Fails with `NotInstalled` unless `path` exists.
