@@ -68,7 +68,8 @@ pub fn skip_reason(error: &PeerError, required: bool) -> Option<String> {
 
 /// The repository's root folder (this crate is `crates/testpeers`).
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::fs::canonicalize(&root).unwrap_or(root)
 }
 
 #[cfg(test)]
