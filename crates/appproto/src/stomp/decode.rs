@@ -113,7 +113,17 @@ impl<'a> Frame<'a> {
 
     /// The value of header `name`; the first one when it is repeated, as STOMP says.
     pub fn header(&self, name: &str) -> Option<Cow<'a, str>> {
-        self.headers().find(|(n, _)| n == name).map(|(_, value)| value)
+        let escaped = escapes_headers(self.command);
+        self.header_block.lines().find_map(|line| {
+            let (raw_name, value) = line.split_once(':').unwrap_or((line, ""));
+            // Only the value of the header asked for is unescaped.
+            let matches = if escaped && raw_name.contains('\\') {
+                unescape(raw_name) == name
+            } else {
+                raw_name == name
+            };
+            matches.then(|| if escaped { unescape(value) } else { Cow::Borrowed(value) })
+        })
     }
 
     fn required(&self, command: &'static str, header: &'static str) -> Result<Cow<'a, str>, DecodeError> {
