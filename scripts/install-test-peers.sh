@@ -13,11 +13,38 @@
 #   - Chromium at /usr/bin/chromium (apt-get, only when it is missing; needs root or sudo)
 # and the fault tests' proxy (crates/wsbench/tests/faults.rs):
 #   - toxiproxy-server into <repo>/.tools (scripts/install-toxiproxy.sh, needs Go)
+# and the real servers of the application-protocol tests (crates/appproto/tests, started
+# by crates/testpeers; see docs/peers.md):
+#   - mosquitto and rabbitmq-server (apt-get, only when missing; needs root or sudo)
+#   - socket.io, graphql-ws (+ graphql, ws) and rpc-websockets into tests/peers/node_modules
+#     (pinned in tests/peers/package-lock.json)
+#   - nats-server into <repo>/.tools (scripts/install-nats-server.sh, needs Go)
 # Idempotent: re-running it only re-checks what is already installed.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 repo=$(pwd)
+
+# apt-get install the Debian packages among "$@" that are not installed (root or sudo).
+apt_install() {
+    local missing=() package sudo=""
+    for package in "$@"; do
+        if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+            missing+=("$package")
+        fi
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        if ! command -v sudo >/dev/null; then
+            echo "install-test-peers: ${missing[*]} missing; install them as root" >&2
+            exit 1
+        fi
+        sudo="sudo"
+    fi
+    echo "install-test-peers: apt-get update && apt-get install -y ${missing[*]}"
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+}
 
 if [ -e .venv ] && ! .venv/bin/python -c pass 2>/dev/null; then
     echo "install-test-peers: $repo/.venv is broken, recreating it"
@@ -41,19 +68,18 @@ node -e 'console.log("install-test-peers: node", process.version, "ws", require(
 echo "install-test-peers: npm ci in tests/browser"
 (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error)
 if [ ! -x /usr/bin/chromium ]; then
-    if [ "$(id -u)" -eq 0 ]; then
-        sudo=""
-    elif command -v sudo >/dev/null; then
-        sudo="sudo"
-    else
-        echo "install-test-peers: /usr/bin/chromium is missing; install the chromium package as root" >&2
-        exit 1
-    fi
-    echo "install-test-peers: apt-get update && apt-get install -y chromium"
-    $sudo apt-get update -qq
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+    apt_install chromium
 fi
 echo "install-test-peers: $(/usr/bin/chromium --version 2>/dev/null)," \
     "playwright-core $(node -p 'require("./tests/browser/node_modules/playwright-core/package.json").version')"
 
 ./scripts/install-toxiproxy.sh
+
+apt_install mosquitto rabbitmq-server
+echo "install-test-peers: mosquitto $(dpkg-query -W -f='${Version}' mosquitto)," \
+    "rabbitmq-server $(dpkg-query -W -f='${Version}' rabbitmq-server)"
+echo "install-test-peers: npm ci in tests/peers"
+(cd tests/peers && npm ci --no-audit --no-fund --loglevel=error)
+node -e 'for (const p of ["socket.io", "graphql-ws", "graphql", "rpc-websockets"])
+    console.log("install-test-peers:", p, require(`./tests/peers/node_modules/${p}/package.json`).version)'
+./scripts/install-nats-server.sh

@@ -1,0 +1,88 @@
+//! Unit tests of the graphql-transport-ws codec: every message type both ways, ids that
+//! borrow, errors carrying their first message, and close code names.
+
+use std::borrow::Cow;
+
+use super::*;
+
+fn encoded(write: impl FnOnce(&mut Vec<u8>)) -> String {
+    let mut out = Vec::new();
+    write(&mut out);
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn client_messages_are_the_json_the_protocol_defines() {
+    assert_eq!(encoded(|out| encode_connection_init(out, None)), r#"{"type":"connection_init"}"#);
+    assert_eq!(
+        encoded(|out| encode_connection_init(out, Some(r#"{"token":"t"}"#))),
+        r#"{"type":"connection_init","payload":{"token":"t"}}"#
+    );
+    assert_eq!(encoded(|out| encode_ping(out, None)), r#"{"type":"ping"}"#);
+    assert_eq!(encoded(|out| encode_pong(out, Some("{}"))), r#"{"type":"pong","payload":{}}"#);
+    assert_eq!(encoded(|out| encode_complete(out, "1")), r#"{"type":"complete","id":"1"}"#);
+    let subscribe = Subscribe {
+        query: "subscription ($n: Int!) { ticks(count: $n) }\n",
+        variables: Some(r#"{"n":3}"#),
+        operation_name: None,
+    };
+    assert_eq!(
+        encoded(|out| encode_subscribe(out, "7", &subscribe)),
+        r#"{"type":"subscribe","id":"7","payload":{"query":"subscription ($n: Int!) { ticks(count: $n) }\n","variables":{"n":3}}}"#
+    );
+    let named = Subscribe { query: "query Q { a }", variables: None, operation_name: Some("Q") };
+    let text = encoded(|out| encode_subscribe(out, "x\"y", &named));
+    let Message::Subscribe { id, payload } = decode(text.as_bytes()).unwrap() else { panic!("{text}") };
+    assert_eq!(id, "x\"y");
+    assert_eq!(payload, r#"{"query":"query Q { a }","operationName":"Q"}"#);
+}
+
+#[test]
+fn server_messages_are_decoded_into_borrowed_views() {
+    assert_eq!(decode(br#"{"type":"connection_ack"}"#), Ok(Message::ConnectionAck { payload: None }));
+    let Message::Ping { payload: Some(payload) } = decode(br#"{"type":"ping","payload":null}"#).unwrap()
+    else {
+        panic!("ping")
+    };
+    assert_eq!(payload, "null");
+    assert_eq!(decode(br#"{"type":"pong"}"#), Ok(Message::Pong { payload: None }));
+    let next = decode(br#"{"id":"1","type":"next","payload":{"data":{"ticks":2}}}"#).unwrap();
+    let Message::Next { id, payload } = next else { panic!("next") };
+    assert!(matches!(id, Cow::Borrowed("1")));
+    assert_eq!(payload, r#"{"data":{"ticks":2}}"#);
+    assert_eq!(execution_error(payload), None);
+    assert_eq!(decode(br#"{"id":"1","type":"complete"}"#), Ok(Message::Complete { id: "1".into() }));
+}
+
+#[test]
+fn an_error_carries_its_first_message() {
+    let text = br#"{"id":"2","type":"error","payload":[{"message":"Cannot query field \"nope\" on type \"Query\".","locations":[{"line":1,"column":3}]},{"message":"second"}]}"#;
+    let Message::Error { id, message, .. } = decode(text).unwrap() else { panic!("error") };
+    assert_eq!((id.as_ref(), message.as_ref()), ("2", "Cannot query field \"nope\" on type \"Query\"."));
+    let empty = decode(br#"{"id":"2","type":"error","payload":[]}"#).unwrap();
+    assert!(matches!(empty, Message::Error { message, .. } if message.is_empty()));
+    assert_eq!(decode(br#"{"id":"2","type":"error","payload":{}}"#), Err(DecodeError::BadErrorPayload));
+}
+
+#[test]
+fn a_next_with_errors_names_the_first() {
+    assert_eq!(execution_error(r#"{"data":null,"errors":[{"message":"boom"}]}"#).as_deref(), Some("boom"));
+}
+
+#[test]
+fn messages_that_break_the_protocol_are_errors() {
+    assert!(matches!(decode(b"not json"), Err(DecodeError::NotJson(_))));
+    assert!(matches!(decode(br#"["connection_ack"]"#), Err(DecodeError::NotJson(_))));
+    assert!(matches!(decode(br#"{"id":"1"}"#), Err(DecodeError::NotJson(_))));
+    assert_eq!(decode(br#"{"type":"data","id":"1"}"#), Err(DecodeError::UnknownType("data".into())));
+    assert_eq!(decode(br#"{"type":"next","payload":{}}"#), Err(DecodeError::MissingId("next")));
+    assert_eq!(decode(br#"{"type":"next","id":"1"}"#), Err(DecodeError::MissingPayload("next")));
+    assert_eq!(decode(br#"{"type":"complete"}"#), Err(DecodeError::MissingId("complete")));
+}
+
+#[test]
+fn close_codes_of_graphql_ws_are_named() {
+    assert_eq!(close_code_name(4406), Some("subprotocol_not_acceptable"));
+    assert_eq!(close_code_name(4400), Some("bad_request"));
+    assert_eq!(close_code_name(1000), None);
+}

@@ -1,0 +1,108 @@
+//! Starts the real servers that wsbench's application-protocol tests talk to, on free
+//! loopback ports, and stops them when the returned [`Peer`] is dropped: mosquitto, NATS,
+//! RabbitMQ (web-stomp and web-mqtt), and the small socket.io, graphql-ws and rpc-websockets
+//! programs under `tests/peers/`. Test-only (`publish = false`): it may block, sleep and
+//! spawn, which the library crates never do.
+//!
+//! Each server is installed by `scripts/install-test-peers.sh`; a missing one is
+//! [`PeerError::NotInstalled`], which [`or_skip`] turns into a skip message, or a test
+//! failure when `WSBENCH_REQUIRE_PEERS=1` (as `scripts/test.sh` sets it). Every process is
+//! started in a process group of its own and stopped by that group's id, never by name;
+//! each peer's configuration and data live in a fresh temporary folder removed on drop.
+
+mod brokers;
+mod node;
+mod process;
+
+use std::path::PathBuf;
+
+pub use brokers::{start_mosquitto, start_nats, start_rabbitmq};
+pub use node::{start_graphql_ws, start_rpc_websockets, start_socketio, start_socketio_pinging_every};
+pub use process::Peer;
+
+/// Why a peer could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    #[error("{peer} is not installed ({missing}): run scripts/install-test-peers.sh")]
+    NotInstalled { peer: &'static str, missing: String },
+    #[error("{peer} did not start: {reason}")]
+    DidNotStart { peer: &'static str, reason: String },
+    #[error("{peer}: {context}: {source}")]
+    Io {
+        peer: &'static str,
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Whether missing peers fail tests (`WSBENCH_REQUIRE_PEERS=1`) instead of skipping them.
+pub fn peers_required() -> bool {
+    std::env::var("WSBENCH_REQUIRE_PEERS").is_ok_and(|value| value == "1")
+}
+
+/// The started peer, or `None` after printing why the test is skipped when the peer is not
+/// installed. Panics when the peer is required (`WSBENCH_REQUIRE_PEERS=1`) but missing, and
+/// whenever an installed peer fails to start: that is a failure, never a skip.
+pub fn or_skip(started: Result<Peer, PeerError>) -> Option<Peer> {
+    match started {
+        Ok(peer) => Some(peer),
+        Err(error) => match skip_reason(&error, peers_required()) {
+            Some(reason) => {
+                eprintln!("{reason}");
+                None
+            }
+            None => panic!("{error}"),
+        },
+    }
+}
+
+/// The skip message for `error`, or `None` when it must fail the test: a missing peer is a
+/// skip unless peers are `required`; any other error is a failure.
+pub fn skip_reason(error: &PeerError, required: bool) -> Option<String> {
+    match error {
+        PeerError::NotInstalled { .. } if !required => Some(format!("skipped: {error}")),
+        _ => None,
+    }
+}
+
+/// The repository's root folder (this crate is `crates/testpeers`).
+pub fn repo_root() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::fs::canonicalize(&root).unwrap_or(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn missing() -> PeerError {
+        PeerError::NotInstalled { peer: "mosquitto", missing: "/usr/sbin/mosquitto".into() }
+    }
+
+    #[test]
+    fn a_missing_peer_is_a_skip_that_says_how_to_install_it() {
+        let reason = skip_reason(&missing(), false).expect("a skip");
+        assert_eq!(
+            reason,
+            "skipped: mosquitto is not installed (/usr/sbin/mosquitto): run scripts/install-test-peers.sh"
+        );
+    }
+
+    #[test]
+    fn a_missing_peer_fails_when_peers_are_required() {
+        assert_eq!(skip_reason(&missing(), true), None);
+    }
+
+    #[test]
+    fn a_peer_that_does_not_start_always_fails() {
+        let error = PeerError::DidNotStart { peer: "rabbitmq", reason: "exited".into() };
+        assert_eq!(skip_reason(&error, false), None);
+    }
+
+    #[test]
+    fn the_peer_programs_are_where_the_crate_looks_for_them() {
+        let peers = repo_root().join("tests/peers");
+        assert!(peers.join("socketio_server.js").is_file(), "{}", peers.display());
+    }
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Writes the hand-made seed corpora of the application-protocol fuzz targets under
+fuzz/corpus/<target>/ (mqtt_decode, stomp_decode, socketio_decode, graphql_ws_decode,
+jsonrpc_decode).
+
+The seeds are committed; this script documents how they were made and regenerates them.
+They are built here by hand from the specifications and from real servers' traffic, not
+with wsbench-appproto's encoders, so a seed does not inherit an encoder's bug. Files named
+regression-* are crash reproducers and are never touched by this script.
+
+Usage: python3 fuzz/make_appproto_seeds.py
+"""
+
+import os
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def write(target, seeds):
+    folder = os.path.join(ROOT, target)
+    os.makedirs(folder, exist_ok=True)
+    for name, data in seeds.items():
+        with open(os.path.join(folder, "seed-" + name), "wb") as f:
+            f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def mqtt_string(s):
+    return len(s).to_bytes(2, "big") + s
+
+
+def mqtt_packet(first, body):
+    n, length = len(body), bytearray()
+    while True:
+        byte, n = n % 128, n // 128
+        length.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes([first]) + bytes(length) + body
+
+
+def mqtt_seeds():
+    v3, v5 = b"\x00", b"\x01"  # control byte: version (bit 0), limit (bit 1), split (rest)
+    publish = mqtt_packet(0x32, mqtt_string(b"wsbench/t1") + b"\x00\x07" + b'{"ts":1}')
+    publish5 = mqtt_packet(0x30, mqtt_string(b"t") + b"\x05\x01\x01\x23\x00\x09" + b"x" * 200)
+    return {
+        "connack-311": v3 + b"\x20\x02\x01\x05",
+        "connack-5-props": v5 + b"\x20\x06\x00\x87\x03\x21\x00\x0a",
+        "suback-311": v3 + b"\x90\x04\x00\x07\x01\x80",
+        "suback-5": v5 + b"\x90\x05\x00\x07\x00\x87\x00",
+        "unsuback-5": v5 + b"\xb0\x04\x00\x08\x00\x11",
+        "publish-qos1-split": b"\x30" + publish + b"\x40\x02\x00\x07\xd0\x00",
+        "publish-5-alias-long": b"\x43" + publish5,
+        "small-limit": b"\x02" + publish5,
+        "puback-ping-disconnect-5": v5 + b"\x40\x03\x00\x09\x10\xd0\x00\xe0\x01\x8b\xe0\x00",
+        "length-5-bytes": v3 + b"\x30\xff\xff\xff\xff\x01",
+        "qos3": v3 + b"\x36\x03\x00\x01t",
+        "unexpected-pubrec": v3 + b"\x50\x02\x00\x01",
+    }
+
+
+def stomp_seeds():
+    message = (b"MESSAGE\nsubscription:s1\ndestination:/topic/t0\nmessage-id:T_s1@@1\n"
+               b"content-length:8\n\n{\"ts\":1}\x00\n")
+    return {
+        "connected": b"\x00CONNECTED\nversion:1.2\nheart-beat:10000,10000\nserver:RabbitMQ/3.10.8\n\n\x00\n",
+        "message-content-length": b"\x10" + message,
+        "message-crlf-no-length": b"\x20MESSAGE\r\nsubscription:s\r\ndestination:/q/a\\cb\r\nmessage-id:1\r\n\r\nbody\x00\r\n",
+        "heart-beats": b"\x06\n\r\n\n",
+        "receipt-and-error": b"\x14RECEIPT\nreceipt-id:r1\n\n\x00ERROR\nmessage:Unknown destination\n\nInvalid destination\x00\n",
+        "escapes": b"\x02MESSAGE\nk\\\\ey:v\\na\\rl\\cue\n\n\x00",
+        "bad-escape": b"\x00MESSAGE\na:b\\t\n\n\x00",
+        "small-limit": b"\x01" + message,
+        "length-too-long": b"\x00MESSAGE\ncontent-length:99999999999\n\n",
+        "nul-in-body": b"\x08SEND\ncontent-length:3\n\na\x00b\x00",
+        "lone-cr": b"\x00\r",
+    }
+
+
+def socketio_seeds():
+    return {
+        "open": '0{"sid":"lv_VI97HAXpY6yYWAAAC","upgrades":[],"pingInterval":25000,"pingTimeout":20000,"maxPayload":1000000}',
+        "ping": "2",
+        "connect-reply": '40{"sid":"abc"}',
+        "connect-error": '44/nope,{"message":"Invalid namespace"}',
+        "event-ack-id": '42/chat,17["message",{"topic":"t0","n":[1,2]},"x"]',
+        "ack": '4317[{"a":1}]',
+        "binary-event": '451-["echo",{"_placeholder":true,"num":0}]',
+        "binary-ack": '462-/admin,9[{"_placeholder":true,"num":1},{"_placeholder":true,"num":0}]',
+        "escaped-name": '42["a\\"b\\u00e9",1]',
+        "huge-ack-id": "4299999999999999999999999[]",
+        "nested": '42["x",[[[[{"a":"]"}]]]],"\\\\"]',
+    }
+
+
+def graphql_ws_seeds():
+    return {
+        "ack": '{"type":"connection_ack"}',
+        "ping-null": '{"type":"ping","payload":null}',
+        "next": '{"id":"1","type":"next","payload":{"data":{"ticks":2}}}',
+        "next-errors": '{"id":"1","type":"next","payload":{"data":null,"errors":[{"message":"boom"}]}}',
+        "error": '{"id":"2","type":"error","payload":[{"message":"Cannot query field \\"nope\\" on type \\"Query\\".","locations":[{"line":1,"column":3}]}]}',
+        "error-empty": '{"id":"2","type":"error","payload":[]}',
+        "complete": '{"id":"1","type":"complete"}',
+        "escaped-id": '{"id":"a\\"b","type":"complete"}',
+        "array": '["connection_ack"]',
+        "unknown-type": '{"type":"data","id":"1"}',
+    }
+
+
+def jsonrpc_seeds():
+    return {
+        "result": '{"jsonrpc":"2.0","result":{"ts":5},"id":1}',
+        "result-null-string-id": '{"jsonrpc":"2.0","result":null,"id":"x"}',
+        "error": '{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":1}',
+        "error-data": '{"jsonrpc":"2.0","error":{"code":-32000,"message":"Error","data":"unknown topic"},"id":null}',
+        "notification": '{"jsonrpc":"2.0","method":"tick","params":[1]}',
+        "event": '{"notification":"t0","params":{"topic":"t0","payload":"x"}}',
+        "subscribed": '{"jsonrpc":"2.0","result":{"t0":"ok","nope":"provided event invalid"},"id":1}',
+        "batch": '[{"jsonrpc":"2.0","result":1,"id":1}]',
+        "negative-id": '{"jsonrpc":"2.0","result":1,"id":-4.5}',
+        "server-request": '{"jsonrpc":"2.0","method":"m","id":1}',
+    }
+
+
+if __name__ == "__main__":
+    write("mqtt_decode", mqtt_seeds())
+    write("stomp_decode", stomp_seeds())
+    write("socketio_decode", socketio_seeds())
+    write("graphql_ws_decode", graphql_ws_seeds())
+    write("jsonrpc_decode", jsonrpc_seeds())

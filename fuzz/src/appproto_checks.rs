@@ -1,0 +1,170 @@
+//! The checks behind the fuzz targets of the application-protocol codecs
+//! (`wsbench_appproto`), shared with the corpus test `crates/appproto/tests/fuzz_corpus.rs`,
+//! which includes this file by path: it may use only `wsbench_appproto` and std. Every
+//! decoder must end in a value or a typed error on any input, never a panic; the
+//! incremental decoders must decode the same items whatever the input's split; views must
+//! answer every question asked of them; and what an encoder writes must decode back.
+
+use wsbench_appproto::{graphql_ws, jsonrpc, mqtt, socketio, stomp};
+
+/// Decodes everything `decode` finds in `input` (item, bytes used), stopping at the first
+/// error or incomplete item, after checking every item used some bytes within the input.
+fn drain<'a, T>(
+    input: &'a [u8],
+    decode: impl Fn(&'a [u8]) -> Result<Option<(T, usize)>, String>,
+) -> (Vec<T>, usize) {
+    let mut items = Vec::new();
+    let mut at = 0;
+    while let Ok(Some((item, used))) = decode(&input[at..]) {
+        assert!(used > 0 && used <= input.len() - at, "used {used} of {} bytes", input.len() - at);
+        items.push(item);
+        at += used;
+    }
+    (items, at)
+}
+
+/// The split point of a fuzz input: a position chosen by the control byte.
+fn split_point(control: u8, len: usize) -> usize {
+    if len == 0 { 0 } else { usize::from(control) * 7 % (len + 1) }
+}
+
+/// First byte: MQTT version (bit 0), a small packet limit (bit 1), where to split the rest.
+pub fn mqtt_decode(data: &[u8]) {
+    let Some((&control, body)) = data.split_first() else { return };
+    let version = if control & 1 == 0 { mqtt::Version::V311 } else { mqtt::Version::V5 };
+    let limit = if control & 2 == 0 { mqtt::DEFAULT_MAX_PACKET } else { 64 };
+    let decoder = mqtt::Decoder::new(version, limit);
+    let decode = |bytes| decoder.decode(bytes).map_err(|e| e.to_string());
+    let (whole, _) = drain(body, decode);
+    for packet in &whole {
+        match packet {
+            mqtt::Packet::ConnAck(connack) => assert!(!connack.code_name().is_empty()),
+            mqtt::Packet::SubAck(suback) => {
+                assert!(suback.codes.iter().all(|&code| !suback.code_name(code).is_empty()));
+                let _ = suback.refusal();
+            }
+            mqtt::Packet::Publish(publish) => assert!(publish.payload.len() < limit),
+            _ => {}
+        }
+    }
+    assert_split_decodes_the_same(body, control >> 2, &whole, decode);
+}
+
+/// Decoding `body` in two pieces (the items of a prefix, then those of everything after
+/// what the prefix used) gives the items decoding it whole gave.
+fn assert_split_decodes_the_same<'a, T: PartialEq + std::fmt::Debug>(
+    body: &'a [u8],
+    control: u8,
+    whole: &[T],
+    decode: impl Fn(&'a [u8]) -> Result<Option<(T, usize)>, String> + Copy,
+) {
+    let split = split_point(control, body.len());
+    let (mut pieces, used) = drain(&body[..split], decode);
+    pieces.extend(drain(&body[used..], decode).0);
+    assert_eq!(pieces, whole, "split at {split}");
+}
+
+/// First byte: a small frame limit (bit 0), where to split the rest. Heart-beats are left
+/// out of the comparison: a frame's trailing end of line is a heart-beat once split off.
+pub fn stomp_decode(data: &[u8]) {
+    let Some((&control, body)) = data.split_first() else { return };
+    let limit = if control & 1 == 0 { stomp::DEFAULT_MAX_FRAME } else { 64 };
+    let decoder = stomp::Decoder::new(limit);
+    let decode = |bytes| match decoder.decode(bytes) {
+        Ok(Some((stomp::Item::HeartBeat, used))) => Ok(Some((None, used))),
+        Ok(Some((stomp::Item::Frame(frame), used))) => Ok(Some((Some(frame), used))),
+        Ok(None) => Ok(None),
+        Err(error) => Err(error.to_string()),
+    };
+    let (items, _) = drain(body, decode);
+    let whole: Vec<_> = items.into_iter().flatten().collect();
+    for frame in &whole {
+        assert!(frame.body.len() < limit);
+        let headers: Vec<_> = frame.headers().collect();
+        if let Some((name, value)) = headers.first() {
+            assert_eq!(frame.header(name).as_ref(), Some(value), "the first header wins");
+        }
+        let _ = frame.server_frame();
+    }
+    let (first, used) = drain(&body[..split_point(control >> 1, body.len())], decode);
+    let mut pieces: Vec<_> = first.into_iter().flatten().collect();
+    pieces.extend(drain(&body[used..], decode).0.into_iter().flatten());
+    assert_eq!(pieces, whole);
+    // A header value sent escaped comes back as it was.
+    let value = String::from_utf8_lossy(body);
+    let mut wire = Vec::new();
+    stomp::encode_subscribe(&mut wire, &value, "/topic/t", None);
+    if let Ok(Some((stomp::Item::Frame(frame), _))) = stomp::Decoder::new(usize::MAX).decode(&wire) {
+        assert_eq!(frame.header("id").as_deref(), Some(value.as_ref()));
+    } else if !value.contains('\0') {
+        panic!("an encoded SUBSCRIBE did not decode");
+    }
+}
+
+/// The input as one text or binary message: its Engine.IO packet, its Socket.IO packet and
+/// every view of it; then an emit of the input as an event name decodes back to that name.
+pub fn socketio_decode(data: &[u8]) {
+    if let Ok(socketio::EnginePacket::Message(text)) = socketio::decode_engine(data)
+        && let Ok(packet) = socketio::decode_packet(text)
+    {
+        if let Ok(args) = packet.args() {
+            let rest = args.rest();
+            for element in args.flatten() {
+                let _ = socketio::placeholder_num(element);
+            }
+            assert!(text.contains(rest));
+        }
+        if let Ok(event) = packet.event() {
+            let _ = event.args.count();
+        }
+        let _ = packet.error_message();
+    }
+    let name = String::from_utf8_lossy(data);
+    let mut wire = Vec::new();
+    socketio::encode_emit(&mut wire, "/", &name, &[socketio::Arg::Attachment], Some(9));
+    let text = std::str::from_utf8(&wire).expect("an emit is UTF-8");
+    let socketio::EnginePacket::Message(payload) =
+        socketio::decode_engine(text.as_bytes()).expect("an emit decodes")
+    else {
+        panic!("an emit is a message")
+    };
+    let packet = socketio::decode_packet(payload).expect("an emit is a packet");
+    assert_eq!((packet.attachments, packet.ack_id), (1, Some(9)));
+    assert_eq!(packet.event().expect("an emit is an event").name, name);
+}
+
+/// The input as one graphql-transport-ws message; then a subscribe with the input as its
+/// id and query decodes back to them.
+pub fn graphql_ws_decode(data: &[u8]) {
+    if let Ok(graphql_ws::Message::Next { payload, .. }) = graphql_ws::decode(data) {
+        let _ = graphql_ws::execution_error(payload);
+    }
+    let text = String::from_utf8_lossy(data);
+    let mut wire = Vec::new();
+    let subscribe = graphql_ws::Subscribe { query: &text, variables: None, operation_name: Some(&text) };
+    graphql_ws::encode_subscribe(&mut wire, &text, &subscribe);
+    match graphql_ws::decode(&wire) {
+        Ok(graphql_ws::Message::Subscribe { id, payload }) => {
+            assert_eq!(id, text);
+            assert!(payload.starts_with("{\"query\":"));
+        }
+        other => panic!("an encoded subscribe decoded as {other:?}"),
+    }
+}
+
+/// The input as one JSON-RPC message; then a request with the input as its string id and
+/// method, answered by a result echoing that id, decodes back to the id.
+pub fn jsonrpc_decode(data: &[u8]) {
+    if let Ok(jsonrpc::Message::Error { code, .. }) = jsonrpc::decode(data) {
+        assert!(!jsonrpc::error_code_name(code).is_empty());
+    }
+    let text = String::from_utf8_lossy(data);
+    let id = jsonrpc::Id::Str(text.clone());
+    let mut request = Vec::new();
+    jsonrpc::encode_request(&mut request, &id, &text, Some("[]"));
+    let request = std::str::from_utf8(&request).expect("a request is UTF-8");
+    // The server's answer, made from the request's own id text.
+    let id_text = &request[request.rfind(",\"id\":").expect("the request has an id") + 6..request.len() - 1];
+    let response = format!("{{\"jsonrpc\":\"2.0\",\"result\":null,\"id\":{id_text}}}");
+    assert_eq!(jsonrpc::decode(response.as_bytes()), Ok(jsonrpc::Message::Result { id, result: "null" }));
+}
