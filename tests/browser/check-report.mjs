@@ -31,7 +31,7 @@ const CHROMIUM_ARGS = [
 ];
 // A report of two or more results has all of these.
 const DEFAULT_CHARTS = [
-  'throughput',
+  'rate-over-time',
   'latency-over-time',
   'latency-spectrum',
   'connect-time',
@@ -72,7 +72,7 @@ function inspectColours(results) {
     'summary swatches': [...document.querySelectorAll('table.summary .swatch')].map(
       (swatch) => getComputedStyle(swatch).backgroundColor,
     ),
-    'throughput lines': [...document.querySelectorAll('svg[data-chart="throughput"] polyline.mark')].map(
+    'throughput lines': [...document.querySelectorAll('svg[data-chart="rate-over-time"] polyline.mark')].map(
       (line) => getComputedStyle(line).stroke,
     ),
   };

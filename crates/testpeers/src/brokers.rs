@@ -5,8 +5,9 @@
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
+
+use wsbench_supervisor::Launch;
 
 use crate::process::{Peer, free_ports, installed, io, temp_dir};
 use crate::{PeerError, repo_root};
@@ -41,8 +42,7 @@ pub fn start_mosquitto() -> Result<Peer, PeerError> {
              listener {tcp} 127.0.0.1\nsocket_domain ipv4\nallow_anonymous true\n"
         ),
     )?;
-    let mut command = Command::new(MOSQUITTO);
-    command.arg("-c").arg(&config);
+    let command = Launch::new(PEER, MOSQUITTO).arg("-c").arg(&config);
     let mut peer = Peer::spawn(PEER, command, dir)?
         .with_port("websocket", port)
         .with_port("refusing", refusing)
@@ -72,8 +72,7 @@ pub fn start_nats() -> Result<Peer, PeerError> {
             dir.join("jetstream").display()
         ),
     )?;
-    let mut command = Command::new(&binary);
-    command.arg("-c").arg(&config);
+    let command = Launch::new(PEER, &binary).arg("-c").arg(&config);
     let mut peer = Peer::spawn(PEER, command, dir)?
         .with_port("websocket", websocket)
         .with_port("client", client)
@@ -98,13 +97,14 @@ fn rabbitmq_user() -> Option<(u32, u32)> {
 }
 
 fn chown_tree(peer: &'static str, dir: &Path, (uid, gid): (u32, u32)) -> Result<(), PeerError> {
-    let status = Command::new("chown").arg("-R").arg(format!("{uid}:{gid}")).arg(dir).status();
-    match status {
+    let chown = Launch::new("chown", "chown").arg("-R").arg(format!("{uid}:{gid}")).arg(dir);
+    match chown.run_to_completion(Duration::from_secs(30)) {
         Ok(status) if status.success() => Ok(()),
-        Ok(status) => {
-            Err(PeerError::DidNotStart { peer, reason: format!("chown of {} {status}", dir.display()) })
-        }
-        Err(source) => Err(io(peer, "running chown".into(), source)),
+        Ok(status) => Err(PeerError::DidNotStart {
+            peer,
+            reason: format!("chown of {} {}", dir.display(), wsbench_supervisor::describe(status)),
+        }),
+        Err(error) => Err(PeerError::Start { peer, error }),
     }
 }
 
@@ -139,9 +139,10 @@ fn rabbitmq_command(
     epmd: u16,
     dist: u16,
     user: Option<(u32, u32)>,
-) -> Command {
-    let mut command = Command::new(program);
+) -> Launch {
+    let mut launch = Launch::new(program.rsplit('/').next().unwrap_or(program).to_owned(), program);
     let file = |name: &str| -> PathBuf { dir.join(name) };
+    let command = launch.command_mut();
     command
         .current_dir(dir)
         .env("HOME", dir)
@@ -155,10 +156,10 @@ fn rabbitmq_command(
         .env("RABBITMQ_LOG_BASE", file("log"))
         .env("RABBITMQ_LOGS", "-");
     if let Some((uid, gid)) = user {
-        std::os::unix::process::CommandExt::uid(&mut command, uid);
-        std::os::unix::process::CommandExt::gid(&mut command, gid);
+        std::os::unix::process::CommandExt::uid(command, uid);
+        std::os::unix::process::CommandExt::gid(command, gid);
     }
-    command
+    launch
 }
 
 /// RabbitMQ with the web-stomp and web-mqtt plugins (both on the path `/ws`), as a node of
@@ -176,10 +177,8 @@ pub fn start_rabbitmq() -> Result<Peer, PeerError> {
     }
     let node = format!("wsbench{stomp}@localhost");
     let server = rabbitmq_command(RABBITMQ_SERVER, &dir, &node, epmd, dist, user);
-    let mut stop = rabbitmq_command(RABBITMQCTL, &dir, &node, epmd, dist, user);
-    stop.arg("stop");
-    let mut kill_epmd = rabbitmq_command(EPMD, &dir, &node, epmd, dist, user);
-    kill_epmd.arg("-kill");
+    let stop = rabbitmq_command(RABBITMQCTL, &dir, &node, epmd, dist, user).arg("stop");
+    let kill_epmd = rabbitmq_command(EPMD, &dir, &node, epmd, dist, user).arg("-kill");
     let mut peer = Peer::spawn(PEER, server, dir)?
         .with_port("stomp", stomp)
         .with_port("mqtt", mqtt)

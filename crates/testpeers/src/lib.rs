@@ -27,13 +27,10 @@ pub enum PeerError {
     NotInstalled { peer: &'static str, missing: String },
     #[error("{peer} did not start: {reason}")]
     DidNotStart { peer: &'static str, reason: String },
-    #[error("{peer}: {context}: {source}")]
-    Io {
-        peer: &'static str,
-        context: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{peer}: {context}: {error}")]
+    Io { peer: &'static str, context: String, error: std::io::Error },
+    #[error("{peer} could not be started: {error}")]
+    Start { peer: &'static str, error: wsbench_supervisor::Error },
 }
 
 /// Whether missing peers fail tests (`WSBENCH_REQUIRE_PEERS=1`) instead of skipping them.

@@ -3,8 +3,9 @@
 //! Each takes its port as an argument (0: the kernel picks one) and prints `ready PORT`.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
+
+use wsbench_supervisor::Launch;
 
 use crate::process::{Peer, installed, temp_dir};
 use crate::{PeerError, repo_root};
@@ -13,9 +14,12 @@ fn start_node(peer: &'static str, script: &str, package: &str, extra: &[String])
     let peers = repo_root().join("tests/peers");
     installed(peer, &peers.join("node_modules").join(package).join("package.json"))?;
     let node = which_node().ok_or(PeerError::NotInstalled { peer, missing: "node on PATH".into() })?;
-    let mut command = Command::new(node);
-    command.current_dir(&peers).arg(peers.join(script)).arg("0").args(extra);
-    let mut peer = Peer::spawn(peer, command, temp_dir(peer)?)?;
+    let mut launch = Launch::new(peer, node).arg(peers.join(script)).arg("0");
+    for arg in extra {
+        launch = launch.arg(arg);
+    }
+    launch.command_mut().current_dir(&peers);
+    let mut peer = Peer::spawn(peer, launch, temp_dir(peer)?)?;
     let port = peer.wait_for_log(Duration::from_secs(20), |log| {
         log.lines().find_map(|line| line.strip_prefix("ready ")?.trim().parse::<u16>().ok())
     })?;

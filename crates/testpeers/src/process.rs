@@ -1,18 +1,22 @@
-//! One started server: its process group, its ports, its temporary folder, and how it is
-//! stopped. Stopping is by the process group id this crate created (SIGTERM, then SIGKILL
-//! after a grace period), after an optional graceful stop command (RabbitMQ's
-//! `rabbitmqctl stop`) and before an optional clean-up command (`epmd -kill` for the epmd
-//! RabbitMQ daemonised on a port of its own).
+//! One started server: its process (a [`Supervised`] child of the workspace's supervisor
+//! crate, in a process group of its own), its ports, its temporary folder, and how it is
+//! stopped: an optional graceful stop command first (RabbitMQ's `rabbitmqctl stop`), then
+//! SIGTERM to the group and SIGKILL after a grace period, then an optional clean-up command
+//! (`epmd -kill` for the epmd RabbitMQ daemonised on a port of its own).
 
 use std::fs::File;
 use std::net::{TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use wsbench_supervisor::{Launch, Supervised};
+
 use crate::PeerError;
+
+/// How long a graceful stop or a clean-up command may take.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A running server, stopped on drop.
 #[derive(Debug)]
@@ -20,10 +24,10 @@ pub struct Peer {
     name: &'static str,
     /// The main port first, then the others by name.
     ports: Vec<(&'static str, u16)>,
-    child: Child,
+    process: Supervised,
     dir: PathBuf,
-    graceful_stop: Option<Command>,
-    clean_up: Option<Command>,
+    graceful_stop: Option<Launch>,
+    clean_up: Option<Launch>,
 }
 
 /// A fresh, empty folder for one peer's configuration, data and log.
@@ -38,7 +42,7 @@ pub(crate) fn temp_dir(peer: &'static str) -> Result<PathBuf, PeerError> {
 }
 
 pub(crate) fn io(peer: &'static str, context: String, source: std::io::Error) -> PeerError {
-    PeerError::Io { peer, context, source }
+    PeerError::Io { peer, context, error: source }
 }
 
 /// `N` distinct loopback ports nobody listens on at the moment of asking (all are held
@@ -65,24 +69,18 @@ pub(crate) fn installed(peer: &'static str, path: &Path) -> Result<(), PeerError
 }
 
 impl Peer {
-    /// Starts `command` in a process group of its own with stdout and stderr in
-    /// `dir/NAME.log`; it dies with the test process (PR_SET_PDEATHSIG).
-    pub(crate) fn spawn(name: &'static str, mut command: Command, dir: PathBuf) -> Result<Peer, PeerError> {
+    /// Starts `launch` (in a process group of its own, dying with the test process) with
+    /// stdout and stderr in `dir/NAME.log`.
+    pub(crate) fn spawn(name: &'static str, mut launch: Launch, dir: PathBuf) -> Result<Peer, PeerError> {
         let log_path = dir.join(format!("{name}.log"));
         let log = File::create(&log_path).map_err(|source| io(name, "creating the log".into(), source))?;
         let log_err = log.try_clone().map_err(|source| io(name, "opening the log".into(), source))?;
-        command.stdin(Stdio::null()).stdout(log).stderr(log_err).process_group(0);
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
-        unsafe {
-            command.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = command.spawn().map_err(|source| io(name, format!("starting {command:?}"), source))?;
-        Ok(Peer { name, ports: Vec::new(), child, dir, graceful_stop: None, clean_up: None })
+        launch.command_mut().stdin(Stdio::null()).stdout(log).stderr(log_err);
+        let process = launch
+            .grace(Duration::from_secs(5))
+            .start()
+            .map_err(|error| PeerError::Start { peer: name, error })?;
+        Ok(Peer { name, ports: Vec::new(), process, dir, graceful_stop: None, clean_up: None })
     }
 
     pub(crate) fn with_port(mut self, which: &'static str, port: u16) -> Self {
@@ -90,13 +88,13 @@ impl Peer {
         self
     }
 
-    pub(crate) fn with_graceful_stop(mut self, command: Command) -> Self {
-        self.graceful_stop = Some(command);
+    pub(crate) fn with_graceful_stop(mut self, launch: Launch) -> Self {
+        self.graceful_stop = Some(launch);
         self
     }
 
-    pub(crate) fn with_clean_up(mut self, command: Command) -> Self {
-        self.clean_up = Some(command);
+    pub(crate) fn with_clean_up(mut self, launch: Launch) -> Self {
+        self.clean_up = Some(launch);
         self
     }
 
@@ -106,7 +104,7 @@ impl Peer {
 
     /// The process id of the server (the leader of its process group).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     /// The main port: the WebSocket port of a broker's first protocol.
@@ -135,10 +133,8 @@ impl Peer {
     }
 
     fn exited(&mut self) -> Option<String> {
-        match self.child.try_wait() {
-            Ok(Some(status)) => Some(format!("exited with {status}; its log:\n{}", self.log())),
-            _ => None,
-        }
+        let status = self.process.exited()?;
+        Some(format!("exited ({}); its log:\n{}", wsbench_supervisor::describe(status), self.log()))
     }
 
     /// Waits until `ready` finds what it wants in the log (e.g. the port a program
@@ -180,42 +176,26 @@ impl Peer {
         }
         Ok(())
     }
-
-    fn wait_exit(&mut self, grace: Duration) -> bool {
-        let deadline = Instant::now() + grace;
-        while Instant::now() < deadline {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
-    }
-
-    fn signal_group(&self, signal: libc::c_int) {
-        if let Ok(pgid) = libc::pid_t::try_from(self.child.id()) {
-            // SAFETY: kill(2) with the negated id of the process group this crate created.
-            unsafe { libc::kill(-pgid, signal) };
-        }
-    }
 }
 
 impl Drop for Peer {
     fn drop(&mut self) {
-        if let Some(mut stop) = self.graceful_stop.take() {
-            let _ = stop.stdout(Stdio::null()).stderr(Stdio::null()).status();
-            self.wait_exit(Duration::from_secs(20));
+        if let Some(stop) = self.graceful_stop.take() {
+            let _ = quiet(stop).run_to_completion(COMMAND_TIMEOUT);
+            self.process.exited_within(Duration::from_secs(20));
         }
-        self.signal_group(libc::SIGTERM);
-        if !self.wait_exit(Duration::from_secs(5)) {
-            self.signal_group(libc::SIGKILL);
-            let _ = self.child.wait();
-        }
-        // Children that outlived the leader in the group.
-        self.signal_group(libc::SIGKILL);
-        if let Some(mut clean_up) = self.clean_up.take() {
-            let _ = clean_up.stdout(Stdio::null()).stderr(Stdio::null()).status();
+        // SIGTERM to the group, SIGKILL after the grace period; what of the group outlived
+        // the leader is killed too.
+        self.process.stop();
+        if let Some(clean_up) = self.clean_up.take() {
+            let _ = quiet(clean_up).run_to_completion(COMMAND_TIMEOUT);
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// `launch` with its output discarded.
+fn quiet(mut launch: Launch) -> Launch {
+    launch.command_mut().stdout(Stdio::null()).stderr(Stdio::null());
+    launch
 }

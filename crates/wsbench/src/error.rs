@@ -65,7 +65,7 @@ impl ExitCode for CommandError {
                 | MergeError::SameShard { .. }
                 | MergeError::DifferentRuns { .. },
             ) => USAGE,
-            CommandError::Run(error) | CommandError::Rtt(RttError::Server(error)) => error.exit_code(),
+            CommandError::Run(error) => error.exit_code(),
             _ => FAILED,
         }
     }

@@ -12,6 +12,7 @@
 //! with) and `causes` (an error and its causes as one line).
 
 pub mod affinity;
+pub mod builtin;
 pub mod causes;
 pub mod client_cpu;
 pub mod compare;

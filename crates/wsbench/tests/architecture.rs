@@ -288,3 +288,89 @@ fn only_the_supervisor_crate_starts_child_processes() {
         elsewhere.join("\n")
     );
 }
+
+/// The layers a scenario plugs into: they reach scenarios through the registry only.
+const SCENARIO_BLIND: [&str; 8] =
+    ["engine", "result", "report", "live", "metrics", "merge", "compare", "session"];
+
+/// The scenarios: the folders of `src/scenario/`.
+fn scenario_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(src_dir().join("scenario"))
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.path().is_dir())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Whole-word occurrences of `word` in `code` (identifiers and string contents alike).
+fn mentions(code: &str, word: &str) -> usize {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(word)
+        .filter(|&(at, _)| {
+            let before = code[..at].chars().next_back();
+            let after = code[at + word.len()..].chars().next();
+            !before.is_some_and(ident) && !after.is_some_and(ident)
+        })
+        .count()
+}
+
+#[test]
+fn only_the_scenario_folder_names_a_scenario() {
+    let names = scenario_names();
+    assert!(names.len() >= 8, "the scenario folders were not found: {names:?}");
+    let mut found = Vec::new();
+    for (path, module) in library_files() {
+        if !SCENARIO_BLIND.contains(&module[0].as_str()) {
+            continue;
+        }
+        let code = production_code(&path);
+        for name in &names {
+            if mentions(&code, name) > 0 {
+                found.push(format!("{} names the scenario `{name}`", path.display()));
+            }
+        }
+        if code.contains("Scenario::") {
+            found.push(format!("{} branches on a scenario (`Scenario::`)", path.display()));
+        }
+    }
+    assert!(found.is_empty(), "scenario-specific code outside scenario/:\n{}", found.join("\n"));
+}
+
+/// The top-level modules `start` imports, directly or through others.
+fn reachable_from(start: &str) -> BTreeSet<String> {
+    let files = library_files();
+    let top_level: BTreeSet<String> = files.iter().map(|(_, module)| module[0].clone()).collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (path, module) in &files {
+        let edges = graph.entry(module[0].clone()).or_default();
+        for name in crate_references(&production_code(path)) {
+            if name != module[0] && top_level.contains(&name) {
+                edges.insert(name);
+            }
+        }
+    }
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![start.to_owned()];
+    while let Some(node) = todo.pop() {
+        for next in graph.get(&node).into_iter().flatten() {
+            if seen.insert(next.clone()) {
+                todo.push(next.clone());
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn the_report_never_reaches_the_session() {
+    // Results are files and reports read files: the report layer imports nothing that runs
+    // a measurement, directly or through another module.
+    let reached = reachable_from("report");
+    assert!(reached.contains("result"), "the import graph was not read: {reached:?}");
+    for runner in ["session", "live", "compare"] {
+        assert!(!reached.contains(runner), "report reaches `{runner}` (through {reached:?})");
+    }
+}

@@ -45,8 +45,8 @@ fn auto_scale<'v>(values: impl Iterator<Item = &'v f64>) -> Scale {
 }
 
 /// Exchanges per second, second by second (the last, partial second scaled up to a rate).
-pub(super) fn throughput(charted: &[Charted]) -> String {
-    let (name, title) = ("throughput", "Throughput over time");
+pub(super) fn rate_over_time(charted: &[Charted]) -> String {
+    let (name, title) = ("rate-over-time", "Throughput over time");
     let exchange = super::exchange_of_all(charted.iter().map(|c| c.result));
     let series: Vec<Series> = charted
         .iter()

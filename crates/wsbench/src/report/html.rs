@@ -257,7 +257,7 @@ fn charts_section(out: &mut String, charted: &[Charted]) {
              to a rate).",
             exchange.title()
         ),
-        &charts::throughput(charted),
+        &charts::rate_over_time(charted),
     );
     figure(
         out,
@@ -403,7 +403,7 @@ mod tests {
         assert!(!page.contains("data-chart=\"compare-"));
         assert!(page.contains("<svg data-chart=\"server-rss\" data-empty=\"true\""));
         assert!(page.contains("Server not probed (t: the target is on another host)."));
-        assert!(page.contains("<svg data-chart=\"throughput\" class=\"chart\""));
+        assert!(page.contains("<svg data-chart=\"rate-over-time\" class=\"chart\""));
     }
 
     #[test]

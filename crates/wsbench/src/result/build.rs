@@ -1,5 +1,5 @@
 //! Turning what the engine measured ([`RunOutcome`]) into the numbers the result file
-//! reports: percentiles, throughput, Little's law, the server's resource use from the
+//! reports: percentiles, rates, Little's law, the server's resource use from the
 //! probe's raw samples, and whether the client was the bottleneck.
 
 use hdrhistogram::Histogram;
@@ -63,17 +63,17 @@ impl ConnectStats {
 }
 
 impl LittlesLaw {
-    /// `throughput` in round trips per second, `measured_mean_us` the mean latency.
-    pub fn new(connections: u64, in_flight: u64, throughput: f64, measured_mean_us: f64) -> LittlesLaw {
-        let throughput = finite(throughput);
+    /// `rate` in exchanges per second, `measured_mean_us` the mean latency.
+    pub fn new(connections: u64, in_flight: u64, rate: f64, measured_mean_us: f64) -> LittlesLaw {
+        let rate = finite(rate);
         // An uncapped open loop (in_flight = u64::MAX) has no fixed concurrency to predict from.
-        let predicted = (throughput > 0.0 && in_flight != u64::MAX)
-            .then(|| connections as f64 * in_flight as f64 / throughput * 1e6);
+        let predicted =
+            (rate > 0.0 && in_flight != u64::MAX).then(|| connections as f64 * in_flight as f64 / rate * 1e6);
         let ratio = predicted.filter(|p| *p > 0.0).map(|p| finite(measured_mean_us / p));
         LittlesLaw {
             connections,
             in_flight,
-            throughput_per_sec: throughput,
+            throughput_per_sec: rate,
             predicted_mean_latency_us: predicted,
             measured_mean_latency_us: finite(measured_mean_us),
             ratio,

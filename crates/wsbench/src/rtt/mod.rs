@@ -26,9 +26,9 @@ use wsbench_server::{ServeConfig, TlsSource};
 pub use config::{Protocol, RttConfig, RttTarget};
 pub use stats::{Quantiles, Repeat, Summary};
 
+use crate::builtin::{BuiltinError, BuiltinServer};
 use crate::config::ConfigError;
 use crate::samples::MachineFacts;
-use crate::session::{BuiltinServer, RunError};
 use clients::{IO_TIMEOUT, Stage};
 
 pub use config::{DEFAULT_ITERATIONS, DEFAULT_PAYLOAD_BYTES, DEFAULT_REPEATS, RttSettings};
@@ -40,7 +40,7 @@ pub enum RttError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
-    Server(#[from] RunError),
+    Server(#[from] BuiltinError),
     #[error(
         "{protocol} target {target}: {} failed: {}{}",
         stage.describe(),
@@ -244,13 +244,13 @@ fn start_builtin(
             Protocol::Https | Protocol::Wss => "wss",
         };
         let url = urls.iter().find(|u| u.starts_with(&format!("{scheme}://"))).ok_or_else(|| {
-            RunError::ServerStart(format!(
+            BuiltinError::Start(format!(
                 "its `listening on` line has no {scheme}:// URL ({})",
                 urls.join(" ")
             ))
         })?;
         let target = RttTarget::parse(&format!("{protocol}={url}"))
-            .map_err(|e| RunError::ServerStart(format!("unexpected URL {url}: {e}")))?;
+            .map_err(|e| BuiltinError::Start(format!("unexpected URL {url}: {e}")))?;
         targets.push(target);
     }
     Ok((targets, servers))

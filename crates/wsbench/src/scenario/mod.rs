@@ -69,15 +69,6 @@ pub struct FiguresInput<'a> {
     pub server: &'a ServerReport,
 }
 
-/// What the built-in server must speak for a scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServerMode {
-    /// Echo every message (the default).
-    Echo,
-    /// The pub/sub protocol of docs/protocols.md.
-    PubSub,
-}
-
 /// A capability a fleet server must have for the scenario: the manifest key that says it
 /// does, and the environment variable that turns it on when the server starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,9 +91,8 @@ pub trait Descriptor: ScenarioRules {
     fn phases(&self, load: &LoadSpec) -> PhasePlan;
     /// The work of one worker that opens `connections` (global indices).
     fn workload(&self, load: &LoadSpec, connections: &[u64]) -> Box<dyn Workload>;
-    fn server_mode(&self) -> ServerMode {
-        ServerMode::Echo
-    }
+    /// What the built-in server must do for this scenario (it echoes by default).
+    fn configure_server(&self, _serve: &mut wsbench_server::ServeConfig) {}
     fn fleet_feature(&self) -> Option<FleetFeature> {
         None
     }

@@ -6,7 +6,6 @@
 //! splits a run over child processes; [`interrupt`] turns Ctrl-C into a flag every loop
 //! checks. Results come back as [`RunResult`]s; files are written by [`write_outputs`].
 
-pub mod builtin;
 pub mod cpus;
 pub mod interrupt;
 pub mod shards;
@@ -15,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-pub use builtin::BuiltinServer;
+pub use crate::builtin::BuiltinServer;
 pub use cpus::{CpuPlan, RESERVED_FILES, check_file_limit, check_server_processes, plan_cpus};
 
 use crate::config::Slo;
@@ -26,7 +25,6 @@ use crate::find_rate::{Search, Step, search};
 use crate::probe::{SAMPLE_INTERVAL, ServerProbe, pids_listening_on};
 use crate::result::RunResult;
 use crate::samples::{RunOutcome, ServerReport};
-use crate::scenario::ServerMode;
 
 /// Why a measurement could not be made or kept.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +44,8 @@ pub enum RunError {
     ServerTooSmall { connections: u64, processes: u64, limit: u64, needed: u64 },
     #[error("cannot start the built-in server: {0}")]
     ServerStart(String),
+    #[error(transparent)]
+    Builtin(#[from] crate::builtin::BuiltinError),
     #[error("the engine failed")]
     Engine(#[source] std::io::Error),
     #[error(transparent)]
@@ -174,12 +174,11 @@ impl Session {
         let (builtin, target) = match &config.target {
             Some(target) => (None, target.clone()),
             None => {
-                let serve = wsbench_server::ServeConfig {
+                let mut serve = wsbench_server::ServeConfig {
                     processes: server_processes as usize,
-                    // The pub/sub protocol of docs/protocols.md (one event-loop thread).
-                    pubsub: crate::scenario::of(&config.load).server_mode() == ServerMode::PubSub,
                     ..BuiltinServer::config()
                 };
+                crate::scenario::of(&config.load).configure_server(&mut serve);
                 let server = BuiltinServer::start(&cpus.server, &serve)?;
                 let target = Target::parse(&server.url)
                     .map_err(|e| RunError::ServerStart(crate::causes::with_causes(&e)))?;

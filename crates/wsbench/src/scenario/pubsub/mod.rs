@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Descriptor, FiguresInput, FleetFeature, ServerMode};
+use super::{Descriptor, FiguresInput, FleetFeature};
 use crate::config::{
     ConfigError, Defaults, Exchange, LoadSpec, Pace, Pacing, RunSettings, ScenarioRules, ScenarioSettings,
 };
@@ -84,8 +84,9 @@ impl Descriptor for PubSub {
         });
         Box::new(PubSubWorkload::new(load, spec, &crate::protocol::raw::Raw, connections))
     }
-    fn server_mode(&self) -> ServerMode {
-        ServerMode::PubSub
+    /// The pub/sub protocol of docs/protocols.md (one event-loop thread).
+    fn configure_server(&self, serve: &mut wsbench_server::ServeConfig) {
+        serve.pubsub = true;
     }
     fn fleet_feature(&self) -> Option<FleetFeature> {
         Some(FleetFeature {

@@ -9,9 +9,17 @@ use std::time::Duration;
 use wsbench_server::ServeConfig;
 use wsbench_supervisor::{Launch, Supervised};
 
-use super::RunError;
 use crate::config::Target;
 use crate::probe::pids_listening_on;
+
+/// Why the built-in server could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum BuiltinError {
+    #[error("cannot start the built-in server: {0}")]
+    Start(String),
+    #[error(transparent)]
+    Child(#[from] wsbench_supervisor::Error),
+}
 
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 const STOP_GRACE: Duration = Duration::from_secs(3);
@@ -33,7 +41,7 @@ impl BuiltinServer {
     }
 
     /// Starts `wsbench serve` on `config`, pinned to `cpus` (none: unpinned).
-    pub fn start(cpus: &[usize], config: &ServeConfig) -> Result<BuiltinServer, RunError> {
+    pub fn start(cpus: &[usize], config: &ServeConfig) -> Result<BuiltinServer, BuiltinError> {
         let mut launch = Launch::this_program("the built-in server", "serve", config)?.grace(STOP_GRACE);
         launch.command_mut().stdout(Stdio::piped()).stderr(Stdio::inherit());
         crate::affinity::pin_command(launch.command_mut(), cpus);
@@ -42,7 +50,7 @@ impl BuiltinServer {
         let urls: Vec<String> = line["listening on ".len()..].split_whitespace().map(str::to_owned).collect();
         let url = urls
             .first()
-            .ok_or_else(|| RunError::ServerStart(format!("unexpected first line {line:?}")))?
+            .ok_or_else(|| BuiltinError::Start(format!("unexpected first line {line:?}")))?
             .clone();
         Ok(BuiltinServer { process, url, urls })
     }
