@@ -5,11 +5,16 @@
 //!
 //! `config` (flags and TOML → one validated [`config::RunConfig`]) → `session` (the built-in
 //! server, the probe, shards: everything around one measurement) → `engine` (connections,
-//! pacing, workers) → `metrics` → `result` (files with a schema) → `report` (every
-//! renderer). Beside them: `fleet` and `compare` (competitor servers), `rtt` (seed 001),
-//! `merge` (shards into one result), `live` (the live view, `--metrics-addr`, `--stream`), `find_rate` (the rate search), `probe` (the server
-//! process in /proc), `exit` (what each outcome means as an exit code), `error` (the error a command ends
-//! with) and `causes` (an error and its causes as one line).
+//! pacing, workers; `engine::dial` how a connection becomes a WebSocket, `engine::io` epoll or
+//! io_uring) → `metrics` → `result` (files with a schema) → `report` (every renderer). Each
+//! scenario is a folder of `scenario` behind one interface and a registry line, and each
+//! message protocol one of `protocol`: the layers above reach them only through their
+//! registries. Beside them: `fleet` and `compare` (competitor servers), `rtt` (seed 001),
+//! `merge` (shards into one result), `live` (the live view, `--metrics-addr`, `--stream`),
+//! `find_rate` (the rate search), `probe` (the server process in /proc), `builtin` (the
+//! built-in server as a child), `units` (parsing and formatting units), `exit` (what each
+//! outcome means as an exit code), `error` (the error a command ends with) and `causes` (an
+//! error and its causes as one line).
 
 pub mod affinity;
 pub mod builtin;

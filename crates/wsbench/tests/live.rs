@@ -235,6 +235,46 @@ fn piped_progress_shows_a_line_per_second_with_exact_counts_at_a_low_rate() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The phase word of a plain progress line (`measured`, `warm-up`, …).
+fn phase_of(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix("wsbench: ")?.trim_start();
+    rest.split_whitespace().nth(2)
+}
+
+#[test]
+fn a_flow_and_a_churn_warm_up_show_as_warm_up() {
+    let dir = fresh_dir("live-warmup");
+    let flow = dir.join("flow.toml");
+    std::fs::write(
+        &flow,
+        "scenario = \"flow\"\n[[flow.steps]]\nname = \"hi\"\nsend = \"hello {seq}\"\n\
+         [[flow.steps]]\nexpect-regex = \"hello\"\n[[flow.steps]]\nsleep = \"10ms\"\n",
+    )
+    .unwrap();
+    let runs: [&[&str]; 2] = [
+        &["--scenario", flow.to_str().unwrap(), "--connections", "5", "--warmup", "2s", "--duration", "2s"],
+        &["churn", "--rate", "20/s", "--warmup", "2s", "--duration", "2s"],
+    ];
+    for args in runs {
+        let (finished, _) = run_piped(&dir, args);
+        let phases: Vec<&str> = finished.stderr.lines().filter_map(phase_of).collect();
+        assert!(phases.contains(&"warm-up"), "{args:?}: {phases:?}\n{}", finished.stderr);
+        assert!(!phases.contains(&"ramp"), "no ramp in {args:?}: {phases:?}\n{}", finished.stderr);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_scenario_name_given_as_scenario_runs_it() {
+    let dir = fresh_dir("live-scenario-name");
+    let args = ["--scenario", "pubsub", "--subscribers", "10", "--duration", "1s", "--warmup", "0s"];
+    let (finished, result) = run_piped(&dir, &args);
+    assert_eq!(result["scenario"], "pubsub", "{}", finished.describe("wsbench run"));
+    assert_eq!(result["pubsub"]["subscribed"], 10, "{}", finished.describe("wsbench run"));
+    assert!(finished.stderr.contains(" deliveries/s "), "{}", finished.stderr);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn the_stream_has_one_json_line_per_second_and_its_last_line_is_on_disk_at_exit() {
     let dir = fresh_dir("live-stream");

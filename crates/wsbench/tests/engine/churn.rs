@@ -1,4 +1,4 @@
-//! The churn scenario (issue 14): connections opened at `--rate` per second, each doing
+//! The churn scenario: connections opened at `--rate` per second, each doing
 //! connect → upgrade → K echoes → close, against the built-in server (every scheduled cycle
 //! completes, the server's descriptors come back to their count before the run, the result
 //! validates and merges) and against a scripted server that leaves some closes unanswered

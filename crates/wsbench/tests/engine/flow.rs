@@ -1,4 +1,4 @@
-//! The flow scenario (issue 14) against a real third-party server: the JSON-RPC and
+//! The flow scenario against a real third-party server: the JSON-RPC and
 //! graphql-transport-ws peer `tests/interop/jsonrpc_server.py` (Python websockets), driven by
 //! the scenario files in `scenarios/`. The JSON-RPC peer answers pipelined requests out of
 //! order, so only matching replies by `id` gets every one right. Bad steps are one-line

@@ -1,4 +1,4 @@
-//! The pubsub scenario (issue 14): against the built-in `wsbench serve --pubsub` every
+//! The pubsub scenario: against the built-in `wsbench serve --pubsub` every
 //! measured publish reaches every subscriber of its topic exactly once (in one process and
 //! split over two), the result validates and merges; against a Python `websockets` server
 //! that drops one subscriber's deliveries and doubles another's, exactly those two are
