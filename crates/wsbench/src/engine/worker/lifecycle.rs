@@ -111,7 +111,9 @@ impl Worker {
         self.rec.metrics.counters.connections_established += 1;
         record_us(&mut self.rec.metrics.connect, now.duration_since(started).as_micros() as u64);
         self.hook(key, |workload, cx, conn| workload.on_open(cx, conn, now));
-        if self.control.traffic() {
+        // Once the worker has started traffic; until then the loop starts it for every open
+        // connection at once (asking the flag here as well started some connections twice).
+        if self.traffic_started {
             self.start_traffic(key, now);
         }
         self.io.opened(key);
