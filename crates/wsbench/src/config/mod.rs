@@ -241,6 +241,11 @@ pub struct LoadSpec {
     pub compression: Option<CompressionOffer>,
     /// `--io`: the socket I/O the workers use.
     pub io: IoBackend,
+    /// `--protocol`: the message protocol spoken over WebSocket (one of `crate::protocol`'s).
+    pub protocol: &'static str,
+    /// Its options (`--event`, `--method`, `--qos`, `--mqtt-version`, `--query`).
+    #[serde(skip_serializing_if = "is_default_options")]
+    pub protocol_options: crate::protocol::Options,
     /// The scenario's own settings, checked (written into `config` under its own keys).
     #[serde(flatten)]
     pub scenario_settings: OwnSettings,
@@ -344,6 +349,10 @@ impl RunConfig {
     pub fn connections_open_at_once(&self) -> u64 {
         self.open_at_once
     }
+}
+
+fn is_default_options(options: &crate::protocol::Options) -> bool {
+    *options == crate::protocol::Options::default()
 }
 
 fn as_optional_secs<S: serde::Serializer>(

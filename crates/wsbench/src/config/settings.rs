@@ -252,6 +252,32 @@ pub struct RunSettings {
     #[arg(long, value_name = "BACKEND")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub io: Option<String>,
+    /// The message protocol spoken over WebSocket: raw (default), socketio, mqtt, stomp,
+    /// jsonrpc or graphql-ws (`wsbench run --help` lists them).
+    #[arg(long, value_name = "NAME")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// socketio: the event an echo request is emitted as (default echo).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// jsonrpc: the method an echo request calls (default echo).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// mqtt: the quality of service of publishes and subscriptions, 0 or 1 (default 0).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qos: Option<u8>,
+    /// mqtt: the protocol version, 3.1.1 or 5 (default 3.1.1).
+    #[arg(long, value_name = "VERSION")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mqtt_version: Option<String>,
+    /// graphql-ws: the subscription an echo request starts; `$payload` is the payload
+    /// (default `subscription($payload: String!) { echo(message: $payload) }`).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
 }
 
 fn is_false(value: &bool) -> bool {

@@ -76,6 +76,8 @@ impl RunSettings {
             tls: self.tls(target.as_ref())?,
             compression: self.compression()?,
             io: self.io()?,
+            protocol: self.protocol()?,
+            protocol_options: self.protocol_options(),
             scenario_settings: OwnSettings(Arc::new(NoSettings)),
         };
         load.scenario_settings = OwnSettings(rules.settings(self, &load)?);
@@ -174,6 +176,32 @@ impl RunSettings {
             Some("uring" | "io_uring" | "io-uring") => Ok(IoBackend::Uring),
             Some("epoll") => Ok(IoBackend::Epoll),
             Some(other) => Err(invalid("io", format!("`{other}` is not an I/O backend: use uring or epoll"))),
+        }
+    }
+
+    /// `--protocol`: one the registry has (`raw` when none is given).
+    fn protocol(&self) -> Result<&'static str, ConfigError> {
+        let name = self.protocol.as_deref().unwrap_or("raw");
+        crate::protocol::by_name(name).map(|protocol| protocol.name()).ok_or_else(|| {
+            invalid(
+                "protocol",
+                format!(
+                    "`{name}` is not a protocol wsbench speaks: use {}",
+                    crate::protocol::names().join(", ")
+                ),
+            )
+        })
+    }
+
+    /// The protocol's options as given (the protocol checks them).
+    fn protocol_options(&self) -> crate::protocol::Options {
+        crate::protocol::Options {
+            event: self.event.clone(),
+            method: self.method.clone(),
+            qos: self.qos,
+            mqtt_version: self.mqtt_version.clone(),
+            query: self.query.clone(),
+            binary: self.binary,
         }
     }
 

@@ -17,6 +17,9 @@ pub enum State {
     Connecting,
     /// Upgrade request sent (after TLS, if any); waiting for `101`.
     Upgrading,
+    /// Upgraded; the message protocol's own opening is under way (MQTT CONNECT sent,
+    /// waiting for CONNACK).
+    Opening,
     Open,
     /// We sent a close frame (end of run); waiting for the server's.
     Closing,
@@ -54,6 +57,10 @@ pub struct ClientConn {
     /// The close handshake was started by the load (a workload that closes its connections),
     /// not by the end of the run.
     pub closing_by_load: bool,
+    /// The message protocol's side of this connection, once upgraded.
+    pub session: Option<Box<dyn crate::protocol::Session>>,
+    /// When the engine will next wake the session (its heartbeat), if it is to.
+    pub session_timer: Option<Instant>,
 }
 
 impl ClientConn {
@@ -82,6 +89,8 @@ impl ClientConn {
             compression: None,
             slot: 0,
             closing_by_load: false,
+            session: None,
+            session_timer: None,
         }
     }
 
@@ -197,6 +206,23 @@ impl<'a> Sending<'a> {
         self.wire_bytes += self.conn.write_message(opcode, rand::random(), payload) as u64;
         self.payload_bytes += payload.len() as u64;
         self.messages += 1;
+    }
+}
+
+impl ClientConn {
+    /// Lets the connection's protocol session write (a request, a subscription, a publish):
+    /// what it wrote, counted (messages, bytes on the wire and of payload); nothing without a
+    /// session.
+    pub fn through_session(
+        &mut self,
+        write: impl FnOnce(&mut dyn crate::protocol::Session, &mut Sending<'_>),
+    ) -> (u64, u64, u64) {
+        let Some(mut session) = self.session.take() else { return (0, 0, 0) };
+        let mut out = Sending::new(self);
+        write(session.as_mut(), &mut out);
+        let written = (out.messages, out.wire_bytes, out.payload_bytes);
+        self.session = Some(session);
+        written
     }
 }
 

@@ -18,6 +18,8 @@ pub enum Due {
     Workload,
     /// A close started by the load was not answered in time.
     CloseTimeout,
+    /// The connection's protocol session wants to act (a heartbeat).
+    Session,
 }
 
 #[derive(Debug, Default)]
@@ -29,6 +31,11 @@ impl Timers {
     /// Wakes the workload for the connection at `slot` (started at `started`) at `at`.
     pub fn wake(&mut self, slot: usize, started: Instant, at: Instant) {
         self.heap.push(Reverse((at, slot, started, Due::Workload)));
+    }
+
+    /// Wakes the session of the connection at `slot` at `at`.
+    pub fn session(&mut self, slot: usize, started: Instant, at: Instant) {
+        self.heap.push(Reverse((at, slot, started, Due::Session)));
     }
 
     /// Watches a close started at `now`.

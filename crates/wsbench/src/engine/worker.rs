@@ -25,6 +25,7 @@ use crate::metrics::Metrics;
 
 mod frames;
 mod lifecycle;
+mod session;
 
 const READ_BUFFER_BYTES: usize = 256 * 1024;
 /// Connects in progress per worker: beyond this the listen backlog overflows and SYNs are
@@ -232,6 +233,7 @@ impl Worker {
         let Some(conn) = self.conns.get_mut(key) else { return };
         let mut cx = Cx { rec: &mut self.rec, pacer: &mut self.pacer, timers: &mut self.timers };
         hook(self.workload.as_mut(), &mut cx, conn);
+        self.arm_session(key);
     }
 
     /// The workload's timers and the load's close timeouts that fell due.
@@ -250,6 +252,10 @@ impl Worker {
                     self.drop_conn(key);
                 }
                 Due::CloseTimeout => {}
+                Due::Session if matches!(conn.state, State::Opening | State::Open) => {
+                    self.session_timer(key, now);
+                }
+                Due::Session => {}
             }
         }
     }
@@ -297,13 +303,14 @@ impl Worker {
     fn start_close(&mut self, key: usize) {
         let conn = &mut self.conns[key];
         if conn.state != State::Open {
-            if matches!(conn.state, State::Connecting | State::Upgrading) {
+            if matches!(conn.state, State::Connecting | State::Upgrading | State::Opening) {
                 self.drop_conn(key);
             }
             return;
         }
         self.rec.metrics.counters.messages_unanswered += self.workload.unanswered(conn);
-        conn.start_close(false);
+        self.close_session(key, Instant::now());
+        self.conns[key].start_close(false);
         self.flush(key);
     }
 
@@ -400,7 +407,9 @@ impl Worker {
                 Upgrade::Incomplete => return 0,
                 Upgrade::Accepted(n) => {
                     used = n;
-                    self.on_open(key, now);
+                    if self.start_session(key, now) {
+                        self.on_open(key, now);
+                    }
                 }
                 Upgrade::Refused(failure) => {
                     self.on_refused(key, failure);

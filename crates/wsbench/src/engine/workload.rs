@@ -15,6 +15,7 @@ use super::pacer::Pacer;
 use super::recorder::Recorder;
 use super::timers::Timers;
 use crate::metrics::Section;
+use crate::protocol::{Incoming, Session};
 
 /// How long the end of a run waits, by default, for replies still in flight.
 pub const DRAIN: Duration = Duration::from_secs(1);
@@ -24,6 +25,8 @@ pub trait Plan: Send + Sync + std::fmt::Debug {
     fn phases(&self) -> PhasePlan;
     /// The workload of one worker, which opens `connections` (global indices).
     fn workload(&self, connections: &[u64]) -> Box<dyn Workload>;
+    /// Connection `index`'s side of the run's message protocol.
+    fn session(&self, index: u64) -> Box<dyn Session>;
 }
 
 /// When a run measures and when its connections may send.
@@ -104,8 +107,8 @@ impl Cx<'_> {
     }
 }
 
-/// A scenario's work on one worker's connections. Every hook but [`Workload::on_message`]
-/// has a default that does nothing.
+/// A scenario's work on one worker's connections. Every hook has a default that does
+/// nothing.
 pub trait Workload: Send + std::fmt::Debug {
     /// How data messages reach [`Workload::on_message`].
     fn assembly(&self) -> Assembly {
@@ -122,8 +125,20 @@ pub trait Workload: Send + std::fmt::Debug {
     fn start(&mut self, _cx: &mut Cx<'_>, _conn: &mut ClientConn, _now: Instant) {}
     /// An open-loop send of the connection fell due at `due` (the pacer's schedule).
     fn on_due(&mut self, _cx: &mut Cx<'_>, _conn: &mut ClientConn, _due: Instant, _now: Instant) {}
-    /// A data message (or piece) from the server.
-    fn on_message(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, message: Message<'_>, now: Instant);
+    /// A data message (or piece) from the server, when the protocol leaves the messages to
+    /// the workload (`raw` requests and flows).
+    fn on_message(&mut self, _cx: &mut Cx<'_>, _conn: &mut ClientConn, _message: Message<'_>, _now: Instant) {
+    }
+    /// What the protocol read in a message from the server (its errors are counted by the
+    /// engine before they come here).
+    fn on_incoming(
+        &mut self,
+        _cx: &mut Cx<'_>,
+        _conn: &mut ClientConn,
+        _incoming: Incoming<'_>,
+        _now: Instant,
+    ) {
+    }
     /// A pong from the server.
     fn on_pong(&mut self, _cx: &mut Cx<'_>, _conn: &mut ClientConn, _payload: &[u8], _now: Instant) {}
     /// A timer set with [`Cx::wake`] fell due.

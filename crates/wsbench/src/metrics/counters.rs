@@ -29,10 +29,20 @@ pub struct Counters {
     pub connect_errors: u64,
     /// Server closed with a close frame, by close code (0 = close frame without a code).
     pub closed_by_server: BTreeMap<u16, u64>,
+    /// The reason the server gave with each close code, kept once per code (the first).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub close_reasons: BTreeMap<u16, String>,
     /// Connection reset or ended without a close frame.
     pub resets: u64,
     /// The server broke RFC 6455 (masked frame, bad opcode, …).
     pub protocol_errors: u64,
+    /// The message protocol's errors, by cause (`jsonrpc_error_-32601`,
+    /// `mqtt_connack_not_authorized`, `stomp_error`, `graphql_error`, …): each its own error
+    /// kind. What the server said is kept once per cause.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub protocol_errors_by_cause: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub protocol_error_details: BTreeMap<String, String>,
     /// An echo that did not match what was sent.
     pub payload_mismatches: u64,
     pub messages_sent: u64,
@@ -98,6 +108,20 @@ impl Counters {
         }
     }
 
+    /// Counts one error of the message protocol by `cause`, keeping `detail` (what the
+    /// server said, its first line) if it is the first for that cause.
+    pub fn count_protocol_error(&mut self, cause: &str, detail: &str) {
+        match self.protocol_errors_by_cause.get_mut(cause) {
+            Some(count) => *count += 1,
+            None => {
+                self.protocol_errors_by_cause.insert(cause.to_owned(), 1);
+                let first_line = detail.lines().next().unwrap_or_default();
+                let kept: String = first_line.chars().take(200).collect();
+                self.protocol_error_details.insert(cause.to_owned(), kept);
+            }
+        }
+    }
+
     /// Connections that were attempted and never established.
     pub fn connections_failed(&self) -> u64 {
         self.connections_attempted.saturating_sub(self.connections_established)
@@ -127,6 +151,9 @@ impl Counters {
         put("connect_error", self.connect_errors);
         put("reset", self.resets);
         put("protocol_error", self.protocol_errors);
+        for (cause, count) in &self.protocol_errors_by_cause {
+            put(cause, *count);
+        }
         put("payload_mismatch", self.payload_mismatches);
         put("close_unanswered", self.closes_unanswered);
         for (code, count) in &self.closed_by_server {
@@ -155,6 +182,15 @@ impl AddAssign<&Counters> for Counters {
         }
         self.resets += other.resets;
         self.protocol_errors += other.protocol_errors;
+        for (cause, count) in &other.protocol_errors_by_cause {
+            *self.protocol_errors_by_cause.entry(cause.clone()).or_default() += count;
+        }
+        for (cause, detail) in &other.protocol_error_details {
+            self.protocol_error_details.entry(cause.clone()).or_insert_with(|| detail.clone());
+        }
+        for (code, reason) in &other.close_reasons {
+            self.close_reasons.entry(*code).or_insert_with(|| reason.clone());
+        }
         self.payload_mismatches += other.payload_mismatches;
         self.messages_sent += other.messages_sent;
         self.messages_received += other.messages_received;

@@ -1,16 +1,18 @@
 //! The message protocols a connection speaks over WebSocket, one folder each behind one
 //! interface ([`Protocol`], making a [`Session`] per connection) and the registry that
 //! lists them ([`PROTOCOLS`]). A session is sans-I/O: it says what to send after the
-//! upgrade, how a request or a publish is wrapped, and what a whole message from the server
-//! is (a reply to a request, an acknowledged subscription, a delivery on a topic, a
-//! heartbeat it answered, an error by its cause); the scenario's workload writes and
-//! records. `raw` — echoes of the payload itself, and the pub/sub JSON of
-//! docs/protocols.md — is the first member. Adding a protocol is a folder and a line in
-//! [`PROTOCOLS`] (docs/architecture.md says how).
+//! upgrade and when it is ready, how a request, a subscription or a publish is wrapped, what
+//! each message from the server is (a reply to a request, an acknowledged subscription, a
+//! delivery on a topic, an error by its cause), and it answers the protocol's heartbeats on
+//! the server's schedule. The engine drives it and the scenario's workload uses what it
+//! reads; the wire formats themselves are `wsbench_appproto`'s. `raw` — messages as they
+//! are, and the pub/sub JSON of docs/protocols.md — is the default. Adding a protocol is a
+//! folder and a line in [`PROTOCOLS`] (docs/architecture.md says how).
 
 pub mod raw;
 
 use std::fmt::Debug;
+use std::time::{Duration, Instant};
 
 /// Every protocol, by name.
 pub static PROTOCOLS: &[&dyn Protocol] = &[&raw::Raw];
@@ -20,11 +22,79 @@ pub fn by_name(name: &str) -> Option<&'static dyn Protocol> {
     PROTOCOLS.iter().copied().find(|protocol| protocol.name() == name)
 }
 
-/// A message protocol: its name, and a session for each connection.
+/// Every protocol's name, in the registry's order.
+pub fn names() -> Vec<&'static str> {
+    PROTOCOLS.iter().map(|protocol| protocol.name()).collect()
+}
+
+/// What a scenario asks of a protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// Requests, each answered by a reply (echo, throughput, c10k, churn).
+    Requests,
+    /// Subscriptions to topics, and publishes delivered to their subscribers (pubsub).
+    PubSub,
+    /// Messages the scenario writes itself, read back by the protocol (flow).
+    Messages,
+}
+
+/// The protocol's own settings, as the user gave them (checked by the protocol).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Options {
+    /// Socket.IO: the event an echo request is emitted as.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// JSON-RPC: the method an echo request calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// MQTT: the quality of service of publishes and subscriptions (0 or 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qos: Option<u8>,
+    /// MQTT: `3.1.1` or `5`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mqtt_version: Option<String>,
+    /// graphql-ws: the subscription an echo request starts (`$payload` holds the payload).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// Binary messages (Socket.IO attachments) rather than text.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub binary: bool,
+}
+
+/// What a session is made with.
+#[derive(Debug, Clone)]
+pub struct Setup<'a> {
+    /// The connection's number in the run (client ids, topics of its own).
+    pub index: u64,
+    /// What the scenario uses the connection for.
+    pub usage: Use,
+    pub options: &'a Options,
+    /// How long the session may take to become ready, and the connect timeout the run uses.
+    pub open_timeout: Duration,
+}
+
+/// A message protocol: its name, what it needs of the handshake, and a session for each
+/// connection.
 pub trait Protocol: Sync + Debug {
     fn name(&self) -> &'static str;
-    /// Connection `index`'s side of the protocol.
-    fn session(&self, index: u64) -> Box<dyn Session>;
+    /// One line for `--help` and the docs.
+    fn about(&self) -> &'static str;
+    /// Whether it can serve `usage`.
+    fn serves(&self, usage: Use) -> bool;
+    /// The subprotocols the opening handshake offers when the user gives none.
+    fn subprotocols(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The URL path a server of this protocol usually listens on, when the target gives none.
+    fn default_path(&self) -> Option<&'static str> {
+        None
+    }
+    /// Checks the options it takes; a one-line reason when they are wrong.
+    fn check(&self, _options: &Options) -> Result<(), String> {
+        Ok(())
+    }
+    /// Connection `setup.index`'s side of the protocol.
+    fn session(&self, setup: &Setup<'_>) -> Box<dyn Session>;
 }
 
 /// Where a session writes its messages: whole WebSocket messages, framed, masked (and
@@ -34,25 +104,45 @@ pub trait Outbox {
     fn binary(&mut self, payload: &[u8]);
 }
 
-/// What a whole message from the server is, as its protocol reads it.
+/// Where a session hands what it read, besides what it answers on the wire.
+pub trait Sink: Outbox {
+    fn incoming(&mut self, incoming: Incoming<'_>);
+}
+
+/// What a message from the server is, as its protocol reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Incoming<'m> {
-    /// The answer to a request (`seq`: which one, when the protocol says).
+    /// The session finished its own opening (CONNACK, connection_ack, the namespace
+    /// joined): the load may start.
+    Ready,
+    /// The answer to a request (`seq`: which one, when the protocol says; the payload as
+    /// it came back).
     Reply { seq: Option<u64>, payload: &'m [u8] },
     /// A subscription to `topic` was acknowledged.
     Subscribed { topic: &'m str },
     /// A message published to `topic`, with what the publisher put in it.
     Delivery { topic: &'m str, payload: &'m [u8] },
-    /// Nothing the load asked for (the session may have answered it: a heartbeat).
+    /// The server's error: counted by its cause (`jsonrpc_error_-32601`, `mqtt_suback_failure`,
+    /// `stomp_error`, …) with the server's own words kept once; `seq`: the request it answers
+    /// (which is then no round trip); `fatal`: the connection cannot go on (it is closed).
+    Error { cause: &'m str, detail: &'m str, seq: Option<u64>, fatal: bool },
+    /// Nothing the load asked for (a heartbeat the session answered).
     Other,
 }
 
-/// One connection's side of a protocol. No I/O: what it sends goes to an [`Outbox`].
+/// One connection's side of a protocol. No I/O: what it sends goes to an [`Outbox`], what
+/// it reads to a [`Sink`].
 pub trait Session: Send + Debug {
-    /// Requests are the payload itself and replies are its echo, checked as they stream
-    /// (the workload may pre-encode its messages and skip [`Session::request`]).
+    /// Messages are the workload's own, unread by the session: requests are the payload
+    /// itself and replies its echo (checked as they stream).
     fn passthrough(&self) -> bool {
         false
+    }
+    /// After the upgrade: what the protocol sends first (CONNECT, connection_init, …).
+    fn open(&mut self, _now: Instant, _out: &mut dyn Outbox) {}
+    /// Whether the load may start (the protocol's own opening is done).
+    fn ready(&self) -> bool {
+        true
     }
     /// Wraps an echo request carrying `payload` (its reply correlates with `seq`).
     fn request(&mut self, seq: u64, payload: &[u8], out: &mut dyn Outbox);
@@ -60,6 +150,15 @@ pub trait Session: Send + Debug {
     fn subscribe(&mut self, topic: &str, out: &mut dyn Outbox);
     /// Publishes `payload` (a JSON object) to `topic`.
     fn publish(&mut self, topic: &str, payload: &[u8], out: &mut dyn Outbox);
-    /// What a whole message from the server is.
-    fn receive<'m>(&mut self, message: &'m [u8], out: &mut dyn Outbox) -> Incoming<'m>;
+    /// A whole message from the server (`binary`: a binary message): what it is goes to
+    /// `sink`, one item per protocol message it holds.
+    fn receive(&mut self, message: &[u8], binary: bool, now: Instant, sink: &mut dyn Sink);
+    /// When the session must act on its own next (a heartbeat to send or to have had).
+    fn next_timer(&self) -> Option<Instant> {
+        None
+    }
+    /// That time came: a heartbeat sent, or one missed (an error to `sink`).
+    fn on_timer(&mut self, _now: Instant, _sink: &mut dyn Sink) {}
+    /// The run ends: what the protocol sends before the close (DISCONNECT).
+    fn close(&mut self, _out: &mut dyn Outbox) {}
 }

@@ -15,6 +15,7 @@ use crate::config::{
 };
 use crate::engine::{PhasePlan, Plan, Workload};
 use crate::metrics::Metrics;
+use crate::protocol::{Session, Setup};
 use crate::result::{ResultError, RunResult};
 use crate::samples::ServerReport;
 
@@ -123,6 +124,16 @@ impl Plan for ScenarioPlan {
     }
     fn workload(&self, connections: &[u64]) -> Box<dyn Workload> {
         self.scenario.workload(&self.load, connections)
+    }
+    fn session(&self, index: u64) -> Box<dyn Session> {
+        let protocol = crate::protocol::by_name(self.load.protocol).unwrap_or(&crate::protocol::raw::Raw);
+        let setup = Setup {
+            index,
+            usage: self.scenario.protocol_use(),
+            options: &self.load.protocol_options,
+            open_timeout: self.load.connect_timeout,
+        };
+        protocol.session(&setup)
     }
 }
 

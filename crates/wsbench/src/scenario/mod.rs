@@ -91,6 +91,10 @@ pub trait Descriptor: ScenarioRules {
     fn phases(&self, load: &LoadSpec) -> PhasePlan;
     /// The work of one worker that opens `connections` (global indices).
     fn workload(&self, load: &LoadSpec, connections: &[u64]) -> Box<dyn Workload>;
+    /// What the scenario asks of the connection's message protocol.
+    fn protocol_use(&self) -> crate::protocol::Use {
+        crate::protocol::Use::Requests
+    }
     /// What the built-in server must do for this scenario (it echoes by default).
     fn configure_server(&self, _serve: &mut wsbench_server::ServeConfig) {}
     fn fleet_feature(&self) -> Option<FleetFeature> {

@@ -32,7 +32,7 @@ pub enum Upgrade {
 }
 
 impl HandshakeFailure {
-    pub(super) fn of(cause: &str) -> HandshakeFailure {
+    pub fn of(cause: &str) -> HandshakeFailure {
         HandshakeFailure { cause: cause.to_owned(), response: None }
     }
 

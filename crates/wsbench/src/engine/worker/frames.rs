@@ -1,9 +1,10 @@
 //! The frames a connection reads, after its upgrade: decoded (the codec does no I/O),
 //! control frames answered (ping → pong) or passed on (pong), compressed messages inflated,
 //! the server's close frame answered, a protocol violation failed with its close code; and
-//! the one place data frames become messages for the workload: whole (reassembled from
-//! their fragments up to the workload's limit) or, for a workload that checks echoes as
-//! they stream, piece by piece. Every message the server sends is counted here, once.
+//! the one place data frames become messages: whole (reassembled from their fragments up to
+//! a limit) for the connection's protocol session to read (`worker/session.rs`) or for the
+//! workload, or piece by piece for a workload that checks echoes as they stream. Every
+//! message the server sends is counted here, once.
 
 use std::time::Instant;
 
@@ -12,6 +13,9 @@ use wsbench_proto::{CloseCode, OpCode, parse_close_payload};
 use super::Worker;
 use crate::engine::conn::State;
 use crate::engine::workload::{Assembly, Message};
+
+/// Longest message a protocol session reads; a longer one is an error of its own.
+const SESSION_MESSAGE_MAX: usize = 16 << 20;
 
 impl Worker {
     /// Handles the frames in `data[used..]` of connection `key`. Returns the bytes used, or
@@ -35,12 +39,15 @@ impl Worker {
             used += chunk.consumed;
             match chunk.opcode {
                 OpCode::Text | OpCode::Binary if chunk.compressed => {
-                    if let Err(code) = self.on_compressed(key, chunk.first, chunk.last, &data[payload], now) {
+                    let binary = chunk.opcode == OpCode::Binary;
+                    let piece = (chunk.first, chunk.last);
+                    if let Err(code) = self.on_compressed(key, binary, piece, &data[payload], now) {
                         return self.fail(key, code);
                     }
                 }
                 OpCode::Text | OpCode::Binary => {
-                    self.on_data(key, chunk.first, chunk.last, &data[payload], now)
+                    let binary = chunk.opcode == OpCode::Binary;
+                    self.on_data(key, binary, (chunk.first, chunk.last), &data[payload], now)
                 }
                 OpCode::Ping => conn.write_control(OpCode::Pong, &data[payload]),
                 OpCode::Pong => {
@@ -75,16 +82,24 @@ impl Worker {
     fn on_server_close(&mut self, key: usize, payload: &[u8]) {
         let Some(conn) = self.conns.get_mut(key) else { return };
         let counters = &mut self.rec.metrics.counters;
-        if conn.state != State::Open {
+        if conn.state == State::Closing {
             if conn.closing_by_load {
                 counters.closes_answered += 1;
                 self.workload.on_closed(conn, true);
             }
             return;
         }
-        let code = parse_close_payload(payload).ok().flatten().map_or(0, |(code, _)| code);
+        let (code, reason) = match parse_close_payload(payload) {
+            Ok(Some((code, reason))) => (code, reason.to_owned()),
+            _ => (0, String::new()),
+        };
         *counters.closed_by_server.entry(code).or_default() += 1;
-        counters.messages_unanswered += self.workload.unanswered(conn);
+        if !reason.is_empty() {
+            counters.close_reasons.entry(code).or_insert_with(|| reason.chars().take(200).collect());
+        }
+        if conn.state == State::Open {
+            counters.messages_unanswered += self.workload.unanswered(conn);
+        }
         let reply = if code == 0 { Vec::new() } else { code.to_be_bytes().to_vec() };
         conn.write_control(OpCode::Close, &reply);
         let _ = conn.flush(&[]);
@@ -95,8 +110,8 @@ impl Worker {
     fn on_compressed(
         &mut self,
         key: usize,
-        first: bool,
-        last: bool,
+        binary: bool,
+        (first, last): (bool, bool),
         payload: &[u8],
         now: Instant,
     ) -> Result<(), u16> {
@@ -108,7 +123,7 @@ impl Worker {
         compression.receive(payload, last)?;
         if last {
             let message = std::mem::take(&mut compression.inflated);
-            self.on_data(key, true, true, &message, now);
+            self.on_data(key, binary, (true, true), &message, now);
             if let Some(compression) = self.conns.get_mut(key).and_then(|c| c.compression.as_mut()) {
                 compression.recycle(message);
             }
@@ -116,10 +131,17 @@ impl Worker {
         Ok(())
     }
 
-    /// A piece of a data message: passed on as the workload wants it, and counted once the
-    /// message is whole. Messages that cross our close at the end of the run answer nothing
-    /// the run asked, and are dropped.
-    fn on_data(&mut self, key: usize, first: bool, last: bool, payload: &[u8], now: Instant) {
+    /// A piece of a data message: passed on as the protocol session or the workload wants
+    /// it, and counted once the message is whole. Messages that cross our close at the end
+    /// of the run answer nothing the run asked, and are dropped.
+    fn on_data(
+        &mut self,
+        key: usize,
+        binary: bool,
+        (first, last): (bool, bool),
+        payload: &[u8],
+        now: Instant,
+    ) {
         let Some(conn) = self.conns.get_mut(key) else { return };
         if conn.state == State::Closing && !conn.closing_by_load {
             return;
@@ -128,16 +150,18 @@ impl Worker {
         if last {
             self.rec.metrics.counters.messages_received += 1;
         }
-        let max = match self.assembly {
-            Assembly::Pieces => {
+        let to_session = conn.session.as_ref().is_some_and(|session| !session.passthrough());
+        let max = match (to_session, self.assembly) {
+            (true, _) => SESSION_MESSAGE_MAX,
+            (false, Assembly::Pieces) => {
                 let piece = Message::Piece { data: payload, first, last };
                 return self.hook(key, |workload, cx, conn| workload.on_message(cx, conn, piece, now));
             }
-            Assembly::Whole { max } => max,
+            (false, Assembly::Whole { max }) => max,
         };
         if first && last {
             let whole = if payload.len() > max { Message::TooLong } else { Message::Whole(payload) };
-            return self.hook(key, |workload, cx, conn| workload.on_message(cx, conn, whole, now));
+            return self.on_whole(key, whole, binary, to_session, now);
         }
         if first {
             conn.message.clear();
@@ -156,14 +180,23 @@ impl Worker {
             return;
         }
         let message = std::mem::take(&mut conn.message);
-        let too_long = conn.message_too_long;
-        self.hook(key, |workload, cx, conn| {
-            let whole = if too_long { Message::TooLong } else { Message::Whole(&message) };
-            workload.on_message(cx, conn, whole, now);
-        });
+        let whole = if conn.message_too_long { Message::TooLong } else { Message::Whole(&message) };
+        self.on_whole(key, whole, binary, to_session, now);
         if let Some(conn) = self.conns.get_mut(key) {
             conn.message = message;
             conn.message.clear();
+        }
+    }
+}
+
+impl Worker {
+    /// A whole message (or one too long to keep): to the protocol session, or to the
+    /// workload.
+    fn on_whole(&mut self, key: usize, whole: Message<'_>, binary: bool, to_session: bool, now: Instant) {
+        match (to_session, whole) {
+            (true, Message::Whole(message)) => self.to_session(key, message, binary, now),
+            (true, _) => self.rec.metrics.counters.count_protocol_error("message_too_long", ""),
+            (false, whole) => self.hook(key, |workload, cx, conn| workload.on_message(cx, conn, whole, now)),
         }
     }
 }

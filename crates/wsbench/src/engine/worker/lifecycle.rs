@@ -95,6 +95,8 @@ impl Worker {
                     let failure = HandshakeFailure::timed_out(&conn.input, &conn.key);
                     self.on_refused(key, failure);
                 }
+                // Upgraded, but the message protocol's own opening did not finish in time.
+                State::Opening => self.on_refused(key, HandshakeFailure::of("protocol_timeout")),
                 State::Open | State::Closing => {}
             }
         }
@@ -133,6 +135,7 @@ impl Worker {
         match conn.state {
             State::Connecting => counters.connect_errors += 1,
             State::Upgrading => return self.on_refused(key, HandshakeFailure::ended(&conn.input, &conn.key)),
+            State::Opening => return self.on_refused(key, HandshakeFailure::of("protocol_closed")),
             State::Open => {
                 counters.resets += 1;
                 counters.messages_unanswered += self.workload.unanswered(conn);
@@ -166,7 +169,7 @@ impl Worker {
                 self.reconnect_later(conn.index);
             }
             match conn.state {
-                State::Connecting | State::Upgrading => self.connecting -= 1,
+                State::Connecting | State::Upgrading | State::Opening => self.connecting -= 1,
                 State::Open | State::Closing => {
                     self.open -= 1;
                     self.control.open_connections.fetch_sub(1, Ordering::Relaxed);

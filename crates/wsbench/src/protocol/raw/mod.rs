@@ -1,10 +1,12 @@
-//! `raw`: WebSocket messages as they are. An echo request is the payload itself and its
-//! reply the echo; pub/sub is the small JSON protocol of docs/protocols.md:
-//! `{"sub":"tK"}` answered by `{"subscribed":"tK"}`, and a publish `{"pub":"tK",…}` whose
-//! fields (the publisher's id and sequence, its due and send times) every subscriber of the
-//! topic receives as they were sent.
+//! `raw`: WebSocket messages as they are. Requests are the payload itself and replies its
+//! echo, read by the workload as they stream (a passthrough session); pub/sub is the small
+//! JSON protocol of docs/protocols.md: `{"sub":"tK"}` answered by `{"subscribed":"tK"}`, and a
+//! publish `{"pub":"tK",…}` whose fields (the publisher's id and sequence, its due and send
+//! times) every subscriber of the topic receives as they were sent.
 
-use super::{Incoming, Outbox, Protocol, Session};
+use std::time::Instant;
+
+use super::{Incoming, Outbox, Protocol, Session, Setup, Sink, Use};
 
 #[derive(Debug)]
 pub struct Raw;
@@ -13,20 +15,28 @@ impl Protocol for Raw {
     fn name(&self) -> &'static str {
         "raw"
     }
-    fn session(&self, _index: u64) -> Box<dyn Session> {
-        Box::new(RawSession { encoding: Vec::new() })
+    fn about(&self) -> &'static str {
+        "WebSocket messages as they are; pub/sub as the JSON of docs/protocols.md (the default)"
+    }
+    fn serves(&self, _usage: Use) -> bool {
+        true
+    }
+    fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
+        Box::new(RawSession { passthrough: setup.usage != Use::PubSub, encoding: Vec::new() })
     }
 }
 
 #[derive(Debug)]
 struct RawSession {
+    /// Requests and flows: the workload reads the messages itself.
+    passthrough: bool,
     /// The message being written (kept for its capacity).
     encoding: Vec<u8>,
 }
 
 impl Session for RawSession {
     fn passthrough(&self) -> bool {
-        true
+        self.passthrough
     }
 
     fn request(&mut self, _seq: u64, payload: &[u8], out: &mut dyn Outbox) {
@@ -57,15 +67,21 @@ impl Session for RawSession {
         out.text(&self.encoding);
     }
 
-    fn receive<'m>(&mut self, message: &'m [u8], _out: &mut dyn Outbox) -> Incoming<'m> {
-        if let Some(topic) = string_field(message, br#"{"subscribed":""#) {
-            return Incoming::Subscribed { topic };
-        }
-        if let Some(topic) = string_field(message, br#"{"pub":""#) {
-            return Incoming::Delivery { topic, payload: message };
-        }
-        Incoming::Reply { seq: None, payload: message }
+    fn receive(&mut self, message: &[u8], _binary: bool, _now: Instant, sink: &mut dyn Sink) {
+        sink.incoming(classify(message));
     }
+}
+
+/// What a message of docs/protocols.md is: an acknowledged subscription, a delivery, or
+/// anything else (a reply).
+pub fn classify(message: &[u8]) -> Incoming<'_> {
+    if let Some(topic) = string_field(message, br#"{"subscribed":""#) {
+        return Incoming::Subscribed { topic };
+    }
+    if let Some(topic) = string_field(message, br#"{"pub":""#) {
+        return Incoming::Delivery { topic, payload: message };
+    }
+    Incoming::Reply { seq: None, payload: message }
 }
 
 /// The string value of a message that begins `prefix` (up to its closing quote).
@@ -78,6 +94,7 @@ fn string_field<'m>(message: &'m [u8], prefix: &[u8]) -> Option<&'m str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Options;
 
     #[derive(Default)]
     struct Sent(Vec<(bool, Vec<u8>)>);
@@ -93,21 +110,21 @@ mod tests {
 
     #[test]
     fn pub_sub_messages_are_those_of_docs_protocols() {
-        let mut session = Raw.session(0);
+        let options = Options::default();
+        let setup =
+            Setup { index: 0, usage: Use::PubSub, options: &options, open_timeout: Default::default() };
+        let mut session = Raw.session(&setup);
+        assert!(!session.passthrough());
         let mut sent = Sent::default();
         session.subscribe("t3", &mut sent);
         session.publish("t3", br#"{"id":"1-2","ts":5}"#, &mut sent);
         assert_eq!(sent.0[0], (true, br#"{"sub":"t3"}"#.to_vec()));
         assert_eq!(sent.0[1], (true, br#"{"pub":"t3","id":"1-2","ts":5}"#.to_vec()));
-        assert_eq!(
-            session.receive(br#"{"subscribed":"t3"}"#, &mut sent),
-            Incoming::Subscribed { topic: "t3" }
-        );
+        assert_eq!(classify(br#"{"subscribed":"t3"}"#), Incoming::Subscribed { topic: "t3" });
         let delivery = br#"{"pub":"t3","id":"1-2","ts":5}"#;
-        assert_eq!(
-            session.receive(delivery, &mut sent),
-            Incoming::Delivery { topic: "t3", payload: delivery }
-        );
-        assert_eq!(session.receive(b"echo", &mut sent), Incoming::Reply { seq: None, payload: b"echo" });
+        assert_eq!(classify(delivery), Incoming::Delivery { topic: "t3", payload: delivery });
+        assert_eq!(classify(b"echo"), Incoming::Reply { seq: None, payload: b"echo" });
+        let echo = Setup { usage: Use::Requests, ..setup };
+        assert!(Raw.session(&echo).passthrough(), "echoes are read as they stream");
     }
 }

@@ -81,6 +81,9 @@ impl Descriptor for Flow {
     fn exchange(&self) -> Exchange {
         Exchange { one: "matched reply", many: "matched replies" }
     }
+    fn protocol_use(&self) -> crate::protocol::Use {
+        crate::protocol::Use::Messages
+    }
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         super::echo::after_connect(load)
     }

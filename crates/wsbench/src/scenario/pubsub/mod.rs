@@ -73,6 +73,9 @@ impl Descriptor for PubSub {
     fn exchange(&self) -> Exchange {
         Exchange { one: "delivery", many: "deliveries" }
     }
+    fn protocol_use(&self) -> crate::protocol::Use {
+        crate::protocol::Use::PubSub
+    }
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         super::echo::after_connect(load)
     }
@@ -82,7 +85,7 @@ impl Descriptor for PubSub {
             topics: 1,
             publishers: 0,
         });
-        Box::new(PubSubWorkload::new(load, spec, &crate::protocol::raw::Raw, connections))
+        Box::new(PubSubWorkload::new(load, spec, connections))
     }
     /// The pub/sub protocol of docs/protocols.md (one event-loop thread).
     fn configure_server(&self, serve: &mut wsbench_server::ServeConfig) {

@@ -15,18 +15,16 @@ use std::time::{Duration, Instant};
 use super::section::{PubSubCounters, PubSubSection, Spread};
 use super::settings::{PubSubSpec, Role as PubSubRole};
 use crate::config::{LoadSpec, Payload};
-use crate::engine::conn::{ClientConn, Sending};
+use crate::engine::conn::ClientConn;
 use crate::engine::recorder::Counted;
-use crate::engine::workload::{Assembly, Cx, Message, Workload};
+use crate::engine::workload::{Cx, Workload};
 use crate::metrics::Section;
-use crate::protocol::{Incoming, Protocol, Session};
+use crate::protocol::Incoming;
 
 /// A draining worker waits until its subscribers have had nothing for this long.
 pub const QUIET: Duration = Duration::from_millis(250);
 /// The longest a run waits at its end for deliveries still on their way.
 pub const DRAIN: Duration = Duration::from_secs(5);
-/// Longest message a subscriber reassembles from fragments; longer ones are unexpected.
-const MAX_MESSAGE: usize = 1 << 20;
 
 /// `CLOCK_MONOTONIC` in µs (the clock behind `Instant` on Linux), read once and then
 /// derived from `Instant`s.
@@ -80,9 +78,6 @@ pub struct PubSub {
     tally: PubSubCounters,
     spread: Spread,
     last_delivery: Option<Instant>,
-    /// The message protocol, and each connection's session of it (by slot).
-    protocol: &'static dyn Protocol,
-    sessions: Vec<Option<Box<dyn Session>>>,
     /// The publish being encoded.
     encoding: Vec<u8>,
 }
@@ -152,12 +147,7 @@ impl Seen {
 
 impl PubSub {
     /// The pubsub state of a worker that opens `connections`.
-    pub fn new(
-        load: &LoadSpec,
-        spec: PubSubSpec,
-        protocol: &'static dyn Protocol,
-        connections: &[u64],
-    ) -> PubSub {
+    pub fn new(load: &LoadSpec, spec: PubSubSpec, connections: &[u64]) -> PubSub {
         let mut subscribers = HashMap::new();
         let mut publishers = HashMap::new();
         for &index in connections {
@@ -187,8 +177,6 @@ impl PubSub {
             tally: PubSubCounters::default(),
             spread: Spread::new(),
             last_delivery: None,
-            protocol,
-            sessions: Vec::new(),
             encoding: Vec::new(),
         }
     }
@@ -198,10 +186,8 @@ impl PubSub {
     fn subscribe(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
         let Some(subscriber) = self.subscribers.get_mut(&conn.index) else { return };
         let topic = format!("t{}", subscriber.topic);
-        let Some(session) = self.sessions.get_mut(conn.slot).and_then(Option::as_mut) else { return };
-        let mut out = Sending::new(conn);
-        session.subscribe(&topic, &mut out);
-        cx.rec.sent(out.messages, out.wire_bytes, out.payload_bytes);
+        let (messages, wire, payload) = conn.through_session(|session, out| session.subscribe(&topic, out));
+        cx.rec.sent(messages, wire, payload);
         subscriber.state = Subscription::Pending(conn.started);
         self.awaiting += 1;
         cx.wake(conn, now + self.timeout);
@@ -257,17 +243,13 @@ impl PubSub {
             message.push(b'"');
         }
         message.push(b'}');
-        let Some(session) = self.sessions.get_mut(conn.slot).and_then(Option::as_mut) else {
-            return (0, 0, 0);
-        };
-        let mut out = Sending::new(conn);
-        session.publish(&format!("t{topic}"), &self.encoding, &mut out);
-        (out.messages, out.wire_bytes, out.payload_bytes)
+        let encoding = &self.encoding;
+        conn.through_session(|session, out| session.publish(&format!("t{topic}"), encoding, out))
     }
 
     /// What the protocol made of a message to `conn`: the acknowledgement of a
     /// subscription, or a delivery (returned when it is the first of its publish).
-    fn on_incoming(&mut self, conn: &ClientConn, incoming: Incoming<'_>, now: Instant) -> Option<Delivery> {
+    fn classify(&mut self, conn: &ClientConn, incoming: Incoming<'_>, now: Instant) -> Option<Delivery> {
         let tally = &mut self.tally;
         let Some(subscriber) = self.subscribers.get_mut(&conn.index) else {
             tally.unexpected += 1;
@@ -351,15 +333,7 @@ impl PubSub {
 }
 
 impl Workload for PubSub {
-    fn assembly(&self) -> Assembly {
-        Assembly::Whole { max: MAX_MESSAGE }
-    }
-
     fn on_open(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
-        if self.sessions.len() <= conn.slot {
-            self.sessions.resize_with(conn.slot + 1, || None);
-        }
-        self.sessions[conn.slot] = Some(self.protocol.session(conn.index));
         self.subscribe(cx, conn, now);
     }
 
@@ -383,18 +357,8 @@ impl Workload for PubSub {
     }
 
     /// A delivery is recorded like a round trip, its latency from the publish's due time.
-    fn on_message(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, message: Message<'_>, now: Instant) {
-        let Message::Whole(message) = message else {
-            self.tally.unexpected += 1;
-            return;
-        };
-        let Some(mut session) = self.sessions.get_mut(conn.slot).and_then(Option::take) else { return };
-        let mut out = Sending::new(conn);
-        let incoming = session.receive(message, &mut out);
-        cx.rec.sent(out.messages, out.wire_bytes, out.payload_bytes);
-        let delivery = self.on_incoming(conn, incoming, now);
-        self.sessions[conn.slot] = Some(session);
-        let Some(delivery) = delivery else { return };
+    fn on_incoming(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, incoming: Incoming<'_>, now: Instant) {
+        let Some(delivery) = self.classify(conn, incoming, now) else { return };
         let counted = if delivery.measured { Counted::Measured } else { Counted::Warmup };
         cx.rec.exchange(now, delivery.latency_us, Some(delivery.uncorrected_us), counted);
     }
@@ -405,9 +369,6 @@ impl Workload for PubSub {
 
     fn on_drop(&mut self, conn: &ClientConn) {
         self.forget(conn.index);
-        if let Some(session) = self.sessions.get_mut(conn.slot) {
-            *session = None;
-        }
     }
 
     /// Deliveries arrived lately: the end of the run waits until they stop.
