@@ -195,6 +195,12 @@ pub fn requirement_missing(message: &str) {
     eprintln!("skipping: {message}");
 }
 
+/// Whether the golden-file tests rewrite their files instead of comparing: only
+/// `WSBENCH_UPDATE_GOLDEN=1` does; any other value, `0` or empty included, compares.
+pub fn update_golden() -> bool {
+    std::env::var("WSBENCH_UPDATE_GOLDEN").as_deref() == Ok("1")
+}
+
 /// A fresh, empty scratch directory for `test` (removed first if a previous run left it).
 pub fn fresh_dir(test: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("wsbench-{test}-{}", std::process::id()));
