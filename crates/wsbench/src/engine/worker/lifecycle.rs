@@ -119,7 +119,9 @@ impl Worker {
         if let Some(pubsub) = self.traffic.pubsub.as_mut() {
             pubsub.on_open(conn, now);
         }
-        if self.control.traffic() {
+        // Once the worker has started traffic; until then the loop starts it for every open
+        // connection at once (asking the flag here as well started some connections twice).
+        if self.traffic_started {
             self.start_traffic(key, now);
         }
         if self.ring.is_some() {
