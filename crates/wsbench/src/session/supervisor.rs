@@ -119,16 +119,27 @@ mod tests {
     #[test]
     fn stop_ends_a_child_that_ignores_sigterm_and_its_group() {
         let mut command = Command::new("sh");
-        // The shell ignores SIGTERM and starts a grandchild in the same group.
-        command.args(["-c", "trap '' TERM; sleep 30 & wait"]);
+        // The shell ignores SIGTERM and starts a grandchild in the same group, then says so
+        // (stopping it before the trap is set would test nothing).
+        command
+            .args(["-c", "trap '' TERM; sleep 30 & echo ready; wait"])
+            .stdout(std::process::Stdio::piped());
         let mut child = Supervised::spawn(command, Duration::from_millis(200)).unwrap();
-        std::thread::sleep(Duration::from_millis(100));
+        let mut ready = String::new();
+        let stdout = child.child_mut().stdout.take().unwrap();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut ready).unwrap();
+        assert_eq!(ready, "ready\n");
         let group = child.pid() as libc::pid_t;
         let started = Instant::now();
         let status = child.stop();
         assert!(started.elapsed() < Duration::from_secs(2));
         assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL));
-        // Killed processes may linger as zombies until their reaper gets to them.
+        // A killed process lives on until the kernel runs its exit, then lingers as a zombie
+        // until its reaper gets to it: wait for the SIGKILL to land on the whole group.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !living_members(group).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         assert_eq!(living_members(group), Vec::<u32>::new(), "the group is gone");
     }
 
