@@ -2,7 +2,9 @@
 """Abusive WebSocket clients, for bench/abuse-while-echo.sh: repeats the attacks of the abuse
 suite (crates/wsbench/tests/abuse.rs) against one server for a given time, so that a benchmark
 can measure an echo run beside them. Each attack runs in its own thread, once per cycle, and
-counts how the server answered. Standard library only.
+counts how the server answered. An attack has landed when the server answered it at least
+once as the suite expects (LANDED); the exit status is 1 unless every attack landed, so that
+a benchmark never reports a run "under attack" that no attack reached. Standard library only.
 
 usage: abuse.py HOST PORT SECONDS
 """
@@ -189,10 +191,31 @@ def slowloris():
 
 ATTACKS = [huge_header, many_headers, huge_length, over_max_message, tiny_fragments, ping_flood,
            unmasked, bad_utf8, connection_flood, half_open, slowloris]
+# The answers that show an attack reached the server and was handled as the suite expects.
+LANDED = {
+    "huge_header": {"431"},
+    "many_headers": {"431", "400"},
+    "huge_length": {1009},
+    "over_max_message": {1009},
+    "tiny_fragments": {"echoed"},
+    "ping_flood": {"answered"},
+    "unmasked": {1002},
+    "bad_utf8": {1007},
+    "connection_flood": {"opened 300"},
+    "half_open": {"closed"},
+    "slowloris": {"cut off"},
+}
 threads = [attack(fn.__name__, fn) for fn in ATTACKS]
 for thread in threads:
     thread.start()
 while time.monotonic() < DEADLINE:
     time.sleep(0.2)
-for name in sorted(COUNTS):
-    print(f"{name}: " + ", ".join(f"{k}={v}" for k, v in sorted(COUNTS[name].items(), key=str)))
+with LOCK:
+    counts = {name: dict(outcomes) for name, outcomes in COUNTS.items()}
+for name in sorted(counts):
+    print(f"{name}: " + ", ".join(f"{k}={v}" for k, v in sorted(counts[name].items(), key=str)))
+missed = [fn.__name__ for fn in ATTACKS if not LANDED[fn.__name__] & set(counts.get(fn.__name__, {}))]
+if missed:
+    print(f"did not land: {', '.join(missed)}")
+    sys.exit(1)
+print(f"landed: all {len(ATTACKS)} attacks")

@@ -170,17 +170,24 @@ mod tests {
 
     #[test]
     fn stop_ends_a_child_that_ignores_sigterm_and_its_group() {
-        // The shell ignores SIGTERM and starts a grandchild in the same group.
-        let launch =
-            Launch::shell("stubborn", "trap '' TERM; sleep 30 & wait").grace(Duration::from_millis(200));
+        // The shell ignores SIGTERM and starts a grandchild in the same group, then says so
+        // (stopping it before the trap is set would test nothing).
+        let mut launch = Launch::shell("stubborn", "trap '' TERM; sleep 30 & echo ready; wait")
+            .grace(Duration::from_millis(200));
+        launch.command_mut().stdout(Stdio::piped());
         let mut child = launch.start().unwrap();
-        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(child.wait_for_line("ready", Duration::from_secs(10)).unwrap(), "ready");
         let group = child.pid() as libc::pid_t;
         let started = Instant::now();
         let status = child.stop();
         assert!(started.elapsed() < Duration::from_secs(2));
         assert_eq!(status.signal(), Some(libc::SIGKILL));
-        // Killed processes may linger as zombies until their reaper gets to them.
+        // A killed process lives on until the kernel runs its exit, then lingers as a zombie
+        // until its reaper gets to it: wait for the SIGKILL to land on the whole group.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !living_members(group).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         assert_eq!(living_members(group), Vec::<u32>::new(), "the group is gone");
     }
 

@@ -81,51 +81,59 @@ pub fn client_bound(workers: &[WorkerCpu]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use super::*;
 
-    /// Keeps the CPU busy (user time) for `ms` of wall time.
-    fn spin_for(ms: u128) {
-        let started = Instant::now();
+    /// Keeps the CPU busy (user time) until `cpu_used` says this thread has used `seconds`
+    /// more, however long a loaded machine makes that take (a busy thread on a shared CPU
+    /// gets only part of the wall time); returns the wall time it took.
+    fn spin_until(seconds: f64, cpu_used: fn() -> f64) -> Duration {
+        let (started, from) = (Instant::now(), cpu_used());
         let mut x = 1u64;
-        while started.elapsed().as_millis() < ms {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        while cpu_used() - from < seconds {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
         }
+        started.elapsed()
     }
 
     #[test]
     fn a_busy_thread_counts_its_cpu_and_a_sleeping_one_does_not() {
+        // Spun until getrusage says 0.1 s: the thread clock, a separate interface, must agree,
+        // and cannot exceed the wall time the spinning took.
         let busy = std::thread::spawn(|| {
-            spin_for(200);
-            thread_cpu_seconds_self()
+            let wall = spin_until(0.1, || thread_cpu_self().total());
+            (thread_cpu_seconds_self(), wall)
         });
         let idle = std::thread::spawn(|| {
-            std::thread::sleep(std::time::Duration::from_millis(200));
+            std::thread::sleep(Duration::from_millis(200));
             thread_cpu_seconds_self()
         });
-        let (busy, idle) = (busy.join().unwrap(), idle.join().unwrap());
-        // Spinning for 0.2 s of wall time takes most of it on a CPU, even on a loaded machine.
-        assert!(busy > 0.05 && busy < 0.5, "busy thread: {busy} s");
+        let ((busy, wall), idle) = (busy.join().unwrap(), idle.join().unwrap());
+        assert!(busy >= 0.099, "busy thread: {busy} s of CPU after getrusage said 0.1 s");
+        assert!(busy <= wall.as_secs_f64() + 0.01, "busy thread: {busy} s of CPU in {wall:?} of wall time");
         assert!(idle < 0.02, "sleeping thread: {idle} s");
     }
 
     #[test]
     fn rusage_splits_user_and_system_time() {
         let worker = std::thread::spawn(|| {
-            spin_for(150);
+            spin_until(0.15, thread_cpu_seconds_self);
             let after_user = thread_cpu_self();
-            // System time: a syscall that does real work in the kernel, many times.
+            // System time: a syscall that does real work in the kernel, many times, until
+            // the thread has used another 0.15 s.
             let file = std::fs::File::open("/proc/self/stat").unwrap();
             let mut buf = [0u8; 4096];
-            let started = Instant::now();
-            while started.elapsed().as_millis() < 150 {
+            let from = thread_cpu_seconds_self();
+            while thread_cpu_seconds_self() - from < 0.15 {
                 let _ = std::os::unix::fs::FileExt::read_at(&file, &mut buf, 0);
             }
             (after_user, thread_cpu_self())
         });
         let (after_user, after_system) = worker.join().unwrap();
-        assert!(after_user.user_seconds > 0.02, "spinning counted as user time: {after_user:?}");
+        assert!(after_user.user_seconds > 0.05, "spinning counted as user time: {after_user:?}");
         assert!(after_user.user_seconds > after_user.system_seconds, "{after_user:?}");
         assert!(after_system.system_seconds > after_user.system_seconds, "{after_system:?}");
         assert!((after_system.total() - thread_cpu_seconds_self()).abs() < 0.5);

@@ -107,6 +107,7 @@ mod tests {
         let result = RunResult::from_outcome(&fixture::nothing_answered());
         assert_eq!(result.summary.latency_us.count, 0);
         let got = judged(&["p99<10s", "max>=0us"], &result);
+        assert_eq!(got.len(), 2, "{got:?}");
         assert!(got.iter().all(|(_, value, passed)| value.is_none() && !passed), "{got:?}");
     }
 }

@@ -6,7 +6,7 @@
 //! The echo server is a benchmark target that may be exposed to untrusted peers; a single
 //! abusive connection must not take it down or starve other connections. So every attack
 //! test asserts four things: the offending connection is closed with the right close code or
-//! HTTP status within its timeout; a healthy connection opened before the attack still
+//! HTTP status (the answer to the offence itself, not to a timer); a healthy connection opened before the attack still
 //! echoes after it; the server's resident memory stays under [`RSS_CEILING_KIB`]; and the
 //! server process is still alive (nothing panicked). Every socket read has a timeout.
 
@@ -149,10 +149,12 @@ fn read_frame_limited(stream: &mut TcpStream, max: u64) -> io::Result<(bool, u8,
 }
 
 /// Reads frames until a close frame (skipping pongs and echoes still in flight) and asserts
-/// its code and that it came `within` the given time; then asserts the server ends the TCP
-/// connection.
-fn expect_close(stream: &mut TcpStream, code: u16, within: Duration) {
-    let started = Instant::now();
+/// its code; then asserts the server ends the TCP connection. The server keeps no timer on
+/// an open connection, and its close codes say why it closed: a close with `code`, arriving
+/// before the read timeout while the attacker sends nothing more, is the server's answer to
+/// the offending bytes themselves, not to bytes it waited for or to a timer, however long
+/// a loaded machine took to deliver it.
+fn expect_close(stream: &mut TcpStream, code: u16) {
     loop {
         let (fin, opcode, payload) = read_frame(stream).expect("a close frame");
         if opcode != CLOSE {
@@ -162,11 +164,15 @@ fn expect_close(stream: &mut TcpStream, code: u16, within: Duration) {
         assert!(payload.len() >= 2, "close frame without a code");
         let got = u16::from_be_bytes([payload[0], payload[1]]);
         assert_eq!(got, code, "close reason: {:?}", String::from_utf8_lossy(&payload[2..]));
-        let elapsed = started.elapsed();
-        assert!(elapsed <= within, "close {code} took {elapsed:?}, more than {within:?}");
         break;
     }
     assert_server_hangs_up(stream);
+}
+
+/// CPU seconds (user + system) the process has used so far: what a parser's cost shows in,
+/// whatever else loads the machine.
+fn cpu_seconds(pid: u32) -> f64 {
+    wsbench::probe::sample(&[pid], 0).expect("sample the server's CPU time").cpu_seconds
 }
 
 /// The server ends the connection (EOF or reset) within the read timeout; any bytes still
@@ -312,7 +318,7 @@ fn frame_announcing_2_pow_63_bytes_gets_1009_before_any_payload() {
     let mut attacker = ws_connect(server.addr);
     // Only the header: the close must come without waiting for payload.
     attacker.write_all(&frame_with(true, BINARY, &[], true, Some(i64::MAX as u64))).unwrap();
-    expect_close(&mut attacker, 1009, Duration::from_secs(1));
+    expect_close(&mut attacker, 1009);
     assert_server_healthy(&mut server.child, &mut healthy, "2^63-1 length");
 }
 
@@ -321,7 +327,7 @@ fn message_just_over_max_message_gets_1009() {
     let (mut server, mut healthy) = attacked_server();
     let mut attacker = ws_connect(server.addr);
     let writer = write_in_background(&attacker, frame(true, BINARY, &vec![7u8; MAX_MESSAGE + 1]));
-    expect_close(&mut attacker, 1009, Duration::from_secs(2));
+    expect_close(&mut attacker, 1009);
     writer.join().unwrap();
     // A message exactly at the limit is still echoed.
     let mut at_limit = ws_connect(server.addr);
@@ -384,7 +390,7 @@ fn unmasked_client_frame_gets_1002() {
     let (mut server, mut healthy) = attacked_server();
     let mut attacker = ws_connect(server.addr);
     attacker.write_all(&frame_with(true, TEXT, b"not masked", false, None)).unwrap();
-    expect_close(&mut attacker, 1002, Duration::from_secs(1));
+    expect_close(&mut attacker, 1002);
     assert_server_healthy(&mut server.child, &mut healthy, "unmasked frame");
 }
 
@@ -393,12 +399,12 @@ fn invalid_utf8_text_gets_1007() {
     let (mut server, mut healthy) = attacked_server();
     let mut attacker = ws_connect(server.addr);
     attacker.write_all(&frame(true, TEXT, b"ok so far \xC3\x28")).unwrap();
-    expect_close(&mut attacker, 1007, Duration::from_secs(1));
+    expect_close(&mut attacker, 1007);
     // Also when the bad byte arrives in a later fragment.
     let mut fragmented = ws_connect(server.addr);
     fragmented.write_all(&frame(false, TEXT, b"fine \xE2\x82")).unwrap();
     fragmented.write_all(&frame(true, CONTINUATION, b"\xFF")).unwrap();
-    expect_close(&mut fragmented, 1007, Duration::from_secs(1));
+    expect_close(&mut fragmented, 1007);
     assert_server_healthy(&mut server.child, &mut healthy, "invalid UTF-8 text");
 }
 
@@ -409,7 +415,7 @@ fn invalid_utf8_close_reason_gets_1007() {
     let mut payload = 1000u16.to_be_bytes().to_vec();
     payload.extend_from_slice(b"bye \xF0\x28\x8C\x28");
     attacker.write_all(&frame(true, CLOSE, &payload)).unwrap();
-    expect_close(&mut attacker, 1007, Duration::from_secs(1));
+    expect_close(&mut attacker, 1007);
     assert_server_healthy(&mut server.child, &mut healthy, "invalid UTF-8 close reason");
 }
 
@@ -584,13 +590,18 @@ fn vanished_clients_do_not_stop_the_server() {
 /// RUSTSEC-2023-0065 (tungstenite): header parsing that restarts on every read made a long,
 /// slowly sent header quadratic in CPU. wsbench re-parses the pending header on each read
 /// too, but never past --max-header-bytes (8 KiB), so a 1 MB header line sent in 1 KB
-/// pieces must be answered with 431 in well under a second.
+/// pieces must be answered with 431 for a few milliseconds of the server's CPU: measured as
+/// CPU time, which a loaded machine does not stretch as it stretches the wall clock.
 #[test]
 fn rustsec_2023_0065_long_header_line_is_refused_quickly() {
+    /// The server's CPU for one refusal: a 1 MB line re-parsed on each of 1,024 reads would
+    /// take seconds of it; stopping at 8 KiB takes about a millisecond.
+    const REFUSAL_CPU: f64 = 0.1;
     let (mut server, mut healthy) = attacked_server();
+    let pid = server.child.id();
     let mut attacker = connect(server.addr);
     let mut writer = attacker.try_clone().unwrap();
-    let started = Instant::now();
+    let before = cpu_seconds(pid);
     let sender = thread::spawn(move || {
         let _ = writer.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nX-Long: ");
         let piece = [b'a'; 1024];
@@ -601,14 +612,14 @@ fn rustsec_2023_0065_long_header_line_is_refused_quickly() {
         }
     });
     assert_eq!(read_status(&mut attacker), 431);
-    let elapsed = started.elapsed();
-    assert!(elapsed < Duration::from_secs(1), "431 took {elapsed:?}");
     assert_server_hangs_up(&mut attacker);
     sender.join().unwrap();
-    // Many short header lines, sent one write each, are refused as fast.
+    let used = cpu_seconds(pid) - before;
+    assert!(used < REFUSAL_CPU, "the server used {used} s of CPU to refuse a long header line");
+    // Many short header lines, sent one write each, are refused as cheaply.
     let mut attacker = connect(server.addr);
     let mut writer = attacker.try_clone().unwrap();
-    let started = Instant::now();
+    let before = cpu_seconds(pid);
     let sender = thread::spawn(move || {
         let _ = writer.write_all(b"GET / HTTP/1.1\r\n");
         for i in 0..2000 {
@@ -618,10 +629,10 @@ fn rustsec_2023_0065_long_header_line_is_refused_quickly() {
         }
     });
     assert_eq!(read_status(&mut attacker), 431);
-    let elapsed = started.elapsed();
-    assert!(elapsed < Duration::from_secs(1), "431 took {elapsed:?}");
     assert_server_hangs_up(&mut attacker);
     sender.join().unwrap();
+    let used = cpu_seconds(pid) - before;
+    assert!(used < REFUSAL_CPU, "the server used {used} s of CPU to refuse 2,000 header lines");
     assert_server_healthy(&mut server.child, &mut healthy, "RUSTSEC-2023-0065");
 }
 
@@ -662,12 +673,12 @@ fn cve_2020_27813_fragment_lengths_adding_past_the_limit_get_1009() {
     let mut attacker = ws_connect(server.addr);
     attacker.write_all(&frame(false, BINARY, &vec![3u8; 600 * 1024])).unwrap();
     attacker.write_all(&frame_with(true, CONTINUATION, &[], true, Some(600 * 1024))).unwrap();
-    expect_close(&mut attacker, 1009, Duration::from_secs(1));
+    expect_close(&mut attacker, 1009);
     // A continuation announcing 2^63-1 after a small first fragment: the sum must not wrap.
     let mut attacker = ws_connect(server.addr);
     attacker.write_all(&frame(false, TEXT, b"0123456789")).unwrap();
     attacker.write_all(&frame_with(false, CONTINUATION, &[], true, Some(i64::MAX as u64))).unwrap();
-    expect_close(&mut attacker, 1009, Duration::from_secs(1));
+    expect_close(&mut attacker, 1009);
     // Many small fragments adding up past the limit.
     let mut attacker = ws_connect(server.addr);
     let mut wire = frame(false, BINARY, &vec![0u8; 64 * 1024]);
@@ -675,7 +686,7 @@ fn cve_2020_27813_fragment_lengths_adding_past_the_limit_get_1009() {
         wire.extend_from_slice(&frame(false, CONTINUATION, &vec![0u8; 64 * 1024]));
     }
     let writer = write_in_background(&attacker, wire);
-    expect_close(&mut attacker, 1009, Duration::from_secs(2));
+    expect_close(&mut attacker, 1009);
     writer.join().unwrap();
     assert_server_healthy(&mut server.child, &mut healthy, "CVE-2020-27813");
 }
@@ -742,22 +753,14 @@ impl Drop for MaliciousServer {
 /// The load client's resident memory must stay below this against a malicious server.
 const CLIENT_RSS_CEILING_KIB: u64 = 64 * 1024;
 
-/// Runs `wsbench run echo` (one connection, 1 s, `extra` arguments) against `addr`; asserts
-/// it exits within 30 s without panicking and that its memory stayed under
-/// [`CLIENT_RSS_CEILING_KIB`]; returns its stderr.
+/// Runs `wsbench run echo` (one connection, `extra` arguments, 1 s unless they say otherwise)
+/// against `addr`; asserts it exits within 30 s without panicking and that its memory stayed
+/// under [`CLIENT_RSS_CEILING_KIB`]; returns its stderr.
 fn run_client_against(addr: SocketAddr, extra: &[&str]) -> String {
+    let duration = if extra.contains(&"--duration") { &[][..] } else { &["--duration", "1s"][..] };
     let mut child = Command::new(support::wsbench_bin())
-        .args([
-            "run",
-            "echo",
-            &format!("ws://{addr}/"),
-            "--connections",
-            "1",
-            "--warmup",
-            "0s",
-            "--duration",
-            "1s",
-        ])
+        .args(["run", "echo", &format!("ws://{addr}/"), "--connections", "1", "--warmup", "0s"])
+        .args(duration)
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -813,8 +816,19 @@ fn client_hangup_after(stream: &mut TcpStream, start: Instant) -> Duration {
 /// Records, across connections, how long the client took to drop a malicious handshake.
 static HANGUPS: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
 
+/// A client whose own timers are far away (a 20 s handshake timeout, a 20 s run that ends as
+/// soon as its one connection is gone): if it hangs up before the malicious server's read
+/// timeout, only its header limit can have made it, however loaded the machine.
+const FAR_TIMERS: &[&str] = &["--connect-timeout", "20s", "--duration", "20s"];
+
+/// Every hang-up came, and before the read timeout: the header limit ended each connection.
+fn assert_hung_up_at_the_header_limit(hangups: &[Duration]) {
+    assert!(!hangups.is_empty(), "no hang-up: the client never connected, or outlasted the read timeout");
+    assert!(hangups.iter().all(|d| *d < IO_TIMEOUT), "client hang-up times: {hangups:?}");
+}
+
 /// RUSTSEC-2023-0065 on the client side: a 1 MB response header line sent in pieces. The
-/// client must give up (its header limit is 8 KiB) within a second.
+/// client must give up at its header limit (8 KiB), not wait for the end of the headers.
 #[test]
 fn rustsec_2023_0065_client_drops_a_long_response_header_quickly() {
     fn long_header(stream: &mut TcpStream, _key: &str) {
@@ -830,11 +844,9 @@ fn rustsec_2023_0065_client_drops_a_long_response_header_quickly() {
     }
     static LONG_HEADER_HANGUPS: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
     let server = MaliciousServer::start(long_header);
-    run_client_against(server.addr, &[]);
+    run_client_against(server.addr, FAR_TIMERS);
     drop(server);
-    let hangups = LONG_HEADER_HANGUPS.lock().unwrap();
-    assert!(!hangups.is_empty(), "the client never connected");
-    assert!(hangups.iter().all(|d| *d < Duration::from_secs(1)), "client hang-up times: {hangups:?}");
+    assert_hung_up_at_the_header_limit(&LONG_HEADER_HANGUPS.lock().unwrap());
 }
 
 /// CVE-2024-37890 on the client side: a 101 answer with 10,000 header fields must make the
@@ -856,11 +868,9 @@ fn cve_2024_37890_client_drops_a_response_with_too_many_headers() {
         HANGUPS.lock().unwrap().push(took);
     }
     let server = MaliciousServer::start(many_headers);
-    run_client_against(server.addr, &[]);
+    run_client_against(server.addr, FAR_TIMERS);
     drop(server);
-    let hangups = HANGUPS.lock().unwrap();
-    assert!(!hangups.is_empty(), "the client never connected");
-    assert!(hangups.iter().all(|d| *d < Duration::from_secs(1)), "client hang-up times: {hangups:?}");
+    assert_hung_up_at_the_header_limit(&HANGUPS.lock().unwrap());
 }
 
 /// The malicious server of the client-side CVE-2020-27813 tests: after a valid handshake it

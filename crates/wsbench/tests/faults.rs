@@ -15,7 +15,7 @@
 //!   connections, adding latency, and cutting them after N bytes (mid-frame). Without
 //!   toxiproxy those tests are skipped with a message, unless `WSBENCH_REQUIRE_PEERS=1`.
 //!
-//! Every run is ≤ 5 s; load-generating tests take a slot (`harness::heavy`).
+//! Every run is ≤ 5 s and takes a load slot (`harness::heavy`).
 //!
 //! Run: `cargo test -p wsbench --test faults`.
 
@@ -230,6 +230,7 @@ fn misbehave(mut stream: TcpStream, misbehaviour: &Misbehaviour) -> std::io::Res
 /// Runs 10 connections for (at most) 3 s against `misbehaviour`; the run must end early,
 /// since no connection survives.
 fn run_against(name: &str, misbehaviour: Misbehaviour, extra: &[&str]) -> (Finished, Value) {
+    let _slot = heavy(1);
     let server = BadServer::start(misbehaviour);
     let json = scratch(name).join("r.json");
     let mut args = vec!["--duration", "3s"];
@@ -301,6 +302,7 @@ fn a_server_that_closes_without_answering_is_handshake_closed() {
 
 #[test]
 fn wss_against_a_plain_server_is_a_tls_failure_not_tls() {
+    let _slot = heavy(1);
     let server = BadServer::start(Misbehaviour::AnswerAnything(
         b"HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\nConnection: close\r\n\r\nbad request",
     ));
@@ -343,6 +345,7 @@ fn frame_length_with_the_top_bit_set_is_a_protocol_error() {
 
 #[test]
 fn wss_to_a_self_signed_server_without_insecure_is_a_tls_unknown_ca() {
+    let _slot = heavy(1);
     let server = Server::spawn(&["--tls"]);
     let json = scratch("faults-unknown-ca").join("r.json");
     let url = server.urls.iter().find(|u| u.starts_with("wss://")).expect("a wss:// listener");
@@ -531,8 +534,11 @@ fn toxiproxy_reset_peer_mid_run_counts_resets() {
     thread::sleep(Duration::from_millis(1000));
     toxiproxy.toxic("ws", "reset_peer", "downstream", json!({"timeout": 200}));
     let run = run.finish(Duration::from_secs(20));
-    // Every connection is gone ~1.2 s in: the run ends then, not at 4 s.
-    let result = finished_on_time(&run, &json, Duration::from_secs(4));
+    // Every connection is gone ~1.2 s in: the run ends then, not at the end of its 4 s
+    // window (a run that reaches it has measured exactly 4 s, on its own clock).
+    let result = finished_on_time(&run, &json, Duration::from_secs(9));
+    let measured = float(&result, "/measured_s");
+    assert!(measured < 4.0, "the run measured {measured} s: it waited out its window\n{}", run.describe());
     assert_counted(&run, &result, "reset", "resets", CONNECTIONS);
     let context = format!("{}\n{}", summary_of(&result), run.describe());
     assert_eq!(uint(&result, "/summary/connections/established"), CONNECTIONS, "{context}");

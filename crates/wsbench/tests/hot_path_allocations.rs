@@ -5,6 +5,9 @@
 //! trip; what remains (a histogram per worker-second, the live board's once-a-second copy)
 //! depends on the seconds, not on the messages.
 //!
+//! Each run checks the backend its worker really ran on: where io_uring is refused the
+//! engine falls back to epoll, and the uring test then fails instead of measuring epoll.
+//!
 //! The sampling closure runs on this thread while the workers run: it must itself allocate
 //! nothing (it writes into preallocated arrays).
 
@@ -104,6 +107,10 @@ fn measured_window(url: &str, io: &str, connections: u64, duration: &str) -> Win
         }
     };
     let output = engine::run(job, &[None], &interrupt, &mut progress).expect("engine run");
+    // Where the kernel refuses io_uring the worker falls back to epoll: a uring test that
+    // measured epoll has measured nothing it claims.
+    let ran: Vec<&str> = output.workers.iter().map(|w| w.io.as_str()).collect();
+    assert_eq!(ran, [io], "asked for --io {io} with one worker; the workers ran on {ran:?}");
     let (start, end) = window;
     let inside: Vec<Sample> =
         samples[..taken].iter().copied().filter(|s| s.at_us >= start && s.at_us <= end).collect();

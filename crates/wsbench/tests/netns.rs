@@ -19,8 +19,10 @@
 //! The 10.253.0.0/24 addresses exist only inside these namespaces, which the test creates
 //! and always deletes (a drop guard, also on failure; namespaces left by a killed run are
 //! removed by the next one). Traffic never leaves them. Needs root and a working
-//! `ip netns`; otherwise it says why and skips — unless `CI` or `WSBENCH_REQUIRE_NETNS` is
-//! set, where a root run that cannot create namespaces fails instead.
+//! `ip netns`; otherwise it says why and skips, unless `WSBENCH_REQUIRE_PEERS=1` (as
+//! `scripts/test.sh` sets it), where it fails instead.
+
+mod support;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -55,17 +57,14 @@ fn wsbench() -> &'static str {
 fn three_client_hosts_run_shards_that_merge_into_one_run() {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED netns: needs root to create network namespaces (runs in CI, which is root)");
+        support::requirement_missing("netns: needs root to create network namespaces");
         return;
     }
     remove_leftovers();
     let hosts = match Hosts::create() {
         Ok(hosts) => hosts,
         Err(why) => {
-            let required =
-                std::env::var_os("CI").is_some() || std::env::var_os("WSBENCH_REQUIRE_NETNS").is_some();
-            assert!(!required, "cannot build the network namespaces (required here): {why}");
-            eprintln!("SKIPPED netns: `ip netns` does not work here: {why}");
+            support::requirement_missing(&format!("netns: `ip netns` does not work here: {why}"));
             return;
         }
     };

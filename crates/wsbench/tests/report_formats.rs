@@ -4,7 +4,10 @@
 //! `tests/golden/report.{html,csv,md}`, so layout changes are reviewed as diffs. The same
 //! files must come out of the `wsbench` binary given the fixtures as result files.
 //! Regenerate after an intended change with
-//! `WSBENCH_UPDATE_GOLDEN=1 cargo test -p wsbench --test report_formats`.
+//! `WSBENCH_UPDATE_GOLDEN=1 cargo test -p wsbench --test report_formats` (only the value `1`
+//! rewrites; `.ci/run` fails when the tests leave a golden file unlike the committed one).
+
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,7 +44,7 @@ fn first_difference(expected: &str, actual: &str) -> String {
 
 fn check_golden(file: &str, actual: &str) {
     let path = golden_path(file);
-    if std::env::var_os("WSBENCH_UPDATE_GOLDEN").is_some() {
+    if support::update_golden() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, actual).unwrap();
         return;
@@ -113,7 +116,7 @@ fn written_fixtures(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn the_binary_writes_the_golden_files() {
-    if std::env::var_os("WSBENCH_UPDATE_GOLDEN").is_some() {
+    if support::update_golden() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("wsbench-report-formats-{}", std::process::id()));

@@ -1,7 +1,10 @@
 //! Golden-file tests of the terminal report: `render_text` of each deterministic fixture
 //! run must equal `tests/golden/NAME.txt` byte for byte, so layout changes are reviewed
 //! as diffs. Regenerate after an intended change with
-//! `WSBENCH_UPDATE_GOLDEN=1 cargo test -p wsbench --test report_golden`.
+//! `WSBENCH_UPDATE_GOLDEN=1 cargo test -p wsbench --test report_golden` (only the value `1`
+//! rewrites; `.ci/run` fails when the tests leave a golden file unlike the committed one).
+
+mod support;
 
 use std::path::PathBuf;
 
@@ -36,7 +39,7 @@ fn line_diff(expected: &str, actual: &str) -> String {
 
 fn check_golden(name: &str, actual: &str) {
     let path = golden_path(name);
-    if std::env::var_os("WSBENCH_UPDATE_GOLDEN").is_some() {
+    if support::update_golden() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, actual).unwrap();
         return;
@@ -73,7 +76,7 @@ fn report_from_a_written_file_matches_the_golden_file() {
         wsbench::report::report_command(std::slice::from_ref(&path), wsbench::report::ReportFormat::Text)
             .unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
-    if std::env::var_os("WSBENCH_UPDATE_GOLDEN").is_none() {
+    if !support::update_golden() {
         check_golden("closed_loop", &rendered);
     }
 }

@@ -167,3 +167,19 @@ fn newer_schema_version_fails_validation() {
     json["schema_version"] = 2.into();
     assert!(!validator().is_valid(&json));
 }
+
+/// Lists that every run fills must not validate empty: a script iterating over them (or a
+/// test asserting something of each entry) would otherwise be satisfied by nothing.
+#[test]
+fn lists_every_run_fills_must_not_be_empty() {
+    let base = written("non-empty.json", &RunResult::from_outcome(&fixture::closed_loop()));
+    assert!(base["client"]["workers"].as_array().is_some_and(|w| !w.is_empty()), "{}", base["client"]);
+    assert!(validator().is_valid(&base), "{:?}", errors(&base));
+    for (pointer, empty) in [("/client/workers", "[]"), ("/summary/thresholds", "[]"), ("/shards", "[]")] {
+        let mut json = base.clone();
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        let parent = if parent.is_empty() { &mut json } else { json.pointer_mut(parent).unwrap() };
+        parent[key] = serde_json::from_str(empty).unwrap();
+        assert!(!validator().is_valid(&json), "the schema accepts an empty {pointer}");
+    }
+}

@@ -423,6 +423,12 @@ mod tests {
             topics: Some(5),
             publishers: Some(6),
             io: some("epoll"),
+            protocol: some("jsonrpc"),
+            event: some("chat"),
+            method: some("ping"),
+            qos: Some(1),
+            mqtt_version: some("5"),
+            query: some("subscription { tick }"),
         };
         let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
         assert_eq!(back, every);

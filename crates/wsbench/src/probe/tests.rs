@@ -1,94 +1,82 @@
-//! Tests of the probe against real processes: this test binary re-run as a helper child
-//! that listens, allocates and exits on request, and sleepers that become zombies.
+//! Tests of the probe against real processes, all ordinary programs started for the
+//! purpose: `sleep` (which also inherits a listening socket this test opened), a busy `sh`
+//! loop, `sh` that becomes `dd` holding a buffer it filled, and sleepers that become zombies.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use super::*;
 
-/// Set in the environment of the test binary re-run as a helper child process.
-const CHILD_ENV: &str = "WSBENCH_PROBE_TEST_CHILD";
-
-/// Not a test: the body of the helper child. It obeys one command per stdin line
-/// (`listen`, `alloc MIB`), answers with one line prefixed `reply:`, and exits on EOF.
-#[test]
-fn helper_child_process() {
-    if std::env::var_os(CHILD_ENV).is_none() {
-        return;
+/// A `sleep` that holds a listening socket: this process binds it, the child inherits it,
+/// and this process closes its own copy, so the child is the port's only listener.
+fn listening_sleeper() -> (Child, u16) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let fd = listener.as_raw_fd();
+    let mut command = Command::new("sleep");
+    command.arg("30");
+    // SAFETY: only fcntl, async-signal-safe, between fork and exec; `fd` stays open in the
+    // parent until after the spawn.
+    unsafe {
+        command.pre_exec(move || match libc::fcntl(fd, libc::F_SETFD, 0) {
+            -1 => Err(std::io::Error::last_os_error()),
+            _ => Ok(()),
+        });
     }
-    let mut keep_listeners = Vec::new();
-    let mut keep_memory: Vec<Vec<u8>> = Vec::new();
-    let stdin = std::io::stdin();
-    let mut out = std::io::stdout();
-    for line in stdin.lock().lines() {
-        let line = line.unwrap();
-        let mut words = line.split_whitespace();
-        match words.next() {
-            Some("listen") => {
-                let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-                writeln!(out, "reply:{}", listener.local_addr().unwrap().port()).unwrap();
-                keep_listeners.push(listener);
-            }
-            Some("alloc") => {
-                let mib: usize = words.next().unwrap().parse().unwrap();
-                // Non-zero bytes so every page is really touched.
-                keep_memory.push(vec![1u8; mib << 20]);
-                writeln!(out, "reply:{}", keep_memory.iter().map(|m| m[m.len() / 2] as usize).sum::<usize>())
-                    .unwrap();
-            }
-            _ => writeln!(out, "reply:?").unwrap(),
-        }
-        out.flush().unwrap();
-    }
+    let child = command.spawn().expect("spawn sleep");
+    drop(listener);
+    (child, port)
 }
 
-/// This test binary re-run as [`helper_child_process`]: no python or netcat needed.
-struct Helper {
+/// `sh` waiting for a line on stdin, which then becomes (same pid) `dd` reading 64 MiB of
+/// /dev/zero into one buffer, with one more file open, blocked writing that buffer to a
+/// pipe this test does not drain: a process whose memory and open files grow on request.
+struct Grower {
     child: Child,
-    stdin: Option<ChildStdin>,
+    stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
 }
 
-impl Helper {
-    fn spawn() -> Helper {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "probe::tests::helper_child_process", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, "1")
+impl Grower {
+    fn spawn() -> Grower {
+        let script = "echo ready; read go; exec dd if=/dev/zero bs=64M count=1 status=none 3</dev/null";
+        let mut child = Command::new("sh")
+            .args(["-c", script])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("re-run the test binary as a helper");
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Helper { child, stdin, stdout }
+            .expect("spawn sh");
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut ready = String::new();
+        stdout.read_line(&mut ready).unwrap();
+        assert_eq!(ready, "ready\n", "sh did not start");
+        Grower { child, stdin, stdout }
     }
 
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn ask(&mut self, command: &str) -> String {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{command}").unwrap();
-        stdin.flush().unwrap();
-        loop {
-            let mut line = String::new();
-            assert_ne!(self.stdout.read_line(&mut line).unwrap(), 0, "helper exited early");
-            // libtest may print `test NAME ... ` on the same line before the reply.
-            if let Some(at) = line.find("reply:") {
-                return line[at + "reply:".len()..].trim_end().to_owned();
-            }
-        }
+    /// Lets `sh` become `dd`; returns once dd has filled its buffer (its first byte arrived).
+    fn grow(&mut self) {
+        writeln!(self.stdin, "go").unwrap();
+        self.stdin.flush().unwrap();
+        let mut first = [1u8; 1];
+        self.stdout.read_exact(&mut first).expect("dd wrote nothing");
+        assert_eq!(first, [0]);
     }
 }
 
-impl Drop for Helper {
+impl Drop for Grower {
     fn drop(&mut self) {
-        drop(self.stdin.take());
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A process that spins on a CPU until killed.
+fn spinner() -> Child {
+    Command::new("sh").args(["-c", "while :; do :; done"]).spawn().expect("spawn sh")
 }
 
 fn sleeper() -> Child {
@@ -140,19 +128,21 @@ fn listen_rows_are_picked_by_state_and_port() {
     assert_eq!(parse_listen_inodes(tcp6, 8080), [5555]);
 }
 
+/// Whether `port`'s listeners become exactly `expected` within a few looks. Another test
+/// forking at that very moment briefly shares a socket of this process (close-on-exec acts
+/// only at exec), so one look is not enough to decide.
+fn settles_to(port: u16, expected: &[u32]) -> bool {
+    (0..20).any(|_| {
+        let found = pids_listening_on(port).unwrap() == expected;
+        if !found {
+            thread::sleep(Duration::from_millis(10));
+        }
+        found
+    })
+}
+
 #[test]
 fn finds_this_process_by_its_listening_port() {
-    // Another test forking at that very moment briefly shares the socket (close-on-exec
-    // acts only at exec), so look a few times before deciding.
-    let settles_to = |port: u16, expected: &[u32]| {
-        (0..20).any(|_| {
-            let found = pids_listening_on(port).unwrap() == expected;
-            if !found {
-                thread::sleep(Duration::from_millis(10));
-            }
-            found
-        })
-    };
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     assert!(settles_to(port, &[std::process::id()]), "{:?}", pids_listening_on(port));
@@ -162,22 +152,21 @@ fn finds_this_process_by_its_listening_port() {
 
 #[test]
 fn finds_a_child_process_by_its_listening_port() {
-    let mut helper = Helper::spawn();
-    let port: u16 = helper.ask("listen").parse().unwrap();
-    assert_eq!(pids_listening_on(port).unwrap(), [helper.pid()]);
+    let (mut child, port) = listening_sleeper();
+    assert!(settles_to(port, &[child.id()]), "{:?} (child {})", pids_listening_on(port), child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
 
 #[test]
 fn sample_sees_memory_grow_and_fds_open() {
-    let mut helper = Helper::spawn();
-    let pid = helper.pid();
-    helper.ask("noop"); // the child is up and idle
+    let mut grower = Grower::spawn();
+    let pid = grower.child.id();
     let before = sample(&[pid], 1).unwrap();
     assert_eq!(before.t_ms, 1);
     assert!(before.rss_bytes > 0 && before.threads >= 1 && before.fds >= 3, "{before:?}");
 
-    helper.ask("alloc 64");
-    helper.ask("listen");
+    grower.grow();
     let after = sample(&[pid], 2).unwrap();
     let grown = after.rss_bytes.saturating_sub(before.rss_bytes);
     assert!(grown >= 60 << 20, "RSS grew by only {grown} bytes: {before:?} → {after:?}");
@@ -225,10 +214,18 @@ fn exited_and_zombie_processes_are_gone() {
 
 #[test]
 fn probe_samples_from_baseline_to_stop() {
-    let mut child = sleeper();
+    let mut child = spinner();
     let run_start = Instant::now();
     let probe = ServerProbe::start(vec![child.id()], "spawned", Duration::from_millis(20), run_start);
+    // Taken after the baseline, so at least its CPU time: the spinner's CPU time then grows
+    // by 20 ms, however long a loaded machine makes that take.
+    let at_start = sample(&[child.id()], 0).unwrap().cpu_seconds;
     thread::sleep(Duration::from_millis(200));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while sample(&[child.id()], 0).unwrap().cpu_seconds < at_start + 0.02 {
+        assert!(Instant::now() < deadline, "the spinner got no CPU for 20 s");
+        thread::sleep(Duration::from_millis(10));
+    }
     let (report, ended_by) = probe.stop_with_reason();
     child.kill().unwrap();
     child.wait().unwrap();
@@ -244,7 +241,10 @@ fn probe_samples_from_baseline_to_stop() {
     assert!(report.samples.windows(2).all(|w| w[0].t_ms <= w[1].t_ms));
     assert!(report.samples.windows(2).all(|w| w[0].cpu_seconds <= w[1].cpu_seconds));
     assert!(report.rss_baseline_bytes().unwrap() > 0);
-    assert!(report.cpu_seconds().unwrap() >= 0.0);
+    let (first, last) = (report.samples[0].cpu_seconds, report.samples.last().unwrap().cpu_seconds);
+    let used = report.cpu_seconds().unwrap();
+    assert!(used >= 0.02, "the spinner used {used} s of CPU from the baseline ({first}) to the end ({last})");
+    assert!((used - (last - first)).abs() < 1e-9, "{used} s, want {last} − {first}");
 }
 
 #[test]
@@ -303,7 +303,10 @@ fn derived_figures() {
     let flat = ServerReport { samples: vec![at(0, 10, 1.0, 1, 1), at(250, 10, 1.0, 1, 1)], ..report };
     assert_eq!(flat.connections_per_mb(1000), None);
     assert_eq!(flat.exchanges_per_cpu_second(1000), None);
-    let one = ServerReport { samples: vec![at(0, 10, 1.0, 1, 1)], ..flat };
+    // One process of a multi-process server exited: the sum went down, not the CPU used.
+    let shrunk = ServerReport { samples: vec![at(0, 10, 3.0, 2, 10), at(250, 10, 1.0, 1, 5)], ..flat };
+    assert_eq!(shrunk.cpu_seconds(), Some(0.0));
+    let one = ServerReport { samples: vec![at(0, 10, 1.0, 1, 1)], ..shrunk };
     assert_eq!(one.cpu_seconds(), None);
     assert_eq!(one.rss_peak_bytes(), Some(10 << 20));
 }

@@ -77,6 +77,7 @@ fn histograms_use_hdrhistogram_v2_compressed_base64() {
     let result = RunResult::from_outcome(&fixture::closed_loop());
     // Cookie 0x1c849314 (V2 compressed) in base64 is "HISTFAAA…", as Java and Go write it.
     assert!(result.histograms.latency.starts_with("HISTFAAA"), "{}", &result.histograms.latency[..16]);
+    assert!(!result.histograms.intervals.is_empty());
     assert!(result.histograms.intervals.iter().all(|h| h.starts_with("HISTFAAA")));
 }
 

@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
-use crate::harness::{arg, errors, read_result, scratch, summary_of, uint, wsbench};
+use crate::harness::{arg, errors, heavy, read_result, scratch, summary_of, uint, wsbench};
 
 /// What a usage error must look like: exit 2, one `wsbench: …` line naming `mentions`.
 pub fn assert_usage_error(args: &[&str], mentions: &str) {
+    let _slot = heavy(1);
     let run = wsbench(args, Duration::from_secs(10));
     assert_eq!(run.code, Some(2), "a usage error exits with 2\n{}", run.describe());
     let stderr = run.stderr.trim_end();
@@ -71,6 +72,7 @@ fn bad_compression_and_text_file_payloads_are_one_line_errors() {
 
 #[test]
 fn unreachable_url_counts_connection_refused_and_ends_quickly() {
+    let _slot = heavy(1);
     let json = scratch("unreachable").join("r.json");
     let run = wsbench(
         &[
@@ -121,6 +123,7 @@ fn too_many_connections_for_the_file_limit_is_refused_before_starting() {
     let fits = limit.saturating_sub(RESERVED);
     let connections = (fits + 1).max(50_000).to_string();
     let json = scratch("too-many").join("r.json");
+    let _slot = heavy(1);
     let run = wsbench(&["run", "--connections", &connections, "--json", arg(&json)], Duration::from_secs(10));
     assert_ne!(run.code, Some(0), "{}", run.describe());
     assert!(run.code.is_some(), "killed by a signal\n{}", run.describe());

@@ -200,6 +200,7 @@ fn client_offers_with_each_parameter_combination_against_python_websockets() {
         assert!(errors(&result).is_empty(), "{context}");
         assert!(uint(&result, "/summary/messages/received") > 0, "{context}");
         let negotiated = result["summary"]["compression"]["negotiated"].as_object().expect("negotiated");
+        assert!(!negotiated.is_empty(), "no connection negotiated deflate\n{context}");
         assert!(negotiated.keys().all(|answer| answer.contains(expect)), "{negotiated:?}\n{context}");
         let compressed = uint(&result, "/summary/compression/compressed_messages_received");
         assert!(compressed >= uint(&result, "/summary/messages/received"), "{context}");

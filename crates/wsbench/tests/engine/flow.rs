@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::bad_input::assert_usage_error;
 use crate::harness::{
-    NodeEchoServer, arg, assert_matches_schema, errors, read_result, repo_root, scratch, summary_of, uint,
-    wsbench,
+    NodeEchoServer, arg, assert_matches_schema, errors, heavy, read_result, repo_root, scratch, summary_of,
+    uint, wsbench,
 };
 use crate::support::peer_missing;
 
@@ -31,6 +31,7 @@ fn jsonrpc_peer() -> Option<NodeEchoServer> {
 
 /// Runs `scenarios/NAME` for 1 s against `url`; the result and a description.
 fn flow_run(name: &str, url: &str) -> (Value, String) {
+    let _slot = heavy(1);
     let json = scratch(name).join("r.json");
     let scenario = repo_root().join("scenarios").join(name);
     let args = ["run", "--scenario", arg(&scenario), url, "--duration", "1s", "--json", arg(&json)];

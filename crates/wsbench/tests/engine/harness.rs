@@ -1,7 +1,9 @@
 //! Running the `wsbench` binary from the engine tests: bounded in time, output captured,
 //! result files read back and checked against `schema/result.schema.json`, and a small
-//! semaphore so that no more than two load-generating runs share this machine's CPUs.
+//! semaphore so that no more than two load-generating runs share this machine's CPUs: every
+//! `wsbench run` started here must hold a slot of it (a run without one fails the test).
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
@@ -35,27 +37,56 @@ const SLOT_CAPACITY: u32 = 2;
 static SLOTS_USED: Mutex<u32> = Mutex::new(0);
 static SLOT_FREED: Condvar = Condvar::new();
 
+thread_local! {
+    /// The slots the test on this thread holds: every `wsbench run` it starts needs one.
+    static HELD: Cell<u32> = const { Cell::new(0) };
+}
+
 /// Held while a test drives load; dropped when it is done.
 #[derive(Debug)]
 pub struct Slot(u32);
 
 /// Waits for `weight` slots: 1 for a load run, 2 (the whole machine) for a run whose
-/// latencies are asserted and must not share the CPUs.
+/// latencies are asserted and must not share the CPUs. A test that already holds enough
+/// (a helper taking a slot inside a test that took one) gets an empty slot.
 pub fn heavy(weight: u32) -> Slot {
     assert!(weight <= SLOT_CAPACITY);
+    let held = HELD.get();
+    if held > 0 {
+        assert!(held >= weight, "this test holds {held} slot(s) and asks for {weight}: take {weight} first");
+        return Slot(0);
+    }
     let mut used = SLOTS_USED.lock().unwrap_or_else(|e| e.into_inner());
     while *used + weight > SLOT_CAPACITY {
         used = SLOT_FREED.wait(used).unwrap_or_else(|e| e.into_inner());
     }
     *used += weight;
+    HELD.set(weight);
     Slot(weight)
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
+        if self.0 == 0 {
+            return;
+        }
+        HELD.set(0);
         let mut used = SLOTS_USED.lock().unwrap_or_else(|e| e.into_inner());
         *used -= self.0;
         SLOT_FREED.notify_all();
+    }
+}
+
+/// Every `wsbench run` loads the machine, even one refused at once: the test that starts it
+/// must hold a slot, or a run whose latencies are asserted (holding both) would share the
+/// CPUs with it.
+fn assert_slot_held(args: &[&str]) {
+    if args.first() == Some(&"run") {
+        assert!(
+            HELD.get() > 0,
+            "`wsbench {}` started without a load slot: take harness::heavy(1)",
+            args.join(" ")
+        );
     }
 }
 
@@ -87,6 +118,7 @@ pub struct Finished {
 
 impl Wsbench {
     pub fn spawn(args: &[&str]) -> Wsbench {
+        assert_slot_held(args);
         let mut command = Command::new(env!("CARGO_BIN_EXE_wsbench"));
         command
             .args(args)

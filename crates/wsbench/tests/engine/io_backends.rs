@@ -11,10 +11,20 @@ use crate::harness::{arg, errors, heavy, read_result, scratch, summary_of, uint,
 use crate::support::Server;
 use crate::support::scripted_server::Script;
 
-/// The backend every worker of a result ran on.
+/// The backend each worker of a result ran on (`client.workers[].io`).
 fn worker_io(result: &Value) -> Vec<String> {
-    let workers = result["client"]["workers"].as_array().cloned().unwrap_or_default();
-    workers.iter().map(|w| w["io"].as_str().unwrap_or("").to_owned()).collect()
+    let workers = result["client"]["workers"].as_array().expect("client.workers is a list");
+    workers.iter().map(|w| w["io"].as_str().expect("each worker names its io").to_owned()).collect()
+}
+
+/// At least one worker ran, and every one ran on `io`: where the kernel refuses io_uring a
+/// `--io uring` run falls back to epoll, and a uring test must fail then, not pass on epoll.
+fn assert_ran_on(result: &Value, io: &str, context: &str) {
+    let ran = worker_io(result);
+    assert!(
+        !ran.is_empty() && ran.iter().all(|w| w == io),
+        "want every worker on {io}, ran on {ran:?}\n{context}"
+    );
 }
 
 /// Runs `args` (after `run`) on `io`; the result.
@@ -66,7 +76,7 @@ fn echo_runs_the_same_on_uring_and_epoll_against_wsbench_serve() {
         let (result, context) = run_on(io, "echo", &args);
         assert_clean_echo(&result, &context);
         assert_eq!(result["config"]["io"], io, "{context}");
-        assert!(worker_io(&result).iter().all(|w| w == io), "{:?}\n{context}", worker_io(&result));
+        assert_ran_on(&result, io, &context);
         assert!(result["client"]["cpu_us_per_round_trip"].as_f64().is_some_and(|us| us > 0.0), "{context}");
     }
 }
@@ -98,7 +108,7 @@ fn uring_sends_batches_larger_than_a_receive_buffer_intact() {
     assert!(received >= 100, "{context}");
     assert_eq!(sent, received + unanswered, "{context}");
     assert!(errors(&result).is_empty(), "a 100 kB echo came back altered or broken\n{context}");
-    assert!(worker_io(&result).iter().all(|w| w == "uring"), "{context}");
+    assert_ran_on(&result, "uring", &context);
 }
 
 #[test]
@@ -112,7 +122,7 @@ fn uring_counts_server_closes_and_reconnects_like_epoll() {
     assert_eq!(errors(&result).get("closed_1001").copied(), Some(10), "{context}");
     assert_eq!(uint(&result, "/summary/disconnections"), 10, "{context}");
     assert!(uint(&result, "/summary/messages/received") > 0, "{context}");
-    assert!(worker_io(&result).iter().all(|w| w == "uring"), "{context}");
+    assert_ran_on(&result, "uring", &context);
 }
 
 #[test]
@@ -124,7 +134,7 @@ fn a_wss_target_runs_on_epoll_whatever_io_says() {
     let (result, context) = run_on("uring", "wss", &args);
     assert!(uint(&result, "/summary/messages/received") > 0, "{context}");
     assert!(errors(&result).is_empty(), "{context}");
-    assert!(worker_io(&result).iter().all(|w| w == "epoll"), "{:?}\n{context}", worker_io(&result));
+    assert_ran_on(&result, "epoll", &context);
 }
 
 /// The kernel refusing io_uring (as `kernel.io_uring_disabled=2` or an old kernel does):
@@ -153,7 +163,7 @@ fn without_io_uring_the_run_says_so_once_and_uses_epoll() {
     assert!(finished.stderr.contains("using epoll"), "{what}");
     let result = read_result(&json);
     assert!(uint(&result, "/summary/messages/received") > 0, "{what}");
-    assert!(worker_io(&result).iter().all(|w| w == "epoll"), "{:?}\n{what}", worker_io(&result));
+    assert_ran_on(&result, "epoll", &what);
 }
 
 /// Installs a seccomp filter: `io_uring_setup` fails with ENOSYS, everything else is allowed.

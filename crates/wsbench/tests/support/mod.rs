@@ -182,11 +182,23 @@ pub fn run_with_timeout(command: &mut Command, timeout: Duration) -> Finished {
 /// What a test does when a third-party peer is not installed: skips with a message, or
 /// fails when `WSBENCH_REQUIRE_PEERS=1` (as `scripts/test.sh` sets it).
 pub fn peer_missing(message: &str) {
-    let message = format!("{message}: run scripts/install-test-peers.sh");
+    requirement_missing(&format!("{message}: run scripts/install-test-peers.sh"));
+}
+
+/// What a test does when the machine lacks something it needs (a peer, root, network
+/// namespaces): skips with a message, or fails when `WSBENCH_REQUIRE_PEERS=1` (as
+/// `scripts/test.sh` sets it), so the project's test command never passes without running it.
+pub fn requirement_missing(message: &str) {
     if std::env::var("WSBENCH_REQUIRE_PEERS").as_deref() == Ok("1") {
-        panic!("{message}");
+        panic!("{message} (required: WSBENCH_REQUIRE_PEERS=1)");
     }
     eprintln!("skipping: {message}");
+}
+
+/// Whether the golden-file tests rewrite their files instead of comparing: only
+/// `WSBENCH_UPDATE_GOLDEN=1` does; any other value, `0` or empty included, compares.
+pub fn update_golden() -> bool {
+    std::env::var("WSBENCH_UPDATE_GOLDEN").as_deref() == Ok("1")
 }
 
 /// A fresh, empty scratch directory for `test` (removed first if a previous run left it).

@@ -194,7 +194,7 @@ impl Worker {
     /// workload.
     fn on_whole(&mut self, key: usize, whole: Message<'_>, binary: bool, to_session: bool, now: Instant) {
         match (to_session, whole) {
-            (true, Message::Whole(message)) => self.to_session(key, message, binary, now),
+            (true, Message::Whole(message)) => self.deliver_to_session(key, message, binary, now),
             (true, _) => self.rec.metrics.counters.count_protocol_error("message_too_long", ""),
             (false, whole) => self.hook(key, |workload, cx, conn| workload.on_message(cx, conn, whole, now)),
         }

@@ -79,7 +79,7 @@ impl Worker {
     }
 
     /// A whole message from the server, read by the connection's session.
-    pub(super) fn to_session(&mut self, key: usize, message: &[u8], binary: bool, now: Instant) {
+    pub(super) fn deliver_to_session(&mut self, key: usize, message: &[u8], binary: bool, now: Instant) {
         let after =
             self.with_session(key, now, |session, now, sink| session.receive(message, binary, now, sink));
         self.after_session(key, after, now);
