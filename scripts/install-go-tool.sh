@@ -5,8 +5,8 @@
 #
 # Usage: scripts/install-go-tool.sh NAME PACKAGE VERSION
 #   e.g. scripts/install-go-tool.sh nats-server github.com/nats-io/nats-server/v2 v2.15.2
-# The binary `go install` makes is named after the package's last path element; it is
-# renamed to NAME.
+# The binary `go install` makes is named after the package's last path element (its
+# major-version suffix left out); it is renamed to NAME.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -28,6 +28,9 @@ build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
 echo "install-go-tool: go install $package@$version"
 GOBIN="$build" go install "$package@$version"
-mv -f "$build/$(basename "$package")" "$binary"
+# A module's major-version suffix (`/v2`) is not part of the binary's name.
+built=$(basename "$package")
+if [[ $built =~ ^v[0-9]+$ ]]; then built=$(basename "$(dirname "$package")"); fi
+mv -f "$build/$built" "$binary"
 echo "$version" > "$stamp"
 echo "install-go-tool: installed $binary ($version)"
