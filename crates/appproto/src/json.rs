@@ -36,7 +36,7 @@ static CONTROL_ESCAPES: [[u8; 6]; 32] = {
 };
 
 /// Appends `value` as a JSON string, quotes included. Allocates only if `out` must grow.
-pub(crate) fn write_str(out: &mut Vec<u8>, value: &str) {
+pub fn write_str(out: &mut Vec<u8>, value: &str) {
     out.push(b'"');
     write_escaped(out, value, |byte| match byte {
         b'"' => Some(b"\\\""),
@@ -51,7 +51,7 @@ pub(crate) fn write_str(out: &mut Vec<u8>, value: &str) {
 }
 
 /// Appends the decimal digits of `value`.
-pub(crate) fn write_u64(out: &mut Vec<u8>, mut value: u64) {
+pub fn write_u64(out: &mut Vec<u8>, mut value: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
@@ -67,12 +67,70 @@ pub(crate) fn write_u64(out: &mut Vec<u8>, mut value: u64) {
 
 /// The text of a JSON string token (`raw` includes the quotes): borrowed when it has no
 /// escapes, decoded by serde_json when it has. `None` when `raw` is not a valid string.
-pub(crate) fn string_value(raw: &str) -> Option<Cow<'_, str>> {
+pub fn string_value(raw: &str) -> Option<Cow<'_, str>> {
     let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
     if !inner.bytes().any(|b| b == b'\\' || b == b'"' || b < 0x20) {
         return Some(Cow::Borrowed(inner));
     }
     serde_json::from_str::<String>(raw).ok().map(Cow::Owned)
+}
+
+/// Decodes the JSON string token `raw` (quotes included) into `out` (cleared first), with
+/// no allocation when `out` has room; false when `raw` is not a valid string.
+pub fn unescape_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
+    out.clear();
+    let Some(inner) = raw.strip_prefix(b"\"").and_then(|rest| rest.strip_suffix(b"\"")) else {
+        return false;
+    };
+    let mut at = 0;
+    while at < inner.len() {
+        let run = inner[at..].iter().position(|&b| b == b'\\' || b == b'"' || b < 0x20);
+        let end = run.map_or(inner.len(), |n| at + n);
+        out.extend_from_slice(&inner[at..end]);
+        at = end;
+        if at == inner.len() {
+            break;
+        }
+        if inner[at] != b'\\' {
+            return false;
+        }
+        let Some(&escape) = inner.get(at + 1) else { return false };
+        at += 2;
+        let byte = match escape {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                let Some(mut code) = hex4(inner, at) else { return false };
+                at += 4;
+                if (0xd800..0xdc00).contains(&code) {
+                    // A high surrogate: its low half must follow.
+                    let low = (inner.get(at..at + 2) == Some(b"\\u")).then(|| hex4(inner, at + 2)).flatten();
+                    let Some(low @ 0xdc00..0xe000) = low else { return false };
+                    at += 6;
+                    code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
+                }
+                let Some(character) = char::from_u32(code) else { return false };
+                let mut utf8 = [0u8; 4];
+                out.extend_from_slice(character.encode_utf8(&mut utf8).as_bytes());
+                continue;
+            }
+            _ => return false,
+        };
+        out.push(byte);
+    }
+    true
+}
+
+/// The four hex digits at `at` as a number.
+fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
+    let digits = std::str::from_utf8(bytes.get(at..at + 4)?).ok()?;
+    u32::from_str_radix(digits, 16).ok().filter(|_| digits.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A field `Option<&RawValue>` that keeps an explicit `null` as `Some("null")` (serde's
@@ -92,7 +150,7 @@ where
 pub(crate) struct Text<'a>(#[serde(borrow)] pub(crate) Cow<'a, str>);
 
 /// Parses a decimal number made of ASCII digits only; `None` on overflow or no digits.
-pub(crate) fn parse_u64(digits: &[u8]) -> Option<u64> {
+pub fn parse_u64(digits: &[u8]) -> Option<u64> {
     if digits.is_empty() {
         return None;
     }
@@ -172,7 +230,7 @@ pub struct ArrayElements<'a> {
 }
 
 impl<'a> ArrayElements<'a> {
-    pub(crate) fn new(text: &'a str) -> Result<Self, NotAnArray> {
+    pub fn new(text: &'a str) -> Result<Self, NotAnArray> {
         let at = skip_whitespace(text.as_bytes(), 0);
         if text.as_bytes().get(at) != Some(&b'[') {
             return Err(NotAnArray);
@@ -223,6 +281,24 @@ impl<'a> Iterator for ArrayElements<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unescape_into_decodes_what_write_str_wrote() {
+        let mut out = Vec::new();
+        for text in ["plain", "q\"b\\s/\n\r\t\u{1}", "é😀x", ""] {
+            let mut raw = Vec::new();
+            write_str(&mut raw, text);
+            assert!(unescape_into(&raw, &mut out), "{text:?}");
+            assert_eq!(out, text.as_bytes());
+        }
+        assert!(unescape_into(br#""\ud83d\ude00\u00e9\/""#, &mut out));
+        assert_eq!(out, "😀é/".as_bytes());
+        for bad in
+            [&br#"x"#[..], br#""a"#, br#""\q""#, br#""\ud83d""#, br#""\u12""#, b"\"a\nb\"", br#""a"b""#]
+        {
+            assert!(!unescape_into(bad, &mut out), "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
 
     fn elements(text: &str) -> Result<Vec<&str>, NotAnArray> {
         ArrayElements::new(text)?.collect()

@@ -12,9 +12,10 @@
 //! - [`socketio`]: Engine.IO v4 packets and Socket.IO v5 packets (socket.io 4.x).
 //! - [`graphql_ws`]: the graphql-transport-ws protocol of the graphql-ws library.
 //! - [`jsonrpc`]: JSON-RPC 2.0, with rpc-websockets' event notifications.
+//! - [`json`]: the JSON pieces they share (strings written and read without allocating).
 
 pub mod graphql_ws;
-mod json;
+pub mod json;
 pub mod jsonrpc;
 pub mod mqtt;
 pub mod socketio;

@@ -79,7 +79,7 @@ fn html_report_is_deterministic_and_complete() {
     let page = render_html(&fixtures()).unwrap();
     assert_eq!(page, render_html(&fixtures()).unwrap());
     for chart in [
-        "throughput",
+        "rate-over-time",
         "latency-over-time",
         "latency-spectrum",
         "connect-time",

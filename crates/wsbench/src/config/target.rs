@@ -63,6 +63,15 @@ impl Target {
         Ok(Target { url: url.to_owned(), tls, host: host.to_owned(), addr, path })
     }
 
+    /// Requests `path` (with its query) instead, in the URL too.
+    pub fn set_path(&mut self, path: String) {
+        let scheme = if self.tls { "wss://" } else { "ws://" };
+        let rest = self.url.strip_prefix(scheme).unwrap_or(&self.url);
+        let authority = rest.find(['/', '?', '#']).map_or(rest, |end| &rest[..end]);
+        self.url = format!("{scheme}{authority}{path}");
+        self.path = path;
+    }
+
     /// `Host` header value.
     pub fn host_header(&self) -> String {
         let default_port = if self.tls { 443 } else { 80 };

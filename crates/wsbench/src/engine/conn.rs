@@ -61,6 +61,18 @@ pub struct ClientConn {
     pub session: Option<Box<dyn crate::protocol::Session>>,
     /// When the engine will next wake the session (its heartbeat), if it is to.
     pub session_timer: Option<Instant>,
+    /// Requests made while the session was reading a message (a reply frees room for the
+    /// next request): sent through it once it has finished.
+    pub deferred: Deferred,
+}
+
+/// Requests waiting for the session: sequence numbers and their payloads, end to end.
+#[derive(Debug, Default)]
+pub struct Deferred {
+    /// The session is lent out (reading a message, or on its timer).
+    pub lent: bool,
+    requests: Vec<(u64, usize)>,
+    payloads: Vec<u8>,
 }
 
 impl ClientConn {
@@ -91,6 +103,7 @@ impl ClientConn {
             closing_by_load: false,
             session: None,
             session_timer: None,
+            deferred: Deferred::default(),
         }
     }
 
@@ -222,6 +235,41 @@ impl ClientConn {
         write(session.as_mut(), &mut out);
         let written = (out.messages, out.wire_bytes, out.payload_bytes);
         self.session = Some(session);
+        written
+    }
+}
+
+impl ClientConn {
+    /// An echo request `seq` carrying `payload`, wrapped by the session: what it wrote,
+    /// counted as [`ClientConn::through_session`] does. While the session is reading a
+    /// message the request waits, and [`ClientConn::send_deferred`] counts it.
+    pub fn request(&mut self, seq: u64, payload: &[u8]) -> (u64, u64, u64) {
+        if self.deferred.lent {
+            self.deferred.payloads.extend_from_slice(payload);
+            self.deferred.requests.push((seq, self.deferred.payloads.len()));
+            return (0, 0, 0);
+        }
+        self.through_session(|session, out| session.request(seq, payload, out))
+    }
+
+    /// Sends the requests that waited for the session; what was written, counted.
+    pub fn send_deferred(&mut self) -> (u64, u64, u64) {
+        if self.deferred.requests.is_empty() {
+            return (0, 0, 0);
+        }
+        let mut deferred = std::mem::take(&mut self.deferred);
+        let mut start = 0;
+        let mut written = (0, 0, 0);
+        for &(seq, end) in &deferred.requests {
+            let payload = &deferred.payloads[start..end];
+            let (messages, wire, bytes) =
+                self.through_session(|session, out| session.request(seq, payload, out));
+            written = (written.0 + messages, written.1 + wire, written.2 + bytes);
+            start = end;
+        }
+        deferred.requests.clear();
+        deferred.payloads.clear();
+        self.deferred = deferred;
         written
     }
 }

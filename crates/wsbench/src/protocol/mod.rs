@@ -9,13 +9,14 @@
 //! are, and the pub/sub JSON of docs/protocols.md — is the default. Adding a protocol is a
 //! folder and a line in [`PROTOCOLS`] (docs/architecture.md says how).
 
+pub mod jsonrpc;
 pub mod raw;
 
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
 /// Every protocol, by name.
-pub static PROTOCOLS: &[&dyn Protocol] = &[&raw::Raw];
+pub static PROTOCOLS: &[&dyn Protocol] = &[&raw::Raw, &jsonrpc::JsonRpc];
 
 /// The protocol called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn Protocol> {
@@ -61,6 +62,23 @@ pub struct Options {
     pub binary: bool,
 }
 
+impl Options {
+    /// The flags given (by their names), `--binary` aside (every protocol takes it).
+    pub fn given(&self) -> Vec<&'static str> {
+        let Options { event, method, qos, mqtt_version, query, binary: _ } = self;
+        [
+            ("event", event.is_some()),
+            ("method", method.is_some()),
+            ("qos", qos.is_some()),
+            ("mqtt-version", mqtt_version.is_some()),
+            ("query", query.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect()
+    }
+}
+
 /// What a session is made with.
 #[derive(Debug, Clone)]
 pub struct Setup<'a> {
@@ -85,9 +103,19 @@ pub trait Protocol: Sync + Debug {
     fn subprotocols(&self) -> &'static [&'static str] {
         &[]
     }
-    /// The URL path a server of this protocol usually listens on, when the target gives none.
-    fn default_path(&self) -> Option<&'static str> {
+    /// The path to request instead of the target's `given` one (path and query): the one
+    /// a server of this protocol usually listens on when the target names none (`/`), or
+    /// the query the protocol needs added. None: `given` as it is.
+    fn path(&self, _given: &str) -> Option<String> {
         None
+    }
+    /// Whether it needs a `--target` (the built-in server speaks `raw` alone).
+    fn needs_target(&self) -> bool {
+        true
+    }
+    /// The names of the options (flags) it takes, of [`Options::given`].
+    fn options(&self) -> &'static [&'static str] {
+        &[]
     }
     /// Checks the options it takes; a one-line reason when they are wrong.
     fn check(&self, _options: &Options) -> Result<(), String> {
@@ -161,4 +189,67 @@ pub trait Session: Send + Debug {
     fn on_timer(&mut self, _now: Instant, _sink: &mut dyn Sink) {}
     /// The run ends: what the protocol sends before the close (DISCONNECT).
     fn close(&mut self, _out: &mut dyn Outbox) {}
+}
+
+/// What protocol tests share: a session's setup, and an outbox and sink that keep what they
+/// were handed.
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::time::Duration;
+
+    use super::{Incoming, Options, Outbox, Setup, Sink, Use};
+
+    /// Connection 0's setup for `usage`.
+    pub fn setup(usage: Use, options: &Options) -> Setup<'_> {
+        Setup { index: 0, usage, options, open_timeout: Duration::from_secs(5) }
+    }
+
+    /// Everything a session sent and said.
+    #[derive(Debug, Default)]
+    pub struct Heard {
+        /// Messages sent: whether text, and the payload.
+        pub sent: Vec<(bool, Vec<u8>)>,
+        pub ready: usize,
+        pub replies: Vec<(Option<u64>, Vec<u8>)>,
+        pub subscribed: Vec<String>,
+        pub deliveries: Vec<(String, Vec<u8>)>,
+        /// cause, detail, seq, fatal.
+        pub errors: Vec<(String, String, Option<u64>, bool)>,
+        pub other: usize,
+    }
+
+    impl Heard {
+        /// Sent message `at`, a text message.
+        pub fn sent_text(&self, at: usize) -> String {
+            let (text, payload) = &self.sent[at];
+            assert!(*text, "message {at} was sent as binary");
+            String::from_utf8(payload.clone()).unwrap()
+        }
+    }
+
+    impl Outbox for Heard {
+        fn text(&mut self, payload: &[u8]) {
+            self.sent.push((true, payload.to_vec()));
+        }
+        fn binary(&mut self, payload: &[u8]) {
+            self.sent.push((false, payload.to_vec()));
+        }
+    }
+
+    impl Sink for Heard {
+        fn incoming(&mut self, incoming: Incoming<'_>) {
+            match incoming {
+                Incoming::Ready => self.ready += 1,
+                Incoming::Reply { seq, payload } => self.replies.push((seq, payload.to_vec())),
+                Incoming::Subscribed { topic } => self.subscribed.push(topic.to_owned()),
+                Incoming::Delivery { topic, payload } => {
+                    self.deliveries.push((topic.to_owned(), payload.to_vec()))
+                }
+                Incoming::Error { cause, detail, seq, fatal } => {
+                    self.errors.push((cause.to_owned(), detail.to_owned(), seq, fatal))
+                }
+                Incoming::Other => self.other += 1,
+            }
+        }
+    }
 }

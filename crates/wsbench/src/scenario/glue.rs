@@ -26,8 +26,9 @@ impl RunSettings {
         let name = self.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
         let scenario = by_name(name).ok_or_else(|| unknown_scenario(name))?;
         let all: Vec<&dyn ScenarioRules> = SCENARIOS.iter().map(|s| *s as &dyn ScenarioRules).collect();
-        let config = self.validate_for(scenario, &all)?;
+        let mut config = self.validate_for(scenario, &all)?;
         check_thresholds(scenario, &config.thresholds)?;
+        settle_protocol(scenario, &mut config)?;
         Ok(config)
     }
 
@@ -79,6 +80,68 @@ fn check_thresholds(scenario: &dyn Descriptor, thresholds: &[Threshold]) -> Resu
                 ),
             ));
         }
+    }
+    Ok(())
+}
+
+/// The run's message protocol carries its scenario and takes the options given; the
+/// subprotocols it needs are offered and its usual path taken when the user gave none.
+fn settle_protocol(scenario: &dyn Descriptor, config: &mut RunConfig) -> Result<(), ConfigError> {
+    let load = &mut config.load;
+    let Some(protocol) = crate::protocol::by_name(load.protocol) else { return Ok(()) };
+    let usage = scenario.protocol_use();
+    if !protocol.serves(usage) {
+        let carriers: Vec<&str> =
+            crate::protocol::PROTOCOLS.iter().filter(|p| p.serves(usage)).map(|p| p.name()).collect();
+        return Err(invalid_setting(
+            "protocol",
+            format!(
+                "the {} protocol cannot carry the {} scenario: use {}",
+                protocol.name(),
+                scenario.name(),
+                or_list(&carriers)
+            ),
+        ));
+    }
+    for option in load.protocol_options.given() {
+        if !protocol.options().contains(&option) {
+            let takers: Vec<&str> = crate::protocol::PROTOCOLS
+                .iter()
+                .filter(|p| p.options().contains(&option))
+                .map(|p| p.name())
+                .collect();
+            let problem = match takers.as_slice() {
+                [] => format!("no protocol takes it (this run speaks {})", protocol.name()),
+                _ => format!(
+                    "applies to --protocol {} only (this run speaks {})",
+                    or_list(&takers),
+                    protocol.name()
+                ),
+            };
+            return Err(invalid_setting(option, problem));
+        }
+    }
+    protocol.check(&load.protocol_options).map_err(|problem| invalid_setting("protocol", problem))?;
+    match config.target.as_mut() {
+        Some(target) => {
+            if let Some(path) = protocol.path(&target.path) {
+                target.set_path(path);
+            }
+        }
+        None if protocol.needs_target() => {
+            return Err(invalid_setting(
+                "protocol",
+                format!(
+                    "the {} protocol needs a --target server that speaks it (the built-in server \
+                     echoes raw messages only)",
+                    protocol.name()
+                ),
+            ));
+        }
+        None => {}
+    }
+    if load.handshake.subprotocols.is_empty() {
+        load.handshake.subprotocols = protocol.subprotocols().iter().map(|s| (*s).to_owned()).collect();
     }
     Ok(())
 }

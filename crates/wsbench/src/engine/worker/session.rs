@@ -124,12 +124,16 @@ impl Worker {
     ) -> After {
         let Some(conn) = self.conns.get_mut(key) else { return After::default() };
         let Some(mut session) = conn.session.take() else { return After::default() };
+        conn.deferred.lent = true;
         let cx = Cx { rec: &mut self.rec, pacer: &mut self.pacer, timers: &mut self.timers };
         let mut sink =
             EngineSink { conn, workload: self.workload.as_mut(), cx, now, after: After::default() };
         act(session.as_mut(), now, &mut sink);
         let after = sink.after;
         conn.session = Some(session);
+        conn.deferred.lent = false;
+        let (messages, wire, payload) = conn.send_deferred();
+        self.rec.sent(messages, wire, payload);
         after
     }
 

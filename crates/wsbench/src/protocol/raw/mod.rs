@@ -21,6 +21,9 @@ impl Protocol for Raw {
     fn serves(&self, _usage: Use) -> bool {
         true
     }
+    fn needs_target(&self) -> bool {
+        false
+    }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         Box::new(RawSession { passthrough: setup.usage != Use::PubSub, encoding: Vec::new() })
     }
@@ -95,36 +98,22 @@ fn string_field<'m>(message: &'m [u8], prefix: &[u8]) -> Option<&'m str> {
 mod tests {
     use super::*;
     use crate::protocol::Options;
-
-    #[derive(Default)]
-    struct Sent(Vec<(bool, Vec<u8>)>);
-
-    impl Outbox for Sent {
-        fn text(&mut self, payload: &[u8]) {
-            self.0.push((true, payload.to_vec()));
-        }
-        fn binary(&mut self, payload: &[u8]) {
-            self.0.push((false, payload.to_vec()));
-        }
-    }
+    use crate::protocol::tests::{Heard, setup};
 
     #[test]
     fn pub_sub_messages_are_those_of_docs_protocols() {
         let options = Options::default();
-        let setup =
-            Setup { index: 0, usage: Use::PubSub, options: &options, open_timeout: Default::default() };
-        let mut session = Raw.session(&setup);
+        let mut session = Raw.session(&setup(Use::PubSub, &options));
         assert!(!session.passthrough());
-        let mut sent = Sent::default();
+        let mut sent = Heard::default();
         session.subscribe("t3", &mut sent);
         session.publish("t3", br#"{"id":"1-2","ts":5}"#, &mut sent);
-        assert_eq!(sent.0[0], (true, br#"{"sub":"t3"}"#.to_vec()));
-        assert_eq!(sent.0[1], (true, br#"{"pub":"t3","id":"1-2","ts":5}"#.to_vec()));
+        assert_eq!(sent.sent_text(0), r#"{"sub":"t3"}"#);
+        assert_eq!(sent.sent_text(1), r#"{"pub":"t3","id":"1-2","ts":5}"#);
         assert_eq!(classify(br#"{"subscribed":"t3"}"#), Incoming::Subscribed { topic: "t3" });
         let delivery = br#"{"pub":"t3","id":"1-2","ts":5}"#;
         assert_eq!(classify(delivery), Incoming::Delivery { topic: "t3", payload: delivery });
         assert_eq!(classify(b"echo"), Incoming::Reply { seq: None, payload: b"echo" });
-        let echo = Setup { usage: Use::Requests, ..setup };
-        assert!(Raw.session(&echo).passthrough(), "echoes are read as they stream");
+        assert!(Raw.session(&setup(Use::Requests, &options)).passthrough(), "echoes are read as they stream");
     }
 }

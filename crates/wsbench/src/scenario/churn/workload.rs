@@ -15,6 +15,7 @@ use crate::config::LoadSpec;
 use crate::engine::conn::{ClientConn, State};
 use crate::engine::workload::{Assembly, Cx, Message, Workload};
 use crate::metrics::{Section, SectionHistograms};
+use crate::protocol::Incoming;
 use crate::scenario::echo::workload::EchoWorkload;
 
 #[derive(Debug)]
@@ -34,12 +35,13 @@ impl ChurnWorkload {
         }
     }
 
-    /// Once the connection has had its echoes and nothing is outstanding, it closes.
+    /// Once the connection has had its messages answered and nothing is outstanding, it
+    /// closes.
     fn close_when_done(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
         let done = self
             .echo
             .conn(conn.slot)
-            .is_some_and(|state| state.echoes >= self.per_connection && state.outstanding() == 0);
+            .is_some_and(|state| state.answered() >= self.per_connection && state.outstanding() == 0);
         if done && conn.state == State::Open {
             cx.close(conn, now);
         }
@@ -62,6 +64,10 @@ impl Workload for ChurnWorkload {
     }
     fn on_message(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, message: Message<'_>, now: Instant) {
         self.echo.on_message(cx, conn, message, now);
+        self.close_when_done(cx, conn, now);
+    }
+    fn on_incoming(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, incoming: Incoming<'_>, now: Instant) {
+        self.echo.on_incoming(cx, conn, incoming, now);
         self.close_when_done(cx, conn, now);
     }
     fn on_closed(&mut self, _conn: &ClientConn, answered: bool) {

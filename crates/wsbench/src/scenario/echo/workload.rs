@@ -1,9 +1,12 @@
 //! The echo loop every request/reply scenario shares (echo, throughput, c10k, churn): each
-//! connection keeps its messages outstanding in order — refilled when an echo returns
-//! (closed loop) or sent when the pacer says they are due (open loop, with a backlog when
-//! `--in-flight` caps it) — and checks every echo against what it sent: the json-ts
-//! sequence number, or the bytes (every [`CHECK_EVERY`]th message byte for byte, as it
-//! streams in). Per-message work allocates nothing.
+//! connection keeps its messages outstanding — refilled when an echo returns (closed loop)
+//! or sent when the pacer says they are due (open loop, with a backlog when `--in-flight`
+//! caps it) — and checks every echo against what it sent: the json-ts sequence number, or
+//! the bytes. Over `raw` the echoes come back in order and are checked as they stream (every
+//! [`CHECK_EVERY`]th message byte for byte); over a message protocol each request goes
+//! through the connection's session and its reply (matched by the request's sequence when
+//! the protocol carries one, else the oldest) is checked whole, and an error reply frees its
+//! request without being a round trip. Per-message work allocates nothing.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -12,24 +15,35 @@ use super::payload::{CHECK_EVERY, Template, json_seq};
 use crate::config::LoadSpec;
 use crate::engine::conn::{ClientConn, State};
 use crate::engine::workload::{Assembly, Cx, Message, Workload};
+use crate::protocol::Incoming;
 
 /// Longest echo of a json-ts message worth reading (the messages are under 64 bytes): a
 /// longer one is wrong already, and buffering it would let a hostile server grow the
 /// client without bound (cf. CVE-2020-27813).
 const MAX_JSON_ECHO: usize = 256;
 
+/// A message in flight.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    seq: u64,
+    /// When it was meant to be sent, and when it was. In a closed loop the two are the same.
+    intended: Instant,
+    sent: Instant,
+}
+
 /// One connection's messages.
 #[derive(Debug, Default)]
 pub struct EchoConn {
-    /// Messages in flight, oldest first (echoes come back in order): when each was meant
-    /// to be sent and when it was sent. In a closed loop the two are the same.
-    in_flight: VecDeque<(Instant, Instant)>,
+    /// Messages in flight, oldest first.
+    in_flight: VecDeque<Sent>,
     /// Open loop: sends that fell due while `--in-flight` messages were outstanding; they
     /// go out as echoes free room, and their latency counts from the time they were due.
     backlog: VecDeque<Instant>,
     next_seq: u64,
     /// Echoes received.
     pub echoes: u64,
+    /// Requests the server answered with an error (over a message protocol).
+    pub refused: u64,
     /// Byte-for-byte check of the echo being received: offset reached, or None if this echo
     /// is not sampled.
     check_offset: Option<usize>,
@@ -40,6 +54,22 @@ impl EchoConn {
     /// Messages sent and not yet echoed.
     pub fn outstanding(&self) -> u64 {
         self.in_flight.len() as u64
+    }
+
+    /// Messages the server answered, with an echo or an error.
+    pub fn answered(&self) -> u64 {
+        self.echoes + self.refused
+    }
+
+    /// Takes the request a reply answers: the one numbered `seq`, or the oldest.
+    fn take(&mut self, seq: Option<u64>) -> Option<Sent> {
+        match seq {
+            None => self.in_flight.pop_front(),
+            Some(seq) => {
+                let at = self.in_flight.iter().position(|sent| sent.seq == seq)?;
+                self.in_flight.remove(at)
+            }
+        }
     }
 }
 
@@ -90,7 +120,7 @@ impl EchoWorkload {
         let Some(mut state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
         while conn.state == State::Open
             && self.has_room(&state)
-            && self.limit.is_none_or(|limit| state.echoes + state.outstanding() < limit)
+            && self.limit.is_none_or(|limit| state.next_seq < limit)
         {
             self.send_batch(cx, conn, &mut state, now, now);
         }
@@ -107,12 +137,27 @@ impl EchoWorkload {
         now: Instant,
     ) {
         let frames = self.frames_per_send;
-        let (bytes, payload_bytes) = match (&self.template, conn.compression.is_some()) {
-            (Template::Fixed { batch, payload, .. }, false) => {
+        let first_seq = state.next_seq;
+        let (messages, bytes, payload_bytes) = match (&self.template, written_as_is(conn)) {
+            (Template::Fixed { batch, payload, .. }, true) if conn.compression.is_none() => {
                 conn.batches_pending += 1;
-                (batch.len(), payload.len() * frames as usize)
+                state.next_seq += frames;
+                (frames, batch.len(), payload.len() * frames as usize)
             }
-            (template, _) => {
+            (template, false) => {
+                let (mut messages, mut bytes, mut payload_bytes) = (0, 0, 0);
+                let mut scratch = [0u8; 64];
+                for _ in 0..frames {
+                    let seq = state.next_seq;
+                    let message = template.message(seq, &mut scratch);
+                    let (m, b, p) = conn.request(seq, message);
+                    (messages, bytes, payload_bytes) =
+                        (messages + m, bytes + b as usize, payload_bytes + p as usize);
+                    state.next_seq += 1;
+                }
+                (messages, bytes, payload_bytes)
+            }
+            (template, true) => {
                 let (mask, opcode) = template.mask_opcode();
                 let (mut bytes, mut payload_bytes) = (0, 0);
                 let mut scratch = [0u8; 64];
@@ -122,12 +167,12 @@ impl EchoWorkload {
                     bytes += conn.write_message(opcode, mask, message);
                     state.next_seq += 1;
                 }
-                (bytes, payload_bytes)
+                (frames, bytes, payload_bytes)
             }
         };
-        state.in_flight.extend(std::iter::repeat_n((intended, now), frames as usize));
+        state.in_flight.extend((first_seq..state.next_seq).map(|seq| Sent { seq, intended, sent: now }));
         self.outstanding += frames;
-        cx.rec.sent(frames, bytes as u64, payload_bytes as u64);
+        cx.rec.sent(messages, bytes as u64, payload_bytes as u64);
         if self.open_loop {
             cx.rec.send_lag(intended, now);
         }
@@ -151,13 +196,29 @@ impl EchoWorkload {
         }
     }
 
-    /// A whole echo arrived: records its round trip and sends what may follow.
-    fn on_echo(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, mut state: EchoConn, now: Instant) {
-        let Some((intended, sent)) = state.in_flight.pop_front() else {
+    /// Whether a whole reply over a message protocol carries what request `seq` sent.
+    fn reply_matches(&self, seq: u64, reply: &[u8]) -> bool {
+        match &self.template {
+            Template::JsonTs { .. } => json_seq(reply) == Some(seq),
+            template => template.message(seq, &mut [0; 64]) == reply,
+        }
+    }
+
+    /// A whole echo arrived (answering request `seq`, or the oldest): records its round trip
+    /// and sends what may follow.
+    fn on_echo(
+        &mut self,
+        cx: &mut Cx<'_>,
+        conn: &mut ClientConn,
+        mut state: EchoConn,
+        seq: Option<u64>,
+        now: Instant,
+    ) -> Option<u64> {
+        let Some(Sent { seq, intended, sent }) = state.take(seq) else {
             // An echo of nothing we sent.
             cx.rec.metrics.counters.payload_mismatches += 1;
             self.conns[conn.slot] = Some(state);
-            return;
+            return None;
         };
         state.echoes += 1;
         self.outstanding -= 1;
@@ -166,6 +227,12 @@ impl EchoWorkload {
         let latency = now.duration_since(intended).as_micros() as u64;
         let uncorrected = self.open_loop.then(|| now.duration_since(sent).as_micros() as u64);
         cx.rec.exchange(now, latency, uncorrected, cx.rec.counted_at(now));
+        self.send_more(cx, conn, state, now);
+        Some(seq)
+    }
+
+    /// A request was answered (room freed): sends what may follow.
+    fn send_more(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, mut state: EchoConn, now: Instant) {
         if self.open_loop {
             while self.has_room(&state)
                 && let Some(due) = state.backlog.pop_front()
@@ -232,8 +299,32 @@ impl Workload for EchoWorkload {
                 if mismatch {
                     cx.rec.metrics.counters.payload_mismatches += 1;
                 }
-                self.on_echo(cx, conn, state, now);
+                self.on_echo(cx, conn, state, None, now);
             }
+        }
+    }
+
+    /// A reply or an error reply, as the connection's protocol read it.
+    fn on_incoming(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, incoming: Incoming<'_>, now: Instant) {
+        let Some(mut state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
+        match incoming {
+            Incoming::Reply { seq, payload } => {
+                if let Some(seq) = self.on_echo(cx, conn, state, seq, now)
+                    && !self.reply_matches(seq, payload)
+                {
+                    cx.rec.metrics.counters.payload_mismatches += 1;
+                }
+            }
+            // The error was counted by its cause; the request it answers is no round trip.
+            Incoming::Error { seq: Some(seq), .. } => match state.take(Some(seq)) {
+                Some(_) => {
+                    state.refused += 1;
+                    self.outstanding -= 1;
+                    self.send_more(cx, conn, state, now);
+                }
+                None => self.conns[conn.slot] = Some(state),
+            },
+            _ => self.conns[conn.slot] = Some(state),
         }
     }
 
@@ -254,6 +345,12 @@ impl Workload for EchoWorkload {
     fn busy(&self, _now: Instant) -> bool {
         self.outstanding > 0
     }
+}
+
+/// Whether the connection's messages go on the wire as the workload writes them (no
+/// message protocol wraps them).
+fn written_as_is(conn: &ClientConn) -> bool {
+    !conn.deferred.lent && conn.session.as_ref().is_none_or(|session| session.passthrough())
 }
 
 /// Byte-for-byte check of one piece of an echo against `expected` (when `sampled`); on the

@@ -1,0 +1,187 @@
+//! `jsonrpc`: JSON-RPC 2.0 over WebSocket (blockchain node APIs, tool servers,
+//! rpc-websockets). An echo request is the call `--method` (default `echo`) with the payload
+//! as its one parameter, `{"jsonrpc":"2.0","method":"echo","params":["…"],"id":N}`, numbered
+//! from 1 (rpc-websockets never answers id 0); its reply is the response with that id, whose
+//! result carries the payload back (the string itself, or an array holding it). A response
+//! with `error` is no round trip: it is counted as `jsonrpc_error_CODE` with the server's
+//! message kept. The protocol has no opening and no heartbeat of its own.
+
+use std::time::Instant;
+
+use wsbench_appproto::json::{ArrayElements, unescape_into, write_str};
+use wsbench_appproto::jsonrpc::{self, Id, Message};
+
+use super::{Incoming, Options, Outbox, Protocol, Session, Setup, Sink, Use};
+
+/// The method an echo request calls when `--method` is not given.
+pub const DEFAULT_METHOD: &str = "echo";
+
+#[derive(Debug)]
+pub struct JsonRpc;
+
+impl Protocol for JsonRpc {
+    fn name(&self) -> &'static str {
+        "jsonrpc"
+    }
+    fn about(&self) -> &'static str {
+        "JSON-RPC 2.0: an echo is a call of --method (default echo) answered by its result"
+    }
+    fn serves(&self, usage: Use) -> bool {
+        usage == Use::Requests
+    }
+    fn options(&self) -> &'static [&'static str] {
+        &["method"]
+    }
+    fn check(&self, options: &Options) -> Result<(), String> {
+        if options.binary {
+            return Err("JSON-RPC messages are text: leave out --binary".into());
+        }
+        match options.method.as_deref() {
+            Some("") => Err("--method is empty: give the method an echo request calls".into()),
+            _ => Ok(()),
+        }
+    }
+    fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
+        let method = setup.options.method.clone().unwrap_or_else(|| DEFAULT_METHOD.to_owned());
+        Box::new(JsonRpcSession {
+            method,
+            encoding: Vec::new(),
+            params: Vec::new(),
+            decoded: Vec::new(),
+            cause: String::new(),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct JsonRpcSession {
+    method: String,
+    /// The message being written, its params, and a reply's payload decoded (kept for their
+    /// capacity).
+    encoding: Vec<u8>,
+    params: Vec<u8>,
+    decoded: Vec<u8>,
+    /// An error's cause, `jsonrpc_error_CODE`.
+    cause: String,
+}
+
+impl Session for JsonRpcSession {
+    fn request(&mut self, seq: u64, payload: &[u8], out: &mut dyn Outbox) {
+        self.params.clear();
+        self.params.push(b'[');
+        write_str(&mut self.params, &String::from_utf8_lossy(payload));
+        self.params.push(b']');
+        self.encoding.clear();
+        // Text payloads are UTF-8, so the params are too.
+        let params = std::str::from_utf8(&self.params).unwrap_or("[]");
+        jsonrpc::encode_request(&mut self.encoding, &Id::Number(seq + 1), &self.method, Some(params));
+        out.text(&self.encoding);
+    }
+
+    fn subscribe(&mut self, _topic: &str, _out: &mut dyn Outbox) {}
+
+    fn publish(&mut self, _topic: &str, _payload: &[u8], _out: &mut dyn Outbox) {}
+
+    fn receive(&mut self, message: &[u8], _binary: bool, _now: Instant, sink: &mut dyn Sink) {
+        match jsonrpc::decode(message) {
+            Ok(Message::Result { id, result }) => {
+                let seq = request_seq(&id);
+                let payload = match echoed(result, &mut self.decoded) {
+                    true => &self.decoded[..],
+                    false => result.as_bytes(),
+                };
+                sink.incoming(Incoming::Reply { seq, payload });
+            }
+            Ok(Message::Error { id, code, message, .. }) => {
+                self.cause.clear();
+                self.cause.push_str("jsonrpc_error_");
+                self.cause.push_str(&code.to_string());
+                let seq = request_seq(&id);
+                sink.incoming(Incoming::Error { cause: &self.cause, detail: &message, seq, fatal: false });
+            }
+            Ok(Message::Notification { .. } | Message::Event { .. }) => sink.incoming(Incoming::Other),
+            Err(error) => {
+                let detail = error.to_string();
+                sink.incoming(Incoming::Error {
+                    cause: "jsonrpc_malformed",
+                    detail: &detail,
+                    seq: None,
+                    fatal: false,
+                });
+            }
+        }
+    }
+}
+
+/// The request a response answers: ids are sequence numbers from 1.
+fn request_seq(id: &Id<'_>) -> Option<u64> {
+    match id {
+        Id::Number(number) => number.checked_sub(1),
+        _ => None,
+    }
+}
+
+/// The payload a result carries back, decoded into `out`: the result a string, or an array
+/// whose one element is. False when it is neither.
+fn echoed(result: &str, out: &mut Vec<u8>) -> bool {
+    if result.starts_with('"') {
+        return unescape_into(result.as_bytes(), out);
+    }
+    let Ok(mut elements) = ArrayElements::new(result) else { return false };
+    match (elements.next(), elements.next()) {
+        (Some(Ok(only)), None) => unescape_into(only.as_bytes(), out),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::tests::{Heard, setup};
+
+    #[test]
+    fn an_echo_is_a_call_numbered_from_one_and_its_result() {
+        let options = Options::default();
+        let mut session = JsonRpc.session(&setup(Use::Requests, &options));
+        let mut heard = Heard::default();
+        session.request(0, b"a \"quoted\" line", &mut heard);
+        assert_eq!(
+            heard.sent_text(0),
+            r#"{"jsonrpc":"2.0","method":"echo","params":["a \"quoted\" line"],"id":1}"#
+        );
+        session.receive(
+            br#"{"jsonrpc":"2.0","result":["a \"quoted\" line"],"id":1}"#,
+            false,
+            Instant::now(),
+            &mut heard,
+        );
+        session.receive(br#"{"jsonrpc":"2.0","result":"plain","id":7}"#, false, Instant::now(), &mut heard);
+        assert_eq!(heard.replies, [(Some(0), b"a \"quoted\" line".to_vec()), (Some(6), b"plain".to_vec())]);
+    }
+
+    #[test]
+    fn an_error_reply_is_an_error_by_its_code_for_its_request() {
+        let options = Options { method: Some("nope".into()), ..Options::default() };
+        let mut session = JsonRpc.session(&setup(Use::Requests, &options));
+        let mut heard = Heard::default();
+        session.request(4, b"x", &mut heard);
+        assert!(heard.sent_text(0).contains(r#""method":"nope""#));
+        let error = br#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":5}"#;
+        session.receive(error, false, Instant::now(), &mut heard);
+        session.receive(b"not json", false, Instant::now(), &mut heard);
+        assert!(heard.replies.is_empty());
+        assert_eq!(
+            heard.errors[0],
+            ("jsonrpc_error_-32601".into(), "Method not found".into(), Some(4), false)
+        );
+        assert_eq!(heard.errors[1].0, "jsonrpc_malformed");
+    }
+
+    #[test]
+    fn options_it_cannot_honour_are_refused() {
+        let binary = Options { binary: true, ..Options::default() };
+        assert!(JsonRpc.check(&binary).unwrap_err().contains("--binary"));
+        assert!(JsonRpc.check(&Options { method: Some(String::new()), ..Options::default() }).is_err());
+        assert!(!JsonRpc.serves(Use::PubSub));
+    }
+}
