@@ -2,11 +2,14 @@
 purpose, so the pubsub scenario is tested to find exactly what a server loses or repeats
 (crates/wsbench/tests/engine/pubsub.rs).
 
-    python lossy_pubsub_server.py [--drop-conn N] [--duplicate-conn M] [--deliveries-per-sec R]
+    python lossy_pubsub_server.py [--drop-conn N] [--duplicate-conn M] [--reorder-conn K]
+                                  [--deliveries-per-sec R]
 
 Each connection is named by its `X-Conn` upgrade header (wsbench sends it with
 `--header "X-Conn: {conn}"`). --drop-conn: connection N is acknowledged its subscription but
-gets none of the publishes. --duplicate-conn: connection M gets every publish twice. Everyone
+gets none of the publishes. --duplicate-conn: connection M gets every publish twice.
+--reorder-conn: connection K gets its publishes in swapped pairs (one held until the next has
+been sent, or for 50 ms when no next comes), none lost. Everyone
 else gets every publish once, unchanged, with `broadcast`. --deliveries-per-sec: a slow server
 that queues every delivery and sends at most R per second, so it falls behind a higher rate.
 
@@ -26,7 +29,29 @@ from websockets.exceptions import ConnectionClosed
 TOPICS = {}
 
 
-def handler(drop, duplicate, queue):
+class Swapper:
+    """Sends one connection's messages in swapped pairs."""
+
+    def __init__(self):
+        self.held = None
+
+    def send(self, peer, message):
+        if self.held is None:
+            self.held = (peer, message)
+            asyncio.get_running_loop().call_later(0.05, self.flush, message)
+            return
+        broadcast([peer], message)
+        self.flush(self.held[1])
+
+    def flush(self, message):
+        if self.held is not None and self.held[1] is message:
+            broadcast([self.held[0]], message)
+            self.held = None
+
+
+def handler(drop, duplicate, reorder, queue):
+    swapper = Swapper()
+
     async def pubsub(ws):
         name = ws.request.headers.get("X-Conn")
         try:
@@ -47,6 +72,11 @@ def handler(drop, duplicate, queue):
         elif isinstance(command.get("pub"), str):
             subscribers = TOPICS.get(command["pub"], {})
             receivers = [peer for peer, peer_name in subscribers.items() if peer_name != drop]
+            if reorder is not None:
+                receivers = [peer for peer in receivers if subscribers[peer] != reorder]
+                for peer, peer_name in subscribers.items():
+                    if peer_name == reorder:
+                        swapper.send(peer, message)
             receivers += [peer for peer, peer_name in subscribers.items() if peer_name == duplicate]
             if queue is None:
                 broadcast(receivers, message)
@@ -72,13 +102,14 @@ async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--drop-conn")
     parser.add_argument("--duplicate-conn")
+    parser.add_argument("--reorder-conn")
     parser.add_argument("--deliveries-per-sec", type=float)
     args = parser.parse_args()
     queue = asyncio.Queue() if args.deliveries_per_sec else None
     if queue is not None:
         slow = asyncio.create_task(deliver_slowly(queue, args.deliveries_per_sec))
     async with serve(
-        handler(args.drop_conn, args.duplicate_conn, queue),
+        handler(args.drop_conn, args.duplicate_conn, args.reorder_conn, queue),
         "127.0.0.1",
         0,
         compression=None,

@@ -109,8 +109,16 @@ impl Counters {
     }
 
     /// Counts one error of the message protocol by `cause`, keeping `detail` (what the
-    /// server said, its first line) if it is the first for that cause.
+    /// server said, its first line) if it is the first for that cause. Past
+    /// [`PROTOCOL_ERROR_CAUSES`] causes (a server can make up error codes without end) the
+    /// rest are counted together as `protocol_error_other_causes`.
     pub fn count_protocol_error(&mut self, cause: &str, detail: &str) {
+        let cause = match self.protocol_errors_by_cause.len() < PROTOCOL_ERROR_CAUSES
+            || self.protocol_errors_by_cause.contains_key(cause)
+        {
+            true => cause,
+            false => "protocol_error_other_causes",
+        };
         match self.protocol_errors_by_cause.get_mut(cause) {
             Some(count) => *count += 1,
             None => {
@@ -161,7 +169,23 @@ impl Counters {
         }
         errors
     }
+
+    /// What the server said about error `kind` (one of [`Counters::errors`]), kept once:
+    /// the refused upgrade's body, the close frame's reason, the protocol error's message.
+    pub fn error_detail(&self, kind: &str) -> Option<&str> {
+        let detail = match kind.strip_prefix("handshake_") {
+            Some(cause) => self.handshake_responses.get(cause),
+            None => match kind.strip_prefix("closed_").and_then(|code| code.parse::<u16>().ok()) {
+                Some(code) => self.close_reasons.get(&code),
+                None => self.protocol_error_details.get(kind),
+            },
+        };
+        detail.map(String::as_str).filter(|detail| !detail.is_empty())
+    }
 }
+
+/// The most protocol error causes one worker counts apart.
+pub const PROTOCOL_ERROR_CAUSES: usize = 64;
 
 impl AddAssign<&Counters> for Counters {
     fn add_assign(&mut self, other: &Counters) {

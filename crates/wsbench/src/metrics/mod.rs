@@ -195,6 +195,27 @@ mod tests {
     }
 
     #[test]
+    fn protocol_errors_count_by_a_bounded_set_of_causes_with_the_servers_words() {
+        let mut counters = Counters::default();
+        counters.count_protocol_error("jsonrpc_error_-32601", "Method not found\nstack…");
+        counters.count_protocol_error("jsonrpc_error_-32601", "later words");
+        for code in 0..100 {
+            counters.count_protocol_error(&format!("jsonrpc_error_{code}"), "");
+        }
+        let errors = counters.errors();
+        assert_eq!(errors.get("jsonrpc_error_-32601"), Some(&2));
+        assert_eq!(counters.error_detail("jsonrpc_error_-32601"), Some("Method not found"));
+        assert_eq!(counters.error_detail("jsonrpc_error_0"), None, "nothing said, nothing shown");
+        assert_eq!(counters.protocol_errors_by_cause.len(), counters::PROTOCOL_ERROR_CAUSES + 1);
+        assert_eq!(errors.get("protocol_error_other_causes"), Some(&(100 + 1 - 64)));
+        counters.closed_by_server.insert(4406, 1);
+        counters.close_reasons.insert(4406, "Subprotocol not acceptable".into());
+        counters.count_handshake_failure("http_status_403", Some("no token"));
+        assert_eq!(counters.error_detail("closed_4406"), Some("Subprotocol not acceptable"));
+        assert_eq!(counters.error_detail("handshake_http_status_403"), Some("no token"));
+    }
+
+    #[test]
     fn negotiated_subprotocols_and_tls_sessions_sum_by_value() {
         let mut a = Metrics::default();
         a.counters.subprotocols_chosen.insert("chat".into(), 2);

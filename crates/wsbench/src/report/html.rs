@@ -221,8 +221,12 @@ fn notes(results: &[(String, RunResult)]) -> Vec<(&'static str, &str, String)> {
             notes.push(("bad", label.as_str(), "interrupted; the numbers cover only what ran.".to_owned()));
         }
         if !result.summary.errors.is_empty() {
-            let errors: Vec<String> =
-                result.summary.errors.iter().map(|(kind, n)| format!("{kind} {}", group(*n))).collect();
+            let errors: Vec<String> = result
+                .summary
+                .errors
+                .iter()
+                .map(|(kind, n)| super::text::error_with_detail(result, kind, *n))
+                .collect();
             notes.push(("bad", label.as_str(), format!("errors: {}.", errors.join(", "))));
         }
         if result.client.bound {

@@ -165,15 +165,8 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
     if summary.errors.is_empty() {
         line(out, "errors:", "none");
     } else {
-        let responses = &result.counters.handshake_responses;
-        let errors: Vec<String> = summary
-            .errors
-            .iter()
-            .map(|(kind, n)| match kind.strip_prefix("handshake_").and_then(|cause| responses.get(cause)) {
-                Some(response) => format!("{kind} {} ({response:?})", group(*n)),
-                None => format!("{kind} {}", group(*n)),
-            })
-            .collect();
+        let errors: Vec<String> =
+            summary.errors.iter().map(|(kind, n)| error_with_detail(result, kind, *n)).collect();
         line(out, "errors:", &paint.paint(RED, &errors.join(", ")));
     }
     let messages = &summary.messages;
@@ -187,6 +180,14 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
     transfer(out, result);
     if let Some(compression) = &summary.compression {
         compression_lines(out, compression);
+    }
+}
+
+/// `kind count`, and what the server said about it when it said something (`"…"`).
+pub fn error_with_detail(result: &RunResult, kind: &str, count: u64) -> String {
+    match result.counters.error_detail(kind) {
+        Some(detail) => format!("{kind} {} ({detail:?})", group(count)),
+        None => format!("{kind} {}", group(count)),
     }
 }
 

@@ -115,8 +115,9 @@ fn lossy_server(args: &[&str]) -> Option<NodeEchoServer> {
 }
 
 #[test]
-fn a_server_that_drops_one_subscriber_and_doubles_another_is_caught_exactly() {
-    let Some(server) = lossy_server(&["--drop-conn", "7", "--duplicate-conn", "11"]) else { return };
+fn a_server_that_drops_one_subscriber_doubles_another_and_reorders_a_third_is_caught_exactly() {
+    let args = ["--drop-conn", "7", "--duplicate-conn", "11", "--reorder-conn", "5"];
+    let Some(server) = lossy_server(&args) else { return };
     let _slot = heavy(1);
     let json = scratch("pubsub-lossy").join("r.json");
     let flags = format!("{SHAPE} --duration 2s --warmup 1s");
@@ -141,6 +142,26 @@ fn a_server_that_drops_one_subscriber_and_doubles_another_is_caught_exactly() {
     let duplicated = uint(&result, "/pubsub/duplicated");
     assert!(duplicated >= topic_2, "{duplicated} duplicates for {topic_2} publishes\n{}", context());
     assert_eq!(uint(&result, "/counters/pubsub/received/11/1"), topic_2, "{}", context());
+    assert_eq!(
+        result["pubsub"]["duplicated_subscribers"],
+        json!([{ "connection": 11, "count": duplicated }]),
+        "{}",
+        context()
+    );
+    // Subscriber 5 (topic 2) got its publishes in swapped pairs: out of order, none lost.
+    let out_of_order = uint(&result, "/pubsub/out_of_order");
+    assert!(out_of_order > 0, "{}", context());
+    assert_eq!(
+        result["pubsub"]["out_of_order_subscribers"],
+        json!([{ "connection": 5, "count": out_of_order }]),
+        "{}",
+        context()
+    );
+    assert_eq!(uint(&result, "/counters/pubsub/received/5/1"), topic_2, "{}", context());
+    assert_eq!(errors(&result).get("pubsub_out_of_order"), Some(&out_of_order), "{}", context());
+    assert!(run.stdout.contains(&format!("out of order: #5 ×{out_of_order}")), "{}", run.describe());
+    let slowest = result["pubsub"]["slowest_subscribers"].as_array().expect("the slowest are listed");
+    assert!(!slowest.is_empty() && slowest.len() <= 20, "{}", context());
     assert_eq!(errors(&result).get("pubsub_lost"), Some(&topic_1), "{}", context());
     assert!(run.stdout.contains(&format!("short:        #7 (t1) 0 of {topic_1}")), "{}", run.describe());
     assert_matches_schema(&result);
@@ -178,7 +199,11 @@ fn an_echo_server_fails_every_subscription_with_a_clear_cause() {
     let (run, result) = pubsub_run(Some(&server.url), flags, &[], &json);
     run.assert_completed_with_failures();
     assert_eq!(uint(&result, "/pubsub/subscribe_failures"), 4, "{}", run.describe());
-    assert!(run.stdout.contains("does the server speak docs/protocols.md?"), "{}", run.describe());
+    assert!(
+        run.stdout.contains("does the server speak the pub/sub of docs/protocols.md?"),
+        "{}",
+        run.describe()
+    );
 }
 
 #[test]

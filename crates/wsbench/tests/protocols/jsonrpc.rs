@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use wsbench::units::format::group;
 use wsbench_testpeers::{or_skip, start_rpc_websockets};
 
 use crate::harness::{errors, summary_of, uint};
@@ -47,4 +48,10 @@ fn calling_a_method_the_server_lacks_is_an_error_by_its_code() {
     // The server's own words are kept once.
     let details = &result["counters"]["protocol_error_details"];
     assert_eq!(details["jsonrpc_error_-32601"], "Method not found", "{details}");
+    let reported = format!("jsonrpc_error_-32601 {} (\"Method not found\")", group(refused));
+    assert!(
+        finished.stdout.contains(&reported),
+        "the report shows the server's words\n{}",
+        finished.describe()
+    );
 }

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::section::PubSubSection;
+use super::section::{PubSubSection, SlowSubscriber};
 use crate::result::ConnectStats;
 
 /// How many short subscribers the result names (all are counted).
@@ -43,6 +43,32 @@ pub struct PubSubSummary {
     pub short_subscriber_count: u64,
     /// The first [`SHORT_SUBSCRIBERS_LISTED`] of them, by connection index.
     pub short_subscribers: Vec<ShortSubscriber>,
+    /// Subscribers that received duplicates, and out-of-order deliveries: how many, and the
+    /// first [`SHORT_SUBSCRIBERS_LISTED`] by connection index with their counts.
+    #[serde(default)]
+    pub duplicated_subscriber_count: u64,
+    #[serde(default)]
+    pub duplicated_subscribers: Vec<SubscriberCount>,
+    #[serde(default)]
+    pub out_of_order_subscriber_count: u64,
+    #[serde(default)]
+    pub out_of_order_subscribers: Vec<SubscriberCount>,
+    /// The slowest subscribers by p99 of their measured deliveries, slowest first.
+    #[serde(default)]
+    pub slowest_subscribers: Vec<SlowSubscriber>,
+}
+
+/// A subscriber's connection index and how many deliveries of a kind it had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubscriberCount {
+    pub connection: u64,
+    pub count: u64,
+}
+
+/// The first [`SHORT_SUBSCRIBERS_LISTED`] of `by_connection`.
+fn first_listed(by_connection: &std::collections::BTreeMap<u64, u64>) -> Vec<SubscriberCount> {
+    let listed = by_connection.iter().take(SHORT_SUBSCRIBERS_LISTED);
+    listed.map(|(&connection, &count)| SubscriberCount { connection, count }).collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +117,11 @@ impl PubSubSummary {
             spread_us: ConnectStats::from_histogram(&section.spread),
             short_subscriber_count: short.len() as u64,
             short_subscribers: short.into_iter().take(SHORT_SUBSCRIBERS_LISTED).collect(),
+            duplicated_subscriber_count: counters.duplicated_by.len() as u64,
+            duplicated_subscribers: first_listed(&counters.duplicated_by),
+            out_of_order_subscriber_count: counters.out_of_order_by.len() as u64,
+            out_of_order_subscribers: first_listed(&counters.out_of_order_by),
+            slowest_subscribers: counters.slowest.clone(),
         }
     }
 }

@@ -1,13 +1,15 @@
-//! `pubsub`: S subscribers over T topics and P publishers at an open-loop `--rate`, speaking
-//! the small JSON protocol of docs/protocols.md; latency per delivery from the publish's due
-//! time, completeness per subscriber (lost, duplicated, out of order), and the spread of
-//! each publish from its first subscriber to its last. What the headline counts is
-//! deliveries.
+//! `pubsub`: S subscribers over T topics and P publishers at an open-loop `--rate`, in the
+//! terms of the run's message protocol (`raw`: the small JSON protocol of
+//! docs/protocols.md; MQTT topics, STOMP destinations, Socket.IO rooms); latency per
+//! delivery from the publish's due time, completeness per subscriber (lost, duplicated, out
+//! of order, each named by connection), the slowest subscribers, and the spread of each
+//! publish from its first subscriber to its last. What the headline counts is deliveries.
 
 pub mod figures;
 mod report;
 pub mod section;
 mod settings;
+mod sketch;
 mod workload;
 
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 //! spread between a publish's first and last subscriber, and the subscribers that came up
 //! short, by connection index. Reads only the result file.
 
-use super::figures::PubSubSummary;
+use super::figures::{PubSubSummary, SubscriberCount};
 use crate::result::RunResult;
 use crate::units::format::{group, micros, plural, rate};
 
@@ -33,7 +33,7 @@ pub fn pubsub_lines(result: &RunResult) -> Vec<(&'static str, String)> {
                 rate(pubsub.deliveries_per_sec)
             ),
         ),
-        ("", completeness(pubsub)),
+        ("", completeness(pubsub, result.config["protocol"].as_str().unwrap_or("raw"))),
     ];
     if spread.count > 0 {
         let text = format!(
@@ -45,22 +45,58 @@ pub fn pubsub_lines(result: &RunResult) -> Vec<(&'static str, String)> {
         );
         lines.push(("spread:", text));
     }
-    if pubsub.short_subscriber_count > 0 {
-        let named: Vec<String> = pubsub
-            .short_subscribers
+    let short = pubsub
+        .short_subscribers
+        .iter()
+        .map(|s| format!("#{} (t{}) {} of {}", s.connection, s.topic, group(s.received), group(s.expected)));
+    lines.extend(named_line("short:", short, pubsub.short_subscriber_count));
+    let counted = |listed: &[SubscriberCount]| -> Vec<String> {
+        listed.iter().map(|s| format!("#{} ×{}", s.connection, group(s.count))).collect()
+    };
+    let duplicated = counted(&pubsub.duplicated_subscribers);
+    lines.extend(named_line("duplicated:", duplicated.into_iter(), pubsub.duplicated_subscriber_count));
+    let reordered = counted(&pubsub.out_of_order_subscribers);
+    lines.extend(named_line("out of order:", reordered.into_iter(), pubsub.out_of_order_subscriber_count));
+    if pubsub.slowest_subscribers.len() > 1 {
+        let slowest: Vec<String> = pubsub
+            .slowest_subscribers
             .iter()
+            .take(SLOWEST_SHOWN)
             .map(|s| {
-                format!("#{} (t{}) {} of {}", s.connection, s.topic, group(s.received), group(s.expected))
+                format!(
+                    "#{} (t{}) p99 ≤ {}, max {}",
+                    s.connection,
+                    s.topic,
+                    micros(s.p99_us_at_most as f64),
+                    micros(s.max_us as f64)
+                )
             })
             .collect();
-        let more = pubsub.short_subscriber_count - pubsub.short_subscribers.len() as u64;
-        let tail = if more > 0 { format!(", and {} more", group(more)) } else { String::new() };
-        lines.push(("short:", format!("{}{tail}", named.join(", "))));
+        lines.push(("slowest:", slowest.join(", ")));
     }
     lines
 }
 
-fn completeness(pubsub: &PubSubSummary) -> String {
+/// The slowest subscribers the report names (the result keeps more).
+const SLOWEST_SHOWN: usize = 5;
+
+/// `label` naming the subscribers `listed` (of `count` in all), if any.
+fn named_line(
+    label: &'static str,
+    listed: impl Iterator<Item = String>,
+    count: u64,
+) -> Option<(&'static str, String)> {
+    let named: Vec<String> = listed.collect();
+    if count == 0 {
+        return None;
+    }
+    let more = count.saturating_sub(named.len() as u64);
+    let tail = if more > 0 { format!(", and {} more", group(more)) } else { String::new() };
+    Some((label, format!("{}{tail}", named.join(", "))))
+}
+
+/// Lost, duplicated, out of order and the rest; `protocol`: what the run spoke.
+fn completeness(pubsub: &PubSubSummary, protocol: &str) -> String {
     let missing = match pubsub.cut_off && pubsub.lost > 0 {
         false => format!("lost {}", group(pubsub.lost)),
         true => format!(
@@ -78,8 +114,12 @@ fn completeness(pubsub: &PubSubSummary) -> String {
         text += &format!(", unexpected {}", group(pubsub.unexpected));
     }
     if pubsub.subscribe_failures > 0 {
+        let spoken = match protocol {
+            "raw" => "the pub/sub of docs/protocols.md".to_owned(),
+            other => format!("--protocol {other}"),
+        };
         text += &format!(
-            ", {} not acknowledged (does the server speak docs/protocols.md?)",
+            ", {} not acknowledged (does the server speak {spoken}?)",
             plural(pubsub.subscribe_failures, "subscription", "subscriptions")
         );
     }
@@ -111,16 +151,24 @@ mod tests {
             spread_us: Default::default(),
             short_subscriber_count: 2,
             short_subscribers: vec![ShortSubscriber { connection: 1, topic: 0, expected: 10, received: 0 }],
+            duplicated_subscriber_count: 0,
+            duplicated_subscribers: Vec::new(),
+            out_of_order_subscriber_count: 1,
+            out_of_order_subscribers: vec![SubscriberCount { connection: 2, count: 1 }],
+            slowest_subscribers: Vec::new(),
         };
         assert_eq!(
-            completeness(&summary),
+            completeness(&summary, "raw"),
             "lost 10, duplicated 0, out of order 1, 2 subscriptions not acknowledged (does the server \
-             speak docs/protocols.md?)"
+             speak the pub/sub of docs/protocols.md?)"
         );
+        assert!(completeness(&summary, "mqtt").ends_with("(does the server speak --protocol mqtt?)"));
         let mut result = RunResult::from_outcome(&crate::fixture::closed_loop());
         result.scenario_figures.insert("pubsub".to_owned(), serde_json::to_value(summary).unwrap());
         let lines = pubsub_lines(&result);
-        assert_eq!(lines.last().unwrap(), &("short:", "#1 (t0) 0 of 10, and 1 more".to_owned()));
+        assert!(lines.contains(&("short:", "#1 (t0) 0 of 10, and 1 more".to_owned())), "{lines:?}");
+        assert_eq!(lines.last().unwrap(), &("out of order:", "#2 ×1".to_owned()));
+        assert!(!lines.iter().any(|(label, _)| *label == "duplicated:"), "none duplicated, no line");
         assert!(!lines.iter().any(|(label, _)| *label == "spread:"), "no spread without deliveries");
     }
 }

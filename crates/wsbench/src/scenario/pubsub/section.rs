@@ -32,6 +32,15 @@ pub struct PubSubCounters {
     pub duplicates: u64,
     /// Deliveries that came after a later message of the same publisher.
     pub out_of_order: u64,
+    /// `duplicates` and `out_of_order` by the subscriber's connection index.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub duplicated_by: BTreeMap<u64, u64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub out_of_order_by: BTreeMap<u64, u64>,
+    /// The subscribers whose measured deliveries were slowest, by p99 (the first
+    /// [`SLOWEST_KEPT`], slowest first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slowest: Vec<SlowSubscriber>,
     /// Messages that were no delivery of the subscriber's topic, or that reached a publisher.
     pub unexpected: u64,
     /// Subscriptions the server did not acknowledge (in time, or at all).
@@ -40,6 +49,31 @@ pub struct PubSubCounters {
     /// is missing is then undelivered when the run stopped, not known to be lost.
     #[serde(default)]
     pub cut_off: u64,
+}
+
+/// How many of the slowest subscribers a run keeps.
+pub const SLOWEST_KEPT: usize = 20;
+
+/// A subscriber among the slowest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlowSubscriber {
+    /// Its connection index.
+    pub connection: u64,
+    pub topic: u64,
+    /// Measured deliveries it received.
+    pub deliveries: u64,
+    /// Its p99 latency, at most (the upper bound of a bucket at most 25 % wide), and its
+    /// maximum (µs).
+    pub p99_us_at_most: u64,
+    pub max_us: u64,
+}
+
+/// Keeps the [`SLOWEST_KEPT`] slowest of `subscribers`, slowest first.
+pub fn keep_slowest(subscribers: &mut Vec<SlowSubscriber>) {
+    subscribers.sort_by(|a, b| {
+        (b.p99_us_at_most, b.max_us, a.connection).cmp(&(a.p99_us_at_most, a.max_us, b.connection))
+    });
+    subscribers.truncate(SLOWEST_KEPT);
 }
 
 impl PubSubCounters {
@@ -77,6 +111,16 @@ impl AddAssign<&PubSubCounters> for PubSubCounters {
         }
         self.duplicates += other.duplicates;
         self.out_of_order += other.out_of_order;
+        for (mine, theirs) in [
+            (&mut self.duplicated_by, &other.duplicated_by),
+            (&mut self.out_of_order_by, &other.out_of_order_by),
+        ] {
+            for (index, count) in theirs {
+                *mine.entry(*index).or_default() += count;
+            }
+        }
+        self.slowest.extend_from_slice(&other.slowest);
+        keep_slowest(&mut self.slowest);
         self.unexpected += other.unexpected;
         self.subscribe_failures += other.subscribe_failures;
         self.cut_off += other.cut_off;
@@ -150,6 +194,7 @@ impl Section for PubSubSection {
         for (kind, count) in [
             (lost, counters.lost()),
             ("pubsub_duplicate", counters.duplicates),
+            ("pubsub_out_of_order", counters.out_of_order),
             ("pubsub_unexpected", counters.unexpected),
             ("pubsub_subscribe_failed", counters.subscribe_failures),
         ] {

@@ -12,8 +12,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-use super::section::{PubSubCounters, PubSubSection, Spread};
+use super::section::{PubSubCounters, PubSubSection, SlowSubscriber, Spread, keep_slowest};
 use super::settings::{PubSubSpec, Role as PubSubRole};
+use super::sketch::LatencySketch;
 use crate::config::{LoadSpec, Payload};
 use crate::engine::conn::ClientConn;
 use crate::engine::recorder::Counted;
@@ -92,6 +93,8 @@ struct Subscriber {
     from: Vec<Seen>,
     /// Measured publishes received, once each.
     received: u64,
+    /// Their latencies (made at the first).
+    latency: Option<LatencySketch>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,8 +158,10 @@ impl PubSub {
                 PubSubRole::Subscriber { topic } => {
                     let from = vec![Seen::default(); spec.publishers_of(topic) as usize];
                     let state = Subscription::Closed;
-                    subscribers
-                        .insert(index, Subscriber { topic, state, accounted: false, from, received: 0 });
+                    subscribers.insert(
+                        index,
+                        Subscriber { topic, state, accounted: false, from, received: 0, latency: None },
+                    );
                 }
                 PubSubRole::Publisher { .. } => {
                     publishers.insert(index, 0);
@@ -292,20 +297,26 @@ impl PubSub {
         match seen.note(fields.seq) {
             Note::Duplicate => {
                 tally.duplicates += 1;
+                *tally.duplicated_by.entry(conn.index).or_default() += 1;
                 return None;
             }
-            Note::Late => tally.out_of_order += 1,
+            Note::Late => {
+                tally.out_of_order += 1;
+                *tally.out_of_order_by.entry(conn.index).or_default() += 1;
+            }
             Note::InOrder => {}
         }
         let now_us = self.clock.micros(now);
+        let latency_us = now_us.saturating_sub(fields.due_us);
         if fields.measured {
             subscriber.received += 1;
+            subscriber.latency.get_or_insert_with(LatencySketch::default).record(latency_us);
             let entry = self.spread.entry((fields.publisher, fields.seq)).or_insert((now_us, now_us));
             entry.0 = entry.0.min(now_us);
             entry.1 = entry.1.max(now_us);
         }
         Some(Delivery {
-            latency_us: now_us.saturating_sub(fields.due_us),
+            latency_us,
             uncorrected_us: now_us.saturating_sub(fields.sent_us),
             measured: fields.measured,
         })
@@ -320,7 +331,21 @@ impl PubSub {
             if subscriber.accounted {
                 counters.received.insert(index, (subscriber.topic, subscriber.received));
             }
+            if let Some(latency) = subscriber.latency {
+                counters.slowest.push(SlowSubscriber {
+                    connection: index,
+                    topic: subscriber.topic,
+                    deliveries: latency.count(),
+                    p99_us_at_most: latency.quantile_at_most(0.99),
+                    max_us: latency.max_us(),
+                });
+                // Bounded as it goes: a worker may hold many subscribers.
+                if counters.slowest.len() >= 4 * super::section::SLOWEST_KEPT {
+                    keep_slowest(&mut counters.slowest);
+                }
+            }
         }
+        keep_slowest(&mut counters.slowest);
         PubSubSection { counters, receipts: self.spread, ..PubSubSection::default() }
     }
 
