@@ -16,12 +16,12 @@ mod harness;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use harness::{Finished, arg, heavy, read_result, scratch, wsbench};
+use harness::{Finished, arg, assert_matches_schema, heavy, read_result, scratch, wsbench};
 use serde_json::Value;
 
 /// One `wsbench run` of a protocol test, holding a load slot: the arguments given, then
 /// `--json` into a fresh folder named `test` and `--quiet`. Returns how it ended and its
-/// result (read once the run wrote it).
+/// result (read once the run wrote it, and checked against the result schema).
 pub fn run(test: &str, args: &[&str], timeout: Duration) -> (Finished, Value) {
     let _slot = heavy(1);
     let json: PathBuf = scratch(test).join("r.json");
@@ -33,8 +33,11 @@ pub fn run(test: &str, args: &[&str], timeout: Duration) -> (Finished, Value) {
         true => read_result(&json),
         false => panic!("no result file\n{}", finished.describe()),
     };
+    assert_matches_schema(&result);
     (finished, result)
 }
 
+#[path = "protocols/flows.rs"]
+mod flows;
 #[path = "protocols/jsonrpc.rs"]
 mod jsonrpc;

@@ -19,12 +19,24 @@ pub struct StepSettings {
     pub name: Option<String>,
     /// A text message: `{conn}`, `{seq}`, `{now_us}`, `{rand_u32}` are filled in.
     pub send: Option<String>,
-    /// The name of an earlier `send` whose reply to wait for (matched by `match-field`).
+    /// The name of an earlier `send` whose replies to wait for (matched by `match-field`).
     pub expect: Option<String>,
     /// The JSON field (top level) whose value the reply must repeat, e.g. `id`.
     pub match_field: Option<String>,
-    /// Wait for a message matching this regex.
+    /// `expect`: how many replies the send gets (default 1), e.g. a subscription's `next`s.
+    pub count: Option<u64>,
+    /// `expect`: replies keep coming until one matches this regex (e.g. a `complete`).
+    pub until: Option<String>,
+    /// Wait for a message matching this regex (the latest send's `{conn}`, `{seq}`, … filled in).
     pub expect_regex: Option<String>,
+    /// `expect-regex`: its latency counts from the latest send of this name, not from the
+    /// moment the flow began waiting.
+    pub since: Option<String>,
+    /// `expect`, `expect-regex`: what the matched message must say, by JSON pointer
+    /// (`"/result/0" = "hello {conn}"`); strings have the send's templates filled in.
+    pub check_json: Option<toml::Table>,
+    /// `expect`, `expect-regex`: a regex the matched message must match (templates filled in).
+    pub check_regex: Option<String>,
     pub timeout: Option<String>,
     pub sleep: Option<String>,
     /// A count, or `"until-end"`.

@@ -154,6 +154,10 @@ pub enum Incoming<'m> {
     /// `stomp_error`, …) with the server's own words kept once; `seq`: the request it answers
     /// (which is then no round trip); `fatal`: the connection cannot go on (it is closed).
     Error { cause: &'m str, detail: &'m str, seq: Option<u64>, fatal: bool },
+    /// A message for a flow ([`Use::Messages`]), as it came; `error`: the protocol reads
+    /// it as an error reply, by cause and the server's words (counted as an error, and no
+    /// success for the flow's step it answers).
+    Message { payload: &'m [u8], error: Option<(&'m str, &'m str)> },
     /// Nothing the load asked for (a heartbeat the session answered).
     Other,
 }
@@ -215,6 +219,8 @@ pub(crate) mod tests {
         pub deliveries: Vec<(String, Vec<u8>)>,
         /// cause, detail, seq, fatal.
         pub errors: Vec<(String, String, Option<u64>, bool)>,
+        /// Flow messages, and the error cause of those that are error replies.
+        pub messages: Vec<(Vec<u8>, Option<String>)>,
         pub other: usize,
     }
 
@@ -247,6 +253,9 @@ pub(crate) mod tests {
                 }
                 Incoming::Error { cause, detail, seq, fatal } => {
                     self.errors.push((cause.to_owned(), detail.to_owned(), seq, fatal))
+                }
+                Incoming::Message { payload, error } => {
+                    self.messages.push((payload.to_vec(), error.map(|(cause, _)| cause.to_owned())))
                 }
                 Incoming::Other => self.other += 1,
             }

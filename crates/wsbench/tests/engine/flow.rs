@@ -1,8 +1,8 @@
-//! The flow scenario against a real third-party server: the JSON-RPC and
-//! graphql-transport-ws peer `tests/interop/jsonrpc_server.py` (Python websockets), driven by
-//! the scenario files in `scenarios/`. The JSON-RPC peer answers pipelined requests out of
-//! order, so only matching replies by `id` gets every one right. Bad steps are one-line
-//! usage errors naming the step.
+//! The flow scenario against the JSON-RPC and graphql-transport-ws peer
+//! `tests/interop/jsonrpc_server.py` (Python websockets), driven by the scenario files in
+//! `scenarios/`. The JSON-RPC peer answers pipelined requests out of order, so only matching
+//! replies by `id` gets every one right. Bad steps are one-line usage errors naming the step.
+//! (The presets against rpc-websockets and graphql-ws themselves: `tests/protocols/flows.rs`.)
 
 use std::process::Command;
 use std::time::Duration;
@@ -77,16 +77,11 @@ fn jsonrpc_flow_matches_every_reply_by_id() {
 fn graphql_subscription_flow_gets_ack_nexts_and_completes() {
     let Some(peer) = jsonrpc_peer() else { return };
     let (result, context) = flow_run("graphql-subscription-flow.toml", &peer.url);
-    assert!(errors(&result).is_empty(), "unmatched or late messages\n{context}");
-    // One connection_ack per connection; three `next` per `complete`.
-    assert_eq!(step_count(&result, "ack"), 10, "{context}");
-    let completes = step_count(&result, "complete");
-    assert!(completes > 0, "no subscription completed\n{context}");
-    let nexts = step_count(&result, "next");
-    assert!(
-        (3 * completes..=3 * completes + 30).contains(&nexts),
-        "{nexts} nexts for {completes} completes\n{context}"
-    );
+    // No error: every subscription had its `next`s, each a `next`, and then its `complete`
+    // (one without would be late).
+    assert!(errors(&result).is_empty(), "unmatched, late or wrong messages\n{context}");
+    assert_eq!(step_count(&result, "ack"), 10, "one connection_ack per connection\n{context}");
+    assert!(step_count(&result, "ticks") >= 3 * 10, "no subscription's nexts\n{context}");
 }
 
 #[test]
@@ -99,6 +94,11 @@ fn bad_flow_steps_are_one_line_usage_errors_naming_the_step() {
             "step 2 `r`: bad regex",
         ),
         ("[[flow.steps]]\nsleep = \"soon\"\n", "step 1"),
+        (
+            "[[flow.steps]]\nname = \"c\"\nsend = \"x\"\n[[flow.steps]]\nexpect = \"c\"\nmatch-field = \"id\"\n\
+             [[flow.steps]]\nexpect = \"c\"\nmatch-field = \"id\"\n",
+            "step 3: send `c` is already expected by step 2",
+        ),
     ];
     for (index, (steps, mentions)) in cases.into_iter().enumerate() {
         let file = dir.join(format!("bad-{index}.toml"));

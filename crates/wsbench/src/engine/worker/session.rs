@@ -55,6 +55,9 @@ impl Sink for EngineSink<'_> {
                 self.cx.rec.metrics.counters.count_protocol_error(cause, detail);
                 self.after.fatal |= fatal;
             }
+            Incoming::Message { error: Some((cause, detail)), .. } => {
+                self.cx.rec.metrics.counters.count_protocol_error(cause, detail);
+            }
             _ => {}
         }
         let for_workload = !matches!(incoming, Incoming::Ready | Incoming::Other);

@@ -4,7 +4,9 @@
 //! from 1 (rpc-websockets never answers id 0); its reply is the response with that id, whose
 //! result carries the payload back (the string itself, or an array holding it). A response
 //! with `error` is no round trip: it is counted as `jsonrpc_error_CODE` with the server's
-//! message kept. The protocol has no opening and no heartbeat of its own.
+//! message kept. In a flow the messages are the flow's own (it writes the calls), and a
+//! response with `error` is marked as the error reply it is. The protocol has no opening and
+//! no heartbeat of its own.
 
 use std::time::Instant;
 
@@ -27,7 +29,7 @@ impl Protocol for JsonRpc {
         "JSON-RPC 2.0: an echo is a call of --method (default echo) answered by its result"
     }
     fn serves(&self, usage: Use) -> bool {
-        usage == Use::Requests
+        matches!(usage, Use::Requests | Use::Messages)
     }
     fn options(&self) -> &'static [&'static str] {
         &["method"]
@@ -44,6 +46,7 @@ impl Protocol for JsonRpc {
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         let method = setup.options.method.clone().unwrap_or_else(|| DEFAULT_METHOD.to_owned());
         Box::new(JsonRpcSession {
+            flow: setup.usage == Use::Messages,
             method,
             encoding: Vec::new(),
             params: Vec::new(),
@@ -55,6 +58,8 @@ impl Protocol for JsonRpc {
 
 #[derive(Debug)]
 struct JsonRpcSession {
+    /// A flow's messages: passed on whole, error responses marked.
+    flow: bool,
     method: String,
     /// The message being written, its params, and a reply's payload decoded (kept for their
     /// capacity).
@@ -83,6 +88,15 @@ impl Session for JsonRpcSession {
     fn publish(&mut self, _topic: &str, _payload: &[u8], _out: &mut dyn Outbox) {}
 
     fn receive(&mut self, message: &[u8], _binary: bool, _now: Instant, sink: &mut dyn Sink) {
+        if self.flow {
+            return match jsonrpc::decode(message) {
+                Ok(Message::Error { code, message: words, .. }) => {
+                    let cause = error_cause(&mut self.cause, code);
+                    sink.incoming(Incoming::Message { payload: message, error: Some((cause, &words)) })
+                }
+                _ => sink.incoming(Incoming::Message { payload: message, error: None }),
+            };
+        }
         match jsonrpc::decode(message) {
             Ok(Message::Result { id, result }) => {
                 let seq = request_seq(&id);
@@ -93,11 +107,9 @@ impl Session for JsonRpcSession {
                 sink.incoming(Incoming::Reply { seq, payload });
             }
             Ok(Message::Error { id, code, message, .. }) => {
-                self.cause.clear();
-                self.cause.push_str("jsonrpc_error_");
-                self.cause.push_str(&code.to_string());
+                let cause = error_cause(&mut self.cause, code);
                 let seq = request_seq(&id);
-                sink.incoming(Incoming::Error { cause: &self.cause, detail: &message, seq, fatal: false });
+                sink.incoming(Incoming::Error { cause, detail: &message, seq, fatal: false });
             }
             Ok(Message::Notification { .. } | Message::Event { .. }) => sink.incoming(Incoming::Other),
             Err(error) => {
@@ -111,6 +123,14 @@ impl Session for JsonRpcSession {
             }
         }
     }
+}
+
+/// `jsonrpc_error_CODE`, written into `cause`.
+fn error_cause(cause: &mut String, code: i64) -> &str {
+    cause.clear();
+    cause.push_str("jsonrpc_error_");
+    cause.push_str(&code.to_string());
+    cause
 }
 
 /// The request a response answers: ids are sequence numbers from 1.
@@ -183,5 +203,22 @@ mod tests {
         assert!(JsonRpc.check(&binary).unwrap_err().contains("--binary"));
         assert!(JsonRpc.check(&Options { method: Some(String::new()), ..Options::default() }).is_err());
         assert!(!JsonRpc.serves(Use::PubSub));
+    }
+
+    #[test]
+    fn a_flows_messages_pass_whole_with_error_replies_marked() {
+        let options = Options::default();
+        let mut session = JsonRpc.session(&setup(Use::Messages, &options));
+        let mut heard = Heard::default();
+        let result = br#"{"jsonrpc":"2.0","result":1,"id":"a"}"#;
+        let error = br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"busy"},"id":"b"}"#;
+        for message in [&result[..], error, b"hello"] {
+            session.receive(message, false, Instant::now(), &mut heard);
+        }
+        let marked = Some("jsonrpc_error_-32000".to_owned());
+        assert_eq!(
+            heard.messages,
+            [(result.to_vec(), None), (error.to_vec(), marked), (b"hello".to_vec(), None)]
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! The flow scenario's figures in the result file: for each named step, its latency (from
 //! the step's histogram, kept losslessly in `histograms.flow_steps`), the replies that
-//! matched nothing while a connection was at it, and its expectations that timed out.
+//! matched nothing while a connection was at it (and the first one's opening), its replies
+//! that failed their checks or were error replies, and its expectations that timed out.
 //! Computed from the flow's section, so a merge recomputes them from merged histograms.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,20 +23,41 @@ pub struct FlowStep {
     pub latency_us: ConnectStats,
     pub unmatched: u64,
     pub late: u64,
+    /// Replies that failed `check-json`/`check-regex`.
+    #[serde(default)]
+    pub mismatched: u64,
+    /// Replies the message protocol read as errors.
+    #[serde(default)]
+    pub refused: u64,
+    /// The opening of the first message that matched nothing at this step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmatched_sample: Option<String>,
 }
 
 impl FlowSummary {
     pub fn of(section: &FlowSection) -> FlowSummary {
-        let names: BTreeSet<&String> =
-            section.steps.keys().chain(section.unmatched.keys()).chain(section.late.keys()).collect();
+        let names: BTreeSet<&String> = section
+            .steps
+            .keys()
+            .chain(section.unmatched.keys())
+            .chain(section.late.keys())
+            .chain(section.mismatched.keys())
+            .chain(section.refused.keys())
+            .collect();
         let steps = names
             .into_iter()
             .map(|name| {
                 let latency_us =
                     section.steps.get(name).map(ConnectStats::from_histogram).unwrap_or_default();
                 let count = |map: &BTreeMap<String, u64>| map.get(name).copied().unwrap_or(0);
-                let step =
-                    FlowStep { latency_us, unmatched: count(&section.unmatched), late: count(&section.late) };
+                let step = FlowStep {
+                    latency_us,
+                    unmatched: count(&section.unmatched),
+                    late: count(&section.late),
+                    mismatched: count(&section.mismatched),
+                    refused: count(&section.refused),
+                    unmatched_sample: section.unmatched_samples.get(name).cloned(),
+                };
                 (name.clone(), step)
             })
             .collect();

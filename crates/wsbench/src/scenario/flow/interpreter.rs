@@ -1,29 +1,33 @@
 //! A flow's work on a worker's connections: each runs the compiled [`FlowProgram`] — sends
 //! templated text messages, waits for replies matched by a JSON field (so replies may come
-//! in any order) or by a regex, sleeps, repeats blocks — and records the latency of each
-//! named step. Replies that match nothing are counted by the step the connection was at;
-//! expectations that time out are counted late by step. A connection waiting on a deadline
-//! is woken by the engine's timers.
+//! in any order; one, a count, or until a pattern) or by a regex, sleeps, repeats blocks —
+//! and records the latency of each named step. A reply that fails its checks is counted
+//! wrong, one the message protocol calls an error (a JSON-RPC `error`, a GraphQL `error`)
+//! answers its send without being a success; replies that match nothing are counted by the
+//! step the connection was at, with the first one's opening kept to show; expectations that
+//! time out are counted late by step. A connection waiting on a deadline is woken by the
+//! engine's timers.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Instant;
 
-use rand::Rng;
 use serde_json::Value;
 use wsbench_proto::OpCode;
 
-use super::program::{FlowProgram, Op as FlowOp, Piece as FlowPiece};
+use super::program::{FlowProgram, Op as FlowOp, Piece as FlowPiece, Replies, Vars, render};
 use super::section::FlowSection;
-use super::state::{FlowState, Wait};
+use super::state::{FlowState, Outstanding, Wait};
 use crate::engine::conn::ClientConn;
 use crate::engine::recorder::Counted;
 use crate::engine::workload::{Assembly, Cx, Message, Workload};
 use crate::metrics::{Section, record_us};
+use crate::protocol::Incoming;
 
 /// Longest reply a flow reassembles; a longer one counts unmatched and is dropped.
 const MAX_REPLY: usize = 1 << 20;
+/// The opening of an unmatched message kept to show (characters).
+const SAMPLE_CHARS: usize = 200;
 /// Instructions one connection runs before yielding to the others (a `repeat` with nothing
 /// that waits would otherwise spin forever).
 const MAX_OPS_PER_TURN: usize = 4096;
@@ -72,11 +76,11 @@ impl FlowWorkload {
                 return;
             };
             match op {
-                FlowOp::Send { name, template, track } => {
+                FlowOp::Send { name, template, track, .. } => {
                     self.send(cx, conn, flow, (name, template, track), now)
                 }
                 FlowOp::ExpectReply { send, timeout } => {
-                    if flow.outstanding.iter().any(|(name, _, _)| name == send) {
+                    if flow.outstanding.iter().any(|o| o.name == *send) {
                         flow.wait = Wait::Reply(flow.pc, now + *timeout);
                     }
                 }
@@ -118,13 +122,23 @@ impl FlowWorkload {
         (name, template, track): (&String, &[FlowPiece], &Option<String>),
         now: Instant,
     ) {
-        let text = render(template, conn.index, flow.seq, now);
+        let vars = Vars::new(conn.index, flow.seq, now);
+        let text = render(template, &vars);
         flow.seq += 1;
+        flow.last_vars = vars;
+        flow.sent(name, now);
         let bytes = conn.write_message(OpCode::Text, rand::random(), text.as_bytes());
         cx.rec.sent(1, bytes as u64, text.len() as u64);
         if let Some(field) = track {
             match serde_json::from_str::<Value>(&text).ok().and_then(|v| v.get(field).cloned()) {
-                Some(value) => flow.outstanding.push((name.clone(), value, now)),
+                Some(value) => {
+                    let left = match self.program.send(name).map(|(_, replies, _)| replies) {
+                        Some(Replies::Until(_)) => None,
+                        Some(Replies::Count(count)) => Some(*count),
+                        None => Some(1),
+                    };
+                    flow.outstanding.push(Outstanding { name: name.clone(), value, sent: now, vars, left });
+                }
                 // The template did not make JSON with that field: nothing can match.
                 None => *self.section.unmatched.entry(name.clone()).or_default() += 1,
             }
@@ -137,13 +151,11 @@ impl FlowWorkload {
             Wait::Sleep(until) if until <= now => flow.wait = Wait::Nothing,
             Wait::Reply(pc, until) if until <= now => {
                 let FlowOp::ExpectReply { send, .. } = &self.program.ops[pc] else { return };
-                let late: Vec<(String, Value)> = flow
-                    .outstanding
-                    .extract_if(.., |(name, _, _)| name == send)
-                    .map(|(name, value, _)| (name, value))
-                    .collect();
+                let late: Vec<Outstanding> = flow.outstanding.extract_if(.., |o| o.name == *send).collect();
                 *self.section.late.entry(send.clone()).or_default() += late.len() as u64;
-                flow.expired.extend(late);
+                for outstanding in late {
+                    flow.expire(outstanding.name, outstanding.value);
+                }
                 flow.wait = Wait::Nothing;
             }
             Wait::Regex(pc, _, until) if until <= now => {
@@ -157,50 +169,105 @@ impl FlowWorkload {
     }
 
     /// A whole message from the server: matched to what the connection waits for.
-    fn on_reply(&mut self, cx: &mut Cx<'_>, flow: &mut FlowState, message: &[u8], now: Instant) {
+    /// `error`: the message protocol read it as an error reply (already counted by cause).
+    fn on_reply(&mut self, cx: &mut Cx<'_>, flow: &mut FlowState, message: &[u8], error: bool, now: Instant) {
         if !cx.rec.sending_allowed(now) && matches!(flow.wait, Wait::Done | Wait::Nothing) {
             // The run is over: what still arrives answers nothing the flow waits for.
             return;
         }
         let text = String::from_utf8_lossy(message);
         let program = self.program.clone();
-        if let Wait::Regex(pc, since, _) = flow.wait
-            && let FlowOp::ExpectRegex { name, regex, .. } = &program.ops[pc]
-            && regex.is_match(&text)
+        if let Wait::Regex(pc, waited_since, _) = flow.wait
+            && let FlowOp::ExpectRegex { name, pattern, since, checks, .. } = &program.ops[pc]
+            && pattern.regex(&flow.last_vars).is_match(&text)
         {
-            self.record(cx, name, now.duration_since(since).as_micros() as u64, now);
+            let from = since
+                .as_ref()
+                .and_then(|send| flow.sent_at.iter().find(|(known, _)| known == send))
+                .map_or(waited_since, |&(_, at)| at);
+            match (error, checks.pass(&text, &flow.last_vars)) {
+                (true, _) => *self.section.refused.entry(name.clone()).or_default() += 1,
+                (false, true) => self.record(cx, name, now.duration_since(from).as_micros() as u64, now),
+                (false, false) => *self.section.mismatched.entry(name.clone()).or_default() += 1,
+            }
             flow.wait = Wait::Nothing;
             return;
         }
         let reply: Option<Value> = serde_json::from_str(&text).ok();
         // Whether the reply repeats the value a send named `name` put in its tracked field.
         let answers = |name: &str, value: &Value| {
-            tracked_field(&program, name)
-                .is_some_and(|field| reply.as_ref().and_then(|r| r.get(field)) == Some(value))
+            program
+                .send(name)
+                .is_some_and(|(field, _, _)| reply.as_ref().and_then(|r| r.get(field)) == Some(value))
         };
-        let found = flow.outstanding.iter().position(|(name, value, _)| answers(name, value));
-        if let Some(index) = found {
-            let (name, _, sent) = flow.outstanding.remove(index);
-            self.record(cx, &name, now.duration_since(sent).as_micros() as u64, now);
-            if let Wait::Reply(pc, _) = flow.wait
-                && let FlowOp::ExpectReply { send, .. } = &program.ops[pc]
-                && !flow.outstanding.iter().any(|(name, _, _)| name == send)
-            {
-                flow.wait = Wait::Nothing;
-            }
+        if let Some(index) = flow.outstanding.iter().position(|o| answers(&o.name, &o.value)) {
+            self.answer(cx, flow, index, &text, error, now);
             return;
         }
-        match flow.expired.iter().position(|(name, value)| answers(name, value)) {
-            Some(index) => {
-                flow.expired.swap_remove(index);
-            }
-            None => self.unmatched(flow),
+        if flow.expired.iter().any(|(name, value)| answers(name, value)) {
+            return;
+        }
+        if !error {
+            self.unmatched(flow, &text);
         }
     }
 
-    /// A reply that matched nothing, counted by the step the connection is at.
-    fn unmatched(&mut self, flow: &FlowState) {
+    /// Outstanding send `index` got a reply: an error ends it; its `until` pattern ends it;
+    /// else the reply is checked, recorded (or counted wrong) and one fewer is awaited.
+    fn answer(
+        &mut self,
+        cx: &mut Cx<'_>,
+        flow: &mut FlowState,
+        index: usize,
+        text: &str,
+        error: bool,
+        now: Instant,
+    ) {
+        let program = self.program.clone();
+        let outstanding = &mut flow.outstanding[index];
+        let Some((_, replies, checks)) = program.send(&outstanding.name) else { return };
+        let ends = match (error, replies) {
+            (true, _) => {
+                *self.section.refused.entry(outstanding.name.clone()).or_default() += 1;
+                true
+            }
+            (false, Replies::Until(pattern)) if pattern.regex(&outstanding.vars).is_match(text) => true,
+            (false, _) => {
+                match checks.pass(text, &outstanding.vars) {
+                    true => {
+                        let micros = now.duration_since(outstanding.sent).as_micros() as u64;
+                        let name = outstanding.name.clone();
+                        self.record(cx, &name, micros, now);
+                    }
+                    false => *self.section.mismatched.entry(outstanding.name.clone()).or_default() += 1,
+                }
+                let outstanding = &mut flow.outstanding[index];
+                outstanding.left = outstanding.left.map(|left| left.saturating_sub(1));
+                outstanding.left == Some(0)
+            }
+        };
+        if !ends {
+            return;
+        }
+        let done = flow.outstanding.remove(index);
+        if let Wait::Reply(pc, _) = flow.wait
+            && let FlowOp::ExpectReply { send, .. } = &program.ops[pc]
+            && *send == done.name
+            && !flow.outstanding.iter().any(|o| o.name == *send)
+        {
+            flow.wait = Wait::Nothing;
+        }
+    }
+
+    /// A reply that matched nothing, counted by the step the connection is at (the first
+    /// one's opening kept to show).
+    fn unmatched(&mut self, flow: &FlowState, text: &str) {
         let step = step_name(&self.program, flow);
+        if !self.section.unmatched_samples.contains_key(&step) {
+            let opening: String =
+                text.lines().next().unwrap_or_default().chars().take(SAMPLE_CHARS).collect();
+            self.section.unmatched_samples.insert(step.clone(), opening);
+        }
         *self.section.unmatched.entry(step).or_default() += 1;
     }
 
@@ -231,10 +298,18 @@ impl Workload for FlowWorkload {
     fn on_message(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, message: Message<'_>, now: Instant) {
         let Some(mut flow) = self.states.get_mut(conn.slot).and_then(Option::take) else { return };
         match message {
-            Message::Whole(data) => self.on_reply(cx, &mut flow, data, now),
-            Message::TooLong => self.unmatched(&flow),
+            Message::Whole(data) => self.on_reply(cx, &mut flow, data, false, now),
+            Message::TooLong => self.unmatched(&flow, "(a message longer than 1 MiB)"),
             Message::Piece { .. } => {}
         }
+        self.states[conn.slot] = Some(flow);
+        self.advance(cx, conn, now);
+    }
+    /// A message the connection's protocol read (its error replies marked).
+    fn on_incoming(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, incoming: Incoming<'_>, now: Instant) {
+        let Incoming::Message { payload, error } = incoming else { return };
+        let Some(mut flow) = self.states.get_mut(conn.slot).and_then(Option::take) else { return };
+        self.on_reply(cx, &mut flow, payload, error.is_some(), now);
         self.states[conn.slot] = Some(flow);
         self.advance(cx, conn, now);
     }
@@ -257,6 +332,7 @@ impl Workload for FlowWorkload {
 }
 
 /// The name of the step the connection is at (for replies that match nothing).
+/// (Between expectations — sleeping, say — that is the latest send.)
 fn step_name(program: &FlowProgram, flow: &FlowState) -> String {
     let at = match flow.wait {
         Wait::Reply(pc, _) | Wait::Regex(pc, _, _) => pc,
@@ -265,38 +341,11 @@ fn step_name(program: &FlowProgram, flow: &FlowState) -> String {
     match program.ops.get(at) {
         Some(FlowOp::Send { name, .. } | FlowOp::ExpectRegex { name, .. }) => name.clone(),
         Some(FlowOp::ExpectReply { send, .. }) => send.clone(),
-        _ => "flow".to_owned(),
+        _ => match flow.sent_at.iter().max_by_key(|(_, at)| *at) {
+            Some((name, _)) => name.clone(),
+            None => "flow".to_owned(),
+        },
     }
-}
-
-/// The JSON field the send named `name` is matched on.
-fn tracked_field<'p>(program: &'p FlowProgram, name: &str) -> Option<&'p str> {
-    program.ops.iter().find_map(|op| match op {
-        FlowOp::Send { name: send, track: Some(field), .. } if send == name => Some(field.as_str()),
-        _ => None,
-    })
-}
-
-/// A send template filled in for connection `conn`, message `seq`.
-fn render(template: &[FlowPiece], conn: u64, seq: u64, now: Instant) -> String {
-    let mut text = String::new();
-    for piece in template {
-        let _ = match piece {
-            FlowPiece::Text(literal) => write!(text, "{literal}"),
-            FlowPiece::Conn => write!(text, "{conn}"),
-            FlowPiece::Seq => write!(text, "{seq}"),
-            FlowPiece::NowUs => write!(text, "{}", unix_micros(now)),
-            FlowPiece::RandU32 => write!(text, "{}", rand::rng().random::<u32>()),
-        };
-    }
-    text
-}
-
-/// µs since the Unix epoch at `now`.
-fn unix_micros(now: Instant) -> u128 {
-    let ago = Instant::now().saturating_duration_since(now);
-    let wall = std::time::SystemTime::now().checked_sub(ago).unwrap_or(std::time::SystemTime::now());
-    wall.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros())
 }
 
 #[cfg(test)]
@@ -312,8 +361,8 @@ mod tests {
             FlowPiece::Conn,
             FlowPiece::Text("}".into()),
         ];
-        assert_eq!(render(&template, 7, 3, Instant::now()), "{\"id\":3,\"c\":7}");
-        let random = render(&[FlowPiece::RandU32], 0, 0, Instant::now());
-        assert!(random.parse::<u32>().is_ok(), "{random}");
+        let vars = Vars::new(7, 3, Instant::now());
+        assert_eq!(render(&template, &vars), "{\"id\":3,\"c\":7}");
+        assert_eq!(render(&[FlowPiece::RandU32], &vars), vars.rand_u32.to_string());
     }
 }

@@ -1,12 +1,18 @@
 //! A flow's `[[flow.steps]]` (as the settings give them, [`FlowSettings`]) checked and
 //! compiled into a flat program ([`FlowProgram`]) that every connection runs: `send` a text
-//! template, `expect` a reply (the JSON field of a reply equal to the one sent, or a regex)
-//! within a timeout, `sleep`, `repeat` a block N times or until the run ends. A bad step is
-//! a one-line error naming it (exit 2).
+//! template; `expect` its replies (the JSON field of a reply equal to the one sent: one, a
+//! `count`, or every one `until` a regex matches) within a timeout, each checked by content
+//! (`check-json`, `check-regex`); wait for a message matching a regex (`expect-regex`, its
+//! latency from the wait or `since` a send); `sleep`; `repeat` a block N times or until the
+//! run ends. Templates (`{conn}`, `{seq}`, `{now_us}`, `{rand_u32}`) are filled in sends,
+//! and in patterns and checks with the values of the send they answer. A bad step is a
+//! one-line error naming it (exit 2).
 
-use std::time::Duration;
+use std::borrow::Cow;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::config::{ConfigError, FlowSettings, StepSettings, invalid_setting as invalid};
 use crate::units::parse_duration;
@@ -15,8 +21,12 @@ use crate::units::parse_duration;
 pub const DEFAULT_EXPECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Nesting of `repeat` blocks allowed.
 const MAX_DEPTH: usize = 8;
+/// Replies one `expect` may count (`count`).
+const MAX_COUNT: u64 = 1_000_000;
+/// The compiled size a pattern may take (a regex is compiled per send when it has fields).
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
-/// A piece of a send template.
+/// A piece of a template.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum Piece {
     Text(String),
@@ -26,26 +36,194 @@ pub enum Piece {
     RandU32,
 }
 
+/// The values a send filled into its template; the patterns and checks of the messages that
+/// answer it are filled with the same.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Vars {
+    pub conn: u64,
+    pub seq: u64,
+    pub now_us: u128,
+    pub rand_u32: u32,
+}
+
+impl Vars {
+    /// Connection `conn`'s send number `seq`, made at `now`.
+    pub fn new(conn: u64, seq: u64, now: Instant) -> Vars {
+        Vars { conn, seq, now_us: unix_micros(now), rand_u32: rand::random() }
+    }
+}
+
+/// `pieces` filled in with `vars`.
+pub fn render(pieces: &[Piece], vars: &Vars) -> String {
+    let mut text = String::new();
+    for piece in pieces {
+        match piece {
+            Piece::Text(literal) => text.push_str(literal),
+            Piece::Conn => text.push_str(&vars.conn.to_string()),
+            Piece::Seq => text.push_str(&vars.seq.to_string()),
+            Piece::NowUs => text.push_str(&vars.now_us.to_string()),
+            Piece::RandU32 => text.push_str(&vars.rand_u32.to_string()),
+        }
+    }
+    text
+}
+
+/// µs since the Unix epoch at `now`.
+fn unix_micros(now: Instant) -> u128 {
+    let ago = Instant::now().saturating_duration_since(now);
+    let wall = std::time::SystemTime::now().checked_sub(ago).unwrap_or(std::time::SystemTime::now());
+    wall.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros())
+}
+
+/// A regex: compiled once, or (when it holds template fields) per send it answers.
+#[derive(Debug, Clone)]
+pub enum Pattern {
+    Fixed(regex::Regex),
+    Templated(Vec<Piece>),
+}
+
+impl Pattern {
+    fn compile(text: &str) -> Result<Pattern, String> {
+        let pieces = template(text)?;
+        if let [Piece::Text(_)] = pieces.as_slice() {
+            return Ok(Pattern::Fixed(build(text)?));
+        }
+        // The fields are numbers: any values make a valid regex if these do.
+        build(&render(&pieces, &Vars::default()))?;
+        Ok(Pattern::Templated(pieces))
+    }
+
+    /// The regex for a message answering the send that filled in `vars`.
+    pub fn regex(&self, vars: &Vars) -> Cow<'_, regex::Regex> {
+        match self {
+            Pattern::Fixed(regex) => Cow::Borrowed(regex),
+            Pattern::Templated(pieces) => match build(&render(pieces, vars)) {
+                Ok(regex) => Cow::Owned(regex),
+                // Checked at compile time with other numbers; cannot fail for these.
+                Err(_) => Cow::Owned(regex::Regex::new("$^").expect("a valid regex")),
+            },
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Pattern::Fixed(regex) => regex.as_str().to_owned(),
+            Pattern::Templated(pieces) => {
+                let mut text = String::new();
+                for piece in pieces {
+                    text.push_str(match piece {
+                        Piece::Text(literal) => literal,
+                        Piece::Conn => "{conn}",
+                        Piece::Seq => "{seq}",
+                        Piece::NowUs => "{now_us}",
+                        Piece::RandU32 => "{rand_u32}",
+                    });
+                }
+                text
+            }
+        }
+    }
+}
+
+impl Serialize for Pattern {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text())
+    }
+}
+
+fn build(text: &str) -> Result<regex::Regex, String> {
+    regex::RegexBuilder::new(text)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| format!("bad regex: {}", first_line(&e)))
+}
+
+/// What a matched message must say.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Checks {
+    /// JSON pointer → the value there (strings with template fields filled in).
+    pub json: Vec<(String, Value)>,
+    pub regex: Option<Pattern>,
+}
+
+impl Checks {
+    fn compile(step: &StepSettings) -> Result<Checks, String> {
+        let mut json = Vec::new();
+        for (pointer, expected) in step.check_json.iter().flatten() {
+            if !pointer.is_empty() && !pointer.starts_with('/') {
+                return Err(format!(
+                    "check-json key `{pointer}` is not a JSON pointer: write it like \"/result/0\""
+                ));
+            }
+            let value = serde_json::to_value(expected).map_err(|e| format!("check-json `{pointer}`: {e}"))?;
+            json.push((pointer.clone(), value));
+        }
+        let regex = step.check_regex.as_deref().map(Pattern::compile).transpose()?;
+        Ok(Checks { json, regex })
+    }
+
+    /// Whether `message` (parsed once as JSON when there are JSON checks) passes every check.
+    pub fn pass(&self, message: &str, vars: &Vars) -> bool {
+        if let Some(pattern) = &self.regex
+            && !pattern.regex(vars).is_match(message)
+        {
+            return false;
+        }
+        if self.json.is_empty() {
+            return true;
+        }
+        let Ok(parsed) = serde_json::from_str::<Value>(message) else { return false };
+        self.json.iter().all(|(pointer, expected)| {
+            let found = parsed.pointer(pointer);
+            match expected {
+                // A string with fields may stand for a number (`"{conn}"`).
+                Value::String(text) => {
+                    let filled = template(text).map(|pieces| render(&pieces, vars)).unwrap_or_default();
+                    match found {
+                        Some(Value::String(found)) => *found == filled,
+                        Some(Value::Number(found)) => found.to_string() == filled,
+                        _ => false,
+                    }
+                }
+                other => found == Some(other),
+            }
+        })
+    }
+}
+
+/// How many replies a send gets.
+#[derive(Debug, Clone, Serialize)]
+pub enum Replies {
+    Count(u64),
+    /// Every reply until one matches the pattern (which ends them and is no reply itself).
+    Until(Pattern),
+}
+
 /// One instruction of the compiled flow.
 #[derive(Debug, Clone, Serialize)]
 pub enum Op {
-    /// `track`: the JSON field an `expect` of this send matches on.
+    /// `track`: the JSON field its replies are matched on, how many there are and what each
+    /// must say (from the `expect` of this send).
     Send {
         name: String,
         template: Vec<Piece>,
         track: Option<String>,
+        replies: Replies,
+        checks: Checks,
     },
-    /// Wait until the latest message of send `send` has its reply.
+    /// Wait until the latest message of send `send` has had its replies.
     ExpectReply {
         send: String,
         timeout: Duration,
     },
-    /// Wait for a message matching `regex`; its latency is recorded under `name`.
+    /// Wait for a message matching `pattern`; its latency (from the wait's start, or from
+    /// the latest send named `since`) is recorded under `name`.
     ExpectRegex {
         name: String,
-        #[serde(serialize_with = "as_str")]
-        regex: regex::Regex,
+        pattern: Pattern,
         timeout: Duration,
+        since: Option<String>,
+        checks: Checks,
     },
     Sleep(Duration),
     /// Start of a block run `times` times (`None`: until the run ends); `end` is the index
@@ -57,10 +235,6 @@ pub enum Op {
     RepeatEnd {
         start: usize,
     },
-}
-
-fn as_str<S: serde::Serializer>(regex: &regex::Regex, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(regex.as_str())
 }
 
 /// The flow every connection runs.
@@ -85,12 +259,22 @@ impl FlowProgram {
         compiler.block(&settings.steps, 0).map_err(|problem| invalid("flow.steps", problem))?;
         Ok(FlowProgram { ops: compiler.ops })
     }
+
+    /// The send named `name`: its tracked field, replies and checks.
+    pub fn send(&self, name: &str) -> Option<(&str, &Replies, &Checks)> {
+        self.ops.iter().find_map(|op| match op {
+            Op::Send { name: send, track: Some(field), replies, checks, .. } if send == name => {
+                Some((field.as_str(), replies, checks))
+            }
+            _ => None,
+        })
+    }
 }
 
 struct Compiler {
     ops: Vec<Op>,
-    /// Names of the sends so far, and the index of each in `ops`.
-    sends: Vec<(String, usize)>,
+    /// Names of the sends so far, the index of each in `ops`, and the step that expects it.
+    sends: Vec<(String, usize, Option<usize>)>,
     counter: usize,
 }
 
@@ -131,35 +315,46 @@ impl Compiler {
             true => Err(format!("{what} does not apply to this step")),
             false => Ok(()),
         };
+        let expecting = step.expect.is_some() || step.expect_regex.is_some();
         only(step.steps.is_some() && step.repeat.is_none(), "steps")?;
         only(step.match_field.is_some() && step.expect.is_none(), "match-field")?;
-        only(step.timeout.is_some() && step.expect.is_none() && step.expect_regex.is_none(), "timeout")?;
+        only((step.count.is_some() || step.until.is_some()) && step.expect.is_none(), "count/until")?;
+        only(step.since.is_some() && step.expect_regex.is_none(), "since")?;
+        only(step.timeout.is_some() && !expecting, "timeout")?;
+        only(
+            (step.check_json.is_some() || step.check_regex.is_some()) && !expecting,
+            "check-json/check-regex",
+        )?;
         if let Some(text) = &step.send {
             let name = step.name.clone().unwrap_or_else(|| format!("send{}", self.counter));
-            if self.sends.iter().any(|(known, _)| *known == name) {
+            if self.sends.iter().any(|(known, _, _)| *known == name) {
                 return Err(format!("a send named `{name}` comes earlier: names must differ"));
             }
-            self.sends.push((name.clone(), self.ops.len()));
-            self.ops.push(Op::Send { name, template: template(text)?, track: None });
-        } else if let Some(send) = &step.expect {
-            let field =
-                step.match_field.clone().ok_or("an expect needs match-field, e.g. match-field = \"id\"")?;
-            let Some(&(_, at)) = self.sends.iter().find(|(name, _)| name == send) else {
-                return Err(format!("expects `{send}`, but no send of that name comes before it"));
+            self.sends.push((name.clone(), self.ops.len(), None));
+            let send = Op::Send {
+                name,
+                template: template(text)?,
+                track: None,
+                replies: Replies::Count(1),
+                checks: Checks::default(),
             };
-            if let Op::Send { track, .. } = &mut self.ops[at] {
-                match track {
-                    Some(other) if *other != field => {
-                        return Err(format!("send `{send}` is already matched on `{other}`"));
-                    }
-                    _ => *track = Some(field),
-                }
-            }
-            self.ops.push(Op::ExpectReply { send: send.clone(), timeout: timeout()? });
+            self.ops.push(send);
+        } else if let Some(send) = &step.expect {
+            self.expect(step, send, timeout()?)?;
         } else if let Some(pattern) = &step.expect_regex {
-            let regex = regex::Regex::new(pattern).map_err(|e| format!("bad regex: {}", first_line(&e)))?;
             let name = step.name.clone().unwrap_or_else(|| format!("expect{}", self.counter));
-            self.ops.push(Op::ExpectRegex { name, regex, timeout: timeout()? });
+            if let Some(since) = &step.since
+                && !self.sends.iter().any(|(known, _, _)| known == since)
+            {
+                return Err(format!("since `{since}`, but no send of that name comes before it"));
+            }
+            self.ops.push(Op::ExpectRegex {
+                name,
+                pattern: Pattern::compile(pattern)?,
+                timeout: timeout()?,
+                since: step.since.clone(),
+                checks: Checks::compile(step)?,
+            });
         } else if let Some(text) = &step.sleep {
             self.ops.push(Op::Sleep(parse_duration(text).map_err(|e| e.to_string())?));
         } else if let Some(repeat) = &step.repeat {
@@ -181,6 +376,41 @@ impl Compiler {
             self.ops.push(Op::RepeatEnd { start });
             self.ops[start] = Op::Repeat { times, end };
         }
+        Ok(())
+    }
+
+    /// An `expect` of send `send`: the send learns how its replies are matched, how many
+    /// there are and what each must say. One expect per send.
+    fn expect(&mut self, step: &StepSettings, send: &str, timeout: Duration) -> Result<(), String> {
+        let field =
+            step.match_field.clone().ok_or("an expect needs match-field, e.g. match-field = \"id\"")?;
+        let counter = self.counter;
+        let Some((_, at, expected_by)) = self.sends.iter_mut().find(|(name, _, _)| name == send) else {
+            return Err(format!("expects `{send}`, but no send of that name comes before it"));
+        };
+        if let Some(earlier) = expected_by {
+            return Err(format!(
+                "send `{send}` is already expected by step {earlier}: one expect per send (count = N \
+                 waits for N replies)"
+            ));
+        }
+        *expected_by = Some(counter);
+        let replies = match (step.count, &step.until) {
+            (Some(_), Some(_)) => return Err("give count or until, not both".to_owned()),
+            (Some(count), None) if !(1..=MAX_COUNT).contains(&count) => {
+                return Err(format!("count is 1 to {MAX_COUNT}"));
+            }
+            (Some(count), None) => Replies::Count(count),
+            (None, Some(until)) => Replies::Until(Pattern::compile(until)?),
+            (None, None) => Replies::Count(1),
+        };
+        let checks = Checks::compile(step)?;
+        if let Op::Send { track, replies: send_replies, checks: send_checks, .. } = &mut self.ops[*at] {
+            *track = Some(field);
+            *send_replies = replies;
+            *send_checks = checks;
+        }
+        self.ops.push(Op::ExpectReply { send: send.to_owned(), timeout });
         Ok(())
     }
 }
@@ -241,13 +471,34 @@ mod tests {
         )
         .unwrap();
         match &program.ops[..] {
-            [Op::Send { name, template, track }, Op::ExpectReply { send, timeout }] => {
+            [Op::Send { name, template, track, .. }, Op::ExpectReply { send, timeout }] => {
                 assert_eq!((name.as_str(), track.as_deref(), send.as_str()), ("call", Some("id"), "call"));
                 assert_eq!(template, &[Piece::Text("{\"id\":".into()), Piece::Seq, Piece::Text("}".into())]);
                 assert_eq!(*timeout, Duration::from_secs(1));
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn replies_are_counted_and_checked_with_the_sends_values() {
+        let program = compile(
+            "[[steps]]\nname = \"sub\"\nsend = '{\"id\":\"s{seq}\"}'\n[[steps]]\nexpect = \"sub\"\n\
+             match-field = \"id\"\nuntil = '\"type\":\"complete\"'\ncheck-json = { \"/id\" = \"s{seq}\" }\n\
+             check-regex = '\"c\":{conn}'\n",
+        )
+        .unwrap();
+        let (field, replies, checks) = program.send("sub").unwrap();
+        assert_eq!(field, "id");
+        assert!(matches!(replies, Replies::Until(_)));
+        let vars = Vars { conn: 4, seq: 9, ..Vars::default() };
+        assert!(checks.pass(r#"{"id":"s9","c":4}"#, &vars));
+        assert!(!checks.pass(r#"{"id":"s8","c":4}"#, &vars), "another send's reply");
+        assert!(!checks.pass(r#"{"id":"s9","c":5}"#, &vars), "another connection's");
+        assert!(!checks.pass("not json \"c\":4", &vars));
+        let pattern = Pattern::compile("seq {seq} of {conn}").unwrap();
+        assert!(pattern.regex(&vars).is_match("seq 9 of 4"));
+        assert_eq!(serde_json::to_value(&pattern).unwrap(), "seq {seq} of {conn}");
     }
 
     #[test]
@@ -270,6 +521,24 @@ mod tests {
             ("[[steps]]\nrepeat = 0\nsteps = [ { send = \"x\" } ]\n", "repeat is a count above 0"),
             ("[[steps]]\nsleep = \"soon\"\n", "step 1:"),
             ("steps = []\n", "no steps"),
+            (
+                "[[steps]]\nname = \"c\"\nsend = \"x\"\n[[steps]]\nexpect = \"c\"\nmatch-field = \"id\"\n\
+                 [[steps]]\nexpect = \"c\"\nmatch-field = \"id\"\n",
+                "step 3: send `c` is already expected by step 2: one expect per send (count = N",
+            ),
+            (
+                "[[steps]]\nname = \"c\"\nsend = \"x\"\n[[steps]]\nexpect = \"c\"\nmatch-field = \"id\"\n\
+                 check-json = { \"result\" = 1 }\n",
+                "check-json key `result` is not a JSON pointer",
+            ),
+            (
+                "[[steps]]\nname = \"c\"\nsend = \"x\"\n[[steps]]\nexpect = \"c\"\nmatch-field = \"id\"\n\
+                 count = 2\nuntil = \"done\"\n",
+                "give count or until, not both",
+            ),
+            ("[[steps]]\nexpect-regex = \"x\"\nsince = \"nope\"\n", "since `nope`, but no send"),
+            ("[[steps]]\nsend = \"x\"\ncheck-regex = \"y\"\n", "check-json/check-regex does not apply"),
+            ("[[steps]]\nexpect-regex = \"{seq}(\"\n", "bad regex"),
         ];
         for (text, wanted) in cases {
             let error = compile(text).unwrap_err();

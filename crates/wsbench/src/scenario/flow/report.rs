@@ -1,6 +1,8 @@
 //! The report's lines for the flow scenario: one per named step, with its latency, the
-//! replies that matched nothing while connections were at it, and its expectations that
-//! timed out. Reads only the result file.
+//! replies that matched nothing while connections were at it, those that failed their checks
+//! or were error replies, and its expectations that timed out; then the opening of the first
+//! message that matched nothing at each step, so that what the server said is seen. Reads
+//! only the result file.
 
 use super::figures::FlowSummary;
 use crate::result::RunResult;
@@ -12,7 +14,8 @@ pub fn flow_lines(result: &RunResult) -> Vec<(&'static str, String)> {
     if flow.steps.is_empty() {
         return vec![("flow:", "no step completed".to_owned())];
     }
-    flow.steps
+    let mut lines: Vec<(&'static str, String)> = flow
+        .steps
         .iter()
         .enumerate()
         .map(|(index, (name, step))| {
@@ -28,9 +31,20 @@ pub fn flow_lines(result: &RunResult) -> Vec<(&'static str, String)> {
                     micros(l.max as f64)
                 ),
             };
-            let text =
+            let mut text =
                 format!("{name}: {latency}; unmatched {}, late {}", group(step.unmatched), group(step.late));
+            if step.mismatched > 0 {
+                text += &format!(", failed checks {}", group(step.mismatched));
+            }
+            if step.refused > 0 {
+                text += &format!(", error replies {}", group(step.refused));
+            }
             (if index == 0 { "flow steps:" } else { "" }, text)
         })
-        .collect()
+        .collect();
+    let samples = flow.steps.iter().filter_map(|(name, step)| Some((name, step.unmatched_sample.as_ref()?)));
+    for (index, (name, sample)) in samples.enumerate() {
+        lines.push((if index == 0 { "unmatched:" } else { "" }, format!("at {name}: {sample:?}")));
+    }
+    lines
 }

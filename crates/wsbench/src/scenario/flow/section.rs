@@ -1,8 +1,8 @@
 //! A flow's own measurements: the latency of each named step (send → matched reply, or
 //! expect start → regex match), the replies that matched nothing by the step the
-//! connection was at, and the expectations that timed out by step. Written into the result
-//! under the keys flows always had (`counters.flow_unmatched`, `counters.flow_late`,
-//! `histograms.flow_steps`) and read back from them.
+//! connection was at (with the first one's opening), the replies that failed their checks,
+//! the error replies, and the expectations that timed out, by step. Written into the result
+//! under `counters.flow_*` and `histograms.flow_steps`, and read back from them.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -18,7 +18,17 @@ pub struct FlowSection {
     pub steps: BTreeMap<String, Histogram<u64>>,
     pub unmatched: BTreeMap<String, u64>,
     pub late: BTreeMap<String, u64>,
+    /// Replies that failed their `check-json`/`check-regex`.
+    pub mismatched: BTreeMap<String, u64>,
+    /// Replies the message protocol read as errors (counted by their cause as errors; here
+    /// by the step they answered).
+    pub refused: BTreeMap<String, u64>,
+    /// The opening of the first unmatched message, by step.
+    pub unmatched_samples: BTreeMap<String, String>,
 }
+
+/// The counters a flow writes, by their key in `counters`.
+const COUNTS: [&str; 4] = ["flow_unmatched", "flow_late", "flow_mismatched", "flow_refused"];
 
 impl FlowSection {
     /// The latency histogram of step `name`, made on first use.
@@ -27,6 +37,11 @@ impl FlowSection {
             self.steps.insert(name.to_owned(), new_histogram());
         }
         self.steps.get_mut(name).expect("just inserted")
+    }
+
+    /// The counts it writes, in the order of [`COUNTS`].
+    fn counts(&self) -> [&BTreeMap<String, u64>; 4] {
+        [&self.unmatched, &self.late, &self.mismatched, &self.refused]
     }
 
     /// Read back from a result file's `counters` and `histograms`.
@@ -48,7 +63,16 @@ impl FlowSection {
                 steps.insert(step.clone(), decode_histogram(&field, text)?);
             }
         }
-        Ok(FlowSection { steps, unmatched: counts("flow_unmatched"), late: counts("flow_late") })
+        let unmatched_samples =
+            counters.get("flow_unmatched_samples").and_then(|v| serde_json::from_value(v.clone()).ok());
+        Ok(FlowSection {
+            steps,
+            unmatched: counts(COUNTS[0]),
+            late: counts(COUNTS[1]),
+            mismatched: counts(COUNTS[2]),
+            refused: counts(COUNTS[3]),
+            unmatched_samples: unmatched_samples.unwrap_or_default(),
+        })
     }
 }
 
@@ -58,15 +82,29 @@ impl Section for FlowSection {
         for (step, histogram) in &other.steps {
             self.step(step).add(histogram).expect("histograms share bounds");
         }
-        for (mine, theirs) in [(&mut self.unmatched, &other.unmatched), (&mut self.late, &other.late)] {
+        for (mine, theirs) in [
+            (&mut self.unmatched, &other.unmatched),
+            (&mut self.late, &other.late),
+            (&mut self.mismatched, &other.mismatched),
+            (&mut self.refused, &other.refused),
+        ] {
             for (step, count) in theirs {
                 *mine.entry(step.clone()).or_default() += count;
             }
         }
+        for (step, sample) in &other.unmatched_samples {
+            self.unmatched_samples.entry(step.clone()).or_insert_with(|| sample.clone());
+        }
     }
 
+    /// Unmatched, late and wrong replies; error replies are already errors by their cause.
     fn errors(&self, errors: &mut BTreeMap<String, u64>) {
-        for (kind, counts) in [("flow_unmatched", &self.unmatched), ("flow_late", &self.late)] {
+        let kinds = [
+            ("flow_unmatched", &self.unmatched),
+            ("flow_late", &self.late),
+            ("flow_mismatch", &self.mismatched),
+        ];
+        for (kind, counts) in kinds {
             let total: u64 = counts.values().sum();
             if total > 0 {
                 *errors.entry(kind.to_owned()).or_default() += total;
@@ -76,10 +114,14 @@ impl Section for FlowSection {
 
     fn counters(&self) -> BTreeMap<String, Value> {
         let mut counters = BTreeMap::new();
-        for (key, counts) in [("flow_unmatched", &self.unmatched), ("flow_late", &self.late)] {
+        for (key, counts) in COUNTS.iter().zip(self.counts()) {
             if !counts.is_empty() {
-                counters.insert(key.to_owned(), serde_json::to_value(counts).unwrap_or_default());
+                counters.insert((*key).to_owned(), serde_json::to_value(counts).unwrap_or_default());
             }
+        }
+        if !self.unmatched_samples.is_empty() {
+            let samples = serde_json::to_value(&self.unmatched_samples).unwrap_or_default();
+            counters.insert("flow_unmatched_samples".to_owned(), samples);
         }
         counters
     }

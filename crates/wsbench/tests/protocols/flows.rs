@@ -1,0 +1,83 @@
+//! Flows against the real servers people run: the shipped presets pass against
+//! rpc-websockets 10 and graphql-ws 6; a JSON-RPC error reply is an error by its code and no
+//! success for its step; a reply that says the wrong thing fails its check; a message that
+//! answers nothing is counted and its first line shown.
+
+use std::time::Duration;
+
+use wsbench_testpeers::{or_skip, start_graphql_ws, start_rpc_websockets};
+
+use crate::harness::{errors, repo_root, summary_of, uint};
+use crate::run;
+
+/// `count` of flow step `step`'s latency.
+fn step_count(result: &serde_json::Value, step: &str) -> u64 {
+    uint(result, &format!("/flow/steps/{step}/latency_us/count"))
+}
+
+#[test]
+fn the_jsonrpc_preset_passes_against_rpc_websockets() {
+    let Some(server) = or_skip(start_rpc_websockets()) else { return };
+    let url = server.url("/");
+    let args = ["--scenario", "jsonrpc-flow", &url, "--duration", "2s", "--threshold", "errors==0"];
+    let (finished, result) = run("flow-jsonrpc-preset", &args, Duration::from_secs(30));
+    finished.assert_success();
+    for step in ["first", "second"] {
+        assert!(step_count(&result, step) > 20, "{step}: {}", summary_of(&result));
+    }
+}
+
+#[test]
+fn the_graphql_preset_passes_against_graphql_ws() {
+    let Some(server) = or_skip(start_graphql_ws()) else { return };
+    let url = server.url("/graphql");
+    let args =
+        ["--scenario", "graphql-subscription-flow", &url, "--duration", "2s", "--threshold", "errors==0"];
+    let (finished, result) = run("flow-graphql-preset", &args, Duration::from_secs(30));
+    finished.assert_success();
+    assert_eq!(step_count(&result, "ack"), 10, "{}", summary_of(&result));
+    assert!(step_count(&result, "ticks") >= 30, "{}", summary_of(&result));
+}
+
+#[test]
+fn error_replies_wrong_replies_and_strays_are_errors_with_the_servers_words() {
+    let Some(server) = or_skip(start_rpc_websockets()) else { return };
+    let file = repo_root().join("target/flow-errors.toml");
+    // `missing` calls a method the server lacks; `wrong` expects its result to say what it
+    // does not; `stray` is answered under an id no expect waits for.
+    let steps = r#"scenario = "flow"
+protocol = "jsonrpc"
+connections = 2
+
+[[flow.steps]]
+repeat = "until-end"
+steps = [
+    { name = "missing", send = '{"jsonrpc":"2.0","id":"m{seq}","method":"no_such","params":[]}' },
+    { expect = "missing", match-field = "id", timeout = "2s" },
+    { name = "wrong", send = '{"jsonrpc":"2.0","id":"w{seq}","method":"echo","params":["{conn}"]}' },
+    { expect = "wrong", match-field = "id", check-json = { "/result/0" = "not {conn}" }, timeout = "2s" },
+    { name = "stray", send = '{"jsonrpc":"2.0","id":"elsewhere","method":"echo","params":["hi"]}' },
+    { sleep = "20ms" },
+]
+"#;
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, steps).unwrap();
+    let url = server.url("/");
+    let args = ["--scenario", file.to_str().unwrap(), &url, "--duration", "1s"];
+    let (finished, result) = run("flow-errors", &args, Duration::from_secs(30));
+    finished.assert_completed_with_failures();
+    let errors = errors(&result);
+    let context = format!("{errors:?}\n{}", finished.describe());
+    let refused = uint(&result, "/flow/steps/missing/refused");
+    assert!(refused > 0, "{context}");
+    assert_eq!(errors.get("jsonrpc_error_-32601"), Some(&refused), "{context}");
+    assert_eq!(uint(&result, "/flow/steps/missing/latency_us/count"), 0, "an error reply is no success");
+    let wrong = uint(&result, "/flow/steps/wrong/mismatched");
+    assert!(wrong > 0 && errors.get("flow_mismatch") == Some(&wrong), "{context}");
+    assert_eq!(uint(&result, "/flow/steps/wrong/latency_us/count"), 0, "a wrong reply is no success");
+    assert!(errors.get("flow_unmatched").is_some_and(|&n| n > 0), "{context}");
+    let sample = result["flow"]["steps"]["stray"]["unmatched_sample"].as_str().unwrap_or_default();
+    assert!(sample.contains(r#""id":"elsewhere""#), "the stray reply is shown: {sample:?}\n{context}");
+    assert!(finished.stdout.contains("unmatched:"), "{context}");
+    assert!(finished.stdout.contains("(\"Method not found\")"), "{context}");
+}
