@@ -165,12 +165,11 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
     if summary.errors.is_empty() {
         line(out, "errors:", "none");
     } else {
-        let responses = &result.counters.handshake_responses;
         let errors: Vec<String> = summary
             .errors
             .iter()
-            .map(|(kind, n)| match kind.strip_prefix("handshake_").and_then(|cause| responses.get(cause)) {
-                Some(response) => format!("{kind} {} ({response:?})", group(*n)),
+            .map(|(kind, n)| match server_words(&result.counters, kind) {
+                Some(words) => format!("{kind} {} ({words:?})", group(*n)),
                 None => format!("{kind} {}", group(*n)),
             })
             .collect();
@@ -191,6 +190,26 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
 }
 
 /// permessage-deflate: what was negotiated, and wire bytes against payload bytes each way.
+/// What the server said about an error kind, as the counters kept it: the refused
+/// upgrade's response, the close frame's reason, or the message protocol's own words
+/// (shortened to [`WORDS_SHOWN`] characters).
+fn server_words(counters: &crate::metrics::Counters, kind: &str) -> Option<String> {
+    let words = if let Some(cause) = kind.strip_prefix("handshake_") {
+        counters.handshake_responses.get(cause)
+    } else if let Some(code) = kind.strip_prefix("closed_") {
+        code.parse().ok().and_then(|code: u16| counters.close_reasons.get(&code))
+    } else {
+        counters.protocol_error_details.get(kind)
+    }?;
+    Some(match words.chars().count() > WORDS_SHOWN {
+        true => words.chars().take(WORDS_SHOWN).chain(['…']).collect(),
+        false => words.clone(),
+    })
+}
+
+/// How much of the server's words the errors line shows.
+const WORDS_SHOWN: usize = 100;
+
 fn compression_lines(out: &mut String, compression: &crate::result::CompressionSummary) {
     let negotiated: Vec<String> = compression
         .negotiated
@@ -431,6 +450,20 @@ mod tests {
                 .replace("\x1b[0m", ""),
             { report(fixture::open_loop_troubled(), false) }
         );
+    }
+
+    #[test]
+    fn errors_show_what_the_server_said() {
+        let mut result = RunResult::from_outcome(&fixture::open_loop_troubled());
+        result.counters.close_reasons.insert(1001, "Going away".into());
+        result.summary.errors.insert("graphql_error".into(), 2);
+        let detail = format!("Cannot query field \"nope\"{}", " on type".repeat(20));
+        result.counters.protocol_error_details.insert("graphql_error".into(), detail);
+        let text = render_text_with(&result, false);
+        assert!(text.contains(r#"closed_1001 4 ("Going away")"#), "{text}");
+        let shown = r#"graphql_error 2 ("Cannot query field \"nope\" on type on type"#;
+        assert!(text.contains(shown), "{text}");
+        assert!(text.contains("…\")"), "long words are shortened: {text}");
     }
 
     #[test]
