@@ -36,5 +36,7 @@ pub fn run(test: &str, args: &[&str], timeout: Duration) -> (Finished, Value) {
     (finished, result)
 }
 
+#[path = "protocols/graphql_ws.rs"]
+mod graphql_ws;
 #[path = "protocols/jsonrpc.rs"]
 mod jsonrpc;
