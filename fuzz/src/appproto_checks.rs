@@ -138,6 +138,9 @@ pub fn socketio_decode(data: &[u8]) {
 pub fn graphql_ws_decode(data: &[u8]) {
     if let Ok(graphql_ws::Message::Next { payload, .. }) = graphql_ws::decode(data) {
         let _ = graphql_ws::execution_error(payload);
+        if let Some(data) = graphql_ws::result_data(payload) {
+            let _ = graphql_ws::only_field(data);
+        }
     }
     let text = String::from_utf8_lossy(data);
     let mut wire = Vec::new();

@@ -3,6 +3,8 @@
 //   query        { echo(message: String!): String! }            the message back
 //   subscription { echo(message: String!): String! }            yields the message once
 //   subscription { ticks(count: Int!): Int! }                   yields 1..count, then completes
+// A connection on a path starting /forbidden is refused at connection_init (onConnect says
+// no: close 4403 "Forbidden"), as a server refusing a client's credentials does.
 // Usage: node graphql_ws_server.js PORT (0: a free port). Prints `ready PORT` once listening.
 'use strict';
 const { WebSocketServer } = require('ws');
@@ -32,6 +34,7 @@ const roots = {
 const port = Number(process.argv[2] || 0);
 const wss = new WebSocketServer({ host: '127.0.0.1', port });
 wss.on('error', (error) => console.error(error));
-useServer({ schema, roots }, wss);
+const onConnect = (ctx) => !ctx.extra.request.url.startsWith('/forbidden');
+useServer({ schema, roots, onConnect }, wss);
 wss.on('listening', () => console.log(`ready ${wss.address().port}`));
 process.on('SIGTERM', () => process.exit(0));

@@ -7,7 +7,8 @@
 //! escaped, variables and payloads are JSON text copied as given. The decoder reads one
 //! message into a view that borrows it: ids are borrowed strings, payloads their JSON text
 //! (`&str`, found by serde_json's `RawValue`), never a `serde_json::Value`. An `error`
-//! carries its first GraphQL error's `message`, so the engine can count errors by it. A
+//! carries its first GraphQL error's `message`, so the engine can count errors by it; a
+//! `next`'s result gives up its `data` and the value of its only field the same way. A
 //! server closes the WebSocket with a code of its own on a protocol violation;
 //! [`close_code_name`] names them.
 
@@ -102,6 +103,39 @@ struct ExecutionResult<'a> {
     errors: Option<Vec<GraphQlError<'a>>>,
 }
 
+#[derive(serde::Deserialize)]
+struct ResultData<'a> {
+    #[serde(default, borrow)]
+    data: Option<&'a RawValue>,
+}
+
+/// The value of an object's only member, or `None` when the object has none or several.
+struct OnlyMember<'a>(Option<&'a RawValue>);
+
+impl<'de> serde::Deserialize<'de> for OnlyMember<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, Visitor};
+        struct Members;
+        impl<'de> Visitor<'de> for Members {
+            type Value = OnlyMember<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let Some(IgnoredAny) = map.next_key()? else { return Ok(OnlyMember(None)) };
+                let value: &'de RawValue = map.next_value()?;
+                let mut only = true;
+                // The rest is read to its end: the parser wants the whole object.
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
+                    only = false;
+                }
+                Ok(OnlyMember(only.then_some(value)))
+            }
+        }
+        deserializer.deserialize_map(Members)
+    }
+}
+
 /// Decodes one message.
 pub fn decode(message: &[u8]) -> Result<Message<'_>, DecodeError> {
     // serde would also read a struct from an array.
@@ -141,6 +175,19 @@ pub fn execution_error(payload: &str) -> Option<Cow<'_, str>> {
     }
     let result: ExecutionResult<'_> = serde_json::from_str(payload).ok()?;
     result.errors?.into_iter().next().map(|error| error.message)
+}
+
+/// The `data` of an execution result (a `next`'s payload) as JSON text; `None` when it has
+/// none, or it is not an object.
+pub fn result_data(payload: &str) -> Option<&str> {
+    let result: ResultData<'_> = serde_json::from_str(payload).ok()?;
+    result.data.map(RawValue::get).filter(|data| *data != "null")
+}
+
+/// The value of the only field of `data` (`{"echo":"hi"}` → `"hi"`) as JSON text: what a
+/// one-field operation answered. `None` when `data` is not an object of exactly one field.
+pub fn only_field(data: &str) -> Option<&str> {
+    serde_json::from_str::<OnlyMember<'_>>(data).ok()?.0.map(RawValue::get)
 }
 
 fn put_type(out: &mut Vec<u8>, kind: &str) {

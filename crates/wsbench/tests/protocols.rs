@@ -39,5 +39,7 @@ pub fn run(test: &str, args: &[&str], timeout: Duration) -> (Finished, Value) {
 
 #[path = "protocols/flows.rs"]
 mod flows;
+#[path = "protocols/graphql_ws.rs"]
+mod graphql_ws;
 #[path = "protocols/jsonrpc.rs"]
 mod jsonrpc;

@@ -65,6 +65,22 @@ fn an_error_carries_its_first_message() {
 }
 
 #[test]
+fn a_result_s_data_and_its_only_field_are_found() {
+    let payload = r#"{"data":{"echo":"a \"quoted\" line"}}"#;
+    let data = result_data(payload).unwrap();
+    assert_eq!(data, r#"{"echo":"a \"quoted\" line"}"#);
+    assert_eq!(only_field(data), Some(r#""a \"quoted\" line""#));
+    assert_eq!(only_field(r#"{"ticks":2}"#), Some("2"));
+    assert_eq!(only_field(r#"{"a":1,"b":{"c":[2]}}"#), None);
+    assert_eq!(only_field("{}"), None);
+    assert_eq!(only_field(r#"["a"]"#), None);
+    assert_eq!(only_field(r#"{"a":1"#), None);
+    assert_eq!(result_data(r#"{"data":null,"errors":[{"message":"boom"}]}"#), None);
+    assert_eq!(result_data(r#"{"errors":[]}"#), None);
+    assert_eq!(result_data("[]"), None);
+}
+
+#[test]
 fn a_next_with_errors_names_the_first() {
     assert_eq!(execution_error(r#"{"data":null,"errors":[{"message":"boom"}]}"#).as_deref(), Some("boom"));
 }

@@ -9,6 +9,7 @@
 //! are, and the pub/sub JSON of docs/protocols.md — is the default. Adding a protocol is a
 //! folder and a line in [`PROTOCOLS`] (docs/architecture.md says how).
 
+pub mod graphql_ws;
 pub mod jsonrpc;
 pub mod raw;
 
@@ -16,7 +17,7 @@ use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
 /// Every protocol, by name.
-pub static PROTOCOLS: &[&dyn Protocol] = &[&raw::Raw, &jsonrpc::JsonRpc];
+pub static PROTOCOLS: &[&dyn Protocol] = &[&raw::Raw, &jsonrpc::JsonRpc, &graphql_ws::GraphqlWs];
 
 /// The protocol called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn Protocol> {
@@ -120,6 +121,12 @@ pub trait Protocol: Sync + Debug {
     /// Checks the options it takes; a one-line reason when they are wrong.
     fn check(&self, _options: &Options) -> Result<(), String> {
         Ok(())
+    }
+    /// Whether a reply carries the request's payload back, so the workload checks it
+    /// against what was sent; false when, with these `options`, a reply is the server's own
+    /// answer (an operation of the user's), whose arrival alone is the round trip.
+    fn replies_echo(&self, _options: &Options) -> bool {
+        true
     }
     /// Connection `setup.index`'s side of the protocol.
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session>;

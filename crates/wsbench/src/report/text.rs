@@ -183,13 +183,21 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
     }
 }
 
-/// `kind count`, and what the server said about it when it said something (`"…"`).
+/// `kind count`, and what the server said about it when it said something (`"…"`,
+/// shortened to [`WORDS_SHOWN`] characters).
 pub fn error_with_detail(result: &RunResult, kind: &str, count: u64) -> String {
     match result.counters.error_detail(kind) {
+        Some(detail) if detail.chars().count() > WORDS_SHOWN => {
+            let shortened: String = detail.chars().take(WORDS_SHOWN).chain(['…']).collect();
+            format!("{kind} {} ({shortened:?})", group(count))
+        }
         Some(detail) => format!("{kind} {} ({detail:?})", group(count)),
         None => format!("{kind} {}", group(count)),
     }
 }
+
+/// How much of the server's words the errors line shows.
+const WORDS_SHOWN: usize = 100;
 
 /// permessage-deflate: what was negotiated, and wire bytes against payload bytes each way.
 fn compression_lines(out: &mut String, compression: &crate::result::CompressionSummary) {
@@ -432,6 +440,20 @@ mod tests {
                 .replace("\x1b[0m", ""),
             { report(fixture::open_loop_troubled(), false) }
         );
+    }
+
+    #[test]
+    fn errors_show_what_the_server_said() {
+        let mut result = RunResult::from_outcome(&fixture::open_loop_troubled());
+        result.counters.close_reasons.insert(1001, "Going away".into());
+        result.summary.errors.insert("graphql_error".into(), 2);
+        let detail = format!("Cannot query field \"nope\"{}", " on type".repeat(20));
+        result.counters.protocol_error_details.insert("graphql_error".into(), detail);
+        let text = render_text_with(&result, false);
+        assert!(text.contains(r#"closed_1001 4 ("Going away")"#), "{text}");
+        let shown = r#"graphql_error 2 ("Cannot query field \"nope\" on type on type"#;
+        assert!(text.contains(shown), "{text}");
+        assert!(text.contains("…\")"), "long words are shortened: {text}");
     }
 
     #[test]
