@@ -72,6 +72,10 @@ pub fn compare(
         std::fs::create_dir_all(out).map_err(|source| CompareError::OutDir { path: out.clone(), source })?;
     }
     let mut rows: Vec<Row> = selected.iter().map(|manifest| Row::new(manifest)).collect();
+    let protocol = config.settings.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
+    for row in &mut rows {
+        row.require_protocol(protocol);
+    }
     for feature in Feature::needed_by(&config.settings) {
         for row in &mut rows {
             row.require(feature);
@@ -122,10 +126,14 @@ const DEFLATE: Feature = Feature {
 };
 
 impl Feature {
-    /// The features `settings` need.
+    /// The features `settings` need. A scenario's feature is that of its default protocol
+    /// (the pub/sub of docs/protocols.md): a server that speaks the run's own protocol has
+    /// what the protocol has (a broker's pub/sub).
     pub fn needed_by(settings: &RunSettings) -> Vec<Feature> {
         let compresses = settings.compression.as_deref().is_some_and(|c| !matches!(c.trim(), "none" | "off"));
-        let scenario = settings.scenario.as_deref().and_then(crate::scenario::by_name);
+        let default_protocol = settings.protocol.as_deref().is_none_or(|p| p == crate::protocol::DEFAULT);
+        let scenario =
+            settings.scenario.as_deref().and_then(crate::scenario::by_name).filter(|_| default_protocol);
         let of_scenario = scenario.and_then(|scenario| scenario.fleet_feature()).map(|feature| Feature {
             manifest_key: feature.manifest_key,
             env: feature.env,
@@ -145,6 +153,18 @@ impl Row {
             self.available = false;
             self.problems.clear();
             self.skipped = Some(feature.skipped.to_owned());
+        }
+    }
+
+    /// A run in `protocol`: a server that does not speak it is skipped, saying what it speaks.
+    fn require_protocol(&mut self, protocol: &str) {
+        if !self.manifest.speaks(protocol) && self.skipped.is_none() {
+            self.available = false;
+            self.problems.clear();
+            self.skipped = Some(format!(
+                "skipped: does not speak --protocol {protocol} (it speaks {})",
+                self.manifest.protocols.join(", ")
+            ));
         }
     }
 
@@ -207,7 +227,8 @@ impl Row {
                 return;
             }
         };
-        settings.target = Some(server.url());
+        let protocol = settings.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
+        settings.target = Some(server.url(self.manifest.path(protocol)));
         let measured = measure(settings, interrupt);
         // A server that closed every connection is usually on its way out: give it a
         // moment to exit so the row can say it died rather than look merely slow.

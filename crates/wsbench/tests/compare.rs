@@ -3,6 +3,9 @@
 //! healthy rows are measured; the broken ones get a row that says what happened, and the
 //! comparison exits 3 (RUN_FAILURES) when any row failed, 0 when none did.
 
+#[allow(dead_code)]
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -221,4 +224,55 @@ fn a_ping_comparison_measures_every_server_on_its_heartbeat_path() {
         assert_eq!(result["ping"]["pongs"], result["ping"]["pings"], "{stdout}\n{stderr}");
         assert_eq!(result["ping"]["unanswered"], 0, "{stdout}\n{stderr}");
     }
+}
+
+#[test]
+fn a_protocol_comparison_runs_the_servers_that_speak_it_and_skips_the_rest() {
+    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers");
+    if !peers.join("node_modules/rpc-websockets").is_dir() {
+        support::peer_missing("peer rpc-websockets not installed");
+        return;
+    }
+    let dir = fleet_dir("protocol");
+    // A JSON-RPC server as a fleet member: it speaks jsonrpc only, on the path `/`.
+    let script = peers.join("rpc_websockets_server.js");
+    std::fs::create_dir_all(dir.join("rpc")).unwrap();
+    std::fs::write(
+        dir.join("rpc").join("server.toml"),
+        format!(
+            "name = \"rpc\"\nlanguage = \"JavaScript\"\nlibrary = \"rpc-websockets\"\nversion = \"10\"\n\
+             description = \"test\"\nrequires = [\"node\"]\ninstall = []\ninstalled = \"true\"\n\
+             start = \"exec node {} {{port}}\"\nthreads = 1\nhttp = false\nprotocols = [\"jsonrpc\"]\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.join("results");
+    let flags = "--protocol jsonrpc --connections 10 --warmup 0s --duration 1s";
+    let mut args = vec!["compare", "--servers", "builtin,rpc", "--out"];
+    args.push(out.to_str().unwrap());
+    args.extend(flags.split_whitespace());
+    let (code, stdout, stderr) = wsbench(&args, &dir);
+    assert_eq!(code, Some(0), "a skipped server is no failure\n{stdout}\n{stderr}");
+    let builtin = stdout.lines().find(|l| l.starts_with("builtin")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(builtin.contains("skipped: does not speak --protocol jsonrpc (it speaks raw)"), "{builtin}");
+    let rpc = stdout.lines().find(|l| l.starts_with("rpc")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(rpc.contains("10/10"), "{rpc}");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("rpc-1.json")).unwrap()).unwrap();
+    assert_eq!(result["config"]["protocol"], "jsonrpc", "{stdout}\n{stderr}");
+    assert!(result["summary"]["errors"].as_object().is_some_and(|e| e.is_empty()), "{stdout}\n{stderr}");
+    assert!(result["summary"]["latency_us"]["count"].as_u64() > Some(10), "{stdout}\n{stderr}");
+}
+
+#[test]
+fn a_manifest_naming_an_unknown_protocol_is_refused_with_the_known_ones() {
+    let dir = fleet_dir("unknown-protocol");
+    let manifest = dir.join("healthy").join("server.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap() + "protocols = [\"amqp\"]\n";
+    std::fs::write(&manifest, text).unwrap();
+    let (code, _, stderr) = wsbench(&["fleet", "list"], &dir);
+    assert_ne!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("protocol `amqp` is not one wsbench speaks: use raw"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }

@@ -181,7 +181,7 @@ impl RunSettings {
 
     /// `--protocol`: one the registry has (`raw` when none is given).
     fn protocol(&self) -> Result<&'static str, ConfigError> {
-        let name = self.protocol.as_deref().unwrap_or("raw");
+        let name = self.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
         crate::protocol::by_name(name).map(|protocol| protocol.name()).ok_or_else(|| {
             invalid(
                 "protocol",

@@ -74,6 +74,13 @@ pub struct Manifest {
     /// in its environment (its echo default is unchanged without it).
     #[serde(default)]
     pub pubsub: bool,
+    /// The message protocols it speaks (`--protocol`): `["raw"]` unless it says otherwise
+    /// (a broker: `["mqtt"]`). A run in another protocol skips it with a row saying so.
+    #[serde(default = "raw_only")]
+    pub protocols: Vec<String>,
+    /// The URL path of each protocol where it is not `/` (NATS: `mqtt = "/mqtt"`).
+    #[serde(default)]
+    pub paths: BTreeMap<String, String>,
     /// The folder the manifest came from (not in the file).
     #[serde(skip)]
     pub dir: PathBuf,
@@ -81,6 +88,10 @@ pub struct Manifest {
 
 fn yes() -> bool {
     true
+}
+
+fn raw_only() -> Vec<String> {
+    vec![crate::protocol::DEFAULT.to_owned()]
 }
 
 impl Manifest {
@@ -92,6 +103,16 @@ impl Manifest {
             "pubsub" => self.pubsub,
             _ => false,
         }
+    }
+
+    /// Whether it speaks message protocol `protocol`.
+    pub fn speaks(&self, protocol: &str) -> bool {
+        self.protocols.iter().any(|spoken| spoken == protocol)
+    }
+
+    /// The URL path a run in `protocol` requests.
+    pub fn path(&self, protocol: &str) -> &str {
+        self.paths.get(protocol).map_or("/", String::as_str)
     }
 }
 
@@ -128,6 +149,14 @@ pub fn load(dir: &Path) -> Result<Vec<Manifest>, FleetError> {
         if !manifest.start.contains("{port}") {
             return Err(FleetError::Manifest { path, message: "`start` has no {port} placeholder".into() });
         }
+        let named = manifest.protocols.iter().chain(manifest.paths.keys());
+        if let Some(unknown) = named.into_iter().find(|name| crate::protocol::by_name(name).is_none()) {
+            let message = format!(
+                "protocol `{unknown}` is not one wsbench speaks: use {}",
+                crate::protocol::names().join(", ")
+            );
+            return Err(FleetError::Manifest { path, message });
+        }
         manifest.dir = entry.path();
         fleet.push(manifest);
     }
@@ -156,6 +185,8 @@ pub fn builtin() -> Manifest {
         env: BTreeMap::new(),
         deflate: true,
         pubsub: true,
+        protocols: raw_only(),
+        paths: BTreeMap::new(),
         dir: std::env::temp_dir(),
     }
 }

@@ -83,8 +83,9 @@ impl FleetServer {
         }
     }
 
-    pub fn url(&self) -> String {
-        format!("ws://127.0.0.1:{}/", self.port)
+    /// Its URL at `path` (`/` for a plain echo server).
+    pub fn url(&self, path: &str) -> String {
+        format!("ws://127.0.0.1:{}{path}", self.port)
     }
 
     /// The processes to measure: whatever listens on the port (the real server even when

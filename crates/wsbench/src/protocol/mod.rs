@@ -16,6 +16,9 @@ pub mod raw;
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
+/// The protocol a run speaks when none is given.
+pub const DEFAULT: &str = "raw";
+
 /// Every protocol, by name.
 pub static PROTOCOLS: &[&dyn Protocol] = &[&raw::Raw, &jsonrpc::JsonRpc, &graphql_ws::GraphqlWs];
 

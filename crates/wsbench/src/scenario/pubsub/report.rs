@@ -33,7 +33,7 @@ pub fn pubsub_lines(result: &RunResult) -> Vec<(&'static str, String)> {
                 rate(pubsub.deliveries_per_sec)
             ),
         ),
-        ("", completeness(pubsub, result.config["protocol"].as_str().unwrap_or("raw"))),
+        ("", completeness(pubsub, result.config["protocol"].as_str().unwrap_or(crate::protocol::DEFAULT))),
     ];
     if spread.count > 0 {
         let text = format!(
@@ -115,7 +115,7 @@ fn completeness(pubsub: &PubSubSummary, protocol: &str) -> String {
     }
     if pubsub.subscribe_failures > 0 {
         let spoken = match protocol {
-            "raw" => "the pub/sub of docs/protocols.md".to_owned(),
+            crate::protocol::DEFAULT => "the pub/sub of docs/protocols.md".to_owned(),
             other => format!("--protocol {other}"),
         };
         text += &format!(
