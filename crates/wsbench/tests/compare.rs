@@ -3,7 +3,6 @@
 //! healthy rows are measured; the broken ones get a row that says what happened, and the
 //! comparison exits 3 (RUN_FAILURES) when any row failed, 0 when none did.
 
-#[allow(dead_code)]
 mod support;
 
 use std::path::{Path, PathBuf};
