@@ -339,6 +339,35 @@ fn only_the_scenario_folder_names_a_scenario() {
     assert!(found.is_empty(), "scenario-specific code outside scenario/:\n{}", found.join("\n"));
 }
 
+/// Modules that reach message protocols through their registry only, never by name.
+const PROTOCOL_BLIND: [&str; 10] =
+    ["engine", "result", "report", "live", "metrics", "merge", "compare", "session", "scenario", "fleet"];
+
+#[test]
+fn only_the_protocol_folder_names_a_protocol() {
+    // Every registered protocol but the default, which shared code names through
+    // `protocol::DEFAULT` (and whose name, `raw`, is an everyday word).
+    let names: Vec<String> = wsbench::protocol::names()
+        .into_iter()
+        .filter(|name| *name != wsbench::protocol::DEFAULT)
+        .flat_map(|name| [name.to_owned(), name.replace('-', "_")])
+        .collect();
+    assert!(names.len() >= 2, "the protocols were not found: {names:?}");
+    let mut found = Vec::new();
+    for (path, module) in library_files() {
+        if !PROTOCOL_BLIND.contains(&module[0].as_str()) {
+            continue;
+        }
+        let code = production_code(&path);
+        for name in &names {
+            if mentions(&code, name) > 0 {
+                found.push(format!("{} names the protocol `{name}`", path.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "protocol-specific code outside protocol/:\n{}", found.join("\n"));
+}
+
 /// The top-level modules `start` imports, directly or through others.
 fn reachable_from(start: &str) -> BTreeSet<String> {
     let files = library_files();

@@ -342,19 +342,7 @@ impl Compiler {
         } else if let Some(send) = &step.expect {
             self.expect(step, send, timeout()?)?;
         } else if let Some(pattern) = &step.expect_regex {
-            let name = step.name.clone().unwrap_or_else(|| format!("expect{}", self.counter));
-            if let Some(since) = &step.since
-                && !self.sends.iter().any(|(known, _, _)| known == since)
-            {
-                return Err(format!("since `{since}`, but no send of that name comes before it"));
-            }
-            self.ops.push(Op::ExpectRegex {
-                name,
-                pattern: Pattern::compile(pattern)?,
-                timeout: timeout()?,
-                since: step.since.clone(),
-                checks: Checks::compile(step)?,
-            });
+            self.expect_regex(step, pattern, timeout()?)?;
         } else if let Some(text) = &step.sleep {
             self.ops.push(Op::Sleep(parse_duration(text).map_err(|e| e.to_string())?));
         } else if let Some(repeat) = &step.repeat {
@@ -376,6 +364,25 @@ impl Compiler {
             self.ops.push(Op::RepeatEnd { start });
             self.ops[start] = Op::Repeat { times, end };
         }
+        Ok(())
+    }
+
+    /// An `expect-regex`: its pattern, what the message must say, and the send its latency
+    /// counts from (if not from the wait).
+    fn expect_regex(&mut self, step: &StepSettings, pattern: &str, timeout: Duration) -> Result<(), String> {
+        let name = step.name.clone().unwrap_or_else(|| format!("expect{}", self.counter));
+        if let Some(since) = &step.since
+            && !self.sends.iter().any(|(known, _, _)| known == since)
+        {
+            return Err(format!("since `{since}`, but no send of that name comes before it"));
+        }
+        self.ops.push(Op::ExpectRegex {
+            name,
+            pattern: Pattern::compile(pattern)?,
+            timeout,
+            since: step.since.clone(),
+            checks: Checks::compile(step)?,
+        });
         Ok(())
     }
 
