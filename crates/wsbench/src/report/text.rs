@@ -166,11 +166,16 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
         line(out, "errors:", "none");
     } else {
         let responses = &result.counters.handshake_responses;
+        // The server's own words: its handshake response, or what the message protocol kept.
+        let words = |kind: &str| {
+            let response = kind.strip_prefix("handshake_").and_then(|cause| responses.get(cause));
+            response.or_else(|| result.counters.protocol_error_details.get(kind))
+        };
         let errors: Vec<String> = summary
             .errors
             .iter()
-            .map(|(kind, n)| match kind.strip_prefix("handshake_").and_then(|cause| responses.get(cause)) {
-                Some(response) => format!("{kind} {} ({response:?})", group(*n)),
+            .map(|(kind, n)| match words(kind) {
+                Some(words) => format!("{kind} {} ({words:?})", group(*n)),
                 None => format!("{kind} {}", group(*n)),
             })
             .collect();
@@ -445,6 +450,16 @@ mod tests {
         assert!(text.contains("\n              ✓ passed  errors==0  (measured 0)\n"), "{text}");
         assert!(text.contains("✓ passed  echoes_per_sec>1  (measured "), "{text}");
         assert!(!report(fixture::closed_loop(), false).contains("thresholds:"));
+    }
+
+    #[test]
+    fn a_protocol_error_shows_the_servers_words_kept_for_it() {
+        let mut result = RunResult::from_outcome(&fixture::closed_loop());
+        result.summary.errors.insert("mqtt_connack_not_authorized".into(), 3);
+        let details = &mut result.counters.protocol_error_details;
+        details.insert("mqtt_connack_not_authorized".into(), "CONNACK return code 0x05".into());
+        let text = render_text(&result);
+        assert!(text.contains("mqtt_connack_not_authorized 3 (\"CONNACK return code 0x05\")"), "{text}");
     }
 
     #[test]
