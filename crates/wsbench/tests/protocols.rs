@@ -43,3 +43,6 @@ mod flows;
 mod graphql_ws;
 #[path = "protocols/jsonrpc.rs"]
 mod jsonrpc;
+
+#[path = "protocols/mqtt.rs"]
+mod mqtt;

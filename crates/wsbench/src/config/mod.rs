@@ -246,6 +246,9 @@ pub struct LoadSpec {
     /// Its options (`--event`, `--method`, `--qos`, `--mqtt-version`, `--query`).
     #[serde(skip_serializing_if = "is_default_options")]
     pub protocol_options: crate::protocol::Options,
+    /// The run's id, as [`RunConfig::run_id`]: what a protocol names the run's clients after.
+    #[serde(skip)]
+    pub run_id: String,
     /// The scenario's own settings, checked (written into `config` under its own keys).
     #[serde(flatten)]
     pub scenario_settings: OwnSettings,

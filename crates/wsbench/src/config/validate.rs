@@ -78,10 +78,12 @@ impl RunSettings {
             io: self.io()?,
             protocol: self.protocol()?,
             protocol_options: self.protocol_options(),
+            run_id: self.run_id()?,
             scenario_settings: OwnSettings(Arc::new(NoSettings)),
         };
         load.scenario_settings = OwnSettings(rules.settings(self, &load)?);
         let live = self.live(placement.processes)?;
+        let run_id = load.run_id.clone();
         Ok(RunConfig {
             open_at_once: rules.open_at_once(&load),
             load,
@@ -92,7 +94,7 @@ impl RunSettings {
             sampling: Sampling { server_pid: self.server_pid, no_probe: self.no_probe },
             outputs: self.outputs()?,
             thresholds,
-            run_id: self.run_id()?,
+            run_id,
             live,
         })
     }

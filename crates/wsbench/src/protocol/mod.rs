@@ -11,6 +11,7 @@
 
 pub mod graphql_ws;
 pub mod jsonrpc;
+pub mod mqtt;
 pub mod raw;
 
 use std::fmt::Debug;
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 pub const DEFAULT: &str = "raw";
 
 /// Every protocol, by name.
-pub static PROTOCOLS: &[&dyn Protocol] = &[&raw::Raw, &jsonrpc::JsonRpc, &graphql_ws::GraphqlWs];
+pub static PROTOCOLS: &[&dyn Protocol] = &[&raw::Raw, &mqtt::Mqtt, &jsonrpc::JsonRpc, &graphql_ws::GraphqlWs];
 
 /// The protocol called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn Protocol> {
@@ -88,6 +89,9 @@ impl Options {
 pub struct Setup<'a> {
     /// The connection's number in the run (client ids, topics of its own).
     pub index: u64,
+    /// The run's id (`--run-id`, the same in every shard): with `index`, names the
+    /// connection uniquely among runs.
+    pub run: &'a str,
     /// What the scenario uses the connection for.
     pub usage: Use,
     pub options: &'a Options,
@@ -203,6 +207,11 @@ pub trait Session: Send + Debug {
     fn on_timer(&mut self, _now: Instant, _sink: &mut dyn Sink) {}
     /// The run ends: what the protocol sends before the close (DISCONNECT).
     fn close(&mut self, _out: &mut dyn Outbox) {}
+    /// The server ended the connection before the session was ready (`close`: the code and
+    /// reason of its close frame; `None`: the connection just ended). The session may say
+    /// why, as far as its protocol can tell, with an error to `sink` (the engine counts the
+    /// close itself too).
+    fn ended_while_opening(&mut self, _close: Option<(u16, &str)>, _sink: &mut dyn Sink) {}
 }
 
 /// What protocol tests share: a session's setup, and an outbox and sink that keep what they
@@ -215,7 +224,7 @@ pub(crate) mod tests {
 
     /// Connection 0's setup for `usage`.
     pub fn setup(usage: Use, options: &Options) -> Setup<'_> {
-        Setup { index: 0, usage, options, open_timeout: Duration::from_secs(5) }
+        Setup { index: 0, run: "r1", usage, options, open_timeout: Duration::from_secs(5) }
     }
 
     /// Everything a session sent and said.

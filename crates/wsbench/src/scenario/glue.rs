@@ -192,6 +192,7 @@ impl Plan for ScenarioPlan {
         let protocol = crate::protocol::by_name(self.load.protocol).unwrap_or(&crate::protocol::raw::Raw);
         let setup = Setup {
             index,
+            run: &self.load.run_id,
             usage: self.scenario.protocol_use(),
             options: &self.load.protocol_options,
             open_timeout: self.load.connect_timeout,

@@ -100,9 +100,13 @@ impl Worker {
         if conn.state == State::Open {
             counters.messages_unanswered += self.workload.unanswered(conn);
         }
+        let opening = conn.state == State::Opening;
         let reply = if code == 0 { Vec::new() } else { code.to_be_bytes().to_vec() };
         conn.write_control(OpCode::Close, &reply);
         let _ = conn.flush(&[]);
+        if opening {
+            self.session_ended_early(key, Some((code, &reason)));
+        }
     }
 
     /// A piece of a compressed message: inflated, and handed on whole on its last piece.

@@ -135,7 +135,10 @@ impl Worker {
         match conn.state {
             State::Connecting => counters.connect_errors += 1,
             State::Upgrading => return self.on_refused(key, HandshakeFailure::ended(&conn.input, &conn.key)),
-            State::Opening => return self.on_refused(key, HandshakeFailure::of("protocol_closed")),
+            State::Opening => {
+                self.session_ended_early(key, None);
+                return self.on_refused(key, HandshakeFailure::of("protocol_closed"));
+            }
             State::Open => {
                 counters.resets += 1;
                 counters.messages_unanswered += self.workload.unanswered(conn);

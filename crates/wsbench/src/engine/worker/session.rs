@@ -106,6 +106,17 @@ impl Worker {
         self.with_session(key, now, |session, _, sink| session.close(sink));
     }
 
+    /// The server ended a connection whose session was still opening: the session says
+    /// why, as its protocol reads it (`close`: the server's close code and reason).
+    pub(super) fn session_ended_early(&mut self, key: usize, close: Option<(u16, &str)>) {
+        if self.conns.get(key).is_some_and(|conn| conn.state == State::Opening) {
+            let explain = |session: &mut dyn crate::protocol::Session, _, sink: &mut EngineSink<'_>| {
+                session.ended_while_opening(close, sink)
+            };
+            self.with_session(key, Instant::now(), explain);
+        }
+    }
+
     /// Wakes the session when it asks to be woken next.
     pub(super) fn arm_session(&mut self, key: usize) {
         let Some(conn) = self.conns.get_mut(key) else { return };

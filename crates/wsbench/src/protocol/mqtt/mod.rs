@@ -1,0 +1,94 @@
+//! `mqtt`: MQTT 3.1.1 and 5 over WebSocket (mosquitto, NATS, RabbitMQ web-mqtt, and the
+//! brokers IoT fleets talk to), at QoS 0 or 1. Every connection opens with CONNECT (clean
+//! session, client id `wsbench-<run id>-<connection index>`, keep-alive
+//! [`KEEP_ALIVE`]) and is ready once the broker accepts it with CONNACK; an echo connection
+//! first subscribes to a topic of its own, `wsbench/echo/<client id>`, and is ready once that
+//! is acknowledged. An echo request is a PUBLISH to that topic and its reply the broker
+//! delivering it back; pub/sub topics `tK` are MQTT topics `tK` as they are. Whatever the
+//! broker refuses (CONNACK, SUBACK, PUBACK codes, a DISCONNECT) is an error named after its
+//! code; what is not MQTT ends the connection with its cause. The wire format itself is
+//! `wsbench_appproto::mqtt`'s; the session lives in `session.rs`.
+
+mod session;
+
+use std::time::Duration;
+
+use wsbench_appproto::mqtt::{QoS, Version};
+
+use super::{Options, Protocol, Session, Setup, Use};
+use session::MqttSession;
+
+/// How often a connection promises to send something (PINGREQ at least): it pings every
+/// half of it, and a PINGRESP not back within it ends the connection.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(30);
+
+/// The path asked for when the target names none: NATS serves MQTT on `/mqtt` alone, as
+/// EMQX and HiveMQ do by default; mosquitto takes any path (RabbitMQ's is `/ws`: give it).
+pub const DEFAULT_PATH: &str = "/mqtt";
+
+#[derive(Debug)]
+pub struct Mqtt;
+
+impl Protocol for Mqtt {
+    fn name(&self) -> &'static str {
+        "mqtt"
+    }
+    fn about(&self) -> &'static str {
+        "MQTT 3.1.1 or 5 (--mqtt-version) at QoS 0 or 1 (--qos): an echo is a PUBLISH delivered back"
+    }
+    fn serves(&self, usage: Use) -> bool {
+        matches!(usage, Use::Requests | Use::PubSub)
+    }
+    fn subprotocols(&self) -> &'static [&'static str] {
+        &["mqtt"]
+    }
+    fn path(&self, given: &str) -> Option<String> {
+        (given.is_empty() || given == "/").then(|| DEFAULT_PATH.to_owned())
+    }
+    fn options(&self) -> &'static [&'static str] {
+        &["qos", "mqtt-version"]
+    }
+    /// `--binary` is taken as it is: MQTT over WebSocket is always binary messages.
+    fn check(&self, options: &Options) -> Result<(), String> {
+        qos(options)?;
+        version(options)?;
+        Ok(())
+    }
+    fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
+        // `check` refused anything else before the run.
+        let qos = qos(setup.options).unwrap_or(QoS::AtMostOnce);
+        let version = version(setup.options).unwrap_or(Version::V311);
+        let client_id = client_id(setup.run, setup.index);
+        Box::new(MqttSession::new(version, qos, setup.usage, client_id))
+    }
+}
+
+/// The client id of connection `index` of run `run`: unique among the run's connections
+/// (over every shard) and predictable from the run's `--run-id`.
+pub fn client_id(run: &str, index: u64) -> String {
+    format!("wsbench-{run}-{index}")
+}
+
+/// The topic an echo connection publishes to and subscribes to.
+pub fn echo_topic(client_id: &str) -> String {
+    format!("wsbench/echo/{client_id}")
+}
+
+fn qos(options: &Options) -> Result<QoS, String> {
+    match options.qos {
+        None | Some(0) => Ok(QoS::AtMostOnce),
+        Some(1) => Ok(QoS::AtLeastOnce),
+        Some(other) => Err(format!("--qos {other}: MQTT is spoken at QoS 0 or 1 (QoS 2 is not supported)")),
+    }
+}
+
+fn version(options: &Options) -> Result<Version, String> {
+    match options.mqtt_version.as_deref() {
+        None | Some("3.1.1") => Ok(Version::V311),
+        Some("5") => Ok(Version::V5),
+        Some(other) => Err(format!("--mqtt-version {other}: give 3.1.1 or 5")),
+    }
+}
+
+#[cfg(test)]
+mod tests;

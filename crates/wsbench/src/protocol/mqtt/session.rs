@@ -1,0 +1,470 @@
+//! One connection's side of MQTT: its opening (CONNECT → CONNACK, and for echo the
+//! SUBSCRIBE to its own topic → SUBACK), requests, subscriptions and publishes as packets,
+//! every packet the broker sends read and answered (PUBACK for a QoS 1 delivery), the
+//! keep-alive kept, DISCONNECT at the end. A WebSocket message may hold several packets or
+//! part of one: the bytes of an unfinished packet wait in a buffer no larger than the
+//! decoder's packet limit. Nothing here allocates per packet once the buffers have grown.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use wsbench_appproto::mqtt::{
+    self, Connect, DecodeError, Decoder, Packet, Publish, PublishView, QoS, SubAck, Version,
+};
+
+use super::{KEEP_ALIVE, echo_topic};
+use crate::protocol::{Incoming, Outbox, Session, Sink, Use};
+
+/// The largest packet a broker may send: the largest message the WebSocket layer takes, so
+/// MQTT refuses nothing WebSocket would carry, and a hostile broker grows the buffer no
+/// further than it could grow a message.
+pub const MAX_PACKET: usize = wsbench_proto::DEFAULT_MAX_MESSAGE as usize;
+
+/// QoS 1 publishes whose PUBACK has not come yet that a session remembers; beyond, the
+/// oldest is given up, counted as `mqtt_puback_missing`.
+pub const MAX_UNACKED: usize = 4096;
+
+/// Subscriptions awaiting their SUBACK that a session remembers (a connection subscribes
+/// once: this is a bound, not a working size).
+const MAX_SUBSCRIBING: usize = 64;
+
+/// Where the connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// CONNECT sent, CONNACK awaited.
+    Connecting,
+    /// Echo: SUBSCRIBE to its own topic sent, SUBACK awaited.
+    Subscribing,
+    Ready,
+    /// Refused, broken or closed: nothing more is read or sent.
+    Over,
+}
+
+#[derive(Debug)]
+pub(super) struct MqttSession {
+    version: Version,
+    qos: QoS,
+    usage: Use,
+    client_id: String,
+    /// Echo: the connection's own topic.
+    echo_topic: String,
+    decoder: Decoder,
+    phase: Phase,
+    /// The start of a packet whose end has not arrived (at most one packet).
+    partial: Vec<u8>,
+    /// The packet being written (kept for its capacity).
+    encoding: Vec<u8>,
+    last_packet_id: u16,
+    /// SUBSCRIBEs awaiting their SUBACK: packet id, the workload's topic.
+    subscribing: Vec<(u16, String)>,
+    /// QoS 1 PUBLISHes awaiting their PUBACK: packet id, the echo request it carries.
+    unacked: VecDeque<(u16, Option<u64>)>,
+    /// Publishes forgotten unacknowledged since the last report (beyond [`MAX_UNACKED`]).
+    given_up: u64,
+    /// When the next PINGREQ goes, once connected.
+    next_ping: Option<Instant>,
+    /// When the PINGRESP of the PINGREQ sent must have come.
+    pingresp_due: Option<Instant>,
+    /// An error's cause and detail (kept for their capacity).
+    cause: String,
+    detail: String,
+}
+
+impl MqttSession {
+    pub(super) fn new(version: Version, qos: QoS, usage: Use, client_id: String) -> MqttSession {
+        MqttSession {
+            version,
+            qos,
+            usage,
+            echo_topic: echo_topic(&client_id),
+            client_id,
+            decoder: Decoder::new(version, MAX_PACKET),
+            phase: Phase::Connecting,
+            partial: Vec::new(),
+            encoding: Vec::new(),
+            last_packet_id: 0,
+            subscribing: Vec::new(),
+            unacked: VecDeque::new(),
+            given_up: 0,
+            next_ping: None,
+            pingresp_due: None,
+            cause: String::new(),
+            detail: String::new(),
+        }
+    }
+
+    /// The next packet identifier (1 to 65,535, then around again).
+    fn packet_id(&mut self) -> u16 {
+        self.last_packet_id = self.last_packet_id.checked_add(1).unwrap_or(1);
+        self.last_packet_id
+    }
+
+    /// SUBSCRIBE to `topic` at the run's QoS, remembered as the workload's `name`.
+    fn send_subscribe(&mut self, topic: &str, name: &str, out: &mut dyn Outbox) {
+        if self.subscribing.len() >= MAX_SUBSCRIBING {
+            self.subscribing.remove(0);
+        }
+        let packet_id = self.packet_id();
+        self.encoding.clear();
+        if mqtt::encode_subscribe(&mut self.encoding, self.version, packet_id, topic, self.qos).is_ok() {
+            self.subscribing.push((packet_id, name.to_owned()));
+            out.binary(&self.encoding);
+        }
+    }
+
+    /// PUBLISH `payload` to `topic` (`seq`: the echo request it carries). A payload MQTT
+    /// cannot carry (over 256 MiB) is not sent.
+    fn send_publish(&mut self, topic: &str, payload: &[u8], seq: Option<u64>, sink: &mut dyn Outbox) {
+        if self.phase != Phase::Ready {
+            return;
+        }
+        let packet_id = match self.qos {
+            QoS::AtMostOnce => 0,
+            _ => self.packet_id(),
+        };
+        self.encoding.clear();
+        let publish = Publish { topic, qos: self.qos, packet_id, retain: false, payload };
+        if mqtt::encode_publish(&mut self.encoding, self.version, &publish).is_err() {
+            return;
+        }
+        if self.qos != QoS::AtMostOnce {
+            if self.unacked.len() >= MAX_UNACKED {
+                self.unacked.pop_front();
+                self.given_up += 1;
+            }
+            self.unacked.push_back((packet_id, seq));
+        }
+        sink.binary(&self.encoding);
+    }
+
+    /// Every whole packet at the start of `bytes`; returns the bytes they took.
+    fn read_packets(&mut self, bytes: &[u8], now: Instant, sink: &mut dyn Sink) -> usize {
+        let mut at = 0;
+        while self.phase != Phase::Over {
+            match self.decoder.decode(&bytes[at..]) {
+                Ok(Some((packet, used))) => {
+                    at += used;
+                    self.on_packet(packet, now, sink);
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    self.malformed(&error, &bytes[at..], sink);
+                    break;
+                }
+            }
+        }
+        at
+    }
+
+    fn on_packet(&mut self, packet: Packet<'_>, now: Instant, sink: &mut dyn Sink) {
+        match (self.phase, packet) {
+            (Phase::Connecting, Packet::ConnAck(connack)) if connack.is_accepted() => {
+                self.next_ping = Some(now + KEEP_ALIVE / 2);
+                match self.usage {
+                    Use::Requests => {
+                        self.phase = Phase::Subscribing;
+                        let topic = std::mem::take(&mut self.echo_topic);
+                        self.send_subscribe(&topic, &topic, sink);
+                        self.echo_topic = topic;
+                    }
+                    _ => {
+                        self.phase = Phase::Ready;
+                        sink.incoming(Incoming::Ready);
+                    }
+                }
+            }
+            (Phase::Connecting, Packet::ConnAck(connack)) => {
+                let kind = if self.version == Version::V5 { "reason" } else { "return" };
+                let name = connack.code_name();
+                self.fatal(sink, format_args!("mqtt_connack_{name}"), |detail| {
+                    let _ = write!(detail, "CONNACK {kind} code {:#04x} ({name})", connack.code);
+                });
+            }
+            (Phase::Connecting, other) => {
+                let kind = packet_name(&other);
+                self.fatal(sink, format_args!("mqtt_no_connack"), |detail| {
+                    let _ = write!(detail, "the broker sent {kind} before CONNACK");
+                });
+            }
+            (_, Packet::SubAck(suback)) => self.on_suback(suback, sink),
+            (_, Packet::Publish(publish)) => self.on_publish(publish, sink),
+            (_, Packet::PubAck { packet_id, code }) => self.on_puback(packet_id, code, sink),
+            (_, Packet::PingResp) => {
+                self.pingresp_due = None;
+                sink.incoming(Incoming::Other);
+            }
+            (_, Packet::Disconnect { code }) => {
+                let name = mqtt::reason_code_name(code);
+                self.fatal(sink, format_args!("mqtt_disconnect_{name}"), |detail| {
+                    let _ = write!(detail, "the broker sent DISCONNECT, reason code {code:#04x} ({name})");
+                });
+            }
+            (_, Packet::ConnAck(_) | Packet::UnsubAck { .. }) => sink.incoming(Incoming::Other),
+        }
+    }
+
+    fn on_suback(&mut self, suback: SubAck<'_>, sink: &mut dyn Sink) {
+        let Some(at) = self.subscribing.iter().position(|(id, _)| *id == suback.packet_id) else {
+            return sink.incoming(Incoming::Other);
+        };
+        let (_, topic) = self.subscribing.swap_remove(at);
+        let echo = self.phase == Phase::Subscribing;
+        if let Some(code) = suback.refusal() {
+            let name = suback.code_name(code);
+            self.cause.clear();
+            let _ = write!(self.cause, "mqtt_suback_{name}");
+            self.detail.clear();
+            let _ = write!(self.detail, "SUBACK {code:#04x} ({name}) for topic {topic}");
+            if echo {
+                self.phase = Phase::Over;
+            }
+            let (cause, detail) = (&self.cause, &self.detail);
+            return sink.incoming(Incoming::Error { cause, detail, seq: None, fatal: echo });
+        }
+        match echo {
+            true => {
+                self.phase = Phase::Ready;
+                sink.incoming(Incoming::Ready);
+            }
+            false => sink.incoming(Incoming::Subscribed { topic: &topic }),
+        }
+    }
+
+    fn on_publish(&mut self, publish: PublishView<'_>, sink: &mut dyn Sink) {
+        if let Some(packet_id) = publish.packet_id {
+            self.encoding.clear();
+            mqtt::encode_puback(&mut self.encoding, packet_id);
+            sink.binary(&self.encoding);
+        }
+        let payload = publish.payload;
+        match self.usage {
+            Use::Requests if publish.topic == self.echo_topic => {
+                sink.incoming(Incoming::Reply { seq: None, payload })
+            }
+            Use::PubSub => sink.incoming(Incoming::Delivery { topic: publish.topic, payload }),
+            _ => sink.incoming(Incoming::Other),
+        }
+    }
+
+    /// A PUBACK: the publish it acknowledges is forgotten; one the broker refused (MQTT 5
+    /// reason code 0x80 or more) is an error, freeing the echo request it carried.
+    fn on_puback(&mut self, packet_id: u16, code: u8, sink: &mut dyn Sink) {
+        let Some(at) = self.unacked.iter().position(|(id, _)| *id == packet_id) else {
+            return sink.incoming(Incoming::Other);
+        };
+        let seq = self.unacked.remove(at).and_then(|(_, seq)| seq);
+        if code < 0x80 {
+            return sink.incoming(Incoming::Other);
+        }
+        let name = mqtt::reason_code_name(code);
+        self.cause.clear();
+        let _ = write!(self.cause, "mqtt_puback_{name}");
+        self.detail.clear();
+        let _ = write!(self.detail, "PUBACK reason code {code:#04x} ({name})");
+        sink.incoming(Incoming::Error { cause: &self.cause, detail: &self.detail, seq, fatal: false });
+    }
+
+    /// Bytes that are no MQTT packet a broker sends: the connection cannot go on.
+    fn malformed(&mut self, error: &DecodeError, bytes: &[u8], sink: &mut dyn Sink) {
+        self.fatal(sink, format_args!("mqtt_malformed"), |detail| {
+            let _ = write!(detail, "{error}; the broker sent ");
+            write_start(detail, bytes);
+        });
+    }
+
+    /// A fatal error: counted by `cause`, the connection closed.
+    fn fatal(
+        &mut self,
+        sink: &mut dyn Sink,
+        cause: std::fmt::Arguments<'_>,
+        detail: impl FnOnce(&mut String),
+    ) {
+        self.phase = Phase::Over;
+        self.partial.clear();
+        self.cause.clear();
+        let _ = self.cause.write_fmt(cause);
+        self.detail.clear();
+        detail(&mut self.detail);
+        sink.incoming(Incoming::Error { cause: &self.cause, detail: &self.detail, seq: None, fatal: true });
+    }
+}
+
+impl Session for MqttSession {
+    fn open(&mut self, _now: Instant, out: &mut dyn Outbox) {
+        let connect = Connect {
+            client_id: &self.client_id,
+            keep_alive: KEEP_ALIVE.as_secs() as u16,
+            clean_start: true,
+            username: None,
+            password: None,
+        };
+        self.encoding.clear();
+        // A client id of at most 64 + 30 bytes always fits.
+        if mqtt::encode_connect(&mut self.encoding, self.version, &connect).is_ok() {
+            out.binary(&self.encoding);
+        }
+    }
+
+    fn ready(&self) -> bool {
+        self.phase == Phase::Ready
+    }
+
+    fn request(&mut self, seq: u64, payload: &[u8], out: &mut dyn Outbox) {
+        let topic = std::mem::take(&mut self.echo_topic);
+        self.send_publish(&topic, payload, Some(seq), out);
+        self.echo_topic = topic;
+    }
+
+    fn subscribe(&mut self, topic: &str, out: &mut dyn Outbox) {
+        if self.phase == Phase::Ready {
+            self.send_subscribe(topic, topic, out);
+        }
+    }
+
+    fn publish(&mut self, topic: &str, payload: &[u8], out: &mut dyn Outbox) {
+        self.send_publish(topic, payload, None, out);
+    }
+
+    fn receive(&mut self, message: &[u8], binary: bool, now: Instant, sink: &mut dyn Sink) {
+        if self.phase == Phase::Over {
+            return;
+        }
+        if !binary {
+            return self.fatal(sink, format_args!("mqtt_text_message"), |detail| {
+                detail.push_str("the broker sent a text message (MQTT over WebSocket is binary): ");
+                write_start(detail, message);
+            });
+        }
+        if self.partial.is_empty() {
+            let used = self.read_packets(message, now, sink);
+            if self.phase != Phase::Over {
+                self.partial.extend_from_slice(&message[used..]);
+            }
+        } else {
+            let mut bytes = std::mem::take(&mut self.partial);
+            bytes.extend_from_slice(message);
+            let used = self.read_packets(&bytes, now, sink);
+            bytes.drain(..used);
+            if self.phase == Phase::Over {
+                bytes.clear();
+            }
+            self.partial = bytes;
+        }
+        self.report_given_up(sink);
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Subscribing | Phase::Ready => match (self.next_ping, self.pingresp_due) {
+                (Some(ping), Some(due)) => Some(ping.min(due)),
+                (ping, due) => ping.or(due),
+            },
+            Phase::Connecting | Phase::Over => None,
+        }
+    }
+
+    /// Pings every half keep-alive, whatever else was sent; a PINGRESP not back within the
+    /// keep-alive ends the connection.
+    fn on_timer(&mut self, now: Instant, sink: &mut dyn Sink) {
+        if !matches!(self.phase, Phase::Subscribing | Phase::Ready) {
+            return;
+        }
+        if self.pingresp_due.is_some_and(|due| due <= now) {
+            let seconds = KEEP_ALIVE.as_secs();
+            return self.fatal(sink, format_args!("mqtt_pingresp_missed"), |detail| {
+                let _ = write!(detail, "no PINGRESP within the keep-alive of {seconds} s");
+            });
+        }
+        self.report_given_up(sink);
+        if self.next_ping.is_some_and(|at| at <= now) {
+            self.encoding.clear();
+            mqtt::encode_pingreq(&mut self.encoding);
+            sink.binary(&self.encoding);
+            self.pingresp_due.get_or_insert(now + KEEP_ALIVE);
+            self.next_ping = Some(now + KEEP_ALIVE / 2);
+        }
+    }
+
+    /// A broker that closes before CONNACK most often does not speak the version asked for
+    /// (RabbitMQ closes an MQTT 5 CONNECT with 1011, NATS without a close frame).
+    fn ended_while_opening(&mut self, close: Option<(u16, &str)>, sink: &mut dyn Sink) {
+        let awaited = match self.phase {
+            Phase::Connecting => "connack",
+            Phase::Subscribing => "suback",
+            Phase::Ready | Phase::Over => return,
+        };
+        let version = self.version;
+        self.fatal(sink, format_args!("mqtt_closed_before_{awaited}"), |detail| {
+            let _ = write!(detail, "the broker ended the connection before its {}", awaited.to_uppercase());
+            match close {
+                Some((code, "")) => {
+                    let _ = write!(detail, " (close {code})");
+                }
+                Some((code, reason)) => {
+                    let _ = write!(detail, " (close {code} {reason:?})");
+                }
+                None => detail.push_str(" (no close frame)"),
+            }
+            if awaited == "connack" && version == Version::V5 {
+                detail.push_str(": a broker without MQTT 5 does this; try --mqtt-version 3.1.1");
+            }
+        });
+    }
+
+    fn close(&mut self, out: &mut dyn Outbox) {
+        if matches!(self.phase, Phase::Subscribing | Phase::Ready) {
+            self.encoding.clear();
+            mqtt::encode_disconnect(&mut self.encoding);
+            out.binary(&self.encoding);
+        }
+        self.phase = Phase::Over;
+    }
+}
+
+impl MqttSession {
+    /// QoS 1 publishes given up without their PUBACK (beyond [`MAX_UNACKED`]), each an
+    /// error. The request a given-up echo publish carried stays outstanding: its delivery
+    /// may still come.
+    fn report_given_up(&mut self, sink: &mut dyn Sink) {
+        let given_up = std::mem::take(&mut self.given_up);
+        if given_up == 0 {
+            return;
+        }
+        self.detail.clear();
+        let _ = write!(self.detail, "no PUBACK while {MAX_UNACKED} later QoS 1 publishes were sent");
+        for _ in 0..given_up {
+            let detail = &self.detail;
+            sink.incoming(Incoming::Error { cause: "mqtt_puback_missing", detail, seq: None, fatal: false });
+        }
+    }
+}
+
+/// The packet's name, as the specification writes it.
+fn packet_name(packet: &Packet<'_>) -> &'static str {
+    match packet {
+        Packet::ConnAck(_) => "CONNACK",
+        Packet::SubAck(_) => "SUBACK",
+        Packet::UnsubAck { .. } => "UNSUBACK",
+        Packet::Publish(_) => "PUBLISH",
+        Packet::PubAck { .. } => "PUBACK",
+        Packet::PingResp => "PINGRESP",
+        Packet::Disconnect { .. } => "DISCONNECT",
+    }
+}
+
+/// The first bytes of `bytes`, readable: text as it is, other bytes as `\xNN`.
+fn write_start(detail: &mut String, bytes: &[u8]) {
+    const SHOWN: usize = 48;
+    for &byte in bytes.iter().take(SHOWN) {
+        match byte {
+            b' '..=b'~' => detail.push(char::from(byte)),
+            _ => {
+                let _ = write!(detail, "\\x{byte:02x}");
+            }
+        }
+    }
+    if bytes.len() > SHOWN {
+        detail.push('…');
+    }
+}
