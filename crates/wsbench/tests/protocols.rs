@@ -38,3 +38,5 @@ pub fn run(test: &str, args: &[&str], timeout: Duration) -> (Finished, Value) {
 
 #[path = "protocols/jsonrpc.rs"]
 mod jsonrpc;
+#[path = "protocols/stomp.rs"]
+mod stomp;
