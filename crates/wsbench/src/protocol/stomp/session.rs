@@ -84,9 +84,10 @@ impl StompSession {
         }
     }
 
-    /// Sends the frame in `encoding`.
+    /// Sends the frame in `encoding`: a binary message with `--binary`, or when it is not
+    /// UTF-8 (a `bytes:N` payload), which a text message may not carry.
     fn emit(&mut self, out: &mut dyn Outbox) {
-        match self.binary {
+        match self.binary || std::str::from_utf8(&self.encoding).is_err() {
             true => out.binary(&self.encoding),
             false => out.text(&self.encoding),
         }

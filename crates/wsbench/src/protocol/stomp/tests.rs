@@ -75,6 +75,18 @@ fn binary_sends_every_frame_as_a_binary_message() {
 }
 
 #[test]
+fn a_payload_that_is_not_utf8_goes_as_a_binary_message() {
+    let now = Instant::now();
+    let options = Options::default();
+    let (mut session, mut heard) = connected(Use::Requests, &options, now);
+    session.receive(b"RECEIPT\nreceipt-id:echo\n\n\0", false, now, &mut heard);
+    session.request(0, b"plain", &mut heard);
+    session.request(1, b"\xff\xfe", &mut heard);
+    let text: Vec<bool> = heard.sent.iter().map(|(text, _)| *text).collect();
+    assert_eq!(text, [true, true, true, false]);
+}
+
+#[test]
 fn pubsub_topics_are_topic_destinations_acknowledged_by_their_receipts() {
     let now = Instant::now();
     let options = Options::default();
