@@ -43,6 +43,7 @@ mod flows;
 mod graphql_ws;
 #[path = "protocols/jsonrpc.rs"]
 mod jsonrpc;
-
 #[path = "protocols/mqtt.rs"]
 mod mqtt;
+#[path = "protocols/stomp.rs"]
+mod stomp;

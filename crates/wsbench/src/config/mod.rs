@@ -243,7 +243,8 @@ pub struct LoadSpec {
     pub io: IoBackend,
     /// `--protocol`: the message protocol spoken over WebSocket (one of `crate::protocol`'s).
     pub protocol: &'static str,
-    /// Its options (`--event`, `--method`, `--qos`, `--mqtt-version`, `--query`).
+    /// Its options (`--event`, `--method`, `--qos`, `--mqtt-version`, `--query`, `--heartbeat`,
+    /// `--vhost`).
     #[serde(skip_serializing_if = "is_default_options")]
     pub protocol_options: crate::protocol::Options,
     /// The run's id, as [`RunConfig::run_id`]: what a protocol names the run's clients after.

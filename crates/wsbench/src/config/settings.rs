@@ -278,6 +278,15 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub query: Option<String>,
+    /// The interval the protocol's heartbeats are asked to flow at (stomp: heart-beat both
+    /// ways, default 10s; 0s: none).
+    #[arg(long, value_name = "DURATION")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heartbeat: Option<String>,
+    /// stomp: the virtual host CONNECT names, its host header (default /).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vhost: Option<String>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -429,6 +438,8 @@ mod tests {
             qos: Some(1),
             mqtt_version: some("5"),
             query: some("subscription { tick }"),
+            heartbeat: some("1s"),
+            vhost: some("/"),
         };
         let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
         assert_eq!(back, every);

@@ -203,6 +203,8 @@ impl RunSettings {
             qos: self.qos,
             mqtt_version: self.mqtt_version.clone(),
             query: self.query.clone(),
+            heartbeat: self.heartbeat.clone(),
+            vhost: self.vhost.clone(),
             binary: self.binary,
         }
     }

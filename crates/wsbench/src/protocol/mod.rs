@@ -13,6 +13,7 @@ pub mod graphql_ws;
 pub mod jsonrpc;
 pub mod mqtt;
 pub mod raw;
+pub mod stomp;
 
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
@@ -21,7 +22,8 @@ use std::time::{Duration, Instant};
 pub const DEFAULT: &str = "raw";
 
 /// Every protocol, by name.
-pub static PROTOCOLS: &[&dyn Protocol] = &[&raw::Raw, &mqtt::Mqtt, &jsonrpc::JsonRpc, &graphql_ws::GraphqlWs];
+pub static PROTOCOLS: &[&dyn Protocol] =
+    &[&raw::Raw, &mqtt::Mqtt, &stomp::Stomp, &jsonrpc::JsonRpc, &graphql_ws::GraphqlWs];
 
 /// The protocol called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn Protocol> {
@@ -62,6 +64,12 @@ pub struct Options {
     /// graphql-ws: the subscription an echo request starts (`$payload` holds the payload).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub query: Option<String>,
+    /// How often the protocol's heartbeats are asked to flow, as given (`10s`, `0s`: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heartbeat: Option<String>,
+    /// STOMP: the virtual host CONNECT names (its `host` header).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vhost: Option<String>,
     /// Binary messages (Socket.IO attachments) rather than text.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub binary: bool,
@@ -70,13 +78,15 @@ pub struct Options {
 impl Options {
     /// The flags given (by their names), `--binary` aside (every protocol takes it).
     pub fn given(&self) -> Vec<&'static str> {
-        let Options { event, method, qos, mqtt_version, query, binary: _ } = self;
+        let Options { event, method, qos, mqtt_version, query, heartbeat, vhost, binary: _ } = self;
         [
             ("event", event.is_some()),
             ("method", method.is_some()),
             ("qos", qos.is_some()),
             ("mqtt-version", mqtt_version.is_some()),
             ("query", query.is_some()),
+            ("heartbeat", heartbeat.is_some()),
+            ("vhost", vhost.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, given)| given.then_some(name))

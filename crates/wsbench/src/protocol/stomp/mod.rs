@@ -1,0 +1,79 @@
+//! `stomp`: STOMP 1.2 over WebSocket, as RabbitMQ's web-stomp plugin serves it (subprotocol
+//! `v12.stomp`; the path is the user's, `/ws` for RabbitMQ). A connection opens with
+//! CONNECT (virtual host `--vhost`, default `/`; `guest`/`guest`; heart-beats of
+//! `--heartbeat`, default 10 s each way) answered by CONNECTED. For echo it then subscribes
+//! to a destination of its own, `/topic/wsbench-echo-PID-INDEX`, and is ready on the
+//! subscription's RECEIPT: a request is a SEND there with the payload as its body, and its
+//! reply the MESSAGE that comes back. For pub/sub topic `tK` is `/topic/tK`: a subscription
+//! is acknowledged by its RECEIPT, a publish is a SEND, a delivery a MESSAGE. An ERROR frame
+//! ends the connection (`stomp_error`, with its `message`); so does a server silent for
+//! twice its heart-beat interval, or anything that is not STOMP. The session is in
+//! `session.rs`, the heart-beat clock in `heartbeat.rs`; the frames are
+//! `wsbench_appproto::stomp`'s.
+
+mod heartbeat;
+mod session;
+
+use std::time::Duration;
+
+use super::{Options, Protocol, Session, Setup, Use};
+use session::StompSession;
+
+/// The heart-beat interval asked for each way when `--heartbeat` is not given.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
+/// The virtual host CONNECT names when `--vhost` is not given (RabbitMQ's default).
+pub const DEFAULT_VHOST: &str = "/";
+/// The credentials CONNECT gives (RabbitMQ's default user, allowed from loopback).
+pub const LOGIN: &str = "guest";
+pub const PASSCODE: &str = "guest";
+
+#[derive(Debug)]
+pub struct Stomp;
+
+impl Protocol for Stomp {
+    fn name(&self) -> &'static str {
+        "stomp"
+    }
+    fn about(&self) -> &'static str {
+        "STOMP 1.2 (RabbitMQ web-stomp, path /ws): an echo is a SEND to the connection's own \
+         topic answered by its MESSAGE; topic tK is /topic/tK"
+    }
+    fn serves(&self, usage: Use) -> bool {
+        matches!(usage, Use::Requests | Use::PubSub)
+    }
+    fn subprotocols(&self) -> &'static [&'static str] {
+        &["v12.stomp"]
+    }
+    fn options(&self) -> &'static [&'static str] {
+        &["heartbeat", "vhost"]
+    }
+    fn check(&self, options: &Options) -> Result<(), String> {
+        heartbeat_ms(options)?;
+        match options.vhost.as_deref() {
+            Some("") => Err("--vhost is empty: give the virtual host to connect to (RabbitMQ's is /)".into()),
+            Some(vhost) if vhost.contains(['\r', '\n', '\0']) => {
+                Err("--vhost holds a line break or NUL, which CONNECT cannot carry".into())
+            }
+            _ => Ok(()),
+        }
+    }
+    fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
+        let heartbeat = heartbeat_ms(setup.options).unwrap_or(DEFAULT_HEARTBEAT.as_millis() as u32);
+        let vhost = setup.options.vhost.as_deref().unwrap_or(DEFAULT_VHOST);
+        Box::new(StompSession::new(setup, vhost, heartbeat))
+    }
+}
+
+/// `--heartbeat` in whole ms (0: none), or why it cannot be one.
+fn heartbeat_ms(options: &Options) -> Result<u32, String> {
+    let Some(given) = options.heartbeat.as_deref() else { return Ok(DEFAULT_HEARTBEAT.as_millis() as u32) };
+    let interval = crate::units::parse_duration(given).map_err(|error| format!("--heartbeat: {error}"))?;
+    let ms = interval.as_millis();
+    if ms == 0 && !interval.is_zero() {
+        return Err(format!("--heartbeat {given} is under a millisecond: give 1ms or more, or 0s for none"));
+    }
+    u32::try_from(ms).map_err(|_| format!("--heartbeat {given} is too long: give at most 49 days"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,146 @@
+//! `--protocol stomp` against RabbitMQ 3.10 web-stomp (path `/ws`): echo through each
+//! connection's own topic and pub/sub fan-out over `/topic/tK` complete and error-free; an
+//! ERROR frame (a virtual host RabbitMQ does not have, `--vhost`) an error by its cause with
+//! the broker's message; heart-beats of a second keep idle connections alive; an echo server
+//! is told apart as not STOMP at once. RabbitMQ takes ~11 s to start, so these tests share
+//! one broker, started by the first that needs it and stopped when the test binary exits.
+
+use std::sync::{Mutex, PoisonError, mpsc};
+use std::time::Duration;
+
+use wsbench_testpeers::{Peer, or_skip, start_rabbitmq};
+
+use crate::harness::{errors, summary_of, uint};
+use crate::run;
+use crate::support::shared_server;
+
+/// The shared broker: not yet started, skipped (not installed), or running.
+static BROKER: Mutex<Option<Option<Peer>>> = Mutex::new(None);
+
+/// The web-stomp URL of the shared RabbitMQ, started on first use; None when it is not
+/// installed (the test is skipped).
+fn broker_url() -> Option<String> {
+    let mut broker = BROKER.lock().unwrap_or_else(PoisonError::into_inner);
+    if broker.is_none() {
+        // The broker dies with the thread that started it (PR_SET_PDEATHSIG), so it is
+        // started from one that never ends, not from this test's.
+        let (started_tx, started_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = started_tx.send(start_rabbitmq());
+            loop {
+                std::thread::park();
+            }
+        });
+        // A broker that fails to start panics here; the next test tries again.
+        let started = or_skip(started_rx.recv().expect("the broker's thread answers"));
+        if started.is_some() {
+            // SAFETY: registers a function taking nothing, run once as the process exits.
+            unsafe { libc::atexit(stop_broker) };
+        }
+        *broker = Some(started);
+    }
+    broker.as_ref().and_then(Option::as_ref).map(|peer| peer.url("/ws"))
+}
+
+/// Stops the shared broker (rabbitmqctl stop, then its epmd) as the test binary exits.
+extern "C" fn stop_broker() {
+    let taken = BROKER.lock().unwrap_or_else(PoisonError::into_inner).take();
+    drop(taken);
+}
+
+/// A thousand connections may take a while to open on a loaded machine; opening counts
+/// CONNECT and the echo subscription's RECEIPT too.
+const OPEN: [&str; 2] = ["--connect-timeout", "10s"];
+
+#[test]
+fn a_thousand_connections_echo_through_rabbitmq_without_an_error() {
+    let Some(url) = broker_url() else { return };
+    let load = ["--protocol", "stomp", "--connections", "1000", "--warmup", "1s", "--duration", "2s"];
+    let (finished, result) = run(
+        "stomp-echo",
+        &[&[url.as_str()], &load[..], &OPEN, &["--threshold", "errors==0"]].concat(),
+        Duration::from_secs(90),
+    );
+    finished.assert_success();
+    assert_eq!(uint(&result, "/summary/connections/established"), 1000, "{}", summary_of(&result));
+    assert!(uint(&result, "/summary/latency_us/count") > 1000, "{}", summary_of(&result));
+    assert_eq!(uint(&result, "/counters/payload_mismatches"), 0, "{}", summary_of(&result));
+    assert_eq!(result["counters"]["subprotocols_chosen"]["v12.stomp"], 1000, "{}", summary_of(&result));
+    // DISCONNECT at the end: RabbitMQ closes 1000 "STOMP died", the answer to our close.
+    assert_eq!(result["counters"]["closed_by_server"], serde_json::json!({}), "{}", summary_of(&result));
+}
+
+#[test]
+fn pubsub_through_rabbitmq_topics_delivers_every_publish_to_a_thousand_subscribers_once() {
+    let Some(url) = broker_url() else { return };
+    let shape = ["--subscribers", "1000", "--topics", "10", "--publishers", "10", "--rate", "100/s"];
+    let gates = ["--threshold", "errors==0", "--threshold", "lost==0", "--threshold", "duplicated==0"];
+    let (finished, result) = run(
+        "stomp-pubsub",
+        &[&["pubsub", url.as_str(), "--protocol", "stomp"], &shape[..], &OPEN, &gates[..]].concat(),
+        Duration::from_secs(90),
+    );
+    finished.assert_success();
+    let context = || summary_of(&result);
+    assert_eq!(uint(&result, "/pubsub/subscribed"), 1000, "{}", context());
+    let published = uint(&result, "/pubsub/published");
+    assert!(published > 0, "nothing published\n{}", context());
+    // Every topic has one publisher and 100 subscribers: each publish is due 100 times.
+    assert_eq!(uint(&result, "/pubsub/expected_deliveries"), published * 100, "{}", context());
+    assert_eq!(uint(&result, "/pubsub/delivered"), published * 100, "{}", context());
+    for key in ["lost", "duplicated", "out_of_order", "unexpected", "subscribe_failures"] {
+        assert_eq!(uint(&result, &format!("/pubsub/{key}")), 0, "{key}\n{}", context());
+    }
+    assert!(errors(&result).is_empty(), "{}", context());
+}
+
+#[test]
+fn an_error_frame_is_an_error_by_its_cause_with_rabbitmqs_message() {
+    let Some(url) = broker_url() else { return };
+    let load = ["--protocol", "stomp", "--vhost", "no-such-vhost", "--connections", "10", "--warmup", "0s"];
+    let (finished, result) = run(
+        "stomp-error",
+        &[&[url.as_str()], &load[..], &["--duration", "1s"]].concat(),
+        Duration::from_secs(30),
+    );
+    finished.assert_completed_with_failures();
+    assert_eq!(errors(&result), [("stomp_error".to_owned(), 10)].into(), "{}", summary_of(&result));
+    assert_eq!(uint(&result, "/summary/connections/established"), 0, "{}", summary_of(&result));
+    let details = &result["counters"]["protocol_error_details"];
+    assert_eq!(details["stomp_error"], "Bad CONNECT", "{details}");
+}
+
+/// RabbitMQ closes a client silent for 2 to 3 of its intervals ("STOMP died"), and the
+/// session ends a connection whose broker is silent for two: idle connections over six
+/// seconds of one-second heart-beats stay up only if both directions beat.
+#[test]
+fn heart_beats_of_a_second_keep_idle_connections_alive() {
+    let Some(url) = broker_url() else { return };
+    // 20 connections sharing 2 messages/s: each sends one every 10 s.
+    let load = ["--protocol", "stomp", "--heartbeat", "1s", "--connections", "20", "--rate", "2/s"];
+    let (finished, result) = run(
+        "stomp-heartbeat",
+        &[&[url.as_str()], &load[..], &["--warmup", "0s", "--duration", "6s", "--threshold", "errors==0"]]
+            .concat(),
+        Duration::from_secs(60),
+    );
+    finished.assert_success();
+    assert_eq!(uint(&result, "/summary/connections/established"), 20, "{}", summary_of(&result));
+    assert!(errors(&result).is_empty(), "{}", summary_of(&result));
+    assert_eq!(result["counters"]["closed_by_server"], serde_json::json!({}), "{}", summary_of(&result));
+    assert!(uint(&result, "/summary/latency_us/count") > 0, "{}", summary_of(&result));
+}
+
+#[test]
+fn an_echo_server_is_not_stomp_and_fails_each_connection_at_once() {
+    let addr = shared_server(&[]);
+    let url = format!("ws://{addr}/");
+    let load = ["--protocol", "stomp", "--connections", "5", "--warmup", "0s", "--duration", "1s"];
+    let (finished, result) =
+        run("stomp-not-stomp", &[&[url.as_str()], &load[..]].concat(), Duration::from_secs(30));
+    finished.assert_completed_with_failures();
+    // The echo of CONNECT is a frame no broker sends, not a wait for the open timeout.
+    assert_eq!(errors(&result), [("stomp_unexpected_frame".to_owned(), 5)].into(), "{}", summary_of(&result));
+    let details = &result["counters"]["protocol_error_details"];
+    assert_eq!(details["stomp_unexpected_frame"], "a client does not expect a CONNECT frame from a broker");
+}
