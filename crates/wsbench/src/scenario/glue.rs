@@ -171,7 +171,8 @@ fn or_list(names: &[&str]) -> String {
 
 /// The engine's plan of a validated load: its scenario's phases and workloads.
 pub fn plan_of(load: &LoadSpec) -> Arc<dyn Plan> {
-    Arc::new(ScenarioPlan { scenario: super::of(load), load: load.clone() })
+    let scenario = super::of(load);
+    Arc::new(ScenarioPlan { scenario, shared: scenario.shared_state(load), load: load.clone() })
 }
 
 /// A scenario and the load it runs, as the engine sees them.
@@ -179,6 +180,8 @@ pub fn plan_of(load: &LoadSpec) -> Arc<dyn Plan> {
 struct ScenarioPlan {
     scenario: &'static dyn Descriptor,
     load: LoadSpec,
+    /// What the run's workers share (made once, here).
+    shared: super::SharedState,
 }
 
 impl Plan for ScenarioPlan {
@@ -186,7 +189,7 @@ impl Plan for ScenarioPlan {
         self.scenario.phases(&self.load)
     }
     fn workload(&self, connections: &[u64]) -> Box<dyn Workload> {
-        self.scenario.workload(&self.load, connections)
+        self.scenario.workload(&self.load, connections, &self.shared)
     }
     fn session(&self, index: u64) -> Box<dyn Session> {
         let protocol = crate::protocol::by_name(self.load.protocol).unwrap_or(&crate::protocol::raw::Raw);

@@ -79,6 +79,9 @@ pub struct FleetFeature {
     pub skipped: &'static str,
 }
 
+/// What the workers of one run share within a process, if their scenario needs anything.
+pub type SharedState = Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>;
+
 /// Everything a scenario is. [`ScenarioRules`] is its settings side.
 pub trait Descriptor: ScenarioRules {
     /// One line for `wsbench run --help`.
@@ -89,8 +92,13 @@ pub trait Descriptor: ScenarioRules {
         Exchange::ROUND_TRIP
     }
     fn phases(&self, load: &LoadSpec) -> PhasePlan;
-    /// The work of one worker that opens `connections` (global indices).
-    fn workload(&self, load: &LoadSpec, connections: &[u64]) -> Box<dyn Workload>;
+    /// The work of one worker that opens `connections` (global indices); `shared` is what
+    /// [`Descriptor::shared_state`] made for this run's workers.
+    fn workload(&self, load: &LoadSpec, connections: &[u64], shared: &SharedState) -> Box<dyn Workload>;
+    /// State the workers of one run share in this process (made once per run).
+    fn shared_state(&self, _load: &LoadSpec) -> SharedState {
+        None
+    }
     /// What the scenario asks of the connection's message protocol.
     fn protocol_use(&self) -> crate::protocol::Use {
         crate::protocol::Use::Requests

@@ -54,7 +54,12 @@ impl super::Descriptor for C10k {
             connect_from_due: false,
         }
     }
-    fn workload(&self, load: &LoadSpec, _connections: &[u64]) -> Box<dyn Workload> {
+    fn workload(
+        &self,
+        load: &LoadSpec,
+        _connections: &[u64],
+        _shared: &super::SharedState,
+    ) -> Box<dyn Workload> {
         Box::new(EchoWorkload::new(load, None))
     }
     fn report_block(&self, result: &RunResult) -> Option<String> {

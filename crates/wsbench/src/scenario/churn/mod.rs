@@ -121,7 +121,12 @@ impl Descriptor for Churn {
             connect_from_due: true,
         }
     }
-    fn workload(&self, load: &LoadSpec, _connections: &[u64]) -> Box<dyn Workload> {
+    fn workload(
+        &self,
+        load: &LoadSpec,
+        _connections: &[u64],
+        _shared: &super::SharedState,
+    ) -> Box<dyn Workload> {
         let per_connection = load.scenario_settings.get::<MessagesPerConnection>().map_or(1, |m| m.0);
         Box::new(ChurnWorkload::new(load, per_connection))
     }

@@ -39,7 +39,12 @@ impl super::Descriptor for Echo {
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         after_connect(load)
     }
-    fn workload(&self, load: &LoadSpec, _connections: &[u64]) -> Box<dyn Workload> {
+    fn workload(
+        &self,
+        load: &LoadSpec,
+        _connections: &[u64],
+        _shared: &super::SharedState,
+    ) -> Box<dyn Workload> {
         Box::new(EchoWorkload::new(load, None))
     }
 }

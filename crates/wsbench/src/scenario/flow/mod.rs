@@ -87,7 +87,12 @@ impl Descriptor for Flow {
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         super::echo::after_connect(load)
     }
-    fn workload(&self, load: &LoadSpec, _connections: &[u64]) -> Box<dyn Workload> {
+    fn workload(
+        &self,
+        load: &LoadSpec,
+        _connections: &[u64],
+        _shared: &super::SharedState,
+    ) -> Box<dyn Workload> {
         let program = load.scenario_settings.get::<Program>().map_or_else(Default::default, |p| p.0.clone());
         Box::new(FlowWorkload::new(program))
     }

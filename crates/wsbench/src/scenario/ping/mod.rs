@@ -76,7 +76,12 @@ impl Descriptor for Ping {
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         super::echo::after_connect(load)
     }
-    fn workload(&self, load: &LoadSpec, _connections: &[u64]) -> Box<dyn Workload> {
+    fn workload(
+        &self,
+        load: &LoadSpec,
+        _connections: &[u64],
+        _shared: &super::SharedState,
+    ) -> Box<dyn Workload> {
         let bytes = load.scenario_settings.get::<PingPayload>().map_or(*PAYLOAD_BYTES.start(), |p| p.0);
         Box::new(PingWorkload::new(bytes as usize))
     }

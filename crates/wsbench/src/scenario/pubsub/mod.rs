@@ -81,13 +81,29 @@ impl Descriptor for PubSub {
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         super::echo::after_connect(load)
     }
-    fn workload(&self, load: &LoadSpec, connections: &[u64]) -> Box<dyn Workload> {
+    fn workload(
+        &self,
+        load: &LoadSpec,
+        connections: &[u64],
+        shared: &super::SharedState,
+    ) -> Box<dyn Workload> {
         let spec = load.scenario_settings.get::<PubSubSpec>().copied().unwrap_or(PubSubSpec {
             subscribers: 0,
             topics: 1,
             publishers: 0,
         });
-        Box::new(PubSubWorkload::new(load, spec, connections))
+        let published =
+            shared.as_ref().and_then(|shared| shared.clone().downcast::<workload::Published>().ok());
+        Box::new(PubSubWorkload::new(load, spec, connections, published))
+    }
+    /// The measured publishes per topic, counted by the publishers of every worker, so that
+    /// the end of a run waits for the deliveries it knows are still due. Only when every
+    /// publisher is in this process (not a shard of `--processes`).
+    fn shared_state(&self, load: &LoadSpec) -> super::SharedState {
+        let spec = load.scenario_settings.get::<PubSubSpec>()?;
+        let published: std::sync::Arc<dyn std::any::Any + Send + Sync> =
+            std::sync::Arc::new(workload::Published::new(spec.topics));
+        load.shard.is_none().then_some(published)
     }
     /// The pub/sub protocol of docs/protocols.md (one event-loop thread).
     fn configure_server(&self, serve: &mut wsbench_server::ServeConfig) {

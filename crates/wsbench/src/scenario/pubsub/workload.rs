@@ -8,8 +8,11 @@
 //! µs, which every process on the machine shares, so shards publish and subscribe across
 //! processes.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::section::{PubSubCounters, PubSubSection, SlowSubscriber, Spread, keep_slowest};
@@ -52,6 +55,30 @@ impl MonoClock {
     }
 }
 
+/// The measured publishes of each topic so far, counted by the publishers of every worker of
+/// the process.
+#[derive(Debug)]
+pub struct Published(Vec<AtomicU64>);
+
+impl Published {
+    pub fn new(topics: u64) -> Published {
+        Published((0..topics).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    fn add(&self, topic: u64) {
+        if let Some(count) = self.0.get(topic as usize) {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn of(&self, topic: u64) -> u64 {
+        self.0.get(topic as usize).map_or(0, |count| count.load(Ordering::Relaxed))
+    }
+}
+
+/// How often a draining worker looks for subscribers still owed deliveries.
+const OWED_CHECK: Duration = Duration::from_millis(20);
+
 /// A delivery's figures, for the caller to record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Delivery {
@@ -81,6 +108,10 @@ pub struct PubSub {
     last_delivery: Option<Instant>,
     /// The publish being encoded.
     encoding: Vec<u8>,
+    /// Every worker's measured publishes, when all publishers are in this process.
+    published: Option<Arc<Published>>,
+    /// When subscribers owed deliveries were last looked for, and whether there were any.
+    owed: Cell<(Option<Instant>, bool)>,
 }
 
 #[derive(Debug)]
@@ -150,7 +181,12 @@ impl Seen {
 
 impl PubSub {
     /// The pubsub state of a worker that opens `connections`.
-    pub fn new(load: &LoadSpec, spec: PubSubSpec, connections: &[u64]) -> PubSub {
+    pub fn new(
+        load: &LoadSpec,
+        spec: PubSubSpec,
+        connections: &[u64],
+        published: Option<Arc<Published>>,
+    ) -> PubSub {
         let mut subscribers = HashMap::new();
         let mut publishers = HashMap::new();
         for &index in connections {
@@ -183,6 +219,8 @@ impl PubSub {
             spread: Spread::new(),
             last_delivery: None,
             encoding: Vec::new(),
+            published,
+            owed: Cell::new((None, false)),
         }
     }
 
@@ -324,9 +362,13 @@ impl PubSub {
 
     /// The worker's end: every subscriber that was acknowledged goes into the counters
     /// with what it received, beside the receipts of each publish it saw.
+    /// `cut_off`: the drain ran out while this worker was busy; what is missing is then
+    /// undelivered only if deliveries were still arriving (a subscriber owed publishes that
+    /// got nothing for the whole drain lost them).
     fn into_section(self, cut_off: bool) -> PubSubSection {
         let mut counters = self.tally;
-        counters.cut_off += u64::from(cut_off);
+        let arriving = self.last_delivery.is_some_and(|at| at.elapsed() < QUIET);
+        counters.cut_off += u64::from(cut_off && arriving);
         for (index, subscriber) in self.subscribers {
             if subscriber.accounted {
                 counters.received.insert(index, (subscriber.topic, subscriber.received));
@@ -349,10 +391,29 @@ impl PubSub {
         PubSubSection { counters, receipts: self.spread, ..PubSubSection::default() }
     }
 
+    /// Whether a subscriber that is still subscribed has received fewer measured publishes
+    /// than its topic's publishers sent (looked at every [`OWED_CHECK`]).
+    fn owed(&self, now: Instant) -> bool {
+        let Some(published) = &self.published else { return false };
+        let (checked, owed) = self.owed.get();
+        if checked.is_some_and(|at| now.saturating_duration_since(at) < OWED_CHECK) {
+            return owed;
+        }
+        let owed = self.subscribers.values().any(|subscriber| {
+            subscriber.state == Subscription::Subscribed
+                && subscriber.received < published.of(subscriber.topic)
+        });
+        self.owed.set((Some(now), owed));
+        owed
+    }
+
     /// Counts a measured publish of connection `index` (a publisher) on its topic.
     fn count_published(&mut self, index: u64) {
         if let PubSubRole::Publisher { topic, .. } = self.spec.role(index) {
             *self.tally.published.entry(topic).or_default() += 1;
+            if let Some(published) = &self.published {
+                published.add(topic);
+            }
         }
     }
 }
@@ -396,9 +457,11 @@ impl Workload for PubSub {
         self.forget(conn.index);
     }
 
-    /// Deliveries arrived lately: the end of the run waits until they stop.
+    /// Deliveries arrived lately, or a subscriber here still lacks publishes it is owed: the
+    /// end of the run waits (up to [`DRAIN`]; what is still missing then is undelivered, not
+    /// called lost).
     fn busy(&self, now: Instant) -> bool {
-        self.last_delivery.is_some_and(|at| now.saturating_duration_since(at) < QUIET)
+        self.last_delivery.is_some_and(|at| now.saturating_duration_since(at) < QUIET) || self.owed(now)
     }
 
     fn drain(&self) -> Duration {

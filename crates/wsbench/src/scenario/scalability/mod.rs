@@ -67,7 +67,12 @@ impl super::Descriptor for Scalability {
             connect_from_due: false,
         }
     }
-    fn workload(&self, _load: &LoadSpec, _connections: &[u64]) -> Box<dyn Workload> {
+    fn workload(
+        &self,
+        _load: &LoadSpec,
+        _connections: &[u64],
+        _shared: &super::SharedState,
+    ) -> Box<dyn Workload> {
         Box::new(Idle)
     }
     fn report_block(&self, result: &RunResult) -> Option<String> {

@@ -50,7 +50,12 @@ impl super::Descriptor for Throughput {
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         super::echo::after_connect(load)
     }
-    fn workload(&self, load: &LoadSpec, _connections: &[u64]) -> Box<dyn Workload> {
+    fn workload(
+        &self,
+        load: &LoadSpec,
+        _connections: &[u64],
+        _shared: &super::SharedState,
+    ) -> Box<dyn Workload> {
         Box::new(EchoWorkload::new(load, None))
     }
     fn headline_suffix(&self, result: &RunResult) -> Option<String> {
