@@ -21,7 +21,8 @@ use crate::engine::workload::{Cx, Workload};
 use crate::metrics::Section;
 use crate::protocol::Incoming;
 
-/// A draining worker waits until its subscribers have had nothing for this long.
+/// A draining worker waits until its subscribers have had nothing for this long, at least
+/// ([`quiet_after`]).
 pub const QUIET: Duration = Duration::from_millis(250);
 /// The longest a run waits at its end for deliveries still on their way.
 pub const DRAIN: Duration = Duration::from_secs(5);
@@ -77,7 +78,10 @@ pub struct PubSub {
     awaiting: usize,
     tally: PubSubCounters,
     spread: Spread,
-    last_delivery: Option<Instant>,
+    /// The last delivery received or publish sent: what the end of the run waits on.
+    last_activity: Option<Instant>,
+    /// The longest a delivery took from its publish being sent.
+    slowest: Duration,
     /// The publish being encoded.
     encoding: Vec<u8>,
 }
@@ -176,7 +180,8 @@ impl PubSub {
             awaiting: 0,
             tally: PubSubCounters::default(),
             spread: Spread::new(),
-            last_delivery: None,
+            last_activity: None,
+            slowest: Duration::ZERO,
             encoding: Vec::new(),
         }
     }
@@ -275,7 +280,7 @@ impl PubSub {
             (Subscription::Closed, _) => return None,
             (Subscription::Subscribed, _) => {}
         }
-        self.last_delivery = Some(now);
+        self.last_activity = Some(now);
         let Incoming::Delivery { topic, payload } = incoming else {
             tally.unexpected += 1;
             return None;
@@ -304,9 +309,11 @@ impl PubSub {
             entry.0 = entry.0.min(now_us);
             entry.1 = entry.1.max(now_us);
         }
+        let uncorrected_us = now_us.saturating_sub(fields.sent_us);
+        self.slowest = self.slowest.max(Duration::from_micros(uncorrected_us));
         Some(Delivery {
             latency_us: now_us.saturating_sub(fields.due_us),
-            uncorrected_us: now_us.saturating_sub(fields.sent_us),
+            uncorrected_us,
             measured: fields.measured,
         })
     }
@@ -350,6 +357,8 @@ impl Workload for PubSub {
         let measured = cx.rec.in_window(due);
         let (messages, wire_bytes, payload_bytes) = self.publish(conn, due, now, measured);
         cx.rec.sent(messages, wire_bytes, payload_bytes);
+        // Its deliveries are still to come (a client that fell behind publishes late).
+        self.last_activity = Some(now);
         if measured {
             self.count_published(conn.index);
             cx.rec.send_lag(due, now);
@@ -371,9 +380,11 @@ impl Workload for PubSub {
         self.forget(conn.index);
     }
 
-    /// Deliveries arrived lately: the end of the run waits until they stop.
+    /// Deliveries arrived, or publishes went out, lately: the end of the run waits until they
+    /// stop.
     fn busy(&self, now: Instant) -> bool {
-        self.last_delivery.is_some_and(|at| now.saturating_duration_since(at) < QUIET)
+        let quiet = quiet_after(self.slowest);
+        self.last_activity.is_some_and(|at| now.saturating_duration_since(at) < quiet)
     }
 
     fn drain(&self) -> Duration {
@@ -394,6 +405,14 @@ impl Workload for PubSub {
     fn finish(self: Box<Self>, cut_off: bool) -> Option<Box<dyn Section>> {
         Some(Box::new(self.into_section(cut_off)))
     }
+}
+
+/// How long a draining worker's subscribers must have had nothing before it stops waiting:
+/// [`QUIET`], or as long as the slowest delivery took when that is longer (a publish sent just
+/// before the end takes as long to come), up to half the drain (so that a server that lost
+/// deliveries still goes quiet within it).
+fn quiet_after(slowest: Duration) -> Duration {
+    slowest.clamp(QUIET, DRAIN / 2)
 }
 
 /// The fields wsbench put in a publish.
@@ -459,6 +478,13 @@ mod tests {
         assert!(!Fields::parse(br#"{"id":"12-4567","ts":1000,"sent":1,"measured":false}"#).unwrap().measured);
         assert_eq!(Fields::parse(br#"{"id":"x-1","ts":1,"sent":1,"measured":true}"#), None);
         assert_eq!(Fields::parse(b"hello"), None);
+    }
+
+    #[test]
+    fn the_end_waits_for_as_long_as_the_slowest_delivery_took() {
+        assert_eq!(quiet_after(Duration::ZERO), QUIET);
+        assert_eq!(quiet_after(Duration::from_millis(400)), Duration::from_millis(400));
+        assert_eq!(quiet_after(Duration::from_secs(60)), DRAIN / 2);
     }
 
     #[test]
