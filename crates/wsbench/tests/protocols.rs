@@ -38,3 +38,6 @@ pub fn run(test: &str, args: &[&str], timeout: Duration) -> (Finished, Value) {
 
 #[path = "protocols/jsonrpc.rs"]
 mod jsonrpc;
+
+#[path = "protocols/socketio.rs"]
+mod socketio;

@@ -11,12 +11,13 @@
 
 pub mod jsonrpc;
 pub mod raw;
+pub mod socketio;
 
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
 /// Every protocol, by name.
-pub static PROTOCOLS: &[&dyn Protocol] = &[&raw::Raw, &jsonrpc::JsonRpc];
+pub static PROTOCOLS: &[&dyn Protocol] = &[&raw::Raw, &jsonrpc::JsonRpc, &socketio::SocketIo];
 
 /// The protocol called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn Protocol> {
