@@ -5,16 +5,18 @@
 //     `publish`({topic, payload}) is delivered to the room as event `message` with the
 //     object as it came, and acknowledged with `true` when there is an ack;
 //   - only the namespace `/` exists, so a connect to any other namespace gets CONNECT_ERROR.
-// Usage: node socketio_server.js PORT [PING_INTERVAL_MS] (port 0: a free port; the ping
-// interval defaults to socket.io's 25000). Prints `ready PORT` once listening.
+// Usage: node socketio_server.js PORT [PING_INTERVAL_MS [PING_TIMEOUT_MS]] (port 0: a free
+// port; the ping interval and the wait for each pong default to socket.io's 25000 and
+// 20000). Prints `ready PORT` once listening.
 'use strict';
 const http = require('http');
 const { Server } = require('socket.io');
 
 const port = Number(process.argv[2] || 0);
 const pingInterval = Number(process.argv[3] || 25000);
+const pingTimeout = Number(process.argv[4] || 20000);
 const httpServer = http.createServer();
-const io = new Server(httpServer, { transports: ['websocket'], serveClient: false, pingInterval });
+const io = new Server(httpServer, { transports: ['websocket'], serveClient: false, pingInterval, pingTimeout });
 
 io.on('connection', (socket) => {
     socket.on('echo', (...args) => {

@@ -17,7 +17,10 @@ mod process;
 use std::path::PathBuf;
 
 pub use brokers::{start_mosquitto, start_nats, start_rabbitmq};
-pub use node::{start_graphql_ws, start_rpc_websockets, start_socketio, start_socketio_pinging_every};
+pub use node::{
+    start_graphql_ws, start_rpc_websockets, start_socketio, start_socketio_pinging_every,
+    start_socketio_pinging_with_timeout,
+};
 pub use process::Peer;
 
 /// Why a peer could not be started.

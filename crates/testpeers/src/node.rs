@@ -43,6 +43,17 @@ pub fn start_socketio_pinging_every(ping_interval_ms: u32) -> Result<Peer, PeerE
     start_node("socket.io", "socketio_server.js", "socket.io", &[ping_interval_ms.to_string()])
 }
 
+/// [`start_socketio_pinging_every`] that also waits only `ping_timeout_ms` (not 20 s) for
+/// each pong before it closes the connection, so a client that does not answer is closed
+/// within a short test.
+pub fn start_socketio_pinging_with_timeout(
+    ping_interval_ms: u32,
+    ping_timeout_ms: u32,
+) -> Result<Peer, PeerError> {
+    let args = [ping_interval_ms.to_string(), ping_timeout_ms.to_string()];
+    start_node("socket.io", "socketio_server.js", "socket.io", &args)
+}
+
 /// graphql-ws 6 (`tests/peers/graphql_ws_server.js`): query and subscription `echo`,
 /// subscription `ticks(count)`. Any path; subprotocol `graphql-transport-ws` required.
 pub fn start_graphql_ws() -> Result<Peer, PeerError> {

@@ -45,5 +45,7 @@ mod graphql_ws;
 mod jsonrpc;
 #[path = "protocols/mqtt.rs"]
 mod mqtt;
+#[path = "protocols/socketio.rs"]
+mod socketio;
 #[path = "protocols/stomp.rs"]
 mod stomp;

@@ -13,6 +13,7 @@ pub mod graphql_ws;
 pub mod jsonrpc;
 pub mod mqtt;
 pub mod raw;
+pub mod socketio;
 pub mod stomp;
 
 use std::fmt::Debug;
@@ -23,7 +24,7 @@ pub const DEFAULT: &str = "raw";
 
 /// Every protocol, by name.
 pub static PROTOCOLS: &[&dyn Protocol] =
-    &[&raw::Raw, &mqtt::Mqtt, &stomp::Stomp, &jsonrpc::JsonRpc, &graphql_ws::GraphqlWs];
+    &[&raw::Raw, &mqtt::Mqtt, &stomp::Stomp, &socketio::SocketIo, &jsonrpc::JsonRpc, &graphql_ws::GraphqlWs];
 
 /// The protocol called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn Protocol> {

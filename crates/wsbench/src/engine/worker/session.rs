@@ -78,6 +78,8 @@ impl Worker {
         if !ready {
             self.conns[key].state = State::Opening;
         }
+        // Its opening may have a deadline of its own (a server that never answers).
+        self.arm_session(key);
         ready
     }
 

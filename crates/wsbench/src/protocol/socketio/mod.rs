@@ -1,0 +1,80 @@
+//! `socketio`: Socket.IO 5 over Engine.IO 4, as socket.io 4.x serves it on the `websocket`
+//! transport (no polling, no subprotocol). The path is `/socket.io/?EIO=4&transport=websocket`
+//! when the target names none, and a given path gets the `EIO`/`transport` query it lacks.
+//!
+//! The opening is the server's Engine.IO open packet (its heartbeat schedule kept), then the
+//! namespace `/` joined (`40` answered by `40{"sid":…}`). An echo request is
+//! `emit(--event, payload)` with an acknowledgement numbered by the request, the payload a JSON
+//! string, or a binary attachment with `--binary` (and whenever it is not UTF-8); the ack
+//! carries the payload back. Pub/sub is rooms, as docs/peers.md's peer serves them:
+//! `emit("subscribe", topic)` with an ack, `emit("publish", {topic, payload})`, and deliveries
+//! as the event `message` with that object. The server pings and the session answers at once;
+//! a ping that does not come within pingInterval + pingTimeout, the server's close, a refused
+//! namespace or a server that does not speak Engine.IO end the connection with an error by
+//! its cause. The wire format is `wsbench_appproto::socketio`'s; this folder never does I/O.
+
+mod session;
+#[cfg(test)]
+mod tests;
+
+use wsbench_appproto::socketio::WEBSOCKET_PATH;
+
+use super::{Options, Protocol, Session, Setup, Use};
+
+/// The event an echo request is emitted as when `--event` is not given.
+pub const DEFAULT_EVENT: &str = "echo";
+
+#[derive(Debug)]
+pub struct SocketIo;
+
+impl Protocol for SocketIo {
+    fn name(&self) -> &'static str {
+        "socketio"
+    }
+    fn about(&self) -> &'static str {
+        "Socket.IO 4 (Engine.IO 4): an echo is an emit of --event (default echo) answered by its \
+         ack; pub/sub is rooms (subscribe, publish, message)"
+    }
+    fn serves(&self, usage: Use) -> bool {
+        matches!(usage, Use::Requests | Use::PubSub)
+    }
+    fn path(&self, given: &str) -> Option<String> {
+        let path = websocket_path(given);
+        (path != given).then_some(path)
+    }
+    fn options(&self) -> &'static [&'static str] {
+        &["event"]
+    }
+    fn check(&self, options: &Options) -> Result<(), String> {
+        match options.event.as_deref() {
+            Some("") => Err("--event is empty: give the event an echo request is emitted as".into()),
+            _ => Ok(()),
+        }
+    }
+    fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
+        Box::new(session::SocketIoSession::new(setup))
+    }
+}
+
+/// The path and query a Socket.IO client opens for the target's `given` one: socket.io's own
+/// when `given` is `/`, else `given` with `EIO=4` and `transport=websocket` added when its
+/// query lacks them (the user's path and query are kept).
+fn websocket_path(given: &str) -> String {
+    if given.is_empty() || given == "/" {
+        return WEBSOCKET_PATH.to_owned();
+    }
+    let query = given.split_once('?').map_or("", |(_, query)| query);
+    let has = |key: &str| query.split('&').any(|pair| pair.split('=').next() == Some(key));
+    let mut path = given.to_owned();
+    for (key, pair) in [("EIO", "EIO=4"), ("transport", "transport=websocket")] {
+        if !has(key) {
+            if !path.contains('?') {
+                path.push('?');
+            } else if !path.ends_with(['?', '&']) {
+                path.push('&');
+            }
+            path.push_str(pair);
+        }
+    }
+    path
+}

@@ -1,0 +1,140 @@
+//! `--protocol socketio` against socket.io 4.8 (tests/peers/socketio_server.js): an echo is
+//! an emit acknowledged with its payload (as text, or as a binary attachment), pub/sub is the
+//! peer's rooms, the server's pings are answered; and against a server that does not speak
+//! Engine.IO the run ends with the cause named, instead of waiting.
+
+use std::time::Duration;
+
+use wsbench_testpeers::{or_skip, start_socketio, start_socketio_pinging_with_timeout};
+
+use crate::harness::{errors, heavy, summary_of, uint};
+use crate::run;
+use crate::support::Server;
+
+/// socket.io accepts upgrades on one node thread: on a shared 2-core machine a thousand of
+/// them may take longer than the default connect timeout (2 s), which is not what is tested.
+/// (Any server's upgrades may be slow there: the wrong-server test uses it too.)
+const PATIENT: [&str; 2] = ["--connect-timeout", "10s"];
+
+#[test]
+fn a_thousand_connections_echo_through_socket_io_without_an_error() {
+    let Some(server) = or_skip(start_socketio()) else { return };
+    let url = server.url("/");
+    let load = ["--protocol", "socketio", "--connections", "1000", "--warmup", "1s", "--duration", "2s"];
+    let (finished, result) = run(
+        "socketio-echo",
+        &[&[url.as_str()], &load[..], &PATIENT, &["--threshold", "errors==0"]].concat(),
+        Duration::from_secs(60),
+    );
+    finished.assert_success();
+    assert_eq!(uint(&result, "/summary/connections/established"), 1000, "{}", summary_of(&result));
+    assert!(uint(&result, "/summary/latency_us/count") > 1000, "{}", summary_of(&result));
+    assert_eq!(uint(&result, "/counters/payload_mismatches"), 0, "{}", summary_of(&result));
+    assert_eq!(result["config"]["protocol"], "socketio");
+    // The target names no path: socket.io's own is requested.
+    let path = &result["config"]["target"]["path"];
+    assert_eq!(path, "/socket.io/?EIO=4&transport=websocket");
+}
+
+#[test]
+fn binary_payloads_echo_as_attachments() {
+    let Some(server) = or_skip(start_socketio()) else { return };
+    let url = server.url("/socket.io/");
+    let load = ["--protocol", "socketio", "--binary", "--payload", "bytes:256", "--connections", "100"];
+    let (finished, result) = run(
+        "socketio-binary",
+        &[&[url.as_str()], &load[..], &["--warmup", "1s", "--duration", "2s", "--threshold", "errors==0"]]
+            .concat(),
+        Duration::from_secs(60),
+    );
+    finished.assert_success();
+    assert_eq!(uint(&result, "/summary/connections/established"), 100, "{}", summary_of(&result));
+    assert!(uint(&result, "/summary/latency_us/count") > 100, "{}", summary_of(&result));
+    assert_eq!(uint(&result, "/counters/payload_mismatches"), 0, "{}", summary_of(&result));
+    // Each request is a text packet and its attachment.
+    let sent = uint(&result, "/counters/messages_sent");
+    assert!(sent > 2 * uint(&result, "/summary/latency_us/count"), "{}", summary_of(&result));
+}
+
+/// 1,000 subscribers in 10 rooms, each room published to 10 times a second: 10,000
+/// deliveries a second, which the peer (one node thread) delivers in milliseconds. The run
+/// has the machine to itself (both load slots): when the node process is starved of CPU it
+/// falls seconds behind before it even reads the publishes, the subscribers go quiet, and the
+/// end of the run takes the publishes it never read for lost (seen at 200 publishes a second
+/// beside a 1,000-connection echo run, load average 12 on the 2 cores).
+#[test]
+fn a_thousand_subscribers_get_every_publish_of_their_room_once() {
+    let Some(server) = or_skip(start_socketio()) else { return };
+    let _machine = heavy(2);
+    let url = server.url("/");
+    let shape = ["--subscribers", "1000", "--topics", "10", "--publishers", "10", "--rate", "100/s"];
+    let gates = ["--threshold", "lost==0", "--threshold", "duplicated==0", "--threshold", "errors==0"];
+    let (finished, result) = run(
+        "socketio-pubsub",
+        &[
+            &["pubsub", url.as_str(), "--protocol", "socketio"],
+            &shape[..],
+            &gates[..],
+            &PATIENT,
+            &["--warmup", "1s", "--duration", "2s"],
+        ]
+        .concat(),
+        Duration::from_secs(90),
+    );
+    let context = || format!("{}\n{}\n{}", result["pubsub"], summary_of(&result), finished.describe());
+    finished.assert_success();
+    assert_eq!(uint(&result, "/pubsub/subscribed"), 1000, "{}", context());
+    let published = uint(&result, "/pubsub/published");
+    assert!(published > 0, "{}", context());
+    // Every topic has one publisher and 100 subscribers.
+    assert_eq!(uint(&result, "/pubsub/expected_deliveries"), published * 100, "{}", context());
+    assert_eq!(uint(&result, "/pubsub/delivered"), published * 100, "{}", context());
+    for key in ["lost", "duplicated", "unexpected", "subscribe_failures", "short_subscriber_count"] {
+        assert_eq!(uint(&result, &format!("/pubsub/{key}")), 0, "{key}\n{}", context());
+    }
+}
+
+/// The peer pings every 300 ms and closes a connection whose pong has not come within 3 s
+/// (as it did in a run whose pongs were left out: every connection closed by the server), so
+/// a run of 5 s with no error had every ping answered. (The session's own deadline for the
+/// next ping is 3.3 s: shorter waits were missed by a node process starved of CPU.)
+#[test]
+fn the_servers_pings_are_answered_and_no_connection_is_dropped() {
+    let Some(server) = or_skip(start_socketio_pinging_with_timeout(300, 3000)) else { return };
+    let url = server.url("/");
+    let load = ["--protocol", "socketio", "--connections", "100", "--warmup", "0s", "--duration", "5s"];
+    let (finished, result) = run(
+        "socketio-heartbeat",
+        &[&[url.as_str()], &load[..], &["--threshold", "errors==0"]].concat(),
+        Duration::from_secs(60),
+    );
+    finished.assert_success();
+    assert_eq!(uint(&result, "/summary/connections/established"), 100, "{}", summary_of(&result));
+    assert!(errors(&result).is_empty(), "{}", summary_of(&result));
+    assert_eq!(uint(&result, "/counters/messages_unanswered"), 0, "{}", summary_of(&result));
+}
+
+/// The built-in server echoes and never speaks first: no connection gets the Engine.IO open
+/// packet, each ends with that cause, and the run ends (failures counted) without waiting for
+/// its duration (300 s).
+#[test]
+fn a_server_that_does_not_speak_socket_io_ends_the_run_with_the_cause_named() {
+    let server = Server::spawn(&[]);
+    let url = format!("ws://{}/", server.addr);
+    let load = ["--protocol", "socketio", "--connections", "20", "--warmup", "0s", "--duration", "300s"];
+    // The open packet is waited for half the connect timeout after the upgrade: an upgrade
+    // slower than the other half would be the engine's protocol_timeout instead.
+    let (finished, result) = run(
+        "socketio-wrong-server",
+        &[&[url.as_str()], &load[..], &PATIENT].concat(),
+        Duration::from_secs(60),
+    );
+    finished.assert_completed_with_failures();
+    assert_eq!(errors(&result).get("socketio_no_open_packet"), Some(&20), "{}", summary_of(&result));
+    assert_eq!(errors(&result).len(), 1, "{}", summary_of(&result));
+    assert_eq!(uint(&result, "/summary/connections/established"), 0, "{}", summary_of(&result));
+    let details = &result["counters"]["protocol_error_details"];
+    let detail = details["socketio_no_open_packet"].as_str().unwrap_or_default();
+    assert!(detail.contains("is it a Socket.IO 4 server?"), "{details}");
+    assert!(finished.stdout.contains("socketio_no_open_packet 20"), "{}", finished.describe());
+}
