@@ -65,7 +65,7 @@ pub fn block(s: &Second, exchanges: &str) -> String {
         elapsed = s.second + 1,
         left = s.remaining_secs.map_or(String::new(), |left| format!(", {left} s left")),
         up = group(s.connections_open),
-        failed = group(s.counters.connections_failed()),
+        failed = group(s.counters.connect_failures()),
         rate = group(s.round_trips),
         p50 = latency(s.p50_us, s.round_trips),
         p99 = latency(s.p99_us, s.round_trips),
@@ -84,7 +84,7 @@ pub fn line(s: &Second, exchanges: &str) -> String {
         p50 = latency(s.p50_us, s.round_trips),
         p99 = latency(s.p99_us, s.round_trips),
         up = group(s.connections_open),
-        failed = group(s.counters.connections_failed()),
+        failed = group(s.counters.connect_failures()),
         errors = group(s.error_count()),
         left = s.remaining_secs.map_or(String::new(), |left| format!("  {left} s left")),
     )
@@ -114,6 +114,7 @@ mod tests {
             counters: Counters {
                 connections_attempted: 11,
                 connections_established: 10,
+                connect_timeouts: 1,
                 resets: 2,
                 ..Counters::default()
             },
@@ -129,6 +130,10 @@ mod tests {
             "wsbench:    5 s measured  12,345 round trips/s  p50 210 µs  p99 1.50 ms  connections 10 up, \
              1 failed  errors 2  3 s left"
         );
+        // A connection still connecting has not failed.
+        let mut connecting = second();
+        connecting.counters.connections_attempted += 1;
+        assert!(line(&connecting, "round trips").contains("10 up, 1 failed"));
     }
 
     #[test]

@@ -135,6 +135,12 @@ impl Counters {
         self.connections_attempted.saturating_sub(self.connections_established)
     }
 
+    /// Connections that failed to open so far, by any cause (while a run goes on, attempted
+    /// minus established also counts those still connecting).
+    pub fn connect_failures(&self) -> u64 {
+        self.connect_timeouts + self.connections_refused + self.handshake_failures + self.connect_errors
+    }
+
     /// Server-initiated disconnections of any kind.
     pub fn disconnections(&self) -> u64 {
         self.closed_by_server.values().sum::<u64>() + self.resets
