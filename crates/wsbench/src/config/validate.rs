@@ -77,7 +77,7 @@ impl RunSettings {
             compression: self.compression()?,
             io: self.io()?,
             protocol: self.protocol()?,
-            protocol_options: self.protocol_options(),
+            protocol_options: self.protocol_options(message),
             run_id: self.run_id()?,
             scenario_settings: OwnSettings(Arc::new(NoSettings)),
         };
@@ -195,8 +195,9 @@ impl RunSettings {
         })
     }
 
-    /// The protocol's options as given (the protocol checks them).
-    fn protocol_options(&self) -> crate::protocol::Options {
+    /// The protocol's options as given (the protocol checks them); `message`: what kind of
+    /// message the payload is.
+    fn protocol_options(&self, message: MessageKind) -> crate::protocol::Options {
         crate::protocol::Options {
             event: self.event.clone(),
             method: self.method.clone(),
@@ -205,7 +206,7 @@ impl RunSettings {
             query: self.query.clone(),
             heartbeat: self.heartbeat.clone(),
             vhost: self.vhost.clone(),
-            binary: self.binary,
+            binary: message == MessageKind::Binary,
         }
     }
 

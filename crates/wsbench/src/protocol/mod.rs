@@ -71,7 +71,8 @@ pub struct Options {
     /// STOMP: the virtual host CONNECT names (its `host` header).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vhost: Option<String>,
-    /// Binary messages (Socket.IO attachments) rather than text.
+    /// The payload is binary (`--binary`, or a `bytes:N` payload without `--text`): Socket.IO
+    /// sends it as an attachment; text-only protocols refuse it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub binary: bool,
 }

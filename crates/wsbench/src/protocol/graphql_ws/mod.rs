@@ -57,7 +57,7 @@ impl Protocol for GraphqlWs {
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         if options.binary {
-            return Err("graphql-transport-ws messages are text: leave out --binary".into());
+            return Err("graphql-transport-ws messages are text: leave out --binary (a bytes:N payload is binary unless --text is given)".into());
         }
         match options.query.as_deref() {
             Some(query) if query.trim().is_empty() => {

@@ -36,7 +36,7 @@ impl Protocol for JsonRpc {
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         if options.binary {
-            return Err("JSON-RPC messages are text: leave out --binary".into());
+            return Err("JSON-RPC messages are text: leave out --binary (a bytes:N payload is binary unless --text is given)".into());
         }
         match options.method.as_deref() {
             Some("") => Err("--method is empty: give the method an echo request calls".into()),
