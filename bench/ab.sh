@@ -11,15 +11,24 @@
 # which the host's noise moves less than the rate. A row with a failed run (an exit status
 # other than 0, no result file, no echo measured) says FAILED instead, and the script exits 1;
 # rows note how many runs the client reported itself CPU-bound in.
+# SCENARIO=pubsub measures a fan-out instead: `serve --pubsub`, N subscribers on 10 topics,
+# 10 publishers at PUBSUB_RATE publishes/s (each delivered to N/10 subscribers): deliveries/s
+# and the client's CPU per delivery.
 #
-#   bench/ab.sh OLD_REVISION [CONNECTIONS...]     (default connections: 100 1000)
+#   bench/ab.sh OLD_REVISION [CONNECTIONS...]     (default connections: 100 1000; pubsub:
+#                                                 subscribers, default 5000)
 #   Environment: DURATION (default 5), WARMUP (default 1), REPEATS (default 5),
-#                SERVER_CPU (default 0), CLIENT_CPU (default 1).
+#                SERVER_CPU (default 0), CLIENT_CPU (default 1), IO (uring or epoll: the
+#                client's --io, default uring), SCENARIO (echo or pubsub, default echo),
+#                PUBSUB_RATE (default 200).
 set -euo pipefail
 {
 old_rev=${1:?usage: bench/ab.sh OLD_REVISION [CONNECTIONS...]}
 shift
-if [ $# -gt 0 ]; then connections=("$@"); else connections=(100 1000); fi
+SCENARIO=${SCENARIO:-echo}
+if [ $# -gt 0 ]; then connections=("$@"); elif [ "$SCENARIO" = pubsub ]; then connections=(5000); else connections=(100 1000); fi
+IO=${IO:-uring}
+PUBSUB_RATE=${PUBSUB_RATE:-200}
 DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 REPEATS=${REPEATS:-5}
@@ -36,16 +45,18 @@ if [ ! -d "$old_tree" ]; then
 else
     git -C "$old_tree" checkout -q --detach "$old_rev"
 fi
-(cd "$old_tree" && cargo build --release -q -p wsbench)
+(cd "$old_tree" && CARGO_TARGET_DIR="$old_tree/target" cargo build --release -q -p wsbench)
 (cd "$root" && cargo build --release -q -p wsbench)
 cp "$old_tree/target/release/wsbench" "$build/wsbench-old"
-cp "$root/target/release/wsbench" "$build/wsbench-new"
+cp "${CARGO_TARGET_DIR:-$root/target}/release/wsbench" "$build/wsbench-new"
 
 # serve SIDE: starts that side's server pinned; sets port and server_pid (returns 1 if it
 # printed no port).
 serve() {
     local out=$build/serve-$1.out
-    taskset -c "$SERVER_CPU" "$build/wsbench-$1" serve --port 0 >"$out" 2>&1 &
+    local mode=()
+    [ "$SCENARIO" = pubsub ] && mode=(--pubsub)
+    taskset -c "$SERVER_CPU" "$build/wsbench-$1" serve --port 0 "${mode[@]}" >"$out" 2>&1 &
     server_pid=$!
     for _ in $(seq 100); do
         port=$(grep -m 1 -o 'ws://127.0.0.1:[0-9]*' "$out" 2>/dev/null | sed 's/.*://' || true)
@@ -67,8 +78,12 @@ measure() {
     fi
     local json=$build/$4.json log=$build/$4.log rc=0
     rm -f "$json"
-    "$build/wsbench-$2" run echo "ws://127.0.0.1:$port/" --connections "$3" --duration "${DURATION}s" \
-        --warmup "${WARMUP}s" --payload bytes:20 --binary --client-cpus "$CLIENT_CPU" --json "$json" \
+    local shape=(echo --connections "$3" --payload bytes:20 --binary)
+    if [ "$SCENARIO" = pubsub ]; then
+        shape=(pubsub --subscribers "$3" --topics 10 --publishers 10 --rate "$PUBSUB_RATE/s")
+    fi
+    "$build/wsbench-$2" run "${shape[@]}" "ws://127.0.0.1:$port/" --duration "${DURATION}s" \
+        --warmup "${WARMUP}s" --io "$IO" --client-cpus "$CLIENT_CPU" --json "$json" \
         >"$log" 2>&1 || rc=$?
     kill "$server_pid"
     wait "$server_pid" 2>/dev/null || true
@@ -98,7 +113,7 @@ spread() { sort -g "$1" | awk 'NR==1{min=$1} {max=$1} END {printf "%.2f–%.2f",
 
 echo "bench/ab.sh $old_rev ($(git -C "$root" rev-parse --short "$old_rev")) vs working tree ($(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet || echo '+changes'))"
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), Linux $(uname -r)"
-echo "server on CPU $SERVER_CPU, client on CPU $CLIENT_CPU; ${DURATION} s measured after ${WARMUP} s, $REPEATS repeats"
+echo "server on CPU $SERVER_CPU, client on CPU $CLIENT_CPU (--io $IO); $SCENARIO; ${DURATION} s measured after ${WARMUP} s, $REPEATS repeats"
 printf '%-8s %-7s %12s %12s %8s %11s   %9s %9s %8s %11s\n' conns compare "old echo/s" "new echo/s" "new÷old" "spread" \
     "old µs" "new µs" "new÷old" "spread"
 for conns in "${connections[@]}"; do
