@@ -59,6 +59,9 @@ pub struct ClientConn {
     pub closing_by_load: bool,
     /// The message protocol's side of this connection, once upgraded.
     pub session: Option<Box<dyn crate::protocol::Session>>,
+    /// Its messages are the workload's own, unread by the session (the session's
+    /// `passthrough`, asked once): the hot path of `raw` echoes asks this field.
+    pub passthrough: bool,
     /// When the engine will next wake the session (its heartbeat), if it is to.
     pub session_timer: Option<Instant>,
     /// Requests made while the session was reading a message (a reply frees room for the
@@ -102,6 +105,7 @@ impl ClientConn {
             slot: 0,
             closing_by_load: false,
             session: None,
+            passthrough: true,
             session_timer: None,
             deferred: Deferred::default(),
         }
@@ -192,6 +196,12 @@ impl ClientConn {
             out.extend_from_slice(batch);
         }
         self.batches_pending = 0;
+    }
+
+    /// Whether the workload writes its messages as they are now (no protocol session wraps
+    /// them, and none is reading a message).
+    pub fn writes_as_is(&self) -> bool {
+        self.passthrough && !self.deferred.lent
     }
 
     /// Whether anything waits to be written.

@@ -154,7 +154,7 @@ impl Worker {
         if last {
             self.rec.metrics.counters.messages_received += 1;
         }
-        let to_session = conn.session.as_ref().is_some_and(|session| !session.passthrough());
+        let to_session = !conn.passthrough;
         let max = match (to_session, self.assembly) {
             (true, _) => SESSION_MESSAGE_MAX,
             (false, Assembly::Pieces) => {

@@ -72,6 +72,7 @@ impl Worker {
     /// Returns whether it is ready at once (then the connection opens now).
     pub(super) fn start_session(&mut self, key: usize, now: Instant) -> bool {
         let session = self.spec.plan.session(self.conns[key].index);
+        self.conns[key].passthrough = session.passthrough();
         self.conns[key].session = Some(session);
         let after = self.with_session(key, now, |session, now, sink| session.open(now, sink));
         let ready = after.ready || self.conns[key].session.as_ref().is_some_and(|s| s.ready());

@@ -144,7 +144,7 @@ impl EchoWorkload {
     ) {
         let frames = self.frames_per_send;
         let first_seq = state.next_seq;
-        let (messages, bytes, payload_bytes) = match (&self.template, written_as_is(conn)) {
+        let (messages, bytes, payload_bytes) = match (&self.template, conn.writes_as_is()) {
             (Template::Fixed { batch, payload, .. }, true) if conn.compression.is_none() => {
                 conn.batches_pending += 1;
                 state.next_seq += frames;
@@ -352,12 +352,6 @@ impl Workload for EchoWorkload {
     fn busy(&self, _now: Instant) -> bool {
         self.outstanding > 0
     }
-}
-
-/// Whether the connection's messages go on the wire as the workload writes them (no
-/// message protocol wraps them).
-fn written_as_is(conn: &ClientConn) -> bool {
-    !conn.deferred.lent && conn.session.as_ref().is_none_or(|session| session.passthrough())
 }
 
 /// Byte-for-byte check of one piece of an echo against `expected` (when `sampled`); on the
