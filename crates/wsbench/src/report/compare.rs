@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::result::{ResultError, RunResult, write_atomically};
-use crate::units::format::{kib_tight, mib_tight, millis_tight};
+use crate::units::format::{group, kib_tight, mib_tight, millis_tight};
 
 /// One server of a comparison as the table and the page show it: its runs (one per
 /// repeat), or why it has none.
@@ -133,8 +133,34 @@ fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
         if run.client.bound { "BOUND" } else { "ok" },
         scenario_cells(run),
     );
-    if !row.problems.is_empty() {
+    // The table shows the median run: what went wrong in any run is said beside it.
+    let mut notes: Vec<String> = row.problems.to_vec();
+    for (repeat, other) in row.runs.iter().enumerate().filter(|(_, other)| !other.summary.errors.is_empty()) {
+        let errors: Vec<String> =
+            other.summary.errors.iter().map(|(kind, n)| format!("{kind} {}", group(*n))).collect();
+        notes.push(format!("repeat {}: {}", repeat + 1, errors.join(", ")));
+    }
+    if !notes.is_empty() {
         out.pop();
-        let _ = writeln!(out, "  ({})", row.problems.join("; "));
+        let _ = writeln!(out, "  ({})", notes.join("; "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+
+    #[test]
+    fn errors_of_any_repeat_are_said_beside_the_median_run() {
+        let clean = RunResult::from_outcome(&fixture::closed_loop());
+        let mut broken = clean.clone();
+        broken.summary.errors.insert("reset".to_owned(), 1_234);
+        let runs = [clean.clone(), broken, clean];
+        let problems = Vec::new();
+        let row = Row { name: "srv", language: "C", runs: &runs, problems: &problems, skipped: None };
+        let table = render_compare_table(&[row]);
+        let line = table.lines().find(|line| line.starts_with("srv")).unwrap();
+        assert!(line.ends_with("  (repeat 2: reset 1,234)"), "{table}");
     }
 }
