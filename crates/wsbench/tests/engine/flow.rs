@@ -80,7 +80,11 @@ fn graphql_subscription_flow_gets_ack_nexts_and_completes() {
     // No error: every subscription had its `next`s, each a `next`, and then its `complete`
     // (one without would be late).
     assert!(errors(&result).is_empty(), "unmatched, late or wrong messages\n{context}");
-    assert_eq!(step_count(&result, "ack"), 10, "one connection_ack per connection\n{context}");
+    assert_eq!(
+        uint(&result, "/summary/connections/established"),
+        10,
+        "each opened by its protocol\n{context}"
+    );
     assert!(step_count(&result, "ticks") >= 3 * 10, "no subscription's nexts\n{context}");
 }
 

@@ -35,8 +35,45 @@ fn the_graphql_preset_passes_against_graphql_ws() {
         ["--scenario", "graphql-subscription-flow", &url, "--duration", "2s", "--threshold", "errors==0"];
     let (finished, result) = run("flow-graphql-preset", &args, Duration::from_secs(30));
     finished.assert_success();
-    assert_eq!(step_count(&result, "ack"), 10, "{}", summary_of(&result));
+    // The protocol opened every connection (connection_init → connection_ack).
+    assert_eq!(uint(&result, "/summary/connections/established"), 10, "{}", summary_of(&result));
     assert!(step_count(&result, "ticks") >= 30, "{}", summary_of(&result));
+}
+
+#[test]
+fn a_graphql_error_in_a_flow_is_an_error_by_its_cause_and_no_success() {
+    let Some(server) = or_skip(start_graphql_ws()) else { return };
+    let file = repo_root().join("target/flow-graphql-error.toml");
+    let steps = r#"scenario = "flow"
+protocol = "graphql-ws"
+connections = 2
+
+[[flow.steps]]
+repeat = "until-end"
+steps = [
+    { name = "nope", send = '{"id":"n{seq}","type":"subscribe","payload":{"query":"subscription { nope }"}}' },
+    { expect = "nope", match-field = "id", until = '"type":\s*"complete"', timeout = "2s" },
+    { sleep = "20ms" },
+]
+"#;
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, steps).unwrap();
+    let url = server.url("/graphql");
+    let args = ["--scenario", file.to_str().unwrap(), &url, "--duration", "1s"];
+    let (finished, result) = run("flow-graphql-error", &args, Duration::from_secs(30));
+    finished.assert_completed_with_failures();
+    let errors = errors(&result);
+    let refused = uint(&result, "/flow/steps/nope/refused");
+    assert!(refused > 0, "{errors:?}\n{}", finished.describe());
+    assert_eq!(errors.get("graphql_error"), Some(&refused), "{errors:?}");
+    assert_eq!(
+        errors.len(),
+        1,
+        "an error reply ends its subscription: nothing late, nothing unmatched: {errors:?}"
+    );
+    assert_eq!(uint(&result, "/flow/steps/nope/latency_us/count"), 0);
+    let detail = result["counters"]["protocol_error_details"]["graphql_error"].as_str().unwrap_or_default();
+    assert!(detail.contains("nope"), "{detail}");
 }
 
 #[test]

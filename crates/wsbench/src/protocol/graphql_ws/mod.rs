@@ -47,7 +47,7 @@ impl Protocol for GraphqlWs {
         "graphql-transport-ws (graphql-ws): an echo is the operation --query with $payload, answered by its first result"
     }
     fn serves(&self, usage: Use) -> bool {
-        usage == Use::Requests
+        matches!(usage, Use::Requests | Use::Messages)
     }
     fn subprotocols(&self) -> &'static [&'static str] {
         &[graphql_ws::SUBPROTOCOL]
@@ -72,6 +72,7 @@ impl Protocol for GraphqlWs {
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         let query = setup.options.query.clone().unwrap_or_else(|| DEFAULT_QUERY.to_owned());
         Box::new(GraphqlWsSession {
+            flow: setup.usage == Use::Messages,
             query,
             ready: false,
             awaiting: VecDeque::new(),
@@ -87,6 +88,9 @@ impl Protocol for GraphqlWs {
 
 #[derive(Debug)]
 struct GraphqlWsSession {
+    /// A flow's session: after its own opening, the operations' messages are the flow's
+    /// (it writes the `subscribe`s), an `error` marked as the error reply it is.
+    flow: bool,
     query: String,
     /// `connection_ack` came.
     ready: bool,
@@ -141,6 +145,7 @@ impl Session for GraphqlWsSession {
         if binary {
             return self.broken("graphql_ws_malformed", "a binary message", message, sink);
         }
+        let raw = message;
         let message = match graphql_ws::decode(message) {
             Ok(decoded) => decoded,
             Err(error) => return self.broken("graphql_ws_malformed", &error.to_string(), message, sink),
@@ -156,6 +161,12 @@ impl Session for GraphqlWsSession {
             Message::ConnectionAck { .. } if !self.ready => {
                 self.ready = true;
                 sink.incoming(Incoming::Ready);
+            }
+            Message::Next { .. } | Message::Complete { .. } if self.ready && self.flow => {
+                sink.incoming(Incoming::Message { payload: raw, error: None })
+            }
+            Message::Error { message, .. } if self.ready && self.flow => {
+                sink.incoming(Incoming::Message { payload: raw, error: Some(("graphql_error", &message)) })
             }
             Message::Next { id, payload } if self.ready => self.on_next(&id, payload, sink),
             Message::Error { id, message, .. } if self.ready => {

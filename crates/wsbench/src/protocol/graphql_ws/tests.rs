@@ -181,5 +181,23 @@ fn options_it_cannot_honour_are_refused() {
     assert!(GraphqlWs.check(&empty).unwrap_err().contains("--query"));
     assert!(GraphqlWs.serves(Use::Requests));
     assert!(!GraphqlWs.serves(Use::PubSub));
-    assert!(!GraphqlWs.serves(Use::Messages));
+    assert!(GraphqlWs.serves(Use::Messages));
+}
+
+#[test]
+fn a_flows_messages_pass_whole_after_the_opening_with_errors_marked() {
+    let options = Options::default();
+    let mut session = GraphqlWs.session(&setup(Use::Messages, &options));
+    let mut heard = Heard::default();
+    session.open(Instant::now(), &mut heard);
+    assert!(heard.sent_text(0).contains("connection_init"));
+    session.receive(br#"{"type":"connection_ack"}"#, false, Instant::now(), &mut heard);
+    assert_eq!(heard.ready, 1);
+    let next = br#"{"id":"s1","type":"next","payload":{"data":{"ticks":1}}}"#;
+    let error = br#"{"id":"s2","type":"error","payload":[{"message":"Cannot query field"}]}"#;
+    session.receive(next, false, Instant::now(), &mut heard);
+    session.receive(error, false, Instant::now(), &mut heard);
+    session.receive(br#"{"type":"ping"}"#, false, Instant::now(), &mut heard);
+    assert_eq!(heard.messages, [(next.to_vec(), None), (error.to_vec(), Some("graphql_error".to_owned()))]);
+    assert!(heard.sent_text(1).contains("pong"), "a ping is still answered");
 }
