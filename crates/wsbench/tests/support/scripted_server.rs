@@ -41,6 +41,8 @@ const MAX_MESSAGE: u64 = 64 * 1024 * 1024;
 const CONNECTION_STACK: usize = 64 * 1024;
 /// After sending a close frame: how long to wait for the client's close and EOF.
 const CLOSE_LINGER: Duration = Duration::from_secs(2);
+/// How many delayed echoes' actual hold times are kept.
+const MAX_RECORDED_DELAYS: usize = 1 << 20;
 
 /// What the server does; build with the methods below, then [`Script::start`].
 #[derive(Debug, Clone, Default)]
@@ -133,6 +135,7 @@ impl Script {
             accepted: AtomicU64::new(0),
             echoes: AtomicU64::new(0),
             closes_sent: AtomicU64::new(0),
+            held_us: Mutex::new(Vec::new()),
             streams: Mutex::new(Vec::new()),
         });
         let accept_shared = shared.clone();
@@ -151,6 +154,9 @@ struct Shared {
     accepted: AtomicU64,
     echoes: AtomicU64,
     closes_sent: AtomicU64,
+    /// How long each delayed echo was actually held (µs): the sleep plus its overshoot,
+    /// at most [`MAX_RECORDED_DELAYS`] of them.
+    held_us: Mutex<Vec<u64>>,
     /// A clone of every accepted stream, to shut them all down on drop.
     streams: Mutex<Vec<TcpStream>>,
 }
@@ -205,6 +211,14 @@ impl ScriptedServer {
     }
 
     /// Echoes written so far.
+    /// The median time a delayed echo was actually held (µs): the delay plus the sleep's
+    /// overshoot on this machine under this load; `None` before the first delayed echo.
+    pub fn held_p50_us(&self) -> Option<u64> {
+        let mut held = self.shared.held_us.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        held.sort_unstable();
+        held.get(held.len() / 2).copied()
+    }
+
     pub fn echoes(&self) -> u64 {
         self.shared.echoes.load(Ordering::SeqCst)
     }
@@ -315,7 +329,13 @@ fn serve_connection(mut stream: TcpStream, number: u64, shared: &Shared) -> io::
                     }
                     shared.wait_out_stall();
                     if let Some(delay) = shared.script.delay {
+                        let slept = Instant::now();
                         thread::sleep(delay);
+                        let held = slept.elapsed().as_micros() as u64;
+                        let mut held_us = shared.held_us.lock().unwrap_or_else(|e| e.into_inner());
+                        if held_us.len() < MAX_RECORDED_DELAYS {
+                            held_us.push(held);
+                        }
                     }
                     if let Some(service) = shared.script.service_time {
                         let start = match (served_until, arrived) {
