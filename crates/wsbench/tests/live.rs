@@ -56,14 +56,7 @@ struct Running {
 
 impl Running {
     fn start(args: &[&str]) -> Running {
-        let mut child = Command::new(wsbench_bin())
-            .arg("run")
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn wsbench run");
+        let mut child = support::spawn_run(args);
         let stderr = child.stderr.take().expect("piped");
         let (tx, lines) = channel();
         std::thread::spawn(move || {

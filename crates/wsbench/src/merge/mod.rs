@@ -8,7 +8,9 @@
 //! counters are sums. The rest follows these rules:
 //!
 //! - **Timelines** are aligned on wall-clock seconds: a shard that started `k` seconds after
-//!   the earliest one (rounded to the nearest second) has its seconds shifted by `k`.
+//!   the earliest one (rounded to the nearest second) has its seconds shifted by `k`. A
+//!   second's counts are sums; its p50 and p99 the highest shard's, an upper bound (the
+//!   files keep each second's percentiles, not its histogram).
 //! - **Throughput**: the shards ran at the same time, so `exchanges_per_sec` is the sum of the
 //!   shards' own `exchanges_per_sec`, and `measured_exchanges` the sum of theirs. `measured_s` is
 //!   the longest shard's window, `elapsed_s` spans from the first start to the last end.
@@ -224,8 +226,8 @@ impl Sums {
                 .map_err(|source| MergeError::Decode { file: input.name.clone(), source })?;
             let offset_ms = result.started_at_unix_ms - start_ms;
             let shift = (offset_ms + 500) / 1000;
-            for interval in &mut shard_metrics.intervals {
-                interval.second += shift;
+            for point in &mut shard_metrics.timeline {
+                point.second += shift;
             }
             sums.metrics.merge(&shard_metrics);
             sums.measured_exchanges += result.summary.measured_exchanges;

@@ -5,6 +5,9 @@
 //! run, starting before the first connection (the baseline). This module finds the server's
 //! processes (by the port they listen on, when wsbench did not spawn them) and samples them
 //! from `/proc` on a thread of its own. Linux only: everything is read from `/proc` directly.
+//! A long run's samples are thinned to a fixed number ([`thinning`]), peaks kept.
+
+mod thinning;
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -307,16 +310,16 @@ impl ServerProbe {
         let pids = probe.pids.clone();
         let interval = interval.max(Duration::from_millis(1));
         let spawned = thread::Builder::new().name(PROBE_THREAD_NAME.to_owned()).spawn(move || {
-            let mut samples = Vec::new();
+            let mut samples = thinning::Thinned::new();
             let mut next = Instant::now() + interval;
             loop {
                 match stop_rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
                     Err(RecvTimeoutError::Timeout) => {}
-                    Ok(()) | Err(RecvTimeoutError::Disconnected) => return (samples, None),
+                    Ok(()) | Err(RecvTimeoutError::Disconnected) => return (samples.into_samples(), None),
                 }
                 match sample(&pids, ms_since(run_start)) {
                     Ok(s) => samples.push(s),
-                    Err(e) => return (samples, Some(e)),
+                    Err(e) => return (samples.into_samples(), Some(e)),
                 }
                 // Keep to the grid; if a sample took longer than an interval, skip ticks.
                 next += interval;

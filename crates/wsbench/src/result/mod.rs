@@ -1,10 +1,12 @@
 //! The result file: one JSON document per run that users' scripts, `wsbench report` and
 //! `wsbench merge` read back. It carries the derived numbers people look at
-//! (`summary`, `server`, `client`, `timeline`) *and* the raw HdrHistograms in HdrHistogram's
-//! own "V2 compressed" encoding, so nothing is lost: [`RunResult::metrics`] rebuilds the exact
-//! [`Metrics`](crate::metrics::Metrics) the run measured. The field names are a public contract, pinned by
-//! `schema/result.schema.json` at the repository root; bump [`SCHEMA_VERSION`] on any
-//! incompatible change.
+//! (`summary`, `server`, `client`, `timeline`) *and* the run's raw HdrHistograms in
+//! HdrHistogram's own "V2 compressed" encoding, so nothing of them is lost:
+//! [`RunResult::common_metrics`] rebuilds the exact [`Metrics`](crate::metrics::Metrics) the
+//! run measured. Per second it keeps counts and percentiles (`timeline`); the seconds' whole
+//! histograms go to `--hlog` as the run goes, so a file stays small however long the run. The
+//! field names are a public contract, pinned by `schema/result.schema.json` at the repository
+//! root; bump [`SCHEMA_VERSION`] on any incompatible change.
 
 mod atomic;
 mod build;
@@ -26,8 +28,10 @@ pub use codec::{decode_histogram, encode_histogram};
 pub use compression::CompressionSummary;
 pub use distribution::Distribution;
 
-/// The result-file format this wsbench writes, and the newest it reads.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The result-file format this wsbench writes, and the newest it reads. Version 2 dropped
+/// the per-second histograms (`histograms.intervals`, which older readers require); version
+/// 1 files are still read.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Why a result file could not be written, read or decoded. Every variant names the file or
 /// the field at fault.
@@ -77,7 +81,8 @@ pub struct RunResult {
     pub summary: Summary,
     pub server: ServerSummary,
     pub client: ClientSummary,
-    /// One entry per wall-clock second of the run.
+    /// One entry per wall-clock second of the run. In a merged result each second's
+    /// percentiles are the highest shard's (an upper bound); counts are sums.
     pub timeline: Vec<TimelinePoint>,
     /// The raw counters, so results can be merged exactly.
     pub counters: Counters,
@@ -323,7 +328,9 @@ pub struct EncodedHistograms {
     pub latency_uncorrected: String,
     pub connect: String,
     pub send_lag: String,
-    /// Per-second latency histograms, in the order of `timeline`.
+    /// Per-second latency histograms, in the order of `timeline`: only in files of
+    /// schema_version 1 (read, never used). Now `--hlog` has them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<String>,
     /// The scenario's own histograms, under its own keys (a flow's `flow_steps`, one per
     /// step; a fan-out's `pubsub_spread`).

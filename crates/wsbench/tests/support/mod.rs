@@ -130,6 +130,18 @@ pub fn shared_server(args: &[&str]) -> SocketAddr {
     addr
 }
 
+/// Starts `wsbench run ARGS…` with stdin closed and both outputs piped.
+pub fn spawn_run(args: &[&str]) -> Child {
+    Command::new(wsbench_bin())
+        .arg("run")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn wsbench run")
+}
+
 /// A child process that ran to its end or was killed at its time limit.
 #[derive(Debug)]
 pub struct Finished {
