@@ -137,8 +137,14 @@ impl Recorder {
 
     /// Once per loop: notes the connections open in this second; when a new second begins,
     /// publishes the finished one, and once a second the counters (off the per-message path).
-    /// `scenario_errors` gives the scenario's own errors, asked for once a second.
-    pub fn tick(&mut self, now: Instant, open: u64, scenario_errors: impl FnOnce() -> BTreeMap<String, u64>) {
+    /// `scenario_errors` gives the scenario's own errors, asked for once a second. Returns
+    /// whether this was the first turn of a new second.
+    pub fn tick(
+        &mut self,
+        now: Instant,
+        open: u64,
+        scenario_errors: impl FnOnce() -> BTreeMap<String, u64>,
+    ) -> bool {
         let second = self.micros(now) / 1_000_000;
         if second > self.current.second {
             self.advance(second);
@@ -148,7 +154,9 @@ impl Recorder {
         if second > self.counters_published {
             self.control.live.publish_counters(self.worker, &self.metrics.counters, &scenario_errors());
             self.counters_published = second;
+            return true;
         }
+        false
     }
 
     /// Second `second` has begun: the one being recorded is published (with the seconds

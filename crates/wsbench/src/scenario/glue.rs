@@ -3,6 +3,7 @@
 //! scenario, the engine's [`Plan`] of a load, a result's metrics decoded with their
 //! section, and the figures a scenario adds to a result.
 
+use std::any::Any;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -171,14 +172,21 @@ fn or_list(names: &[&str]) -> String {
 
 /// The engine's plan of a validated load: its scenario's phases and workloads.
 pub fn plan_of(load: &LoadSpec) -> Arc<dyn Plan> {
-    Arc::new(ScenarioPlan { scenario: super::of(load), load: load.clone() })
+    let scenario = super::of(load);
+    Arc::new(ScenarioPlan { scenario, load: load.clone(), run_state: scenario.run_state(load) })
 }
 
-/// A scenario and the load it runs, as the engine sees them.
-#[derive(Debug)]
+/// A scenario and the load it runs, as the engine sees them, with what its workers share.
 struct ScenarioPlan {
     scenario: &'static dyn Descriptor,
     load: LoadSpec,
+    run_state: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl std::fmt::Debug for ScenarioPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScenarioPlan").field("scenario", &self.scenario.name()).finish_non_exhaustive()
+    }
 }
 
 impl Plan for ScenarioPlan {
@@ -186,7 +194,10 @@ impl Plan for ScenarioPlan {
         self.scenario.phases(&self.load)
     }
     fn workload(&self, connections: &[u64]) -> Box<dyn Workload> {
-        self.scenario.workload(&self.load, connections)
+        match &self.run_state {
+            Some(state) => self.scenario.workload_sharing(&self.load, connections, state),
+            None => self.scenario.workload(&self.load, connections),
+        }
     }
     fn session(&self, index: u64) -> Box<dyn Session> {
         let protocol = crate::protocol::by_name(self.load.protocol).unwrap_or(&crate::protocol::raw::Raw);

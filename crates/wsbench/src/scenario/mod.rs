@@ -18,7 +18,9 @@ pub mod pubsub;
 mod scalability;
 mod throughput;
 
+use std::any::Any;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -91,6 +93,22 @@ pub trait Descriptor: ScenarioRules {
     fn phases(&self, load: &LoadSpec) -> PhasePlan;
     /// The work of one worker that opens `connections` (global indices).
     fn workload(&self, load: &LoadSpec, connections: &[u64]) -> Box<dyn Workload>;
+    /// State every worker of one run shares, made once per run and handed to each
+    /// worker's [`Descriptor::workload_sharing`] (e.g. what only the workers together can
+    /// fold, so that no worker keeps it for the whole run). None by default.
+    fn run_state(&self, _load: &LoadSpec) -> Option<Arc<dyn Any + Send + Sync>> {
+        None
+    }
+    /// The work of one worker, given the run's shared state; [`Descriptor::workload`]
+    /// unless the scenario shares some.
+    fn workload_sharing(
+        &self,
+        load: &LoadSpec,
+        connections: &[u64],
+        _state: &Arc<dyn Any + Send + Sync>,
+    ) -> Box<dyn Workload> {
+        self.workload(load, connections)
+    }
     /// What the scenario asks of the connection's message protocol.
     fn protocol_use(&self) -> crate::protocol::Use {
         crate::protocol::Use::Requests

@@ -6,12 +6,14 @@
 //! publish from its first subscriber to its last. What the headline counts is deliveries.
 
 pub mod figures;
+mod receipts;
 mod report;
 pub mod section;
 mod settings;
 mod sketch;
 mod workload;
 
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -26,9 +28,19 @@ use crate::metrics::Section;
 use crate::result::{ResultError, RunResult};
 use crate::units::format::{millis_tight, plural};
 use figures::PubSubSummary;
+use receipts::SharedReceipts;
 use section::PubSubSection;
 use settings::PubSubSpec;
 use workload::PubSub as PubSubWorkload;
+
+/// The fan-out's shape from a validated load (none: no connection has a role).
+fn spec_of(load: &LoadSpec) -> PubSubSpec {
+    load.scenario_settings.get::<PubSubSpec>().copied().unwrap_or(PubSubSpec {
+        subscribers: 0,
+        topics: 1,
+        publishers: 0,
+    })
+}
 
 /// Publishes per second over all publishers, when `--rate` is not given.
 pub const DEFAULT_RATE: f64 = 100.0;
@@ -81,13 +93,22 @@ impl Descriptor for PubSub {
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         super::echo::after_connect(load)
     }
+    /// A worker alone (no other shares its receipts).
     fn workload(&self, load: &LoadSpec, connections: &[u64]) -> Box<dyn Workload> {
-        let spec = load.scenario_settings.get::<PubSubSpec>().copied().unwrap_or(PubSubSpec {
-            subscribers: 0,
-            topics: 1,
-            publishers: 0,
-        });
-        Box::new(PubSubWorkload::new(load, spec, connections))
+        Box::new(PubSubWorkload::new(load, spec_of(load), connections, Arc::default()))
+    }
+    /// The receipts of every worker's subscribers, for the spread of each publish.
+    fn run_state(&self, _load: &LoadSpec) -> Option<Arc<dyn Any + Send + Sync>> {
+        Some(Arc::new(SharedReceipts::default()))
+    }
+    fn workload_sharing(
+        &self,
+        load: &LoadSpec,
+        connections: &[u64],
+        state: &Arc<dyn Any + Send + Sync>,
+    ) -> Box<dyn Workload> {
+        let shared = state.clone().downcast::<SharedReceipts>().unwrap_or_default();
+        Box::new(PubSubWorkload::new(load, spec_of(load), connections, shared))
     }
     /// The pub/sub protocol of docs/protocols.md (one event-loop thread).
     fn configure_server(&self, serve: &mut wsbench_server::ServeConfig) {

@@ -10,8 +10,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::receipts::SharedReceipts;
 use super::section::{PubSubCounters, PubSubSection, SlowSubscriber, Spread, keep_slowest};
 use super::settings::{PubSubSpec, Role as PubSubRole};
 use super::sketch::LatencySketch;
@@ -77,7 +79,9 @@ pub struct PubSub {
     /// Subscriptions sent and not yet acknowledged or failed.
     awaiting: usize,
     tally: PubSubCounters,
+    /// Receipts of recent publishes; older ones are handed to `shared` once a second.
     spread: Spread,
+    shared: Arc<SharedReceipts>,
     last_delivery: Option<Instant>,
     /// The publish being encoded.
     encoding: Vec<u8>,
@@ -149,8 +153,14 @@ impl Seen {
 }
 
 impl PubSub {
-    /// The pubsub state of a worker that opens `connections`.
-    pub fn new(load: &LoadSpec, spec: PubSubSpec, connections: &[u64]) -> PubSub {
+    /// The pubsub state of a worker that opens `connections`; `shared` gathers the receipts
+    /// of every worker of the run.
+    pub fn new(
+        load: &LoadSpec,
+        spec: PubSubSpec,
+        connections: &[u64],
+        shared: Arc<SharedReceipts>,
+    ) -> PubSub {
         let mut subscribers = HashMap::new();
         let mut publishers = HashMap::new();
         for &index in connections {
@@ -181,6 +191,7 @@ impl PubSub {
             awaiting: 0,
             tally: PubSubCounters::default(),
             spread: Spread::new(),
+            shared,
             last_delivery: None,
             encoding: Vec::new(),
         }
@@ -346,7 +357,8 @@ impl PubSub {
             }
         }
         keep_slowest(&mut counters.slowest);
-        PubSubSection { counters, receipts: self.spread, ..PubSubSection::default() }
+        let (receipts, spread) = self.shared.take_all(self.spread);
+        PubSubSection { counters, spread, receipts }
     }
 
     /// Counts a measured publish of connection `index` (a publisher) on its topic.
@@ -394,6 +406,11 @@ impl Workload for PubSub {
 
     fn on_drop(&mut self, conn: &ClientConn) {
         self.forget(conn.index);
+    }
+
+    /// Receipts of publishes done with go to the run's shared receipts.
+    fn each_second(&mut self, now: Instant) {
+        self.shared.hand_in(&mut self.spread, self.clock.micros(now));
     }
 
     /// Deliveries arrived lately: the end of the run waits until they stop.
