@@ -191,6 +191,18 @@ pub fn run_with_timeout(command: &mut Command, timeout: Duration) -> Finished {
     Finished { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }
 }
 
+/// `wsbench ARGS…` exits with `code` and prints exactly one line on stderr, starting
+/// `wsbench: ` and containing `expected` (no panic); returns the line.
+pub fn refused(args: &[&str], code: i32, expected: &str) -> String {
+    let finished = run_with_timeout(Command::new(wsbench_bin()).args(args), Duration::from_secs(30));
+    let what = finished.describe(&format!("wsbench {}", args.join(" ")));
+    assert_eq!(finished.status.and_then(|s| s.code()), Some(code), "{what}");
+    assert_eq!(finished.stderr.lines().count(), 1, "{what}");
+    assert!(finished.stderr.starts_with("wsbench: ") && finished.stderr.contains(expected), "{what}");
+    assert!(!finished.stderr.contains("panicked"), "{what}");
+    finished.stderr
+}
+
 /// What a test does when a third-party peer is not installed: skips with a message, or
 /// fails when `WSBENCH_REQUIRE_PEERS=1` (as `scripts/test.sh` sets it).
 pub fn peer_missing(message: &str) {
