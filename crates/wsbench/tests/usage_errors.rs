@@ -108,7 +108,7 @@ fn scenario_file_errors_say_where_and_what_was_meant() {
 
 #[test]
 fn a_missing_result_file_names_its_cause_once() {
-    let message = refused(&["report", "/nonexistent.json"], 1, "cannot read /nonexistent.json");
+    let message = refused(&["report", "/nonexistent.json"], 2, "cannot read /nonexistent.json");
     assert_eq!(message.matches("No such file or directory").count(), 1, "{message}");
 }
 

@@ -27,7 +27,8 @@
 //! given twice (by any path), the same result twice (the same shard started at the same
 //! instant, e.g. a copy), two results of the same shard `I/N`, or results of different runs
 //! (`run_id`). Files written before wsbench recorded run ids merge with each other, but not
-//! with files that have one.
+//! with files that have one. Nor does a merged result merge again with other files: its
+//! shards are in it already.
 
 use std::path::{Path, PathBuf};
 
@@ -53,6 +54,12 @@ pub enum MergeError {
          {first} but {other_value} in {other})"
     )]
     DifferentScenarios { key: String, first: String, first_value: String, other: String, other_value: String },
+    #[error(
+        "cannot merge {merged} and {other}: {merged} is already the merged result of {shards} shards \
+         (run --processes or wsbench merge); merge each shard's own file once (NAME.shards/shard-I.json \
+         beside a --processes result), or use {merged} as it is"
+    )]
+    AlreadyMerged { merged: String, other: String, shards: usize },
     #[error("cannot merge {first} and {other}: they are the same file; give each shard's result once")]
     SameFile { first: String, other: String },
     #[error(
@@ -107,6 +114,7 @@ pub fn command(files: &[PathBuf], output: Option<&Path>) -> Result<RunResult, Me
 /// Merges the results of a run's shards (see the module documentation for the rules).
 pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
     let first = inputs.first().ok_or(MergeError::Empty)?;
+    check_not_merged(inputs)?;
     for other in &inputs[1..] {
         check_same_scenario(first, other)?;
     }
@@ -330,6 +338,21 @@ fn check_one_run(first: &ShardInput, other: &ShardInput) -> Result<(), MergeErro
         });
     }
     Ok(())
+}
+
+/// Refuses a merged result given with other files: its shards are in it already (given
+/// with one of them, that shard would count twice).
+fn check_not_merged(inputs: &[ShardInput]) -> Result<(), MergeError> {
+    if inputs.len() < 2 {
+        return Ok(());
+    }
+    let Some(at) = inputs.iter().position(|input| !input.result.shards.is_empty()) else { return Ok(()) };
+    let other = inputs.iter().enumerate().find(|(n, _)| *n != at).map_or("", |(_, input)| &input.name);
+    Err(MergeError::AlreadyMerged {
+        merged: inputs[at].name.clone(),
+        other: other.to_owned(),
+        shards: inputs[at].result.shards.len(),
+    })
 }
 
 /// Refuses shards whose configurations differ in anything but [`SHARD_KEYS`].

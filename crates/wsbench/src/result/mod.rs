@@ -43,6 +43,13 @@ pub enum ResultError {
     Read { path: PathBuf, source: io::Error },
     #[error("{} is not a wsbench result file: it is not valid JSON", path.display())]
     NotJson { path: PathBuf, source: serde_json::Error },
+    #[error("{} is empty: not a wsbench result file (was its run cut short?)", path.display())]
+    Empty { path: PathBuf },
+    #[error(
+        "{} ends in the middle: a wsbench file cut short (a copy or write that did not finish?)",
+        path.display()
+    )]
+    Truncated { path: PathBuf, source: serde_json::Error },
     #[error(
         "{} was written by a newer wsbench (schema_version {found}; this wsbench reads \
          schema_version {SCHEMA_VERSION}): upgrade wsbench to read it",
@@ -358,8 +365,7 @@ impl RunResult {
     /// Parses a result file's contents; `path` is only used in errors.
     pub fn from_json_bytes(path: &Path, bytes: &[u8]) -> Result<RunResult, ResultError> {
         let invalid = |reason: String| ResultError::Invalid { path: path.to_owned(), reason };
-        let value: serde_json::Value = serde_json::from_slice(bytes)
-            .map_err(|source| ResultError::NotJson { path: path.to_owned(), source })?;
+        let value = parse_json(path, bytes)?;
         let object = value.as_object().ok_or_else(|| invalid("it is JSON but not an object".to_owned()))?;
         match object.get("schema_version") {
             None => return Err(invalid("it has no `schema_version`".to_owned())),
@@ -373,6 +379,17 @@ impl RunResult {
         }
         serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
     }
+}
+
+/// `bytes` of the file `path` as JSON; an empty file and one cut short are said to be.
+pub(crate) fn parse_json(path: &Path, bytes: &[u8]) -> Result<serde_json::Value, ResultError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ResultError::Empty { path: path.to_owned() });
+    }
+    serde_json::from_slice(bytes).map_err(|source| match source.is_eof() {
+        true => ResultError::Truncated { path: path.to_owned(), source },
+        false => ResultError::NotJson { path: path.to_owned(), source },
+    })
 }
 
 #[cfg(test)]
