@@ -4,7 +4,8 @@
 //! must have seen nothing. Regression tests for numbers that once ran away
 //! (`--in-flight 99999999999` grew the client until the kernel killed it;
 //! `--payload bytes:99999999999` and `--frames-per-send 99999999999` aborted on a failed
-//! allocation with a backtrace).
+//! allocation with a backtrace). So must a source address that no interface of this
+//! machine has (it used to send the load and fail every connection).
 
 mod support;
 
@@ -136,6 +137,19 @@ fn every_other_number_of_a_run_has_its_bound() {
         &["run", "--server-processes", "257"],
         2,
         "--server-processes: 257 processes is too many: at most 256",
+    );
+}
+
+#[test]
+fn a_source_address_of_no_interface_is_refused_before_any_load() {
+    // 192.0.2.0/24 is for documentation (RFC 5737): no machine has it.
+    refused_before_load(
+        &["--source-addrs", "192.0.2.1", "--connections", "2"],
+        "--source-addrs: 192.0.2.1: no interface of this machine has it; give addresses of this machine",
+    );
+    refused_before_load(
+        &["--source-addrs", "127.0.0.2,192.0.2.7", "--connections", "2"],
+        "--source-addrs: 192.0.2.7: no interface",
     );
 }
 

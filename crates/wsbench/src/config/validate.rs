@@ -1,8 +1,9 @@
 //! From settings to a [`RunConfig`]: every default applied, every value checked, each rule
 //! in a small function named after the setting it decides. Errors are one line naming the
-//! flag and what to do ([`ConfigError`]); nothing here touches the network, and the disk
+//! flag and what to do ([`ConfigError`]); nothing here sends anything: the disk is touched
 //! only to check that the output files can be written (`outputs.rs`) and to read the
-//! `--header-file` and TLS PEM files (`handshake.rs`, `tls.rs`).
+//! `--header-file` and TLS PEM files (`handshake.rs`, `tls.rs`), sockets only to bind one
+//! to each `--source-addrs` address (an address of no interface is refused).
 
 use std::time::Duration;
 
@@ -76,7 +77,7 @@ impl RunSettings {
             message,
             frames_per_send,
             connect_timeout: duration("connect-timeout", &self.connect_timeout, DEFAULT_CONNECT_TIMEOUT)?,
-            source_addrs: self.source_addrs.as_deref().map(parse_addr_range).transpose()?.unwrap_or_default(),
+            source_addrs: self.source_addrs()?,
             reconnect: self.reconnect,
             insecure: self.insecure,
             handshake: self.handshake()?,
@@ -290,6 +291,28 @@ impl RunSettings {
             return Err(invalid(setting, "must be at least 1"));
         }
         bounds::at_most(setting, connections, bounds::MAX_CONNECTIONS, "connections")
+    }
+
+    /// `--source-addrs`: addresses of this machine (a socket is bound to each, never
+    /// connected): an address no interface has would fail every connection of the run.
+    fn source_addrs(&self) -> Result<Vec<std::net::IpAddr>, ConfigError> {
+        let Some(text) = self.source_addrs.as_deref() else { return Ok(Vec::new()) };
+        let addrs = parse_addr_range(text)?;
+        for addr in &addrs {
+            if let Err(e) = std::net::UdpSocket::bind((*addr, 0)) {
+                let why = match e.raw_os_error() {
+                    Some(libc::EADDRNOTAVAIL) => "no interface of this machine has it".to_owned(),
+                    _ => format!("it cannot be bound here ({e})"),
+                };
+                return Err(invalid(
+                    "source-addrs",
+                    format!(
+                        "{addr}: {why}; give addresses of this machine (`ip -brief address`), e.g. 127.0.0.2-127.0.0.40"
+                    ),
+                ));
+            }
+        }
+        Ok(addrs)
     }
 
     /// `--start-at`: a common start at most [`bounds::MAX_START_AHEAD`] from now (one
