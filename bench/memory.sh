@@ -13,6 +13,8 @@
 # Environment: BIN (default: target/release/wsbench, built unless NO_BUILD=1), MINUTES
 # (default 60 for echo, 30 for pubsub), INTERVAL (default 10), OUT (default
 # bench/.build/memory): the samples (SCENARIO.csv), the client's stderr and result file.
+# One block, read whole before it runs: editing this file during a run cannot change it.
+{
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -39,13 +41,8 @@ case "$scenario" in
         ;;
 esac
 
-if [ -z "${BIN:-}" ]; then
-    if [ "${NO_BUILD:-0}" != 1 ]; then
-        cargo build --release -p wsbench >&2
-    fi
-    target="${CARGO_TARGET_DIR:-target}"
-    BIN="$target/release/wsbench"
-fi
+# shellcheck source=bench/release-bin.sh
+. bench/release-bin.sh
 
 csv="$out/$scenario.csv"
 "$BIN" "${args[@]}" --quiet --json "$out/$scenario.json" 2>"$out/$scenario.stderr" >"$out/$scenario.txt" &
@@ -89,3 +86,5 @@ awk -F, -v cmd="$BIN ${args[*]}" 'NR > 1 {
             (r[n - 1] - r[ref]) / 1024, (peak - r[ref]) / 1024
         printf "slope after the first minute: %+.3f KiB/s\n", slope
     }' "$csv" | tee "$out/$scenario.summary"
+exit
+}

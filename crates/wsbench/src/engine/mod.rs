@@ -204,6 +204,9 @@ pub struct EngineOutput {
     pub connect_phase_secs: f64,
     pub workers: Vec<WorkerCpu>,
     pub interrupted: bool,
+    /// The run stopped before its measured window ended because no connection was left
+    /// (the server closed, reset or refused them all): the window it was to have, s.
+    pub ended_early: Option<f64>,
 }
 
 /// Runs the scenario. `cpus` gives one entry per worker (its CPU, or None to leave it
@@ -252,15 +255,20 @@ pub fn run(
     let connect_phase_secs = control.start.elapsed().as_secs_f64();
     // Load phase.
     let (measure_start_us, end_us) = control.load_phase(&phases);
+    let mut ended_early = None;
     if !control.interrupted.load(Ordering::Relaxed) {
         // With every connection gone (refused, or the server died) there is nothing left
-        // to measure: the run ends now instead of idling to the end of its window.
+        // to measure: the run ends now instead of idling to the end of its window, and
+        // says so.
         let end = control.start + Duration::from_micros(end_us);
         // With --reconnect, connections may come back (a restarting server): run to the end.
         let nothing_open = || {
             !spec.load.reconnect && all_connected() && control.open_connections.load(Ordering::Relaxed) == 0
         };
         wait_until(Some(end), &nothing_open, progress);
+        if !control.interrupted.load(Ordering::Relaxed) && Instant::now() < end && nothing_open() {
+            ended_early = Some(end_us.saturating_sub(measure_start_us) as f64 / 1e6);
+        }
     }
     let stopped_us = control.start.elapsed().as_micros() as u64;
     control.stop.store(true, Ordering::SeqCst);
@@ -280,6 +288,7 @@ pub fn run(
         connect_phase_secs,
         workers,
         interrupted: control.interrupted.load(Ordering::Relaxed),
+        ended_early,
     })
 }
 

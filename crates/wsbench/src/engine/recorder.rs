@@ -5,7 +5,7 @@
 //! the same way. A worker holds one second's histogram, never one per second of the run.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use std::collections::BTreeMap;
 
@@ -68,6 +68,19 @@ impl Recorder {
         let (start, end) = self.control.window();
         let at_us = self.micros(at);
         at_us >= start && at_us <= end
+    }
+
+    /// How many of the `count` instants `first`, `first + every`, … fall inside the measured
+    /// window (none while it is not yet known).
+    pub fn in_window_count(&self, first: Instant, every: Duration, count: u64) -> u64 {
+        let (start, end) = self.control.window();
+        let (first_us, step) = (self.micros(first), (every.as_micros() as u64).max(1));
+        if start == u64::MAX || count == 0 || first_us > end {
+            return 0;
+        }
+        let from = start.saturating_sub(first_us).div_ceil(step);
+        let to = ((end - first_us) / step + 1).min(count);
+        to.saturating_sub(from)
     }
 
     /// How an exchange completed at `now` counts: by the window it falls in.

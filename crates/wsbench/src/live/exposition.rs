@@ -57,7 +57,7 @@ impl Totals {
                 "Connections attempted and never established.",
                 counters.connections_failed(),
             ),
-            ("reconnections", "Connections reopened (--reconnect).", counters.reconnections),
+            ("reconnections", "Attempts to reopen a lost connection (--reconnect).", counters.reconnections),
         ] {
             page.family(&format!("wsbench_{name}_total"), "counter", help);
             page.sample(&format!("wsbench_{name}_total"), "", value as f64);

@@ -19,7 +19,7 @@
 //!   connections and echoes); otherwise it is the first shard's, as that shard saw it, with
 //!   `found_by` saying so. Every shard's own server and client sections are kept in `shards`.
 //! - **Client** workers are concatenated, named after their shard (`shard1/wsbench-w0`).
-//! - `interrupted` if any shard was interrupted.
+//! - `interrupted` if any shard was interrupted; `ended_early` if every shard ended early.
 //!
 //! Shards of different scenarios do not merge: their `config` objects must agree on every
 //! key but the ones that legitimately differ between shards ([`SHARD_KEYS`]). Nor do
@@ -181,6 +181,10 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         merged.server = server;
     }
     merged.shards = shards;
+    // Every shard ran out of connections: so did the run.
+    if inputs.iter().all(|input| input.result.ended_early.is_some()) {
+        merged.ended_early = first.result.ended_early.clone();
+    }
     Ok(merged)
 }
 

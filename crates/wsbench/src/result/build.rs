@@ -272,6 +272,7 @@ impl RunResult {
             elapsed_s: finite(outcome.elapsed_secs),
             measured_s: finite(outcome.measured_secs),
             interrupted: outcome.interrupted,
+            ended_early: None,
             summary: Summary::from_outcome(outcome),
             server: ServerSummary::from_report(
                 &server,

@@ -85,6 +85,10 @@ pub struct RunResult {
     pub measured_s: f64,
     /// The run was stopped early (Ctrl-C, fatal error); the numbers cover what ran.
     pub interrupted: bool,
+    /// The run ended before its measured window did, on its own: no connection was left.
+    /// Its rates are over the shorter window (`measured_s`). Absent when it ran its window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_early: Option<EndedEarly>,
     pub summary: Summary,
     pub server: ServerSummary,
     pub client: ClientSummary,
@@ -109,6 +113,27 @@ impl RunResult {
     /// shape.
     pub fn figures<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
         serde_json::from_value(self.scenario_figures.get(key)?.clone()).ok()
+    }
+}
+
+/// Why and when a run ended before its measured window did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndedEarly {
+    /// In words: `no connection left` (the server closed or reset every one), or `no
+    /// connection could be opened`.
+    pub reason: String,
+    /// The measured window the run was to have, s (`measured_s` is what it had).
+    pub planned_measured_s: f64,
+}
+
+impl EndedEarly {
+    /// A run that was to measure `planned_s` and had `established` connections at all.
+    pub fn new(planned_s: f64, established: u64) -> EndedEarly {
+        let reason = match established {
+            0 => "no connection could be opened",
+            _ => "no connection left (the server closed or reset every one)",
+        };
+        EndedEarly { reason: reason.to_owned(), planned_measured_s: planned_s }
     }
 }
 

@@ -24,7 +24,7 @@ use crate::engine::{self, Job};
 use crate::find_rate::{Search, Step, search};
 use crate::hlog::HlogWriter;
 use crate::probe::{SAMPLE_INTERVAL, ServerProbe, pids_listening_on};
-use crate::result::RunResult;
+use crate::result::{EndedEarly, RunResult};
 use crate::samples::{RunOutcome, ServerReport};
 
 /// Why a measurement could not be made or kept.
@@ -240,6 +240,9 @@ impl Session {
             machine: crate::machine::machine_facts(),
         });
         result.run_id = Some(config.run_id.clone());
+        result.ended_early = output
+            .ended_early
+            .map(|planned| EndedEarly::new(planned, result.summary.connections.established));
         Ok(result)
     }
 

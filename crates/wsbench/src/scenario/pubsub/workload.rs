@@ -72,8 +72,11 @@ pub struct PubSub {
     /// Bytes a publish is padded to (`--payload-bytes`), 0 for none.
     pad_to: usize,
     subscribers: HashMap<u64, Subscriber>,
-    /// Publisher connection index → its next sequence number.
-    publishers: HashMap<u64, u64>,
+    /// Publisher connection index → its next sequence number, and its last publish's due
+    /// time (none before its first).
+    publishers: HashMap<u64, (u64, Option<Instant>)>,
+    /// Each publisher's time between two publishes.
+    interval: Option<Duration>,
     /// How long a subscription's acknowledgement may take.
     timeout: Duration,
     /// Subscriptions sent and not yet acknowledged or failed.
@@ -174,7 +177,7 @@ impl PubSub {
                     );
                 }
                 PubSubRole::Publisher { .. } => {
-                    publishers.insert(index, 0);
+                    publishers.insert(index, (0, None));
                 }
             }
         }
@@ -187,6 +190,7 @@ impl PubSub {
             },
             subscribers,
             publishers,
+            interval: load.message_interval,
             timeout: load.connect_timeout,
             awaiting: 0,
             tally: PubSubCounters::default(),
@@ -241,8 +245,9 @@ impl PubSub {
         now: Instant,
         measured: bool,
     ) -> (u64, u64, u64) {
-        let Some(seq) = self.publishers.get_mut(&conn.index) else { return (0, 0, 0) };
+        let Some((seq, last_due)) = self.publishers.get_mut(&conn.index) else { return (0, 0, 0) };
         let PubSubRole::Publisher { publisher, topic } = self.spec.role(conn.index) else { return (0, 0, 0) };
+        *last_due = Some(due);
         let message = &mut self.encoding;
         message.clear();
         let _ = write!(
@@ -277,6 +282,7 @@ impl PubSub {
                 if topic_of(topic) == Some(subscriber.topic) =>
             {
                 subscriber.state = Subscription::Subscribed;
+                tally.resubscribed += u64::from(subscriber.accounted);
                 subscriber.accounted = true;
                 self.awaiting -= 1;
                 return None;
@@ -361,11 +367,30 @@ impl PubSub {
         PubSubSection { counters, spread, receipts }
     }
 
-    /// Counts a measured publish of connection `index` (a publisher) on its topic.
-    fn count_published(&mut self, index: u64) {
+    /// Counts `count` measured publishes of connection `index` (a publisher) on its topic.
+    fn count_published(&mut self, index: u64, count: u64) {
         if let PubSubRole::Publisher { topic, .. } = self.spec.role(index) {
-            *self.tally.published.entry(topic).or_default() += 1;
+            *self.tally.published.entry(topic).or_default() += count;
         }
+    }
+
+    /// A publisher's connection is open again (`--reconnect`): the publishes that fell due
+    /// while it was down were never sent. Their sequence numbers are skipped, so
+    /// subscribers see the gap, and the measured ones count as published and not sent: the
+    /// deliveries they would have made are lost, not hidden.
+    fn skip_missed_publishes(&mut self, cx: &Cx<'_>, index: u64, now: Instant) {
+        let (Some((seq, Some(last_due))), Some(interval)) = (self.publishers.get_mut(&index), self.interval)
+        else {
+            return;
+        };
+        let missed =
+            (now.saturating_duration_since(*last_due).as_nanos() / interval.as_nanos().max(1)) as u64;
+        let first = *last_due + interval;
+        *seq += missed;
+        *last_due += interval.saturating_mul(missed.min(u64::from(u32::MAX)) as u32);
+        let measured = cx.rec.in_window_count(first, interval, missed);
+        self.count_published(index, measured);
+        self.tally.not_sent += measured;
     }
 }
 
@@ -378,6 +403,7 @@ impl Workload for PubSub {
     /// publishers send evenly spread.
     fn start(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
         if let PubSubRole::Publisher { publisher, .. } = self.spec.role(conn.index) {
+            self.skip_missed_publishes(cx, conn.index, now);
             cx.pacer.start_sends_among(conn.slot, publisher, self.spec.publishers, conn.started, now);
         }
     }
@@ -388,7 +414,7 @@ impl Workload for PubSub {
         let (messages, wire_bytes, payload_bytes) = self.publish(conn, due, now, measured);
         cx.rec.sent(messages, wire_bytes, payload_bytes);
         if measured {
-            self.count_published(conn.index);
+            self.count_published(conn.index, 1);
             cx.rec.send_lag(due, now);
         }
     }
