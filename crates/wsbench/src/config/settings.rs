@@ -1,7 +1,8 @@
 //! Settings as the user gives them: command-line flags and TOML scenario files land in one
 //! [`RunSettings`] (every field optional). Flags override the file ([`RunSettings::over`]);
-//! the same struct written back as TOML is how a `--processes` parent hands each shard its
-//! part of the run ([`RunSettings::to_toml`]), so no setting is listed twice.
+//! the same struct is what a `--processes` parent hands each shard, as data on the shard's
+//! stdin (`wsbench_supervisor`; never a file, so a `--bearer` token lands on no disk), so no
+//! setting is listed twice. [`RunSettings::to_toml`] writes it back as a scenario file.
 
 use std::path::{Path, PathBuf};
 

@@ -322,12 +322,12 @@ pub(crate) fn start_probe(
     } else if let Some(pid) = config.sampling.server_pid {
         (vec![pid], "--server-pid")
     } else if target.addr.ip().is_loopback() {
-        match pids_listening_on(target.addr.port()) {
+        match pids_listening_on(target.addr) {
             Ok(pids) if !pids.is_empty() => (pids, "listening-port"),
             Ok(_) => {
                 return Err(ServerProbe::unprobed(&format!(
-                    "no process of this machine visibly listens on port {} (give --server-pid)",
-                    target.addr.port()
+                    "no process of this machine visibly listens on {} (give --server-pid)",
+                    target.addr
                 )));
             }
             Err(e) => {
