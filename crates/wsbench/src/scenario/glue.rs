@@ -133,8 +133,8 @@ fn settle_protocol(scenario: &dyn Descriptor, config: &mut RunConfig) -> Result<
             return Err(invalid_setting(
                 "protocol",
                 format!(
-                    "the {} protocol needs a --target server that speaks it (the built-in server \
-                     echoes raw messages only)",
+                    "the {} protocol needs the URL of a server that speaks it (wsbench run … \
+                     ws://HOST:PORT/; the built-in server echoes raw messages only)",
                     protocol.name()
                 ),
             ));
