@@ -19,6 +19,7 @@ mod presets;
 mod scenario;
 mod settings;
 mod slo;
+mod source_addrs;
 mod suggest;
 mod target;
 mod threshold;
@@ -47,6 +48,7 @@ pub use scenario::{
 };
 pub use settings::RunSettings;
 pub use slo::{Objective, Slo, Statistic};
+pub use source_addrs::parse_addr_range;
 pub use target::Target;
 pub use threshold::{Comparison, Metric, Threshold};
 pub use tls::{ClientIdentity, ClientKey, TlsOptions, TlsVersion};
@@ -151,28 +153,6 @@ impl Shard {
     pub fn share_of(&self, connections: u64) -> u64 {
         connections / self.count + u64::from(self.index < connections % self.count)
     }
-}
-
-/// `127.0.0.2-127.0.0.40` or a comma-separated list of addresses.
-pub fn parse_addr_range(text: &str) -> Result<Vec<IpAddr>, ConfigError> {
-    let bad = |why: &str| invalid("source-addrs", format!("`{text}`: {why}; use e.g. 127.0.0.2-127.0.0.40"));
-    let mut addrs = Vec::new();
-    for part in text.split(',').map(str::trim) {
-        match part.split_once('-') {
-            Some((first, last)) => {
-                let first: std::net::Ipv4Addr =
-                    first.trim().parse().map_err(|_| bad("not an IPv4 address"))?;
-                let last: std::net::Ipv4Addr = last.trim().parse().map_err(|_| bad("not an IPv4 address"))?;
-                let (a, b) = (u32::from(first), u32::from(last));
-                if a > b || b - a > 65_535 {
-                    return Err(bad("the range is reversed or too large"));
-                }
-                addrs.extend((a..=b).map(|n| IpAddr::from(std::net::Ipv4Addr::from(n))));
-            }
-            None => addrs.push(part.parse().map_err(|_| bad("not an IP address"))?),
-        }
-    }
-    Ok(addrs)
 }
 
 /// A validated run. Serialized into the result file (`config`), with the key names of the

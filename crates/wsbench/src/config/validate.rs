@@ -16,11 +16,12 @@ use super::handshake::{HandshakeOptions, HandshakeSettings};
 use super::outputs::check_output_file;
 use super::scenario::{Defaults, NoSettings, Pace, Pacing, ScenarioRules};
 use super::settings::RunSettings;
+use super::source_addrs::local_addrs;
 use super::tls::{TlsOptions, TlsSettings};
 use super::{
     CompressionOffer, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG,
     LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, OwnSettings, Payload, Placement, RunConfig, Sampling,
-    Shard, Threshold, parse_addr_range,
+    Shard, Threshold,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_duration, parse_rate};
@@ -77,7 +78,7 @@ impl RunSettings {
             message,
             frames_per_send,
             connect_timeout: duration("connect-timeout", &self.connect_timeout, DEFAULT_CONNECT_TIMEOUT)?,
-            source_addrs: self.source_addrs()?,
+            source_addrs: self.source_addrs.as_deref().map(local_addrs).transpose()?.unwrap_or_default(),
             reconnect: self.reconnect,
             insecure: self.insecure,
             handshake: self.handshake()?,
@@ -291,28 +292,6 @@ impl RunSettings {
             return Err(invalid(setting, "must be at least 1"));
         }
         bounds::at_most(setting, connections, bounds::MAX_CONNECTIONS, "connections")
-    }
-
-    /// `--source-addrs`: addresses of this machine (a socket is bound to each, never
-    /// connected): an address no interface has would fail every connection of the run.
-    fn source_addrs(&self) -> Result<Vec<std::net::IpAddr>, ConfigError> {
-        let Some(text) = self.source_addrs.as_deref() else { return Ok(Vec::new()) };
-        let addrs = parse_addr_range(text)?;
-        for addr in &addrs {
-            if let Err(e) = std::net::UdpSocket::bind((*addr, 0)) {
-                let why = match e.raw_os_error() {
-                    Some(libc::EADDRNOTAVAIL) => "no interface of this machine has it".to_owned(),
-                    _ => format!("it cannot be bound here ({e})"),
-                };
-                return Err(invalid(
-                    "source-addrs",
-                    format!(
-                        "{addr}: {why}; give addresses of this machine (`ip -brief address`), e.g. 127.0.0.2-127.0.0.40"
-                    ),
-                ));
-            }
-        }
-        Ok(addrs)
     }
 
     /// `--start-at`: a common start at most [`bounds::MAX_START_AHEAD`] from now (one

@@ -368,24 +368,36 @@ impl Compiler {
         } else if let Some(text) = &step.sleep {
             self.ops.push(Op::Sleep(bounded_duration("sleep", text)?));
         } else if let Some(repeat) = &step.repeat {
-            let times = match repeat {
-                toml::Value::Integer(n) if *n > 0 => Some(*n as u64),
-                toml::Value::String(text) if text == "until-end" => None,
-                _ => return Err("repeat is a count above 0 or \"until-end\"".to_owned()),
-            };
-            let steps = step.steps.as_deref().unwrap_or_default();
-            if steps.is_empty() {
-                return Err("a repeat needs steps = [ … ]".to_owned());
-            }
-            let start = self.ops.len();
-            self.ops.push(Op::Repeat { times, end: 0 });
-            if let Err(nested) = self.block(steps, depth + 1, &format!("{place}, in its steps, ")) {
-                return Err(format!("in its steps, {nested}"));
-            }
-            let end = self.ops.len();
-            self.ops.push(Op::RepeatEnd { start });
-            self.ops[start] = Op::Repeat { times, end };
+            self.repeat(step, repeat, depth, place)?;
         }
+        Ok(())
+    }
+
+    /// A `repeat` block: its count (or `until-end`) and its steps, compiled in place.
+    fn repeat(
+        &mut self,
+        step: &StepSettings,
+        repeat: &toml::Value,
+        depth: usize,
+        place: &str,
+    ) -> Result<(), String> {
+        let times = match repeat {
+            toml::Value::Integer(n) if *n > 0 => Some(*n as u64),
+            toml::Value::String(text) if text == "until-end" => None,
+            _ => return Err("repeat is a count above 0 or \"until-end\"".to_owned()),
+        };
+        let steps = step.steps.as_deref().unwrap_or_default();
+        if steps.is_empty() {
+            return Err("a repeat needs steps = [ … ]".to_owned());
+        }
+        let start = self.ops.len();
+        self.ops.push(Op::Repeat { times, end: 0 });
+        if let Err(nested) = self.block(steps, depth + 1, &format!("{place}, in its steps, ")) {
+            return Err(format!("in its steps, {nested}"));
+        }
+        let end = self.ops.len();
+        self.ops.push(Op::RepeatEnd { start });
+        self.ops[start] = Op::Repeat { times, end };
         Ok(())
     }
 

@@ -18,8 +18,9 @@ use super::section::Spread;
 use crate::metrics::{new_histogram, record_us};
 
 /// How old a publish's last receipt must be before its worker hands it in: deliveries of
-/// one publish arrive within the drain the run allows them at its end.
-pub const SETTLE: Duration = super::workload::DRAIN;
+/// one publish arrive within this, the drain the run allows them at its end (`DRAIN` of
+/// the workload, which is the same 5 s).
+pub const SETTLE: Duration = Duration::from_secs(5);
 
 /// The receipts every worker of a run has handed in, and the spreads folded from them.
 #[derive(Debug)]
