@@ -64,7 +64,7 @@ impl BuiltinServer {
     pub fn pids(&self) -> Vec<u32> {
         let mut pids = vec![self.pid()];
         if let Ok(target) = Target::parse(&self.url)
-            && let Ok(listening) = pids_listening_on(target.addr.port())
+            && let Ok(listening) = pids_listening_on(target.addr)
         {
             pids.extend(listening);
         }

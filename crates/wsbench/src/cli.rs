@@ -24,9 +24,29 @@ pub struct DurationArg(pub Duration);
 
 impl std::str::FromStr for DurationArg {
     type Err = UnitError;
+    /// A duration above zero and at most 7 days, like every duration of `run`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        parse_duration(s).map(DurationArg)
+        let duration = parse_duration(s)?;
+        if duration.is_zero() || duration > wsbench::config::MAX_DURATION {
+            return Err(UnitError {
+                input: s.to_owned(),
+                problem: format!("`{s}`: give a duration above zero and at most 7 days (168h)"),
+            });
+        }
+        Ok(DurationArg(duration))
     }
+}
+
+/// `serve --max-message`: a size of at most 1 GiB (the largest payload `run` sends).
+fn max_message(text: &str) -> Result<u64, UnitError> {
+    let bytes = parse_bytes(text)?;
+    if bytes == 0 || bytes > wsbench::config::bounds::MAX_PAYLOAD_BYTES {
+        return Err(UnitError {
+            input: text.to_owned(),
+            problem: format!("`{text}`: give a size above zero and at most 1GiB"),
+        });
+    }
+    Ok(bytes)
 }
 
 impl std::fmt::Display for DurationArg {
@@ -36,11 +56,45 @@ impl std::fmt::Display for DurationArg {
 }
 
 /// Parses the command line; `wsbench run --help` lists every scenario and preset, as the
-/// registry has them.
+/// registry has them. A bad flag ends it with one line and exit code 2, as every other
+/// usage error does.
 pub fn parse() -> Cli {
-    let command = Cli::command().mut_subcommand("run", |run| run.after_help(scenarios_help()));
-    let matches = command.get_matches();
-    Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
+    let command = Cli::command()
+        .mut_subcommand("run", |run| run.after_help(scenarios_help()).allow_negative_numbers(true))
+        .mut_subcommand("compare", |compare| compare.allow_negative_numbers(true))
+        .mut_subcommand("serve", |serve| serve.allow_negative_numbers(true))
+        .mut_subcommand("rtt", |rtt| rtt.allow_negative_numbers(true));
+    let matches = command.try_get_matches().unwrap_or_else(|error| usage_error(error));
+    Cli::from_arg_matches(&matches).unwrap_or_else(|error| usage_error(error))
+}
+
+/// Ends the process on a parse error: help and version as clap prints them; anything else
+/// as one line (`wsbench: …`, clap's tip in brackets) and exit code 2.
+fn usage_error(error: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        error.exit()
+    }
+    eprintln!("wsbench: {}", one_line(&error.render().to_string()));
+    std::process::exit(i32::from(wsbench::exit::USAGE))
+}
+
+/// Clap's message (`error: …`, a `tip:`, the usage) as one line: the message, and the tip
+/// unless it is the one about `--` (values that start with `-` are taken as values).
+fn one_line(rendered: &str) -> String {
+    let mut lines = rendered.lines().map(str::trim).filter(|line| !line.is_empty());
+    let message = lines.next().unwrap_or("bad arguments").trim_start_matches("error: ").to_owned();
+    let tips: Vec<&str> =
+        lines.filter_map(|line| line.strip_prefix("tip: ")).filter(|tip| !tip.contains("use '--")).collect();
+    match tips.is_empty() {
+        true => format!("{message} (see --help)"),
+        false => format!("{message} ({}; see --help)", tips.join("; ")),
+    }
 }
 
 /// The scenarios of `wsbench run` with what each does, then the presets.
@@ -112,8 +166,9 @@ pub struct CompareArgs {
     /// Scenario: echo (default), throughput, scalability, c10k, churn or pubsub.
     #[arg(long = "scenario", value_name = "NAME")]
     pub scenario_name: Option<String>,
-    /// Measure every server this many times, interleaved; the table shows medians.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Measure every server this many times, interleaved; the table shows medians (at most
+    /// 1,000).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
     /// Keep every result file here (SERVER-REPEAT.json).
     #[arg(long)]
@@ -220,14 +275,16 @@ pub struct ServeArgs {
     /// Extra raw TCP echo port (0 picks a free port).
     #[arg(long)]
     pub tcp_port: Option<u16>,
-    /// Largest message accepted, in bytes (e.g. 16MiB); larger ones are closed with 1009.
-    #[arg(long, value_parser = parse_bytes, default_value = "128MiB")]
+    /// Largest message accepted, in bytes (e.g. 16MiB, at most 1GiB); larger ones are closed
+    /// with 1009.
+    #[arg(long, value_parser = max_message, default_value = "128MiB")]
     pub max_message: u64,
-    /// Refuse connections beyond this many (default: the open-file limit).
-    #[arg(long)]
-    pub max_connections: Option<usize>,
-    /// Close connections that have not completed their handshake by then.
-    #[arg(long, default_value_t = DurationArg(DEFAULT_HANDSHAKE_TIMEOUT))]
+    /// Refuse connections beyond this many (default: the open-file limit; at most
+    /// 10,000,000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub max_connections: Option<u64>,
+    /// Close connections that have not completed their handshake by then (at most 7 days).
+    #[arg(long, default_value_t = DurationArg(DEFAULT_HANDSHAKE_TIMEOUT), allow_hyphen_values = true)]
     pub handshake_timeout: DurationArg,
     /// Server processes sharing the port (SO_REUSEPORT), each with its own open-file limit.
     #[arg(long, default_value_t = DEFAULT_PROCESSES as u16, value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -293,7 +350,7 @@ impl ServeArgs {
             tls,
             tcp_port,
             max_message,
-            max_connections: max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
+            max_connections: max_connections.map_or(DEFAULT_MAX_CONNECTIONS, |n| n as usize),
             handshake_timeout: handshake_timeout.0,
             deflate: !no_deflate,
             pubsub,

@@ -98,7 +98,7 @@ fn fleet_command(command: FleetCommand) -> Result<Output, CommandError> {
 
 fn compare_servers(args: CompareArgs, interrupt: &AtomicBool) -> Result<Output, CommandError> {
     if let Some(path) = &args.html {
-        check_output_file("html", path)?;
+        check_compare_html(path, args.out.as_deref())?;
     }
     let config = compare::CompareConfig {
         servers: args.servers,
@@ -122,6 +122,19 @@ fn compare_servers(args: CompareArgs, interrupt: &AtomicBool) -> Result<Output, 
         text,
         code: exit::of_compare(rows.iter().any(compare::Row::failed), interrupt.load(Ordering::Relaxed)),
     })
+}
+
+/// `compare --html PATH`: a file that can be written, or one that goes straight into the
+/// `--out` folder the same command creates (then that folder is what is checked).
+fn check_compare_html(path: &std::path::Path, out: Option<&std::path::Path>) -> Result<(), CommandError> {
+    let plain = |p: &std::path::Path| -> std::path::PathBuf {
+        p.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect()
+    };
+    let into_out = out.is_some_and(|out| path.parent().is_some_and(|parent| plain(parent) == plain(out)));
+    match out {
+        Some(out) if into_out && !out.exists() => Ok(wsbench::config::check_output_folder("out", out)?),
+        _ => Ok(check_output_file("html", path)?),
+    }
 }
 
 /// The command line as it was typed, for the HTML footer: `wsbench` and the arguments.

@@ -68,6 +68,7 @@ pub fn compare(
     // Check the scenario once before starting anything.
     RunSettings { target: Some("ws://127.0.0.1:1/".into()), ..config.settings.clone() }.validate()?;
     if let Some(out) = &config.out {
+        // Already checked by the command when its `--html` goes into it; harmless again.
         crate::config::check_output_folder("out", out)?;
         std::fs::create_dir_all(out).map_err(|source| CompareError::OutDir { path: out.clone(), source })?;
     }
@@ -100,6 +101,11 @@ pub fn compare(
                 config.out.as_ref().map(|out| out.join(format!("{}-{repeat}.json", row.manifest.name)));
             let label = format!("[{step}/{total}] {} repeat {repeat}", row.manifest.name);
             row.measure(settings, &server_cpus, interrupt, &mut |line| log(&format!("{label}: {line}")));
+        }
+    }
+    if interrupt.load(Ordering::Relaxed) {
+        for row in rows.iter_mut().filter(|r| r.available) {
+            row.note_interrupted(config.repeat);
         }
     }
     Ok(rows)
@@ -165,6 +171,25 @@ impl Row {
                 "skipped: does not speak --protocol {protocol} (it speaks {})",
                 self.manifest.protocols.join(", ")
             ));
+        }
+    }
+
+    /// Ctrl-C ended the comparison: a row whose runs were cut short or not all made says
+    /// so, so that it does not read like a complete one.
+    fn note_interrupted(&mut self, repeats: u32) {
+        let cut_short = self.runs.iter().filter(|run| run.interrupted).count();
+        let whole = self.runs.len() - cut_short;
+        if whole < repeats as usize {
+            self.problems.push(match (whole, cut_short) {
+                (0, 0) => "not measured: interrupted (Ctrl-C) before its turn".to_owned(),
+                (0, _) => {
+                    "interrupted (Ctrl-C): its run was cut short, the figures cover what ran".to_owned()
+                }
+                (whole, _) => format!(
+                    "interrupted (Ctrl-C): {whole} of {repeats} repeats complete{}",
+                    if cut_short > 0 { ", one cut short" } else { "" }
+                ),
+            });
         }
     }
 

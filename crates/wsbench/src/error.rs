@@ -47,6 +47,18 @@ impl ExitCode for crate::session::RunError {
     }
 }
 
+/// A file the user named that is not what the command reads (missing, empty, cut short,
+/// not a result, of a newer wsbench) is bad usage, as a missing `--cacert` is; only writing
+/// a file wsbench made is its own failure.
+impl ExitCode for crate::result::ResultError {
+    fn exit_code(&self) -> u8 {
+        match self {
+            crate::result::ResultError::Write { .. } => FAILED,
+            _ => USAGE,
+        }
+    }
+}
+
 impl ExitCode for CommandError {
     fn exit_code(&self) -> u8 {
         use crate::compare::CompareError;
@@ -55,16 +67,19 @@ impl ExitCode for CommandError {
         use crate::rtt::RttError;
         match self {
             CommandError::Config(_) | CommandError::Compare(CompareError::Config(_)) => USAGE,
-            // Files that cannot be reported together, or not in the format asked for.
-            CommandError::Report(ReportError::MixedKinds { .. } | ReportError::NotForKind { .. }) => USAGE,
+            CommandError::Result(error) | CommandError::Report(ReportError::Result(error)) => {
+                error.exit_code()
+            }
+            // Files of no kind it reads, of a newer wsbench, that cannot be reported together,
+            // or not in the format asked for.
+            CommandError::Report(_) => USAGE,
             CommandError::Rtt(RttError::Config(_)) => USAGE,
-            // Files that are not the shards of one run: given twice, or from different runs.
-            CommandError::Merge(
-                MergeError::SameFile { .. }
-                | MergeError::SameResult { .. }
-                | MergeError::SameShard { .. }
-                | MergeError::DifferentRuns { .. },
-            ) => USAGE,
+            // Files that cannot be read or decoded, or are not the shards of one run: given
+            // twice, from different runs or scenarios, a merged result among its shards.
+            CommandError::Merge(MergeError::Read(error) | MergeError::Decode { source: error, .. }) => {
+                error.exit_code()
+            }
+            CommandError::Merge(_) => USAGE,
             CommandError::Run(error) => error.exit_code(),
             _ => FAILED,
         }

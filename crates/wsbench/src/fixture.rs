@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::metrics::{Counters, Metrics, record_us};
+use crate::metrics::{Counters, Interval, Metrics, TimelineSecond, record_us};
 use crate::samples::{MachineFacts, RunOutcome, ServerReport, ServerSample, WorkerCpu};
 use crate::scenario::pubsub::section::{PubSubCounters, PubSubSection};
 
@@ -46,7 +46,23 @@ impl Rng {
     }
 }
 
-/// Metrics with `samples` random values in every histogram and `seconds` intervals.
+/// `seconds` seconds of `samples / seconds` random latencies each, whole.
+pub fn random_intervals(seed: u64, samples: u64, seconds: u64) -> Vec<Interval> {
+    let mut rng = Rng::new(seed);
+    (0..seconds)
+        .map(|second| {
+            let mut interval = Interval::new(second);
+            interval.exchanges = samples / seconds.max(1);
+            interval.connections_open = 100;
+            for _ in 0..interval.exchanges {
+                record_us(&mut interval.latency, rng.latency_us(2_000));
+            }
+            interval
+        })
+        .collect()
+}
+
+/// Metrics with `samples` random values in every histogram and a timeline of `seconds`.
 pub fn random_metrics(seed: u64, samples: u64, seconds: u64) -> Metrics {
     let mut rng = Rng::new(seed);
     let mut metrics = Metrics::default();
@@ -57,14 +73,7 @@ pub fn random_metrics(seed: u64, samples: u64, seconds: u64) -> Metrics {
         record_us(&mut metrics.connect, rng.latency_us(800));
         record_us(&mut metrics.send_lag, rng.below(300));
     }
-    for second in 0..seconds {
-        let interval = metrics.interval(second);
-        interval.exchanges = samples / seconds.max(1);
-        interval.connections_open = 100;
-        for _ in 0..samples / seconds.max(1) {
-            record_us(&mut interval.latency, rng.latency_us(2_000));
-        }
-    }
+    metrics.timeline = random_intervals(seed, samples, seconds).iter().map(TimelineSecond::of).collect();
     metrics.counters.messages_sent = samples + 7;
     metrics.counters.messages_received = samples;
     metrics.counters.messages_unanswered = 7;
@@ -107,12 +116,13 @@ fn simulate(
                 metrics.latency_uncorrected.saturating_record_n(value, weight);
             }
         }
-        let interval = metrics.interval(second);
+        let mut interval = Interval::new(second);
         interval.exchanges = echoes;
         interval.connections_open = open;
         for &value in &values {
             interval.latency.saturating_record_n(value, weight);
         }
+        *metrics.second(second) = TimelineSecond::of(&interval);
         if second >= warmup {
             measured += echoes / weight * weight;
         }

@@ -19,7 +19,8 @@ fn main() -> std::process::ExitCode {
     std::process::ExitCode::from(match outcome {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("wsbench: {}", with_causes(&error));
+            // Said if stderr is still open; the exit code says it either way.
+            let _ = writeln!(std::io::stderr(), "wsbench: {}", with_causes(&error));
             error.exit_code()
         }
     })

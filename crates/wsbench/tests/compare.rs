@@ -174,9 +174,59 @@ fn ctrl_c_ends_the_comparison_with_130_and_keeps_what_was_measured() {
     // server was never started.
     let row = stdout.lines().find(|l| l.starts_with("healthy")).unwrap_or_else(|| panic!("{stdout}"));
     assert!(row.contains("10/10"), "{row}");
+    // Cut short, and it says so: it does not read like a complete row.
+    assert!(
+        row.ends_with("(interrupted (Ctrl-C): its run was cut short, the figures cover what ran)"),
+        "{row}"
+    );
+    let row = stdout.lines().find(|l| l.starts_with("builtin")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.contains("not measured: interrupted (Ctrl-C) before its turn"), "{row}");
     let result = wsbench::result::RunResult::read_json(&out.join("healthy-1.json")).unwrap();
     assert!(result.interrupted);
     assert!(!out.join("builtin-1.json").exists());
+}
+
+#[test]
+fn the_html_page_may_go_into_the_out_folder_the_same_command_creates() {
+    let dir = fleet_dir("html-into-out");
+    let out = dir.join("results");
+    let html = out.join("compare.html");
+    let (code, _, stderr) = wsbench(
+        &[
+            "compare",
+            "--servers",
+            "builtin",
+            "--connections",
+            "5",
+            "--warmup",
+            "0s",
+            "--duration",
+            "1s",
+            "--out",
+            out.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(html.exists() && out.join("builtin-1.json").exists(), "{stderr}");
+    // A folder the command does not create is still refused at once.
+    let elsewhere = dir.join("nowhere").join("compare.html");
+    let (code, _, stderr) = wsbench(
+        &[
+            "compare",
+            "--servers",
+            "builtin",
+            "--out",
+            out.to_str().unwrap(),
+            "--html",
+            elsewhere.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("the folder") && stderr.contains("does not exist"), "{stderr}");
 }
 
 #[test]

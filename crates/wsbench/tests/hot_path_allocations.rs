@@ -2,8 +2,8 @@
 //! heap allocation (a counting `#[global_allocator]`), runs the echo engine in-process against
 //! a real `wsbench serve` started on port 0, and reads the count at moments inside the
 //! measured window. A per-message allocation would add at least one allocation per round
-//! trip; what remains (a histogram per worker-second, the live board's once-a-second copy)
-//! depends on the seconds, not on the messages.
+//! trip; what remains (the live board's merged second, the coordinator's list of finished
+//! seconds) depends on the seconds, not on the messages.
 //!
 //! Each run checks the backend its worker really ran on: where io_uring is refused the
 //! engine falls back to epoll, and the uring test then fails instead of measuring epoll.
@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use support::Server;
 use wsbench::config::RunSettings;
-use wsbench::engine::{self, Control, Job};
+use wsbench::engine::{self, Control, Job, LiveSeconds};
 
 /// Counts allocations (and reallocations, which may move and so cost as much) of the
 /// whole process.
@@ -55,8 +55,8 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// Allocations allowed per worker-second of the measured window: the per-second interval
-/// and the live board's copy of it, with room to spare. A per-message allocation costs
+/// Allocations allowed per worker-second of the measured window: the live board's merged
+/// second and the coordinator's list of seconds, with room to spare. A per-message allocation costs
 /// thousands per second here.
 const PER_WORKER_SECOND: u64 = 50;
 
@@ -98,7 +98,7 @@ fn measured_window(url: &str, io: &str, connections: u64, duration: &str) -> Win
     let mut taken = 0;
     let mut window = (u64::MAX, u64::MAX);
     let interrupt = AtomicBool::new(false);
-    let mut progress = |control: &Control| {
+    let mut progress = |control: &Control, _seen: &LiveSeconds| {
         if taken < samples.len() {
             let at_us = control.start.elapsed().as_micros() as u64;
             samples[taken] = Sample { at_us, allocations: ALLOCATIONS.load(Ordering::Relaxed) };
@@ -120,7 +120,7 @@ fn measured_window(url: &str, io: &str, connections: u64, duration: &str) -> Win
     let (from_s, to_s) = (first.at_us / 1_000_000, last.at_us / 1_000_000);
     let echoes: u64 = output
         .metrics
-        .intervals
+        .timeline
         .iter()
         .filter(|i| i.second > from_s && i.second < to_s)
         .map(|i| i.exchanges)

@@ -56,14 +56,7 @@ struct Running {
 
 impl Running {
     fn start(args: &[&str]) -> Running {
-        let mut child = Command::new(wsbench_bin())
-            .arg("run")
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn wsbench run");
+        let mut child = support::spawn_run(args);
         let stderr = child.stderr.take().expect("piped");
         let (tx, lines) = channel();
         std::thread::spawn(move || {
@@ -337,4 +330,20 @@ fn a_taken_or_malformed_address_or_an_unwritable_stream_is_refused_before_any_lo
         assert!(finished.stderr.starts_with(&expected), "{what}");
         assert!(finished.stdout.is_empty(), "{what}");
     }
+}
+
+/// `wsbench run 2>&1 | head -1`: the reader goes away after one line. The progress lines
+/// stop; the run goes on to its end and its exit code (before, printing the next line
+/// panicked: exit 101).
+#[test]
+fn a_closed_stderr_ends_the_progress_lines_not_the_run() {
+    let mut child = support::spawn_run(&["--connections", "5", "--warmup", "0s", "--duration", "3s"]);
+    let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    assert!(first.starts_with("wsbench: "), "{first}");
+    drop(stderr);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("round trips/s (after warm-up): "));
 }

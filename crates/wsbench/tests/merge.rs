@@ -1,6 +1,8 @@
 //! `wsbench merge` refuses what would count a shard twice or mix runs: the same file given
 //! twice, the same result under two names, two results of one shard, results of different
-//! runs. Each refusal is one line naming both files, exit 2, and no merged file.
+//! runs or scenarios, a merged result with one of its shards. Each refusal is one line
+//! naming both files, exit 2, and no merged file. Files that are missing, empty or cut
+//! short are usage errors too (exit 2), for `merge` and `report` alike.
 
 mod support;
 
@@ -105,4 +107,50 @@ fn a_bad_run_id_is_a_usage_error() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim(), "wsbench: --run-id: `my run`: use 1 to 64 letters, digits, `.`, `_` or `-`");
+}
+
+#[test]
+fn a_merged_result_given_with_one_of_its_shards_is_refused() {
+    let dir = fresh_dir("merge-merged-again");
+    let a = write(&dir, "shard-0.json", &shard(0, Some("r1")));
+    let b = write(&dir, "shard-1.json", &shard(1, Some("r1")));
+    let (output, written) = merge(&dir, &[&a, &b]);
+    assert!(output.status.success() && written, "{}", String::from_utf8_lossy(&output.stderr));
+    let merged = dir.join("p.json");
+    std::fs::rename(dir.join("merged.json"), &merged).unwrap();
+    let merged = merged.to_str().unwrap();
+    assert_refused(&dir, &[&a, merged], [merged, &a], "is already the merged result of 2 shards");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn shards_of_different_scenarios_are_a_usage_error() {
+    let dir = fresh_dir("merge-scenarios");
+    let a = write(&dir, "a.json", &shard(0, Some("r1")));
+    let mut other = shard(1, Some("r1"));
+    other.config["connections"] = 7.into();
+    let b = write(&dir, "b.json", &other);
+    assert_refused(&dir, &[&a, &b], [&a, &b], "they ran different scenarios (`connections` is");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn missing_empty_and_cut_short_files_are_usage_errors_for_merge_and_report() {
+    let dir = fresh_dir("merge-bad-files");
+    let good = write(&dir, "good.json", &shard(0, Some("r1")));
+    let text = std::fs::read_to_string(&good).unwrap();
+    std::fs::write(dir.join("empty.json"), "").unwrap();
+    std::fs::write(dir.join("cut.json"), &text[..text.len() / 2]).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    for (name, why) in [
+        ("missing.json", "cannot read"),
+        ("empty.json", "is empty: not a wsbench result file"),
+        ("cut.json", "ends in the middle: a wsbench file cut short"),
+    ] {
+        let file = path(name);
+        let line = support::refused(&["report", &file], 2, why);
+        assert!(line.contains(&file), "{line}");
+        support::refused(&["merge", &good, &file], 2, why);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

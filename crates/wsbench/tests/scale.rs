@@ -135,7 +135,8 @@ fn merge_refuses_different_scenarios() {
     let merged = dir.join("merged.json");
     let output =
         wsbench(&["merge", small.to_str().unwrap(), big.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(1));
+    // Not the shards of one run: bad usage, like the other refusals of merge.
+    assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
     assert_eq!(message.lines().count(), 1, "{message}");
     assert!(message.contains("`connections` is 1000"), "{message}");
@@ -145,6 +146,53 @@ fn merge_refuses_different_scenarios() {
     );
     assert!(!merged.exists());
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// The shards of `--processes` get their settings on a pipe: a `--bearer` token is in no file
+/// beside the results (CI jobs upload those folders), not even for the length of the run.
+#[test]
+fn a_bearer_token_handed_to_the_shards_is_left_in_no_file() {
+    let dir = temp_dir("secrets");
+    let json = dir.join("p.json");
+    let token = "s3cret-token-do-not-leak";
+    let output = wsbench(&[
+        "run",
+        "--connections",
+        "20",
+        "--duration",
+        "1s",
+        "--processes",
+        "2",
+        "--bearer",
+        token,
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let files = files_under(&dir);
+    assert!(files.iter().any(|f| f.ends_with("p.shards/shard-1.json")), "{files:?}");
+    assert!(!files.iter().any(|f| f.extension().is_some_and(|e| e == "toml")), "no settings file: {files:?}");
+    for file in &files {
+        let text = String::from_utf8_lossy(&std::fs::read(file).unwrap()).into_owned();
+        assert!(!text.contains(token), "{} holds the token", file.display());
+    }
+    let shard = read(&dir.join("p.shards/shard-0.json"));
+    assert_eq!(shard.config["handshake"]["headers"][0], "Authorization: <redacted>");
 }
 
 #[test]
@@ -240,7 +288,7 @@ fn serve_processes_2_listens_once_and_sums_in_the_probe() {
     assert!(rx.recv_timeout(Duration::from_millis(500)).is_err(), "only one `listening on` line");
 
     // Exactly the two server processes listen; the supervisor does not.
-    let pids = wsbench::probe::pids_listening_on(port).unwrap();
+    let pids = wsbench::probe::pids_listening_on(std::net::SocketAddr::from(([127, 0, 0, 1], port))).unwrap();
     assert_eq!(pids.len(), 2, "{pids:?}");
     assert!(!pids.contains(&supervisor.id()));
     assert!(pids.iter().all(|&pid| parent_of(pid) == Some(supervisor.id())));
@@ -273,7 +321,11 @@ fn serve_processes_2_listens_once_and_sums_in_the_probe() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "{status}");
-    assert!(wsbench::probe::pids_listening_on(port).unwrap().is_empty());
+    assert!(
+        wsbench::probe::pids_listening_on(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+            .unwrap()
+            .is_empty()
+    );
 
     // The built-in server of a run, as two processes: the probe sums all three.
     let output = wsbench(&[

@@ -9,21 +9,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{Finished, run_with_timeout, wsbench_bin};
+use support::{Finished, refused, run_with_timeout, wsbench_bin};
 
 fn wsbench(args: &[&str]) -> Finished {
     run_with_timeout(Command::new(wsbench_bin()).args(args), Duration::from_secs(20))
-}
-
-/// `args` exit with `code` and print exactly one line on stderr that contains `expected`.
-fn refused(args: &[&str], code: i32, expected: &str) -> String {
-    let finished = wsbench(args);
-    let what = finished.describe(&format!("wsbench {}", args.join(" ")));
-    assert_eq!(finished.status.and_then(|s| s.code()), Some(code), "{what}");
-    assert_eq!(finished.stderr.lines().count(), 1, "{what}");
-    assert!(finished.stderr.starts_with("wsbench: ") && finished.stderr.contains(expected), "{what}");
-    assert!(!finished.stderr.contains("panicked"), "{what}");
-    finished.stderr
 }
 
 fn scratch(test: &str) -> PathBuf {
@@ -119,7 +108,7 @@ fn scenario_file_errors_say_where_and_what_was_meant() {
 
 #[test]
 fn a_missing_result_file_names_its_cause_once() {
-    let message = refused(&["report", "/nonexistent.json"], 1, "cannot read /nonexistent.json");
+    let message = refused(&["report", "/nonexistent.json"], 2, "cannot read /nonexistent.json");
     assert_eq!(message.matches("No such file or directory").count(), 1, "{message}");
 }
 
@@ -131,4 +120,64 @@ fn serve_pubsub_refuses_several_threads_or_processes() {
         assert_eq!(finished.status.and_then(|s| s.code()), Some(2), "{what}");
         assert!(finished.stderr.contains(&format!("'--pubsub' cannot be used with '{flag}")), "{what}");
     }
+}
+
+#[test]
+fn bad_values_name_their_flag_and_the_rule() {
+    for (args, expected) in [
+        (
+            &["run", "--duration", "8d"][..],
+            "--duration: `8d`: `d` is not a unit of time: use ns, us, ms, s, m or h",
+        ),
+        (&["run", "--connect-timeout", "1x"][..], "--connect-timeout: `1x`: `x` is not a unit of time"),
+        (&["run", "--warmup=-1s"][..], "--warmup: `-1s` is negative"),
+        (&["run", "--duration", "-1s"][..], "--duration: `-1s` is negative"),
+        (&["run", "--rate", "0/s"][..], "--rate: `0/s` is zero"),
+        (&["run", "--ramp", "0/s"][..], "--ramp: `0/s` is zero"),
+        (&["run", "--duration", "10"][..], "--duration: `10` has no unit: write 10s"),
+        (&["run", "--bearer", ""][..], "--bearer: is empty: give the token"),
+        (&["run", "--connections", "-5"][..], "invalid value '-5' for '--connections <CONNECTIONS>'"),
+        (&["run", "--conections", "5"][..], "a similar argument exists: '--connections'"),
+    ] {
+        let message = refused(args, 2, expected);
+        assert!(!message.contains("tip:") && !message.contains("-- -1"), "{message}");
+    }
+}
+
+#[test]
+fn a_url_that_is_no_websocket_is_named_without_a_flag_run_does_not_have() {
+    let message = refused(
+        &["run", "http://127.0.0.1:1/"],
+        2,
+        "`http://127.0.0.1:1/`: a server URL starts with ws:// or wss:// (a WebSocket on that server: \
+         ws://127.0.0.1:1/)",
+    );
+    assert!(!message.contains("--target"), "{message}");
+}
+
+#[test]
+fn scenario_file_type_errors_and_nested_flow_steps_are_named_where_they_are() {
+    let dir = scratch("toml-places");
+    let typed = dir.join("typed.toml");
+    std::fs::write(&typed, "duration = \"2s\"\nconnections = \"many\"\n").unwrap();
+    refused(
+        &["run", "--scenario", typed.to_str().unwrap()],
+        2,
+        &format!(
+            "scenario file {}:2:15: key `connections`: invalid type: string \"many\", expected a whole number",
+            typed.display()
+        ),
+    );
+    let flow = dir.join("flow.toml");
+    std::fs::write(
+        &flow,
+        "scenario = \"flow\"\n[[flow.steps]]\nsend = \"x\"\n[[flow.steps]]\nrepeat = 2\n\
+         steps = [ { send = \"a\" }, { expect-regex = \"(\" } ]\n",
+    )
+    .unwrap();
+    refused(
+        &["run", "--scenario", flow.to_str().unwrap()],
+        2,
+        "scenario file [[flow.steps]]: step 2: in its steps, step 2: bad regex",
+    );
 }

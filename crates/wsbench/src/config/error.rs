@@ -12,6 +12,12 @@ pub enum ConfigError {
     Unit(#[from] UnitError),
     #[error("--{setting}: {problem}")]
     Invalid { setting: &'static str, problem: String },
+    /// The server URL (a word of `run`, or `target` in a scenario file).
+    #[error("`{url}`: {problem}")]
+    Url { url: String, problem: String },
+    /// A scenario-file table that has no flag (`[[flow.steps]]`).
+    #[error("scenario file [[{table}]]: {problem}")]
+    Table { table: &'static str, problem: String },
     #[error("cannot read scenario file {path}")]
     ReadScenario {
         path: PathBuf,

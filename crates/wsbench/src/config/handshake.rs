@@ -111,12 +111,18 @@ impl HandshakeSettings<'_> {
         let given = [("origin", "Origin", self.origin), ("cookie", "Cookie", self.cookie)];
         for (setting, name, value) in given {
             if let Some(value) = value {
+                if value.trim().is_empty() {
+                    return Err(invalid(setting, "is empty: give a value, or leave the flag out"));
+                }
                 headers.push(header_of(setting, name, value)?);
             }
         }
         if let Some(token) = self.bearer {
             check_value("bearer", token)?;
-            if token.trim().is_empty() || token.contains(' ') {
+            if token.trim().is_empty() {
+                return Err(invalid("bearer", "is empty: give the token, or leave the flag out"));
+            }
+            if token.contains(' ') {
                 return Err(invalid("bearer", "give the token alone, without `Bearer ` or spaces"));
             }
             headers.push(Header { name: "Authorization".into(), value: format!("Bearer {token}") });

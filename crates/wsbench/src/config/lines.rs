@@ -26,6 +26,13 @@ impl TextLines {
     /// Reads the messages of `path`.
     pub fn load(path: &Path) -> Result<TextLines, ConfigError> {
         let shown = path.display();
+        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        if size > super::bounds::MAX_PAYLOAD_FILE_BYTES {
+            return Err(invalid(
+                "payload",
+                format!("text:{shown} is {} bytes: at most 1 GiB of messages is read", size),
+            ));
+        }
         let bytes = std::fs::read(path).map_err(|e| {
             invalid("payload", format!("cannot read text:{shown} ({e}); give a file of messages, one a line"))
         })?;

@@ -7,6 +7,7 @@
 //! ([`Sampling`]), where results go ([`Outputs`]), whether it is one run or a search
 //! ([`Mode`]), the `--threshold`s its result is judged by ([`Threshold`]) and its run id. Defaults live here as `pub const`; the CLI shows them.
 
+pub mod bounds;
 mod compression;
 mod error;
 mod flow;
@@ -18,6 +19,7 @@ mod presets;
 mod scenario;
 mod settings;
 mod slo;
+mod source_addrs;
 mod suggest;
 mod target;
 mod threshold;
@@ -46,6 +48,7 @@ pub use scenario::{
 };
 pub use settings::RunSettings;
 pub use slo::{Objective, Slo, Statistic};
+pub use source_addrs::parse_addr_range;
 pub use target::Target;
 pub use threshold::{Comparison, Metric, Threshold};
 pub use tls::{ClientIdentity, ClientKey, TlsOptions, TlsVersion};
@@ -82,11 +85,27 @@ impl std::str::FromStr for Payload {
             return Ok(Payload::Text(TextLines::load(std::path::Path::new(path))?));
         }
         match text.strip_prefix("bytes:") {
-            Some(size) => Ok(Payload::Bytes(parse_bytes(size)?)),
+            Some(size) => {
+                let bytes = parse_bytes(size)
+                    .map_err(|e| invalid("payload", format!("bytes:{size}: {}", e.problem)))?;
+                Ok(Payload::Bytes(bounds::payload("payload", bytes)?))
+            }
             None => Err(invalid(
                 "payload",
                 format!("`{text}` is not a payload: use json-ts, bytes:N (e.g. bytes:20) or text:FILE"),
             )),
+        }
+    }
+}
+
+impl Payload {
+    /// The longest message payload a run of it sends, in bytes.
+    pub fn largest_message(&self) -> u64 {
+        match self {
+            // `{"ts":…,"seq":…}`: under 64 bytes.
+            Payload::JsonTs => 64,
+            Payload::Bytes(size) => *size,
+            Payload::Text(lines) => lines.lines.iter().map(|line| line.len() as u64).max().unwrap_or(0),
         }
     }
 }
@@ -134,28 +153,6 @@ impl Shard {
     pub fn share_of(&self, connections: u64) -> u64 {
         connections / self.count + u64::from(self.index < connections % self.count)
     }
-}
-
-/// `127.0.0.2-127.0.0.40` or a comma-separated list of addresses.
-pub fn parse_addr_range(text: &str) -> Result<Vec<IpAddr>, ConfigError> {
-    let bad = |why: &str| invalid("source-addrs", format!("`{text}`: {why}; use e.g. 127.0.0.2-127.0.0.40"));
-    let mut addrs = Vec::new();
-    for part in text.split(',').map(str::trim) {
-        match part.split_once('-') {
-            Some((first, last)) => {
-                let first: std::net::Ipv4Addr =
-                    first.trim().parse().map_err(|_| bad("not an IPv4 address"))?;
-                let last: std::net::Ipv4Addr = last.trim().parse().map_err(|_| bad("not an IPv4 address"))?;
-                let (a, b) = (u32::from(first), u32::from(last));
-                if a > b || b - a > 65_535 {
-                    return Err(bad("the range is reversed or too large"));
-                }
-                addrs.extend((a..=b).map(|n| IpAddr::from(std::net::Ipv4Addr::from(n))));
-            }
-            None => addrs.push(part.parse().map_err(|_| bad("not an IP address"))?),
-        }
-    }
-    Ok(addrs)
 }
 
 /// A validated run. Serialized into the result file (`config`), with the key names of the
@@ -434,7 +431,18 @@ mod tests {
             (settings(|s| s.connect_timeout = Some("0s".into())), "--connect-timeout: must be longer"),
             (settings(|s| s.interval = Some("0s".into())), "--interval: must be longer than zero"),
             (settings(|s| s.arrival = Some("0s".into())), "--arrival: must be longer than zero"),
-            (settings(|s| s.max_send_lag = Some("8d".into())), "duration"),
+            (
+                settings(|s| s.max_send_lag = Some("8d".into())),
+                "--max-send-lag: `8d`: `d` is not a unit of time",
+            ),
+            (settings(|s| s.duration = Some("10".into())), "--duration: `10` has no unit: write 10s"),
+            (settings(|s| s.rate = Some("0/s".into())), "--rate: `0/s` is zero"),
+            (settings(|s| s.ramp = Some("0/s".into())), "--ramp: `0/s` is zero"),
+            (settings(|s| s.bearer = Some(String::new())), "--bearer: is empty"),
+            (
+                settings(|s| s.in_flight = Some(99_999_999_999)),
+                "--in-flight: 99,999,999,999 messages is too many",
+            ),
             (settings(|s| s.max_send_lag = Some("169h".into())), "--max-send-lag: must be at most 7 days"),
             (settings(|s| s.warmup = Some("200h".into())), "--warmup: must be at most 7 days"),
             (
@@ -447,7 +455,7 @@ mod tests {
             ),
             (settings(|s| s.frames_per_send = Some(3)), "--frames-per-send"),
             (settings(|s| s.source_addrs = Some("127.0.0.9-127.0.0.2".into())), "--source-addrs"),
-            (settings(|s| s.target = Some("http://x".into())), "ws://"),
+            (settings(|s| s.target = Some("http://x".into())), "`http://x`: a server URL starts with ws://"),
         ];
         for (settings, expected) in cases {
             let message = settings.validate().unwrap_err().to_string();

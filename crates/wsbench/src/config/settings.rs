@@ -1,7 +1,8 @@
 //! Settings as the user gives them: command-line flags and TOML scenario files land in one
 //! [`RunSettings`] (every field optional). Flags override the file ([`RunSettings::over`]);
-//! the same struct written back as TOML is how a `--processes` parent hands each shard its
-//! part of the run ([`RunSettings::to_toml`]), so no setting is listed twice.
+//! the same struct is what a `--processes` parent hands each shard, as data on the shard's
+//! stdin (`wsbench_supervisor`; never a file, so a `--bearer` token lands on no disk), so no
+//! setting is listed twice. [`RunSettings::to_toml`] writes it back as a scenario file.
 
 use std::path::{Path, PathBuf};
 
@@ -21,28 +22,30 @@ pub struct RunSettings {
     #[arg(skip)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
-    /// Connections to open.
+    /// Connections to open (at most 10,000,000 over every process and shard).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connections: Option<u64>,
-    /// c10k: clients to connect (the same as --connections).
+    /// c10k: clients to connect (the same as --connections; at most 10,000,000).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clients: Option<u64>,
-    /// c10k: time between two new clients (e.g. 1ms).
-    #[arg(long)]
+    /// c10k: time between two new clients (e.g. 1ms; at least 100ns).
+    #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arrival: Option<String>,
-    /// Open loop: each connection sends one message every interval, whatever the replies.
-    #[arg(long)]
+    /// Open loop: each connection sends one message every interval, whatever the replies
+    /// (at most 7 days).
+    #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval: Option<String>,
-    /// Open loop: total message rate spread over the connections, e.g. 20000/s.
-    #[arg(long)]
+    /// Open loop: total message rate spread over the connections, e.g. 20000/s (above zero,
+    /// at most 10,000,000/s).
+    #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<String>,
-    /// Open loop: send lag p99 above this marks the run as client-bound.
-    #[arg(long)]
+    /// Open loop: send lag p99 above this marks the run as client-bound (at most 7 days).
+    #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_send_lag: Option<String>,
     /// Find the highest open-loop rate under --slo (each step runs --warmup + --duration).
@@ -62,7 +65,8 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
-    /// Begin at this instant (milliseconds since the Unix epoch), so shards start together.
+    /// Begin at this instant (milliseconds since the Unix epoch, at most 24 hours ahead), so
+    /// shards start together.
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_at: Option<u64>,
@@ -71,35 +75,39 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
-    /// Connection rate while ramping up, e.g. 75/s (default: as fast as possible).
-    #[arg(long)]
+    /// Connection rate while ramping up, e.g. 75/s (default: as fast as possible; above zero,
+    /// at most 10,000,000/s).
+    #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ramp: Option<String>,
-    /// Measured load time, after the ramp and the warm-up.
-    #[arg(long)]
+    /// Measured load time, after the ramp and the warm-up (with a unit, e.g. 30s, 2h; at most
+    /// 7 days).
+    #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration: Option<String>,
-    /// Load time after the ramp that is not measured.
-    #[arg(long)]
+    /// Load time after the ramp that is not measured (0 to 7 days).
+    #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warmup: Option<String>,
-    /// Scalability: how long to hold the connections open.
-    #[arg(long)]
+    /// Scalability: how long to hold the connections open (at most 7 days).
+    #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hold: Option<String>,
-    /// Messages each connection keeps in flight (closed loop).
+    /// Messages each connection keeps in flight (closed loop; at most 65,536, and what they
+    /// hold over a process's connections at most 8 GiB).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<u64>,
-    /// Message payload: json-ts, bytes:N or text:FILE (the file's lines, cycled).
+    /// Message payload: json-ts, bytes:N (at most 1GiB) or text:FILE (the file's lines,
+    /// cycled; at most 1 GiB of them).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<String>,
-    /// Throughput: payload bytes per frame (same as --payload bytes:N).
-    #[arg(long)]
+    /// Throughput: payload bytes per frame (same as --payload bytes:N; at most 1GiB).
+    #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload_bytes: Option<String>,
-    /// Throughput: frames written in one send.
+    /// Throughput: frames written in one send (at most 65,536, and 1 GiB in all).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frames_per_send: Option<u64>,
@@ -111,8 +119,8 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(default, skip_serializing_if = "is_false")]
     pub text: bool,
-    /// Give up on a connection not established by then.
-    #[arg(long)]
+    /// Give up on a connection not established by then (at most 7 days).
+    #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_timeout: Option<String>,
     /// CPUs for the client's workers, one worker per CPU (e.g. 1 or 1-3).
@@ -149,11 +157,12 @@ pub struct RunSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hlog: Option<PathBuf>,
     /// Run the scenario as N client processes (shards of this run, each with its own
-    /// open-file limit) and merge their results.
+    /// open-file limit) and merge their results (at most 1,000, and one per connection).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub processes: Option<u64>,
-    /// Start the built-in server as N processes sharing the port (`serve --processes N`).
+    /// Start the built-in server as N processes sharing the port (`serve --processes N`; at
+    /// most 256).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_processes: Option<u64>,
@@ -226,7 +235,8 @@ pub struct RunSettings {
     #[arg(long, value_name = "FILE")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<PathBuf>,
-    /// churn: echoes each connection exchanges between its handshake and its close (default 1).
+    /// churn: echoes each connection exchanges between its handshake and its close (default
+    /// 1, at most 1,000,000).
     #[arg(long, value_name = "K")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub messages_per_connection: Option<u64>,
@@ -238,12 +248,13 @@ pub struct RunSettings {
     #[arg(long, value_name = "S")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subscribers: Option<u64>,
-    /// pubsub: topics t0..tT-1; subscriber i listens to topic i mod T (default 1).
+    /// pubsub: topics t0..tT-1; subscriber i listens to topic i mod T (default 1, at most
+    /// 1,000,000).
     #[arg(long, value_name = "T")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topics: Option<u64>,
     /// pubsub: publisher connections; publisher j publishes to topic j mod T, --rate is
-    /// shared among them (default 1).
+    /// shared among them (default 1; subscribers × publishers per topic at most 10,000,000).
     #[arg(long, value_name = "P")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub publishers: Option<u64>,
@@ -304,10 +315,17 @@ impl RunSettings {
     /// Parses the TOML text of the scenario file `path`; an error says where (line:column)
     /// and, for a mistyped key, which key was meant.
     pub fn parse_toml(text: &str, path: &Path) -> Result<RunSettings, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::ParseScenario {
-            path: path.to_owned(),
-            location: e.span().map(|span| line_column(text, span.start)).unwrap_or_default(),
-            message: explain(e.message()),
+        toml::from_str(text).map_err(|e| {
+            let key = e.span().and_then(|span| key_at(text, span.start));
+            let message = explain(e.message());
+            ConfigError::ParseScenario {
+                path: path.to_owned(),
+                location: e.span().map(|span| line_column(text, span.start)).unwrap_or_default(),
+                message: match key {
+                    Some(key) if !message.starts_with("unknown key") => format!("key `{key}`: {message}"),
+                    _ => message,
+                },
+            }
         })
     }
 
@@ -338,11 +356,25 @@ fn line_column(text: &str, offset: usize) -> String {
     format!(":{line}:{column}")
 }
 
+/// The key whose value starts at byte `offset` of `text` (`connections = "many"`, or one
+/// of an inline table's `{ count = "x" }`), when the offset is in a value.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let before = text.get(..offset)?;
+    let line = &before[before.rfind('\n').map_or(0, |at| at + 1)..];
+    let (head, _) = line.rsplit_once('=')?;
+    let key = head.trim_end().rsplit(['{', ',', ' ', '\t']).next()?.trim_matches(['"', '\'']);
+    (!key.is_empty()).then(|| key.to_owned())
+}
+
 /// The TOML parser's message, with a did-you-mean for an unknown key (serde names the
-/// unknown key and then every known one, each in backticks).
+/// unknown key and then every known one, each in backticks), and type names in words.
 fn explain(message: &str) -> String {
     let Some(rest) = message.strip_prefix("unknown field ") else {
-        return message.trim_end().to_owned();
+        return message
+            .trim_end()
+            .replace("expected u64", "expected a whole number")
+            .replace("expected u8", "expected a whole number")
+            .replace("expected u32", "expected a whole number");
     };
     let quoted: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
     let Some((unknown, known)) = quoted.split_first() else {
@@ -460,7 +492,13 @@ mod tests {
         let error = RunSettings::parse_toml("colour = 1\n", path).unwrap_err().to_string();
         assert!(error.starts_with("scenario file s.toml:1:1: unknown key `colour`: the keys are"), "{error}");
         let error = RunSettings::parse_toml("connections = \"many\"\n", path).unwrap_err().to_string();
-        assert!(error.starts_with("scenario file s.toml:1:15: "), "{error}");
+        assert_eq!(
+            error,
+            "scenario file s.toml:1:15: key `connections`: invalid type: string \"many\", expected a whole number"
+        );
+        let text = "[[flow.steps]]\nsend = \"x\"\n[[flow.steps]]\nrepeat = 2\nsteps = [ { send = \"a\", count = \"x\" } ]\n";
+        let error = RunSettings::parse_toml(text, path).unwrap_err().to_string();
+        assert!(error.contains("key `count`: invalid type: string \"x\""), "{error}");
     }
 
     #[test]

@@ -20,14 +20,18 @@ pub struct Target {
 
 impl Target {
     pub fn parse(url: &str) -> Result<Target, ConfigError> {
-        let bad =
-            |why: String| ConfigError::Invalid { setting: "target", problem: format!("`{url}`: {why}") };
+        let bad = |problem: String| ConfigError::Url { url: url.to_owned(), problem };
         let (tls, rest) = if let Some(rest) = url.strip_prefix("ws://") {
             (false, rest)
         } else if let Some(rest) = url.strip_prefix("wss://") {
             (true, rest)
         } else {
-            return Err(bad("the URL must start with ws:// or wss://".into()));
+            let suggestion = match url.split_once("://") {
+                Some(("http", rest)) => format!(" (a WebSocket on that server: ws://{rest})"),
+                Some(("https", rest)) => format!(" (a WebSocket on that server: wss://{rest})"),
+                _ => String::new(),
+            };
+            return Err(bad(format!("a server URL starts with ws:// or wss://{suggestion}")));
         };
         // The fragment is never sent; a query right after the authority gets the `/` path.
         let rest = rest.split_once('#').map_or(rest, |(before, _)| before);

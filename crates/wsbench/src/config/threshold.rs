@@ -166,7 +166,7 @@ mod tests {
             ("p99", "no comparison"),
             ("errors=0", "`=0` does not start with"),
             ("errors==none", "`none` is not a number"),
-            ("p99<soon", "not a valid duration"),
+            ("p99<soon", "`soon` is not a duration"),
         ];
         for (text, why) in cases {
             let error = text.parse::<Threshold>().unwrap_err().to_string();

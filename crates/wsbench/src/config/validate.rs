@@ -1,24 +1,27 @@
 //! From settings to a [`RunConfig`]: every default applied, every value checked, each rule
 //! in a small function named after the setting it decides. Errors are one line naming the
-//! flag and what to do ([`ConfigError`]); nothing here touches the network, and the disk
+//! flag and what to do ([`ConfigError`]); nothing here sends anything: the disk is touched
 //! only to check that the output files can be written (`outputs.rs`) and to read the
-//! `--header-file` and TLS PEM files (`handshake.rs`, `tls.rs`).
+//! `--header-file` and TLS PEM files (`handshake.rs`, `tls.rs`), sockets only to bind one
+//! to each `--source-addrs` address (an address of no interface is refused).
 
 use std::time::Duration;
 
 use std::sync::Arc;
 
 use super::IoBackend;
+use super::bounds;
 use super::error::{ConfigError, invalid};
 use super::handshake::{HandshakeOptions, HandshakeSettings};
 use super::outputs::check_output_file;
 use super::scenario::{Defaults, NoSettings, Pace, Pacing, ScenarioRules};
 use super::settings::RunSettings;
+use super::source_addrs::local_addrs;
 use super::tls::{TlsOptions, TlsSettings};
 use super::{
     CompressionOffer, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG,
     LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, OwnSettings, Payload, Placement, RunConfig, Sampling,
-    Shard, Threshold, parse_addr_range,
+    Shard, Threshold,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_duration, parse_rate};
@@ -43,6 +46,7 @@ impl RunSettings {
         let payload = self.payload(&defaults)?;
         let message = self.message_kind(&payload)?;
         let frames_per_send = self.frames_per_send(&defaults)?;
+        bounds::send(frames_per_send, payload.largest_message())?;
         let (ramp_per_sec, message_interval) = self.pace(&pacing, &defaults, connections)?;
         let in_flight = self.in_flight(frames_per_send, message_interval.is_some())?;
         let mode = self.mode(rules.name(), defaults.rate_search)?;
@@ -55,6 +59,11 @@ impl RunSettings {
             &mode,
             rules.single_server_process(),
         )?;
+        if self.in_flight.is_some() {
+            let per_process =
+                shard.map_or(connections.div_ceil(placement.processes), |s| s.share_of(connections));
+            bounds::in_flight(per_process, in_flight, payload.largest_message())?;
+        }
         let mut load = LoadSpec {
             scenario: rules.name(),
             connections,
@@ -64,12 +73,12 @@ impl RunSettings {
             in_flight,
             message_interval,
             shard,
-            start_at_unix_ms: self.start_at,
+            start_at_unix_ms: self.start_at()?,
             payload,
             message,
             frames_per_send,
             connect_timeout: duration("connect-timeout", &self.connect_timeout, DEFAULT_CONNECT_TIMEOUT)?,
-            source_addrs: self.source_addrs.as_deref().map(parse_addr_range).transpose()?.unwrap_or_default(),
+            source_addrs: self.source_addrs.as_deref().map(local_addrs).transpose()?.unwrap_or_default(),
             reconnect: self.reconnect,
             insecure: self.insecure,
             handshake: self.handshake()?,
@@ -91,7 +100,7 @@ impl RunSettings {
             max_send_lag: duration("max-send-lag", &self.max_send_lag, DEFAULT_MAX_SEND_LAG)?,
             mode,
             placement,
-            sampling: Sampling { server_pid: self.server_pid, no_probe: self.no_probe },
+            sampling: Sampling { server_pid: self.server_pid()?, no_probe: self.no_probe },
             outputs: self.outputs()?,
             thresholds,
             run_id,
@@ -128,8 +137,8 @@ impl RunSettings {
     ) -> Result<(Option<f64>, Option<Duration>), ConfigError> {
         match *pacing {
             Pacing::Connections { default_rate } => {
-                let rate = self.rate.as_deref().map(parse_rate).transpose()?.unwrap_or(default_rate);
-                Ok((Some(rate), None))
+                let rate = self.rate.as_deref().map(|text| rate("rate", text)).transpose()?;
+                Ok((Some(rate.unwrap_or(default_rate)), None))
             }
             Pacing::Refused(reason) => {
                 if self.rate.is_some() || self.interval.is_some() {
@@ -279,14 +288,40 @@ impl RunSettings {
     }
 
     fn connections(&self) -> Result<u64, ConfigError> {
-        let connections = match (self.connections, self.clients) {
+        let (setting, connections) = match (self.connections, self.clients) {
             (Some(_), Some(_)) => return Err(invalid("clients", "give either --clients or --connections")),
-            (count, clients) => count.or(clients).unwrap_or(DEFAULT_CONNECTIONS),
+            (None, Some(clients)) => ("clients", clients),
+            (count, None) => ("connections", count.unwrap_or(DEFAULT_CONNECTIONS)),
         };
         if connections == 0 {
-            return Err(invalid("connections", "must be at least 1"));
+            return Err(invalid(setting, "must be at least 1"));
         }
-        Ok(connections)
+        bounds::at_most(setting, connections, bounds::MAX_CONNECTIONS, "connections")
+    }
+
+    /// `--start-at`: a common start at most [`bounds::MAX_START_AHEAD`] from now (one
+    /// already past starts at once).
+    fn start_at(&self) -> Result<Option<u64>, ConfigError> {
+        let Some(at) = self.start_at else { return Ok(None) };
+        let latest = crate::machine::unix_ms() + bounds::MAX_START_AHEAD.as_millis() as u64;
+        if at > latest {
+            return Err(invalid(
+                "start-at",
+                format!(
+                    "{at} is more than 24 hours from now (milliseconds since the Unix epoch, e.g. {latest})"
+                ),
+            ));
+        }
+        Ok(Some(at))
+    }
+
+    /// `--server-pid`: a process of this machine.
+    fn server_pid(&self) -> Result<Option<u32>, ConfigError> {
+        let Some(pid) = self.server_pid else { return Ok(None) };
+        if pid == 0 || pid > bounds::MAX_PID || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(invalid("server-pid", format!("{pid}: no such process on this machine")));
+        }
+        Ok(Some(pid))
     }
 
     fn payload(&self, defaults: &Defaults) -> Result<Payload, ConfigError> {
@@ -295,7 +330,10 @@ impl RunSettings {
                 return Err(invalid("payload-bytes", "give either --payload or --payload-bytes"));
             }
             (Some(text), None) => text.parse()?,
-            (None, Some(size)) => Payload::Bytes(parse_bytes(size)?),
+            (None, Some(size)) => {
+                let bytes = parse_bytes(size).map_err(|e| invalid("payload-bytes", e.problem))?;
+                Payload::Bytes(bounds::payload("payload-bytes", bytes)?)
+            }
             (None, None) => defaults.payload.clone(),
         })
     }
@@ -303,6 +341,9 @@ impl RunSettings {
     fn frames_per_send(&self, defaults: &Defaults) -> Result<u64, ConfigError> {
         match (defaults.frames_per_send, self.frames_per_send) {
             (_, Some(0)) => Err(invalid("frames-per-send", "must be at least 1")),
+            (_, Some(frames)) if frames > bounds::MAX_FRAMES_PER_SEND => {
+                bounds::at_most("frames-per-send", frames, bounds::MAX_FRAMES_PER_SEND, "frames")
+            }
             (Some(default), frames) => Ok(frames.unwrap_or(default)),
             (None, Some(_)) => Err(invalid("frames-per-send", "does not apply to this scenario")),
             (None, None) => Ok(1),
@@ -313,6 +354,9 @@ impl RunSettings {
     fn in_flight(&self, frames_per_send: u64, open_loop: bool) -> Result<u64, ConfigError> {
         match self.in_flight {
             Some(0) => Err(invalid("in-flight", "must be at least 1")),
+            Some(k) if k > bounds::MAX_IN_FLIGHT => {
+                bounds::at_most("in-flight", k, bounds::MAX_IN_FLIGHT, "messages")
+            }
             Some(k) if k % frames_per_send != 0 => Err(invalid(
                 "in-flight",
                 format!("must be a multiple of --frames-per-send ({frames_per_send})"),
@@ -330,8 +374,8 @@ impl RunSettings {
     fn message_interval(&self, senders: u64, default: Option<Pace>) -> Result<Option<Duration>, ConfigError> {
         let interval = match (&self.rate, &self.interval, default) {
             (Some(_), Some(_), _) => return Err(invalid("rate", "give either --rate or --interval")),
-            (Some(rate), None, _) => {
-                let per_connection = parse_rate(rate)? / senders as f64;
+            (Some(text), None, _) => {
+                let per_connection = rate("rate", text)? / senders as f64;
                 Some(Duration::from_secs_f64(1.0 / per_connection))
             }
             (None, Some(_), _) => Some(duration("interval", &self.interval, Duration::ZERO)?),
@@ -372,7 +416,7 @@ impl RunSettings {
     fn ramp(&self, defaults: &Defaults) -> Result<Option<f64>, ConfigError> {
         Ok(match (&self.ramp, &self.arrival) {
             (Some(_), Some(_)) => return Err(invalid("arrival", "give either --arrival or --ramp")),
-            (Some(rate), None) => Some(parse_rate(rate)?),
+            (Some(text), None) => Some(rate("ramp", text)?),
             (None, Some(_)) => {
                 let arrival = bounded("arrival", &self.arrival, Duration::ZERO)?;
                 if arrival.is_zero() {
@@ -381,7 +425,7 @@ impl RunSettings {
                         "must be longer than zero (omit it to connect as fast as possible)",
                     ));
                 }
-                Some(1.0 / arrival.as_secs_f64())
+                Some(bounds::rate("arrival", 1.0 / arrival.as_secs_f64())?)
             }
             (None, None) => defaults.ramp_per_sec,
         })
@@ -421,6 +465,9 @@ impl RunSettings {
         let processes = match self.processes {
             None | Some(1) => 1,
             Some(0) => return Err(invalid("processes", "must be at least 1")),
+            Some(n) if n > bounds::MAX_PROCESSES => {
+                bounds::at_most("processes", n, bounds::MAX_PROCESSES, "processes")?
+            }
             Some(_) if sharded => {
                 return Err(invalid(
                     "processes",
@@ -443,6 +490,9 @@ impl RunSettings {
         let server_processes = match self.server_processes {
             None => 1,
             Some(0) => return Err(invalid("server-processes", "must be at least 1")),
+            Some(n) if n > bounds::MAX_SERVER_PROCESSES => {
+                bounds::at_most("server-processes", n, bounds::MAX_SERVER_PROCESSES, "processes")?
+            }
             Some(_) if has_url => {
                 return Err(invalid("server-processes", "only applies to the built-in server (give no URL)"));
             }
@@ -505,11 +555,18 @@ pub fn bounded(
     value: &Option<String>,
     default: Duration,
 ) -> Result<Duration, ConfigError> {
-    let given = value.as_deref().map(parse_duration).transpose()?.unwrap_or(default);
+    let given = value.as_deref().map(parse_duration).transpose().map_err(|e| invalid(setting, e.problem))?;
+    let given = given.unwrap_or(default);
     if given > MAX_DURATION {
         return Err(invalid(setting, "must be at most 7 days (168h)"));
     }
     Ok(given)
+}
+
+/// A rate setting: above zero (the parser says so) and at most [`bounds::MAX_RATE`].
+fn rate(setting: &'static str, text: &str) -> Result<f64, ConfigError> {
+    let per_sec = parse_rate(text).map_err(|e| invalid(setting, e.problem))?;
+    bounds::rate(setting, per_sec)
 }
 
 /// A run id unique enough across runs and machines: the time in nanoseconds and the pid.

@@ -1,15 +1,16 @@
-//! Where the workers publish what they measured while the run goes on, for the live view,
-//! the metrics endpoint and the stream (`crate::live`). A worker publishes once per
-//! second, at the first loop turn of a new second: its finished seconds (round trips and
-//! their latency histogram, exact) and its counters. Nothing here is touched per message,
-//! so the hot path pays nothing for live figures, and a second counts every echo of that
-//! second whatever the rate.
+//! Where the workers publish what they measured while the run goes on. A worker publishes
+//! each second once it is over (at the first exchange or loop turn of a later one): the
+//! second's exchanges and their latency histogram, exact, and once a second its counters.
+//! The board merges the workers' shares of a second; once every worker has published it, the
+//! engine's coordinator takes it ([`LiveBoard::take_complete`]), keeps it in the run's
+//! timeline and hands it to the live outputs (`crate::live`). Nothing here is touched per
+//! message, so the hot path pays nothing for live figures, and the board holds only the
+//! seconds not yet taken: one or two, whatever the run's length.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::ops::Range;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::metrics::{Counters, Interval, Metrics, new_histogram};
+use crate::metrics::{Counters, Interval};
 
 /// The workers' published seconds, merged, and each worker's counters.
 #[derive(Debug, Default)]
@@ -31,12 +32,33 @@ struct Board {
 }
 
 /// Seconds every worker has finished, merged, and the counters summed over workers.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct LiveSeconds {
     pub intervals: Vec<Interval>,
     pub counters: Counters,
     /// Every error so far by kind: the counters' and the scenario's own.
     pub errors: BTreeMap<String, u64>,
+}
+
+impl Board {
+    fn grow_to(&mut self, workers: usize) {
+        if self.next_second.len() < workers {
+            self.next_second.resize(workers, 0);
+            self.counters.resize(workers, Counters::default());
+            self.scenario_errors.resize(workers, BTreeMap::new());
+        }
+    }
+
+    /// The pending entry of `second`, created (with any before it) on first use; `None`
+    /// for a second already taken.
+    fn pending(&mut self, second: u64) -> Option<&mut Interval> {
+        let index = second.checked_sub(self.taken)?;
+        while self.pending.len() as u64 <= index {
+            let second = self.taken + self.pending.len() as u64;
+            self.pending.push_back(Interval::new(second));
+        }
+        self.pending.get_mut(index as usize)
+    }
 }
 
 impl LiveBoard {
@@ -46,48 +68,38 @@ impl LiveBoard {
 
     /// The run has `workers` workers: a second is complete once each has published it.
     pub(super) fn expect_workers(&self, workers: usize) {
-        let mut board = self.lock();
-        board.next_second.resize(workers, 0);
-        board.counters.resize(workers, Counters::default());
-        board.scenario_errors.resize(workers, BTreeMap::new());
+        self.lock().grow_to(workers);
     }
 
-    /// Worker `worker` finished `seconds` (its intervals in `metrics`); its counters and
-    /// its scenario's errors now.
-    pub(super) fn publish(
+    /// Worker `worker` finished `interval` and every second after it until `next` (not
+    /// included). Those between saw no loop turn of the worker (it was stalled, or the whole
+    /// process was stopped): they completed nothing, and the `open` connections it had
+    /// before stayed open through them.
+    pub(super) fn publish_second(&self, worker: usize, interval: &Interval, next: u64, open: u64) {
+        let mut board = self.lock();
+        board.grow_to(worker + 1);
+        // A second is taken only once every worker published it: never one of these.
+        if let Some(merged) = board.pending(interval.second) {
+            merged.add(interval);
+        }
+        for second in interval.second + 1..next {
+            if let Some(merged) = board.pending(second) {
+                merged.connections_open += open;
+            }
+        }
+        board.next_second[worker] = board.next_second[worker].max(next);
+    }
+
+    /// Worker `worker`'s counters now, and its scenario's errors.
+    pub(super) fn publish_counters(
         &self,
         worker: usize,
-        metrics: &Metrics,
+        counters: &Counters,
         scenario_errors: &BTreeMap<String, u64>,
-        seconds: Range<u64>,
     ) {
         let mut board = self.lock();
-        if board.next_second.len() <= worker {
-            board.next_second.resize(worker + 1, 0);
-            board.counters.resize(worker + 1, Counters::default());
-            board.scenario_errors.resize(worker + 1, BTreeMap::new());
-        }
-        for second in seconds.clone() {
-            // A second is taken only once every worker published it: never one of these.
-            let Some(index) = second.checked_sub(board.taken) else { continue };
-            while board.pending.len() as u64 <= index {
-                let second = board.taken + board.pending.len() as u64;
-                board.pending.push_back(Interval {
-                    second,
-                    exchanges: 0,
-                    connections_open: 0,
-                    latency: new_histogram(),
-                });
-            }
-            let merged = &mut board.pending[index as usize];
-            if let Some(mine) = metrics.intervals.get(second as usize) {
-                merged.exchanges += mine.exchanges;
-                merged.connections_open += mine.connections_open;
-                merged.latency.add(&mine.latency).expect("histograms share bounds");
-            }
-        }
-        board.next_second[worker] = board.next_second[worker].max(seconds.end);
-        board.counters[worker].clone_from(&metrics.counters);
+        board.grow_to(worker + 1);
+        board.counters[worker].clone_from(counters);
         board.scenario_errors[worker].clone_from(scenario_errors);
     }
 
@@ -124,24 +136,32 @@ mod tests {
     use super::*;
     use crate::metrics::record_us;
 
-    fn worker_with(seconds: &[(u64, u64)]) -> Metrics {
-        let mut metrics = Metrics::default();
-        for &(second, echoes) in seconds {
-            let interval = metrics.interval(second);
-            interval.exchanges = echoes;
-            record_us(&mut interval.latency, 100 * (second + 1));
-            metrics.counters.messages_received += echoes;
-        }
-        metrics
+    fn second(second: u64, echoes: u64, open: u64) -> Interval {
+        let mut interval = Interval::new(second);
+        interval.exchanges = echoes;
+        interval.connections_open = open;
+        record_us(&mut interval.latency, 100 * (second + 1));
+        interval
     }
 
     #[test]
     fn a_second_is_complete_only_once_every_worker_published_it() {
         let board = LiveBoard::default();
         board.expect_workers(2);
-        board.publish(0, &worker_with(&[(0, 3), (1, 4)]), &BTreeMap::new(), 0..2);
+        board.publish_second(0, &second(0, 3, 1), 1, 1);
+        board.publish_second(0, &second(1, 4, 1), 2, 1);
+        board.publish_counters(
+            0,
+            &Counters { messages_received: 7, ..Counters::default() },
+            &BTreeMap::new(),
+        );
         assert!(board.take_complete().intervals.is_empty(), "worker 1 has published nothing");
-        board.publish(1, &worker_with(&[(0, 5)]), &[("lost".to_owned(), 2)].into(), 0..1);
+        board.publish_second(1, &second(0, 5, 1), 1, 1);
+        board.publish_counters(
+            1,
+            &Counters { messages_received: 5, ..Counters::default() },
+            &[("lost".to_owned(), 2)].into(),
+        );
         let seen = board.take_complete();
         assert_eq!(seen.intervals.iter().map(|i| i.exchanges).collect::<Vec<_>>(), [8]);
         assert_eq!(seen.intervals[0].latency.len(), 2);
@@ -152,5 +172,18 @@ mod tests {
         let rest = board.take_complete();
         assert_eq!(rest.intervals.iter().map(|i| (i.second, i.exchanges)).collect::<Vec<_>>(), [(1, 4)]);
         assert!(board.take_complete().intervals.is_empty());
+    }
+
+    #[test]
+    fn seconds_a_stalled_worker_skipped_keep_its_connections_open() {
+        let board = LiveBoard::default();
+        board.expect_workers(1);
+        // Second 1 was the last loop turn before a stall; the next was in second 4.
+        board.publish_second(0, &second(0, 10, 50), 1, 50);
+        board.publish_second(0, &second(1, 10, 50), 4, 50);
+        let seen = board.take_complete();
+        let open: Vec<(u64, u64, u64)> =
+            seen.intervals.iter().map(|i| (i.second, i.exchanges, i.connections_open)).collect();
+        assert_eq!(open, [(0, 10, 50), (1, 10, 50), (2, 0, 50), (3, 0, 50)]);
     }
 }

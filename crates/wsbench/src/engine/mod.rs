@@ -1,6 +1,8 @@
 //! The load engine: splits the connections over one worker thread per client CPU, runs the
 //! phases its [`Plan`] gives (connect at the ramp's pace → warm-up → measured window →
-//! drain and close), and merges the workers' metrics. What connections send and what their
+//! drain and close), and merges the workers' metrics. Its coordinator (the calling thread)
+//! takes each second once every worker has finished it, keeps it in the timeline and hands
+//! it on to the caller's `progress`. What connections send and what their
 //! messages mean is the scenario's [`Workload`]; the engine knows no scenario, no result
 //! file and no report: it returns numbers.
 
@@ -22,7 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::config::Target;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, TimelineSecond};
 use crate::samples::WorkerCpu;
 use worker::{Worker, WorkerOutput, WorkerPlan};
 
@@ -189,7 +191,11 @@ impl Phase {
 /// What the engine measured.
 #[derive(Debug)]
 pub struct EngineOutput {
+    /// The workers' metrics merged, with the run's timeline.
     pub metrics: Metrics,
+    /// The seconds the workers finished last, not yet handed to `progress`, whole (the
+    /// timeline has them too), with the final counters.
+    pub last_seconds: LiveSeconds,
     /// Exchanges completed inside the measured window.
     pub measured_exchanges: u64,
     pub measured_secs: f64,
@@ -198,16 +204,19 @@ pub struct EngineOutput {
     pub connect_phase_secs: f64,
     pub workers: Vec<WorkerCpu>,
     pub interrupted: bool,
+    /// The run stopped before its measured window ended because no connection was left
+    /// (the server closed, reset or refused them all): the window it was to have, s.
+    pub ended_early: Option<f64>,
 }
 
 /// Runs the scenario. `cpus` gives one entry per worker (its CPU, or None to leave it
 /// unpinned); `interrupt` ends the run early (Ctrl-C); `progress` is called a few times a
-/// second from this thread.
+/// second from this thread, with the seconds every worker has finished since its last call.
 pub fn run(
     spec: Job,
     cpus: &[Option<usize>],
     interrupt: &AtomicBool,
-    progress: &mut dyn FnMut(&Control),
+    progress: &mut dyn FnMut(&Control, &LiveSeconds),
 ) -> std::io::Result<EngineOutput> {
     let spec = Arc::new(spec);
     if let Some(start_at) = spec.load.start_at_unix_ms {
@@ -217,19 +226,26 @@ pub fn run(
     let handles = spawn_workers(&spec, &control, cpus)?;
     let worker_count = handles.len();
     let tick = Duration::from_millis(100);
-    let wait_until =
-        |deadline: Option<Instant>, done: &dyn Fn() -> bool, progress: &mut dyn FnMut(&Control)| loop {
-            if interrupt.load(Ordering::Relaxed) {
-                control.interrupted.store(true, Ordering::SeqCst);
-                return;
-            }
-            if done() || deadline.is_some_and(|d| Instant::now() >= d) {
-                return;
-            }
-            progress(&control);
-            let sleep = deadline.map_or(tick, |d| d.saturating_duration_since(Instant::now()).min(tick));
-            std::thread::sleep(sleep);
-        };
+    let mut timeline = Vec::new();
+    let take_seconds = |timeline: &mut Vec<TimelineSecond>| {
+        let seen = control.live.take_complete();
+        timeline.extend(seen.intervals.iter().map(TimelineSecond::of));
+        seen
+    };
+    let mut wait_until = |deadline: Option<Instant>,
+                          done: &dyn Fn() -> bool,
+                          progress: &mut dyn FnMut(&Control, &LiveSeconds)| loop {
+        if interrupt.load(Ordering::Relaxed) {
+            control.interrupted.store(true, Ordering::SeqCst);
+            return;
+        }
+        if done() || deadline.is_some_and(|d| Instant::now() >= d) {
+            return;
+        }
+        progress(&control, &take_seconds(&mut timeline));
+        let sleep = deadline.map_or(tick, |d| d.saturating_duration_since(Instant::now()).min(tick));
+        std::thread::sleep(sleep);
+    };
     let phases = spec.plan.phases();
     let from_start = control.begin(&phases, spec.load.ramp_per_sec.is_some());
     // Connect phase.
@@ -239,29 +255,40 @@ pub fn run(
     let connect_phase_secs = control.start.elapsed().as_secs_f64();
     // Load phase.
     let (measure_start_us, end_us) = control.load_phase(&phases);
+    let mut ended_early = None;
     if !control.interrupted.load(Ordering::Relaxed) {
         // With every connection gone (refused, or the server died) there is nothing left
-        // to measure: the run ends now instead of idling to the end of its window.
+        // to measure: the run ends now instead of idling to the end of its window, and
+        // says so.
         let end = control.start + Duration::from_micros(end_us);
         // With --reconnect, connections may come back (a restarting server): run to the end.
         let nothing_open = || {
             !spec.load.reconnect && all_connected() && control.open_connections.load(Ordering::Relaxed) == 0
         };
         wait_until(Some(end), &nothing_open, progress);
+        if !control.interrupted.load(Ordering::Relaxed) && Instant::now() < end && nothing_open() {
+            ended_early = Some(end_us.saturating_sub(measure_start_us) as f64 / 1e6);
+        }
     }
     let stopped_us = control.start.elapsed().as_micros() as u64;
     control.stop.store(true, Ordering::SeqCst);
-    let (metrics, measured_exchanges, workers) =
+    let (mut metrics, measured_exchanges, workers) =
         join_workers(handles, control.start.elapsed().as_secs_f64())?;
+    // Every worker has ended: its last seconds are on the board.
+    let last_seconds = control.live.take_complete();
+    timeline.extend(last_seconds.intervals.iter().map(TimelineSecond::of));
+    metrics.timeline = timeline;
     let measured_secs = stopped_us.min(end_us).saturating_sub(measure_start_us) as f64 / 1e6;
     Ok(EngineOutput {
         metrics,
+        last_seconds,
         measured_exchanges,
         measured_secs,
         elapsed_secs: control.start.elapsed().as_secs_f64(),
         connect_phase_secs,
         workers,
         interrupted: control.interrupted.load(Ordering::Relaxed),
+        ended_early,
     })
 }
 

@@ -1,15 +1,16 @@
 //! Where one worker's measurements go: its [`Metrics`] (no locks: one per worker), the run's
-//! measured window to judge each exchange by, and once a second the finished seconds
-//! published to the live board. Workloads record through it (an exchange with its latency,
-//! a message sent, how late a send went out), so every scenario records the same way.
+//! measured window to judge each exchange by, and the second being recorded, published to
+//! the live board as soon as a later one begins. Workloads record through it (an exchange
+//! with its latency, a message sent, how late a send went out), so every scenario records
+//! the same way. A worker holds one second's histogram, never one per second of the run.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use std::collections::BTreeMap;
 
 use super::Control;
-use crate::metrics::{Metrics, Section, record_us};
+use crate::metrics::{Interval, Metrics, Section, record_us};
 
 /// How an exchange counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,9 +26,15 @@ pub enum Counted {
 #[derive(Debug)]
 pub struct Recorder {
     control: Arc<Control>,
-    /// This worker's index, and the first second it has not yet published.
+    /// This worker's index.
     worker: usize,
-    published: u64,
+    /// The second being recorded; every earlier one is published.
+    current: Interval,
+    /// Connections open at the last loop turn: what the seconds without one (a stalled
+    /// worker, a stopped process) had too.
+    last_open: u64,
+    /// The second in which the counters were last published.
+    counters_published: u64,
     /// Open loop: sends have due times, and the uncorrected latency is its own figure.
     open_loop: bool,
     pub metrics: Metrics,
@@ -37,7 +44,16 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(control: Arc<Control>, worker: usize, open_loop: bool) -> Recorder {
-        Recorder { control, worker, published: 0, open_loop, metrics: Metrics::default(), measured: 0 }
+        Recorder {
+            control,
+            worker,
+            current: Interval::new(0),
+            last_open: 0,
+            counters_published: 0,
+            open_loop,
+            metrics: Metrics::default(),
+            measured: 0,
+        }
     }
 
     /// µs from the run's start to `at`.
@@ -52,6 +68,19 @@ impl Recorder {
         let (start, end) = self.control.window();
         let at_us = self.micros(at);
         at_us >= start && at_us <= end
+    }
+
+    /// How many of the `count` instants `first`, `first + every`, … fall inside the measured
+    /// window (none while it is not yet known).
+    pub fn in_window_count(&self, first: Instant, every: Duration, count: u64) -> u64 {
+        let (start, end) = self.control.window();
+        let (first_us, step) = (self.micros(first), (every.as_micros() as u64).max(1));
+        if start == u64::MAX || count == 0 || first_us > end {
+            return 0;
+        }
+        let from = start.saturating_sub(first_us).div_ceil(step);
+        let to = ((end - first_us) / step + 1).min(count);
+        to.saturating_sub(from)
     }
 
     /// How an exchange completed at `now` counts: by the window it falls in.
@@ -84,9 +113,11 @@ impl Recorder {
     #[inline]
     pub fn exchange(&mut self, now: Instant, latency_us: u64, uncorrected_us: Option<u64>, counted: Counted) {
         let second = self.micros(now) / 1_000_000;
-        let interval = self.metrics.interval(second);
-        interval.exchanges += 1;
-        record_us(&mut interval.latency, latency_us);
+        if second > self.current.second {
+            self.advance(second);
+        }
+        self.current.exchanges += 1;
+        record_us(&mut self.current.latency, latency_us);
         match counted {
             Counted::Measured => {
                 record_us(&mut self.metrics.latency, latency_us);
@@ -117,18 +148,39 @@ impl Recorder {
         }
     }
 
-    /// Once per loop: notes the connections open in this second, and when a new second
-    /// begins, publishes the finished ones to the live board (once a second, off the
-    /// per-message path: every exchange of a published second is already counted in it).
-    /// `scenario_errors` gives the scenario's own errors, asked for once a second.
-    pub fn tick(&mut self, now: Instant, open: u64, scenario_errors: impl FnOnce() -> BTreeMap<String, u64>) {
+    /// Once per loop: notes the connections open in this second; when a new second begins,
+    /// publishes the finished one, and once a second the counters (off the per-message path).
+    /// `scenario_errors` gives the scenario's own errors, asked for once a second. Returns
+    /// whether this was the first turn of a new second.
+    pub fn tick(
+        &mut self,
+        now: Instant,
+        open: u64,
+        scenario_errors: impl FnOnce() -> BTreeMap<String, u64>,
+    ) -> bool {
         let second = self.micros(now) / 1_000_000;
-        if second > self.published {
-            self.control.live.publish(self.worker, &self.metrics, &scenario_errors(), self.published..second);
-            self.published = second;
+        if second > self.current.second {
+            self.advance(second);
         }
-        let interval = self.metrics.interval(second);
-        interval.connections_open = interval.connections_open.max(open);
+        self.last_open = open;
+        self.current.connections_open = self.current.connections_open.max(open);
+        if second > self.counters_published {
+            self.control.live.publish_counters(self.worker, &self.metrics.counters, &scenario_errors());
+            self.counters_published = second;
+            return true;
+        }
+        false
+    }
+
+    /// Second `second` has begun: the one being recorded is published (with the seconds
+    /// between, which saw no loop turn), and its histogram reused for the new one.
+    #[cold]
+    fn advance(&mut self, second: u64) {
+        self.control.live.publish_second(self.worker, &self.current, second, self.last_open);
+        self.current.second = second;
+        self.current.exchanges = 0;
+        self.current.connections_open = self.last_open;
+        self.current.latency.reset();
     }
 
     /// The worker's figures at its end, with the scenario's section (and its errors); its
@@ -139,8 +191,9 @@ impl Recorder {
         errors: &BTreeMap<String, u64>,
     ) -> (Metrics, u64) {
         self.metrics.section = section;
-        let last = self.metrics.intervals.len() as u64;
-        self.control.live.publish(self.worker, &self.metrics, errors, self.published..last);
+        let next = self.current.second + 1;
+        self.control.live.publish_second(self.worker, &self.current, next, self.last_open);
+        self.control.live.publish_counters(self.worker, &self.metrics.counters, errors);
         self.control.live.worker_done(self.worker);
         if !self.open_loop {
             // A closed loop sends when it means to: the two figures are one.

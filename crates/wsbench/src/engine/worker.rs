@@ -125,7 +125,9 @@ impl Worker {
         self.io.start_ring(self.spec.load.io, self.spec.target.tls, self.conns.capacity());
         loop {
             let now = Instant::now();
-            self.rec.tick(now, self.open, || self.workload.errors());
+            if self.rec.tick(now, self.open, || self.workload.errors()) {
+                self.workload.each_second(now);
+            }
             self.open_due_connections(now);
             self.expire_connects(now);
             self.fire_wakeups(now);

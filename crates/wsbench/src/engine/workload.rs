@@ -153,6 +153,10 @@ pub trait Workload: Send + std::fmt::Debug {
     }
     /// The connection is gone (its slot may be reused).
     fn on_drop(&mut self, _conn: &ClientConn) {}
+    /// Once a second, off the message path: state the workload is done with (e.g. what
+    /// only the run's workers together can fold) can be handed on here, so that no worker
+    /// keeps it for the whole run.
+    fn each_second(&mut self, _now: Instant) {}
     /// Whether replies are still on their way (the end of the run waits, up to
     /// [`Workload::drain`]).
     fn busy(&self, _now: Instant) -> bool {

@@ -91,7 +91,7 @@ impl FleetServer {
     /// The processes to measure: whatever listens on the port (the real server even when
     /// the start command is a script), else the started process.
     pub fn pids(&self) -> Vec<u32> {
-        match crate::probe::pids_listening_on(self.port) {
+        match crate::probe::pids_listening_on(std::net::SocketAddr::from(([127, 0, 0, 1], self.port))) {
             Ok(pids) if !pids.is_empty() => pids,
             _ => vec![self.process.pid()],
         }

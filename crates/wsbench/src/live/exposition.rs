@@ -57,7 +57,7 @@ impl Totals {
                 "Connections attempted and never established.",
                 counters.connections_failed(),
             ),
-            ("reconnections", "Connections reopened (--reconnect).", counters.reconnections),
+            ("reconnections", "Attempts to reopen a lost connection (--reconnect).", counters.reconnections),
         ] {
             page.family(&format!("wsbench_{name}_total"), "counter", help);
             page.sample(&format!("wsbench_{name}_total"), "", value as f64);
@@ -145,12 +145,11 @@ impl Page {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{Counters, Metrics, record_us};
+    use crate::metrics::{Counters, record_us};
 
     #[test]
     fn buckets_are_cumulative_and_end_at_the_count() {
-        let mut metrics = Metrics::default();
-        let interval = metrics.interval(0);
+        let mut interval = Interval::new(0);
         for us in [50, 200, 200, 900, 40_000] {
             record_us(&mut interval.latency, us);
         }
@@ -169,7 +168,7 @@ mod tests {
             remaining_secs: Some(1),
         };
         let mut totals = Totals::new(1);
-        totals.add(&metrics.intervals[0], &second);
+        totals.add(&interval, &second);
         let page = totals.render();
         assert!(page.contains("wsbench_round_trip_seconds_bucket{le=\"0.0001\"} 1\n"), "{page}");
         assert!(page.contains("wsbench_round_trip_seconds_bucket{le=\"0.00025\"} 3\n"), "{page}");

@@ -1,9 +1,10 @@
-//! The run while it runs: what the engine's workers publish each second
+//! The run while it runs: each second the engine's workers have finished
 //! ([`crate::engine::LiveBoard`]) shown on stderr ([`view`]), served as Prometheus text at
-//! `--metrics-addr` ([`metrics_endpoint`], rendered by [`exposition`]) and written as JSON
-//! lines to `--stream` ([`stream`]). [`Live`] is set up once per session, before any load
-//! (the endpoint bound, the stream file created); each measurement gets a [`Tracker`] that
-//! the engine's coordinator thread feeds a few times a second.
+//! `--metrics-addr` ([`metrics_endpoint`], rendered by [`exposition`]), written as JSON
+//! lines to `--stream` ([`stream`]) and as a histogram to `--hlog` ([`crate::hlog`]), then
+//! dropped: nothing here keeps a second once it is written. [`Live`] is set up once per
+//! session, before any load (the endpoint bound, the stream file created); each measurement
+//! gets a [`Tracker`] that the engine's coordinator thread feeds a few times a second.
 
 pub mod exposition;
 pub mod metrics_endpoint;
@@ -15,7 +16,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use crate::config::{Exchange, LiveOutputs, LoadSpec};
-use crate::engine::{Control, EngineOutput, Phase, PhasePlan};
+use crate::engine::{Control, EngineOutput, LiveSeconds, Phase, PhasePlan};
+use crate::hlog::HlogWriter;
 use crate::metrics::{Counters, Interval};
 use crate::samples::ServerSample;
 use exposition::Totals;
@@ -70,7 +72,7 @@ impl Second {
         end_us: u64,
     ) -> Second {
         let latency = &interval.latency;
-        let quantile = |q: f64| if latency.is_empty() { 0 } else { latency.value_at_quantile(q) };
+        let quantile = |q: f64| interval.quantile_us(q);
         let now_us = (interval.second + 1) * 1_000_000;
         Second {
             second: interval.second,
@@ -136,13 +138,15 @@ impl Live {
     }
 
     /// Follows one measurement of `load`, whose phases are `phases` and whose exchanges
-    /// are called `exchange`; `server_pids` are sampled for RSS and CPU.
+    /// are called `exchange`; `server_pids` are sampled for RSS and CPU; every second goes
+    /// to `hlog` too, when given.
     pub fn track(
         &self,
         load: &LoadSpec,
         phases: &PhasePlan,
         exchange: Exchange,
         server_pids: Vec<u32>,
+        hlog: Option<HlogWriter>,
     ) -> Tracker<'_> {
         let totals = Totals::new(load.connections);
         if let Some(endpoint) = &self.endpoint {
@@ -157,6 +161,7 @@ impl Live {
             warmup_run: false,
             server_pids,
             totals,
+            hlog,
         }
     }
 
@@ -171,6 +176,7 @@ impl Live {
             warmup_run: true,
             server_pids: Vec::new(),
             totals: Totals::new(load.connections),
+            hlog: None,
         }
     }
 }
@@ -189,21 +195,21 @@ pub struct Tracker<'a> {
     warmup_run: bool,
     server_pids: Vec<u32>,
     totals: Totals,
+    /// `--hlog`, written a second at a time.
+    hlog: Option<HlogWriter>,
 }
 
 impl Tracker<'_> {
-    /// Called by the engine's coordinator a few times a second: shows the seconds every
+    /// Called by the engine's coordinator a few times a second with the seconds every
     /// worker has finished since the last call.
-    pub fn update(&mut self, control: &Control) {
+    pub fn update(&mut self, control: &Control, seen: &LiveSeconds) {
         self.window = control.window();
-        let seen = control.live.take_complete();
         self.show(&seen.intervals, (&seen.counters, &seen.errors));
     }
 
-    /// The run ended: its last seconds (from the engine's merged metrics) are shown and
-    /// written, the stream flushed.
+    /// The run ended: its last seconds are shown and written, the stream flushed.
     pub fn finish(mut self, output: &EngineOutput) {
-        let rest = output.metrics.intervals.get(self.next as usize..).unwrap_or_default();
+        let rest = &output.last_seconds.intervals;
         self.show(rest, (&output.metrics.counters, &output.metrics.errors()));
         if let Some(view) = self.view.take() {
             view.finish();
@@ -229,6 +235,9 @@ impl Tracker<'_> {
             let second = Second::of(interval, phase, counters, self.window.1);
             if let Some(stream) = &self.live.stream {
                 stream.lock().unwrap_or_else(std::sync::PoisonError::into_inner).write(&second);
+            }
+            if let Some(hlog) = &mut self.hlog {
+                hlog.write(interval);
             }
             self.totals.add(interval, &second);
             self.next = interval.second + 1;

@@ -4,7 +4,7 @@
 //! one plain line per second. `--quiet` shows neither. Numbers are written by
 //! [`crate::units::format`], as in the report.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -44,7 +44,10 @@ impl View {
     pub fn second(&mut self, second: &Second) {
         match &self.block {
             Some(bar) => bar.set_message(block(second, self.exchanges)),
-            None => eprintln!("{}", line(second, self.exchanges)),
+            // A closed stderr (`2>&1 | head`) ends the lines, not the run.
+            None => {
+                let _ = writeln!(std::io::stderr(), "{}", line(second, self.exchanges));
+            }
         }
     }
 

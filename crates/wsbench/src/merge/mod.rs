@@ -8,7 +8,9 @@
 //! counters are sums. The rest follows these rules:
 //!
 //! - **Timelines** are aligned on wall-clock seconds: a shard that started `k` seconds after
-//!   the earliest one (rounded to the nearest second) has its seconds shifted by `k`.
+//!   the earliest one (rounded to the nearest second) has its seconds shifted by `k`. A
+//!   second's counts are sums; its p50 and p99 the highest shard's, an upper bound (the
+//!   files keep each second's percentiles, not its histogram).
 //! - **Throughput**: the shards ran at the same time, so `exchanges_per_sec` is the sum of the
 //!   shards' own `exchanges_per_sec`, and `measured_exchanges` the sum of theirs. `measured_s` is
 //!   the longest shard's window, `elapsed_s` spans from the first start to the last end.
@@ -17,7 +19,7 @@
 //!   connections and echoes); otherwise it is the first shard's, as that shard saw it, with
 //!   `found_by` saying so. Every shard's own server and client sections are kept in `shards`.
 //! - **Client** workers are concatenated, named after their shard (`shard1/wsbench-w0`).
-//! - `interrupted` if any shard was interrupted.
+//! - `interrupted` if any shard was interrupted; `ended_early` if every shard ended early.
 //!
 //! Shards of different scenarios do not merge: their `config` objects must agree on every
 //! key but the ones that legitimately differ between shards ([`SHARD_KEYS`]). Nor do
@@ -25,7 +27,8 @@
 //! given twice (by any path), the same result twice (the same shard started at the same
 //! instant, e.g. a copy), two results of the same shard `I/N`, or results of different runs
 //! (`run_id`). Files written before wsbench recorded run ids merge with each other, but not
-//! with files that have one.
+//! with files that have one. Nor does a merged result merge again with other files: its
+//! shards are in it already.
 
 use std::path::{Path, PathBuf};
 
@@ -51,6 +54,12 @@ pub enum MergeError {
          {first} but {other_value} in {other})"
     )]
     DifferentScenarios { key: String, first: String, first_value: String, other: String, other_value: String },
+    #[error(
+        "cannot merge {merged} and {other}: {merged} is already the merged result of {shards} shards \
+         (run --processes or wsbench merge); merge each shard's own file once (NAME.shards/shard-I.json \
+         beside a --processes result), or use {merged} as it is"
+    )]
+    AlreadyMerged { merged: String, other: String, shards: usize },
     #[error("cannot merge {first} and {other}: they are the same file; give each shard's result once")]
     SameFile { first: String, other: String },
     #[error(
@@ -105,6 +114,7 @@ pub fn command(files: &[PathBuf], output: Option<&Path>) -> Result<RunResult, Me
 /// Merges the results of a run's shards (see the module documentation for the rules).
 pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
     let first = inputs.first().ok_or(MergeError::Empty)?;
+    check_not_merged(inputs)?;
     for other in &inputs[1..] {
         check_same_scenario(first, other)?;
     }
@@ -171,6 +181,10 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         merged.server = server;
     }
     merged.shards = shards;
+    // Every shard ran out of connections: so did the run.
+    if inputs.iter().all(|input| input.result.ended_early.is_some()) {
+        merged.ended_early = first.result.ended_early.clone();
+    }
     Ok(merged)
 }
 
@@ -224,8 +238,8 @@ impl Sums {
                 .map_err(|source| MergeError::Decode { file: input.name.clone(), source })?;
             let offset_ms = result.started_at_unix_ms - start_ms;
             let shift = (offset_ms + 500) / 1000;
-            for interval in &mut shard_metrics.intervals {
-                interval.second += shift;
+            for point in &mut shard_metrics.timeline {
+                point.second += shift;
             }
             sums.metrics.merge(&shard_metrics);
             sums.measured_exchanges += result.summary.measured_exchanges;
@@ -328,6 +342,21 @@ fn check_one_run(first: &ShardInput, other: &ShardInput) -> Result<(), MergeErro
         });
     }
     Ok(())
+}
+
+/// Refuses a merged result given with other files: its shards are in it already (given
+/// with one of them, that shard would count twice).
+fn check_not_merged(inputs: &[ShardInput]) -> Result<(), MergeError> {
+    if inputs.len() < 2 {
+        return Ok(());
+    }
+    let Some(at) = inputs.iter().position(|input| !input.result.shards.is_empty()) else { return Ok(()) };
+    let other = inputs.iter().enumerate().find(|(n, _)| *n != at).map_or("", |(_, input)| &input.name);
+    Err(MergeError::AlreadyMerged {
+        merged: inputs[at].name.clone(),
+        other: other.to_owned(),
+        shards: inputs[at].result.shards.len(),
+    })
 }
 
 /// Refuses shards whose configurations differ in anything but [`SHARD_KEYS`].

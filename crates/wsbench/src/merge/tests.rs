@@ -19,9 +19,9 @@ fn shard(index: u64, count: u64, all: &mut Metrics) -> ShardInput {
             record_us(&mut metrics.latency_uncorrected, value);
             record_us(&mut metrics.connect, connect);
             let second = n % 5;
-            let interval = metrics.interval(second);
-            interval.exchanges += 1;
-            record_us(&mut interval.latency, value);
+            let point = metrics.second(second);
+            point.exchanges += 1;
+            point.p99_us = point.p99_us.max(value);
         }
         if index == 0 {
             record_us(&mut all.latency, value);

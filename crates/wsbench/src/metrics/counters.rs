@@ -53,7 +53,8 @@ pub struct Counters {
     pub messages_unanswered: u64,
     /// Messages answered during warm-up (not in the latency histogram).
     pub warmup_messages: u64,
-    /// Connections reopened after the server closed or reset them (`--reconnect`).
+    /// Attempts to reopen a connection the server closed or reset (`--reconnect`), failed
+    /// attempts while the server was down included.
     #[serde(default)]
     pub reconnections: u64,
     /// Established connections by the subprotocol the server chose (`--subprotocol`).

@@ -1,12 +1,14 @@
 //! What a run measures, in a form that merges losslessly: HdrHistograms (µs, 3 significant
-//! digits) that merge with `add`, counters that merge with `+=` ([`counters`]), one latency
-//! histogram per wall-clock second, and the scenario's own measurements as one
+//! digits) that merge with `add`, counters that merge with `+=` ([`counters`]), the run's
+//! timeline (counts and percentiles per wall-clock second, [`timeline`]: compact, so that
+//! memory does not grow with the run's length), and the scenario's own measurements as one
 //! [`Section`] that merges the same way. Each engine worker owns one [`Metrics`] and
 //! records without locks; workers, shards and processes are combined with
 //! [`Metrics::merge`]. Nothing here knows a scenario by name.
 
 mod counters;
 mod section;
+mod timeline;
 
 use std::collections::BTreeMap;
 
@@ -14,6 +16,7 @@ use hdrhistogram::Histogram;
 
 pub use counters::Counters;
 pub use section::{Section, SectionHistograms};
+pub use timeline::{Interval, TimelineSecond};
 
 /// Highest value a histogram tracks: one hour in microseconds.
 pub const HISTOGRAM_MAX_US: u64 = 3_600_000_000;
@@ -29,18 +32,6 @@ pub fn record_us(histogram: &mut Histogram<u64>, micros: u64) {
     histogram.saturating_record(micros.max(1));
 }
 
-/// One wall-clock second of the run.
-#[derive(Debug, Clone)]
-pub struct Interval {
-    /// Seconds since the run started.
-    pub second: u64,
-    /// Exchanges (round trips, deliveries, matched replies: what the scenario counts)
-    /// completed in this second, warm-up included.
-    pub exchanges: u64,
-    pub connections_open: u64,
-    pub latency: Histogram<u64>,
-}
-
 /// Everything one worker (or a merge of several) measured.
 #[derive(Debug)]
 pub struct Metrics {
@@ -54,7 +45,9 @@ pub struct Metrics {
     /// Open-loop only: how late the client sent (actual − intended).
     pub send_lag: Histogram<u64>,
     pub counters: Counters,
-    pub intervals: Vec<Interval>,
+    /// One entry per wall-clock second, in order (filled by the engine's coordinator as
+    /// every worker finishes a second; a worker's own metrics hold none).
+    pub timeline: Vec<TimelineSecond>,
     /// The scenario's own measurements, when it keeps any.
     pub section: Option<Box<dyn Section>>,
 }
@@ -67,7 +60,7 @@ impl Clone for Metrics {
             connect: self.connect.clone(),
             send_lag: self.send_lag.clone(),
             counters: self.counters.clone(),
-            intervals: self.intervals.clone(),
+            timeline: self.timeline.clone(),
             section: self.section.as_ref().map(|section| section.boxed()),
         }
     }
@@ -81,40 +74,33 @@ impl Default for Metrics {
             connect: new_histogram(),
             send_lag: new_histogram(),
             counters: Counters::default(),
-            intervals: Vec::new(),
+            timeline: Vec::new(),
             section: None,
         }
     }
 }
 
 impl Metrics {
-    /// The interval for `second`, created (with any gap before it) on first use.
-    pub fn interval(&mut self, second: u64) -> &mut Interval {
+    /// The timeline's entry for `second`, created (with any gap before it) on first use.
+    pub fn second(&mut self, second: u64) -> &mut TimelineSecond {
         let index = second as usize;
-        while self.intervals.len() <= index {
-            let second = self.intervals.len() as u64;
-            self.intervals.push(Interval {
-                second,
-                exchanges: 0,
-                connections_open: 0,
-                latency: new_histogram(),
-            });
+        while self.timeline.len() <= index {
+            let second = self.timeline.len() as u64;
+            self.timeline.push(TimelineSecond { second, ..TimelineSecond::default() });
         }
-        &mut self.intervals[index]
+        &mut self.timeline[index]
     }
 
-    /// Adds `other` into `self` losslessly; intervals are aligned on their second.
+    /// Adds `other` into `self`: the histograms and counters losslessly; the timelines
+    /// aligned on their second ([`TimelineSecond::add`]).
     pub fn merge(&mut self, other: &Metrics) {
         self.latency.add(&other.latency).expect("histograms share bounds");
         self.latency_uncorrected.add(&other.latency_uncorrected).expect("histograms share bounds");
         self.connect.add(&other.connect).expect("histograms share bounds");
         self.send_lag.add(&other.send_lag).expect("histograms share bounds");
         self.counters += &other.counters;
-        for interval in &other.intervals {
-            let mine = self.interval(interval.second);
-            mine.exchanges += interval.exchanges;
-            mine.connections_open += interval.connections_open;
-            mine.latency.add(&interval.latency).expect("histograms share bounds");
+        for point in &other.timeline {
+            self.second(point.second).add(point);
         }
         match (&mut self.section, &other.section) {
             (Some(mine), Some(theirs)) => mine.merge(theirs.as_ref()),
@@ -157,22 +143,22 @@ mod tests {
     }
 
     #[test]
-    fn counters_sum_and_intervals_align() {
+    fn counters_sum_and_timelines_align() {
         let mut a = Metrics::default();
         a.counters.messages_sent = 5;
         a.counters.closed_by_server.insert(1001, 2);
-        a.interval(2).exchanges = 10;
+        a.second(2).exchanges = 10;
         let mut b = Metrics::default();
         b.counters.messages_sent = 7;
         b.counters.closed_by_server.insert(1001, 1);
         b.counters.resets = 4;
-        b.interval(0).exchanges = 3;
-        b.interval(2).exchanges = 1;
+        b.second(0).exchanges = 3;
+        b.second(2).exchanges = 1;
         a.merge(&b);
         assert_eq!(a.counters.messages_sent, 12);
         assert_eq!(a.counters.disconnections(), 7);
         assert_eq!(a.counters.errors().get("closed_1001"), Some(&3));
-        assert_eq!(a.intervals.iter().map(|i| i.exchanges).collect::<Vec<_>>(), [3, 0, 11]);
+        assert_eq!(a.timeline.iter().map(|i| i.exchanges).collect::<Vec<_>>(), [3, 0, 11]);
     }
 
     #[test]

@@ -5,10 +5,14 @@
 //! run, starting before the first connection (the baseline). This module finds the server's
 //! processes (by the port they listen on, when wsbench did not spawn them) and samples them
 //! from `/proc` on a thread of its own. Linux only: everything is read from `/proc` directly.
+//! A long run's samples are thinned to a fixed number ([`thinning`]), peaks kept.
+
+mod thinning;
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::{self, JoinHandle};
@@ -56,23 +60,26 @@ impl ProbeError {
 /// TCP state `LISTEN` as `/proc/net/tcp` writes it.
 const TCP_LISTEN: &str = "0A";
 
-/// The pids of the processes holding a listening TCP socket (IPv4 or IPv6) on `port`, sorted
-/// and deduplicated. Several pids are normal: multi-process servers share the port with
-/// `SO_REUSEPORT` or inherit the listening socket from a parent.
+/// The pids of the processes holding a listening TCP socket that takes connections to `addr`
+/// (its address, or the wildcard of its family; an IPv6 wildcard listener takes IPv4 too,
+/// as dual-stack sockets do), sorted and deduplicated. Several pids are normal:
+/// multi-process servers share the port with `SO_REUSEPORT` or inherit the listening socket
+/// from a parent. A listener on the same port but another address (`127.0.0.1` when the
+/// target is `[::1]`) is not the target's: wsbench does not reach it.
 ///
 /// Only sockets of this network namespace are seen, and as a non-root user only processes
 /// whose `/proc/PID/fd` may be read (the same user's); others are skipped, not errors. An
-/// empty result means nobody visible listens on the port.
-pub fn pids_listening_on(port: u16) -> Result<Vec<u32>, ProbeError> {
+/// empty result means nobody visible listens there.
+pub fn pids_listening_on(addr: SocketAddr) -> Result<Vec<u32>, ProbeError> {
     let mut inodes = BTreeSet::new();
     let mut read_any = false;
     let mut first_error = None;
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+    for (table, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
         let path = Path::new(table);
         match fs::read_to_string(path) {
             Ok(text) => {
                 read_any = true;
-                inodes.extend(parse_listen_inodes(&text, port));
+                inodes.extend(parse_listen_inodes(&text, addr, v6));
             }
             // tcp6 is missing when IPv6 is disabled; only fail if neither table is readable.
             Err(e) => {
@@ -109,9 +116,10 @@ pub fn pids_listening_on(port: u16) -> Result<Vec<u32>, ProbeError> {
     Ok(pids.into_iter().collect())
 }
 
-/// Socket inodes of the `LISTEN` rows on `port` in the text of `/proc/net/tcp` or
-/// `/proc/net/tcp6` (same layout; only the address width differs).
-fn parse_listen_inodes(table: &str, port: u16) -> Vec<u64> {
+/// Socket inodes of the `LISTEN` rows that take connections to `addr`, in the text of
+/// `/proc/net/tcp` (`v6` false) or `/proc/net/tcp6` (same layout; only the address width
+/// differs).
+fn parse_listen_inodes(table: &str, addr: SocketAddr, v6: bool) -> Vec<u64> {
     let mut inodes = Vec::new();
     for line in table.lines().skip(1) {
         let fields: Vec<&str> = line.split_whitespace().collect();
@@ -119,8 +127,12 @@ fn parse_listen_inodes(table: &str, port: u16) -> Vec<u64> {
         if fields.len() < 10 || fields[3] != TCP_LISTEN {
             continue;
         }
-        let Some((_, port_hex)) = fields[1].rsplit_once(':') else { continue };
-        if u16::from_str_radix(port_hex, 16).ok() != Some(port) {
+        let Some((ip_hex, port_hex)) = fields[1].rsplit_once(':') else { continue };
+        if u16::from_str_radix(port_hex, 16).ok() != Some(addr.port()) {
+            continue;
+        }
+        let Some(local) = parse_proc_ip(ip_hex, v6) else { continue };
+        if !takes_connections_to(local, addr.ip()) {
             continue;
         }
         if let Ok(inode) = fields[9].parse::<u64>()
@@ -130,6 +142,37 @@ fn parse_listen_inodes(table: &str, port: u16) -> Vec<u64> {
         }
     }
     inodes
+}
+
+/// An address as `/proc/net/tcp*` writes it: hex of each 32-bit word as the machine stores
+/// it (8 digits for IPv4, 32 for IPv6).
+fn parse_proc_ip(hex: &str, v6: bool) -> Option<IpAddr> {
+    let words: Vec<u32> = (0..hex.len() / 8)
+        .map(|i| u32::from_str_radix(hex.get(i * 8..i * 8 + 8)?, 16).ok())
+        .collect::<Option<_>>()?;
+    let bytes: Vec<u8> = words.iter().flat_map(|word| word.to_ne_bytes()).collect();
+    match (v6, bytes.len()) {
+        (false, 4) => Some(IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?)),
+        (true, 16) => Some(IpAddr::from(<[u8; 16]>::try_from(bytes).ok()?)),
+        _ => None,
+    }
+}
+
+/// Whether a socket listening on `local` accepts a connection to `target`.
+fn takes_connections_to(local: IpAddr, target: IpAddr) -> bool {
+    let target = match target {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(target, IpAddr::V4),
+        v4 => v4,
+    };
+    match (local, target) {
+        (IpAddr::V4(local), IpAddr::V4(target)) => local.is_unspecified() || local == target,
+        (IpAddr::V6(local), IpAddr::V6(target)) => local.is_unspecified() || local == target,
+        // A dual-stack IPv6 listener: the wildcard, or the IPv4 address mapped.
+        (IpAddr::V6(local), IpAddr::V4(target)) => {
+            local.is_unspecified() || local.to_ipv4_mapped() == Some(target)
+        }
+        (IpAddr::V4(_), IpAddr::V6(_)) => false,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -307,16 +350,16 @@ impl ServerProbe {
         let pids = probe.pids.clone();
         let interval = interval.max(Duration::from_millis(1));
         let spawned = thread::Builder::new().name(PROBE_THREAD_NAME.to_owned()).spawn(move || {
-            let mut samples = Vec::new();
+            let mut samples = thinning::Thinned::new();
             let mut next = Instant::now() + interval;
             loop {
                 match stop_rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
                     Err(RecvTimeoutError::Timeout) => {}
-                    Ok(()) | Err(RecvTimeoutError::Disconnected) => return (samples, None),
+                    Ok(()) | Err(RecvTimeoutError::Disconnected) => return (samples.into_samples(), None),
                 }
                 match sample(&pids, ms_since(run_start)) {
                     Ok(s) => samples.push(s),
-                    Err(e) => return (samples, Some(e)),
+                    Err(e) => return (samples.into_samples(), Some(e)),
                 }
                 // Keep to the grid; if a sample took longer than an interval, skip ticks.
                 next += interval;

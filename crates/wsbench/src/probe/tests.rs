@@ -117,15 +117,41 @@ fn listen_rows_are_picked_by_state_and_port() {
    2: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 3333 1 0000000000000000 100 0 0 10 0
    3: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4444 1 0000000000000000 100 0 0 10 0
 ";
-    assert_eq!(parse_listen_inodes(tcp, 8080), [1111, 4444]);
-    assert_eq!(parse_listen_inodes(tcp, 8081), [3333]);
-    assert!(parse_listen_inodes(tcp, 80).is_empty());
+    let at = |text: &str| -> SocketAddr { text.parse().unwrap() };
+    assert_eq!(parse_listen_inodes(tcp, at("127.0.0.1:8080"), false), [1111, 4444]);
+    assert_eq!(parse_listen_inodes(tcp, at("127.0.0.2:8080"), false), [1111], "the wildcard only");
+    assert_eq!(parse_listen_inodes(tcp, at("127.0.0.1:8081"), false), [3333]);
+    assert!(parse_listen_inodes(tcp, at("127.0.0.1:80"), false).is_empty());
+    // An IPv6 target reaches no IPv4 listener, whatever its port.
+    assert!(parse_listen_inodes(tcp, at("[::1]:8080"), false).is_empty());
+    assert_eq!(parse_listen_inodes(tcp, at("[::ffff:127.0.0.1]:8080"), false), [1111, 4444]);
 
     let tcp6 = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5555 1 0000000000000000 100 0 0 10 0
    1: 00000000000000000000000001000000:1F90 00000000000000000000000001000000:9C40 01 00000000:00000000 00:00000000 00000000     0        0 6666 1 0000000000000000 20 4 30 10 -1
 ";
-    assert_eq!(parse_listen_inodes(tcp6, 8080), [5555]);
+    // The IPv6 wildcard takes both families (dual stack); ::1 only IPv6 loopback.
+    assert_eq!(parse_listen_inodes(tcp6, at("[::1]:8080"), true), [5555]);
+    assert_eq!(parse_listen_inodes(tcp6, at("127.0.0.1:8080"), true), [5555]);
+    let loopback6 = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 7777 1 0000000000000000 100 0 0 10 0
+";
+    assert_eq!(parse_listen_inodes(loopback6, at("[::1]:8080"), true), [7777]);
+    assert!(parse_listen_inodes(loopback6, at("127.0.0.1:8080"), true).is_empty());
+}
+
+fn loopback(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+/// An IPv4-only server on a port: what a run against `[::1]` on that port does not reach.
+#[test]
+fn a_listener_on_the_same_port_of_the_other_family_is_not_the_target() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    assert!(settles_to(port, &[std::process::id()]));
+    let v6: SocketAddr = format!("[::1]:{port}").parse().unwrap();
+    assert_eq!(pids_listening_on(v6).unwrap(), Vec::<u32>::new());
 }
 
 /// Whether `port`'s listeners become exactly `expected` within a few looks. Another test
@@ -133,7 +159,7 @@ fn listen_rows_are_picked_by_state_and_port() {
 /// only at exec), so one look is not enough to decide.
 fn settles_to(port: u16, expected: &[u32]) -> bool {
     (0..20).any(|_| {
-        let found = pids_listening_on(port).unwrap() == expected;
+        let found = pids_listening_on(loopback(port)).unwrap() == expected;
         if !found {
             thread::sleep(Duration::from_millis(10));
         }
@@ -145,15 +171,20 @@ fn settles_to(port: u16, expected: &[u32]) -> bool {
 fn finds_this_process_by_its_listening_port() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    assert!(settles_to(port, &[std::process::id()]), "{:?}", pids_listening_on(port));
+    assert!(settles_to(port, &[std::process::id()]), "{:?}", pids_listening_on(loopback(port)));
     drop(listener);
-    assert!(settles_to(port, &[]), "{:?}", pids_listening_on(port));
+    assert!(settles_to(port, &[]), "{:?}", pids_listening_on(loopback(port)));
 }
 
 #[test]
 fn finds_a_child_process_by_its_listening_port() {
     let (mut child, port) = listening_sleeper();
-    assert!(settles_to(port, &[child.id()]), "{:?} (child {})", pids_listening_on(port), child.id());
+    assert!(
+        settles_to(port, &[child.id()]),
+        "{:?} (child {})",
+        pids_listening_on(loopback(port)),
+        child.id()
+    );
     child.kill().unwrap();
     child.wait().unwrap();
 }

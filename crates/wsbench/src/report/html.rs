@@ -217,6 +217,16 @@ fn breakable_url(url: &str) -> String {
 fn notes(results: &[(String, RunResult)]) -> Vec<(&'static str, &str, String)> {
     let mut notes = Vec::new();
     for (label, result) in results {
+        if let Some(early) = &result.ended_early {
+            notes.push((
+                "bad",
+                label.as_str(),
+                format!(
+                    "ended early: {}, {:.1} s into the {:.1} s measured window; its rates are over that.",
+                    early.reason, result.measured_s, early.planned_measured_s
+                ),
+            ));
+        }
         if result.interrupted {
             notes.push(("bad", label.as_str(), "interrupted; the numbers cover only what ran.".to_owned()));
         }

@@ -152,6 +152,7 @@ pub fn report_command_with(
 mod tests {
     use super::*;
     use crate::fixture;
+    use crate::result::SCHEMA_VERSION;
 
     fn written(name: &str) -> (PathBuf, RunResult) {
         let dir = std::env::temp_dir().join(format!("wsbench-report-{name}-{}", std::process::id()));
@@ -168,7 +169,7 @@ mod tests {
         let out = report_command(std::slice::from_ref(&path), ReportFormat::Json).unwrap();
         let parsed: RunResult = serde_json::from_str(&out).unwrap();
         assert_eq!(parsed, result);
-        assert!(out.starts_with("{\n  \"schema_version\": 1,"), "{}", &out[..40]);
+        assert!(out.starts_with(&format!("{{\n  \"schema_version\": {SCHEMA_VERSION},")), "{}", &out[..40]);
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 

@@ -80,6 +80,15 @@ fn header(out: &mut String, result: &RunResult, paint: Paint) {
     if result.interrupted {
         let _ = write!(out, "  {}", paint.paint(RED, "[INTERRUPTED: partial results]"));
     }
+    if let Some(early) = &result.ended_early {
+        let text = format!(
+            "[ENDED EARLY: {}, {} into the {} measured window; its rates are over that]",
+            early.reason,
+            seconds(result.measured_s),
+            seconds(early.planned_measured_s)
+        );
+        let _ = write!(out, "  {}", paint.paint(RED, &text));
+    }
     out.push('\n');
     let shape = match crate::scenario::of_result(result).and_then(|scenario| scenario.load_shape(result)) {
         Some(shape) => shape,

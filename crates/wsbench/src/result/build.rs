@@ -228,15 +228,13 @@ impl Summary {
 }
 
 impl TimelinePoint {
-    fn of(interval: &crate::metrics::Interval) -> TimelinePoint {
-        let quantile =
-            |q: f64| if interval.latency.is_empty() { 0 } else { interval.latency.value_at_quantile(q) };
+    fn of(second: &crate::metrics::TimelineSecond) -> TimelinePoint {
         TimelinePoint {
-            second: interval.second,
-            exchanges: interval.exchanges,
-            connections_open: interval.connections_open,
-            p50_us: quantile(0.5),
-            p99_us: quantile(0.99),
+            second: second.second,
+            exchanges: second.exchanges,
+            connections_open: second.connections_open,
+            p50_us: second.p50_us,
+            p99_us: second.p99_us,
         }
     }
 }
@@ -274,6 +272,7 @@ impl RunResult {
             elapsed_s: finite(outcome.elapsed_secs),
             measured_s: finite(outcome.measured_secs),
             interrupted: outcome.interrupted,
+            ended_early: None,
             summary: Summary::from_outcome(outcome),
             server: ServerSummary::from_report(
                 &server,
@@ -283,14 +282,14 @@ impl RunResult {
             .per_round_trip(counters.messages_received),
             client: ClientSummary::from_workers(&workers, counters.messages_received)
                 .with_send_lag(&metrics.send_lag, send_lag_limit_us(&outcome.config)),
-            timeline: metrics.intervals.iter().map(TimelinePoint::of).collect(),
+            timeline: metrics.timeline.iter().map(TimelinePoint::of).collect(),
             counters: crate::metrics::Counters { scenario: section_counters(metrics), ..counters.clone() },
             histograms: EncodedHistograms {
                 latency: encode_histogram(&metrics.latency),
                 latency_uncorrected: encode_histogram(&metrics.latency_uncorrected),
                 connect: encode_histogram(&metrics.connect),
                 send_lag: encode_histogram(&metrics.send_lag),
-                intervals: metrics.intervals.iter().map(|i| encode_histogram(&i.latency)).collect(),
+                intervals: Vec::new(),
                 scenario: section_histograms(metrics),
             },
             shards: Vec::new(),

@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
 
 use super::{ResultError, RunResult};
-use crate::metrics::{Counters, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG, Interval, Metrics, new_histogram};
+use crate::metrics::{Counters, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG, Metrics, TimelineSecond, new_histogram};
 
 /// A histogram as V2-compressed base64 text.
 pub fn encode_histogram(histogram: &Histogram<u64>) -> String {
@@ -46,30 +46,19 @@ impl RunResult {
     /// `crate::scenario::decode_metrics` gives the whole).
     pub fn common_metrics(&self) -> Result<Metrics, ResultError> {
         let encoded = &self.histograms;
-        if encoded.intervals.len() != self.timeline.len() {
-            return Err(ResultError::Histogram {
-                field: "histograms.intervals".to_owned(),
-                reason: format!(
-                    "it has {} histograms but the timeline has {} seconds",
-                    encoded.intervals.len(),
-                    self.timeline.len()
-                ),
-            });
-        }
-        let intervals = self
+        // Files of schema_version 1 also carry per-second histograms (`histograms.intervals`):
+        // their timeline has the same seconds' counts and percentiles, which is what is kept.
+        let timeline = self
             .timeline
             .iter()
-            .zip(&encoded.intervals)
-            .enumerate()
-            .map(|(index, (point, text))| {
-                Ok(Interval {
-                    second: point.second,
-                    exchanges: point.exchanges,
-                    connections_open: point.connections_open,
-                    latency: decode_histogram(&format!("histograms.intervals[{index}]"), text)?,
-                })
+            .map(|point| TimelineSecond {
+                second: point.second,
+                exchanges: point.exchanges,
+                connections_open: point.connections_open,
+                p50_us: point.p50_us,
+                p99_us: point.p99_us,
             })
-            .collect::<Result<Vec<_>, ResultError>>()?;
+            .collect();
         Ok(Metrics {
             latency: decode_histogram("histograms.latency", &encoded.latency)?,
             latency_uncorrected: decode_histogram(
@@ -79,7 +68,7 @@ impl RunResult {
             connect: decode_histogram("histograms.connect", &encoded.connect)?,
             send_lag: decode_histogram("histograms.send_lag", &encoded.send_lag)?,
             counters: Counters { scenario: BTreeMap::new(), ..self.counters.clone() },
-            intervals,
+            timeline,
             section: None,
         })
     }

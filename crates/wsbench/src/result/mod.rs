@@ -1,10 +1,12 @@
 //! The result file: one JSON document per run that users' scripts, `wsbench report` and
 //! `wsbench merge` read back. It carries the derived numbers people look at
-//! (`summary`, `server`, `client`, `timeline`) *and* the raw HdrHistograms in HdrHistogram's
-//! own "V2 compressed" encoding, so nothing is lost: [`RunResult::metrics`] rebuilds the exact
-//! [`Metrics`](crate::metrics::Metrics) the run measured. The field names are a public contract, pinned by
-//! `schema/result.schema.json` at the repository root; bump [`SCHEMA_VERSION`] on any
-//! incompatible change.
+//! (`summary`, `server`, `client`, `timeline`) *and* the run's raw HdrHistograms in
+//! HdrHistogram's own "V2 compressed" encoding, so nothing of them is lost:
+//! [`RunResult::common_metrics`] rebuilds the exact [`Metrics`](crate::metrics::Metrics) the
+//! run measured. Per second it keeps counts and percentiles (`timeline`); the seconds' whole
+//! histograms go to `--hlog` as the run goes, so a file stays small however long the run. The
+//! field names are a public contract, pinned by `schema/result.schema.json` at the repository
+//! root; bump [`SCHEMA_VERSION`] on any incompatible change.
 
 mod atomic;
 mod build;
@@ -26,8 +28,10 @@ pub use codec::{decode_histogram, encode_histogram};
 pub use compression::CompressionSummary;
 pub use distribution::Distribution;
 
-/// The result-file format this wsbench writes, and the newest it reads.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The result-file format this wsbench writes, and the newest it reads. Version 2 dropped
+/// the per-second histograms (`histograms.intervals`, which older readers require); version
+/// 1 files are still read.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Why a result file could not be written, read or decoded. Every variant names the file or
 /// the field at fault.
@@ -39,6 +43,13 @@ pub enum ResultError {
     Read { path: PathBuf, source: io::Error },
     #[error("{} is not a wsbench result file: it is not valid JSON", path.display())]
     NotJson { path: PathBuf, source: serde_json::Error },
+    #[error("{} is empty: not a wsbench result file (was its run cut short?)", path.display())]
+    Empty { path: PathBuf },
+    #[error(
+        "{} ends in the middle: a wsbench file cut short (a copy or write that did not finish?)",
+        path.display()
+    )]
+    Truncated { path: PathBuf, source: serde_json::Error },
     #[error(
         "{} was written by a newer wsbench (schema_version {found}; this wsbench reads \
          schema_version {SCHEMA_VERSION}): upgrade wsbench to read it",
@@ -74,10 +85,15 @@ pub struct RunResult {
     pub measured_s: f64,
     /// The run was stopped early (Ctrl-C, fatal error); the numbers cover what ran.
     pub interrupted: bool,
+    /// The run ended before its measured window did, on its own: no connection was left.
+    /// Its rates are over the shorter window (`measured_s`). Absent when it ran its window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_early: Option<EndedEarly>,
     pub summary: Summary,
     pub server: ServerSummary,
     pub client: ClientSummary,
-    /// One entry per wall-clock second of the run.
+    /// One entry per wall-clock second of the run. In a merged result each second's
+    /// percentiles are the highest shard's (an upper bound); counts are sums.
     pub timeline: Vec<TimelinePoint>,
     /// The raw counters, so results can be merged exactly.
     pub counters: Counters,
@@ -97,6 +113,27 @@ impl RunResult {
     /// shape.
     pub fn figures<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
         serde_json::from_value(self.scenario_figures.get(key)?.clone()).ok()
+    }
+}
+
+/// Why and when a run ended before its measured window did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndedEarly {
+    /// In words: `no connection left` (the server closed or reset every one), or `no
+    /// connection could be opened`.
+    pub reason: String,
+    /// The measured window the run was to have, s (`measured_s` is what it had).
+    pub planned_measured_s: f64,
+}
+
+impl EndedEarly {
+    /// A run that was to measure `planned_s` and had `established` connections at all.
+    pub fn new(planned_s: f64, established: u64) -> EndedEarly {
+        let reason = match established {
+            0 => "no connection could be opened",
+            _ => "no connection left (the server closed or reset every one)",
+        };
+        EndedEarly { reason: reason.to_owned(), planned_measured_s: planned_s }
     }
 }
 
@@ -323,7 +360,9 @@ pub struct EncodedHistograms {
     pub latency_uncorrected: String,
     pub connect: String,
     pub send_lag: String,
-    /// Per-second latency histograms, in the order of `timeline`.
+    /// Per-second latency histograms, in the order of `timeline`: only in files of
+    /// schema_version 1 (read, never used). Now `--hlog` has them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<String>,
     /// The scenario's own histograms, under its own keys (a flow's `flow_steps`, one per
     /// step; a fan-out's `pubsub_spread`).
@@ -351,8 +390,7 @@ impl RunResult {
     /// Parses a result file's contents; `path` is only used in errors.
     pub fn from_json_bytes(path: &Path, bytes: &[u8]) -> Result<RunResult, ResultError> {
         let invalid = |reason: String| ResultError::Invalid { path: path.to_owned(), reason };
-        let value: serde_json::Value = serde_json::from_slice(bytes)
-            .map_err(|source| ResultError::NotJson { path: path.to_owned(), source })?;
+        let value = parse_json(path, bytes)?;
         let object = value.as_object().ok_or_else(|| invalid("it is JSON but not an object".to_owned()))?;
         match object.get("schema_version") {
             None => return Err(invalid("it has no `schema_version`".to_owned())),
@@ -366,6 +404,17 @@ impl RunResult {
         }
         serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
     }
+}
+
+/// `bytes` of the file `path` as JSON; an empty file and one cut short are said to be.
+pub(crate) fn parse_json(path: &Path, bytes: &[u8]) -> Result<serde_json::Value, ResultError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ResultError::Empty { path: path.to_owned() });
+    }
+    serde_json::from_slice(bytes).map_err(|source| match source.is_eof() {
+        true => ResultError::Truncated { path: path.to_owned(), source },
+        false => ResultError::NotJson { path: path.to_owned(), source },
+    })
 }
 
 #[cfg(test)]

@@ -49,14 +49,7 @@ fn histograms_survive_json_round_trip_losslessly() {
     assert_histograms_equal("connect", &decoded.connect, &metrics.connect);
     assert_histograms_equal("send_lag", &decoded.send_lag, &metrics.send_lag);
     assert_eq!(decoded.counters, metrics.counters);
-    assert_eq!(decoded.intervals.len(), metrics.intervals.len());
-    for (got, want) in decoded.intervals.iter().zip(&metrics.intervals) {
-        assert_eq!(
-            (got.second, got.exchanges, got.connections_open),
-            (want.second, want.exchanges, want.connections_open)
-        );
-        assert_histograms_equal("interval", &got.latency, &want.latency);
-    }
+    assert_eq!(decoded.timeline, metrics.timeline, "the timeline's counts and percentiles");
 }
 
 #[test]
@@ -69,7 +62,8 @@ fn decoded_metrics_merge_like_the_originals() {
     via_files.merge(&RunResult::from_outcome(&outcome_with(b)).common_metrics().unwrap());
     assert_histograms_equal("latency", &via_files.latency, &direct.latency);
     assert_eq!(via_files.counters, direct.counters);
-    assert_eq!(via_files.intervals.len(), 4);
+    assert_eq!(via_files.timeline, direct.timeline);
+    assert_eq!(via_files.timeline.len(), 4);
 }
 
 #[test]
@@ -77,8 +71,40 @@ fn histograms_use_hdrhistogram_v2_compressed_base64() {
     let result = RunResult::from_outcome(&fixture::closed_loop());
     // Cookie 0x1c849314 (V2 compressed) in base64 is "HISTFAAA…", as Java and Go write it.
     assert!(result.histograms.latency.starts_with("HISTFAAA"), "{}", &result.histograms.latency[..16]);
-    assert!(!result.histograms.intervals.is_empty());
-    assert!(result.histograms.intervals.iter().all(|h| h.starts_with("HISTFAAA")));
+}
+
+#[test]
+fn a_result_holds_no_histogram_per_second_however_long_the_run() {
+    let long = RunResult::from_outcome(&outcome_with(fixture::random_metrics(5, 20_000, 3_600)));
+    assert_eq!(long.timeline.len(), 3_600);
+    assert!(long.histograms.intervals.is_empty());
+    let json = serde_json::to_value(&long).unwrap();
+    assert!(json["histograms"].get("intervals").is_none(), "absent, not empty");
+    // Under 100 bytes a second in the file (pretty-printed), not a histogram's kilobytes.
+    let text = serde_json::to_string_pretty(&long).unwrap();
+    let short = serde_json::to_string_pretty(&RunResult::from_outcome(&outcome_with(
+        fixture::random_metrics(5, 20_000, 1),
+    )))
+    .unwrap();
+    assert!(
+        (text.len() - short.len()) / 3_600 < 150,
+        "{} bytes a second",
+        (text.len() - short.len()) / 3_600
+    );
+}
+
+#[test]
+fn a_schema_version_1_file_with_per_second_histograms_still_reads() {
+    let mut json = serde_json::to_value(RunResult::from_outcome(&fixture::closed_loop())).unwrap();
+    json["schema_version"] = 1.into();
+    let seconds = json["timeline"].as_array().unwrap().len();
+    let one = json["histograms"]["latency"].clone();
+    json["histograms"]["intervals"] = serde_json::Value::Array(vec![one; seconds]);
+    let bytes = serde_json::to_vec(&json).unwrap();
+    let read = RunResult::from_json_bytes(Path::new("v1.json"), &bytes).unwrap();
+    let metrics = read.common_metrics().unwrap();
+    assert_eq!(metrics.timeline.len(), seconds);
+    assert_eq!(metrics.timeline[3].p99_us, read.timeline[3].p99_us);
 }
 
 #[test]
@@ -120,8 +146,7 @@ fn summary_derives_throughput_percentiles_and_counts() {
     assert!(summary.errors.is_empty());
     assert_eq!(result.timeline.len(), 35);
     assert_eq!(result.timeline[3].second, 3);
-    assert_eq!(result.timeline[3].exchanges, outcome.metrics.intervals[3].exchanges);
-    assert_eq!(result.histograms.intervals.len(), 35);
+    assert_eq!(result.timeline[3].exchanges, outcome.metrics.timeline[3].exchanges);
 }
 
 #[test]
@@ -316,9 +341,10 @@ fn reading_non_json_says_so_and_names_the_file() {
 #[test]
 fn reading_a_newer_schema_says_a_newer_wsbench_wrote_it() {
     let mut json = serde_json::to_value(RunResult::from_outcome(&fixture::nothing_answered())).unwrap();
-    json["schema_version"] = 2.into();
+    let newer = SCHEMA_VERSION + 1;
+    json["schema_version"] = newer.into();
     let error = RunResult::from_json_bytes(Path::new("new.json"), json.to_string().as_bytes()).unwrap_err();
-    assert!(matches!(error, ResultError::NewerSchema { found: 2, .. }));
+    assert!(matches!(error, ResultError::NewerSchema { found, .. } if found == u64::from(newer)));
     assert!(error.to_string().contains("new.json was written by a newer wsbench"), "{error}");
 }
 

@@ -24,13 +24,13 @@ pub struct RttSettings {
     /// Protocols to measure, comma-separated (default: all five, or those given a --target).
     #[arg(long, value_delimiter = ',', value_name = "tcp,http,https,ws,wss")]
     pub protocols: Vec<String>,
-    /// Timed repeats per protocol (after one untimed warm-up repeat).
-    #[arg(long, default_value_t = DEFAULT_REPEATS, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Timed repeats per protocol (after one untimed warm-up repeat; at most 10,000).
+    #[arg(long, default_value_t = DEFAULT_REPEATS, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub repeats: u32,
-    /// Round trips per repeat.
-    #[arg(long, default_value_t = DEFAULT_ITERATIONS, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Round trips per repeat (at most 100,000,000).
+    #[arg(long, default_value_t = DEFAULT_ITERATIONS, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub iterations: u64,
-    /// Bytes per tcp/ws message (e.g. 20, 4KiB).
+    /// Bytes per tcp/ws message (e.g. 20, 4KiB; at most 16MiB).
     #[arg(long, value_parser = parse_bytes, default_value_t = DEFAULT_PAYLOAD_BYTES)]
     pub payload_bytes: u64,
     /// Also write the results as JSON to FILE.

@@ -132,8 +132,8 @@ fn settle_protocol(scenario: &dyn Descriptor, config: &mut RunConfig) -> Result<
             return Err(invalid_setting(
                 "protocol",
                 format!(
-                    "the {} protocol needs a --target server that speaks it (the built-in server \
-                     echoes raw messages only)",
+                    "the {} protocol needs the URL of a server that speaks it (wsbench run … \
+                     ws://HOST:PORT/; the built-in server echoes raw messages only)",
                     protocol.name()
                 ),
             ));
@@ -175,7 +175,7 @@ pub fn plan_of(load: &LoadSpec) -> Arc<dyn Plan> {
     Arc::new(ScenarioPlan { scenario, shared: scenario.shared_state(load), load: load.clone() })
 }
 
-/// A scenario and the load it runs, as the engine sees them.
+/// A scenario and the load it runs, as the engine sees them, with what its workers share.
 #[derive(Debug)]
 struct ScenarioPlan {
     scenario: &'static dyn Descriptor,

@@ -22,8 +22,9 @@ use crate::config::Target;
 use crate::config::{Mode, Outputs, RunConfig, RunSettings};
 use crate::engine::{self, Job};
 use crate::find_rate::{Search, Step, search};
+use crate::hlog::HlogWriter;
 use crate::probe::{SAMPLE_INTERVAL, ServerProbe, pids_listening_on};
-use crate::result::RunResult;
+use crate::result::{EndedEarly, RunResult};
 use crate::samples::{RunOutcome, ServerReport};
 
 /// Why a measurement could not be made or kept.
@@ -135,17 +136,13 @@ fn keep(report: RunReport, written: Result<(), RunError>) -> RunReport {
 }
 
 /// Judges the run's `--threshold`s on its finished result (recorded in
-/// `summary.thresholds`), then writes the result file and the interval log, where asked.
-/// Every run's written result goes through here: a single run's and a merged one.
+/// `summary.thresholds`), then writes the result file, where asked (the interval log is
+/// written as the run goes). Every run's written result goes through here: a single run's
+/// and a merged one.
 pub fn write_outputs(result: &mut RunResult, config: &RunConfig) -> Result<(), RunError> {
     result.summary.thresholds = crate::thresholds::judge(&config.thresholds, result);
-    let outputs = &config.outputs;
-    if let Some(path) = &outputs.json {
+    if let Some(path) = &config.outputs.json {
         result.write_json(path)?;
-    }
-    if let Some(path) = &outputs.hlog {
-        let metrics = result.common_metrics()?;
-        crate::hlog::write_hlog(path, result.started_at_unix_ms, &metrics.intervals)?;
     }
     Ok(())
 }
@@ -200,8 +197,12 @@ impl Session {
         let phases = plan.phases();
         let job = Job::new(config.load.clone(), self.target.clone(), plan).map_err(RunError::Engine)?;
         let pids = probe.as_ref().map_or(Vec::new(), |probe| probe.pids().to_vec());
-        let mut tracker = self.live.track(&config.load, &phases, scenario.exchange(), pids);
-        let output = engine::run(job, &self.cpus.client, interrupt, &mut |control| tracker.update(control));
+        let hlog = config.outputs.hlog.as_deref().map(|path| HlogWriter::create(path, started_at_unix_ms));
+        let hlog = hlog.transpose()?;
+        let mut tracker = self.live.track(&config.load, &phases, scenario.exchange(), pids, hlog);
+        let output = engine::run(job, &self.cpus.client, interrupt, &mut |control, seen| {
+            tracker.update(control, seen)
+        });
         // The probe samples on while the server releases the closed connections (a scenario
         // that measures the server's drift says how long).
         std::thread::sleep(scenario.settle());
@@ -239,6 +240,9 @@ impl Session {
             machine: crate::machine::machine_facts(),
         });
         result.run_id = Some(config.run_id.clone());
+        result.ended_early = output
+            .ended_early
+            .map(|planned| EndedEarly::new(planned, result.summary.connections.established));
         Ok(result)
     }
 
@@ -252,8 +256,10 @@ impl Session {
         let plan = crate::scenario::plan_of(&warmup);
         let mut tracker = self.live.track_warmup(&warmup, scenario.exchange());
         let job = Job::new(warmup, self.target.clone(), plan).map_err(RunError::Engine)?;
-        let output = engine::run(job, &self.cpus.client, interrupt, &mut |control| tracker.update(control))
-            .map_err(RunError::Engine)?;
+        let output = engine::run(job, &self.cpus.client, interrupt, &mut |control, seen| {
+            tracker.update(control, seen)
+        })
+        .map_err(RunError::Engine)?;
         tracker.finish(&output);
         // The server releases the warm-up's connections before the baseline is sampled.
         std::thread::sleep(scenario.settle());
@@ -316,12 +322,12 @@ pub(crate) fn start_probe(
     } else if let Some(pid) = config.sampling.server_pid {
         (vec![pid], "--server-pid")
     } else if target.addr.ip().is_loopback() {
-        match pids_listening_on(target.addr.port()) {
+        match pids_listening_on(target.addr) {
             Ok(pids) if !pids.is_empty() => (pids, "listening-port"),
             Ok(_) => {
                 return Err(ServerProbe::unprobed(&format!(
-                    "no process of this machine visibly listens on port {} (give --server-pid)",
-                    target.addr.port()
+                    "no process of this machine visibly listens on {} (give --server-pid)",
+                    target.addr
                 )));
             }
             Err(e) => {

@@ -6,15 +6,16 @@
 //! were. The parent starts the built-in server once (or uses the URL), samples the server
 //! itself for the whole run (the children get `--no-probe`), spawns the children with one
 //! `--start-at` instant about 1.5 s ahead so they start together, waits for them and merges
-//! their result files losslessly ([`crate::merge`]). The shards' files are kept next to the
-//! parent's `--json` (`NAME.shards/shard-I.json`), or in a temporary directory removed after.
+//! their result files losslessly ([`crate::merge`]), and their interval logs with `--hlog`
+//! ([`crate::hlog::merge_files`]). The shards' files are kept next to the parent's `--json`
+//! (`NAME.shards/shard-I.json`, `shard-I.hlog`), or in a temporary directory removed after.
 //!
 //! Each child re-runs this very binary as `wsbench run --settings-from-stdin`: the parent's
 //! own [`RunSettings`], handed to it as data on its stdin (`wsbench_supervisor`), with the
 //! resolved URL, the shard, the common start, its own result file and its share of the
 //! client CPUs. Nothing holding them is written to disk: a `--bearer` token or a cookie
 //! (redacted in result files) never lands beside the results that CI jobs upload, and
-//! `NAME.shards/` holds the shards' result files only.
+//! `NAME.shards/` holds the shards' result files and interval logs only.
 //!
 //! A loopback run of more than [`SOURCE_ADDRS_ABOVE`] connections would exhaust the ports
 //! of one source address towards one destination, so unless `--source-addrs` is given the
@@ -83,6 +84,7 @@ fn run_shards(
         let mut child =
             shard_settings(settings, config, &session.target, &session.cpus.client, index, start_ms);
         child.json = Some(dir.result(index));
+        child.hlog = config.outputs.hlog.as_ref().map(|_| dir.hlog(index));
         if source_addrs.is_some() {
             child.source_addrs.clone_from(&source_addrs);
         }
@@ -100,6 +102,10 @@ fn run_shards(
     let mut merged = merge(&inputs)?;
     parents_view(&mut merged, config, session, source_addrs.as_deref(), server, start_ms);
     merged.interrupted |= incomplete || interrupt.load(Ordering::Relaxed);
+    if let Some(path) = &config.outputs.hlog {
+        let logs: Vec<PathBuf> = (0..count).map(|index| dir.hlog(index)).filter(|log| log.exists()).collect();
+        crate::hlog::merge_files(&logs, path, merged.started_at_unix_ms)?;
+    }
     dir.finish();
     Ok(merged)
 }
@@ -303,12 +309,18 @@ impl ShardDir {
         let shard_dir = ShardDir { dir, temporary };
         for index in 0..count {
             let _ = std::fs::remove_file(shard_dir.result(index));
+            let _ = std::fs::remove_file(shard_dir.hlog(index));
         }
         Ok(shard_dir)
     }
 
     fn result(&self, index: u64) -> PathBuf {
         self.dir.join(format!("shard-{index}.json"))
+    }
+
+    /// Shard `index`'s interval log, when the run writes one (merged into the parent's).
+    fn hlog(&self, index: u64) -> PathBuf {
+        self.dir.join(format!("shard-{index}.hlog"))
     }
 
     fn finish(self) {

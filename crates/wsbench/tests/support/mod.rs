@@ -130,6 +130,18 @@ pub fn shared_server(args: &[&str]) -> SocketAddr {
     addr
 }
 
+/// Starts `wsbench run ARGS…` with stdin closed and both outputs piped.
+pub fn spawn_run(args: &[&str]) -> Child {
+    Command::new(wsbench_bin())
+        .arg("run")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn wsbench run")
+}
+
 /// A child process that ran to its end or was killed at its time limit.
 #[derive(Debug)]
 pub struct Finished {
@@ -177,6 +189,18 @@ pub fn run_with_timeout(command: &mut Command, timeout: Duration) -> Finished {
         std::thread::sleep(Duration::from_millis(20));
     };
     Finished { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }
+}
+
+/// `wsbench ARGS…` exits with `code` and prints exactly one line on stderr, starting
+/// `wsbench: ` and containing `expected` (no panic); returns the line.
+pub fn refused(args: &[&str], code: i32, expected: &str) -> String {
+    let finished = run_with_timeout(Command::new(wsbench_bin()).args(args), Duration::from_secs(30));
+    let what = finished.describe(&format!("wsbench {}", args.join(" ")));
+    assert_eq!(finished.status.and_then(|s| s.code()), Some(code), "{what}");
+    assert_eq!(finished.stderr.lines().count(), 1, "{what}");
+    assert!(finished.stderr.starts_with("wsbench: ") && finished.stderr.contains(expected), "{what}");
+    assert!(!finished.stderr.contains("panicked"), "{what}");
+    finished.stderr
 }
 
 /// What a test does when a third-party peer is not installed: skips with a message, or

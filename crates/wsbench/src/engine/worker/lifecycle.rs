@@ -111,6 +111,7 @@ impl Worker {
         self.open += 1;
         self.control.open_connections.fetch_add(1, Ordering::Relaxed);
         self.rec.metrics.counters.connections_established += 1;
+        self.pacer.reconnected(conn.index);
         record_us(&mut self.rec.metrics.connect, now.duration_since(started).as_micros() as u64);
         self.hook(key, |workload, cx, conn| workload.on_open(cx, conn, now));
         // Once the worker has started traffic; until then the loop starts it for every open

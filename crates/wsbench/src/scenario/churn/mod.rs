@@ -19,7 +19,8 @@ use serde_json::{Map, Value};
 
 use super::{Descriptor, FiguresInput};
 use crate::config::{
-    ConfigError, Defaults, LoadSpec, Pacing, RunSettings, ScenarioRules, ScenarioSettings, invalid_setting,
+    ConfigError, Defaults, LoadSpec, Pacing, RunSettings, ScenarioRules, ScenarioSettings, bounds,
+    invalid_setting,
 };
 use crate::engine::timers::CLOSE_TIMEOUT;
 use crate::engine::{PhasePlan, Window, Workload};
@@ -82,11 +83,17 @@ impl ScenarioRules for Churn {
                 "churn opens --rate new connections per second for --duration; drop it",
             ));
         }
-        let rate =
-            settings.rate.as_deref().map(crate::units::parse_rate).transpose()?.unwrap_or(DEFAULT_RATE);
+        let rate = match settings.rate.as_deref() {
+            Some(text) => {
+                let rate = crate::units::parse_rate(text).map_err(|e| invalid_setting("rate", e.problem))?;
+                bounds::rate("rate", rate)?
+            }
+            None => DEFAULT_RATE,
+        };
         let duration =
             crate::config::duration_setting("duration", &settings.duration, crate::config::DEFAULT_DURATION)?;
-        Ok(Some((rate * duration.as_secs_f64()).round().max(1.0) as u64))
+        let connections = (rate * duration.as_secs_f64()).round().max(1.0) as u64;
+        Ok(Some(bounds::connections("rate", "--rate × --duration", connections)?))
     }
     fn settings(
         &self,
@@ -94,6 +101,15 @@ impl ScenarioRules for Churn {
         _: &LoadSpec,
     ) -> Result<Arc<dyn ScenarioSettings>, ConfigError> {
         let count = settings.messages_per_connection.unwrap_or(DEFAULT_MESSAGES_PER_CONNECTION);
+        if count == 0 {
+            return Err(invalid_setting("messages-per-connection", "must be at least 1"));
+        }
+        let count = bounds::at_most(
+            "messages-per-connection",
+            count,
+            bounds::MAX_MESSAGES_PER_CONNECTION,
+            "messages",
+        )?;
         Ok(Arc::new(MessagesPerConnection(count)))
     }
     /// Each connection lives for one cycle: at most `--rate` × ([`CYCLE_BOUND`] +

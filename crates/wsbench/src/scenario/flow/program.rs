@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::{ConfigError, FlowSettings, StepSettings, invalid_setting as invalid};
+use crate::config::{ConfigError, FlowSettings, StepSettings};
 use crate::units::parse_duration;
 
 /// How long an `expect` waits when the step gives no `timeout`.
@@ -253,10 +253,15 @@ impl FlowProgram {
     /// Checks every step of `settings` and compiles the program.
     pub fn compile(settings: &FlowSettings) -> Result<FlowProgram, ConfigError> {
         if settings.steps.is_empty() {
-            return Err(invalid("flow.steps", "[flow] has no steps: add [[flow.steps]] tables"));
+            return Err(ConfigError::Table {
+                table: "flow.steps",
+                problem: "no steps: add [[flow.steps]] tables".into(),
+            });
         }
         let mut compiler = Compiler { ops: Vec::new(), sends: Vec::new(), counter: 0 };
-        compiler.block(&settings.steps, 0).map_err(|problem| invalid("flow.steps", problem))?;
+        compiler
+            .block(&settings.steps, 0, "")
+            .map_err(|problem| ConfigError::Table { table: "flow.steps", problem })?;
         Ok(FlowProgram { ops: compiler.ops })
     }
 
@@ -273,30 +278,35 @@ impl FlowProgram {
 
 struct Compiler {
     ops: Vec<Op>,
-    /// Names of the sends so far, the index of each in `ops`, and the step that expects it.
-    sends: Vec<(String, usize, Option<usize>)>,
+    /// Names of the sends so far, the index of each in `ops`, and where the step that
+    /// expects it is (`step 2`, `step 1, in its steps, step 2`).
+    sends: Vec<(String, usize, Option<String>)>,
+    /// Steps compiled so far, over every block: what default names are made of.
     counter: usize,
 }
 
 impl Compiler {
-    /// The error names the step (`step 3 `call`: …`).
-    fn block(&mut self, steps: &[StepSettings], depth: usize) -> Result<(), String> {
+    /// The error names the step by its place in its block (`step 3 `call`: …`; in a
+    /// repeat, `step 1: in its steps, step 2: …`); `within` is where the block is
+    /// (`step 1, in its steps, `; empty at the top).
+    fn block(&mut self, steps: &[StepSettings], depth: usize, within: &str) -> Result<(), String> {
         if depth > MAX_DEPTH {
             return Err(format!("repeat blocks nest deeper than {MAX_DEPTH}"));
         }
-        for step in steps {
+        for (n, step) in steps.iter().enumerate() {
             self.counter += 1;
             let label = match &step.name {
-                Some(name) => format!("step {} `{name}`", self.counter),
-                None => format!("step {}", self.counter),
+                Some(name) => format!("step {} `{name}`", n + 1),
+                None => format!("step {}", n + 1),
             };
-            self.step(step, depth).map_err(|problem| format!("{label}: {problem}"))?;
+            let place = format!("{within}step {}", n + 1);
+            self.step(step, depth, &place).map_err(|problem| format!("{label}: {problem}"))?;
         }
         Ok(())
     }
 
-    /// Errors from a nested block already name their step.
-    fn step(&mut self, step: &StepSettings, depth: usize) -> Result<(), String> {
+    /// Errors from a nested block already name their step; `place` is where this one is.
+    fn step(&mut self, step: &StepSettings, depth: usize, place: &str) -> Result<(), String> {
         let kinds = [
             step.send.is_some(),
             step.expect.is_some(),
@@ -308,7 +318,7 @@ impl Compiler {
             return Err("give exactly one of send, expect, expect-regex, sleep, repeat".to_owned());
         }
         let timeout = || match &step.timeout {
-            Some(text) => parse_duration(text).map_err(|e| e.to_string()),
+            Some(text) => bounded_duration("timeout", text),
             None => Ok(DEFAULT_EXPECT_TIMEOUT),
         };
         let only = |given: bool, what: &str| match given {
@@ -340,29 +350,13 @@ impl Compiler {
             };
             self.ops.push(send);
         } else if let Some(send) = &step.expect {
-            self.expect(step, send, timeout()?)?;
+            self.expect(step, send, timeout()?, place)?;
         } else if let Some(pattern) = &step.expect_regex {
             self.expect_regex(step, pattern, timeout()?)?;
         } else if let Some(text) = &step.sleep {
-            self.ops.push(Op::Sleep(parse_duration(text).map_err(|e| e.to_string())?));
+            self.ops.push(Op::Sleep(bounded_duration("sleep", text)?));
         } else if let Some(repeat) = &step.repeat {
-            let times = match repeat {
-                toml::Value::Integer(n) if *n > 0 => Some(*n as u64),
-                toml::Value::String(text) if text == "until-end" => None,
-                _ => return Err("repeat is a count above 0 or \"until-end\"".to_owned()),
-            };
-            let steps = step.steps.as_deref().unwrap_or_default();
-            if steps.is_empty() {
-                return Err("a repeat needs steps = [ … ]".to_owned());
-            }
-            let start = self.ops.len();
-            self.ops.push(Op::Repeat { times, end: 0 });
-            if let Err(nested) = self.block(steps, depth + 1) {
-                return Err(format!("in its steps, {nested}"));
-            }
-            let end = self.ops.len();
-            self.ops.push(Op::RepeatEnd { start });
-            self.ops[start] = Op::Repeat { times, end };
+            self.repeat(step, repeat, depth, place)?;
         }
         Ok(())
     }
@@ -386,22 +380,55 @@ impl Compiler {
         Ok(())
     }
 
+    /// A `repeat` block: its count (or `until-end`) and its steps, compiled in place.
+    fn repeat(
+        &mut self,
+        step: &StepSettings,
+        repeat: &toml::Value,
+        depth: usize,
+        place: &str,
+    ) -> Result<(), String> {
+        let times = match repeat {
+            toml::Value::Integer(n) if *n > 0 => Some(*n as u64),
+            toml::Value::String(text) if text == "until-end" => None,
+            _ => return Err("repeat is a count above 0 or \"until-end\"".to_owned()),
+        };
+        let steps = step.steps.as_deref().unwrap_or_default();
+        if steps.is_empty() {
+            return Err("a repeat needs steps = [ … ]".to_owned());
+        }
+        let start = self.ops.len();
+        self.ops.push(Op::Repeat { times, end: 0 });
+        if let Err(nested) = self.block(steps, depth + 1, &format!("{place}, in its steps, ")) {
+            return Err(format!("in its steps, {nested}"));
+        }
+        let end = self.ops.len();
+        self.ops.push(Op::RepeatEnd { start });
+        self.ops[start] = Op::Repeat { times, end };
+        Ok(())
+    }
+
     /// An `expect` of send `send`: the send learns how its replies are matched, how many
     /// there are and what each must say. One expect per send.
-    fn expect(&mut self, step: &StepSettings, send: &str, timeout: Duration) -> Result<(), String> {
+    fn expect(
+        &mut self,
+        step: &StepSettings,
+        send: &str,
+        timeout: Duration,
+        place: &str,
+    ) -> Result<(), String> {
         let field =
             step.match_field.clone().ok_or("an expect needs match-field, e.g. match-field = \"id\"")?;
-        let counter = self.counter;
         let Some((_, at, expected_by)) = self.sends.iter_mut().find(|(name, _, _)| name == send) else {
             return Err(format!("expects `{send}`, but no send of that name comes before it"));
         };
         if let Some(earlier) = expected_by {
             return Err(format!(
-                "send `{send}` is already expected by step {earlier}: one expect per send (count = N \
+                "send `{send}` is already expected by {earlier}: one expect per send (count = N \
                  waits for N replies)"
             ));
         }
-        *expected_by = Some(counter);
+        *expected_by = Some(place.to_owned());
         let replies = match (step.count, &step.until) {
             (Some(_), Some(_)) => return Err("give count or until, not both".to_owned()),
             (Some(count), None) if !(1..=MAX_COUNT).contains(&count) => {
@@ -420,6 +447,15 @@ impl Compiler {
         self.ops.push(Op::ExpectReply { send: send.to_owned(), timeout });
         Ok(())
     }
+}
+
+/// A step's `key = "…"` duration, at most a week like every duration setting.
+fn bounded_duration(key: &str, text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text).map_err(|e| format!("{key} {}", e.problem))?;
+    if duration > crate::config::MAX_DURATION {
+        return Err(format!("{key} `{text}` is longer than 7 days (168h)"));
+    }
+    Ok(duration)
 }
 
 fn first_line(error: &dyn std::fmt::Display) -> String {
@@ -546,6 +582,17 @@ mod tests {
             ("[[steps]]\nexpect-regex = \"x\"\nsince = \"nope\"\n", "since `nope`, but no send"),
             ("[[steps]]\nsend = \"x\"\ncheck-regex = \"y\"\n", "check-json/check-regex does not apply"),
             ("[[steps]]\nexpect-regex = \"{seq}(\"\n", "bad regex"),
+            // A step in a repeat is numbered in its block, not over the whole flow.
+            (
+                "[[steps]]\nsend = \"x\"\n[[steps]]\nrepeat = 2\nsteps = [ { send = \"a\" }, { expect-regex = \"(\" } ]\n",
+                "step 2: in its steps, step 2: bad regex",
+            ),
+            (
+                "[[steps]]\nname = \"c\"\nsend = \"x\"\n[[steps]]\nrepeat = 2\nsteps = [ { expect = \"c\", match-field = \"id\" } ]\n\
+                 [[steps]]\nexpect = \"c\"\nmatch-field = \"id\"\n",
+                "step 3: send `c` is already expected by step 2, in its steps, step 1",
+            ),
+            ("[[steps]]\nsleep = \"200h\"\n", "step 1: sleep `200h` is longer than 7 days"),
         ];
         for (text, wanted) in cases {
             let error = compile(text).unwrap_err();

@@ -56,6 +56,16 @@ pub struct PubSubSummary {
     /// The slowest subscribers by p99 of their measured deliveries, slowest first.
     #[serde(default)]
     pub slowest_subscribers: Vec<SlowSubscriber>,
+    /// With `--reconnect`: measured publishes due while their publisher was disconnected
+    /// (in `published`, their deliveries in `lost`), and subscriptions made again.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_sent: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resubscribed: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 /// A subscriber's connection index and how many deliveries of a kind it had.
@@ -122,6 +132,8 @@ impl PubSubSummary {
             out_of_order_subscriber_count: counters.out_of_order_by.len() as u64,
             out_of_order_subscribers: first_listed(&counters.out_of_order_by),
             slowest_subscribers: counters.slowest.clone(),
+            not_sent: counters.not_sent,
+            resubscribed: counters.resubscribed,
         }
     }
 }

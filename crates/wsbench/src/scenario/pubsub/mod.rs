@@ -6,6 +6,7 @@
 //! publish from its first subscriber to its last. What the headline counts is deliveries.
 
 pub mod figures;
+mod receipts;
 mod report;
 pub mod section;
 mod settings;
@@ -28,7 +29,16 @@ use crate::units::format::{millis_tight, plural};
 use figures::PubSubSummary;
 use section::PubSubSection;
 use settings::PubSubSpec;
-use workload::PubSub as PubSubWorkload;
+use workload::{PubSub as PubSubWorkload, WorkersShare};
+
+/// The fan-out's shape from a validated load (none: no connection has a role).
+fn spec_of(load: &LoadSpec) -> PubSubSpec {
+    load.scenario_settings.get::<PubSubSpec>().copied().unwrap_or(PubSubSpec {
+        subscribers: 0,
+        topics: 1,
+        publishers: 0,
+    })
+}
 
 /// Publishes per second over all publishers, when `--rate` is not given.
 pub const DEFAULT_RATE: f64 = 100.0;
@@ -87,23 +97,22 @@ impl Descriptor for PubSub {
         connections: &[u64],
         shared: &super::SharedState,
     ) -> Box<dyn Workload> {
-        let spec = load.scenario_settings.get::<PubSubSpec>().copied().unwrap_or(PubSubSpec {
-            subscribers: 0,
-            topics: 1,
-            publishers: 0,
-        });
-        let published =
-            shared.as_ref().and_then(|shared| shared.clone().downcast::<workload::Published>().ok());
-        Box::new(PubSubWorkload::new(load, spec, connections, published))
+        let shared = shared.as_ref().and_then(|shared| shared.clone().downcast::<WorkersShare>().ok());
+        let (receipts, published) = match shared {
+            Some(shared) => (shared.receipts.clone(), shared.published.clone()),
+            None => (Arc::default(), None),
+        };
+        Box::new(PubSubWorkload::new(load, spec_of(load), connections, receipts, published))
     }
-    /// The measured publishes per topic, counted by the publishers of every worker, so that
-    /// the end of a run waits for the deliveries it knows are still due. Only when every
-    /// publisher is in this process (not a shard of `--processes`).
+    /// What the workers of a run share: the receipts of every worker's subscribers, for the
+    /// spread of each publish; and the measured publishes per topic, counted by the
+    /// publishers of every worker, so that the end of a run waits for the deliveries it
+    /// knows are still due (only when every publisher is in this process, not a shard of
+    /// `--processes`).
     fn shared_state(&self, load: &LoadSpec) -> super::SharedState {
-        let spec = load.scenario_settings.get::<PubSubSpec>()?;
-        let published: std::sync::Arc<dyn std::any::Any + Send + Sync> =
-            std::sync::Arc::new(workload::Published::new(spec.topics));
-        load.shard.is_none().then_some(published)
+        let topics = spec_of(load).topics;
+        let published = load.shard.is_none().then(|| Arc::new(workload::Published::new(topics)));
+        Some(Arc::new(WorkersShare { receipts: Arc::default(), published }))
     }
     /// The pub/sub protocol of docs/protocols.md (one event-loop thread).
     fn configure_server(&self, serve: &mut wsbench_server::ServeConfig) {

@@ -35,6 +35,15 @@ pub fn pubsub_lines(result: &RunResult) -> Vec<(&'static str, String)> {
         ),
         ("", completeness(pubsub, result.config["protocol"].as_str().unwrap_or(crate::protocol::DEFAULT))),
     ];
+    if pubsub.not_sent > 0 || pubsub.resubscribed > 0 {
+        let text = format!(
+            "{} made again; {} fell due while their publisher was disconnected (their deliveries \
+             are in lost)",
+            plural(pubsub.resubscribed, "subscription", "subscriptions"),
+            plural(pubsub.not_sent, "publish", "publishes")
+        );
+        lines.push(("reconnects:", text));
+    }
     if spread.count > 0 {
         let text = format!(
             "first → last subscriber: p50 {}, p90 {}, p99 {}, max {}",
@@ -156,6 +165,8 @@ mod tests {
             out_of_order_subscriber_count: 1,
             out_of_order_subscribers: vec![SubscriberCount { connection: 2, count: 1 }],
             slowest_subscribers: Vec::new(),
+            not_sent: 0,
+            resubscribed: 0,
         };
         assert_eq!(
             completeness(&summary, "raw"),

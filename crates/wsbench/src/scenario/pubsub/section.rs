@@ -49,6 +49,18 @@ pub struct PubSubCounters {
     /// is missing is then undelivered when the run stopped, not known to be lost.
     #[serde(default)]
     pub cut_off: u64,
+    /// Measured publishes that fell due while their publisher's connection was down (a
+    /// restarting server, with `--reconnect`): counted as published, so the deliveries they
+    /// would have made count as lost, not as never expected.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_sent: u64,
+    /// Subscriptions made again by subscribers whose connection was reopened.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resubscribed: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 /// How many of the slowest subscribers a run keeps.
@@ -124,6 +136,8 @@ impl AddAssign<&PubSubCounters> for PubSubCounters {
         self.unexpected += other.unexpected;
         self.subscribe_failures += other.subscribe_failures;
         self.cut_off += other.cut_off;
+        self.not_sent += other.not_sent;
+        self.resubscribed += other.resubscribed;
     }
 }
 

@@ -8,7 +8,10 @@ use std::any::Any;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::config::{ConfigError, Payload, RunSettings, ScenarioSettings, invalid_setting as invalid};
+use crate::config::{
+    ConfigError, Payload, RunSettings, ScenarioSettings, bounds, invalid_setting as invalid,
+};
+use crate::units::format::group;
 
 pub const DEFAULT_SUBSCRIBERS: u64 = 100;
 pub const DEFAULT_TOPICS: u64 = 1;
@@ -86,6 +89,26 @@ impl PubSubSpec {
             if count == 0 {
                 return Err(invalid(flag, "must be at least 1"));
             }
+        }
+        bounds::at_most("topics", spec.topics, bounds::MAX_TOPICS, "topics")?;
+        bounds::connections(
+            "subscribers",
+            "--subscribers + --publishers",
+            spec.subscribers.saturating_add(spec.publishers),
+        )?;
+        let pairs = spec.subscribers.saturating_mul(spec.publishers.div_ceil(spec.topics));
+        if pairs > bounds::MAX_SUBSCRIBER_PUBLISHER_PAIRS {
+            return Err(invalid(
+                "publishers",
+                format!(
+                    "each subscriber tracks every publisher of its topic: {} subscribers × {} publishers \
+                     a topic is {} pairs, at most {}; add --topics or lower the counts",
+                    group(spec.subscribers),
+                    group(spec.publishers.div_ceil(spec.topics)),
+                    group(pairs),
+                    group(bounds::MAX_SUBSCRIBER_PUBLISHER_PAIRS)
+                ),
+            ));
         }
         if spec.publishers < spec.topics {
             return Err(invalid(

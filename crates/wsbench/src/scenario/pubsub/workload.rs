@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use super::receipts::SharedReceipts;
 use super::section::{PubSubCounters, PubSubSection, SlowSubscriber, Spread, keep_slowest};
 use super::settings::{PubSubSpec, Role as PubSubRole};
 use super::sketch::LatencySketch;
@@ -65,15 +66,25 @@ impl Published {
         Published((0..topics).map(|_| AtomicU64::new(0)).collect())
     }
 
-    fn add(&self, topic: u64) {
+    fn add(&self, topic: u64, publishes: u64) {
         if let Some(count) = self.0.get(topic as usize) {
-            count.fetch_add(1, Ordering::Relaxed);
+            count.fetch_add(publishes, Ordering::Relaxed);
         }
     }
 
     fn of(&self, topic: u64) -> u64 {
         self.0.get(topic as usize).map_or(0, |count| count.load(Ordering::Relaxed))
     }
+}
+
+/// What the workers of one run share (made once per run by the scenario).
+#[derive(Debug)]
+pub struct WorkersShare {
+    /// The receipts of every worker's subscribers, folded into each publish's spread.
+    pub receipts: Arc<SharedReceipts>,
+    /// The measured publishes per topic sent by every worker's publishers; `None` in a shard
+    /// of `--processes`, whose subscribers hear publishers of other processes too.
+    pub published: Option<Arc<Published>>,
 }
 
 /// How often a draining worker looks for subscribers still owed deliveries.
@@ -97,14 +108,19 @@ pub struct PubSub {
     /// Bytes a publish is padded to (`--payload-bytes`), 0 for none.
     pad_to: usize,
     subscribers: HashMap<u64, Subscriber>,
-    /// Publisher connection index → its next sequence number.
-    publishers: HashMap<u64, u64>,
+    /// Publisher connection index → its next sequence number, and its last publish's due
+    /// time (none before its first).
+    publishers: HashMap<u64, (u64, Option<Instant>)>,
+    /// Each publisher's time between two publishes.
+    interval: Option<Duration>,
     /// How long a subscription's acknowledgement may take.
     timeout: Duration,
     /// Subscriptions sent and not yet acknowledged or failed.
     awaiting: usize,
     tally: PubSubCounters,
+    /// Receipts of recent publishes; older ones are handed to `shared` once a second.
     spread: Spread,
+    shared: Arc<SharedReceipts>,
     last_delivery: Option<Instant>,
     /// The publish being encoded.
     encoding: Vec<u8>,
@@ -180,11 +196,13 @@ impl Seen {
 }
 
 impl PubSub {
-    /// The pubsub state of a worker that opens `connections`.
+    /// The pubsub state of a worker that opens `connections`; `shared` gathers the receipts
+    /// of every worker of the run, `published` counts their measured publishes.
     pub fn new(
         load: &LoadSpec,
         spec: PubSubSpec,
         connections: &[u64],
+        shared: Arc<SharedReceipts>,
         published: Option<Arc<Published>>,
     ) -> PubSub {
         let mut subscribers = HashMap::new();
@@ -200,7 +218,7 @@ impl PubSub {
                     );
                 }
                 PubSubRole::Publisher { .. } => {
-                    publishers.insert(index, 0);
+                    publishers.insert(index, (0, None));
                 }
             }
         }
@@ -213,10 +231,12 @@ impl PubSub {
             },
             subscribers,
             publishers,
+            interval: load.message_interval,
             timeout: load.connect_timeout,
             awaiting: 0,
             tally: PubSubCounters::default(),
             spread: Spread::new(),
+            shared,
             last_delivery: None,
             encoding: Vec::new(),
             published,
@@ -268,8 +288,9 @@ impl PubSub {
         now: Instant,
         measured: bool,
     ) -> (u64, u64, u64) {
-        let Some(seq) = self.publishers.get_mut(&conn.index) else { return (0, 0, 0) };
+        let Some((seq, last_due)) = self.publishers.get_mut(&conn.index) else { return (0, 0, 0) };
         let PubSubRole::Publisher { publisher, topic } = self.spec.role(conn.index) else { return (0, 0, 0) };
+        *last_due = Some(due);
         let message = &mut self.encoding;
         message.clear();
         let _ = write!(
@@ -304,6 +325,7 @@ impl PubSub {
                 if topic_of(topic) == Some(subscriber.topic) =>
             {
                 subscriber.state = Subscription::Subscribed;
+                tally.resubscribed += u64::from(subscriber.accounted);
                 subscriber.accounted = true;
                 self.awaiting -= 1;
                 return None;
@@ -388,7 +410,8 @@ impl PubSub {
             }
         }
         keep_slowest(&mut counters.slowest);
-        PubSubSection { counters, receipts: self.spread, ..PubSubSection::default() }
+        let (receipts, spread) = self.shared.take_all(self.spread);
+        PubSubSection { counters, spread, receipts }
     }
 
     /// Whether a subscriber that is still subscribed has received fewer measured publishes
@@ -407,14 +430,34 @@ impl PubSub {
         owed
     }
 
-    /// Counts a measured publish of connection `index` (a publisher) on its topic.
-    fn count_published(&mut self, index: u64) {
+    /// Counts `count` measured publishes of connection `index` (a publisher) on its topic;
+    /// those `sent` are owed to its subscribers (the end of the run waits for them).
+    fn count_published(&mut self, index: u64, count: u64, sent: bool) {
         if let PubSubRole::Publisher { topic, .. } = self.spec.role(index) {
-            *self.tally.published.entry(topic).or_default() += 1;
-            if let Some(published) = &self.published {
-                published.add(topic);
+            *self.tally.published.entry(topic).or_default() += count;
+            if sent && let Some(published) = &self.published {
+                published.add(topic, count);
             }
         }
+    }
+
+    /// A publisher's connection is open again (`--reconnect`): the publishes that fell due
+    /// while it was down were never sent. Their sequence numbers are skipped, so
+    /// subscribers see the gap, and the measured ones count as published and not sent: the
+    /// deliveries they would have made are lost, not hidden.
+    fn skip_missed_publishes(&mut self, cx: &Cx<'_>, index: u64, now: Instant) {
+        let (Some((seq, Some(last_due))), Some(interval)) = (self.publishers.get_mut(&index), self.interval)
+        else {
+            return;
+        };
+        let missed =
+            (now.saturating_duration_since(*last_due).as_nanos() / interval.as_nanos().max(1)) as u64;
+        let first = *last_due + interval;
+        *seq += missed;
+        *last_due += interval.saturating_mul(missed.min(u64::from(u32::MAX)) as u32);
+        let measured = cx.rec.in_window_count(first, interval, missed);
+        self.count_published(index, measured, false);
+        self.tally.not_sent += measured;
     }
 }
 
@@ -427,6 +470,7 @@ impl Workload for PubSub {
     /// publishers send evenly spread.
     fn start(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
         if let PubSubRole::Publisher { publisher, .. } = self.spec.role(conn.index) {
+            self.skip_missed_publishes(cx, conn.index, now);
             cx.pacer.start_sends_among(conn.slot, publisher, self.spec.publishers, conn.started, now);
         }
     }
@@ -437,7 +481,7 @@ impl Workload for PubSub {
         let (messages, wire_bytes, payload_bytes) = self.publish(conn, due, now, measured);
         cx.rec.sent(messages, wire_bytes, payload_bytes);
         if measured {
-            self.count_published(conn.index);
+            self.count_published(conn.index, 1, true);
             cx.rec.send_lag(due, now);
         }
     }
@@ -455,6 +499,11 @@ impl Workload for PubSub {
 
     fn on_drop(&mut self, conn: &ClientConn) {
         self.forget(conn.index);
+    }
+
+    /// Receipts of publishes done with go to the run's shared receipts.
+    fn each_second(&mut self, now: Instant) {
+        self.shared.hand_in(&mut self.spread, self.clock.micros(now));
     }
 
     /// Deliveries arrived lately, or a subscriber here still lacks publishes it is owed: the
