@@ -516,7 +516,7 @@ impl EventLoop {
         for key in keys {
             let conn = &mut self.conns[key];
             match conn.state.phase {
-                Phase::WebSocket => {
+                Phase::WebSocket | Phase::Http2 => {
                     conn.close_with(SHUTDOWN_CLOSE_CODE, &mut self.out);
                     if self.send(key) {
                         self.begin_closing(key);

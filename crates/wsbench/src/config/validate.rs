@@ -20,6 +20,7 @@ use super::{
     LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, OwnSettings, Payload, Placement, RunConfig, Sampling,
     Shard, Threshold, parse_addr_range,
 };
+use super::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTION, TransportSpec};
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_duration, parse_rate};
 
@@ -76,6 +77,7 @@ impl RunSettings {
             tls: self.tls(target.as_ref())?,
             compression: self.compression()?,
             io: self.io()?,
+            transport: self.transport()?,
             protocol: self.protocol()?,
             protocol_options: self.protocol_options(),
             scenario_settings: OwnSettings(Arc::new(NoSettings)),
@@ -177,6 +179,29 @@ impl RunSettings {
             Some("epoll") => Ok(IoBackend::Epoll),
             Some(other) => Err(invalid("io", format!("`{other}` is not an I/O backend: use uring or epoll"))),
         }
+    }
+
+    /// `--http2` and `--streams-per-connection` (1 to [`MAX_STREAMS_PER_CONNECTION`], and
+    /// only with `--http2`).
+    fn transport(&self) -> Result<TransportSpec, ConfigError> {
+        let streams = self.streams_per_connection;
+        if !self.http2 {
+            return match streams {
+                None => Ok(TransportSpec::HTTP1),
+                Some(_) => Err(invalid(
+                    "streams-per-connection",
+                    "WebSockets share a TCP connection only over HTTP/2: add --http2".to_owned(),
+                )),
+            };
+        }
+        let streams = streams.unwrap_or(DEFAULT_STREAMS_PER_CONNECTION);
+        if !(1..=MAX_STREAMS_PER_CONNECTION).contains(&streams) {
+            return Err(invalid(
+                "streams-per-connection",
+                format!("{streams} is out of range: use 1 to {MAX_STREAMS_PER_CONNECTION}"),
+            ));
+        }
+        Ok(TransportSpec { name: "http2", streams_per_connection: streams })
     }
 
     /// `--protocol`: one the registry has (`raw` when none is given).

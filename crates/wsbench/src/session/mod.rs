@@ -48,6 +48,10 @@ pub enum RunError {
     Builtin(#[from] crate::builtin::BuiltinError),
     #[error("the engine failed")]
     Engine(#[source] std::io::Error),
+    /// The target does not speak the run's transport (checked before any load): the cause
+    /// and what to do, in one line.
+    #[error("{0}")]
+    Transport(String),
     #[error(transparent)]
     Result(#[from] crate::result::ResultError),
     #[error("{0}")]
@@ -199,6 +203,7 @@ impl Session {
         let plan = crate::scenario::plan_of(&config.load);
         let phases = plan.phases();
         let job = Job::new(config.load.clone(), self.target.clone(), plan).map_err(RunError::Engine)?;
+        engine::check(&job).map_err(RunError::Transport)?;
         let pids = probe.as_ref().map_or(Vec::new(), |probe| probe.pids().to_vec());
         let mut tracker = self.live.track(&config.load, &phases, scenario.exchange(), pids);
         let output = engine::run(job, &self.cpus.client, interrupt, &mut |control| tracker.update(control));
@@ -252,6 +257,7 @@ impl Session {
         let plan = crate::scenario::plan_of(&warmup);
         let mut tracker = self.live.track_warmup(&warmup, scenario.exchange());
         let job = Job::new(warmup, self.target.clone(), plan).map_err(RunError::Engine)?;
+        engine::check(&job).map_err(RunError::Transport)?;
         let output = engine::run(job, &self.cpus.client, interrupt, &mut |control| tracker.update(control))
             .map_err(RunError::Engine)?;
         tracker.finish(&output);
