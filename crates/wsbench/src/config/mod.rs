@@ -22,6 +22,7 @@ mod suggest;
 mod target;
 mod threshold;
 mod tls;
+mod transport;
 mod validate;
 
 use std::net::IpAddr;
@@ -49,6 +50,7 @@ pub use slo::{Objective, Slo, Statistic};
 pub use target::Target;
 pub use threshold::{Comparison, Metric, Threshold};
 pub use tls::{ClientIdentity, ClientKey, TlsOptions, TlsVersion};
+pub use transport::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTION, TransportSpec};
 pub use validate::{MAX_DURATION, bounded as bounded_duration_setting, duration as duration_setting};
 
 pub const DEFAULT_SCENARIO: &str = "echo";
@@ -252,37 +254,6 @@ pub struct LoadSpec {
     /// The scenario's own settings, checked (written into `config` under its own keys).
     #[serde(flatten)]
     pub scenario_settings: OwnSettings,
-}
-
-/// How WebSockets reach the server: the transport (one of `engine::dial`'s registry) and how
-/// many share one TCP connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct TransportSpec {
-    /// `http1` (RFC 6455's upgrade, the default) or `http2` (RFC 8441's extended CONNECT).
-    pub name: &'static str,
-    /// WebSockets per TCP connection (1 for `http1`).
-    pub streams_per_connection: u64,
-}
-
-/// `--streams-per-connection` when not given.
-pub const DEFAULT_STREAMS_PER_CONNECTION: u64 = 100;
-/// The most `--streams-per-connection` allows (servers cap streams far lower: HAProxy at
-/// 100, nghttp2 and h2 at a few hundred by default).
-pub const MAX_STREAMS_PER_CONNECTION: u64 = 10_000;
-
-impl TransportSpec {
-    /// One WebSocket per TCP connection, HTTP/1.1 upgrade.
-    pub const HTTP1: TransportSpec = TransportSpec { name: "http1", streams_per_connection: 1 };
-
-    pub fn is_default(&self) -> bool {
-        *self == TransportSpec::HTTP1
-    }
-}
-
-impl Default for TransportSpec {
-    fn default() -> TransportSpec {
-        TransportSpec::HTTP1
-    }
 }
 
 /// A scenario's own settings as [`LoadSpec`] carries them: shared, compared and written by

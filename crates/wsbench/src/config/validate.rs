@@ -15,12 +15,12 @@ use super::outputs::check_output_file;
 use super::scenario::{Defaults, NoSettings, Pace, Pacing, ScenarioRules};
 use super::settings::RunSettings;
 use super::tls::{TlsOptions, TlsSettings};
+use super::transport::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTION, TransportSpec};
 use super::{
     CompressionOffer, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG,
     LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, OwnSettings, Payload, Placement, RunConfig, Sampling,
     Shard, Threshold, parse_addr_range,
 };
-use super::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTION, TransportSpec};
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_duration, parse_rate};
 

@@ -64,7 +64,7 @@ pub struct H2Carrier {
     pipe: Pipe,
     connection: Option<client::Connection<PipeIo, Bytes>>,
     sender: Option<SendRequest<Bytes>>,
-    ping: Option<PingPong>,
+    settings_probe: Option<PingPong>,
     streams: Slab<Stream>,
     /// Streams whose CONNECT waits for the server's SETTINGS.
     waiting: Vec<usize>,
@@ -101,7 +101,7 @@ impl H2Carrier {
             pipe: Pipe::new(),
             connection: None,
             sender: None,
-            ping: None,
+            settings_probe: None,
             streams: Slab::new(),
             waiting: Vec::new(),
             dirty: Vec::new(),
@@ -126,9 +126,9 @@ impl H2Carrier {
         let mut handshake = Box::pin(builder.handshake::<_, Bytes>(self.pipe.io()));
         match poll_now(&mut handshake) {
             Poll::Ready(Ok((sender, mut connection))) => {
-                self.ping = connection.ping_pong();
-                if let Some(ping) = self.ping.as_mut() {
-                    let _ = ping.send_ping(Ping::opaque());
+                self.settings_probe = connection.ping_pong();
+                if let Some(probe) = self.settings_probe.as_mut() {
+                    let _ = probe.send_ping(Ping::opaque());
                 }
                 self.sender = Some(sender);
                 self.connection = Some(connection);
@@ -242,8 +242,8 @@ impl H2Carrier {
             self.phase = Phase::Ready;
             return;
         }
-        let ponged = self.ping.as_mut().is_some_and(|ping| {
-            matches!(ping.poll_pong(&mut Context::from_waker(Waker::noop())), Poll::Ready(Ok(_)))
+        let ponged = self.settings_probe.as_mut().is_some_and(|probe| {
+            matches!(probe.poll_pong(&mut Context::from_waker(Waker::noop())), Poll::Ready(Ok(_)))
         });
         if ponged {
             self.refuse_all(HandshakeFailure::of("h2_no_connect_protocol"), events);
@@ -425,7 +425,7 @@ impl H2Carrier {
         self.closing.clear();
         self.connection = None;
         self.sender = None;
-        self.ping = None;
+        self.settings_probe = None;
     }
 }
 

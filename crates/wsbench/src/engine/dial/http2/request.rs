@@ -77,7 +77,7 @@ pub fn check_answer(
     tls: Option<(rustls::ProtocolVersion, rustls::CipherSuite)>,
     counters: &mut Counters,
 ) -> Result<(), HandshakeFailure> {
-    let status = response.status();
+    let status = Response::status(response);
     if !status.is_success() {
         return Err(HandshakeFailure::of(&format!("http_status_{}", status.as_u16())));
     }
