@@ -17,7 +17,7 @@ use slab::Slab;
 use wsbench_transport::Transport;
 use wsbench_transport::http2::h2::client::{self, ResponseFuture, SendRequest};
 use wsbench_transport::http2::h2::{self, Ping, PingPong, RecvStream, SendStream};
-use wsbench_transport::http2::{Pipe, PipeIo, Ready, error_cause, poll_now};
+use wsbench_transport::http2::{Pipe, PipeIo, Ready, error_cause, poll_now, reason_name};
 
 use super::request;
 use crate::engine::dial::carrier::{Carrier, CarrierCx, StreamEvent};
@@ -83,6 +83,9 @@ pub struct H2Carrier {
     scratch: Vec<u8>,
     /// Why it ended, once it has.
     failure: Option<String>,
+    /// The server's GOAWAY, as a cause (`h2_goaway_<code>`), once it came: streams that end
+    /// quietly after it (RST_STREAM NO_ERROR, END_STREAM) ended because of it.
+    goaway: Option<String>,
 }
 
 impl std::fmt::Debug for H2Carrier {
@@ -114,6 +117,7 @@ impl H2Carrier {
             closed_to_new: false,
             scratch: Vec::new(),
             failure: None,
+            goaway: None,
         }
     }
 
@@ -190,6 +194,7 @@ impl H2Carrier {
             if !self.poll_connection(events) {
                 return;
             }
+            self.note_goaway();
             if self.phase == Phase::Settling {
                 self.settle(cx, events);
             }
@@ -225,6 +230,29 @@ impl H2Carrier {
                 self.lose(&error_cause(&error), events);
                 false
             }
+        }
+    }
+
+    /// Notes the server's GOAWAY (`h2` refuses new streams from then on, with its code).
+    fn note_goaway(&mut self) {
+        if self.goaway.is_some() {
+            return;
+        }
+        let Some(sender) = self.sender.as_mut() else { return };
+        if let Poll::Ready(Err(error)) = sender.poll_ready(&mut Context::from_waker(Waker::noop()))
+            && error.is_go_away()
+        {
+            self.goaway = Some(error_cause(&error));
+            self.closed_to_new = true;
+        }
+    }
+
+    /// Why a stream ended, given what `h2` said (`None`: it ended quietly): after a GOAWAY a
+    /// quiet end is the GOAWAY's doing.
+    fn cause_of_end(&self, said: Option<String>) -> Option<String> {
+        match said.as_deref() {
+            None | Some("h2_rst_no_error") if self.goaway.is_some() => self.goaway.clone(),
+            _ => said,
         }
     }
 
@@ -314,8 +342,18 @@ impl H2Carrier {
                     }
                     Poll::Ready(end) => {
                         moved = true;
-                        let cause = end.and_then(Result::err).map(|error| error_cause(&error));
-                        events.push(StreamEvent::Ended(stream.key, cause));
+                        let cause = match end {
+                            Some(Err(error)) => Some(error_cause(&error)),
+                            // END_STREAM, perhaps with RST_STREAM right after it (node ends a
+                            // stream it resets): the reset is the cause when it came too.
+                            _ => stream.send.as_mut().and_then(|send| match send.poll_reset(&mut context) {
+                                Poll::Ready(Ok(reason)) => Some(format!("h2_rst_{}", reason_name(reason))),
+                                _ => None,
+                            }),
+                        };
+                        let key = stream.key;
+                        self.note_goaway();
+                        events.push(StreamEvent::Ended(key, self.cause_of_end(cause)));
                         self.streams.remove(slot);
                         break;
                     }
@@ -402,6 +440,8 @@ impl H2Carrier {
 
     /// The connection is over: every WebSocket it carries ends with `cause`.
     fn lose(&mut self, cause: &str, events: &mut Vec<StreamEvent>) {
+        let cause = self.goaway.clone().unwrap_or_else(|| cause.to_owned());
+        let cause = cause.as_str();
         for stream in self.streams.drain() {
             events.push(StreamEvent::Ended(stream.key, Some(cause.to_owned())));
         }
