@@ -9,8 +9,8 @@
 //          faults (the stream of the WebSocket whose x-conn header is 7 is reset with
 //          RST_STREAM(CANCEL) after its 10th message; the connection carrying x-conn 150
 //          gets GOAWAY(ENHANCE_YOUR_CALM) after that WebSocket's 20th message, and is closed)
-// Prints `ready PORT` once listening; logs each fault and how many streams it ended, and
-// `connect requests N` at SIGTERM. Stops on SIGTERM.
+// Prints `ready PORT` once listening; outside echo mode logs each extended CONNECT and each
+// fault with how many streams it ended. Stops on SIGTERM.
 'use strict';
 const http2 = require('http2');
 
@@ -77,6 +77,7 @@ server.on('stream', (stream, headers) => {
     return;
   }
   connectRequests++;
+  if (mode !== 'echo') console.log(`connect request ${connectRequests}`);
   const conn = Number(headers['x-conn']);
   const response = { ':status': 200 };
   const offered = headers['sec-websocket-protocol'];
@@ -132,7 +133,6 @@ function openStreams(session) {
 
 server.listen(port, '127.0.0.1', () => console.log(`ready ${server.address().port}`));
 process.on('SIGTERM', () => {
-  console.log(`connect requests ${connectRequests}`);
   server.close();
   process.exit(0);
 });

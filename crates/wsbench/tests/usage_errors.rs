@@ -132,3 +132,18 @@ fn serve_pubsub_refuses_several_threads_or_processes() {
         assert!(finished.stderr.contains(&format!("'--pubsub' cannot be used with '{flag}")), "{what}");
     }
 }
+
+#[test]
+fn streams_per_connection_is_bounded_and_needs_http2() {
+    refused(
+        &["run", "--http2", "--streams-per-connection", "0"],
+        2,
+        "--streams-per-connection: 0 is out of range: use 1 to 10000",
+    );
+    refused(
+        &["run", "--http2", "--streams-per-connection", "10001"],
+        2,
+        "--streams-per-connection: 10001 is out of range: use 1 to 10000",
+    );
+    refused(&["run", "--streams-per-connection", "10"], 2, "only over HTTP/2: add --http2");
+}
