@@ -62,6 +62,8 @@ impl Dial for Http2 {
             Some(carrier) => carrier.attach(key, index),
             None => return Err(io::Error::other("the carrier just chosen is gone")),
         };
+        // A carrier already up sends the CONNECT in the next flush, not at its next read.
+        carriers.touch(carrier);
         let decoder = Decoder::new(Role::Client, u64::MAX >> 1);
         Ok(ClientConn::new(ByteStream::Carried { carrier, stream }, index, String::new(), decoder, now))
     }
