@@ -22,6 +22,8 @@
 # and the HTTP/2 fronts of the RFC 8441 tests (crates/wsbench/tests/engine/http2.rs):
 #   - haproxy (apt-get, only when missing; needs root or sudo); node's own http2 module needs
 #     nothing more than node
+#   - the fleet's axum server, servers/rust-axum (cargo build --release --locked, from
+#     crates.io; its own Cargo.lock)
 # Idempotent: re-running it only re-checks what is already installed.
 set -euo pipefail
 
@@ -87,3 +89,6 @@ echo "install-test-peers: npm ci in tests/peers"
 node -e 'for (const p of ["socket.io", "graphql-ws", "graphql", "rpc-websockets"])
     console.log("install-test-peers:", p, require(`./tests/peers/node_modules/${p}/package.json`).version)'
 ./scripts/install-nats-server.sh
+
+echo "install-test-peers: cargo build --release --locked in servers/rust-axum"
+(cd servers/rust-axum && env -u CARGO_TARGET_DIR cargo build --release --locked --quiet)

@@ -79,3 +79,16 @@ pub fn start_haproxy(backend: SocketAddr) -> Result<Peer, PeerError> {
     peer.wait_for_ports(Duration::from_secs(10))?;
     Ok(peer)
 }
+
+/// The fleet's axum 0.8 echo server on a free port (HTTP/1.1 and h2c with extended CONNECT).
+pub fn start_axum() -> Result<Peer, PeerError> {
+    const PEER: &str = "rust-axum";
+    let binary = repo_root().join("servers/rust-axum/target/release/fleet-axum-echo");
+    installed(PEER, &binary)?;
+    let mut peer = Peer::spawn(PEER, Launch::new(PEER, binary).arg("0"), temp_dir(PEER)?)?;
+    let port = peer.wait_for_log(Duration::from_secs(20), |log| {
+        log.lines()
+            .find_map(|line| line.strip_prefix("listening on ws://127.0.0.1:")?.trim().parse::<u16>().ok())
+    })?;
+    Ok(peer.with_port("websocket", port))
+}

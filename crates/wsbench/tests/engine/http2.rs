@@ -1,14 +1,14 @@
 //! `wsbench run --http2` (RFC 8441) against real HTTP/2 servers: `wsbench serve` (h2c and
 //! TLS with ALPN h2), HAProxy from Debian in front of `wsbench serve` (its `proto h2` and
-//! `alpn h2,http/1.1` binds, speaking the HTTP/1.1 upgrade to it), and node's built-in
-//! `http2` module. 1,000 WebSockets ride on 10 TCP connections with no error; a server
+//! `alpn h2,http/1.1` binds, speaking the HTTP/1.1 upgrade to it), node's built-in `http2`
+//! module, and the fleet's axum 0.8 server. 1,000 WebSockets ride on 10 TCP connections with no error; a server
 //! without extended CONNECT, or without HTTP/2 at all, gets one line and no load; a GOAWAY
 //! and a reset stream are counted by cause while the other streams go on. Every peer runs
 //! on a free port and is stopped by the process it started.
 
 use serde_json::Value;
 use std::time::Duration;
-use wsbench_testpeers::{NodeH2, Peer, or_skip, start_haproxy, start_node_h2};
+use wsbench_testpeers::{NodeH2, Peer, or_skip, start_axum, start_haproxy, start_node_h2};
 
 use crate::harness::{
     NodeEchoServer, arg, assert_matches_schema, errors, heavy, read_result, scratch, summary_of, uint,
@@ -88,6 +88,23 @@ fn node_http2_with_enable_connect_protocol_carries_them() {
     let _slot = heavy(1);
     let Some(node) = or_skip(start_node_h2(NodeH2::Echo)) else { return };
     thousand_on_ten("h2-node", &node.url("/"), &[]);
+}
+
+#[test]
+fn the_axum_fleet_server_carries_them_over_h2c_and_answers_http1_on_the_same_port() {
+    let _slot = heavy(1);
+    let Some(axum) = or_skip(start_axum()) else { return };
+    let url = axum.url("/");
+    thousand_on_ten("h2-axum", &url, &[]);
+    let json = scratch("h1-axum").join("r.json");
+    let run = wsbench(
+        &["run", "echo", &url, "--connections", "200", "--duration", "1s", "--json", arg(&json)],
+        Duration::from_secs(60),
+    );
+    run.assert_success();
+    let result = read_result(&json);
+    assert_eq!(result["summary"]["transport"]["name"], "http1", "{}", summary_of(&result));
+    assert_eq!(uint(&result, "/summary/transport/tcp_connections"), 200, "{}", summary_of(&result));
 }
 
 /// Runs `wsbench run --http2` against `url` expecting it to be refused before any load:
