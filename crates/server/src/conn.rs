@@ -137,6 +137,15 @@ impl ConnState {
         }
     }
 
+    /// The HTTP/2 connection, in [`Phase::Http2`].
+    pub fn h2(&self) -> Option<&H2Conn> {
+        self.h2.as_deref()
+    }
+
+    pub fn h2_mut(&mut self) -> Option<&mut H2Conn> {
+        self.h2.as_deref_mut()
+    }
+
     /// A WebSocket whose opening handshake happened elsewhere (an HTTP/2 stream's CONNECT).
     pub fn websocket(decoder: Box<Decoder>, compression: Option<Box<Compression>>) -> ConnState {
         ConnState { decoder: Some(decoder), compression, ..ConnState::new(Phase::WebSocket) }

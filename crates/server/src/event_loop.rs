@@ -327,6 +327,8 @@ impl EventLoop {
             };
             if !conn.state.inbox.is_empty() {
                 self.handle_pubsub(key);
+            } else if conn.state.h2().is_some_and(|h2| h2.has_commands()) {
+                self.handle_pubsub_streams(key);
             }
             let conn = &mut self.conns[key];
             if conn.state.phase == Phase::Handshake

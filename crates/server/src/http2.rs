@@ -9,8 +9,9 @@
 //! other streams go on. A plain GET is answered `200 ok`; anything else `400`/`501`.
 //!
 //! Like [`ConnState`] it turns input bytes into output bytes and never touches the socket:
-//! the `h2` crate runs over an in-memory pipe, polled whenever bytes came. Pub/sub commands
-//! are echoed here (the fan-out is HTTP/1.1's).
+//! the `h2` crate runs over an in-memory pipe, polled whenever bytes came. With `--pubsub`
+//! each stream's commands wait in its inbox for the event loop's fan-out, which writes
+//! acknowledgements and deliveries to streams by id ([`H2Conn::send_to`]).
 
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
@@ -41,6 +42,8 @@ type Handshake = std::pin::Pin<Box<server::Handshake<PipeIo, Bytes>>>;
 /// One WebSocket on a stream.
 #[derive(Debug)]
 struct Stream {
+    /// Its HTTP/2 stream id (never reused on a connection).
+    id: u32,
     waker: Waker,
     recv: RecvStream,
     send: SendStream<Bytes>,
@@ -61,6 +64,10 @@ pub struct H2Conn {
     woken: Vec<usize>,
     /// One stream's echo, before it goes out as DATA.
     echo: Vec<u8>,
+    /// The limits of the last call, for output pumped between calls (pub/sub deliveries).
+    limits: Limits,
+    /// Some stream has pub/sub commands in its inbox.
+    commands: bool,
 }
 
 impl std::fmt::Debug for H2Conn {
@@ -94,11 +101,45 @@ impl H2Conn {
             ready: Ready::default(),
             woken: Vec::new(),
             echo: Vec::new(),
+            limits: Limits { max_message: 0, max_header_bytes: 0, deflate: false, pubsub: false },
+            commands: false,
         }
+    }
+
+    /// Whether a stream has pub/sub commands waiting ([`H2Conn::take_commands`]).
+    pub fn has_commands(&self) -> bool {
+        self.commands
+    }
+
+    /// Every stream's pub/sub commands, with its id (the inbox format of [`ConnState`]).
+    pub fn take_commands(&mut self) -> Vec<(u32, Vec<u8>)> {
+        self.commands = false;
+        let with_commands = self.streams.iter_mut().filter(|(_, s)| !s.state.inbox.is_empty());
+        with_commands.map(|(_, s)| (s.id, std::mem::take(&mut s.state.inbox))).collect()
+    }
+
+    /// Whether the WebSocket on stream `id` is still open.
+    pub fn has_stream(&self, id: u32) -> bool {
+        self.streams.iter().any(|(_, s)| s.id == id && !s.closed)
+    }
+
+    /// Queues `frame` (a whole WebSocket frame) on stream `id`; [`H2Conn::drain_output`]
+    /// turns it into bytes.
+    pub fn send_to(&mut self, id: u32, frame: &[u8]) {
+        if let Some((_, stream)) = self.streams.iter_mut().find(|(_, s)| s.id == id && !s.closed) {
+            let _ = stream.send.send_data(Bytes::copy_from_slice(frame), false);
+        }
+    }
+
+    /// Appends what the connection has to send now (after [`H2Conn::send_to`]) to `out`.
+    pub fn drain_output(&mut self, out: &mut Vec<u8>) {
+        let _ = self.pump(self.limits);
+        self.pipe.take_output(out);
     }
 
     /// Takes all of `data` (bytes from the client), appending what goes back to `out`.
     pub fn process(&mut self, data: &[u8], out: &mut Vec<u8>, limits: Limits) -> Next {
+        self.limits = limits;
         self.pipe.push_input(data);
         let next = self.pump(limits);
         self.pipe.take_output(out);
@@ -218,11 +259,13 @@ impl H2Conn {
             decoder.allow_rsv1();
             compression = Some(state);
         }
+        let id = respond.stream_id().as_u32();
         let Ok(send) = respond.send_response(response.body(()).unwrap_or_default(), false) else { return };
         let slot = self.streams.vacant_key();
         let waker = self.ready.waker(slot);
         let state = ConnState::websocket(decoder, compression);
         self.streams.insert(Stream {
+            id,
             waker,
             recv: request.into_body(),
             send,
@@ -236,7 +279,6 @@ impl H2Conn {
     /// Reads the streams `h2` woke and echoes what they carry. Whether anything came.
     fn serve_streams(&mut self, limits: Limits) -> bool {
         self.ready.take(&mut self.woken);
-        let echo_limits = Limits { pubsub: false, ..limits };
         let mut moved = false;
         while let Some(slot) = self.woken.pop() {
             let Some(stream) = self.streams.get_mut(slot) else { continue };
@@ -249,7 +291,8 @@ impl H2Conn {
                         moved = true;
                         let _ = stream.recv.flow_control().release_capacity(data.len());
                         if !stream.closed {
-                            stream.echo(&data, &mut self.echo, echo_limits);
+                            stream.echo(&data, &mut self.echo, limits);
+                            self.commands |= !stream.state.inbox.is_empty();
                         }
                     }
                     // The client ended its side (or reset the stream): the WebSocket is over.

@@ -107,6 +107,28 @@ fn the_axum_fleet_server_carries_them_over_h2c_and_answers_http1_on_the_same_por
     assert_eq!(uint(&result, "/summary/transport/tcp_connections"), 200, "{}", summary_of(&result));
 }
 
+#[test]
+fn pubsub_fans_out_to_streams_of_the_built_in_server() {
+    let _slot = heavy(1);
+    let json = scratch("h2-pubsub").join("r.json");
+    let args =
+        "run pubsub --http2 --subscribers 200 --topics 4 --publishers 4 --rate 100/s --duration 2s --quiet";
+    let mut args: Vec<&str> = args.split_whitespace().collect();
+    args.extend(["--json", arg(&json)]);
+    let run = wsbench(&args, Duration::from_secs(60));
+    run.assert_success();
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(result["pubsub"]["subscribed"], 200, "{context}");
+    assert_eq!(result["pubsub"]["lost"], 0, "{context}");
+    assert_eq!(result["pubsub"]["delivered"], result["pubsub"]["expected_deliveries"], "{context}");
+    assert_eq!(
+        uint(&result, "/summary/transport/tcp_connections"),
+        3,
+        "204 WebSockets on 3 TCP connections\n{context}"
+    );
+}
+
 /// Runs `wsbench run --http2` against `url` expecting it to be refused before any load:
 /// exit 1, one line on stderr containing `expected`, no result file.
 fn refused_before_load(test: &str, url: &str, expected: &str) {
