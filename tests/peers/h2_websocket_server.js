@@ -6,6 +6,7 @@
 //
 //   node h2_websocket_server.js PORT [MODE]
 //     MODE echo (default) | no-connect-protocol (SETTINGS without the setting) |
+//          few-streams (SETTINGS_MAX_CONCURRENT_STREAMS 10) |
 //          faults (the stream of the WebSocket whose x-conn header is 7 is reset with
 //          RST_STREAM(CANCEL) after its 10th message; the connection carrying x-conn 150
 //          gets GOAWAY(ENHANCE_YOUR_CALM) after that WebSocket's 20th message, and is closed)
@@ -18,6 +19,7 @@ const port = Number(process.argv[2] || 0);
 const mode = process.argv[3] || 'echo';
 const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
 const settings = mode === 'no-connect-protocol' ? {} : { enableConnectProtocol: true };
+if (mode === 'few-streams') settings.maxConcurrentStreams = 10;
 const server = http2.createServer({ settings, maxSessionMemory: 64 });
 let connectRequests = 0;
 

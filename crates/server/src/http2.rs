@@ -23,7 +23,7 @@ use wsbench_proto::handshake::UpgradeRequest;
 use wsbench_proto::{Decoder, Role};
 use wsbench_transport::http2::h2::server::{self, SendResponse};
 use wsbench_transport::http2::h2::{self, RecvStream, SendStream};
-use wsbench_transport::http2::{Pipe, PipeIo, Ready, context};
+use wsbench_transport::http2::{OUTPUT_LIMIT, Pipe, PipeIo, Ready, context};
 
 use crate::compression::Compression;
 use crate::conn::{ConnState, Limits, Next, Phase};
@@ -141,8 +141,17 @@ impl H2Conn {
     pub fn process(&mut self, data: &[u8], out: &mut Vec<u8>, limits: Limits) -> Next {
         self.limits = limits;
         self.pipe.push_input(data);
-        let next = self.pump(limits);
-        self.pipe.take_output(out);
+        let mut next = self.pump(limits);
+        // The pipe told `h2` to wait when it held its limit: once emptied, `h2` goes on (its
+        // output is bounded by the client's flow-control windows).
+        for _ in 0..MAX_PASSES {
+            let before = out.len();
+            self.pipe.take_output(out);
+            if out.len() - before < OUTPUT_LIMIT || next == Next::CloseAfterFlush {
+                break;
+            }
+            next = self.pump(limits);
+        }
         next
     }
 

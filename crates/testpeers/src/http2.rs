@@ -22,6 +22,8 @@ pub enum NodeH2 {
     Echo,
     /// SETTINGS without SETTINGS_ENABLE_CONNECT_PROTOCOL.
     NoConnectProtocol,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS 10.
+    FewStreams,
     /// Reset the stream of `x-conn: 7` after its 10th message; GOAWAY the connection
     /// carrying `x-conn: 150` after that one's 20th (see the script).
     Faults,
@@ -35,6 +37,7 @@ pub fn start_node_h2(mode: NodeH2) -> Result<Peer, PeerError> {
     let mode = match mode {
         NodeH2::Echo => "echo",
         NodeH2::NoConnectProtocol => "no-connect-protocol",
+        NodeH2::FewStreams => "few-streams",
         NodeH2::Faults => "faults",
     };
     let script = repo_root().join("tests/peers/h2_websocket_server.js");

@@ -24,7 +24,7 @@ pub use h2;
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// Bytes of output the pipe holds before `h2` is told to wait (the socket is slow).
-const OUTPUT_LIMIT: usize = 1 << 20;
+pub const OUTPUT_LIMIT: usize = 1 << 20;
 /// The most one read from the socket takes into the pipe.
 const READ_CHUNK: usize = 64 * 1024;
 

@@ -153,7 +153,11 @@ impl Worker {
             }
             let connect_allowed = self.connecting < MAX_CONNECTING && !self.control.stopping();
             self.flush_carriers();
-            let timeout = self.sleep_time(now, connect_allowed);
+            // A carrier with work left goes on after a look at the sockets, not after a sleep.
+            let timeout = match self.carriers.any_dirty() {
+                true => Duration::ZERO,
+                false => self.sleep_time(now, connect_allowed),
+            };
             let events = match self.io.wait(timeout) {
                 Ok(events) => events,
                 Err(e) => {

@@ -160,6 +160,26 @@ fn a_server_without_http2_gets_one_line_and_no_load() {
     refused_before_load("h2-not-h2", &node.url, "does not speak HTTP/2");
 }
 
+#[test]
+fn websockets_beyond_the_servers_max_concurrent_streams_are_refused_by_cause() {
+    let _slot = heavy(1);
+    let Some(node) = or_skip(start_node_h2(NodeH2::FewStreams)) else { return };
+    let json = scratch("h2-few-streams").join("r.json");
+    let args =
+        ["run", "echo", &node.url("/"), "--http2", "--connections", "30", "--streams-per-connection", "20"];
+    let run = wsbench(
+        &[&args[..], &["--duration", "1s", "--quiet", "--json", arg(&json)]].concat(),
+        Duration::from_secs(60),
+    );
+    run.assert_completed_with_failures();
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    // 20 WebSockets on the first connection, which takes 10 at once; 10 on the second.
+    let want = [("handshake_h2_over_max_concurrent_streams".to_owned(), 10)];
+    assert_eq!(errors(&result), want.into_iter().collect(), "{context}");
+    assert_eq!(uint(&result, "/summary/connections/established"), 20, "{context}");
+}
+
 /// The number in the node peer's log line `goaway to a connection of N streams`.
 fn streams_ended_by_goaway(node: &Peer) -> u64 {
     let log = node.log();

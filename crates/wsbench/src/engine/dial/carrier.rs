@@ -68,6 +68,9 @@ pub trait Carrier: Send + std::fmt::Debug {
     fn has_room(&self) -> bool;
     /// Whether it is over (lost, and every WebSocket told): the worker drops it.
     fn is_over(&self) -> bool;
+    /// Whether it stopped with work left (bytes it has not read yet, streams not served): the
+    /// worker lets it go on before waiting.
+    fn has_work_left(&self) -> bool;
 }
 
 /// A worker's carriers: the one being filled with WebSockets, those whose socket is yet
@@ -118,6 +121,11 @@ impl Carriers {
         if self.table.contains(key) && !self.dirty.contains(&key) {
             self.dirty.push(key);
         }
+    }
+
+    /// Whether a carrier has output pending (the worker must not sleep).
+    pub fn any_dirty(&self) -> bool {
+        !self.dirty.is_empty()
     }
 
     /// The carriers with output pending, each once.

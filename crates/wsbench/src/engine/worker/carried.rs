@@ -41,6 +41,9 @@ impl Worker {
         }
         self.on_stream_events(&mut events);
         self.carrier_events = events;
+        if self.carriers.get_mut(key).is_some_and(|c| c.has_work_left()) {
+            self.carriers.touch(key);
+        }
         self.drop_carrier_if_over(key);
     }
 

@@ -548,4 +548,9 @@ impl Carrier for H2Carrier {
     fn is_over(&self) -> bool {
         self.phase == Phase::Over
     }
+
+    fn has_work_left(&self) -> bool {
+        matches!(self.phase, Phase::Settling | Phase::Ready)
+            && (!self.pipe.input_taken() || !self.ready.is_empty() || !self.woken.is_empty())
+    }
 }
