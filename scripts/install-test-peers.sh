@@ -19,6 +19,11 @@
 #   - socket.io, graphql-ws (+ graphql, ws) and rpc-websockets into tests/peers/node_modules
 #     (pinned in tests/peers/package-lock.json)
 #   - nats-server into <repo>/.tools (scripts/install-nats-server.sh, needs Go)
+# and the HTTP/2 fronts of the RFC 8441 tests (crates/wsbench/tests/engine/http2.rs):
+#   - haproxy (apt-get, only when missing; needs root or sudo); node's own http2 module needs
+#     nothing more than node
+#   - the fleet's axum server, servers/rust-axum (cargo build --release --locked, from
+#     crates.io; its own Cargo.lock)
 # Idempotent: re-running it only re-checks what is already installed.
 set -euo pipefail
 
@@ -75,11 +80,15 @@ echo "install-test-peers: $(/usr/bin/chromium --version 2>/dev/null)," \
 
 ./scripts/install-toxiproxy.sh
 
-apt_install mosquitto rabbitmq-server
+apt_install mosquitto rabbitmq-server haproxy
 echo "install-test-peers: mosquitto $(dpkg-query -W -f='${Version}' mosquitto)," \
-    "rabbitmq-server $(dpkg-query -W -f='${Version}' rabbitmq-server)"
+    "rabbitmq-server $(dpkg-query -W -f='${Version}' rabbitmq-server)," \
+    "haproxy $(dpkg-query -W -f='${Version}' haproxy)"
 echo "install-test-peers: npm ci in tests/peers"
 (cd tests/peers && npm ci --no-audit --no-fund --loglevel=error)
 node -e 'for (const p of ["socket.io", "graphql-ws", "graphql", "rpc-websockets"])
     console.log("install-test-peers:", p, require(`./tests/peers/node_modules/${p}/package.json`).version)'
 ./scripts/install-nats-server.sh
+
+echo "install-test-peers: cargo build --release --locked in servers/rust-axum"
+(cd servers/rust-axum && env -u CARGO_TARGET_DIR cargo build --release --locked --quiet)

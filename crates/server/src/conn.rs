@@ -1,5 +1,6 @@
 //! One client connection's protocol state machine: HTTP request → (101 and WebSocket echo |
-//! 200 for plain GETs | 400 for bad upgrades), or raw TCP echo. It turns input bytes into
+//! 200 for plain GETs | 400 for bad upgrades), the HTTP/2 preface → WebSockets as streams
+//! (`http2.rs`), or raw TCP echo. It turns input bytes into
 //! output bytes and never touches the socket, so the event loop owns all I/O and buffering.
 //!
 //! Idle connections hold no buffers: `input` keeps only an incomplete header or control
@@ -11,7 +12,9 @@ use wsbench_proto::{CloseCode, Decoder, OpCode, Role, write_frame};
 use wsbench_transport::Transport;
 
 use crate::compression::Compression;
+use crate::http2::H2Conn;
 use crate::pubsub;
+use wsbench_transport::http2::PREFACE;
 
 /// Where a connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +24,8 @@ pub enum Phase {
     /// Served plain HTTP requests; more may follow on the same connection.
     Http,
     WebSocket,
+    /// HTTP/2 (its first bytes were the preface): WebSockets as streams.
+    Http2,
     /// The raw TCP echo port.
     Raw,
     /// Our side is done; discard input until the peer closes or the close timeout fires.
@@ -116,17 +121,51 @@ pub struct ConnState {
     /// Pub/sub commands received and not yet handled by the event loop: each message's
     /// length (4 bytes, native order) then its payload. Empty except in `--pubsub` mode.
     pub inbox: Vec<u8>,
+    /// The HTTP/2 connection, in [`Phase::Http2`].
+    h2: Option<Box<H2Conn>>,
 }
 
 impl ConnState {
     pub fn new(phase: Phase) -> ConnState {
-        ConnState { phase, decoder: None, message: Vec::new(), compression: None, inbox: Vec::new() }
+        ConnState {
+            phase,
+            decoder: None,
+            message: Vec::new(),
+            compression: None,
+            inbox: Vec::new(),
+            h2: None,
+        }
+    }
+
+    /// The HTTP/2 connection, in [`Phase::Http2`].
+    pub fn h2(&self) -> Option<&H2Conn> {
+        self.h2.as_deref()
+    }
+
+    pub fn h2_mut(&mut self) -> Option<&mut H2Conn> {
+        self.h2.as_deref_mut()
+    }
+
+    /// A WebSocket whose opening handshake happened elsewhere (an HTTP/2 stream's CONNECT).
+    pub fn websocket(decoder: Box<Decoder>, compression: Option<Box<Compression>>) -> ConnState {
+        ConnState { decoder: Some(decoder), compression, ..ConnState::new(Phase::WebSocket) }
     }
 
     /// Consumes bytes from the start of `data`, appending replies to `out`. Returns how many
     /// bytes were used; the rest must be offered again with more input.
     pub fn process(&mut self, data: &mut [u8], out: &mut Vec<u8>, limits: Limits) -> (usize, Next) {
         match self.phase {
+            Phase::Handshake if data.len() < PREFACE.len() && PREFACE.starts_with(data) => {
+                (0, Next::Continue)
+            }
+            Phase::Handshake if data.starts_with(PREFACE) => {
+                self.phase = Phase::Http2;
+                self.process(data, out, limits)
+            }
+            Phase::Http2 => {
+                let h2 = self.h2.get_or_insert_with(Default::default);
+                (data.len(), h2.process(data, out, limits))
+            }
             Phase::Handshake | Phase::Http => self.process_http(data, out, limits),
             Phase::WebSocket => self.process_frames(data, out, limits.pubsub),
             Phase::Raw => {
@@ -139,8 +178,14 @@ impl ConnState {
 
     /// Queues a close frame with `code` (used at shutdown: 1001).
     pub fn close_with(&mut self, code: u16, out: &mut Vec<u8>) {
-        if self.phase == Phase::WebSocket {
-            write_frame(out, true, OpCode::Close, None, &code.to_be_bytes());
+        match self.phase {
+            Phase::WebSocket => write_frame(out, true, OpCode::Close, None, &code.to_be_bytes()),
+            Phase::Http2 => {
+                if let Some(h2) = self.h2.as_mut() {
+                    h2.close_with(code, out);
+                }
+            }
+            _ => {}
         }
     }
 

@@ -327,6 +327,8 @@ impl EventLoop {
             };
             if !conn.state.inbox.is_empty() {
                 self.handle_pubsub(key);
+            } else if conn.state.h2().is_some_and(|h2| h2.has_commands()) {
+                self.handle_pubsub_streams(key);
             }
             let conn = &mut self.conns[key];
             if conn.state.phase == Phase::Handshake
@@ -516,7 +518,7 @@ impl EventLoop {
         for key in keys {
             let conn = &mut self.conns[key];
             match conn.state.phase {
-                Phase::WebSocket => {
+                Phase::WebSocket | Phase::Http2 => {
                     conn.close_with(SHUTDOWN_CLOSE_CODE, &mut self.out);
                     if self.send(key) {
                         self.begin_closing(key);

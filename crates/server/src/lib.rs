@@ -13,6 +13,7 @@ mod compression;
 mod config;
 mod conn;
 mod event_loop;
+mod http2;
 mod listener;
 mod processes;
 mod pubsub;

@@ -46,9 +46,10 @@ pub fn ack(topic: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(b"\"}");
 }
 
-/// A subscriber: a slab key and the serial that tells it from a later connection in the
-/// same slot (closed connections are dropped lazily, when a publish finds them gone).
-pub type Subscriber = (usize, u32);
+/// A subscriber: a slab key, the serial that tells it from a later connection in the same
+/// slot, and the HTTP/2 stream id of the WebSocket on that connection (0: the connection is
+/// the WebSocket, HTTP/1.1). Closed ones are dropped lazily, when a publish finds them gone.
+pub type Subscriber = (usize, u32, u32);
 
 /// Topic → subscribers.
 #[derive(Debug, Default)]
@@ -104,13 +105,14 @@ mod tests {
     #[test]
     fn topics_keep_one_subscription_each_and_drop_dead_subscribers() {
         let mut topics = Topics::default();
-        topics.subscribe(b"a", (1, 0));
-        topics.subscribe(b"a", (1, 0));
-        topics.subscribe(b"a", (2, 0));
-        topics.subscribe(b"b", (3, 0));
-        assert_eq!(topics.subscribers(b"a", |_| true), &[(1, 0), (2, 0)]);
-        assert_eq!(topics.subscribers(b"a", |(key, _)| key != 1), &[(2, 0)]);
-        assert_eq!(topics.subscribers(b"a", |_| true), &[(2, 0)]);
+        topics.subscribe(b"a", (1, 0, 0));
+        topics.subscribe(b"a", (1, 0, 0));
+        topics.subscribe(b"a", (2, 0, 0));
+        topics.subscribe(b"a", (2, 0, 3));
+        topics.subscribe(b"b", (3, 0, 0));
+        assert_eq!(topics.subscribers(b"a", |_| true), &[(1, 0, 0), (2, 0, 0), (2, 0, 3)]);
+        assert_eq!(topics.subscribers(b"a", |(key, _, _)| key != 1), &[(2, 0, 0), (2, 0, 3)]);
+        assert_eq!(topics.subscribers(b"a", |_| true), &[(2, 0, 0), (2, 0, 3)]);
         assert!(topics.subscribers(b"none", |_| true).is_empty());
     }
 }

@@ -44,5 +44,8 @@ pub fn server_config(source: &TlsSource) -> Result<Arc<ServerConfig>, ServeError
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map_err(|e| ServeError::Tls(e.to_string()))?;
+    let mut config = config;
+    // HTTP/2 first (WebSockets over it, RFC 8441), HTTP/1.1 for everyone else.
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }

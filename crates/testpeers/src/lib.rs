@@ -1,7 +1,8 @@
 //! Starts the real servers that wsbench's application-protocol tests talk to, on free
 //! loopback ports, and stops them when the returned [`Peer`] is dropped: mosquitto, NATS,
-//! RabbitMQ (web-stomp and web-mqtt), and the small socket.io, graphql-ws and rpc-websockets
-//! programs under `tests/peers/`. Test-only (`publish = false`): it may block, sleep and
+//! RabbitMQ (web-stomp and web-mqtt), HAProxy as an HTTP/2 front, the fleet's axum server,
+//! and the small socket.io,
+//! graphql-ws, rpc-websockets and node `http2` programs under `tests/peers/`. Test-only (`publish = false`): it may block, sleep and
 //! spawn, which the library crates never do.
 //!
 //! Each server is installed by `scripts/install-test-peers.sh`; a missing one is
@@ -11,12 +12,14 @@
 //! each peer's configuration and data live in a fresh temporary folder removed on drop.
 
 mod brokers;
+mod http2;
 mod node;
 mod process;
 
 use std::path::PathBuf;
 
 pub use brokers::{start_mosquitto, start_nats, start_rabbitmq};
+pub use http2::{NodeH2, start_axum, start_haproxy, start_node_h2};
 pub use node::{
     start_graphql_ws, start_rpc_websockets, start_socketio, start_socketio_pinging_every,
     start_socketio_pinging_with_timeout,

@@ -10,7 +10,12 @@ use wsbench_supervisor::Launch;
 use crate::process::{Peer, installed, temp_dir};
 use crate::{PeerError, repo_root};
 
-fn start_node(peer: &'static str, script: &str, package: &str, extra: &[String]) -> Result<Peer, PeerError> {
+pub(crate) fn start_node(
+    peer: &'static str,
+    script: &str,
+    package: &str,
+    extra: &[String],
+) -> Result<Peer, PeerError> {
     let peers = repo_root().join("tests/peers");
     installed(peer, &peers.join("node_modules").join(package).join("package.json"))?;
     let node = which_node().ok_or(PeerError::NotInstalled { peer, missing: "node on PATH".into() })?;
@@ -26,7 +31,7 @@ fn start_node(peer: &'static str, script: &str, package: &str, extra: &[String])
     Ok(peer.with_port("websocket", port))
 }
 
-fn which_node() -> Option<std::path::PathBuf> {
+pub(crate) fn which_node() -> Option<std::path::PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|dir| dir.join("node")).find(|node| Path::new(node).is_file())
 }

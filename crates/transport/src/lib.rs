@@ -6,7 +6,10 @@
 //!
 //! A crate of its own so the echo server and the load engine share it without either
 //! depending on the other. The per-event methods are `#[inline]`: both callers are in
-//! other crates, and these calls sit on their hot paths.
+//! other crates, and these calls sit on their hot paths. [`http2`] runs HTTP/2 over such a
+//! stream for both sides too.
+
+pub mod http2;
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -112,6 +115,15 @@ impl Transport {
             Transport::Tls(tls) => {
                 Some((tls.session.protocol_version()?, tls.session.negotiated_cipher_suite()?.suite()))
             }
+        }
+    }
+
+    /// The application protocol TLS negotiated (ALPN), e.g. `h2` (None for plain TCP, or
+    /// while negotiating, or when none was agreed).
+    pub fn alpn_protocol(&self) -> Option<&[u8]> {
+        match self {
+            Transport::Plain(_) => None,
+            Transport::Tls(tls) => tls.session.alpn_protocol(),
         }
     }
 

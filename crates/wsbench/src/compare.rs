@@ -2,14 +2,16 @@
 //! Servers take turns within each repeat (interleaved, so machine drift spreads evenly over
 //! them); each is started fresh, pinned to its CPU, measured with the client pinned
 //! elsewhere, and stopped. A server that is not installed, fails to start or dies mid-run
-//! gets a row saying so; the others are still measured. Every result file is kept.
+//! gets a row saying so; the others are still measured. Every result file is kept. With
+//! `--http2` each server gets a second row over HTTP/2 (RFC 8441): natively when it serves
+//! it, else through an HAProxy front (`fleet::front`) that speaks HTTP/1.1 to it.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::config::{ConfigError, RunSettings};
-use crate::fleet::{self, FleetError, FleetServer, Manifest};
+use crate::fleet::{self, FleetError, FleetServer, Manifest, front};
 use crate::result::RunResult;
 use crate::session::{self, RunError};
 
@@ -44,10 +46,28 @@ pub struct CompareConfig {
     pub settings: RunSettings,
 }
 
+/// How a row's WebSockets reach its server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Over {
+    /// RFC 6455's HTTP/1.1 upgrade.
+    Http1,
+    /// RFC 8441 over HTTP/2, served by the server itself.
+    Http2,
+    /// RFC 8441 over HTTP/2 to an HAProxy front, HTTP/1.1 from it to the server.
+    Http2Front,
+}
+
+/// What the table says under a comparison with rows through an HAProxy front.
+pub const FRONT_NOTE: &str = "/h2+haproxy: WebSockets over HTTP/2 to an HAProxy front, which opens each as an \
+                              HTTP/1.1 upgrade to the server; its server figures are the server's own\n";
+
 /// One server's row.
 #[derive(Debug, Clone)]
 pub struct Row {
     pub manifest: Manifest,
+    /// How its WebSockets reach it, and the name the table gives it (`builtin/h2`).
+    pub over: Over,
+    pub label: String,
     pub runs: Vec<RunResult>,
     /// What went wrong, in words (not installed, failed to start, died mid-run).
     pub problems: Vec<String>,
@@ -72,7 +92,13 @@ pub fn compare(
         crate::config::check_output_folder("out", out)?;
         std::fs::create_dir_all(out).map_err(|source| CompareError::OutDir { path: out.clone(), source })?;
     }
-    let mut rows: Vec<Row> = selected.iter().map(|manifest| Row::new(manifest)).collect();
+    let mut rows: Vec<Row> = Vec::new();
+    for manifest in selected {
+        rows.push(Row::new(manifest, Over::Http1));
+        if config.settings.http2 {
+            rows.push(Row::new(manifest, if manifest.http2 { Over::Http2 } else { Over::Http2Front }));
+        }
+    }
     let protocol = config.settings.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
     for row in &mut rows {
         row.require_protocol(protocol);
@@ -94,12 +120,18 @@ pub fn compare(
             }
             step += 1;
             let mut settings = config.settings.clone();
+            settings.http2 = row.over != Over::Http1;
+            if !settings.http2 {
+                settings.streams_per_connection = None;
+            }
             if !client_cpus.is_empty() && settings.client_cpus.is_none() {
                 settings.client_cpus = Some(crate::affinity::format_cpu_list(&client_cpus));
             }
-            settings.json =
-                config.out.as_ref().map(|out| out.join(format!("{}-{repeat}.json", row.manifest.name)));
-            let label = format!("[{step}/{total}] {} repeat {repeat}", row.manifest.name);
+            settings.json = config
+                .out
+                .as_ref()
+                .map(|out| out.join(format!("{}-{repeat}.json", row.label.replace('/', "-"))));
+            let label = format!("[{step}/{total}] {} repeat {repeat}", row.label);
             row.measure(settings, &server_cpus, interrupt, &mut |line| log(&format!("{label}: {line}")));
         }
     }
@@ -196,7 +228,7 @@ impl Row {
     /// This row as the report shows it.
     pub fn view(&self) -> crate::report::CompareRow<'_> {
         crate::report::CompareRow {
-            name: &self.manifest.name,
+            name: &self.label,
             language: &self.manifest.language,
             runs: &self.runs,
             problems: &self.problems,
@@ -214,10 +246,18 @@ impl Row {
                 .any(|run| !run.summary.errors.is_empty() || crate::thresholds::any_failed(run))
     }
 
-    /// A row for `manifest`, saying so if the server is not installed or cannot run here.
-    fn new(manifest: &Manifest) -> Row {
+    /// A row for `manifest` over `over`, saying so if the server is not installed or cannot
+    /// run here (or needs an HAProxy front that is not installed).
+    fn new(manifest: &Manifest, over: Over) -> Row {
+        let label = match over {
+            Over::Http1 => manifest.name.clone(),
+            Over::Http2 => format!("{}/h2", manifest.name),
+            Over::Http2Front => format!("{}/h2+haproxy", manifest.name),
+        };
         let mut row = Row {
             manifest: manifest.clone(),
+            over,
+            label,
             runs: Vec::new(),
             problems: Vec::new(),
             available: true,
@@ -231,6 +271,13 @@ impl Row {
             } else {
                 format!("unavailable: needs {}", missing.join(", "))
             });
+        }
+        if row.available && over == Over::Http2Front && !front::available() {
+            row.available = false;
+            row.skipped = Some(format!(
+                "skipped: no HTTP/2 of its own, and no HAProxy for a front ({} is missing: apt-get install haproxy)",
+                front::HAPROXY
+            ));
         }
         row
     }
@@ -253,8 +300,27 @@ impl Row {
             }
         };
         let protocol = settings.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
-        settings.target = Some(server.url(self.manifest.path(protocol)));
+        let mut front = match self.over {
+            Over::Http2Front => match start_front(&self.manifest.name, &server, server_cpus) {
+                Ok(front) => Some(front),
+                Err(problem) => {
+                    server.stop();
+                    log(&problem);
+                    self.problems.push(problem);
+                    return;
+                }
+            },
+            Over::Http1 | Over::Http2 => None,
+        };
+        settings.target = Some(front.as_ref().unwrap_or(&server).url(self.manifest.path(protocol)));
+        if front.is_some() && settings.server_pid.is_none() {
+            // The server measured is the one behind the front.
+            settings.server_pid = server.pids().first().copied();
+        }
         let measured = measure(settings, interrupt);
+        if let Some(front) = front.as_mut() {
+            front.stop();
+        }
         // A server that closed every connection is usually on its way out: give it a
         // moment to exit so the row can say it died rather than look merely slow.
         let lost_all = measured.as_ref().is_ok_and(|r| {
@@ -284,6 +350,13 @@ impl Row {
             self.problems.push(format!("died mid-run ({status})"));
         }
     }
+}
+
+/// HAProxy before `server`, on the server's CPUs; the error is the row's problem.
+fn start_front(name: &str, server: &FleetServer, cpus: &[usize]) -> Result<FleetServer, String> {
+    let manifest = front::haproxy_before(name, server.port)
+        .map_err(|e| format!("cannot write the HAProxy front's configuration: {e}"))?;
+    FleetServer::start(&manifest, cpus, START_TIMEOUT).map_err(|e| format!("its HAProxy front {e}"))
 }
 
 fn measure(settings: RunSettings, interrupt: &AtomicBool) -> Result<RunResult, RunError> {

@@ -325,3 +325,35 @@ fn a_manifest_naming_an_unknown_protocol_is_refused_with_the_known_ones() {
     assert!(stderr.contains("protocol `amqp` is not one wsbench speaks: use raw"), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
+
+#[test]
+fn an_http2_comparison_measures_each_server_over_both_and_fronts_the_h1_only_ones_with_haproxy() {
+    if !Path::new("/usr/sbin/haproxy").is_file() {
+        support::peer_missing("haproxy is not installed");
+        return;
+    }
+    let dir = fleet_dir("http2");
+    let out = dir.join("results");
+    let mut args = vec!["compare", "--http2", "--servers", "builtin,healthy", "--out", out.to_str().unwrap()];
+    args.extend("--connections 20 --streams-per-connection 10 --warmup 0s --duration 1s".split_whitespace());
+    let (code, stdout, stderr) = wsbench(&args, &dir);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    for row in ["builtin ", "builtin/h2 ", "healthy ", "healthy/h2+haproxy "] {
+        let line =
+            stdout.lines().find(|l| l.starts_with(row)).unwrap_or_else(|| panic!("no {row}row\n{stdout}"));
+        assert!(line.contains("20/20"), "{line}");
+    }
+    assert!(stdout.contains("/h2+haproxy: WebSockets over HTTP/2 to an HAProxy front"), "{stdout}");
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(out.join(name)).unwrap()).unwrap()
+    };
+    for (file, transport, tcp) in [
+        ("builtin-1.json", "http1", 20),
+        ("builtin-h2-1.json", "http2", 2),
+        ("healthy-h2+haproxy-1.json", "http2", 2),
+    ] {
+        let result = read(file);
+        assert_eq!(result["summary"]["transport"]["name"], transport, "{file}");
+        assert_eq!(result["summary"]["transport"]["tcp_connections"], tcp, "{file}");
+    }
+}

@@ -1,6 +1,7 @@
 //! RFC 6455 conformance suite for `wsbench serve`: the server-side cases of the
 //! Autobahn|Testsuite (sections 1–7, 9, 10.1.1, 12 and 13) re-created as named Rust tests, plus a few
-//! extra checks of the server contract (unmasked frames, `--max-message`, fail-fast UTF-8).
+//! extra checks of the server contract (unmasked frames, `--max-message`, fail-fast UTF-8);
+//! and RFC 8441's WebSockets over HTTP/2 (`conformance/s8441_http2.rs`).
 //!
 //! Each case opens its own connection to a shared server (see `support::shared_server`) with
 //! an independent raw client (`conformance/raw_client.rs`), so the harness runs cases in
@@ -39,6 +40,8 @@ mod s09_limits;
 mod s10_autofragment;
 #[path = "conformance/s12_s13_deflate.rs"]
 mod s12_s13_deflate;
+#[path = "conformance/s8441_http2.rs"]
+mod s8441_http2;
 
 use std::net::SocketAddr;
 

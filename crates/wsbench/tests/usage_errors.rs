@@ -181,3 +181,18 @@ fn scenario_file_type_errors_and_nested_flow_steps_are_named_where_they_are() {
         "scenario file [[flow.steps]]: step 2: in its steps, step 2: bad regex",
     );
 }
+
+#[test]
+fn streams_per_connection_is_bounded_and_needs_http2() {
+    refused(
+        &["run", "--http2", "--streams-per-connection", "0"],
+        2,
+        "--streams-per-connection: 0 is out of range: use 1 to 10000",
+    );
+    refused(
+        &["run", "--http2", "--streams-per-connection", "10001"],
+        2,
+        "--streams-per-connection: 10001 is out of range: use 1 to 10000",
+    );
+    refused(&["run", "--streams-per-connection", "10"], 2, "only over HTTP/2: add --http2");
+}

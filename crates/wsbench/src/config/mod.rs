@@ -24,6 +24,7 @@ mod suggest;
 mod target;
 mod threshold;
 mod tls;
+mod transport;
 mod validate;
 
 use std::net::IpAddr;
@@ -52,6 +53,7 @@ pub use source_addrs::parse_addr_range;
 pub use target::Target;
 pub use threshold::{Comparison, Metric, Threshold};
 pub use tls::{ClientIdentity, ClientKey, TlsOptions, TlsVersion};
+pub use transport::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTION, TransportSpec};
 pub use validate::{MAX_DURATION, bounded as bounded_duration_setting, duration as duration_setting};
 
 pub const DEFAULT_SCENARIO: &str = "echo";
@@ -238,6 +240,9 @@ pub struct LoadSpec {
     pub compression: Option<CompressionOffer>,
     /// `--io`: the socket I/O the workers use.
     pub io: IoBackend,
+    /// `--http2`, `--streams-per-connection`: how WebSockets reach the server.
+    #[serde(skip_serializing_if = "TransportSpec::is_default")]
+    pub transport: TransportSpec,
     /// `--protocol`: the message protocol spoken over WebSocket (one of `crate::protocol`'s).
     pub protocol: &'static str,
     /// Its options (`--event`, `--method`, `--qos`, `--mqtt-version`, `--query`, `--heartbeat`,

@@ -263,6 +263,15 @@ pub struct RunSettings {
     #[arg(long, value_name = "BACKEND")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub io: Option<String>,
+    /// Open WebSockets over HTTP/2 (RFC 8441 extended CONNECT), many per TCP connection:
+    /// h2c with prior knowledge for ws://, ALPN h2 for wss://.
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub http2: bool,
+    /// With --http2: WebSockets per TCP connection (default 100).
+    #[arg(long, value_name = "S")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streams_per_connection: Option<u64>,
     /// The message protocol spoken over WebSocket: raw (default), socketio, mqtt, stomp,
     /// jsonrpc or graphql-ws (`wsbench run --help` lists them).
     #[arg(long, value_name = "NAME")]
@@ -464,6 +473,8 @@ mod tests {
             topics: Some(5),
             publishers: Some(6),
             io: some("epoll"),
+            http2: true,
+            streams_per_connection: Some(50),
             protocol: some("jsonrpc"),
             event: some("chat"),
             method: some("ping"),

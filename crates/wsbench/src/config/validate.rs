@@ -18,6 +18,7 @@ use super::scenario::{Defaults, NoSettings, Pace, Pacing, ScenarioRules};
 use super::settings::RunSettings;
 use super::source_addrs::local_addrs;
 use super::tls::{TlsOptions, TlsSettings};
+use super::transport::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTION, TransportSpec};
 use super::{
     CompressionOffer, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG,
     LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, OwnSettings, Payload, Placement, RunConfig, Sampling,
@@ -85,6 +86,7 @@ impl RunSettings {
             tls: self.tls(target.as_ref())?,
             compression: self.compression()?,
             io: self.io()?,
+            transport: self.transport()?,
             protocol: self.protocol()?,
             protocol_options: self.protocol_options(message),
             run_id: self.run_id()?,
@@ -188,6 +190,29 @@ impl RunSettings {
             Some("epoll") => Ok(IoBackend::Epoll),
             Some(other) => Err(invalid("io", format!("`{other}` is not an I/O backend: use uring or epoll"))),
         }
+    }
+
+    /// `--http2` and `--streams-per-connection` (1 to [`MAX_STREAMS_PER_CONNECTION`], and
+    /// only with `--http2`).
+    fn transport(&self) -> Result<TransportSpec, ConfigError> {
+        let streams = self.streams_per_connection;
+        if !self.http2 {
+            return match streams {
+                None => Ok(TransportSpec::HTTP1),
+                Some(_) => Err(invalid(
+                    "streams-per-connection",
+                    "WebSockets share a TCP connection only over HTTP/2: add --http2".to_owned(),
+                )),
+            };
+        }
+        let streams = streams.unwrap_or(DEFAULT_STREAMS_PER_CONNECTION);
+        if !(1..=MAX_STREAMS_PER_CONNECTION).contains(&streams) {
+            return Err(invalid(
+                "streams-per-connection",
+                format!("{streams} is out of range: use 1 to {MAX_STREAMS_PER_CONNECTION}"),
+            ));
+        }
+        Ok(TransportSpec { name: "http2", streams_per_connection: streams })
     }
 
     /// `--protocol`: one the registry has (`raw` when none is given).

@@ -43,7 +43,18 @@ pub fn attach(
     counters: &mut Counters,
 ) -> Result<Box<ConnCompression>, HandshakeFailure> {
     let answer = parse_response(head, key).ok().flatten().and_then(|(response, _)| response.extensions);
-    let agreed = match deflate::check_answer(&offer.params, answer.as_deref()) {
+    attach_answer(offer, answer.as_deref(), decoder, counters)
+}
+
+/// Checks the server's `Sec-WebSocket-Extensions` answer (`None`: it sent none) against
+/// `offer`, as [`attach`] does.
+pub fn attach_answer(
+    offer: &CompressionOffer,
+    answer: Option<&str>,
+    decoder: &mut Decoder,
+    counters: &mut Counters,
+) -> Result<Box<ConnCompression>, HandshakeFailure> {
+    let agreed = match deflate::check_answer(&offer.params, answer) {
         Ok(Some(agreed)) => agreed,
         Ok(None) => {
             return Err(HandshakeFailure {

@@ -6,10 +6,9 @@
 use std::io;
 use std::time::Instant;
 
-use wsbench_proto::{CloseCode, Decoder, OpCode, write_frame};
-use wsbench_transport::Transport;
-
 use super::compression::ConnCompression;
+use super::stream::ByteStream;
+use wsbench_proto::{CloseCode, Decoder, OpCode, write_frame};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -27,7 +26,8 @@ pub enum State {
 
 #[derive(Debug)]
 pub struct ClientConn {
-    pub transport: Transport,
+    /// Its own socket, or a stream of a carrier's.
+    pub transport: ByteStream,
     pub state: State,
     /// When the TCP connect started (connect time runs to the end of the handshake).
     pub started: Instant,
@@ -80,7 +80,7 @@ pub struct Deferred {
 
 impl ClientConn {
     pub fn new(
-        transport: Transport,
+        transport: ByteStream,
         index: u64,
         key: String,
         decoder: Decoder,
@@ -297,12 +297,12 @@ impl crate::protocol::Outbox for Sending<'_> {
 const COALESCE_BATCHES: usize = 64;
 
 /// [`write_some`] for several buffers at once.
-fn write_vectored_some(transport: &mut Transport, data: &[io::IoSlice<'_>]) -> io::Result<usize> {
+fn write_vectored_some(transport: &mut ByteStream, data: &[io::IoSlice<'_>]) -> io::Result<usize> {
     taken_now(|| transport.write_vectored(data))
 }
 
 /// Writes what the socket takes now; 0 means it would block.
-fn write_some(transport: &mut Transport, data: &[u8]) -> io::Result<usize> {
+fn write_some(transport: &mut ByteStream, data: &[u8]) -> io::Result<usize> {
     taken_now(|| transport.write(data))
 }
 
@@ -340,7 +340,7 @@ mod tests {
         // Small buffers, so that a few hundred kB fill the socket.
         small_buffer(&client, libc::SO_SNDBUF);
         small_buffer(&peer, libc::SO_RCVBUF);
-        let transport = Transport::Plain(mio::net::TcpStream::from_std(client));
+        let transport = wsbench_transport::Transport::Plain(mio::net::TcpStream::from_std(client)).into();
         let conn =
             ClientConn::new(transport, 0, String::new(), Decoder::new(Role::Client, 1 << 20), Instant::now());
         (conn, peer)

@@ -13,6 +13,7 @@ mod io;
 mod live_board;
 pub mod pacer;
 pub mod recorder;
+pub mod stream;
 pub mod timers;
 pub mod tls;
 mod worker;
@@ -46,12 +47,30 @@ pub struct Job {
 impl Job {
     /// Fails only when rustls refuses the TLS options (validation has checked them).
     pub fn new(load: LoadSpec, target: Target, plan: Arc<dyn Plan>) -> std::io::Result<Job> {
+        let alpn = dial::by_name(load.transport.name).map_or(&[][..], |dial| dial.alpn());
         let tls = match target.tls {
-            true => Some(tls::client_config_with(load.insecure, &load.tls).map_err(std::io::Error::other)?),
+            true => {
+                let config =
+                    tls::client_config_with(load.insecure, &load.tls).map_err(std::io::Error::other)?;
+                Some(match alpn.is_empty() {
+                    true => config,
+                    false => {
+                        let mut config = (*config).clone();
+                        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+                        Arc::new(config)
+                    }
+                })
+            }
             false => None,
         };
         Ok(Job { load, target, plan, tls })
     }
+}
+
+/// Checks once, before any load, that the target speaks the run's transport: `Err` is one
+/// line naming the cause and what to do.
+pub fn check(job: &Job) -> Result<(), String> {
+    dial::of(job).check(job)
 }
 
 /// The run's phase, shared by the coordinator (writer) and the workers (readers).
@@ -306,8 +325,11 @@ fn spawn_workers(
         .map(|id| WorkerPlan { id, cpu: cpus.get(id).copied().flatten(), connections: Vec::new() })
         .collect();
     let mine = (0..spec.load.connections).filter(|&i| spec.load.shard.is_none_or(|shard| shard.owns(i)));
+    // Connections that share a TCP connection (`--streams-per-connection`) go to one worker
+    // in whole groups, so N of them ride on N / S connections.
+    let group = spec.load.transport.streams_per_connection.max(1) as usize;
     for (n, index) in mine.enumerate() {
-        plans[n % worker_count].connections.push(index);
+        plans[(n / group) % worker_count].connections.push(index);
     }
     let mut handles = Vec::with_capacity(worker_count);
     for plan in plans {

@@ -4,7 +4,8 @@
 //! `worker/frames.rs` (which passes whole messages to the scenario's [`Workload`]), fires
 //! the [`Pacer`]'s scheduled sends and the workload's timers, and at the end drains what is
 //! in flight and closes cleanly. Connections are opened, dropped and reopened in
-//! `worker/lifecycle.rs`.
+//! `worker/lifecycle.rs`; WebSockets that share a TCP connection reach it through their
+//! carrier (`worker/carried.rs`).
 
 use std::io;
 use std::sync::Arc;
@@ -14,8 +15,8 @@ use std::time::{Duration, Instant};
 use slab::Slab;
 
 use super::conn::{ClientConn, State};
-use super::dial::{self, Dial, HandshakeFailure, Upgrade};
-use super::io::{Event, Io};
+use super::dial::{self, Carriers, Dial, HandshakeFailure, StreamEvent, Upgrade};
+use super::io::{CARRIER, Event, Io};
 use super::pacer::{Pacer, TICK};
 use super::recorder::Recorder;
 use super::timers::{Due, Timers};
@@ -23,6 +24,7 @@ use super::workload::{Assembly, Cx, PhasePlan, Workload};
 use super::{Control, Job};
 use crate::metrics::Metrics;
 
+mod carried;
 mod frames;
 mod lifecycle;
 mod session;
@@ -66,6 +68,9 @@ pub struct Worker {
     /// How a connection becomes a WebSocket.
     dial: &'static dyn Dial,
     conns: Slab<ClientConn>,
+    /// TCP connections that carry several WebSockets each (HTTP/2), and what they said.
+    carriers: Carriers,
+    carrier_events: Vec<StreamEvent>,
     read_buf: Box<[u8]>,
     /// The scenario's work, and how it wants its messages.
     workload: Box<dyn Workload>,
@@ -101,6 +106,8 @@ impl Worker {
             io: Io::new()?,
             dial: dial::of(&spec),
             conns,
+            carriers: Carriers::default(),
+            carrier_events: Vec::new(),
             read_buf: vec![0u8; READ_BUFFER_BYTES].into_boxed_slice(),
             assembly: workload.assembly(),
             phases: spec.plan.phases(),
@@ -122,7 +129,9 @@ impl Worker {
     }
 
     pub fn run(mut self) -> WorkerOutput {
-        self.io.start_ring(self.spec.load.io, self.spec.target.tls, self.conns.capacity());
+        // Carried WebSockets and their carriers stay on epoll.
+        let on_epoll = self.spec.target.tls || self.dial.carries();
+        self.io.start_ring(self.spec.load.io, on_epoll, self.conns.capacity());
         loop {
             let now = Instant::now();
             if self.rec.tick(now, self.open, || self.workload.errors()) {
@@ -145,7 +154,12 @@ impl Worker {
                 break;
             }
             let connect_allowed = self.connecting < MAX_CONNECTING && !self.control.stopping();
-            let timeout = self.sleep_time(now, connect_allowed);
+            self.flush_carriers();
+            // A carrier with work left goes on after a look at the sockets, not after a sleep.
+            let timeout = match self.carriers.any_dirty() {
+                true => Duration::ZERO,
+                false => self.sleep_time(now, connect_allowed),
+            };
             let events = match self.io.wait(timeout) {
                 Ok(events) => events,
                 Err(e) => {
@@ -175,6 +189,7 @@ impl Worker {
     /// One thing the wait found.
     fn on_io(&mut self, event: Event) {
         match event {
+            Event::Ready { key, .. } if key & CARRIER != 0 => self.on_carrier(key & !CARRIER),
             Event::Ready { key, readable, writable, read_closed } => {
                 self.on_event(key, readable, writable, read_closed)
             }
@@ -333,6 +348,12 @@ impl Worker {
     /// Writes pending output. Returns false when the connection was dropped.
     fn flush(&mut self, key: usize) -> bool {
         let Some(conn) = self.conns.get_mut(key) else { return false };
+        if let Some((carrier, stream)) = conn.transport.carried() {
+            if conn.has_pending() {
+                self.carriers.wrote(carrier, stream);
+            }
+            return true;
+        }
         if self.io.flush(key, conn, self.workload.batch()).is_err() {
             self.on_broken(key);
             return false;

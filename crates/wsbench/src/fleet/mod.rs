@@ -2,8 +2,10 @@
 //! echo server and a `server.toml` manifest (how to install it from its registry, how to
 //! start it). This module reads the manifests, tells what is installed, runs the install
 //! steps, and starts and stops a server for `wsbench compare`. The built-in server is the
-//! fleet's first member and is always installed.
+//! fleet's first member and is always installed; [`front`] puts HAProxy before a server
+//! that speaks only HTTP/1.1 when a comparison runs over HTTP/2.
 
+pub mod front;
 mod process;
 
 use std::collections::BTreeMap;
@@ -70,6 +72,10 @@ pub struct Manifest {
     /// compression on; without it the server keeps its default (off) for the plain echo rows.
     #[serde(default)]
     pub deflate: bool,
+    /// Serves WebSockets over HTTP/2 itself (RFC 8441, h2c with prior knowledge on its
+    /// port); `compare --http2` puts an HAProxy front before a server without it.
+    #[serde(default)]
+    pub http2: bool,
     /// Speaks the pub/sub protocol of docs/protocols.md when started with `WSBENCH_PUBSUB=1`
     /// in its environment (its echo default is unchanged without it).
     #[serde(default)]
@@ -183,6 +189,7 @@ pub fn builtin() -> Manifest {
         http: true,
         websocket: true,
         env: BTreeMap::new(),
+        http2: true,
         deflate: true,
         pubsub: true,
         protocols: raw_only(),

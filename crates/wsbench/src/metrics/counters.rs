@@ -84,6 +84,15 @@ pub struct Counters {
     pub closes_answered: u64,
     #[serde(default)]
     pub closes_unanswered: u64,
+    /// TCP connections that carried the WebSockets and connected (over HTTP/2, several
+    /// WebSockets share one; over HTTP/1.1 each has its own).
+    #[serde(default)]
+    pub tcp_connections: u64,
+    /// WebSockets a transport ended by cause, each its own error kind: `h2_rst_<code>` (the
+    /// server reset the stream), `h2_goaway_<code>` (its GOAWAY ended the connection the
+    /// stream rode on), `h2_io` (that connection broke).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub transport_errors_by_cause: BTreeMap<String, u64>,
     /// The scenario's own counters as the result file carries them beside these (e.g.
     /// `churn_cycles`, `pubsub`). Empty in the engine's metrics, whose scenario section
     /// keeps them typed ([`super::Section`]); filled when a result is written and read back.
@@ -169,6 +178,9 @@ impl Counters {
         for (cause, count) in &self.protocol_errors_by_cause {
             put(cause, *count);
         }
+        for (cause, count) in &self.transport_errors_by_cause {
+            put(cause, *count);
+        }
         put("payload_mismatch", self.payload_mismatches);
         put("close_unanswered", self.closes_unanswered);
         for (code, count) in &self.closed_by_server {
@@ -244,5 +256,9 @@ impl AddAssign<&Counters> for Counters {
         }
         self.closes_answered += other.closes_answered;
         self.closes_unanswered += other.closes_unanswered;
+        self.tcp_connections += other.tcp_connections;
+        for (cause, count) in &other.transport_errors_by_cause {
+            *self.transport_errors_by_cause.entry(cause.clone()).or_default() += count;
+        }
     }
 }

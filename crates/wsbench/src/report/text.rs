@@ -171,6 +171,16 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
         group(connections.failed),
     );
     line(out, "connections:", &text);
+    let transport = &summary.transport;
+    if transport.is_shared() {
+        let text = format!(
+            "{}: WebSockets as streams, {} per TCP connection; {} carried them",
+            transport_name(&transport.name),
+            group(transport.streams_per_connection),
+            plural(transport.tcp_connections, "TCP connection", "TCP connections"),
+        );
+        line(out, "transport:", &text);
+    }
     if summary.errors.is_empty() {
         line(out, "errors:", "none");
     } else {
@@ -209,6 +219,15 @@ pub fn error_with_detail(result: &RunResult, kind: &str, count: u64) -> String {
 const WORDS_SHOWN: usize = 100;
 
 /// permessage-deflate: what was negotiated, and wire bytes against payload bytes each way.
+/// A transport as people call it (`http2` → `HTTP/2 (RFC 8441)`).
+fn transport_name(name: &str) -> String {
+    match name {
+        "http1" => "HTTP/1.1".to_owned(),
+        "http2" => "HTTP/2 (RFC 8441)".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
 fn compression_lines(out: &mut String, compression: &crate::result::CompressionSummary) {
     let negotiated: Vec<String> = compression
         .negotiated

@@ -223,6 +223,7 @@ impl Summary {
             ),
             thresholds: Vec::new(),
             compression: super::compression::CompressionSummary::of(counters),
+            transport: super::transport::TransportSummary::of(&outcome.config, counters),
         }
     }
 }

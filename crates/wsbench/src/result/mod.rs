@@ -13,6 +13,7 @@ mod build;
 mod codec;
 mod compression;
 mod distribution;
+mod transport;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -27,6 +28,7 @@ pub(crate) use atomic::write_atomically;
 pub use codec::{decode_histogram, encode_histogram};
 pub use compression::CompressionSummary;
 pub use distribution::Distribution;
+pub use transport::TransportSummary;
 
 /// The result-file format this wsbench writes, and the newest it reads. Version 2 dropped
 /// the per-second histograms (`histograms.intervals`, which older readers require); version
@@ -214,6 +216,10 @@ pub struct Summary {
     /// the run did not compress.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compression: Option<CompressionSummary>,
+    /// How the WebSockets reached the server (absent in results written before it was
+    /// kept: those ran over HTTP/1.1).
+    #[serde(default)]
+    pub transport: TransportSummary,
 }
 
 /// One `--threshold` judged: what the user wrote, the value measured for it (µs for

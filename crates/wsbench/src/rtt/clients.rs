@@ -1,5 +1,5 @@
-//! The five round-trip clients of `wsbench rtt`: raw TCP echo, HTTP and HTTPS `GET /`,
-//! WebSocket and secure WebSocket echo. Each owns one blocking std socket (TCP_NODELAY,
+//! The round-trip clients of `wsbench rtt`: raw TCP echo, HTTP and HTTPS `GET /`,
+//! WebSocket and secure WebSocket echo (and over HTTP/2, `h2_client.rs`). Each owns one blocking std socket (TCP_NODELAY,
 //! 5 s read/write timeouts so nothing ever hangs) and prepares its request bytes once, when
 //! it connects, like the seed's benchmarks ("preparing the data once"): a round trip is then
 //! one write of ready bytes and the reads needed for one complete answer, nothing else.
@@ -19,6 +19,7 @@ use wsbench_proto::handshake::{client_key, client_request, parse_response};
 use wsbench_proto::{Decoder, OpCode, Role, write_frame};
 
 use super::config::{Protocol, RttTarget};
+use super::h2_client::WsH2Echo;
 
 /// Timeout of every connect, read and write.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -85,7 +86,27 @@ pub fn connect(
         Protocol::Wss => {
             Box::new(WsEcho::upgrade(tls_stream(socket)?, target, payload).map_err(at(Stage::Upgrade))?)
         }
+        Protocol::WsH2 => {
+            Box::new(WsH2Echo::open(socket, target, payload, false).map_err(at(Stage::Upgrade))?)
+        }
+        Protocol::WssH2 => {
+            let config = tls.expect("a TLS client configuration for wss-h2");
+            let mut config = (**config).clone();
+            config.alpn_protocols = vec![b"h2".to_vec()];
+            let stream = tls_handshake(socket, &target.host, &Arc::new(config)).map_err(at(Stage::Tls))?;
+            if stream.conn.alpn_protocol() != Some(b"h2") {
+                let refused = invalid("the server did not agree to HTTP/2 in TLS (ALPN h2)");
+                return Err(ConnectError { stage: Stage::Tls, source: refused });
+            }
+            Box::new(WsH2Echo::open(stream, target, payload, true).map_err(at(Stage::Upgrade))?)
+        }
     })
+}
+
+impl<S: Read + Write> RoundTrip for WsH2Echo<S> {
+    fn round_trip(&mut self) -> io::Result<()> {
+        self.echo()
+    }
 }
 
 /// The bytes every tcp/ws message carries: printable, so a capture is easy to read.

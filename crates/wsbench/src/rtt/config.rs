@@ -21,8 +21,8 @@ pub struct RttSettings {
     /// Without any, wsbench starts its built-in servers.
     #[arg(long = "target", value_name = "PROTO=HOST:PORT")]
     pub targets: Vec<String>,
-    /// Protocols to measure, comma-separated (default: all five, or those given a --target).
-    #[arg(long, value_delimiter = ',', value_name = "tcp,http,https,ws,wss")]
+    /// Protocols to measure, comma-separated (default: all seven, or those given a --target).
+    #[arg(long, value_delimiter = ',', value_name = "tcp,http,https,ws,wss,ws-h2,wss-h2")]
     pub protocols: Vec<String>,
     /// Timed repeats per protocol (after one untimed warm-up repeat; at most 10,000).
     #[arg(long, default_value_t = DEFAULT_REPEATS, value_parser = clap::value_parser!(u32).range(1..=10_000))]
@@ -45,7 +45,7 @@ pub struct RttSettings {
 pub const MAX_PAYLOAD_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The five protocols of the seed's round-trip benchmark, in table order (the raw TCP
-/// baseline first).
+/// baseline first), and WebSocket over HTTP/2 (RFC 8441) plain and over TLS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
@@ -59,11 +59,24 @@ pub enum Protocol {
     Ws,
     /// The same over TLS.
     Wss,
+    /// A WebSocket opened as an HTTP/2 extended CONNECT stream (h2c), and the same frame.
+    #[serde(rename = "ws-h2")]
+    WsH2,
+    /// The same over TLS (ALPN h2).
+    #[serde(rename = "wss-h2")]
+    WssH2,
 }
 
 impl Protocol {
-    pub const ALL: [Protocol; 5] =
-        [Protocol::Tcp, Protocol::Http, Protocol::Https, Protocol::Ws, Protocol::Wss];
+    pub const ALL: [Protocol; 7] = [
+        Protocol::Tcp,
+        Protocol::Http,
+        Protocol::Https,
+        Protocol::Ws,
+        Protocol::Wss,
+        Protocol::WsH2,
+        Protocol::WssH2,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -72,12 +85,14 @@ impl Protocol {
             Protocol::Https => "https",
             Protocol::Ws => "ws",
             Protocol::Wss => "wss",
+            Protocol::WsH2 => "ws-h2",
+            Protocol::WssH2 => "wss-h2",
         }
     }
 
     /// Whether the protocol runs over TLS.
     pub fn is_tls(self) -> bool {
-        matches!(self, Protocol::Https | Protocol::Wss)
+        matches!(self, Protocol::Https | Protocol::Wss | Protocol::WssH2)
     }
 
     /// Parses a protocol name (case-insensitive); the error says which names exist.
@@ -85,7 +100,10 @@ impl Protocol {
         Protocol::ALL.into_iter().find(|p| p.name().eq_ignore_ascii_case(name.trim())).ok_or_else(|| {
             ConfigError::Invalid {
                 setting,
-                problem: format!("unknown protocol `{}`: use tcp, http, https, ws or wss", name.trim()),
+                problem: format!(
+                    "unknown protocol `{}`: use tcp, http, https, ws, wss, ws-h2 or wss-h2",
+                    name.trim()
+                ),
             }
         })
     }
@@ -276,7 +294,10 @@ mod tests {
     #[test]
     fn usage_errors_name_the_flag_and_the_fix() {
         let error = RttConfig::from_settings(args(&[], &["tcp", "quic"])).unwrap_err().to_string();
-        assert_eq!(error, "--protocols: unknown protocol `quic`: use tcp, http, https, ws or wss");
+        assert_eq!(
+            error,
+            "--protocols: unknown protocol `quic`: use tcp, http, https, ws, wss, ws-h2 or wss-h2"
+        );
         let error = RttConfig::from_settings(args(&["tcp=h:1"], &["tcp", "https"])).unwrap_err().to_string();
         assert!(error.contains("https has no target: add --target https=HOST:PORT"), "{error}");
         let error = RttConfig::from_settings(args(&["tcp=h:1", "tcp=h:2"], &[])).unwrap_err().to_string();

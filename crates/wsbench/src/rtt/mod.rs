@@ -1,6 +1,7 @@
 //! `wsbench rtt`: the single-connection round-trip microbenchmark of seed 001, done the
 //! google-benchmark way. One connection per protocol — a raw TCP socket (the baseline),
-//! HTTP, HTTPS, ws and wss — sends prepared requests one after another and waits for each
+//! HTTP, HTTPS, ws and wss, and ws and wss over HTTP/2 (RFC 8441: `ws-h2`, `wss-h2`) —
+//! sends prepared requests one after another and waits for each
 //! complete answer; repeats of many round trips give the mean, median and standard deviation
 //! of the time and client CPU per round trip, and every protocol is set against the raw TCP
 //! round trip measured in the same run.
@@ -9,13 +10,14 @@
 //! and `--tls`), pinned to the first CPU while the client thread runs on the second, so the
 //! numbers compare the protocols and not the scheduler.
 //!
-//! The parts: [`config`] (flags → [`RttConfig`]), [`clients`] (the five clients),
-//! [`bench`] (the timed loop), [`stats`] (mean/median/stddev) and [`json`] (the result
+//! The parts: [`config`] (flags → [`RttConfig`]), [`clients`] (the clients; those over
+//! HTTP/2 in `h2_client`), [`bench`] (the timed loop), [`stats`] (mean/median/stddev) and [`json`] (the result
 //! file); the terminal table is [`crate::report::render_rtt`].
 
 pub mod bench;
 pub mod clients;
 pub mod config;
+mod h2_client;
 pub mod json;
 pub mod stats;
 
@@ -94,6 +96,9 @@ fn round_trip_hint(protocol: Protocol) -> &'static str {
             "; the server must keep the connection alive and send Content-Length"
         }
         Protocol::Ws | Protocol::Wss => "; the server must echo binary messages",
+        Protocol::WsH2 | Protocol::WssH2 => {
+            "; the server must allow WebSockets over HTTP/2 (RFC 8441) and echo binary messages"
+        }
     }
 }
 
@@ -240,8 +245,8 @@ fn start_builtin(
     for &protocol in protocols {
         let scheme = match protocol {
             Protocol::Tcp => "tcp",
-            Protocol::Http | Protocol::Ws => "ws",
-            Protocol::Https | Protocol::Wss => "wss",
+            Protocol::Http | Protocol::Ws | Protocol::WsH2 => "ws",
+            Protocol::Https | Protocol::Wss | Protocol::WssH2 => "wss",
         };
         let url = urls.iter().find(|u| u.starts_with(&format!("{scheme}://"))).ok_or_else(|| {
             BuiltinError::Start(format!(

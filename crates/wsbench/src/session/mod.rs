@@ -49,6 +49,10 @@ pub enum RunError {
     Builtin(#[from] crate::builtin::BuiltinError),
     #[error("the engine failed")]
     Engine(#[source] std::io::Error),
+    /// The target does not speak the run's transport (checked before any load): the cause
+    /// and what to do, in one line.
+    #[error("{0}")]
+    Transport(String),
     #[error(transparent)]
     Result(#[from] crate::result::ResultError),
     #[error("{0}")]
@@ -196,6 +200,7 @@ impl Session {
         let plan = crate::scenario::plan_of(&config.load);
         let phases = plan.phases();
         let job = Job::new(config.load.clone(), self.target.clone(), plan).map_err(RunError::Engine)?;
+        engine::check(&job).map_err(RunError::Transport)?;
         let pids = probe.as_ref().map_or(Vec::new(), |probe| probe.pids().to_vec());
         let hlog = config.outputs.hlog.as_deref().map(|path| HlogWriter::create(path, started_at_unix_ms));
         let hlog = hlog.transpose()?;
@@ -256,6 +261,7 @@ impl Session {
         let plan = crate::scenario::plan_of(&warmup);
         let mut tracker = self.live.track_warmup(&warmup, scenario.exchange());
         let job = Job::new(warmup, self.target.clone(), plan).map_err(RunError::Engine)?;
+        engine::check(&job).map_err(RunError::Transport)?;
         let output = engine::run(job, &self.cpus.client, interrupt, &mut |control, seen| {
             tracker.update(control, seen)
         })

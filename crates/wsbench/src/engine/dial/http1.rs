@@ -17,8 +17,8 @@ use wsbench_proto::handshake::{client_key, client_request_with_headers, parse_re
 use wsbench_proto::{Decoder, Role};
 use wsbench_transport::Transport;
 
-use super::Dial;
 use super::failure::{self, HandshakeFailure, Upgrade};
+use super::{Carriers, Dial};
 use crate::engine::Job;
 use crate::engine::compression;
 use crate::engine::conn::ClientConn;
@@ -33,12 +33,22 @@ impl Dial for Http1 {
         "http1"
     }
 
-    fn open(&self, job: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
+    fn open(
+        &self,
+        job: &Job,
+        index: u64,
+        now: Instant,
+        _key: usize,
+        _carriers: &mut Carriers,
+    ) -> io::Result<ClientConn> {
         open(job, index, now)
     }
 
     fn connected(&self, conn: &mut ClientConn) -> io::Result<bool> {
-        connected(conn.transport.socket())
+        match conn.transport.socket() {
+            Some(socket) => connected(socket),
+            None => Ok(true),
+        }
     }
 
     /// The `101` at the start of `data`, checked: what it agreed is counted and set on the
@@ -68,11 +78,23 @@ impl Dial for Http1 {
 /// Starts connection `index` (global number): the TCP connect is in progress, the TLS
 /// session (if any) set up, and the upgrade request queued to write once connected.
 fn open(spec: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
+    let transport = connect(spec, index)?;
+    let mut nonce = [0u8; 16];
+    rand::rng().fill_bytes(&mut nonce);
+    let decoder = Decoder::new(Role::Client, u64::MAX >> 1);
+    let mut conn = ClientConn::new(transport.into(), index, client_key(nonce), decoder, now);
+    conn.output.extend_from_slice(&upgrade_request(spec, &conn.key, index));
+    Ok(conn)
+}
+
+/// The socket of connection `index` (from its source address), connecting, with its TLS
+/// session (SNI) for a `wss://` target.
+pub(super) fn connect(spec: &Job, index: u64) -> io::Result<Transport> {
     let target = &spec.target;
     let source = (!spec.load.source_addrs.is_empty())
         .then(|| spec.load.source_addrs[index as usize % spec.load.source_addrs.len()]);
     let stream = connect_socket(target.addr, source)?;
-    let transport = match &spec.tls {
+    Ok(match &spec.tls {
         Some(config) => {
             let host = spec.load.tls.sni.as_ref().unwrap_or(&target.host);
             let name = ServerName::try_from(host.clone())
@@ -81,13 +103,7 @@ fn open(spec: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
             Transport::tls(stream, session)
         }
         None => Transport::Plain(stream),
-    };
-    let mut nonce = [0u8; 16];
-    rand::rng().fill_bytes(&mut nonce);
-    let decoder = Decoder::new(Role::Client, u64::MAX >> 1);
-    let mut conn = ClientConn::new(transport, index, client_key(nonce), decoder, now);
-    conn.output.extend_from_slice(&upgrade_request(spec, &conn.key, index));
-    Ok(conn)
+    })
 }
 
 /// The upgrade request of connection `index`: the `--subprotocol`s offered and the extra
@@ -104,17 +120,28 @@ fn upgrade_request(spec: &Job, key: &str, index: u64) -> Vec<u8> {
     client_request_with_headers(&target.host_header(), &target.path, key, &protocols, &headers)
 }
 
-/// Checks what an accepted upgrade (`head`, the `101` response) agreed to and counts it:
-/// the subprotocol must be one offered (and, when some were offered, one must be chosen);
-/// the TLS version and cipher suite are counted by value.
+/// Checks what an accepted upgrade (`head`, the `101` response) agreed to and counts it
+/// ([`check_agreed`]).
 fn check_accepted(
     spec: &Job,
     conn: &ClientConn,
     head: &[u8],
     counters: &mut Counters,
 ) -> Result<(), HandshakeFailure> {
-    let offered = &spec.load.handshake.subprotocols;
     let chosen = parse_response(head, &conn.key).ok().flatten().and_then(|(response, _)| response.protocol);
+    check_agreed(spec, chosen, conn.transport.negotiated_tls(), counters)
+}
+
+/// Checks what the server agreed to (`chosen`: the subprotocol it named) and counts it:
+/// the subprotocol must be one offered (and, when some were offered, one must be chosen);
+/// the TLS version and cipher suite are counted by value.
+pub(super) fn check_agreed(
+    spec: &Job,
+    chosen: Option<String>,
+    tls: Option<(rustls::ProtocolVersion, rustls::CipherSuite)>,
+    counters: &mut Counters,
+) -> Result<(), HandshakeFailure> {
+    let offered = &spec.load.handshake.subprotocols;
     match chosen {
         Some(protocol) if offered.contains(&protocol) => {
             *counters.subprotocols_chosen.entry(protocol).or_default() += 1;
@@ -123,7 +150,7 @@ fn check_accepted(
         None if !offered.is_empty() => return Err(HandshakeFailure::of("subprotocol_not_chosen")),
         None => {}
     }
-    if let Some((version, suite)) = conn.transport.negotiated_tls() {
+    if let Some((version, suite)) = tls {
         let version = match version {
             rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_owned(),
             rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_owned(),
@@ -153,7 +180,7 @@ fn connect_socket(addr: SocketAddr, source: Option<std::net::IpAddr>) -> io::Res
 
 /// Whether the non-blocking connect has completed: `Ok(false)` while it is in progress,
 /// its error when it failed.
-fn connected(socket: &mut mio::net::TcpStream) -> io::Result<bool> {
+pub(super) fn connected(socket: &mut mio::net::TcpStream) -> io::Result<bool> {
     if let Some(error) = socket.take_error()? {
         return Err(error);
     }

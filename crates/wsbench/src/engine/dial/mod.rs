@@ -1,12 +1,16 @@
 //! How a connection becomes a WebSocket, behind one interface ([`Dial`]) and a registry
 //! ([`DIALS`]): the socket and its connect, the TLS session, the opening handshake and the
-//! check of the server's answer. Today's member is [`http1`] (one TCP connection per
-//! WebSocket, RFC 6455's HTTP/1.1 upgrade); why a handshake failed is counted the same way
-//! for any member ([`failure`]). The worker drives the connection; a member owns no event
-//! loop. Adding a transport is a file or folder here and a line in [`DIALS`].
+//! check of the server's answer. [`http1`] opens one TCP connection per WebSocket (RFC
+//! 6455's HTTP/1.1 upgrade); [`http2`] opens WebSockets as streams of shared connections
+//! (RFC 8441's extended CONNECT), each such connection a [`Carrier`] that owns the socket
+//! and hands its streams' bytes to the worker. Why a handshake failed is counted the same
+//! way for any member ([`failure`]). The worker drives connections and carriers; a member
+//! owns no event loop. Adding a transport is a file or folder here and a line in [`DIALS`].
 
+pub mod carrier;
 pub mod failure;
 mod http1;
+mod http2;
 
 use std::io;
 use std::time::Instant;
@@ -15,28 +19,56 @@ use super::Job;
 use super::conn::ClientConn;
 use crate::metrics::Counters;
 
+pub use carrier::{Carrier, CarrierCx, Carriers, StreamEvent};
 pub use failure::{HandshakeFailure, Upgrade};
 
-/// Every transport, by name.
-pub static DIALS: &[&dyn Dial] = &[&http1::Http1];
+/// Every transport, by name (the first is the default).
+pub static DIALS: &[&dyn Dial] = &[&http1::Http1, &http2::Http2];
 
-/// The transport a run's connections use.
-pub fn of(_job: &Job) -> &'static dyn Dial {
-    DIALS[0]
+/// The transport a run's connections use (`LoadSpec::transport`, checked by validation).
+pub fn of(job: &Job) -> &'static dyn Dial {
+    by_name(job.load.transport.name).unwrap_or(DIALS[0])
+}
+
+/// The transport called `name`.
+pub fn by_name(name: &str) -> Option<&'static dyn Dial> {
+    DIALS.iter().copied().find(|dial| dial.name() == name)
 }
 
 /// One way of opening WebSockets.
 pub trait Dial: Sync + std::fmt::Debug {
     fn name(&self) -> &'static str;
-    /// Starts connection `index` (global number): its connect in progress, its TLS set up,
-    /// its opening handshake queued to be written once connected.
-    fn open(&self, job: &Job, index: u64, now: Instant) -> io::Result<ClientConn>;
+    /// The application protocols offered in TLS (ALPN) on `wss://` (none by default).
+    fn alpn(&self) -> &'static [&'static [u8]] {
+        &[]
+    }
+    /// Whether its WebSockets ride on [`Carrier`]s (shared TCP connections, kept on epoll).
+    fn carries(&self) -> bool {
+        false
+    }
+    /// Checked once before any load: that the server speaks this transport at all. The
+    /// error is one line naming the cause and what to do.
+    fn check(&self, _job: &Job) -> Result<(), String> {
+        Ok(())
+    }
+    /// Starts connection `index` (global number), to be the worker's connection `key`: its
+    /// connect in progress (its own, or that of the carrier it joins in `carriers`), its TLS
+    /// set up, its opening handshake queued to be written once connected.
+    fn open(
+        &self,
+        job: &Job,
+        index: u64,
+        now: Instant,
+        key: usize,
+        carriers: &mut Carriers,
+    ) -> io::Result<ClientConn>;
     /// Whether the connect has completed: `Ok(false)` while in progress, its error when it
     /// failed.
     fn connected(&self, conn: &mut ClientConn) -> io::Result<bool>;
     /// The server's answer to the handshake at the start of `data`: incomplete, accepted
     /// (with the bytes it took; frames may follow, and what it agreed is counted and set on
-    /// the connection) or refused and why.
+    /// the connection) or refused and why. A carried WebSocket's answer comes from its
+    /// carrier instead ([`StreamEvent::Answered`]).
     fn answer(&self, job: &Job, conn: &mut ClientConn, data: &mut [u8], counters: &mut Counters) -> Upgrade;
 }
 

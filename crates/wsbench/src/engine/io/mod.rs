@@ -26,6 +26,10 @@ use uring::{Completion, Ring};
 /// The poll token of the alarm (connections use their slab keys).
 const ALARM: Token = Token(usize::MAX);
 
+/// The bit that marks a carrier's token (a connection that carries several WebSockets,
+/// `dial::Carrier`): its key in the worker's carrier table is the rest.
+pub const CARRIER: usize = 1 << (usize::BITS - 2);
+
 /// The note that io_uring is unavailable is printed once per process, not per worker.
 static FALLBACK_NOTED: AtomicBool = AtomicBool::new(false);
 
@@ -70,10 +74,10 @@ impl Io {
     }
 
     /// On the worker's own thread (the ring admits one submitter): the ring, when `backend`
-    /// is io_uring and the target is plain ws://; epoll (with a note on stderr, once) when
+    /// is io_uring and the connections are plain ws:// of their own (not `on_epoll`); epoll (with a note on stderr, once) when
     /// the kernel refuses io_uring.
-    pub fn start_ring(&mut self, backend: IoBackend, tls: bool, connections: usize) {
-        if backend != IoBackend::Uring || tls {
+    pub fn start_ring(&mut self, backend: IoBackend, on_epoll: bool, connections: usize) {
+        if backend != IoBackend::Uring || on_epoll {
             return;
         }
         match Ring::new(self.poll.as_raw_fd(), connections) {
@@ -100,10 +104,24 @@ impl Io {
     }
 
     /// The connection is gone: off the ring and off epoll (its socket closes as it drops).
-    pub fn forget(&mut self, key: usize, socket: &mut TcpStream) {
+    /// A carried WebSocket has no socket of its own.
+    pub fn forget(&mut self, key: usize, socket: Option<&mut TcpStream>) {
         if let Some(ring) = self.ring.as_mut() {
             ring.forget(key);
         }
+        if let Some(socket) = socket {
+            let _ = self.poll.registry().deregister(socket);
+        }
+    }
+
+    /// A carrier's socket (connecting), watched on epoll for reads and writes, edge-triggered
+    /// (its carrier writes until the socket is full and waits for the next edge).
+    pub fn register_carrier(&self, key: usize, socket: &mut TcpStream) -> io::Result<()> {
+        self.poll.registry().register(socket, Token(CARRIER | key), Interest::READABLE | Interest::WRITABLE)
+    }
+
+    /// A carrier is gone.
+    pub fn forget_carrier(&self, socket: &mut TcpStream) {
         let _ = self.poll.registry().deregister(socket);
     }
 
@@ -132,7 +150,7 @@ impl Io {
         if ring.has(key) || conn.transport.is_handshaking() {
             return Ok(());
         }
-        let socket = conn.transport.socket();
+        let Some(socket) = conn.transport.socket() else { return Ok(()) };
         self.poll.registry().deregister(socket)?;
         ring.adopt(key, socket.as_raw_fd())
     }
@@ -153,7 +171,9 @@ impl Io {
             conn.write_interest = want_write;
             let interest =
                 if want_write { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
-            self.poll.registry().reregister(conn.transport.socket(), Token(key), interest)?;
+            if let Some(socket) = conn.transport.socket() {
+                self.poll.registry().reregister(socket, Token(key), interest)?;
+            }
         }
         Ok(())
     }

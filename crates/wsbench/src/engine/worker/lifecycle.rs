@@ -43,14 +43,16 @@ impl Worker {
 
     /// Starts connection `index`; a failed start is counted and, with `--reconnect`, retried.
     fn connect(&mut self, index: u64, now: Instant) {
-        let registered = self.dial.open(&self.spec, index, now).and_then(|mut conn| {
-            let entry = self.conns.vacant_entry();
-            let key = entry.key();
-            conn.slot = key;
-            self.io.register(key, conn.transport.socket())?;
-            entry.insert(conn);
-            Ok(key)
-        });
+        let key = self.conns.vacant_key();
+        let registered =
+            self.dial.open(&self.spec, index, now, key, &mut self.carriers).and_then(|mut conn| {
+                conn.slot = key;
+                if let Some(socket) = conn.transport.socket() {
+                    self.io.register(key, socket)?;
+                }
+                Ok(self.conns.insert(conn))
+            });
+        self.watch_new_carriers();
         match registered {
             Ok(key) => {
                 self.connecting += 1;
@@ -70,6 +72,7 @@ impl Worker {
         match self.dial.connected(&mut self.conns[key]) {
             Ok(true) => {
                 self.conns[key].state = State::Upgrading;
+                self.rec.metrics.counters.tcp_connections += 1;
                 true
             }
             Ok(false) => false,
@@ -165,6 +168,9 @@ impl Worker {
     pub(super) fn drop_conn(&mut self, key: usize) {
         if let Some(mut conn) = self.conns.try_remove(key) {
             self.io.forget(key, conn.transport.socket());
+            if let Some((carrier, stream)) = conn.transport.carried() {
+                self.let_go(carrier, stream, &mut conn);
+            }
             if matches!(conn.state, State::Open | State::Closing) {
                 self.workload.on_drop(&conn);
             }

@@ -1,0 +1,80 @@
+//! `http2`: WebSockets over HTTP/2 (RFC 8441), many on one TCP connection. `ws://` speaks
+//! h2c with prior knowledge, `wss://` negotiates ALPN `h2`. A WebSocket joins the carrier
+//! being filled ([`carrier::H2Carrier`]) until it holds `--streams-per-connection`, then a
+//! new one connects; it opens as an extended CONNECT stream ([`request`]) once the server's
+//! SETTINGS allow it. Before any load, [`check`] makes sure the server does. HTTP/2 itself
+//! (framing, HPACK, flow control) is the `h2` crate's.
+
+mod carrier;
+mod check;
+mod request;
+
+use std::io;
+use std::time::Instant;
+
+use wsbench_proto::{Decoder, Role};
+
+use super::failure::Upgrade;
+use super::{Carriers, Dial, http1};
+use crate::engine::Job;
+use crate::engine::conn::ClientConn;
+use crate::engine::stream::ByteStream;
+use crate::metrics::Counters;
+use carrier::H2Carrier;
+
+/// RFC 8441's extended CONNECT over HTTP/2.
+#[derive(Debug)]
+pub struct Http2;
+
+impl Dial for Http2 {
+    fn name(&self) -> &'static str {
+        "http2"
+    }
+
+    fn alpn(&self) -> &'static [&'static [u8]] {
+        &[b"h2"]
+    }
+
+    fn carries(&self) -> bool {
+        true
+    }
+
+    fn check(&self, job: &Job) -> Result<(), String> {
+        check::server_allows_websockets(job)
+    }
+
+    fn open(
+        &self,
+        job: &Job,
+        index: u64,
+        now: Instant,
+        key: usize,
+        carriers: &mut Carriers,
+    ) -> io::Result<ClientConn> {
+        let carrier = match carriers.with_room() {
+            Some(carrier) => carrier,
+            None => {
+                let room = job.load.transport.streams_per_connection as usize;
+                carriers.add(Box::new(H2Carrier::new(http1::connect(job, index)?, room)))
+            }
+        };
+        let stream = match carriers.get_mut(carrier) {
+            Some(carrier) => carrier.attach(key, index),
+            None => return Err(io::Error::other("the carrier just chosen is gone")),
+        };
+        // A carrier already up sends the CONNECT in the next flush, not at its next read.
+        carriers.touch(carrier);
+        let decoder = Decoder::new(Role::Client, u64::MAX >> 1);
+        Ok(ClientConn::new(ByteStream::Carried { carrier, stream }, index, String::new(), decoder, now))
+    }
+
+    /// A carried WebSocket is connected when its carrier says so.
+    fn connected(&self, _conn: &mut ClientConn) -> io::Result<bool> {
+        Ok(true)
+    }
+
+    /// A carried WebSocket's answer is a HEADERS frame its carrier reads.
+    fn answer(&self, _: &Job, _: &mut ClientConn, _: &mut [u8], _: &mut Counters) -> Upgrade {
+        Upgrade::Incomplete
+    }
+}

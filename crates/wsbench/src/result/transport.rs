@@ -1,0 +1,45 @@
+//! How the run's WebSockets reached the server, as its result says it: the transport
+//! (`http1`: RFC 6455's upgrade, one TCP connection each; `http2`: RFC 8441's extended
+//! CONNECT, streams of shared connections), the TCP connections that carried them, and the
+//! WebSockets each was meant to carry. Read from the run's flags and counters only.
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::Counters;
+
+/// The transport block of a result's summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransportSummary {
+    /// `http1` or `http2`.
+    pub name: String,
+    /// TCP connections that connected and carried the WebSockets.
+    pub tcp_connections: u64,
+    /// WebSockets per TCP connection asked for (`--streams-per-connection`; 1 for `http1`).
+    pub streams_per_connection: u64,
+}
+
+impl Default for TransportSummary {
+    /// What a result written before the block existed ran on.
+    fn default() -> TransportSummary {
+        TransportSummary { name: "http1".to_owned(), tcp_connections: 0, streams_per_connection: 1 }
+    }
+}
+
+impl TransportSummary {
+    /// The block for a run with these settings (`config`, as the result file carries
+    /// them) and counters.
+    pub fn of(config: &serde_json::Value, counters: &Counters) -> TransportSummary {
+        let transport = config.get("transport");
+        let field = |name: &str| transport.and_then(|t| t.get(name));
+        TransportSummary {
+            name: field("name").and_then(|n| n.as_str()).unwrap_or("http1").to_owned(),
+            tcp_connections: counters.tcp_connections,
+            streams_per_connection: field("streams_per_connection").and_then(|s| s.as_u64()).unwrap_or(1),
+        }
+    }
+
+    /// Whether WebSockets shared TCP connections.
+    pub fn is_shared(&self) -> bool {
+        self.name != "http1"
+    }
+}
