@@ -3,7 +3,6 @@
 //! fit (`--in-flight 99999999999` once grew the client to 24 GB before the kernel killed it;
 //! `--payload bytes:99999999999` aborted on a failed allocation). Each bound is generous
 //! for real benchmarks and stops typos; the README lists them (Limits of the settings).
-//! Durations have theirs in `validate.rs` ([`super::MAX_DURATION`]).
 
 use std::time::Duration;
 
@@ -140,6 +139,41 @@ pub fn in_flight(connections: u64, in_flight: u64, payload: u64) -> Result<(), C
         ));
     }
     Ok(())
+}
+
+/// The longest duration any setting takes: a week. Longer is a typo (`999999h`), not a run.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A duration setting, given or `default`: longer than zero and at most [`MAX_DURATION`].
+pub fn duration(
+    setting: &'static str,
+    value: &Option<String>,
+    default: Duration,
+) -> Result<Duration, ConfigError> {
+    let given = bounded(setting, value, default)?;
+    if given.is_zero() {
+        return Err(invalid(setting, "must be longer than zero"));
+    }
+    Ok(given)
+}
+
+/// A duration setting, given or `default`, at most [`MAX_DURATION`] (zero allowed: the
+/// warm-up).
+pub fn bounded(
+    setting: &'static str,
+    value: &Option<String>,
+    default: Duration,
+) -> Result<Duration, ConfigError> {
+    let given = value
+        .as_deref()
+        .map(crate::units::parse_duration)
+        .transpose()
+        .map_err(|e| invalid(setting, e.problem))?;
+    let given = given.unwrap_or(default);
+    if given > MAX_DURATION {
+        return Err(invalid(setting, "must be at most 7 days (168h)"));
+    }
+    Ok(given)
 }
 
 #[cfg(test)]

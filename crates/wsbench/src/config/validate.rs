@@ -10,7 +10,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use super::IoBackend;
-use super::bounds;
+use super::bounds::{self, bounded, duration};
 use super::error::{ConfigError, invalid};
 use super::handshake::{HandshakeOptions, HandshakeSettings};
 use super::outputs::check_output_file;
@@ -25,7 +25,7 @@ use super::{
     Shard, Threshold,
 };
 use crate::config::Target;
-use crate::units::{parse_bytes, parse_duration, parse_rate};
+use crate::units::{parse_bytes, parse_rate};
 
 impl RunSettings {
     /// Applies defaults and checks every value, by the rules of the scenario the settings
@@ -555,37 +555,6 @@ fn check_online(setting: &'static str, cpus: &[usize], online: &[usize]) -> Resu
             ),
         )),
     }
-}
-
-/// The longest duration any setting takes: a week. Longer is a typo (`999999h`), not a run.
-pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
-
-/// A duration setting, given or `default`: longer than zero and at most [`MAX_DURATION`].
-pub fn duration(
-    setting: &'static str,
-    value: &Option<String>,
-    default: Duration,
-) -> Result<Duration, ConfigError> {
-    let given = bounded(setting, value, default)?;
-    if given.is_zero() {
-        return Err(invalid(setting, "must be longer than zero"));
-    }
-    Ok(given)
-}
-
-/// A duration setting, given or `default`, at most [`MAX_DURATION`] (zero allowed: the
-/// warm-up).
-pub fn bounded(
-    setting: &'static str,
-    value: &Option<String>,
-    default: Duration,
-) -> Result<Duration, ConfigError> {
-    let given = value.as_deref().map(parse_duration).transpose().map_err(|e| invalid(setting, e.problem))?;
-    let given = given.unwrap_or(default);
-    if given > MAX_DURATION {
-        return Err(invalid(setting, "must be at most 7 days (168h)"));
-    }
-    Ok(given)
 }
 
 /// A rate setting: above zero (the parser says so) and at most [`bounds::MAX_RATE`].

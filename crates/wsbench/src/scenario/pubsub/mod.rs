@@ -10,6 +10,7 @@ mod receipts;
 mod report;
 pub mod section;
 mod settings;
+mod share;
 mod sketch;
 mod workload;
 
@@ -29,7 +30,8 @@ use crate::units::format::{millis_tight, plural};
 use figures::PubSubSummary;
 use section::PubSubSection;
 use settings::PubSubSpec;
-use workload::{PubSub as PubSubWorkload, WorkersShare};
+use share::WorkersShare;
+use workload::PubSub as PubSubWorkload;
 
 /// The fan-out's shape from a validated load (none: no connection has a role).
 fn spec_of(load: &LoadSpec) -> PubSubSpec {
@@ -111,7 +113,7 @@ impl Descriptor for PubSub {
     /// `--processes`).
     fn shared_state(&self, load: &LoadSpec) -> super::SharedState {
         let topics = spec_of(load).topics;
-        let published = load.shard.is_none().then(|| Arc::new(workload::Published::new(topics)));
+        let published = load.shard.is_none().then(|| Arc::new(share::Published::new(topics)));
         Some(Arc::new(WorkersShare { receipts: Arc::default(), published }))
     }
     /// The pub/sub protocol of docs/protocols.md (one event-loop thread).

@@ -12,12 +12,12 @@ use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::receipts::SharedReceipts;
 use super::section::{PubSubCounters, PubSubSection, SlowSubscriber, Spread, keep_slowest};
 use super::settings::{PubSubSpec, Role as PubSubRole};
+use super::share::Published;
 use super::sketch::LatencySketch;
 use crate::config::{LoadSpec, Payload};
 use crate::engine::conn::ClientConn;
@@ -54,37 +54,6 @@ impl MonoClock {
             None => self.base_us.saturating_sub(self.base.duration_since(at).as_micros() as u64),
         }
     }
-}
-
-/// The measured publishes of each topic so far, counted by the publishers of every worker of
-/// the process.
-#[derive(Debug)]
-pub struct Published(Vec<AtomicU64>);
-
-impl Published {
-    pub fn new(topics: u64) -> Published {
-        Published((0..topics).map(|_| AtomicU64::new(0)).collect())
-    }
-
-    fn add(&self, topic: u64, publishes: u64) {
-        if let Some(count) = self.0.get(topic as usize) {
-            count.fetch_add(publishes, Ordering::Relaxed);
-        }
-    }
-
-    fn of(&self, topic: u64) -> u64 {
-        self.0.get(topic as usize).map_or(0, |count| count.load(Ordering::Relaxed))
-    }
-}
-
-/// What the workers of one run share (made once per run by the scenario).
-#[derive(Debug)]
-pub struct WorkersShare {
-    /// The receipts of every worker's subscribers, folded into each publish's spread.
-    pub receipts: Arc<SharedReceipts>,
-    /// The measured publishes per topic sent by every worker's publishers; `None` in a shard
-    /// of `--processes`, whose subscribers hear publishers of other processes too.
-    pub published: Option<Arc<Published>>,
 }
 
 /// How often a draining worker looks for subscribers still owed deliveries.
