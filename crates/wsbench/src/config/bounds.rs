@@ -32,6 +32,8 @@ pub const MAX_PROCESSES: u64 = 1_000;
 pub const MAX_SERVER_PROCESSES: u64 = 256;
 /// How far ahead `--start-at` may be.
 pub const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
+/// How long `--wait-for-target` may wait for the server to accept connections.
+pub const MAX_WAIT_FOR_TARGET: Duration = Duration::from_secs(3600);
 /// The highest process id Linux hands out (`pid_max` at most 2^22).
 pub const MAX_PID: u32 = 1 << 22;
 /// churn: echoes per connection between its handshake and its close.

@@ -95,6 +95,7 @@ impl RunSettings {
         load.scenario_settings = OwnSettings(rules.settings(self, &load)?);
         let live = self.live(placement.processes)?;
         let run_id = load.run_id.clone();
+        let wait_for_target = self.wait_for_target(target.is_some())?;
         Ok(RunConfig {
             open_at_once: rules.open_at_once(&load),
             load,
@@ -107,6 +108,7 @@ impl RunSettings {
             thresholds,
             run_id,
             live,
+            wait_for_target,
         })
     }
 
@@ -280,6 +282,9 @@ impl RunSettings {
                 check_output_file(setting, path)?;
             }
         }
+        if self.print_result && self.json.is_none() {
+            return Err(invalid("print-result", "needs --json FILE (it prints that file)"));
+        }
         Ok(Outputs { json: self.json.clone(), hlog: self.hlog.clone() })
     }
 
@@ -310,6 +315,23 @@ impl RunSettings {
             (None, Some(_), Some(start_at)) => Ok(format!("start-{start_at}")),
             (None, _, _) => Ok(new_run_id()),
         }
+    }
+
+    /// `--wait-for-target`: longer than zero, at most [`bounds::MAX_WAIT_FOR_TARGET`], and
+    /// only with a URL (the built-in server is started and waited for anyway).
+    fn wait_for_target(&self, has_target: bool) -> Result<Option<Duration>, ConfigError> {
+        let Some(text) = &self.wait_for_target else { return Ok(None) };
+        if !has_target {
+            return Err(invalid(
+                "wait-for-target",
+                "needs a target URL (the built-in server is always waited for)",
+            ));
+        }
+        let wait = duration("wait-for-target", &self.wait_for_target, Duration::ZERO)?;
+        if wait > bounds::MAX_WAIT_FOR_TARGET {
+            return Err(invalid("wait-for-target", format!("`{text}` is too long: at most 1h")));
+        }
+        Ok(Some(wait))
     }
 
     fn connections(&self) -> Result<u64, ConfigError> {
