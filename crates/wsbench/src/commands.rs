@@ -49,7 +49,14 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
 }
 
 fn run(settings: RunSettings, interrupt: &AtomicBool, color: bool) -> Result<Output, CommandError> {
-    Ok(render_run(session::run(&settings, interrupt)?, interrupt, color))
+    let mut output = render_run(session::run(&settings, interrupt)?, interrupt, color);
+    if let Some(path) = settings.json.as_deref().filter(|_| settings.print_result) {
+        match wsbench::result::between_markers(path) {
+            Ok(text) => output.text.push_str(&text),
+            Err(error) => eprintln!("wsbench: --print-result: cannot read {}: {error}", path.display()),
+        }
+    }
+    Ok(output)
 }
 
 /// The report of a run and its exit code; a report whose file could not be written is still

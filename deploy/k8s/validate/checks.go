@@ -193,7 +193,8 @@ func findWsbenchRun(container corev1.Container) (*wsbenchRun, bool) {
 // isValued tells the flags of `wsbench run` that take a value from those that do not.
 func isValued(flag string) bool {
 	switch flag {
-	case "--binary", "--text", "--insecure", "--find-max-rate":
+	case "--binary", "--text", "--insecure", "--find-max-rate", "--print-result", "--quiet", "--reconnect",
+		"--no-probe", "--http2":
 		return false
 	}
 	return true

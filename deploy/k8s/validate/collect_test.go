@@ -1,9 +1,10 @@
 // End-to-end test of result collection from pod logs, without a cluster: the shipped Job's
-// own shell script runs once per shard (with a stand-in `wsbench` that writes a result
-// file), its output becomes that pod's log, and scripts/k8s-collect-results.sh reads those
-// logs through a stand-in `kubectl`. It proves the markers the Job prints and the ones the
-// script looks for agree, that the result comes back byte for byte, and that a failed
-// shard's exit code and missing result are reported.
+// own arguments (with $(VAR)s substituted, as Kubernetes does) run once per shard against a
+// stand-in `wsbench` that writes a result file and, for --print-result, prints it between
+// the marker lines the real one prints (wsbench::result::between_markers; deploy/k8s/play.sh
+// checks the real binary's log the same way). Its output becomes that pod's log, and
+// scripts/k8s-collect-results.sh reads those logs through a stand-in `kubectl`. It proves
+// the result comes back byte for byte, and that a failed shard's missing result is reported.
 package main
 
 import (
@@ -25,15 +26,23 @@ const collectScript = "../../../scripts/k8s-collect-results.sh"
 // which case it fails without one, as a shard that could not connect would.
 const fakeWsbench = `#!/bin/sh
 json=""
+print=false
 while [ $# -gt 0 ]; do
     case "$1" in
         --json) json="$2"; shift 2 ;;
+        --print-result) print=true; shift ;;
         *) shift ;;
     esac
 done
 echo "wsbench echo (stand-in) report line"
 if [ -n "${FAKE_EXIT:-}" ]; then echo "stand-in failure" >&2; exit "$FAKE_EXIT"; fi
 printf '{\n  "file": "%s",\n  "histogram": "HISTFAAAA0J4nC1TS4x"\n}\n' "$json" > "$json"
+if $print; then
+    name="$(basename "$json")"
+    echo "----- BEGIN wsbench result $name -----"
+    cat "$json"
+    echo "----- END wsbench result $name -----"
+fi
 `
 
 // fakeKubectl answers the three queries the collect script makes from files in $FAKE_DIR.
@@ -53,7 +62,7 @@ func TestCollectScriptReadsTheResultsTheJobPrints(t *testing.T) {
 			t.Skipf("needs %s: %v", tool, err)
 		}
 	}
-	script := shippedShardScript(t)
+	args := shippedShardArgs(t)
 	root := t.TempDir()
 	bin := filepath.Join(root, "bin")
 	fake := filepath.Join(root, "cluster")
@@ -71,12 +80,16 @@ func TestCollectScriptReadsTheResultsTheJobPrints(t *testing.T) {
 	const failing = 2
 	var pods strings.Builder
 	for i := 0; i < shards; i++ {
-		shardScript := strings.NewReplacer(
+		substitute := strings.NewReplacer(
 			"$(JOB_COMPLETION_INDEX)", fmt.Sprint(i),
 			"$(START_AT)", "1700000000000",
 			"/results/", results+"/",
-		).Replace(script)
-		cmd := exec.Command("sh", "-c", shardScript)
+		)
+		shardArgs := make([]string, len(args))
+		for j, arg := range args {
+			shardArgs[j] = substitute.Replace(arg)
+		}
+		cmd := exec.Command(filepath.Join(bin, "wsbench"), shardArgs...)
 		cmd.Env = append(os.Environ(), "PATH="+path)
 		if i == failing {
 			cmd.Env = append(cmd.Env, "FAKE_EXIT=3")
@@ -87,9 +100,9 @@ func TestCollectScriptReadsTheResultsTheJobPrints(t *testing.T) {
 		var exit *exec.ExitError
 		switch {
 		case i == failing && !(errors.As(err, &exit) && exit.ExitCode() == 3):
-			t.Fatalf("shard %d: the Job script must exit with wsbench's status 3, got %v\n%s", i, err, log.String())
+			t.Fatalf("shard %d: the shard must exit with wsbench's status 3, got %v\n%s", i, err, log.String())
 		case i != failing && err != nil:
-			t.Fatalf("shard %d: the Job script failed: %v\n%s", i, err, log.String())
+			t.Fatalf("shard %d: the shard failed: %v\n%s", i, err, log.String())
 		}
 		pod := fmt.Sprintf("wsbench-shards-%d-x%d", i, 7*i)
 		fmt.Fprintf(&pods, "%s %d\n", pod, i)
@@ -131,8 +144,9 @@ func TestCollectScriptReadsTheResultsTheJobPrints(t *testing.T) {
 	}
 }
 
-// shippedShardScript is the `sh -c` script of the shipped Job's container.
-func shippedShardScript(t *testing.T) string {
+// shippedShardArgs are the arguments of the shipped Job's container: wsbench's, since the
+// image's entrypoint is wsbench and it has no shell.
+func shippedShardArgs(t *testing.T) []string {
 	t.Helper()
 	d, errs := Load(shippedDir)
 	if len(errs) > 0 {
@@ -141,14 +155,21 @@ func shippedShardScript(t *testing.T) string {
 	for _, o := range d.Objects {
 		if job, ok := o.Value.(*batchv1.Job); ok {
 			c := job.Spec.Template.Spec.Containers[0]
-			if len(c.Command) != 2 || c.Command[1] != "-c" || len(c.Args) != 1 {
-				t.Fatalf("the Job's container is not `sh -c SCRIPT`: %q %q", c.Command, c.Args)
+			if len(c.Command) != 0 || len(c.Args) == 0 || c.Args[0] != "run" {
+				t.Fatalf("the Job's container is not `wsbench run …` as arguments of the entrypoint: %q %q", c.Command, c.Args)
 			}
-			return c.Args[0]
+			hasPrint := false
+			for _, arg := range c.Args {
+				hasPrint = hasPrint || arg == "--print-result"
+			}
+			if !hasPrint {
+				t.Fatalf("the Job's wsbench run lacks --print-result: its log would carry no result")
+			}
+			return c.Args
 		}
 	}
 	t.Fatal("no Job in the shipped manifests")
-	return ""
+	return nil
 }
 
 func writeFile(t *testing.T, path, text string) {

@@ -31,6 +31,8 @@ pub const MAX_PROCESSES: u64 = 1_000;
 pub const MAX_SERVER_PROCESSES: u64 = 256;
 /// How far ahead `--start-at` may be.
 pub const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
+/// How long `--wait-for-target` may wait for the server to accept connections.
+pub const MAX_WAIT_FOR_TARGET: Duration = Duration::from_secs(3600);
 /// The highest process id Linux hands out (`pid_max` at most 2^22).
 pub const MAX_PID: u32 = 1 << 22;
 /// churn: echoes per connection between its handshake and its close.
@@ -174,6 +176,23 @@ pub fn bounded(
         return Err(invalid(setting, "must be at most 7 days (168h)"));
     }
     Ok(given)
+}
+
+/// `--wait-for-target`: longer than zero, at most [`MAX_WAIT_FOR_TARGET`], and only with a
+/// URL (the built-in server is started and waited for anyway).
+pub fn wait_for_target(value: &Option<String>, has_target: bool) -> Result<Option<Duration>, ConfigError> {
+    let Some(text) = value else { return Ok(None) };
+    if !has_target {
+        return Err(invalid(
+            "wait-for-target",
+            "needs a target URL (the built-in server is always waited for)",
+        ));
+    }
+    let wait = duration("wait-for-target", value, Duration::ZERO)?;
+    if wait > MAX_WAIT_FOR_TARGET {
+        return Err(invalid("wait-for-target", format!("`{text}` is too long: at most 1h")));
+    }
+    Ok(Some(wait))
 }
 
 #[cfg(test)]

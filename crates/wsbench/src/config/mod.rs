@@ -189,6 +189,10 @@ pub struct RunConfig {
     /// Live view, metrics endpoint and stream: not part of what was measured.
     #[serde(skip)]
     pub live: LiveOutputs,
+    /// `--wait-for-target`: how long to retry connecting to the target before the run
+    /// (how the run began, not what it measured).
+    #[serde(skip)]
+    pub wait_for_target: Option<Duration>,
     /// The most connections open at the same moment (the scenario says: all of them, or
     /// fewer when connections live briefly): what open files are planned for.
     #[serde(skip)]

@@ -75,6 +75,11 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// Before the run, retry connecting to the target URL until it accepts or this long
+    /// has passed (e.g. 60s, at most 1h): for pods started beside their server.
+    #[arg(long, value_name = "DURATION")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_for_target: Option<String>,
     /// Connection rate while ramping up, e.g. 75/s (default: as fast as possible; above zero,
     /// at most 10,000,000/s).
     #[arg(long, allow_hyphen_values = true)]
@@ -152,6 +157,11 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub json: Option<PathBuf>,
+    /// After the report, print the --json file on stdout between `----- BEGIN/END wsbench
+    /// result NAME -----` lines (for pods whose log is the only way out).
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub print_result: bool,
     /// Write per-second latency histograms as an HdrHistogram log here.
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -428,6 +438,7 @@ mod tests {
             shard: some("1/3"),
             run_id: some("r-1"),
             start_at: Some(1_700_000_000_000),
+            wait_for_target: some("30s"),
             ramp: some("75/s"),
             duration: some("2s"),
             warmup: some("0s"),
@@ -446,6 +457,7 @@ mod tests {
             reconnect: true,
             server_pid: Some(42),
             json: Some("out dir/r.json".into()),
+            print_result: true,
             hlog: Some("r.hlog".into()),
             processes: Some(5),
             server_processes: Some(2),

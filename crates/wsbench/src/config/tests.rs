@@ -81,10 +81,38 @@ fn bad_values_name_the_setting() {
         (settings(|s| s.frames_per_send = Some(3)), "--frames-per-send"),
         (settings(|s| s.source_addrs = Some("127.0.0.9-127.0.0.2".into())), "--source-addrs"),
         (settings(|s| s.target = Some("http://x".into())), "`http://x`: a server URL starts with ws://"),
+        (settings(|s| s.print_result = true), "--print-result: needs --json FILE"),
     ];
     for (settings, expected) in cases {
         let message = settings.validate().unwrap_err().to_string();
         assert!(message.contains(expected), "{message:?} should mention {expected}");
+    }
+}
+
+#[test]
+fn wait_for_target_is_bounded_and_needs_a_url() {
+    let with_url = |wait: &str| {
+        settings(|s| {
+            s.target = Some("ws://127.0.0.1:9/".into());
+            s.wait_for_target = Some(wait.into());
+        })
+        .validate()
+    };
+    assert_eq!(with_url("90s").unwrap().wait_for_target, Some(Duration::from_secs(90)));
+    assert_eq!(RunSettings::default().validate().unwrap().wait_for_target, None);
+    let cases = [
+        (with_url("2h"), "--wait-for-target: `2h` is too long: at most 1h"),
+        (with_url("0s"), "--wait-for-target: must be longer than zero"),
+        (with_url("60"), "--wait-for-target: `60` has no unit: write 60s"),
+        (
+            settings(|s| s.wait_for_target = Some("60s".into())).validate(),
+            "--wait-for-target: needs a target URL",
+        ),
+    ];
+    for (outcome, expected) in cases {
+        let message = outcome.unwrap_err().to_string();
+        assert!(message.starts_with(expected), "{message:?} should start with {expected}");
+        assert!(!message.contains('\n'), "one line: {message:?}");
     }
 }
 

@@ -95,6 +95,7 @@ impl RunSettings {
         load.scenario_settings = OwnSettings(rules.settings(self, &load)?);
         let live = self.live(placement.processes)?;
         let run_id = load.run_id.clone();
+        let wait_for_target = bounds::wait_for_target(&self.wait_for_target, target.is_some())?;
         Ok(RunConfig {
             open_at_once: rules.open_at_once(&load),
             load,
@@ -107,6 +108,7 @@ impl RunSettings {
             thresholds,
             run_id,
             live,
+            wait_for_target,
         })
     }
 
@@ -279,6 +281,9 @@ impl RunSettings {
             if let Some(path) = path {
                 check_output_file(setting, path)?;
             }
+        }
+        if self.print_result && self.json.is_none() {
+            return Err(invalid("print-result", "needs --json FILE (it prints that file)"));
         }
         Ok(Outputs { json: self.json.clone(), hlog: self.hlog.clone() })
     }

@@ -425,3 +425,17 @@ pub(crate) fn parse_json(path: &Path, bytes: &[u8]) -> Result<serde_json::Value,
 
 #[cfg(test)]
 mod tests;
+
+/// The text of the result file `path` between `----- BEGIN wsbench result NAME -----` and
+/// `----- END wsbench result NAME -----` lines (NAME: the file's name), as `run
+/// --print-result` prints it: a pod's log then carries its result, and
+/// `scripts/k8s-collect-results.sh --from logs` cuts it out again.
+pub fn between_markers(path: &Path) -> io::Result<String> {
+    let text = std::fs::read_to_string(path)?;
+    let name =
+        path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let newline = if text.ends_with('\n') { "" } else { "\n" };
+    Ok(format!(
+        "----- BEGIN wsbench result {name} -----\n{text}{newline}----- END wsbench result {name} -----\n"
+    ))
+}

@@ -369,3 +369,16 @@ fn saturated_values_are_kept_at_the_histogram_maximum() {
     let decoded = RunResult::from_outcome(&outcome_with(metrics.clone())).common_metrics().unwrap();
     assert_eq!(decoded.latency, metrics.latency);
 }
+
+#[test]
+fn printed_result_sits_between_the_markers_the_collect_script_cuts_on() {
+    let dir = temp_dir("markers");
+    let path = dir.join("shard-3.json");
+    std::fs::write(&path, "{\n  \"a\": 1\n}").unwrap();
+    let printed = between_markers(&path).unwrap();
+    assert_eq!(
+        printed,
+        "----- BEGIN wsbench result shard-3.json -----\n{\n  \"a\": 1\n}\n----- END wsbench result shard-3.json -----\n"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -3,12 +3,14 @@
 //! when no URL is given ([`builtin`], through the one child-process crate, `wsbench_supervisor`),
 //! finds and samples the server process, and runs the engine; [`Session::measure_once`] is
 //! the one measurement that `run`, `--find-max-rate` and `compare` all use. [`shards`]
-//! splits a run over child processes; [`interrupt`] turns Ctrl-C into a flag every loop
+//! splits a run over child processes; [`target_wait`] waits for a server that is
+//! still starting; [`interrupt`] turns Ctrl-C into a flag every loop
 //! checks. Results come back as [`RunResult`]s; files are written by [`write_outputs`].
 
 pub mod cpus;
 pub mod interrupt;
 pub mod shards;
+pub mod target_wait;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -64,6 +66,9 @@ pub enum RunError {
     /// A child process (the built-in server, a shard) could not be started or made ready.
     #[error(transparent)]
     Child(#[from] wsbench_supervisor::Error),
+    /// `--wait-for-target` ran out before the server accepted a connection.
+    #[error(transparent)]
+    TargetNotUp(#[from] target_wait::TargetNotUp),
 }
 
 /// What a `wsbench run` produced: one result, or a rate search.
@@ -97,6 +102,9 @@ impl RunReport {
 /// run early; the result says so and is still written.
 pub fn run(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunReport, RunError> {
     let config = settings.validate()?;
+    if let (Some(within), Some(target)) = (config.wait_for_target, &config.target) {
+        target_wait::wait_for_target(&target.url, target.addr, within, interrupt)?;
+    }
     if let Mode::FindMaxRate(slo) = &config.mode {
         let report = RunReport::Search(find_max_rate(&config, slo, interrupt)?);
         let written = config.outputs.json.as_deref().map_or(Ok(()), |path| Ok(report.write_json(path)?));
