@@ -8,7 +8,9 @@
 //!
 //! Invariants: the state machine never panics; what it writes is a sequence of well-formed
 //! HTTP responses, optionally followed (after a 101) by well-formed unmasked server frames;
-//! an error response (4xx) or a close frame is the last thing written.
+//! an error response (4xx) or a close frame is the last thing written. A stream that opens
+//! with the HTTP/2 preface (h2c with prior knowledge, for RFC 8441's WebSockets as streams)
+//! is answered with whole HTTP/2 frames, the server's SETTINGS first.
 
 use wsbench_proto::{Decoder, OpCode, Role};
 use wsbench_server::fuzzing::feed_connection;
@@ -34,11 +36,43 @@ pub fn pieces(data: &[u8]) -> Vec<&[u8]> {
     pieces
 }
 
+/// What an HTTP/2 client sends first (RFC 9113 §3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// An HTTP/2 frame's header: length (3 bytes), type, flags, stream id (4 bytes).
+const H2_FRAME_HEADER: usize = 9;
+/// The SETTINGS frame's type.
+const H2_SETTINGS: u8 = 0x4;
+
 /// Fuzz entry point: feeds the pieces of `data` to a server connection and checks the output.
 pub fn server_conn(data: &[u8]) {
     let pieces = pieces(data);
     let out = feed_connection(&pieces);
-    check_output(&out);
+    if pieces.concat().starts_with(H2_PREFACE) {
+        check_h2_output(&out);
+    } else {
+        check_output(&out);
+    }
+}
+
+/// Panics unless `out` is whole HTTP/2 frames, the first of them the server's SETTINGS on
+/// stream 0.
+pub fn check_h2_output(out: &[u8]) {
+    let mut at = 0;
+    while at < out.len() {
+        let header = out
+            .get(at..at + H2_FRAME_HEADER)
+            .unwrap_or_else(|| panic!("HTTP/2 frame header cut short at byte {at}"));
+        let length = u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
+        let stream = u32::from_be_bytes([header[5], header[6], header[7], header[8]]) & 0x7fff_ffff;
+        if at == 0 {
+            assert!(
+                header[3] == H2_SETTINGS && stream == 0,
+                "the server's first frame is not SETTINGS: {header:?}"
+            );
+        }
+        at += H2_FRAME_HEADER + length;
+        assert!(at <= out.len(), "HTTP/2 frame payload cut short: {header:?}");
+    }
 }
 
 /// Panics unless `out` is HTTP responses, optionally then frames, and nothing after an end.
