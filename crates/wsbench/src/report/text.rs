@@ -285,6 +285,20 @@ fn thresholds(out: &mut String, result: &RunResult, paint: Paint) {
     }
 }
 
+/// The most items of a list that a report line writes out one by one: a run of 60 shards or
+/// a server of 61 processes gets a summary instead of a line that fills the screen.
+const LIST_MAX: usize = 8;
+
+/// "pid 4242" or "pid 1, 2, 3"; past [`LIST_MAX`] pids, "61 processes, pid 100 … 160".
+fn pid_list(pids: &[u32]) -> String {
+    match pids {
+        [first, .., last] if pids.len() > LIST_MAX => {
+            format!("{} processes, pid {first} … {last}", group(pids.len() as u64))
+        }
+        _ => format!("pid {}", pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
+    }
+}
+
 /// The server's memory and CPU, or why it was not probed.
 fn server(out: &mut String, result: &RunResult) {
     let server = &result.server;
@@ -295,9 +309,8 @@ fn server(out: &mut String, result: &RunResult) {
         let _ = writeln!(out, "server: not probed ({reason})");
         return;
     };
-    let pids: Vec<String> = server.pids.iter().map(u32::to_string).collect();
     let mut first = format!("RSS {} → {}", bytes(baseline), bytes(peak));
-    let _ = write!(first, " (pid {}", pids.join(", "));
+    let _ = write!(first, " ({}", pid_list(&server.pids));
     if let Some(found_by) = &server.found_by {
         let _ = write!(first, ", {found_by}");
     }
@@ -355,13 +368,19 @@ fn shards(out: &mut String, result: &RunResult, paint: Paint) {
     let mut hosts: Vec<&str> = result.shards.iter().map(|s| s.host.as_str()).collect();
     hosts.sort_unstable();
     hosts.dedup();
-    let rates: Vec<String> = result.shards.iter().map(|s| rate(s.exchanges_per_sec)).collect();
-    let text = format!(
-        "{} merged (on {}), round trips/s {}",
-        result.shards.len(),
-        hosts.join(", "),
-        rates.join(" + ")
-    );
+    let rates: Vec<f64> = result.shards.iter().map(|s| s.exchanges_per_sec).collect();
+    let rates = if rates.len() <= LIST_MAX {
+        rates.iter().map(|&r| rate(r)).collect::<Vec<_>>().join(" + ")
+    } else {
+        let (min, max) = rates.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+        format!("{} to {} per shard", rate(min), rate(max))
+    };
+    let hosts = if hosts.len() <= LIST_MAX {
+        hosts.join(", ")
+    } else {
+        format!("{}, … ({} hosts)", hosts[..LIST_MAX - 1].join(", "), group(hosts.len() as u64))
+    };
+    let text = format!("{} merged (on {hosts}), {}/s {rates}", result.shards.len(), exchanges(result));
     line(out, "shards:", &text);
     for shard in &result.shards {
         if let Some(died) = &shard.died {
@@ -509,6 +528,34 @@ mod tests {
         assert!(!report(fixture::closed_loop(), false).contains("WARNING"));
         let text = report(fixture::open_loop_troubled(), false);
         assert!(text.contains("\nWARNING: worker w0 used 97% of a core"), "{text}");
+    }
+
+    #[test]
+    fn many_server_processes_and_shards_are_summed_up_not_listed() {
+        let mut result = RunResult::from_outcome(&fixture::closed_loop());
+        result.server.pids = (100..161).collect();
+        let shard = |index: u64| crate::result::ShardSummary {
+            file: format!("shard-{index}.json"),
+            host: format!("pod-{index}"),
+            shard: Some(format!("{index}/60")),
+            started_at_unix_ms: 0,
+            interrupted: false,
+            died: None,
+            connections_established: 10,
+            exchanges_per_sec: 1_000.0 + index as f64,
+            server: result.server.clone(),
+            client: result.client.clone(),
+        };
+        result.shards = (0..60).map(shard).collect();
+        let text = render_text_with(&result, false);
+        assert!(text.contains("(61 processes, pid 100 … 160, spawned)"), "{text}");
+        assert!(text.contains("shards:       60 merged (on pod-0, pod-1, "), "{text}");
+        assert!(text.contains(", … (60 hosts)), round trips/s 1,000 to 1,059 per shard\n"), "{text}");
+        result.server.pids = vec![7, 8];
+        result.shards.truncate(2);
+        let text = render_text_with(&result, false);
+        assert!(text.contains("(pid 7, 8, spawned)"), "{text}");
+        assert!(text.contains("merged (on pod-0, pod-1), round trips/s 1,000 + 1,001\n"), "{text}");
     }
 
     #[test]
