@@ -1,5 +1,5 @@
 // A graphql-ws 6 server (the graphql-transport-ws protocol) for `wsbench compare` (a fleet
-// server; the same program as tests/peers/graphql_ws_server.js). Schema:
+// server; the protocol tests start it too, through crates/testpeers). Schema:
 //   query        { echo(message: String!): String! }            the message back
 //   subscription { echo(message: String!): String! }            yields the message once
 //   subscription { ticks(count: Int!): Int! }                   yields 1..count, then completes

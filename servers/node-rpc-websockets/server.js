@@ -1,5 +1,5 @@
 // An rpc-websockets 10 server (JSON-RPC 2.0) for `wsbench compare` (a fleet server; the
-// same program as tests/peers/rpc_websockets_server.js):
+// protocol tests start it too, through crates/testpeers):
 //   - method `echo` returns its params;
 //   - method `publish` with params {topic, payload} emits the event `topic` (which must be
 //     one of `t0`…`t9`, registered at start) to the sockets that subscribed to it with

@@ -1,5 +1,5 @@
-// A Socket.IO 4 server for `wsbench compare` (a fleet server; the same program as
-// tests/peers/socketio_server.js):
+// A Socket.IO 4 server for `wsbench compare` (a fleet server; the protocol tests start it
+// too, through crates/testpeers):
 //   - `echo`: answered by its acknowledgement with the same arguments (binary attachments
 //     come back as binary attachments);
 //   - rooms: `subscribe`(topic) joins the room `topic` and is acknowledged with `true`,

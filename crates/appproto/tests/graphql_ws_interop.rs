@@ -1,4 +1,4 @@
-//! graphql-transport-ws against a real graphql-ws 6 server (`tests/peers/graphql_ws_server.js`),
+//! graphql-transport-ws against a real graphql-ws 6 server (`servers/node-graphql-ws/server.js`),
 //! spoken with `wsbench_appproto::graphql_ws`: init/ack, ping/pong, a query, subscriptions
 //! yielding `next`s then `complete`, an invalid query's `error`, and the close without the
 //! subprotocol.

@@ -1,4 +1,4 @@
-//! JSON-RPC 2.0 against a real rpc-websockets 10 server (`tests/peers/rpc_websockets_server.js`),
+//! JSON-RPC 2.0 against a real rpc-websockets 10 server (`servers/node-rpc-websockets/server.js`),
 //! spoken with `wsbench_appproto::jsonrpc`: a call and its result, a missing method's
 //! -32601, rpc-websockets' event pub/sub (`rpc.on`, then `{"notification":…}` pushes), and
 //! its quirk of never answering a call with id 0.

@@ -1,4 +1,4 @@
-//! Socket.IO against a real socket.io 4.8 server (`tests/peers/socketio_server.js`), spoken
+//! Socket.IO against a real socket.io 4.8 server (`servers/node-socketio/server.js`), spoken
 //! with `wsbench_appproto::socketio`: the Engine.IO open packet, namespace connect,
 //! ping/pong, emit with an acknowledgement (JSON and binary attachments), rooms, and the
 //! connect error of an unknown namespace.

@@ -105,7 +105,7 @@ mod tests {
 
     #[test]
     fn the_peer_programs_are_where_the_crate_looks_for_them() {
-        let peers = repo_root().join("tests/peers");
-        assert!(peers.join("socketio_server.js").is_file(), "{}", peers.display());
+        let server = repo_root().join("servers/node-socketio/server.js");
+        assert!(server.is_file(), "{}", server.display());
     }
 }

@@ -1,6 +1,8 @@
-//! The Node.js servers: small programs under `tests/peers/` on the pinned socket.io,
-//! graphql-ws and rpc-websockets (`tests/peers/package-lock.json`, installed by `npm ci`).
-//! Each takes its port as an argument (0: the kernel picks one) and prints `ready PORT`.
+//! The Node.js servers: the fleet's own programs (`servers/node-*/server.js`), run on the
+//! socket.io, graphql-ws and rpc-websockets pinned for the tests (`tests/peers/package-lock.json`,
+//! installed by `npm ci`, found through `NODE_PATH`), so a test measures the very program
+//! `wsbench compare` does. Each takes its port as an argument (0: the kernel picks one) and
+//! prints `listening on ws://127.0.0.1:PORT`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -10,23 +12,27 @@ use wsbench_supervisor::Launch;
 use crate::process::{Peer, installed, temp_dir};
 use crate::{PeerError, repo_root};
 
-pub(crate) fn start_node(
+/// Starts the fleet server `servers/SERVER/server.js` on a free port, with `package` from
+/// the test peers' modules.
+fn start_fleet_node(
     peer: &'static str,
-    script: &str,
+    server: &str,
     package: &str,
     extra: &[String],
 ) -> Result<Peer, PeerError> {
-    let peers = repo_root().join("tests/peers");
-    installed(peer, &peers.join("node_modules").join(package).join("package.json"))?;
+    let modules = repo_root().join("tests/peers/node_modules");
+    installed(peer, &modules.join(package).join("package.json"))?;
     let node = which_node().ok_or(PeerError::NotInstalled { peer, missing: "node on PATH".into() })?;
-    let mut launch = Launch::new(peer, node).arg(peers.join(script)).arg("0");
+    let folder = repo_root().join("servers").join(server);
+    let mut launch = Launch::new(peer, node).arg(folder.join("server.js")).arg("0");
     for arg in extra {
         launch = launch.arg(arg);
     }
-    launch.command_mut().current_dir(&peers);
+    launch.command_mut().current_dir(&folder).env("NODE_PATH", &modules);
     let mut peer = Peer::spawn(peer, launch, temp_dir(peer)?)?;
     let port = peer.wait_for_log(Duration::from_secs(20), |log| {
-        log.lines().find_map(|line| line.strip_prefix("ready ")?.trim().parse::<u16>().ok())
+        log.lines()
+            .find_map(|line| line.strip_prefix("listening on ws://127.0.0.1:")?.trim().parse::<u16>().ok())
     })?;
     Ok(peer.with_port("websocket", port))
 }
@@ -36,16 +42,16 @@ pub(crate) fn which_node() -> Option<std::path::PathBuf> {
     std::env::split_paths(&path).map(|dir| dir.join("node")).find(|node| Path::new(node).is_file())
 }
 
-/// socket.io 4.8 (`tests/peers/socketio_server.js`): `echo` with ack, rooms `subscribe` /
+/// socket.io 4.8 (`servers/node-socketio/server.js`): `echo` with ack, rooms `subscribe` /
 /// `publish` → `message`. Path: `/socket.io/?EIO=4&transport=websocket`.
 pub fn start_socketio() -> Result<Peer, PeerError> {
-    start_node("socket.io", "socketio_server.js", "socket.io", &[])
+    start_fleet_node("socket.io", "node-socketio", "socket.io", &[])
 }
 
 /// [`start_socketio`] with Engine.IO pings every `ping_interval_ms` instead of every 25 s,
 /// so a test sees the heart-beat without waiting.
 pub fn start_socketio_pinging_every(ping_interval_ms: u32) -> Result<Peer, PeerError> {
-    start_node("socket.io", "socketio_server.js", "socket.io", &[ping_interval_ms.to_string()])
+    start_fleet_node("socket.io", "node-socketio", "socket.io", &[ping_interval_ms.to_string()])
 }
 
 /// [`start_socketio_pinging_every`] that also waits only `ping_timeout_ms` (not 20 s) for
@@ -56,17 +62,17 @@ pub fn start_socketio_pinging_with_timeout(
     ping_timeout_ms: u32,
 ) -> Result<Peer, PeerError> {
     let args = [ping_interval_ms.to_string(), ping_timeout_ms.to_string()];
-    start_node("socket.io", "socketio_server.js", "socket.io", &args)
+    start_fleet_node("socket.io", "node-socketio", "socket.io", &args)
 }
 
-/// graphql-ws 6 (`tests/peers/graphql_ws_server.js`): query and subscription `echo`,
+/// graphql-ws 6 (`servers/node-graphql-ws/server.js`): query and subscription `echo`,
 /// subscription `ticks(count)`. Any path; subprotocol `graphql-transport-ws` required.
 pub fn start_graphql_ws() -> Result<Peer, PeerError> {
-    start_node("graphql-ws", "graphql_ws_server.js", "graphql-ws", &[])
+    start_fleet_node("graphql-ws", "node-graphql-ws", "graphql-ws", &[])
 }
 
-/// rpc-websockets 10 (`tests/peers/rpc_websockets_server.js`): method `echo`, method
+/// rpc-websockets 10 (`servers/node-rpc-websockets/server.js`): method `echo`, method
 /// `publish` to events `t0`…`t9`. Path `/` (the path is rpc-websockets' namespace).
 pub fn start_rpc_websockets() -> Result<Peer, PeerError> {
-    start_node("rpc-websockets", "rpc_websockets_server.js", "rpc-websockets", &[])
+    start_fleet_node("rpc-websockets", "node-rpc-websockets", "rpc-websockets", &[])
 }

@@ -284,14 +284,16 @@ fn a_protocol_comparison_runs_the_servers_that_speak_it_and_skips_the_rest() {
     }
     let dir = fleet_dir("protocol");
     // A JSON-RPC server as a fleet member: it speaks jsonrpc only, on the path `/`.
-    let script = peers.join("rpc_websockets_server.js");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../servers/node-rpc-websockets/server.js");
     std::fs::create_dir_all(dir.join("rpc")).unwrap();
     std::fs::write(
         dir.join("rpc").join("server.toml"),
         format!(
             "name = \"rpc\"\nlanguage = \"JavaScript\"\nlibrary = \"rpc-websockets\"\nversion = \"10\"\n\
              description = \"test\"\nrequires = [\"node\"]\ninstall = []\ninstalled = \"true\"\n\
-             start = \"exec node {} {{port}}\"\nthreads = 1\nhttp = false\nprotocols = [\"jsonrpc\"]\n",
+             start = \"exec env NODE_PATH={} node {} {{port}}\"\nthreads = 1\nhttp = false\nprotocols = [\"jsonrpc\"]\n",
+            peers.join("node_modules").display(),
             script.display()
         ),
     )

@@ -1,4 +1,4 @@
-//! `--protocol graphql-ws` against graphql-ws 6 (tests/peers/graphql_ws_server.js): an echo
+//! `--protocol graphql-ws` against graphql-ws 6 (servers/node-graphql-ws/server.js): an echo
 //! is the `echo` subscription answered by its first result; an invalid operation is a
 //! `graphql_error` with the server's message, never a round trip; a server that refuses the
 //! connection, or one that speaks another protocol, ends the run with its cause on the

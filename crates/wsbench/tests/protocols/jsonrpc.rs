@@ -1,4 +1,4 @@
-//! `--protocol jsonrpc` against rpc-websockets 10 (tests/peers/rpc_websockets_server.js):
+//! `--protocol jsonrpc` against rpc-websockets 10 (servers/node-rpc-websockets/server.js):
 //! an echo is the call `echo` answered by its result; a method the server lacks is an
 //! error by its JSON-RPC code, never a round trip.
 

@@ -1,4 +1,4 @@
-//! `--protocol socketio` against socket.io 4.8 (tests/peers/socketio_server.js): an echo is
+//! `--protocol socketio` against socket.io 4.8 (servers/node-socketio/server.js): an echo is
 //! an emit acknowledged with its payload (as text, or as a binary attachment), pub/sub is the
 //! peer's rooms, the server's pings are answered; and against a server that does not speak
 //! Engine.IO the run ends with the cause named, instead of waiting.
