@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, ChildStderr, ExitStatus};
+use std::process::{Child, ChildStderr, ChildStdout, ExitStatus};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -59,6 +59,11 @@ impl Supervised {
     /// The child's standard error, when the launch piped it, for the caller to read.
     pub fn take_stderr(&mut self) -> Option<ChildStderr> {
         self.child.stderr.take()
+    }
+
+    /// The child's standard output, when the launch piped it, for the caller to read.
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout.take()
     }
 
     /// Waits up to `timeout` for the child's first line on stdout (which its launch piped)

@@ -1,8 +1,9 @@
 //! The run while it runs, through the real binary against its built-in server: the
 //! `--metrics-addr` endpoint scraped twice during a run and read by the real Python
 //! `prometheus_client` parser; the plain progress lines on a piped stderr, exact per second
-//! (the seconds add up to the result's echoes); `--stream`'s JSON lines; `--quiet`; and a
-//! taken or malformed address refused before any load.
+//! (the seconds add up to the result's echoes), and one line a second for a run of many
+//! processes; `--stream`'s JSON lines; `--quiet`; and a taken or malformed address refused
+//! before any load.
 //!
 //! The parser is installed by `scripts/install-test-peers.sh` (into `.venv`); without it
 //! the scrape test is skipped with a message, unless `WSBENCH_REQUIRE_PEERS=1`.
@@ -225,6 +226,53 @@ fn piped_progress_shows_a_line_per_second_with_exact_counts_at_a_low_rate() {
     // Exact: every round trip of the run is in exactly one second's line.
     assert_eq!(counts.iter().sum::<u64>(), result["counters"]["messages_received"].as_u64().unwrap());
     assert!(!finished.stdout.contains(" round trips/s  p50"), "progress goes to stderr only");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The second of a plain progress line (`wsbench:    3 s measured …` → 3).
+fn second_of(line: &str) -> Option<u64> {
+    line.strip_prefix("wsbench: ")?.split_whitespace().next()?.parse().ok()
+}
+
+/// A million connections take ~55 client processes here: their progress must stay one line
+/// a second that sums them all up (before, each shard's line was forwarded: N a second).
+#[test]
+fn many_processes_show_one_progress_line_a_second_naming_the_shard_count() {
+    let dir = fresh_dir("live-many-processes");
+    let args = [
+        "--processes",
+        "12",
+        "--server-processes",
+        "3",
+        "--connections",
+        "24",
+        "--warmup",
+        "1s",
+        "--duration",
+        "3s",
+    ];
+    let (finished, result) = run_piped(&dir, &args);
+    let lines: Vec<&str> = finished.stderr.lines().filter(|l| l.contains(" round trips/s ")).collect();
+    let seconds: Vec<u64> = lines.iter().map(|l| second_of(l).unwrap_or_else(|| panic!("{l}"))).collect();
+    assert!(
+        seconds.windows(2).all(|pair| pair[0] < pair[1]),
+        "one line per second, in order:\n{}",
+        finished.stderr
+    );
+    let elapsed_s = result["elapsed_s"].as_f64().unwrap();
+    assert!(
+        seconds.len() >= 4 && seconds.len() as f64 <= elapsed_s + 1.0,
+        "{elapsed_s} s:\n{}",
+        finished.stderr
+    );
+    assert!(lines.iter().all(|l| l.contains(" 12 shards")), "{}", finished.stderr);
+    let measured: Vec<&&str> = lines.iter().filter(|l| l.contains(" measured ")).collect();
+    assert!(measured.iter().any(|l| l.contains("connections 24 up, 0 failed")), "{}", finished.stderr);
+    assert!(!finished.stderr.contains("[shard "), "no shard's own line:\n{}", finished.stderr);
+    assert_eq!(result["counters"]["connections_established"], 24);
+    // No second is counted twice: the lines add up to at most the run's round trips.
+    let total: u64 = lines.iter().map(|l| round_trips_of(l).unwrap()).sum();
+    assert!(total <= result["counters"]["messages_received"].as_u64().unwrap(), "{}", finished.stderr);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -332,6 +332,9 @@ pub struct LiveOutputs {
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// `--stream`: the JSON-lines file of the run's seconds.
     pub stream: Option<PathBuf>,
+    /// A `--processes` shard: its seconds go to the parent on stdout (`live::shard_feed`),
+    /// and it shows no progress of its own.
+    pub to_parent: bool,
 }
 
 /// Where the run's files go.

@@ -245,6 +245,11 @@ pub struct RunSettings {
     #[arg(long, value_name = "FILE")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<PathBuf>,
+    /// Set by a `--processes` parent for its shards (no flag): each second goes to stdout as
+    /// one line the parent sums up with the other shards', instead of a line on stderr.
+    #[arg(skip)]
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub progress_to_parent: bool,
     /// churn: echoes each connection exchanges between its handshake and its close (default
     /// 1, at most 1,000,000).
     #[arg(long, value_name = "K")]
@@ -477,6 +482,7 @@ mod tests {
             quiet: true,
             metrics_addr: some("127.0.0.1:9464"),
             stream: Some("live.jsonl".into()),
+            progress_to_parent: true,
             messages_per_connection: Some(3),
             flow: Some(crate::config::FlowSettings {
                 steps: vec![crate::config::StepSettings { send: some("x"), ..Default::default() }],

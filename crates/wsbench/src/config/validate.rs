@@ -251,8 +251,8 @@ impl RunSettings {
         self.compression.as_deref().map_or(Ok(None), CompressionOffer::parse)
     }
 
-    /// `--quiet`, `--metrics-addr` and `--stream`. A `--processes` run's shards each show
-    /// their own progress lines (the parent prefixes them); one endpoint or stream over
+    /// `--quiet`, `--metrics-addr` and `--stream`. A `--processes` run's shards hand their
+    /// seconds to the parent, which shows one line for all; one endpoint or stream over
     /// several processes is not built, so those two are refused there.
     fn live(&self, processes: u64) -> Result<LiveOutputs, ConfigError> {
         let metrics_addr = self.metrics_addr.as_deref().map(parse_metrics_addr).transpose()?;
@@ -272,7 +272,8 @@ impl RunSettings {
                 ));
             }
         }
-        Ok(LiveOutputs { quiet: self.quiet, metrics_addr, stream: self.stream.clone() })
+        let to_parent = self.progress_to_parent;
+        Ok(LiveOutputs { quiet: self.quiet, metrics_addr, stream: self.stream.clone(), to_parent })
     }
 
     /// The output files, each checked to be writable before any load is sent.

@@ -166,6 +166,7 @@ mod tests {
             counters: Counters { messages_received: 5, connect_timeouts: 2, ..Counters::default() },
             errors: [("connect_timeout".to_owned(), 2)].into(),
             remaining_secs: Some(1),
+            shards: None,
         };
         let mut totals = Totals::new(1);
         totals.add(&interval, &second);

@@ -5,9 +5,13 @@
 //! dropped: nothing here keeps a second once it is written. [`Live`] is set up once per
 //! session, before any load (the endpoint bound, the stream file created); each measurement
 //! gets a [`Tracker`] that the engine's coordinator thread feeds a few times a second.
+//! A `--processes` shard hands its seconds to the parent instead ([`shard_feed`]), which
+//! shows one line a second for all its shards ([`shards`]).
 
 pub mod exposition;
 pub mod metrics_endpoint;
+pub mod shard_feed;
+pub mod shards;
 pub mod stream;
 pub mod view;
 
@@ -22,6 +26,7 @@ use crate::metrics::{Counters, Interval};
 use crate::samples::ServerSample;
 use exposition::Totals;
 use metrics_endpoint::MetricsEndpoint;
+use shard_feed::Feed;
 use stream::Stream;
 use view::View;
 
@@ -62,6 +67,21 @@ pub struct Second {
     pub errors: BTreeMap<String, u64>,
     /// Seconds left until the measured window ends, once it is known.
     pub remaining_secs: Option<u64>,
+    /// A `--processes` run's second, summed over its shards: how they compare.
+    pub shards: Option<ShardSpread>,
+}
+
+/// How the shards of a `--processes` run compare in one second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardSpread {
+    /// The shards still running (those that ended are not counted).
+    pub running: u64,
+    /// Shards that have not reported this second yet; their latest second stands in.
+    pub behind: u64,
+    /// The lowest and highest round trips (exchanges) of one shard in this second.
+    pub rate: (u64, u64),
+    /// The fewest and most connections open in one shard.
+    pub open: (u64, u64),
 }
 
 impl Second {
@@ -86,6 +106,7 @@ impl Second {
             counters: counters.clone(),
             errors: errors.clone(),
             remaining_secs: (end_us != u64::MAX).then(|| end_us.saturating_sub(now_us).div_ceil(1_000_000)),
+            shards: None,
         }
     }
 
@@ -95,13 +116,33 @@ impl Second {
     }
 }
 
+/// Which measurement of a session a second belongs to: its seconds count from 0 again in
+/// each (an unmeasured warm-up run, then the measured one; the steps of a search).
+#[derive(Debug, Default)]
+pub struct Steps {
+    step: u64,
+    last_second: Option<u64>,
+}
+
+impl Steps {
+    /// The step of the next second written, `second`.
+    pub fn of(&mut self, second: u64) -> u64 {
+        if self.last_second.is_some_and(|last| second <= last) {
+            self.step += 1;
+        }
+        self.last_second = Some(second);
+        self.step
+    }
+}
+
 /// The session's live outputs: the endpoint (bound for the session's whole life), the
-/// stream file, and whether progress is shown.
+/// stream file, the feed to a `--processes` parent, and whether progress is shown.
 #[derive(Debug)]
 pub struct Live {
     quiet: bool,
     endpoint: Option<MetricsEndpoint>,
     stream: Option<Mutex<Stream>>,
+    feed: Option<Mutex<Feed>>,
 }
 
 impl Live {
@@ -122,7 +163,10 @@ impl Live {
             // Said even with --quiet: with port 0 this is how the scraper learns the port.
             eprintln!("wsbench: metrics at http://{}/metrics", endpoint.addr());
         }
-        Ok(Live { quiet: config.quiet, endpoint, stream: stream.map(Mutex::new) })
+        // A shard's progress is its parent's to show.
+        let quiet = config.quiet || config.to_parent;
+        let feed = config.to_parent.then(|| Mutex::new(Feed::default()));
+        Ok(Live { quiet, endpoint, stream: stream.map(Mutex::new), feed })
     }
 
     /// Where the endpoint listens (its port when `--metrics-addr` gave port 0).
@@ -235,6 +279,9 @@ impl Tracker<'_> {
             let second = Second::of(interval, phase, counters, self.window.1);
             if let Some(stream) = &self.live.stream {
                 stream.lock().unwrap_or_else(std::sync::PoisonError::into_inner).write(&second);
+            }
+            if let Some(feed) = &self.live.feed {
+                feed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).write(&second, interval);
             }
             if let Some(hlog) = &mut self.hlog {
                 hlog.write(interval);

@@ -10,30 +10,26 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::Second;
+use super::{Second, Steps};
 
 #[derive(Debug)]
 pub struct Stream {
     out: BufWriter<File>,
     /// The measurement being written (0, then 1, … for search steps).
-    step: u64,
-    last_second: Option<u64>,
+    steps: Steps,
     /// Set once a write failed: said once on stderr, then the stream stops.
     failed: bool,
 }
 
 impl Stream {
     pub fn create(path: &Path) -> std::io::Result<Stream> {
-        Ok(Stream { out: BufWriter::new(File::create(path)?), step: 0, last_second: None, failed: false })
+        Ok(Stream { out: BufWriter::new(File::create(path)?), steps: Steps::default(), failed: false })
     }
 
     /// Writes `second` as one line and flushes it.
     pub fn write(&mut self, second: &Second) {
-        if self.last_second.is_some_and(|last| second.second <= last) {
-            self.step += 1;
-        }
-        self.last_second = Some(second.second);
-        let written = serde_json::to_writer(&mut self.out, &line(second, self.step))
+        let step = self.steps.of(second.second);
+        let written = serde_json::to_writer(&mut self.out, &line(second, step))
             .map_err(std::io::Error::from)
             .and_then(|()| self.out.write_all(b"\n"))
             .and_then(|()| self.out.flush());
@@ -92,6 +88,7 @@ mod tests {
             counters: Counters { messages_received: 7 * (n + 1), resets: 1, ..Counters::default() },
             errors: [("reset".to_owned(), 1)].into(),
             remaining_secs: None,
+            shards: None,
         }
     }
 

@@ -1,7 +1,8 @@
 //! The live view on stderr, so stdout keeps only the report: on a terminal a block redrawn
 //! in place (indicatif) with the phase, time elapsed and left, connections, this second's
 //! round trips and latency, and errors; elsewhere (piped, CI logs, a `--processes` shard)
-//! one plain line per second. `--quiet` shows neither. Numbers are written by
+//! one plain line per second. `--quiet` shows neither. A `--processes` parent shows its
+//! shards' seconds summed up here too, with how the shards compare ([`spread_text`]). Numbers are written by
 //! [`crate::units::format`], as in the report.
 
 use std::io::{IsTerminal, Write};
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::Second;
+use super::{Second, ShardSpread};
 use crate::units::format::{group, micros};
 
 /// How often the terminal block's spinner turns.
@@ -51,6 +52,17 @@ impl View {
         }
     }
 
+    /// A line of its own (a shard's message): above the block on a terminal, so the block
+    /// is not torn.
+    pub fn note(&self, line: &str) {
+        match &self.block {
+            Some(bar) => bar.println(line),
+            None => {
+                let _ = writeln!(std::io::stderr(), "{line}");
+            }
+        }
+    }
+
     /// The run ended: the block is cleared (the report follows on stdout).
     pub fn finish(self) {
         if let Some(bar) = self.block {
@@ -63,7 +75,7 @@ impl View {
 pub fn block(s: &Second, exchanges: &str) -> String {
     format!(
         "{phase}  {elapsed} s elapsed{left}\n  connections  {up} up, {failed} failed\n  {exchanges:<11}  \
-         {rate}/s this second   p50 {p50}   p99 {p99}\n  errors       {errors}",
+         {rate}/s this second   p50 {p50}   p99 {p99}\n  errors       {errors}{shards}",
         phase = s.phase.name(),
         elapsed = s.second + 1,
         left = s.remaining_secs.map_or(String::new(), |left| format!(", {left} s left")),
@@ -73,6 +85,9 @@ pub fn block(s: &Second, exchanges: &str) -> String {
         p50 = latency(s.p50_us, s.round_trips),
         p99 = latency(s.p99_us, s.round_trips),
         errors = group(s.error_count()),
+        shards = s
+            .shards
+            .map_or(String::new(), |spread| format!("\n  shards       {}", spread_text(&spread, exchanges))),
     )
 }
 
@@ -80,7 +95,7 @@ pub fn block(s: &Second, exchanges: &str) -> String {
 pub fn line(s: &Second, exchanges: &str) -> String {
     format!(
         "wsbench: {elapsed:>4} s {phase:<8}  {rate} {exchanges}/s  p50 {p50}  p99 {p99}  \
-         connections {up} up, {failed} failed  errors {errors}{left}",
+         connections {up} up, {failed} failed  errors {errors}{left}{shards}",
         elapsed = s.second + 1,
         phase = s.phase.name(),
         rate = group(s.round_trips),
@@ -90,6 +105,23 @@ pub fn line(s: &Second, exchanges: &str) -> String {
         failed = group(s.counters.connect_failures()),
         errors = group(s.error_count()),
         left = s.remaining_secs.map_or(String::new(), |left| format!("  {left} s left")),
+        shards = s.shards.map_or(String::new(), |spread| format!("  {}", spread_text(&spread, exchanges))),
+    )
+}
+
+/// How a `--processes` run's shards compare: `50 shards (2 behind): 626–809 round trips/s,
+/// 20–20 up each`.
+pub fn spread_text(spread: &ShardSpread, exchanges: &str) -> String {
+    let behind = match spread.behind {
+        0 => String::new(),
+        n => format!(" ({n} behind)"),
+    };
+    let range = |(low, high): (u64, u64)| format!("{}–{}", group(low), group(high));
+    format!(
+        "{running} shards{behind}: {rates} {exchanges}/s, {open} up each",
+        running = spread.running,
+        rates = range(spread.rate),
+        open = range(spread.open),
     )
 }
 
@@ -99,12 +131,13 @@ fn latency(us: u64, round_trips: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::engine::Phase;
     use crate::metrics::Counters;
 
-    fn second() -> Second {
+    /// A second of the measured window with a bit of everything (also `shard_feed`'s).
+    pub(in crate::live) fn second() -> Second {
         Second {
             second: 4,
             phase: Phase::Measured,
@@ -123,6 +156,7 @@ mod tests {
             },
             errors: [("reset".to_owned(), 2)].into(),
             remaining_secs: Some(3),
+            shards: None,
         }
     }
 
@@ -137,6 +171,21 @@ mod tests {
         let mut connecting = second();
         connecting.counters.connections_attempted += 1;
         assert!(line(&connecting, "round trips").contains("10 up, 1 failed"));
+    }
+
+    #[test]
+    fn a_second_of_many_shards_names_them_and_their_range() {
+        let spread = ShardSpread { running: 55, behind: 3, rate: (900, 1_250), open: (18_000, 18_200) };
+        let of_shards = Second { shards: Some(spread), ..second() };
+        assert!(
+            line(&of_shards, "round trips")
+                .ends_with("3 s left  55 shards (3 behind): 900–1,250 round trips/s, 18,000–18,200 up each"),
+            "{}",
+            line(&of_shards, "round trips")
+        );
+        assert!(block(&of_shards, "round trips").ends_with(
+            "\n  shards       55 shards (3 behind): 900–1,250 round trips/s, 18,000–18,200 up each"
+        ));
     }
 
     #[test]

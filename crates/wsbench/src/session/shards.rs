@@ -31,6 +31,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use wsbench_supervisor::{Group, Launch, Supervised};
@@ -38,6 +39,7 @@ use wsbench_supervisor::{Group, Launch, Supervised};
 use super::{RunError, Session, start_instant, start_probe};
 use crate::config::Target;
 use crate::config::{RunConfig, RunSettings};
+use crate::live::shards::{ShardEvent, ShardsView};
 use crate::merge::{ShardInput, merge};
 use crate::result::{RunResult, ServerSummary, Target as ResultTarget};
 use crate::samples::ServerReport;
@@ -78,6 +80,8 @@ fn run_shards(
     let dir = ShardDir::new(config.outputs.json.as_deref(), count)?;
     let source_addrs = auto_source_addrs(config, &session.target);
     let probe = start_probe(config, &session.target, session.builtin.as_ref(), run_start);
+    let exchanges = crate::scenario::of(&config.load).exchange().many;
+    let view = ShardsView::start(count as usize, exchanges, config.live.quiet);
     // On failure the shards started so far are stopped as the group drops.
     let mut shards = Group::new();
     for index in 0..count {
@@ -88,9 +92,11 @@ fn run_shards(
         if source_addrs.is_some() {
             child.source_addrs.clone_from(&source_addrs);
         }
-        shards.push(start_shard(&child, index, count)?);
+        shards.push(start_shard(&child, index, count, &view.events())?);
     }
     let forwarded = shards.wait_all(interrupt);
+    // The shards' last seconds and messages are shown before anything is said of them.
+    view.finish();
     let server = match probe {
         Ok(probe) => probe.stop(),
         Err(report) => report,
@@ -215,11 +221,11 @@ fn shard_settings(
         // One run: the shards carry its id, and only the merged result is judged.
         run_id: Some(config.run_id.clone()),
         threshold: Vec::new(),
-        // Each shard prints plain progress lines (its stderr is a pipe), which the parent
-        // forwards prefixed with the shard's name; the endpoint and the stream are refused
-        // with --processes (config::validate).
+        // Each shard hands its seconds to the parent, which shows one line for all of them;
+        // the endpoint and the stream are refused with --processes (config::validate).
         metrics_addr: None,
         stream: None,
+        progress_to_parent: true,
         client_cpus: (!cpus.is_empty()).then(|| crate::affinity::format_cpu_list(&cpus)),
         ..parent.clone()
     }
@@ -256,19 +262,35 @@ pub fn auto_source_addrs(config: &RunConfig, target: &Target) -> Option<String> 
 }
 
 /// Starts `wsbench run --settings-from-stdin` as shard `index`, handed `settings` on its
-/// stdin; its stderr reaches the user, labelled with the shard.
-fn start_shard(settings: &RunSettings, index: u64, count: u64) -> Result<Supervised, RunError> {
+/// stdin; what it writes on stdout (its seconds) and stderr goes to `events`, the parent's
+/// one view of all shards.
+fn start_shard(
+    settings: &RunSettings,
+    index: u64,
+    count: u64,
+    events: &Sender<ShardEvent>,
+) -> Result<Supervised, RunError> {
     let name = format!("shard {index}/{count}");
     let mut launch = Launch::this_program(name, "run", settings)?.grace(STOP_GRACE);
-    launch.command_mut().stdout(Stdio::null()).stderr(Stdio::piped());
+    launch.command_mut().stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut process = launch.start()?;
+    let shard = index as usize;
     if let Some(stderr) = process.take_stderr() {
+        let events = events.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("[shard {index}/{count}] {line}");
+                let _ = events.send(ShardEvent::Stderr(shard, line));
             }
         });
     }
+    let stdout = process.take_stdout();
+    let events = events.clone();
+    std::thread::spawn(move || {
+        for line in stdout.into_iter().flat_map(|out| BufReader::new(out).lines().map_while(Result::ok)) {
+            let _ = events.send(ShardEvent::Stdout(shard, line));
+        }
+        let _ = events.send(ShardEvent::Ended(shard));
+    });
     Ok(process)
 }
 
