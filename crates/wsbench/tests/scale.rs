@@ -1,7 +1,8 @@
 //! Scale-out against real processes on loopback: shards of one run merged losslessly
 //! (`run --shard I/N --start-at T`, `wsbench merge`), one run split over client processes
 //! (`run --processes N`, with a shard that dies and with Ctrl-C), and the built-in server as
-//! several processes sharing its port (`serve --processes N`), as the probe sees it.
+//! several processes sharing its port (`serve --processes N`), as the probe sees it; and
+//! the `scale-40k` preset, which needs all of that at once.
 
 mod support;
 
@@ -238,6 +239,29 @@ fn processes_2_runs_two_shards_and_merges() {
     assert!(merged.summary.exchanges_per_sec > 0.0);
     assert_client_cpu_is_split_and_per_round_trip(&merged, &shard_files);
     assert_is_a_good_result_file(&json);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The `scale-40k` preset as it is: 40,000 connections over 4 client and 4 server
+/// processes and 4 source addresses, every one of them echoing in the measured window.
+#[test]
+fn the_scale_40k_preset_echoes_on_every_connection_and_none_fails() {
+    let dir = temp_dir("scale-40k");
+    let json = dir.join("run.json");
+    let output = wsbench(&["run", "--scenario", "scale-40k", "--quiet", "--json", json.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let counters = &result["counters"];
+    let count = |key: &str| counters[key].as_u64().unwrap_or_else(|| panic!("{key} in {counters}"));
+    assert_eq!(count("connections_attempted"), 40_000);
+    assert_eq!(count("connections_established"), 40_000, "{counters}");
+    assert_eq!(result["summary"]["connections"]["failed"], 0, "{counters}");
+    // Every connection had at least one round trip measured, and none was left hanging.
+    assert_eq!(count("connections_in_window"), 40_000, "{counters}");
+    assert_eq!(count("messages_unanswered"), 0, "{counters}");
+    assert_eq!(count("messages_received"), count("messages_sent"));
+    assert_eq!(result["shards"].as_array().map(Vec::len), Some(4));
+    assert_eq!(result["config"]["server_processes"], 4);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -1,5 +1,6 @@
 //! Every preset in `scenarios/` is a valid scenario file: it parses, validates, and says
-//! what its comment says (the seeds' setups).
+//! what its comment says (the seeds' setups, and the scale presets' processes, source
+//! addresses and ramp).
 
 use std::path::PathBuf;
 
@@ -56,4 +57,45 @@ fn uws_presets_are_the_seed_arguments() {
         (1, Payload::Bytes(104_857_600), 1)
     );
     assert_eq!(preset("uws-scalability.toml").load.scenario, "scalability");
+}
+
+/// Ports one source address has towards one server address and port (32768-60999).
+const PORTS_PER_SOURCE_ADDR: u64 = 28_232;
+/// Open files one process may have here (a hard limit), a few kept for its own use.
+const CONNECTIONS_PER_PROCESS: u64 = 19_900;
+
+/// Each process within its open files, each source address within its ports.
+fn assert_fits_one_machine(config: &wsbench::config::RunConfig) {
+    let connections = config.load.connections;
+    assert!(
+        config.connections_per_process() <= CONNECTIONS_PER_PROCESS,
+        "{}",
+        config.connections_per_process()
+    );
+    assert!(connections.div_ceil(config.placement.server_processes) <= CONNECTIONS_PER_PROCESS);
+    let addrs = config.load.source_addrs.len() as u64;
+    assert!(addrs > 0 && connections.div_ceil(addrs) <= PORTS_PER_SOURCE_ADDR, "{addrs} source addresses");
+}
+
+#[test]
+fn scale_presets_fit_one_machine_with_a_paced_ramp() {
+    let forty = preset("scale-40k.toml");
+    assert_eq!((forty.load.scenario, forty.load.connections), ("echo", 40_000));
+    assert!(forty.placement.processes >= 3 && forty.placement.server_processes >= 3);
+    assert_eq!(forty.load.ramp_per_sec, Some(10_000.0));
+    assert_fits_one_machine(&forty);
+
+    let million = preset("scale-1m.toml");
+    assert_eq!((million.load.scenario, million.load.connections), ("scalability", 1_000_000));
+    assert_eq!((million.placement.processes, million.placement.server_processes), (55, 55));
+    assert_eq!(million.load.source_addrs.len(), 40);
+    assert_eq!(million.load.ramp_per_sec, Some(5_000.0));
+    assert_eq!(serde_json::to_value(&million).unwrap()["hold"], 60.0);
+    assert_fits_one_machine(&million);
+
+    // Scaled down by a flag, as it is tried before the real run.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/scale-1m.toml");
+    let flags = RunSettings { connections: Some(100_000), ..RunSettings::default() };
+    let scaled = flags.over(RunSettings::from_file(&path).unwrap()).unwrap().validate().unwrap();
+    assert_eq!((scaled.load.connections, scaled.placement.processes), (100_000, 55));
 }

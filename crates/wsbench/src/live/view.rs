@@ -118,8 +118,9 @@ pub fn spread_text(spread: &ShardSpread, exchanges: &str) -> String {
     };
     let range = |(low, high): (u64, u64)| format!("{}–{}", group(low), group(high));
     format!(
-        "{running} shards{behind}: {rates} {exchanges}/s, {open} up each",
+        "{running} {shards}{behind}: {rates} {exchanges}/s, {open} up each",
         running = spread.running,
+        shards = if spread.running == 1 { "shard" } else { "shards" },
         rates = range(spread.rate),
         open = range(spread.open),
     )

@@ -53,6 +53,11 @@ pub struct Counters {
     pub messages_unanswered: u64,
     /// Messages answered during warm-up (not in the latency histogram).
     pub warmup_messages: u64,
+    /// Connections that completed at least one round trip in the measured window (the echo
+    /// loop's): all of them, unless some sat idle or stalled while others were measured (a
+    /// connection reopened by `--reconnect` counts again).
+    #[serde(default)]
+    pub connections_in_window: u64,
     /// Attempts to reopen a connection the server closed or reset (`--reconnect`), failed
     /// attempts while the server was down included.
     #[serde(default)]
@@ -241,6 +246,7 @@ impl AddAssign<&Counters> for Counters {
         self.bytes_received += other.bytes_received;
         self.messages_unanswered += other.messages_unanswered;
         self.warmup_messages += other.warmup_messages;
+        self.connections_in_window += other.connections_in_window;
         self.reconnections += other.reconnections;
         for (protocol, count) in &other.subprotocols_chosen {
             *self.subprotocols_chosen.entry(protocol.clone()).or_default() += count;

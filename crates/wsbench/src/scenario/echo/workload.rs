@@ -15,6 +15,7 @@ use std::time::Instant;
 use super::payload::{CHECK_EVERY, Template, json_seq};
 use crate::config::LoadSpec;
 use crate::engine::conn::{ClientConn, State};
+use crate::engine::recorder::Counted;
 use crate::engine::workload::{Assembly, Cx, Message, Workload};
 use crate::protocol::Incoming;
 
@@ -49,6 +50,8 @@ pub struct EchoConn {
     /// is not sampled.
     check_offset: Option<usize>,
     check_failed: bool,
+    /// A round trip of this connection was measured (counted once per connection).
+    in_window: bool,
 }
 
 impl EchoConn {
@@ -232,7 +235,12 @@ impl EchoWorkload {
         // the uncorrected figure from when it actually went out is kept beside it.
         let latency = now.duration_since(intended).as_micros() as u64;
         let uncorrected = self.open_loop.then(|| now.duration_since(sent).as_micros() as u64);
-        cx.rec.exchange(now, latency, uncorrected, cx.rec.counted_at(now));
+        let counted = cx.rec.counted_at(now);
+        if !state.in_window && counted == Counted::Measured {
+            state.in_window = true;
+            cx.rec.metrics.counters.connections_in_window += 1;
+        }
+        cx.rec.exchange(now, latency, uncorrected, counted);
         self.send_more(cx, conn, state, now);
         Some(seq)
     }
