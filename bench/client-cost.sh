@@ -8,10 +8,16 @@
 #   client CPU µs per round trip: the client's CPU (user + system, whole run) over every echo it
 #   received (wsbench: client.cpu_us_per_round_trip; epoll-client: its cpu_us_per_echo line)
 # and the ratios wsbench ÷ epoll-client, and whether wsbench flagged itself client-bound.
+# Then the open loop against `wsbench serve`: for each CONNECTIONS:RATE of OPEN, wsbench on
+# each backend sends RATE messages/s spread over the connections, interleaved with a closed
+# loop over as many connections, and it prints the client CPU µs per paced message
+# (client.cpu_us_per_paced_message) ÷ the closed loop's CPU µs per round trip (goal ≤ 1.5),
+# the send lag p99 (goal ≤ 100 µs) and corrected − uncorrected latency p50 (goal ≤ 50 µs).
 #
 #   bench/client-cost.sh [CONNECTIONS...]      (default: 100 1000 10000)
 #   Environment: DURATION (default 5), WARMUP (default 1), REPEATS (default 3),
-#                SERVERS (default "serve fws"), SERVER_CPU (default 0), CLIENT_CPU (default 1).
+#                SERVERS (default "serve fws"), SERVER_CPU (default 0), CLIENT_CPU (default 1),
+#                OPEN (default "100:10000 1000:40000"; empty: no open-loop rows).
 set -euo pipefail
 {
 if [ $# -gt 0 ]; then counts=("$@"); else counts=(100 1000 10000); fi
@@ -21,13 +27,14 @@ REPEATS=${REPEATS:-3}
 SERVERS=${SERVERS:-serve fws}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
+OPEN=${OPEN-100:10000 1000:40000}
 bench=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$bench")
 build=$bench/.build/client-cost
 mkdir -p "$build"
 
 (cd "$repo" && cargo build --release -q -p wsbench)
-cp "$repo/target/release/wsbench" "$build/wsbench"
+cp "${CARGO_TARGET_DIR:-$repo/target}/release/wsbench" "$build/wsbench"
 cc -O2 -Wall -o "$build/epoll-client" "$bench/peers/epoll-client.c"
 fws=$bench/peers/fastwebsockets-echo/target/release/fastwebsockets-echo
 if [[ " $SERVERS " == *" fws "* ]]; then
@@ -52,7 +59,9 @@ serve() {
     [ -n "$port" ] || { echo "client-cost.sh: the $1 server did not start: $(cat "$out")" >&2; exit 1; }
 }
 
-# measure SERVER CLIENT CONNECTIONS: prints "round-trips/s cpu-µs-per-round-trip bound".
+# measure SERVER CLIENT CONNECTIONS [RATE]: prints "round-trips/s cpu-µs-per-round-trip bound";
+# with a RATE (open loop, wsbench only) "round-trips/s cpu-µs-per-paced-message bound
+# send-lag-p99-µs corrected-minus-uncorrected-p50-µs".
 measure() {
     serve "$1"
     local limit=$((DURATION + WARMUP + 120)) line
@@ -62,15 +71,22 @@ measure() {
             rm -f "$json"
             timeout "$limit" taskset -c "$CLIENT_CPU" "$build/wsbench" run echo "ws://127.0.0.1:$port/" \
                 --connections "$3" --duration "${DURATION}s" --warmup "${WARMUP}s" --payload bytes:20 --binary \
-                --client-cpus "$CLIENT_CPU" --io "$2" --quiet --json "$json" >"$build/client.log" 2>&1 || true
+                --client-cpus "$CLIENT_CPU" --io "$2" --quiet --json "$json" ${4:+--rate "$4/s"} \
+                >"$build/client.log" 2>&1 || true
             line=$(python3 - "$json" "$2" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 ios = {w.get("io") for w in r["client"]["workers"]}
 assert ios == {sys.argv[2]}, f"ran on {ios}, not {sys.argv[2]}"
-if r["summary"]["errors"]:
-    print(f"  (errors counted: {r['summary']['errors']})", file=sys.stderr)
-print(r["summary"]["echoes_per_sec"], r["client"]["cpu_us_per_round_trip"], int(r["client"]["bound"]))
+s, c = r["summary"], r["client"]
+if s["errors"]:
+    print(f"  (errors counted: {s['errors']})", file=sys.stderr)
+paced = c.get("cpu_us_per_paced_message")
+if paced is None:
+    print(s["echoes_per_sec"], c["cpu_us_per_round_trip"], int(c["bound"]))
+else:
+    gap = s["latency_us"]["p50"] - s["latency_uncorrected_us"]["p50"]
+    print(s["echoes_per_sec"], paced, int(c["bound"]), s["send_lag_us"]["p99"], gap)
 PY
             ) || { echo "client-cost.sh: wsbench --io $2 failed: $(tail -3 "$build/client.log")" >&2; exit 1; }
             ;;
@@ -104,7 +120,6 @@ for n in "${counts[@]}"; do
         done
     done
 done
-echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$raw" <<'PY'
 import statistics, sys
 # A run that failed left a short row (its error is above): not counted.
@@ -127,5 +142,44 @@ for (n, server) in sorted({(k[0], k[1]) for k in runs}):
         rr = f"{rate / med([x[0] for x in c]):.3f}" if c and client != "c" else "-"
         rc = f"{cpu / med([x[1] for x in c]):.3f}" if c and client != "c" else "-"
         print(f"{n:>6} {server:<6} {names[client]:<13} {rate:>14,.0f} {cpu:>10.2f} {rr:>9} {rc:>8} {bound:>6}")
+PY
+open_raw=$build/open-raw.txt
+: >"$open_raw"
+for pair in $OPEN; do
+    n=${pair%%:*} rate=${pair##*:}
+    for r in $(seq "$REPEATS"); do
+        # Open and closed loop of each backend interleaved, the order rotating per repeat.
+        runs=("uring $rate" "uring -" "epoll $rate" "epoll -")
+        for k in 0 1 2 3; do
+            set -- ${runs[$(((k + r) % 4))]}
+            if [ "$2" = - ]; then
+                echo "open $n $rate $1 closed $r $(measure serve "$1" "$n")" | tee -a "$open_raw" >&2
+            else
+                echo "open $n $rate $1 paced $r $(measure serve "$1" "$n" "$rate")" | tee -a "$open_raw" >&2
+            fi
+        done
+    done
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$open_raw" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+closed, paced = {}, {}
+for row in rows:
+    if row[4] == "closed" and len(row) == 9:
+        closed.setdefault((row[1], row[3]), []).append(float(row[7]))
+    elif row[4] == "paced" and len(row) == 11:
+        paced.setdefault((row[1], row[2], row[3]), []).append([float(x) for x in row[6:11]])
+if paced:
+    med = statistics.median
+    print()
+    print("open loop against wsbench serve (goals: CPU ratio <= 1.5, send lag p99 <= 100 us, p50 gap <= 50 us)")
+    print(f"{'conns':>6} {'rate/s':>8} {'client':<13} {'achieved/s':>11} {'CPU µs/msg':>11} {'closed µs/rt':>13} {'ratio':>6} {'lag p99 µs':>11} {'p50 gap µs':>11}")
+    for (n, rate, io), xs in sorted(paced.items(), key=lambda kv: (int(kv[0][0]), kv[0][2])):
+        col = lambda i: med([x[i] for x in xs])
+        ref = closed.get((n, io))
+        ratio = f"{col(1) / med(ref):.2f}" if ref else "-"
+        ref_text = f"{med(ref):.2f}" if ref else "-"
+        print(f"{n:>6} {int(rate):>8,} {'wsbench ' + io:<13} {col(0):>11,.0f} {col(1):>11.2f} {ref_text:>13} {ratio:>6} {col(3):>11.0f} {col(4):>11.0f}")
 PY
 }

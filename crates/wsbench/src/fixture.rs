@@ -256,7 +256,7 @@ pub fn open_loop_troubled() -> RunOutcome {
         config: config(
             "throughput",
             500,
-            serde_json::json!({ "rate_per_connection": 20, "message_size": 1024 }),
+            serde_json::json!({ "rate_per_connection": 20, "message_size": 1024, "message_interval": 0.05 }),
         ),
         started_at_unix_ms: 1_735_693_200_000,
         elapsed_secs: 12.4,

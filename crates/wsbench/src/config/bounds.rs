@@ -178,6 +178,19 @@ pub fn bounded(
     Ok(given)
 }
 
+/// The widest `--send-window`: beyond it the batches would no longer keep the schedule.
+pub const MAX_SEND_WINDOW: Duration = Duration::from_millis(10);
+
+/// `--send-window`: zero (every send at its own instant) to [`MAX_SEND_WINDOW`].
+pub fn send_window(value: &Option<String>) -> Result<Duration, ConfigError> {
+    let window = bounded("send-window", value, super::DEFAULT_SEND_WINDOW)?;
+    if window > MAX_SEND_WINDOW {
+        let text = value.as_deref().unwrap_or_default();
+        return Err(invalid("send-window", format!("`{text}` is too wide: at most 10ms")));
+    }
+    Ok(window)
+}
+
 /// `--wait-for-target`: longer than zero, at most [`MAX_WAIT_FOR_TARGET`], and only with a
 /// URL (the built-in server is started and waited for anyway).
 pub fn wait_for_target(value: &Option<String>, has_target: bool) -> Result<Option<Duration>, ConfigError> {

@@ -64,6 +64,10 @@ pub const DEFAULT_IN_FLIGHT: u64 = 1;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// An open-loop run whose send lag p99 exceeds this was limited by the client.
 pub const DEFAULT_MAX_SEND_LAG: Duration = Duration::from_millis(5);
+/// Open loop: how far ahead of its instant a send may go out with an earlier one's batch.
+/// Each wake-up of the worker, and of the server it wakes with its first message, is then
+/// shared by the sends of a quarter of a millisecond.
+pub const DEFAULT_SEND_WINDOW: Duration = Duration::from_micros(250);
 
 /// What each message carries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -219,6 +223,10 @@ pub struct LoadSpec {
     /// `None` is the closed loop (send the next when an echo returns).
     #[serde(serialize_with = "as_optional_secs")]
     pub message_interval: Option<Duration>,
+    /// Open loop: sends due within this window after the first due one are written with it
+    /// (early; their latency counts from when they went out, so nothing is credited).
+    #[serde(serialize_with = "as_secs")]
+    pub send_window: Duration,
     /// This process runs one part of the scenario.
     pub shard: Option<Shard>,
     /// Common start instant of the shards (ms since the Unix epoch).

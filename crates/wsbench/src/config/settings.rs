@@ -48,6 +48,12 @@ pub struct RunSettings {
     #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_send_lag: Option<String>,
+    /// Open loop: sends due within this window after the first due one go out with it, in
+    /// one batch, at most the window early (0 to 10ms; default 250us; 0: each at its own
+    /// instant). An early send's latency counts from when it went out.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_window: Option<String>,
     /// Find the highest open-loop rate under --slo (each step runs --warmup + --duration).
     #[arg(long)]
     #[serde(default, skip_serializing_if = "is_false")]
@@ -437,6 +443,7 @@ mod tests {
             interval: some("1s"),
             rate: some("10/s"),
             max_send_lag: some("5ms"),
+            send_window: some("100us"),
             find_max_rate: true,
             slo: some("p99<10ms,p999<50ms"),
             threshold: vec!["p99<10ms".into(), "errors==0".into()],

@@ -247,3 +247,14 @@ fn source_address_ranges() {
     assert_eq!(addrs.len(), 3);
     assert_eq!(addrs[2], IpAddr::from([127, 0, 0, 4]));
 }
+
+#[test]
+fn the_send_window_defaults_to_a_quarter_millisecond_and_is_bounded() {
+    let config = RunSettings::default().validate().unwrap();
+    assert_eq!(config.load.send_window, DEFAULT_SEND_WINDOW);
+    let zero = RunSettings { send_window: Some("0s".into()), ..RunSettings::default() }.validate().unwrap();
+    assert_eq!(zero.load.send_window, Duration::ZERO);
+    let wide = RunSettings { send_window: Some("11ms".into()), ..RunSettings::default() }.validate();
+    let message = wide.unwrap_err().to_string();
+    assert!(message.contains("--send-window") && message.contains("at most 10ms"), "{message}");
+}

@@ -73,6 +73,7 @@ impl RunSettings {
             warmup: bounded("warmup", &self.warmup, defaults.warmup)?,
             in_flight,
             message_interval,
+            send_window: bounds::send_window(&self.send_window)?,
             shard,
             start_at_unix_ms: self.start_at()?,
             payload,

@@ -455,9 +455,12 @@ impl Worker {
     }
 
     /// Open loop: every send that has fallen due goes to the workload, on schedule whatever
-    /// the replies.
+    /// the replies, and with them those due within the send window: one wake-up and one
+    /// submission for them all. An early send is sent as if due now (its latency counts
+    /// from when it went out); its next one keeps the schedule.
     fn fire_timers(&mut self, now: Instant) {
-        while let Some(send) = self.pacer.pop_due_send(now) {
+        let horizon = now + self.spec.load.send_window;
+        while let Some(send) = self.pacer.pop_due_send(horizon) {
             if !self.rec.sending_allowed(send.due) {
                 continue;
             }
@@ -465,7 +468,7 @@ impl Worker {
             if conn.started != send.started || conn.state != State::Open {
                 continue;
             }
-            self.hook(send.key, |workload, cx, conn| workload.on_due(cx, conn, send.due, now));
+            self.hook(send.key, |workload, cx, conn| workload.on_due(cx, conn, send.due.min(now), now));
             self.flush(send.key);
             if self.conns.contains(send.key) {
                 self.pacer.schedule_next(send);

@@ -350,6 +350,9 @@ fn client_cpu(out: &mut String, result: &RunResult) {
             let _ = write!(text, " (server {} µs, client ÷ server {:.2})", sig3(server_us), us / server_us);
         }
     }
+    if let Some(us) = client.cpu_us_per_paced_message {
+        let _ = write!(text, ", {} µs per paced message", sig3(us));
+    }
     let mut backends: Vec<&str> =
         client.workers.iter().map(|w| w.io.as_str()).filter(|io| !io.is_empty()).collect();
     backends.sort_unstable();

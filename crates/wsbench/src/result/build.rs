@@ -146,7 +146,16 @@ impl ClientSummary {
             user_seconds: sum(|w| w.user_seconds),
             system_seconds: sum(|w| w.system_seconds),
             cpu_us_per_round_trip: crate::client_cpu::cpu_us_per_round_trip(cpu_seconds, round_trips),
+            cpu_us_per_paced_message: None,
         }
+    }
+
+    /// An open-loop run: sets the CPU µs per paced message from the messages it sent.
+    pub fn paced(mut self, open_loop: bool, messages_sent: u64) -> ClientSummary {
+        self.cpu_us_per_paced_message = open_loop
+            .then(|| crate::client_cpu::cpu_us_per_round_trip(self.cpu_seconds, messages_sent))
+            .flatten();
+        self
     }
 }
 
@@ -176,8 +185,13 @@ impl ClientSummary {
 
 /// The open-loop send-lag limit of a run's configuration, in µs (None for a closed loop).
 fn send_lag_limit_us(config: &serde_json::Value) -> Option<u64> {
-    config.get("message_interval")?.as_f64()?;
+    is_open_loop(config).then_some(())?;
     Some((config.get("max_send_lag")?.as_f64()? * 1e6) as u64)
+}
+
+/// Whether a run's configuration sends on a schedule (it has a message interval).
+fn is_open_loop(config: &serde_json::Value) -> bool {
+    config.get("message_interval").and_then(|interval| interval.as_f64()).is_some()
 }
 
 impl Summary {
@@ -282,7 +296,8 @@ impl RunResult {
             )
             .per_round_trip(counters.messages_received),
             client: ClientSummary::from_workers(&workers, counters.messages_received)
-                .with_send_lag(&metrics.send_lag, send_lag_limit_us(&outcome.config)),
+                .with_send_lag(&metrics.send_lag, send_lag_limit_us(&outcome.config))
+                .paced(is_open_loop(&outcome.config), counters.messages_sent),
             timeline: metrics.timeline.iter().map(TimelinePoint::of).collect(),
             counters: crate::metrics::Counters { scenario: section_counters(metrics), ..counters.clone() },
             histograms: EncodedHistograms {

@@ -343,6 +343,11 @@ pub struct ClientSummary {
     /// whole length as for the server's figure; null when nothing was echoed.
     #[serde(default)]
     pub cpu_us_per_round_trip: Option<f64>,
+    /// Open loop: client CPU µs per message sent on schedule (`cpu_seconds` over every
+    /// message sent), the figure to set beside a closed loop's `cpu_us_per_round_trip`;
+    /// null for a closed loop or when nothing was sent.
+    #[serde(default)]
+    pub cpu_us_per_paced_message: Option<f64>,
 }
 
 /// One second of the run.

@@ -382,3 +382,19 @@ fn printed_result_sits_between_the_markers_the_collect_script_cuts_on() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_open_loop_gives_its_cpu_per_paced_message_and_a_closed_loop_none() {
+    let outcome = fixture::open_loop_troubled();
+    let client = RunResult::from_outcome(&outcome).client;
+    let sent = outcome.metrics.counters.messages_sent;
+    assert!(sent > 0 && client.cpu_seconds > 0.0);
+    let expected = client.cpu_seconds * 1e6 / sent as f64;
+    assert_eq!(client.cpu_us_per_paced_message, Some(expected));
+    let json = serde_json::to_value(&client).unwrap();
+    assert_eq!(json["cpu_us_per_paced_message"].as_f64(), Some(expected));
+
+    let closed = RunResult::from_outcome(&fixture::closed_loop()).client;
+    assert!(closed.cpu_us_per_round_trip.is_some());
+    assert_eq!(closed.cpu_us_per_paced_message, None);
+}

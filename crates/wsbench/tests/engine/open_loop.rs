@@ -77,6 +77,33 @@ fn sends_at_50_per_second_go_out_on_time_to_within_a_round_trip() {
     );
 }
 
+/// `--send-window`: the sends due within the window after the first due one go out with it,
+/// early, in one batch. They are not credited for it: their latency counts from when they
+/// went out, so the corrected median is never below the uncorrected one (crediting them
+/// would put it several milliseconds below); and the schedule holds: as many sends as the
+/// rate asks, at most one early send per connection past the end.
+#[test]
+fn sends_within_the_window_go_out_early_and_are_not_credited() {
+    let _slot = heavy(1);
+    let json = scratch("send-window").join("r.json");
+    let args = ["run", "--connections", "4", "--rate", "400/s", "--send-window", "10ms", "--warmup", "0s"];
+    let run =
+        wsbench(&[&args[..], &["--duration", "3s", "--json", arg(&json)]].concat(), Duration::from_secs(30));
+    run.assert_success();
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    let corrected = uint(&result, "/summary/latency_us/p50");
+    let uncorrected = uint(&result, "/summary/latency_uncorrected_us/p50");
+    assert!(
+        corrected >= uncorrected,
+        "corrected p50 {corrected} µs below uncorrected {uncorrected} µs\n{context}"
+    );
+    let sent = uint(&result, "/summary/messages/sent");
+    assert!((1080..=1204).contains(&sent), "{sent} sent; the schedule has 1,200\n{context}");
+    assert_eq!(float(&result, "/config/send_window"), 0.01, "{context}");
+    assert!(errors(&result).is_empty(), "{context}");
+}
+
 /// Messages the c10k schedule has until `until` (seconds from the start) when client i is
 /// established at `established(i)`: its first send follows by i/N of the interval, then one
 /// per interval.

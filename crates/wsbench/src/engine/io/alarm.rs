@@ -10,6 +10,12 @@
 //! [`MAX_LEAD`]), and the worker spins the few microseconds left (`rang_early_for`). It is
 //! set only when the due instant changes, so a closed loop, with nothing scheduled, makes
 //! no timer calls.
+//!
+//! On io_uring the wait itself takes a timeout to the nanosecond, so there the alarm is a
+//! deadline the wait honours ([`Alarm::use_wait_timeout`]): no timer file, and no
+//! `timerfd_settime`, epoll round and `read` per wake-up. On epoll the timer file is
+//! watched edge-triggered (mio), and setting it again clears its expirations, so it is
+//! never read.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -25,7 +31,8 @@ const MAX_LEAD: Duration = Duration::from_micros(200);
 const SLEEP_PER_LEAD: u32 = 8;
 
 pub struct Alarm {
-    fd: OwnedFd,
+    /// The timer file; `None` once the wait's own timeout serves instead.
+    fd: Option<OwnedFd>,
     /// The due instant the alarm is set for, and when it goes off (up to the lead before).
     armed: Option<(Instant, Instant)>,
     /// The due instant of the alarm that last went off.
@@ -46,7 +53,31 @@ impl Alarm {
         // SAFETY: `fd` was just created and nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         registry.register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE)?;
-        Ok(Alarm { fd, armed: None, rang_for: None, lead: Duration::from_micros(50) })
+        Ok(Alarm { fd: Some(fd), armed: None, rang_for: None, lead: Duration::from_micros(50) })
+    }
+
+    /// From now on the wait honours the alarm ([`Alarm::wait_bound`]); the timer file is
+    /// taken off `registry` and closed.
+    pub fn use_wait_timeout(&mut self, registry: &Registry) {
+        if let Some(fd) = self.fd.take() {
+            let _ = registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
+        }
+    }
+
+    /// With the wait's own timeout: how long a wait starting `now` may last before the alarm
+    /// goes off; `None` when no alarm is set (or the timer file rings it).
+    pub fn wait_bound(&self, now: Instant) -> Option<Duration> {
+        match (&self.fd, self.armed) {
+            (None, Some((_, goes_off))) => Some(goes_off.saturating_duration_since(now)),
+            _ => None,
+        }
+    }
+
+    /// With the wait's own timeout, after a wait: rings the alarm if its time has come.
+    pub fn ring_if_due(&mut self, now: Instant) {
+        if self.fd.is_none() && self.armed.is_some_and(|(_, goes_off)| now >= goes_off) {
+            self.rang();
+        }
     }
 
     /// Sets the alarm for `due`, unless it is already set for it: to go off the lead before
@@ -62,6 +93,8 @@ impl Alarm {
         let lead = if sleep >= self.lead * SLEEP_PER_LEAD { self.lead } else { Duration::ZERO };
         // A zero value would disarm the timer, hence at least 1 ns.
         let after = (sleep - lead).max(Duration::from_nanos(1));
+        self.armed = Some((due, now + after));
+        let Some(fd) = &self.fd else { return Ok(()) };
         let value = libc::itimerspec {
             it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
             it_value: libc::timespec {
@@ -70,26 +103,21 @@ impl Alarm {
             },
         };
         // SAFETY: a valid timerfd and a pointer to a live itimerspec; no old value wanted.
-        let result = unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &value, std::ptr::null_mut()) };
+        let result = unsafe { libc::timerfd_settime(fd.as_raw_fd(), 0, &value, std::ptr::null_mut()) };
         if result != 0 {
+            self.armed = None;
             return Err(io::Error::last_os_error());
         }
-        self.armed = Some((due, now + after));
         Ok(())
     }
 
-    /// The alarm went off: learns how late this thread woke, and reads the expirations so
-    /// the alarm can ring again.
+    /// The alarm went off: learns how late this thread woke.
     pub fn rang(&mut self) {
         if let Some((due, goes_off)) = self.armed.take() {
             let late = Instant::now().saturating_duration_since(goes_off).min(MAX_LEAD);
             self.lead = (self.lead * 7 + late) / 8;
             self.rang_for = Some(due);
         }
-        let mut expirations = [0u8; 8];
-        // SAFETY: reads 8 bytes into a live 8-byte buffer; a non-blocking fd.
-        let _ =
-            unsafe { libc::read(self.fd.as_raw_fd(), expirations.as_mut_ptr().cast(), expirations.len()) };
     }
 
     /// Whether the alarm already went off (early) for `due`: the worker spins until then.

@@ -13,7 +13,7 @@ mod uring;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
@@ -81,7 +81,10 @@ impl Io {
             return;
         }
         match Ring::new(self.poll.as_raw_fd(), connections) {
-            Ok(ring) => self.ring = Some(ring),
+            Ok(ring) => {
+                self.ring = Some(ring);
+                self.alarm.use_wait_timeout(self.poll.registry());
+            }
             Err(error) => {
                 if !FALLBACK_NOTED.swap(true, Ordering::Relaxed) {
                     eprintln!("wsbench: --io uring: io_uring is unavailable here ({error}): using epoll");
@@ -185,7 +188,9 @@ impl Io {
         events.clear();
         let epoll_ready = match self.ring.as_mut() {
             Some(ring) => {
-                ring.submit_and_wait(timeout)?;
+                let bound = self.alarm.wait_bound(Instant::now());
+                ring.submit_and_wait(bound.map_or(timeout, |bound| bound.min(timeout)))?;
+                self.alarm.ring_if_due(Instant::now());
                 ring_events(ring, &mut events)
             }
             None => {
