@@ -26,9 +26,10 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 PEERS = BENCH / "peers" / "clients"
-WSBENCH = os.environ["WSBENCH_BIN"]
-NODE_DIR = Path(os.environ["NODE_DIR"])
-VENV_PYTHON = os.environ["VENV_PYTHON"]
+# Set by bench/clients.sh (not needed to re-render a table: `clients.py --table RUNS.jsonl`).
+WSBENCH = os.environ.get("WSBENCH_BIN", "wsbench")
+NODE_DIR = Path(os.environ.get("NODE_DIR", "."))
+VENV_PYTHON = os.environ.get("VENV_PYTHON", "python3")
 
 REPEATS = int(os.environ.get("REPEATS", 3))
 WARMUP = float(os.environ.get("WARMUP", 2))
@@ -225,15 +226,27 @@ def fmt(value, spec=",.0f", none="—"):
     return none if value is None else format(value, spec)
 
 
+def paired(runs, base_runs, key):
+    """Median and range of run ÷ the wsbench-uring run of the same repeat (interleaved)."""
+    base = {r["repeat"]: r[key] for r in base_runs if r.get(key)}
+    ratios = sorted(r[key] / base[r["repeat"]] for r in runs if r.get(key) and r["repeat"] in base)
+    if not ratios:
+        return "—"
+    if len(ratios) == 1:
+        return f"{ratios[0]:.2f}"
+    return f"{statistics.median(ratios):.2f} ({ratios[0]:.2f}–{ratios[-1]:.2f})"
+
+
 def table(rows):
     lines = []
     for name, conns, rate in SCENARIOS:
         ok = [r for r in rows if r["connections"] == conns and r["rate"] == rate and "failed" not in r]
-        base = median([r for r in ok if r["tool"] == "wsbench-uring"], "rate_server")
+        base = [r for r in ok if r["tool"] == "wsbench-uring"]
         loop = f"open loop, {rate:,} msg/s asked over {conns:,} connections" if rate else \
             f"closed loop, {conns:,} connections, one message in flight each"
         lines += ["", f"**{loop}**", ""]
-        head = "| tool | round trips/s (server) | ÷ wsbench uring | client CPU µs/round trip | client CPU | "
+        head = "| tool | round trips/s (server) | ÷ wsbench uring | client CPU µs/round trip | ÷ wsbench uring | "
+        head += "client CPU | "
         head += "achieved ÷ asked | " if rate else ""
         head += "own rate | own count ÷ server count | latency p50 / p99 (own, µs) | others' CPU | runs |"
         lines += [head, "|" + "---|" * (head.count(" | ") + 1)]
@@ -248,8 +261,8 @@ def table(rows):
                     and r["server_total"] else None
             rate_s = median(good, "rate_server")
             p50, p99 = median(good, "p50_us"), median(good, "p99_us")
-            cells = [tool, fmt(rate_s), fmt(rate_s / base if base else None, ".2f"),
-                     fmt(median(good, "cpu_us_per_rt"), ".1f"), fmt(median(good, "client_cpu_share"), ".0%")]
+            cells = [tool, fmt(rate_s), paired(good, base, "rate_server"), fmt(median(good, "cpu_us_per_rt"), ".1f"),
+                     paired(good, base, "cpu_us_per_rt"), fmt(median(good, "client_cpu_share"), ".0%")]
             if rate:
                 cells.append(fmt(rate_s / rate, ".2f"))
             cells += [fmt(median(good, "own_rate"), ",.0f", "does not report"),
@@ -261,6 +274,11 @@ def table(rows):
 
 
 def main():
+    if sys.argv[1:2] == ["--table"]:
+        path = Path(sys.argv[2])
+        header = (path.parent / "header.txt").read_text() if (path.parent / "header.txt").exists() else ""
+        print(header + table([json.loads(line) for line in path.read_text().splitlines()]))
+        return
     unknown = set(TOOLS) - set(CLIENTS)
     if unknown:
         raise SystemExit(f"clients.py: unknown tools {sorted(unknown)}; known: {' '.join(ALL_TOOLS)}")
@@ -278,6 +296,7 @@ def main():
     print("\n".join(header), flush=True)
     rows = []
     out.mkdir(parents=True, exist_ok=True)
+    (out / "header.txt").write_text("\n".join(header) + "\n")
     with open(out / "runs.jsonl", "w") as log:
         for repeat in range(REPEATS):
             for name, conns, rate in SCENARIOS:
