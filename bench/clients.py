@@ -286,6 +286,9 @@ def main():
     out = Path(os.environ.get("OUT", BENCH / ".build" / "clients" / "runs" / stamp))
     rev = subprocess.run(["git", "-C", str(BENCH), "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip()
+    if subprocess.run(["git", "-C", str(BENCH), "diff", "--quiet", "HEAD"]).returncode:
+        rev += "+changes"
+
     cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
     header = [f"bench/clients.sh at {rev}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
               f"machine: {os.cpu_count()} CPUs, {cpu}, Linux {os.uname().release}, "

@@ -48,4 +48,4 @@ if ! "$venv/bin/python" -c "import websockets, sys; sys.exit(websockets.__versio
 fi
 
 export WSBENCH_BIN=$cache/wsbench NODE_DIR=$node_dir VENV_PYTHON=$venv/bin/python
-exec python3 "$bench/clients.py"
+exec python3 "$bench/clients.py" "$@"
