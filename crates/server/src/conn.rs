@@ -9,6 +9,8 @@
 use wsbench_proto::handshake::{Request, add_header, parse_request, server_response};
 use wsbench_proto::{CloseCode, Decoder, OpCode, Role, write_frame};
 
+use std::cell::Cell;
+
 use wsbench_transport::Transport;
 
 use crate::compression::Compression;
@@ -42,6 +44,23 @@ pub struct Limits {
     /// Text messages that are pub/sub commands go to [`ConnState::inbox`] instead of being
     /// echoed (`wsbench serve --pubsub`).
     pub pubsub: bool,
+}
+
+thread_local! {
+    /// Text and binary messages echoed on this thread since the event loop last took the
+    /// count. Per thread, so counting costs no atomic per message and no field per idle
+    /// connection; the event loop adds it to the server's shared count once per turn.
+    static ECHOED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Counts one echoed text or binary message (pongs, closes and pub/sub deliveries are not).
+pub fn count_echo() {
+    ECHOED.with(|count| count.set(count.get() + 1));
+}
+
+/// The messages this thread echoed since the last call.
+pub fn take_echoed() -> u64 {
+    ECHOED.with(|count| count.replace(0))
 }
 
 /// What the event loop should do after `process`.
@@ -257,6 +276,7 @@ impl ConnState {
                 }
                 OpCode::Text | OpCode::Binary if chunk.first && chunk.last => {
                     write_frame(out, true, chunk.opcode, None, payload);
+                    count_echo();
                 }
                 OpCode::Text | OpCode::Binary => {
                     self.message.extend_from_slice(payload);
@@ -269,6 +289,7 @@ impl ConnState {
                         self.message = Vec::new();
                     } else if chunk.last {
                         write_frame(out, true, chunk.opcode, None, &self.message);
+                        count_echo();
                         self.message = Vec::new();
                     }
                 }

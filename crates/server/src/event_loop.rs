@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -47,6 +47,9 @@ const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
 pub struct Shared {
     pub stopping: AtomicBool,
     pub connections: AtomicUsize,
+    /// Text and binary messages echoed so far, one counter per event loop (each written by
+    /// its loop alone, so counting needs no locked instruction).
+    pub echoed: Mutex<Vec<Arc<AtomicU64>>>,
     pub wakers: Mutex<Vec<Arc<Waker>>>,
 }
 
@@ -68,6 +71,8 @@ pub struct EventLoop {
     websocket_listener: Option<TcpListener>,
     tcp_listener: Option<TcpListener>,
     shared: Arc<Shared>,
+    /// This loop's count of echoed messages (see [`Shared::echoed`]).
+    echoed: Arc<AtomicU64>,
     conns: Slab<Conn>,
     read_buf: Box<[u8]>,
     out: Vec<u8>,
@@ -111,6 +116,8 @@ impl EventLoop {
         }
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         shared.wakers.lock().unwrap_or_else(|e| e.into_inner()).push(waker);
+        let echoed = Arc::new(AtomicU64::new(0));
+        shared.echoed.lock().unwrap_or_else(|e| e.into_inner()).push(echoed.clone());
         Ok(EventLoop {
             poll,
             events: Events::with_capacity(1024),
@@ -126,6 +133,7 @@ impl EventLoop {
             websocket_listener: Some(websocket_listener),
             tcp_listener,
             shared,
+            echoed,
             conns: Slab::new(),
             // Written once here, so their pages are in the RSS before the first connection:
             // a probe's baseline then includes the loop's fixed buffers.
@@ -357,6 +365,11 @@ impl EventLoop {
     /// Writes the thread's output buffer for `key`, keeping what the socket refuses.
     /// Returns false when the connection was closed because of a write error.
     fn send(&mut self, key: usize) -> bool {
+        // Counted before the echoes go out: a peer that has its echo sees it counted.
+        let echoed = crate::conn::take_echoed();
+        if echoed > 0 {
+            self.echoed.store(self.echoed.load(Ordering::Relaxed) + echoed, Ordering::Relaxed);
+        }
         let conn = &mut self.conns[key];
         if !self.out.is_empty() {
             if conn.output.is_empty() {

@@ -141,6 +141,24 @@ impl RunningServer {
     }
 }
 
+/// What a running server has done so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerCounts {
+    /// Text and binary messages echoed (pongs, closes and pub/sub deliveries are not
+    /// counted), each counted before its echo is written.
+    pub echoed: u64,
+    /// Connections open now.
+    pub connections: usize,
+}
+
+impl ServerCounts {
+    /// The line `wsbench serve` prints on SIGUSR1 and when it stops, for a benchmark to set
+    /// a client's own count beside what the server saw.
+    pub fn line(&self) -> String {
+        format!("echoed {} messages, {} connections open", self.echoed, self.connections)
+    }
+}
+
 /// Stops a running server from another thread (or a signal handler thread).
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle {
@@ -148,6 +166,16 @@ pub struct ShutdownHandle {
 }
 
 impl ShutdownHandle {
+    /// The server's counts now.
+    pub fn counts(&self) -> ServerCounts {
+        ServerCounts {
+            echoed: (self.shared.echoed.lock().unwrap_or_else(|e| e.into_inner()).iter())
+                .map(|count| count.load(Ordering::Relaxed))
+                .sum(),
+            connections: self.shared.connections.load(Ordering::Relaxed),
+        }
+    }
+
     pub fn shutdown(&self) {
         self.shared.stopping.store(true, Ordering::SeqCst);
         for waker in self.shared.wakers.lock().unwrap_or_else(|e| e.into_inner()).iter() {
@@ -174,6 +202,7 @@ pub fn start(config: &ServeConfig) -> Result<RunningServer, ServeError> {
     let shared = Arc::new(event_loop::Shared {
         stopping: AtomicBool::new(false),
         connections: AtomicUsize::new(0),
+        echoed: Default::default(),
         wakers: Default::default(),
     });
     let mut handles = Vec::with_capacity(threads);
@@ -199,26 +228,38 @@ pub fn start(config: &ServeConfig) -> Result<RunningServer, ServeError> {
 }
 
 /// Runs the server until SIGINT or SIGTERM: prints the `listening on` line, then closes every
-/// connection with 1001 and returns.
+/// connection with 1001 and returns. On SIGUSR1, and once more when it stops, it prints its
+/// counts ([`ServerCounts::line`]) on stdout.
 pub fn serve_until_signalled(config: &ServeConfig) -> Result<(), ServeError> {
+    use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
     // Handlers go in before the `listening on` line: a starter may signal as soon as it
     // reads it, and the default action would kill the process instead of closing cleanly.
-    let mut signals =
-        signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGUSR1])?;
     let server = start(config)?;
-    let mut stdout = std::io::stdout().lock();
-    // A closed stdout (the starter went away) must not stop the server.
-    let _ = writeln!(stdout, "{}", server.endpoints.listening_line());
-    let _ = stdout.flush();
-    drop(stdout);
+    print_line(&server.endpoints.listening_line());
     let handle = server.shutdown_handle();
+    let counts = server.shutdown_handle();
     let signal_handle = signals.handle();
     std::thread::Builder::new().name("serve-signals".into()).spawn(move || {
-        if signals.forever().next().is_some() {
-            handle.shutdown();
+        for signal in signals.forever() {
+            if signal == SIGUSR1 {
+                print_line(&handle.counts().line());
+            } else {
+                handle.shutdown();
+                break;
+            }
         }
     })?;
     let result = server.wait();
     signal_handle.close();
+    print_line(&counts.counts().line());
     result
+}
+
+/// Prints one line on stdout at once. A closed stdout (the starter went away) must not stop
+/// the server.
+fn print_line(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
 }

@@ -128,7 +128,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Merge the result files of a run's shards (`--shard I/N`) losslessly into one.
     Merge(MergeArgs),
-    /// Run the built-in echo server (the default benchmark target).
+    /// Run the built-in echo server (the default benchmark target). On SIGUSR1, and when it
+    /// stops, it prints `echoed N messages, C connections open` (not with --processes).
     Serve(ServeArgs),
     /// Single-connection round-trip times: raw TCP, HTTP, HTTPS, ws and wss (seed 001).
     Rtt(RttSettings),

@@ -549,6 +549,35 @@ fn sigint_exits_0() {
     assert_eq!(status.code(), Some(0), "exit status after SIGINT: {status}");
 }
 
+/// The counts a benchmark sets beside a client's own: SIGUSR1 prints them without stopping
+/// the server; only whole text and binary messages count (not pings or closes).
+#[test]
+fn sigusr1_prints_the_echoed_messages_and_open_connections() {
+    let mut server = Server::spawn(&[]);
+    let mut a = ws_connect(server.addr);
+    let mut b = ws_connect(server.addr);
+    for _ in 0..3 {
+        echo(&mut a, OP_TEXT, b"twenty bytes of text");
+    }
+    echo(&mut b, OP_BINARY, &[7; 20]);
+    send(&mut b, false, OP_TEXT, b"in two ");
+    send(&mut b, true, OP_CONT, b"pieces");
+    assert_eq!(read_message(&mut b), (OP_TEXT, b"in two pieces".to_vec()));
+    send(&mut b, true, OP_PING, b"not counted");
+    assert_eq!(read_message(&mut b).0, OP_PONG);
+    let counts = |server: &mut Server| {
+        signal(server, libc::SIGUSR1);
+        server.lines.recv_timeout(IO_TIMEOUT).expect("a line after SIGUSR1")
+    };
+    assert_eq!(counts(&mut server), "echoed 5 messages, 2 connections open");
+    echo(&mut a, OP_BINARY, b"after the first look");
+    assert_eq!(counts(&mut server), "echoed 6 messages, 2 connections open");
+    signal(&server, libc::SIGTERM);
+    let last = server.lines.recv_timeout(IO_TIMEOUT).expect("a line when it stops");
+    assert!(last.starts_with("echoed 6 messages, "), "last line: {last}");
+    assert_eq!(wait_exit(&mut server, Duration::from_secs(2)).code(), Some(0));
+}
+
 #[test]
 fn sigterm_with_no_connections_exits_0() {
     let mut server = Server::spawn(&["--tcp-port", "0"]);

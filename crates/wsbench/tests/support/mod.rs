@@ -27,14 +27,16 @@ pub struct Server {
     pub addr: SocketAddr,
     /// Every URL printed on the `listening on` line, e.g. `ws://127.0.0.1:4000`.
     pub urls: Vec<String>,
+    /// The lines it printed on stdout after the `listening on` line.
+    pub lines: mpsc::Receiver<String>,
 }
 
 impl Server {
     /// Starts `wsbench serve --port 0 ARGS…` and waits for its `listening on` line.
     pub fn spawn(args: &[&str]) -> Server {
-        let (child, urls) = spawn_serve(args);
+        let (child, urls, lines) = spawn_serve(args);
         let addr = addr_of(&urls[0]);
-        Server { child, addr, urls }
+        Server { child, addr, urls, lines }
     }
 
     /// The address of the listener whose URL has `scheme` (`ws`, `wss`, `tcp`).
@@ -65,7 +67,7 @@ fn addr_of(url: &str) -> SocketAddr {
     host_port.parse().unwrap_or_else(|e| panic!("bad address in {url}: {e}"))
 }
 
-fn spawn_serve(args: &[&str]) -> (Child, Vec<String>) {
+fn spawn_serve(args: &[&str]) -> (Child, Vec<String>, mpsc::Receiver<String>) {
     let mut cmd = Command::new(wsbench_bin());
     cmd.arg("serve").arg("--port").arg("0").args(args);
     cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
@@ -81,12 +83,10 @@ fn spawn_serve(args: &[&str]) -> (Child, Vec<String>) {
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        if let Some(Ok(first)) = lines.next() {
-            let _ = tx.send(first);
-        }
         // Keep draining so the server never blocks on a full stdout pipe.
-        for _ in lines {}
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
     });
     let first = rx
         .recv_timeout(Duration::from_secs(20))
@@ -97,7 +97,7 @@ fn spawn_serve(args: &[&str]) -> (Child, Vec<String>) {
         .split_whitespace()
         .map(str::to_owned)
         .collect();
-    (child, urls)
+    (child, urls, rx)
 }
 
 /// Shared servers by argument list, with their addresses.
@@ -118,7 +118,7 @@ pub fn shared_server(args: &[&str]) -> SocketAddr {
     let owned = key.clone();
     std::thread::spawn(move || {
         let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
-        let (child, urls) = spawn_serve(&refs);
+        let (child, urls, _) = spawn_serve(&refs);
         let _ = tx.send(addr_of(&urls[0]));
         let _keep_alive = child;
         loop {
