@@ -66,8 +66,8 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 pub const DEFAULT_MAX_SEND_LAG: Duration = Duration::from_millis(5);
 /// Open loop: how far ahead of its instant a send may go out with an earlier one's batch.
 /// Each wake-up of the worker, and of the server it wakes with its first message, is then
-/// shared by the sends of a quarter of a millisecond.
-pub const DEFAULT_SEND_WINDOW: Duration = Duration::from_micros(250);
+/// shared by the sends of half a millisecond (wrk2's timers tick in milliseconds).
+pub const DEFAULT_SEND_WINDOW: Duration = Duration::from_micros(500);
 
 /// What each message carries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

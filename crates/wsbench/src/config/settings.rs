@@ -49,7 +49,7 @@ pub struct RunSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_send_lag: Option<String>,
     /// Open loop: sends due within this window after the first due one go out with it, in
-    /// one batch, at most the window early (0 to 10ms; default 250us; 0: each at its own
+    /// one batch, at most the window early (0 to 10ms; default 500us; 0: each at its own
     /// instant). An early send's latency counts from when it went out.
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -249,7 +249,7 @@ fn source_address_ranges() {
 }
 
 #[test]
-fn the_send_window_defaults_to_a_quarter_millisecond_and_is_bounded() {
+fn the_send_window_defaults_to_half_a_millisecond_and_is_bounded() {
     let config = RunSettings::default().validate().unwrap();
     assert_eq!(config.load.send_window, DEFAULT_SEND_WINDOW);
     let zero = RunSettings { send_window: Some("0s".into()), ..RunSettings::default() }.validate().unwrap();

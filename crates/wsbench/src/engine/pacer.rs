@@ -50,6 +50,8 @@ pub struct Pacer {
     /// Connect attempts in progress: deadline, slab key, start (the attempt's identity).
     connect_deadlines: VecDeque<(Instant, usize, Instant)>,
     sends: BinaryHeap<Reverse<ScheduledSend>>,
+    /// Open loop: how early a send may go out ([`Pacer::with_send_window`]).
+    send_window: Duration,
 }
 
 impl Pacer {
@@ -73,7 +75,17 @@ impl Pacer {
             reconnect_failures: HashMap::new(),
             connect_deadlines: VecDeque::new(),
             sends: BinaryHeap::new(),
+            send_window: Duration::ZERO,
         }
+    }
+
+    /// Sends may go out up to `window` before they are due: the worker wakes for a send half
+    /// the window ahead ([`Pacer::next_due`]; half a window of lateness is then still on
+    /// time), and takes every send due within the window then ([`Pacer::pop_due_send`] with
+    /// a horizon `window` past now: those due up to half a window after the first).
+    pub fn with_send_window(mut self, window: Duration) -> Pacer {
+        self.send_window = window;
+        self
     }
 
     /// When connection `index` (global number) is due to open.
@@ -189,14 +201,16 @@ impl Pacer {
     }
 
     /// The first instant something is due: a connection to open (if `connect_allowed`), a
-    /// connect deadline, a reconnection or an open-loop send.
+    /// connect deadline, a reconnection or an open-loop send (the send window before it).
     pub fn next_due(&self, connect_allowed: bool) -> Option<Instant> {
         let connect = self.next_connection_due().filter(|_| connect_allowed);
         let due = [
             connect,
             self.connect_deadlines.front().map(|&(deadline, _, _)| deadline),
             self.reconnects.peek().map(|&Reverse((due, _))| due),
-            self.sends.peek().map(|Reverse(send)| send.due),
+            self.sends.peek().map(|Reverse(send)| {
+                send.due.checked_sub(self.send_window / 2).map_or(self.start, |early| early.max(self.start))
+            }),
         ];
         due.into_iter().flatten().min()
     }
@@ -287,6 +301,21 @@ mod tests {
         }
         assert_eq!(dues, [start + 5 * MS, start + 15 * MS, start + 25 * MS]);
         assert_eq!(pacer.next_wakeup(late, false), 5 * MS);
+    }
+
+    #[test]
+    fn a_send_window_wakes_the_worker_that_much_ahead_and_keeps_the_schedule() {
+        let (pacer, start) = pacer(None, Some(10 * MS), 4, (0..4).collect());
+        let mut pacer = pacer.with_send_window(2 * MS);
+        pacer.start_sends(7, 2, start, start);
+        // Due at 5 ms: the worker wakes at 4 ms, and takes the send with a 2 ms horizon.
+        assert_eq!(pacer.next_wakeup(start, false), 4 * MS);
+        assert_eq!(pacer.pop_due_send(start + 3 * MS - Duration::from_nanos(1) + 2 * MS), None);
+        let send = pacer.pop_due_send(start + 4 * MS + 2 * MS).expect("due within the window");
+        assert_eq!(send.due, start + 5 * MS);
+        // The next one keeps its own time: one interval after the due time, not the send.
+        pacer.schedule_next(send);
+        assert_eq!(pacer.next_wakeup(start + 4 * MS, false), 10 * MS);
     }
 
     #[test]

@@ -101,7 +101,8 @@ impl Worker {
             spec.load.connect_timeout,
             spec.load.connections,
             plan.connections,
-        );
+        )
+        .with_send_window(spec.load.send_window);
         Ok(Worker {
             io: Io::new()?,
             dial: dial::of(&spec),
@@ -278,14 +279,17 @@ impl Worker {
     }
 
     /// How long to poll: until the next thing is due, at most [`TICK`]. When that is sooner
-    /// than a tick, the alarm is set to it, since the poll's timeout counts whole milliseconds;
-    /// once the alarm went off (early) for it, not at all: the worker spins until it is due.
+    /// than a tick, the alarm is set to it, since the poll's timeout counts whole milliseconds.
+    /// Without a send window the alarm goes off early and, once it did, the worker spins until
+    /// the send is due; with one, the worker wakes the window before the send, which may go
+    /// out as soon as it wakes: no spinning.
     fn sleep_time(&mut self, now: Instant, connect_allowed: bool) -> Duration {
         let timer = self.timers.next().map(|at| at.saturating_duration_since(now));
         let wake = self.pacer.next_wakeup(now, connect_allowed).min(timer.unwrap_or(Duration::MAX));
+        let spin = self.spec.load.send_window.is_zero();
         match self.pacer.next_due(connect_allowed) {
-            Some(due) if wake > Duration::ZERO && self.io.alarm.rang_early_for(due) => Duration::ZERO,
-            Some(due) if wake > Duration::ZERO && wake < TICK => match self.io.alarm.set(due) {
+            Some(due) if wake > Duration::ZERO && spin && self.io.alarm.rang_early_for(due) => Duration::ZERO,
+            Some(due) if wake > Duration::ZERO && wake < TICK => match self.io.alarm.set(due, spin) {
                 Ok(()) => wake + ALARM_MARGIN,
                 Err(_) => wake,
             },

@@ -81,8 +81,8 @@ impl Alarm {
     }
 
     /// Sets the alarm for `due`, unless it is already set for it: to go off the lead before
-    /// it when the sleep is long, else at `due`.
-    pub fn set(&mut self, due: Instant) -> io::Result<()> {
+    /// it when the sleep is long and `early` (the worker then spins to `due`), else at `due`.
+    pub fn set(&mut self, due: Instant, early: bool) -> io::Result<()> {
         if self.armed.is_some_and(|(armed_for, _)| armed_for == due) {
             return Ok(());
         }
@@ -90,7 +90,7 @@ impl Alarm {
         // the loop's work).
         let now = Instant::now();
         let sleep = due.saturating_duration_since(now);
-        let lead = if sleep >= self.lead * SLEEP_PER_LEAD { self.lead } else { Duration::ZERO };
+        let lead = if early && sleep >= self.lead * SLEEP_PER_LEAD { self.lead } else { Duration::ZERO };
         // A zero value would disarm the timer, hence at least 1 ns.
         let after = (sleep - lead).max(Duration::from_nanos(1));
         self.armed = Some((due, now + after));
