@@ -66,7 +66,9 @@ pub enum Completion {
 /// One connection on the ring (or one that left it and still has operations in flight).
 #[derive(Debug)]
 struct Slot {
-    key: usize,
+    /// The worker's connection key (a worker holds far fewer than 2³² connections; the
+    /// narrower field keeps the slot of an idle connection small).
+    key: u32,
     fd: RawFd,
     /// The worker still owns the connection.
     live: bool,
@@ -74,7 +76,8 @@ struct Slot {
     /// The bytes of the send in flight, and how many the kernel took so far. Never
     /// touched while `sending`: the kernel reads them.
     staging: Vec<u8>,
-    sent: usize,
+    /// At most a send's length, itself a u32.
+    sent: u32,
     sending: bool,
 }
 
@@ -111,9 +114,9 @@ impl Ring {
         let mut ring = Ring {
             ring,
             buffers,
-            // Sized once: a slab that doubles as it fills leaves up to half its memory idle.
+            // Sized once: lists that double as they fill leave up to half their memory idle.
             slots: Slab::with_capacity(connections),
-            by_key: Vec::new(),
+            by_key: Vec::with_capacity(connections),
             completions: Vec::with_capacity(CQ_ENTRIES as usize),
             raw: Vec::with_capacity(CQ_ENTRIES as usize),
             rearm: Vec::with_capacity(1024),
@@ -135,7 +138,7 @@ impl Ring {
     /// Takes worker connection `key` (socket `fd`, already out of epoll) onto the ring.
     pub fn adopt(&mut self, key: usize, fd: RawFd) -> io::Result<()> {
         let slot = self.slots.insert(Slot {
-            key,
+            key: key as u32,
             fd,
             live: true,
             receiving: false,
@@ -278,7 +281,7 @@ impl Ring {
             self.in_flight -= 1;
             self.slots[slot].receiving = false;
         }
-        let (key, live) = (self.slots[slot].key, self.slots[slot].live);
+        let (key, live) = (self.slots[slot].key as usize, self.slots[slot].live);
         match (result, cqueue::buffer_select(flags)) {
             (len, Some(buffer)) if len > 0 && live => {
                 self.completions.push(Completion::Received { key, buffer, len: len as usize });
@@ -304,14 +307,14 @@ impl Ring {
         self.in_flight -= 1;
         let entry = &mut self.slots[slot];
         entry.sending = false;
-        let (key, live) = (entry.key, entry.live);
+        let (key, live) = (entry.key as usize, entry.live);
         if result < 0 {
             if live {
                 self.completions.push(Completion::SendFailed { key });
             }
         } else {
-            entry.sent += result as usize;
-            if entry.sent < entry.staging.len() && live {
+            entry.sent += result as u32;
+            if (entry.sent as usize) < entry.staging.len() && live {
                 return self.send_rest(slot);
             }
             if live {
@@ -325,7 +328,7 @@ impl Ring {
     /// Queues the unsent part of a slot's staging buffer.
     fn send_rest(&mut self, slot: usize) -> io::Result<()> {
         let entry = &mut self.slots[slot];
-        let rest = &entry.staging[entry.sent..];
+        let rest = &entry.staging[entry.sent as usize..];
         let send = opcode::Send::new(Fd(entry.fd), rest.as_ptr(), rest.len() as u32)
             .flags(libc::MSG_NOSIGNAL)
             .build()
