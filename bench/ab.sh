@@ -56,6 +56,9 @@ serve() {
     local out=$build/serve-$1.out
     local mode=()
     [ "$SCENARIO" = pubsub ] && mode=(--pubsub)
+    # Removed first: on a loaded machine the wait below could read the last server's port
+    # before the new server's redirection empties the file.
+    rm -f "$out"
     taskset -c "$SERVER_CPU" "$build/wsbench-$1" serve --port 0 "${mode[@]}" >"$out" 2>&1 &
     server_pid=$!
     for _ in $(seq 100); do

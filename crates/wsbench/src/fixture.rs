@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::metrics::{Counters, Interval, Metrics, TimelineSecond, record_us};
-use crate::samples::{MachineFacts, RunOutcome, ServerReport, ServerSample, WorkerCpu};
+use crate::samples::{ClientMemory, MachineFacts, RunOutcome, ServerReport, ServerSample, WorkerCpu};
 use crate::scenario::pubsub::section::{PubSubCounters, PubSubSection};
 
 /// SplitMix64: tiny, seeded, and the same everywhere.
@@ -170,6 +170,8 @@ pub fn closed_loop() -> RunOutcome {
             cpu_seconds: 0.25 + i as f64 * 0.2,
             threads: 3,
             fds: 8 + i.min(8) * 125,
+            // The machine's slab grows by 4,000 bytes per connection as they open.
+            slab_bytes: 300 * 1024 * 1024 + i.min(8) * 500_000,
         })
         .collect();
     RunOutcome {
@@ -210,6 +212,11 @@ pub fn closed_loop() -> RunOutcome {
                 io: "uring".to_owned(),
             },
         ],
+        // 612 bytes per connection once the 1,000 are open.
+        client_memory: ClientMemory {
+            rss_baseline_bytes: Some(8 * 1024 * 1024),
+            rss_connected_bytes: Some(8 * 1024 * 1024 + 612_000),
+        },
         machine: machine(),
         figures: None,
     }
@@ -277,6 +284,7 @@ pub fn open_loop_troubled() -> RunOutcome {
             WorkerCpu { name: "w0".to_owned(), cpu_seconds: 12.0, share: 0.97, ..WorkerCpu::default() },
             WorkerCpu { name: "w1".to_owned(), cpu_seconds: 7.1, share: 0.57, ..WorkerCpu::default() },
         ],
+        client_memory: ClientMemory::default(),
         machine: machine(),
         figures: None,
     }
@@ -314,6 +322,7 @@ pub fn nothing_answered() -> RunOutcome {
             share: 0.03,
             ..WorkerCpu::default()
         }],
+        client_memory: ClientMemory::default(),
         machine: machine(),
         figures: None,
     }
@@ -378,6 +387,7 @@ pub fn pubsub_one_short() -> RunOutcome {
             system_seconds: 1.9,
             io: "uring".to_owned(),
         }],
+        client_memory: ClientMemory::default(),
         machine: machine(),
         figures: None,
     })

@@ -16,6 +16,10 @@ pub struct ServerSample {
     pub cpu_seconds: f64,
     pub threads: u64,
     pub fds: u64,
+    /// The kernel's slab memory (`Slab` of `/proc/meminfo`): the whole machine's, not the
+    /// server's alone (0 in files written before it was sampled, or where it is unreadable).
+    #[serde(default)]
+    pub slab_bytes: u64,
 }
 
 /// What the server probe saw.
@@ -29,6 +33,26 @@ pub struct ServerReport {
     pub unprobed_reason: Option<String>,
     /// Sampled every 250 ms; the first is taken before any connection opens.
     pub samples: Vec<ServerSample>,
+}
+
+/// The client process's own resident memory (`/proc/self/statm`): before its first
+/// connection opened, and once every connection was open (or had failed). `None` where it
+/// could not be read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientMemory {
+    pub rss_baseline_bytes: Option<u64>,
+    pub rss_connected_bytes: Option<u64>,
+}
+
+impl ClientMemory {
+    /// Both processes' memory together (shards of one run).
+    pub fn plus(self, other: ClientMemory) -> ClientMemory {
+        let sum = |a: Option<u64>, b: Option<u64>| Some(a? + b?);
+        ClientMemory {
+            rss_baseline_bytes: sum(self.rss_baseline_bytes, other.rss_baseline_bytes),
+            rss_connected_bytes: sum(self.rss_connected_bytes, other.rss_connected_bytes),
+        }
+    }
 }
 
 /// CPU use of one client worker thread over the run.
@@ -89,5 +113,6 @@ pub struct RunOutcome {
     pub figures: Option<(String, serde_json::Value)>,
     pub server: ServerReport,
     pub client_workers: Vec<WorkerCpu>,
+    pub client_memory: ClientMemory,
     pub machine: MachineFacts,
 }

@@ -74,6 +74,13 @@ pub struct ClientConn {
 pub struct Deferred {
     /// The session is lent out (reading a message, or on its timer).
     pub lent: bool,
+    /// Allocated by the first request that waits: a connection that never defers one (every
+    /// raw one) keeps two empty lists' worth of bytes less.
+    queue: Option<Box<DeferredQueue>>,
+}
+
+#[derive(Debug, Default)]
+struct DeferredQueue {
     requests: Vec<(u64, usize)>,
     payloads: Vec<u8>,
 }
@@ -109,6 +116,16 @@ impl ClientConn {
             session_timer: None,
             deferred: Deferred::default(),
         }
+    }
+
+    /// The handshake is over: its request's buffer (sent whole, since the server answered)
+    /// and its key go, so that an open connection that holds idle keeps no buffer of it.
+    /// The first frame sent allocates the output buffer again.
+    pub fn release_handshake(&mut self) {
+        if self.output.is_empty() {
+            self.output = Vec::new();
+        }
+        self.key = String::new();
     }
 
     /// Writes pending bytes in order: a half-written batch first (frames must not be
@@ -255,8 +272,9 @@ impl ClientConn {
     /// message the request waits, and [`ClientConn::send_deferred`] counts it.
     pub fn request(&mut self, seq: u64, payload: &[u8]) -> (u64, u64, u64) {
         if self.deferred.lent {
-            self.deferred.payloads.extend_from_slice(payload);
-            self.deferred.requests.push((seq, self.deferred.payloads.len()));
+            let queue = self.deferred.queue.get_or_insert_default();
+            queue.payloads.extend_from_slice(payload);
+            queue.requests.push((seq, queue.payloads.len()));
             return (0, 0, 0);
         }
         self.through_session(|session, out| session.request(seq, payload, out))
@@ -264,10 +282,9 @@ impl ClientConn {
 
     /// Sends the requests that waited for the session; what was written, counted.
     pub fn send_deferred(&mut self) -> (u64, u64, u64) {
-        if self.deferred.requests.is_empty() {
+        let Some(mut deferred) = self.deferred.queue.take_if(|queue| !queue.requests.is_empty()) else {
             return (0, 0, 0);
-        }
-        let mut deferred = std::mem::take(&mut self.deferred);
+        };
         let mut start = 0;
         let mut written = (0, 0, 0);
         for &(seq, end) in &deferred.requests {
@@ -279,7 +296,7 @@ impl ClientConn {
         }
         deferred.requests.clear();
         deferred.payloads.clear();
-        self.deferred = deferred;
+        self.deferred.queue = Some(deferred);
         written
     }
 }
@@ -344,6 +361,21 @@ mod tests {
         let conn =
             ClientConn::new(transport, 0, String::new(), Decoder::new(Role::Client, 1 << 20), Instant::now());
         (conn, peer)
+    }
+
+    #[test]
+    fn an_open_connection_keeps_no_buffer_of_its_handshake() {
+        let (mut conn, mut peer) = connected();
+        conn.key = "dGhlIHNhbXBsZSBub25jZQ==".to_owned();
+        conn.output.extend_from_slice(&[b'x'; 200]);
+        assert!(conn.flush(&[]).unwrap(), "the request is written whole");
+        let mut request = [0u8; 200];
+        peer.read_exact(&mut request).unwrap();
+        assert!(conn.output.capacity() >= 200);
+        conn.release_handshake();
+        assert_eq!((conn.output.capacity(), conn.key.capacity()), (0, 0));
+        // Nor does it owe anything a deferred-request queue.
+        assert!(conn.deferred.queue.is_none());
     }
 
     fn small_buffer(socket: &std::net::TcpStream, option: libc::c_int) {

@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 
 use crate::config::Target;
 use crate::metrics::{Metrics, TimelineSecond};
-use crate::samples::WorkerCpu;
+use crate::probe::own_rss_bytes;
+use crate::samples::{ClientMemory, WorkerCpu};
 use worker::{Worker, WorkerOutput, WorkerPlan};
 
 pub use crate::config::LoadSpec;
@@ -222,6 +223,9 @@ pub struct EngineOutput {
     /// From the first connection attempt until every connection was established or failed.
     pub connect_phase_secs: f64,
     pub workers: Vec<WorkerCpu>,
+    /// This process's resident memory before the workers started and once every
+    /// connection was open (or had failed).
+    pub client_memory: ClientMemory,
     pub interrupted: bool,
     /// The run stopped before its measured window ended because no connection was left
     /// (the server closed, reset or refused them all): the window it was to have, s.
@@ -242,6 +246,7 @@ pub fn run(
         wait_for_unix_ms(start_at, interrupt);
     }
     let control = Arc::new(Control::new());
+    let rss_baseline_bytes = own_rss_bytes();
     let handles = spawn_workers(&spec, &control, cpus)?;
     let worker_count = handles.len();
     let tick = Duration::from_millis(100);
@@ -271,7 +276,7 @@ pub fn run(
     let all_connected = || control.workers_connected.load(Ordering::SeqCst) == worker_count;
     let connect_deadline = from_start.then(|| control.start + spec.load.duration);
     wait_until(connect_deadline, &all_connected, progress);
-    let connect_phase_secs = control.start.elapsed().as_secs_f64();
+    let (connect_phase_secs, rss_connected_bytes) = (control.start.elapsed().as_secs_f64(), own_rss_bytes());
     // Load phase.
     let (measure_start_us, end_us) = control.load_phase(&phases);
     let mut ended_early = None;
@@ -297,15 +302,15 @@ pub fn run(
     let last_seconds = control.live.take_complete();
     timeline.extend(last_seconds.intervals.iter().map(TimelineSecond::of));
     metrics.timeline = timeline;
-    let measured_secs = stopped_us.min(end_us).saturating_sub(measure_start_us) as f64 / 1e6;
     Ok(EngineOutput {
         metrics,
         last_seconds,
         measured_exchanges,
-        measured_secs,
+        measured_secs: stopped_us.min(end_us).saturating_sub(measure_start_us) as f64 / 1e6,
         elapsed_secs: control.start.elapsed().as_secs_f64(),
         connect_phase_secs,
         workers,
+        client_memory: ClientMemory { rss_baseline_bytes, rss_connected_bytes },
         interrupted: control.interrupted.load(Ordering::Relaxed),
         ended_early,
     })

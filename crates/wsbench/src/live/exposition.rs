@@ -187,7 +187,8 @@ mod tests {
         let dashboard: serde_json::Value =
             serde_json::from_str(include_str!("../../../../docs/grafana-dashboard.json")).unwrap();
         let mut totals = Totals::new(1);
-        totals.server = Some(ServerSample { t_ms: 0, rss_bytes: 1, cpu_seconds: 1.0, threads: 1, fds: 1 });
+        totals.server =
+            Some(ServerSample { t_ms: 0, rss_bytes: 1, cpu_seconds: 1.0, threads: 1, fds: 1, slab_bytes: 0 });
         let page = totals.render();
         let panels = dashboard["panels"].as_array().unwrap();
         let mut names = 0;

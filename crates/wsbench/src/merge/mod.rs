@@ -18,7 +18,12 @@
 //!   `server` is the shard's with the most samples (the figures recomputed with the merged
 //!   connections and echoes); otherwise it is the first shard's, as that shard saw it, with
 //!   `found_by` saying so. Every shard's own server and client sections are kept in `shards`.
-//! - **Client** workers are concatenated, named after their shard (`shard1/wsbench-w0`).
+//! - **Client** workers are concatenated, named after their shard (`shard1/wsbench-w0`); the
+//!   shards' resident memory is summed (each is a process of its own), so the client's bytes
+//!   per connection are every process's growth over every connection.
+//! - **Memory per connection** of the server and of the kernel (slab) follows the server
+//!   section: the growth one probe saw, over the merged connections. The kernel's slab is the
+//!   whole machine's, so shards on one machine each saw all of it: it is not summed.
 //! - `interrupted` if any shard was interrupted; `ended_early` if every shard ended early.
 //!
 //! Shards of different scenarios do not merge: their `config` objects must agree on every
@@ -34,7 +39,7 @@ use std::path::{Path, PathBuf};
 
 use crate::metrics::Metrics;
 use crate::result::{LittlesLaw, ResultError, RunResult, ServerSummary, ShardSummary};
-use crate::samples::{RunOutcome, ServerReport, WorkerCpu};
+use crate::samples::{ClientMemory, RunOutcome, ServerReport, WorkerCpu};
 
 /// Configuration keys that may differ between shards of one scenario.
 pub const SHARD_KEYS: &[&str] =
@@ -132,6 +137,7 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         elapsed_secs,
         connections,
         workers,
+        client_memory,
         shards,
     } = Sums::of(inputs, start_ms)?;
     let (server_input, note) = server_of(inputs, first);
@@ -164,6 +170,7 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         figures,
         server,
         client_workers: workers,
+        client_memory,
         machine: first.result.machine.clone(),
     };
     let mut merged = RunResult::from_outcome(&outcome);
@@ -216,6 +223,8 @@ struct Sums {
     elapsed_secs: f64,
     connections: u64,
     workers: Vec<WorkerCpu>,
+    /// Every shard's client process's memory, summed (unknown if one shard's is).
+    client_memory: ClientMemory,
     shards: Vec<ShardSummary>,
 }
 
@@ -230,6 +239,7 @@ impl Sums {
             elapsed_secs: 0.0,
             connections: 0,
             workers: Vec::new(),
+            client_memory: ClientMemory { rss_baseline_bytes: Some(0), rss_connected_bytes: Some(0) },
             shards: Vec::with_capacity(inputs.len()),
         };
         for (position, input) in inputs.iter().enumerate() {
@@ -247,6 +257,10 @@ impl Sums {
             sums.measured_secs = sums.measured_secs.max(result.measured_s);
             sums.elapsed_secs = sums.elapsed_secs.max(offset_ms as f64 / 1e3 + result.elapsed_s);
             sums.connections += result.summary.littles_law.connections;
+            sums.client_memory = sums.client_memory.plus(ClientMemory {
+                rss_baseline_bytes: result.client.rss_baseline_bytes,
+                rss_connected_bytes: result.client.rss_connected_bytes,
+            });
             let label = shard_of(result).map_or(position as u64, |(index, _)| index);
             sums.workers.extend(
                 result

@@ -45,6 +45,11 @@ fn shard(index: u64, count: u64, all: &mut Metrics) -> ShardInput {
     outcome.connections = 90 + index;
     outcome.started_at_unix_ms += index * 30; // started together, give or take
     outcome.client_workers.truncate(1);
+    // Each shard a process of its own: 10 MiB before, 1 KiB more per connection once open.
+    outcome.client_memory = crate::samples::ClientMemory {
+        rss_baseline_bytes: Some(10 << 20),
+        rss_connected_bytes: Some((10 << 20) + (90 + index) * 1024),
+    };
     if let Some(config) = outcome.config.as_object_mut() {
         config.insert("shard".into(), serde_json::json!({ "index": index, "count": count }));
         config.insert("json".into(), serde_json::json!(format!("shard-{index}.json")));
@@ -133,6 +138,7 @@ fn one_server_is_kept_once_different_servers_per_shard() {
         cpu_seconds: 30.0,
         threads: 3,
         fds: 1_008,
+        slab_bytes: 0,
     });
     let merged = merge(&inputs).unwrap();
     assert_eq!(merged.server.samples.len(), inputs[1].result.server.samples.len());
@@ -254,4 +260,31 @@ fn empty_shards_merge_to_empty_histograms() {
     assert_eq!(merged.summary.connections.attempted, 20);
     assert_eq!(merged.summary.latency_us.count, 0);
     assert_eq!(merged.summary.exchanges_per_sec, 0.0);
+}
+
+#[test]
+fn client_memory_of_the_shards_is_summed_and_per_connection_over_all_of_them() {
+    let (inputs, _) = shards(3);
+    assert_eq!(inputs[1].result.client.bytes_per_connection, Some(1024.0));
+    let merged = merge(&inputs).unwrap();
+    let established = 90 + 91 + 92;
+    assert_eq!(merged.summary.connections.established, established);
+    assert_eq!(merged.client.rss_baseline_bytes, Some(3 * (10 << 20)));
+    assert_eq!(merged.client.rss_connected_bytes, Some(3 * (10 << 20) + established * 1024));
+    assert_eq!(merged.client.bytes_per_connection, Some(1024.0));
+    // One probe's view of the one server and machine, over every shard's connections.
+    let server = &inputs[0].result.server;
+    let growth = server.rss_peak_bytes.unwrap() - server.rss_baseline_bytes.unwrap();
+    assert_eq!(merged.server.bytes_per_connection, Some(growth as f64 / established as f64));
+    let slab = server.kernel_slab_delta_bytes.unwrap();
+    assert_eq!(merged.server.kernel_slab_delta_bytes, Some(slab));
+    assert_eq!(merged.server.kernel_bytes_per_connection, Some(slab as f64 / established as f64));
+}
+
+#[test]
+fn a_shard_without_client_memory_leaves_the_sum_unknown() {
+    let (mut inputs, _) = shards(2);
+    inputs[1].result.client.rss_connected_bytes = None;
+    let merged = merge(&inputs).unwrap();
+    assert_eq!((merged.client.rss_connected_bytes, merged.client.bytes_per_connection), (None, None));
 }

@@ -5,7 +5,9 @@
 //! run, starting before the first connection (the baseline). This module finds the server's
 //! processes (by the port they listen on, when wsbench did not spawn them) and samples them
 //! from `/proc` on a thread of its own. Linux only: everything is read from `/proc` directly.
-//! A long run's samples are thinned to a fixed number ([`thinning`]), peaks kept.
+//! A long run's samples are thinned to a fixed number ([`thinning`]), peaks kept. With each
+//! sample goes the kernel's slab memory (`/proc/meminfo`), where the kernel keeps the sockets
+//! of both ends; and the client's own resident memory is read here too ([`own_rss_bytes`]).
 
 mod thinning;
 
@@ -229,6 +231,29 @@ fn parse_statm_resident_pages(text: &str) -> Option<u64> {
     text.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The `field` line of `/proc/meminfo` text (`Slab:   123456 kB`), in bytes.
+fn parse_meminfo_bytes(text: &str, field: &str) -> Option<u64> {
+    let line = text.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))?;
+    let mut words = line.split_whitespace();
+    let value: u64 = words.next()?.parse().ok()?;
+    match words.next() {
+        Some("kB") => Some(value * 1024),
+        None => Some(value),
+        Some(_) => None,
+    }
+}
+
+/// The kernel's slab memory now (0 where `/proc/meminfo` cannot be read).
+fn slab_bytes() -> u64 {
+    fs::read_to_string("/proc/meminfo").ok().and_then(|text| parse_meminfo_bytes(&text, "Slab")).unwrap_or(0)
+}
+
+/// This process's resident memory now (`/proc/self/statm`); `None` where it cannot be read.
+pub fn own_rss_bytes() -> Option<u64> {
+    let text = fs::read_to_string("/proc/self/statm").ok()?;
+    Some(parse_statm_resident_pages(&text)? * page_size())
+}
+
 /// Reads a file under `/proc/PID`, mapping "the process is gone" to [`ProbeError::Gone`].
 fn read_proc(pid: u32, path: &Path) -> Result<String, ProbeError> {
     fs::read_to_string(path).map_err(|e| classify(pid, path, e))
@@ -267,6 +292,7 @@ fn sample_one(pid: u32, ticks_per_second: f64, page_size: u64) -> Result<ServerS
         cpu_seconds: stat.cpu_ticks as f64 / ticks_per_second,
         threads: stat.threads,
         fds,
+        slab_bytes: 0,
     })
 }
 
@@ -281,7 +307,8 @@ pub fn sample(pids: &[u32], t_ms: u64) -> Result<ServerSample, ProbeError> {
     }
     let ticks = clock_ticks_per_second();
     let page = page_size();
-    let mut total = ServerSample { t_ms, rss_bytes: 0, cpu_seconds: 0.0, threads: 0, fds: 0 };
+    let mut total =
+        ServerSample { t_ms, rss_bytes: 0, cpu_seconds: 0.0, threads: 0, fds: 0, slab_bytes: slab_bytes() };
     for &pid in pids {
         let one = sample_one(pid, ticks, page)?;
         total.rss_bytes += one.rss_bytes;
@@ -480,6 +507,28 @@ impl ServerReport {
         Some(connections as f64 / (growth as f64 / MIB))
     }
 
+    /// RSS growth (peak − baseline) per connection, in bytes. `None` with no connection or
+    /// no samples.
+    pub fn bytes_per_connection(&self, connections: u64) -> Option<f64> {
+        let growth = self.rss_peak_bytes()?.saturating_sub(self.rss_baseline_bytes()?);
+        per_connection(growth, connections)
+    }
+
+    /// Growth of the kernel's slab memory over the run: its highest sample minus the first
+    /// (0 when it shrank). `None` without samples, or with a first sample that has none
+    /// (older files). Machine-wide: whatever else the machine does moves it too.
+    pub fn kernel_slab_delta_bytes(&self) -> Option<u64> {
+        let first = self.samples.first().map(|s| s.slab_bytes).filter(|&slab| slab > 0)?;
+        let peak = self.samples.iter().map(|s| s.slab_bytes).max()?;
+        Some(peak.saturating_sub(first))
+    }
+
+    /// [`ServerReport::kernel_slab_delta_bytes`] per connection: with both ends on this
+    /// machine, the kernel's share of a client socket and a server socket together.
+    pub fn kernel_bytes_per_connection(&self, connections: u64) -> Option<f64> {
+        per_connection(self.kernel_slab_delta_bytes()?, connections)
+    }
+
     /// `echoes` / server CPU seconds. `None` when no CPU time was measured.
     pub fn exchanges_per_cpu_second(&self, echoes: u64) -> Option<f64> {
         let cpu = self.cpu_seconds()?;
@@ -488,6 +537,11 @@ impl ServerReport {
         }
         Some(echoes as f64 / cpu)
     }
+}
+
+/// `bytes` ÷ `connections`; `None` with no connection.
+pub fn per_connection(bytes: u64, connections: u64) -> Option<f64> {
+    (connections > 0).then(|| bytes as f64 / connections as f64)
 }
 
 #[cfg(test)]

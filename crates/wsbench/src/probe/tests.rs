@@ -312,7 +312,48 @@ fn probe_of_a_missing_process_reports_why() {
 }
 
 fn at(t_ms: u64, rss_mib: u64, cpu_seconds: f64, threads: u64, fds: u64) -> ServerSample {
-    ServerSample { t_ms, rss_bytes: rss_mib << 20, cpu_seconds, threads, fds }
+    ServerSample { t_ms, rss_bytes: rss_mib << 20, cpu_seconds, threads, fds, slab_bytes: 0 }
+}
+
+#[test]
+fn memory_per_connection_of_the_server_and_the_kernel() {
+    let slab = |sample: ServerSample, mib: u64| ServerSample { slab_bytes: mib << 20, ..sample };
+    let report = ServerReport {
+        pids: vec![1],
+        found_by: Some("spawned".into()),
+        unprobed_reason: None,
+        samples: vec![
+            slab(at(0, 10, 0.0, 1, 1), 100),
+            slab(at(250, 30, 0.0, 1, 1), 104),
+            slab(at(500, 20, 0.0, 1, 1), 103),
+        ],
+    };
+    // 20 MiB of RSS and 4 MiB of slab over 1,024 connections.
+    assert_eq!(report.bytes_per_connection(1024), Some(20_480.0));
+    assert_eq!(report.kernel_slab_delta_bytes(), Some(4 << 20));
+    assert_eq!(report.kernel_bytes_per_connection(1024), Some(4_096.0));
+    assert_eq!(report.bytes_per_connection(0), None);
+    assert_eq!(report.kernel_bytes_per_connection(0), None);
+    // Slab that shrank grew by nothing; a file without slab samples has no kernel figure.
+    let shrank = ServerReport {
+        samples: vec![slab(at(0, 10, 0.0, 1, 1), 100), slab(at(250, 10, 0.0, 1, 1), 90)],
+        ..report.clone()
+    };
+    assert_eq!(shrank.kernel_slab_delta_bytes(), Some(0));
+    let older = ServerReport { samples: vec![at(0, 10, 0.0, 1, 1), at(250, 30, 0.0, 1, 1)], ..report };
+    assert_eq!(older.kernel_slab_delta_bytes(), None);
+    assert_eq!(older.bytes_per_connection(1024), Some(20_480.0));
+}
+
+#[test]
+fn meminfo_fields_are_read_in_bytes() {
+    let text = "MemTotal:       24576000 kB\nSlab:             812344 kB\nSReclaimable:     500000 kB\nHugePages_Total:       0\n";
+    assert_eq!(parse_meminfo_bytes(text, "Slab"), Some(812_344 * 1024));
+    assert_eq!(parse_meminfo_bytes(text, "HugePages_Total"), Some(0));
+    assert_eq!(parse_meminfo_bytes(text, "SUnreclaim"), None);
+    // The machine's own: present and above zero; and this process is resident somewhere.
+    assert!(slab_bytes() > 0);
+    assert!(own_rss_bytes().is_some_and(|rss| rss > 0));
 }
 
 #[test]

@@ -65,6 +65,7 @@ fn merge(earlier: &ServerSample, later: &ServerSample) -> ServerSample {
         cpu_seconds: later.cpu_seconds,
         threads: earlier.threads.max(later.threads),
         fds: earlier.fds.max(later.fds),
+        slab_bytes: earlier.slab_bytes.max(later.slab_bytes),
     }
 }
 
@@ -79,6 +80,7 @@ mod tests {
             cpu_seconds: n as f64 / 100.0,
             threads: 1,
             fds: 10 + n % 7,
+            slab_bytes: 0,
         }
     }
 

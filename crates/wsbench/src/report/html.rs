@@ -120,7 +120,8 @@ pub fn render_html_page(
         }
         out.push_str("</div>\n</section>\n");
     }
-    scenario_section(&mut out, results);
+    lines_section(&mut out, results, ("scenario", "Scenario figures"), super::scenario_lines);
+    lines_section(&mut out, results, ("memory", "Memory per connection"), super::memory::memory_lines);
     runs_section(&mut out, results);
     let _ = write!(
         out,
@@ -318,21 +319,28 @@ fn charts_section(out: &mut String, charted: &[Charted]) {
 }
 
 /// The scenario figures of the results that have them, as the terminal report words them.
-fn scenario_section(out: &mut String, results: &[(String, RunResult)]) {
+/// A section (`id`, heading) of each result's `(label, text)` lines, when any result has
+/// some; a line without a label continues the one before it.
+fn lines_section(
+    out: &mut String,
+    results: &[(String, RunResult)],
+    (id, heading): (&str, &str),
+    lines_of: fn(&RunResult) -> Vec<(&'static str, String)>,
+) {
     let with_lines: Vec<(&String, Vec<(&str, String)>)> = results
         .iter()
-        .map(|(label, result)| (label, super::scenario_lines(result)))
+        .map(|(label, result)| (label, lines_of(result)))
         .filter(|(_, lines)| !lines.is_empty())
         .collect();
     if with_lines.is_empty() {
         return;
     }
-    out.push_str("<section id=\"scenario\">\n<h2>Scenario figures</h2>\n");
+    let _ = writeln!(out, "<section id=\"{id}\">\n<h2>{heading}</h2>");
     for (label, lines) in with_lines {
         let _ = writeln!(out, "<h3>{}</h3>\n<dl class=\"scenario\">", escape(label));
         for (term, text) in lines {
-            let _ =
-                writeln!(out, "<dt>{}</dt><dd>{}</dd>", escape(term.trim_end_matches(':')), escape(&text));
+            let term = escape(term.trim_end_matches(':'));
+            let _ = writeln!(out, "<dt>{term}</dt><dd>{}</dd>", escape(&text));
         }
         out.push_str("</dl>\n");
     }

@@ -13,6 +13,7 @@ mod escape;
 
 mod html;
 pub mod input;
+mod memory;
 mod merge;
 mod palette;
 mod rtt;

@@ -35,6 +35,9 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
     thresholds(&mut out, result, paint);
     server(&mut out, result);
     client_cpu(&mut out, result);
+    for (label, text) in super::memory::memory_lines(result) {
+        line(&mut out, label, &text);
+    }
     for (label, text) in super::scenario_lines(result) {
         line(&mut out, label, &text);
     }

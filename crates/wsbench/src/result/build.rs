@@ -14,7 +14,7 @@ use super::{
     encode_histogram,
 };
 use crate::metrics::{Metrics, SectionHistograms};
-use crate::samples::{RunOutcome, ServerReport, WorkerCpu};
+use crate::samples::{ClientMemory, RunOutcome, ServerReport, WorkerCpu};
 use crate::units::format::micros;
 
 /// `x`, or 0 when it is NaN or infinite (JSON has no such numbers).
@@ -105,6 +105,9 @@ impl ServerSummary {
                 exchanges_per_cpu_second: None,
                 samples: Vec::new(),
                 cpu_us_per_round_trip: None,
+                bytes_per_connection: None,
+                kernel_slab_delta_bytes: None,
+                kernel_bytes_per_connection: None,
             };
         };
         ServerSummary {
@@ -121,6 +124,9 @@ impl ServerSummary {
             exchanges_per_cpu_second: report.exchanges_per_cpu_second(measured_exchanges),
             samples: samples.clone(),
             cpu_us_per_round_trip: None,
+            bytes_per_connection: report.bytes_per_connection(established),
+            kernel_slab_delta_bytes: report.kernel_slab_delta_bytes(),
+            kernel_bytes_per_connection: report.kernel_bytes_per_connection(established),
         }
     }
 
@@ -147,6 +153,9 @@ impl ClientSummary {
             system_seconds: sum(|w| w.system_seconds),
             cpu_us_per_round_trip: crate::client_cpu::cpu_us_per_round_trip(cpu_seconds, round_trips),
             cpu_us_per_paced_message: None,
+            rss_baseline_bytes: None,
+            rss_connected_bytes: None,
+            bytes_per_connection: None,
         }
     }
 
@@ -155,6 +164,19 @@ impl ClientSummary {
         self.cpu_us_per_paced_message = open_loop
             .then(|| crate::client_cpu::cpu_us_per_round_trip(self.cpu_seconds, messages_sent))
             .flatten();
+        self
+    }
+
+    /// Adds the client's memory, and what each of `established` connections cost it.
+    pub fn with_memory(mut self, memory: &ClientMemory, established: u64) -> ClientSummary {
+        self.rss_baseline_bytes = memory.rss_baseline_bytes;
+        self.rss_connected_bytes = memory.rss_connected_bytes;
+        self.bytes_per_connection = match (memory.rss_baseline_bytes, memory.rss_connected_bytes) {
+            (Some(baseline), Some(connected)) => {
+                crate::probe::per_connection(connected.saturating_sub(baseline), established)
+            }
+            _ => None,
+        };
         self
     }
 }
@@ -297,7 +319,8 @@ impl RunResult {
             .per_round_trip(counters.messages_received),
             client: ClientSummary::from_workers(&workers, counters.messages_received)
                 .with_send_lag(&metrics.send_lag, send_lag_limit_us(&outcome.config))
-                .paced(is_open_loop(&outcome.config), counters.messages_sent),
+                .paced(is_open_loop(&outcome.config), counters.messages_sent)
+                .with_memory(&outcome.client_memory, counters.connections_established),
             timeline: metrics.timeline.iter().map(TimelinePoint::of).collect(),
             counters: crate::metrics::Counters { scenario: section_counters(metrics), ..counters.clone() },
             histograms: EncodedHistograms {

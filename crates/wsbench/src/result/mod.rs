@@ -322,6 +322,18 @@ pub struct ServerSummary {
     /// (the same basis as the client's figure); null when not probed or nothing echoed.
     #[serde(default)]
     pub cpu_us_per_round_trip: Option<f64>,
+    /// RSS growth (peak − baseline) per established connection, bytes: what a connection
+    /// costs the server (absent from older files; null when not probed or none connected).
+    #[serde(default)]
+    pub bytes_per_connection: Option<f64>,
+    /// Growth of the machine's kernel slab memory (`/proc/meminfo` `Slab`, sampled with the
+    /// server): highest sample minus the first. It holds the sockets of both ends when the
+    /// client runs on the server's machine (and moves with whatever else the machine does).
+    #[serde(default)]
+    pub kernel_slab_delta_bytes: Option<u64>,
+    /// `kernel_slab_delta_bytes` ÷ established connections.
+    #[serde(default)]
+    pub kernel_bytes_per_connection: Option<f64>,
 }
 
 /// Whether the client, rather than the server, limited the result.
@@ -348,6 +360,17 @@ pub struct ClientSummary {
     /// null for a closed loop or when nothing was sent.
     #[serde(default)]
     pub cpu_us_per_paced_message: Option<f64>,
+    /// The client process's resident memory before its first connection opened, and once
+    /// every connection was open or had failed; of a merged run, its processes' summed
+    /// (null when not read, and in older files).
+    #[serde(default)]
+    pub rss_baseline_bytes: Option<u64>,
+    #[serde(default)]
+    pub rss_connected_bytes: Option<u64>,
+    /// (`rss_connected_bytes` − `rss_baseline_bytes`) ÷ established connections: what an
+    /// open connection costs the client, fixed costs of its workers included.
+    #[serde(default)]
+    pub bytes_per_connection: Option<f64>,
 }
 
 /// One second of the run.

@@ -250,6 +250,7 @@ impl Session {
             figures,
             server,
             client_workers: output.workers,
+            client_memory: output.client_memory,
             machine: crate::machine::machine_facts(),
         });
         result.run_id = Some(config.run_id.clone());

@@ -80,7 +80,7 @@ impl Io {
         if backend != IoBackend::Uring || on_epoll {
             return;
         }
-        match Ring::new(self.poll.as_raw_fd(), connections) {
+        match Ring::new(self.poll.as_raw_fd(), connections, uring::POOL_BUFFERS) {
             Ok(ring) => {
                 self.ring = Some(ring);
                 self.alarm.use_wait_timeout(self.poll.registry());

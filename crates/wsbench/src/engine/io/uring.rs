@@ -24,13 +24,15 @@ use io_uring::types::{BufRingEntry, CancelBuilder, Fd, SubmitArgs, Timespec};
 use io_uring::{IoUring, cqueue, opcode, squeue};
 use slab::Slab;
 
-/// Provided buffers: how big, and at most how many. A receive takes one buffer per
-/// completion; buffers go back to the ring as soon as their bytes are handled (the same
-/// turn). A worker gets two per connection (so that a turn in which every connection
-/// receives does not run out, which would stop receives until re-armed), within bounds.
+/// Provided buffers: how big, and how many per worker, shared by all its connections. A
+/// receive takes one buffer per completion; buffers go back to the ring as soon as their
+/// bytes are handled (the same turn). The count is fixed, not per connection: the kernel
+/// takes the ring's buffers in turn, so over a long run it touches every one, and a pool
+/// that grew with the connections would cost resident memory per connection. A turn in which
+/// more connections receive than there are buffers runs out: those receives stop with
+/// `ENOBUFS` and are armed again once the buffers are back (see [`Ring::reap`]).
 const BUFFER_BYTES: usize = 4 * 1024;
-const MIN_BUFFERS: u16 = 1024;
-const MAX_BUFFERS: u16 = 16384;
+pub const POOL_BUFFERS: u16 = 256;
 const BUFFER_GROUP: u16 = 0;
 /// Submission and completion queue sizes (the kernel keeps overflowing completions).
 const SQ_ENTRIES: u32 = 4096;
@@ -64,7 +66,9 @@ pub enum Completion {
 /// One connection on the ring (or one that left it and still has operations in flight).
 #[derive(Debug)]
 struct Slot {
-    key: usize,
+    /// The worker's connection key (a worker holds far fewer than 2³² connections; the
+    /// narrower field keeps the slot of an idle connection small).
+    key: u32,
     fd: RawFd,
     /// The worker still owns the connection.
     live: bool,
@@ -72,7 +76,8 @@ struct Slot {
     /// The bytes of the send in flight, and how many the kernel took so far. Never
     /// touched while `sending`: the kernel reads them.
     staging: Vec<u8>,
-    sent: usize,
+    /// At most a send's length, itself a u32.
+    sent: u32,
     sending: bool,
 }
 
@@ -88,6 +93,8 @@ pub struct Ring {
     rearm: Vec<usize>,
     /// Operations submitted and not yet completed for good (teardown waits for them).
     in_flight: u64,
+    /// Receives that stopped because every buffer was taken (and were armed again).
+    pub(crate) buffer_shortages: u64,
     epoll_fd: RawFd,
     /// Tearing down: nothing is started again.
     closing: bool,
@@ -95,24 +102,26 @@ pub struct Ring {
 
 impl Ring {
     /// A ring for the calling thread (it must be the only one to use it), watching the
-    /// worker's epoll instance `epoll_fd`.
-    pub fn new(epoll_fd: RawFd, connections: usize) -> io::Result<Ring> {
+    /// worker's epoll instance `epoll_fd`, for a worker of `connections` connections, with
+    /// `pool` provided buffers ([`POOL_BUFFERS`]; a power of two).
+    pub fn new(epoll_fd: RawFd, connections: usize, pool: u16) -> io::Result<Ring> {
         let ring = IoUring::builder()
             .setup_cqsize(CQ_ENTRIES)
             .setup_single_issuer()
             .setup_defer_taskrun()
             .build(SQ_ENTRIES)?;
-        let count = connections.saturating_mul(2).clamp(MIN_BUFFERS as usize, MAX_BUFFERS as usize);
-        let buffers = ProvidedBuffers::new(&ring, count.next_power_of_two() as u16)?;
+        let buffers = ProvidedBuffers::new(&ring, pool.next_power_of_two())?;
         let mut ring = Ring {
             ring,
             buffers,
-            slots: Slab::with_capacity(1024),
-            by_key: Vec::new(),
+            // Sized once: lists that double as they fill leave up to half their memory idle.
+            slots: Slab::with_capacity(connections),
+            by_key: Vec::with_capacity(connections),
             completions: Vec::with_capacity(CQ_ENTRIES as usize),
             raw: Vec::with_capacity(CQ_ENTRIES as usize),
             rearm: Vec::with_capacity(1024),
             in_flight: 0,
+            buffer_shortages: 0,
             epoll_fd,
             closing: false,
         };
@@ -129,11 +138,12 @@ impl Ring {
     /// Takes worker connection `key` (socket `fd`, already out of epoll) onto the ring.
     pub fn adopt(&mut self, key: usize, fd: RawFd) -> io::Result<()> {
         let slot = self.slots.insert(Slot {
-            key,
+            key: key as u32,
             fd,
             live: true,
             receiving: false,
-            staging: Vec::with_capacity(256),
+            // Allocated by the first send: a connection that only holds costs no buffer.
+            staging: Vec::new(),
             sent: 0,
             sending: false,
         });
@@ -191,6 +201,8 @@ impl Ring {
     pub fn submit_and_wait(&mut self, timeout: Duration) -> io::Result<()> {
         let timespec = Timespec::new().sec(timeout.as_secs()).nsec(timeout.subsec_nanos());
         let args = SubmitArgs::new().timespec(&timespec);
+        // Buffers recycled since the last turn go back before receives are armed again.
+        self.buffers.publish();
         match self.ring.submitter().submit_with_args(1, &args) {
             Ok(_) => {}
             Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
@@ -269,7 +281,7 @@ impl Ring {
             self.in_flight -= 1;
             self.slots[slot].receiving = false;
         }
-        let (key, live) = (self.slots[slot].key, self.slots[slot].live);
+        let (key, live) = (self.slots[slot].key as usize, self.slots[slot].live);
         match (result, cqueue::buffer_select(flags)) {
             (len, Some(buffer)) if len > 0 && live => {
                 self.completions.push(Completion::Received { key, buffer, len: len as usize });
@@ -278,8 +290,13 @@ impl Ring {
                 }
             }
             (_, Some(buffer)) => self.buffers.recycle(buffer),
-            // Out of buffers: the receive stopped; it starts again once they are back.
-            (result, None) if result == -libc::ENOBUFS && live => rearm.push(slot),
+            // Out of buffers: the receive stopped; it is armed again at the end of this reap
+            // and takes buffers once the worker has recycled this turn's (published before
+            // the next submission).
+            (result, None) if result == -libc::ENOBUFS && live => {
+                self.buffer_shortages += 1;
+                rearm.push(slot)
+            }
             (_, None) if live && !more => self.completions.push(Completion::Ended { key }),
             (_, None) => {}
         }
@@ -290,14 +307,14 @@ impl Ring {
         self.in_flight -= 1;
         let entry = &mut self.slots[slot];
         entry.sending = false;
-        let (key, live) = (entry.key, entry.live);
+        let (key, live) = (entry.key as usize, entry.live);
         if result < 0 {
             if live {
                 self.completions.push(Completion::SendFailed { key });
             }
         } else {
-            entry.sent += result as usize;
-            if entry.sent < entry.staging.len() && live {
+            entry.sent += result as u32;
+            if (entry.sent as usize) < entry.staging.len() && live {
                 return self.send_rest(slot);
             }
             if live {
@@ -311,7 +328,7 @@ impl Ring {
     /// Queues the unsent part of a slot's staging buffer.
     fn send_rest(&mut self, slot: usize) -> io::Result<()> {
         let entry = &mut self.slots[slot];
-        let rest = &entry.staging[entry.sent..];
+        let rest = &entry.staging[entry.sent as usize..];
         let send = opcode::Send::new(Fd(entry.fd), rest.as_ptr(), rest.len() as u32)
             .flags(libc::MSG_NOSIGNAL)
             .build()
@@ -499,3 +516,7 @@ impl Drop for ProvidedBuffers {
 fn user_data(slot: usize, op: u64) -> u64 {
     ((slot as u64) << 2) | op
 }
+
+#[cfg(test)]
+#[path = "uring_tests.rs"]
+mod tests;

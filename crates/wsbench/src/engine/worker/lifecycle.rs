@@ -109,6 +109,7 @@ impl Worker {
     pub(super) fn on_open(&mut self, key: usize, now: Instant) {
         let conn = &mut self.conns[key];
         conn.state = State::Open;
+        conn.release_handshake();
         let started = conn.started;
         self.connecting -= 1;
         self.open += 1;

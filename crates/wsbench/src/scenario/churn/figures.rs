@@ -79,7 +79,7 @@ mod tests {
     use super::*;
 
     fn sample(t_ms: u64, fds: u64, rss_bytes: u64) -> ServerSample {
-        ServerSample { t_ms, rss_bytes, cpu_seconds: 0.0, threads: 1, fds }
+        ServerSample { t_ms, rss_bytes, cpu_seconds: 0.0, threads: 1, fds, slab_bytes: 0 }
     }
 
     #[test]
