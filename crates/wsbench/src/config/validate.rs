@@ -40,10 +40,7 @@ impl RunSettings {
         let target = self.target.as_deref().map(Target::parse).transpose()?;
         let defaults = rules.defaults();
         let pacing = rules.pacing(self)?;
-        let connections = match rules.connections(self)? {
-            Some(connections) => connections,
-            None => self.connections()?,
-        };
+        let connections = rules.connections(self)?.map_or_else(|| self.connections(), Ok)?;
         let payload = self.payload(&defaults)?;
         let message = self.message_kind(&payload)?;
         let frames_per_send = self.frames_per_send(&defaults)?;
