@@ -382,3 +382,13 @@ fn derived_figures() {
     assert_eq!(one.cpu_seconds(), None);
     assert_eq!(one.rss_peak_bytes(), Some(10 << 20));
 }
+
+#[test]
+fn the_open_file_count_is_the_fd_directory_s_entries() {
+    let mut child = sleeper();
+    let fd_path = Path::new("/proc").join(child.id().to_string()).join("fd");
+    let listed = std::fs::read_dir(&fd_path).unwrap().count() as u64;
+    assert_eq!(super::open_files(child.id(), &fd_path).unwrap(), listed);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
