@@ -76,7 +76,10 @@ fn assert_fits_one_machine(config: &wsbench::config::RunConfig) {
     let server_processes = config.placement.server_processes;
     wsbench::session::cpus::check_server_processes(connections, server_processes, 20_000).unwrap();
     let addrs = config.load.source_addrs.len() as u64;
-    assert!(addrs > 0 && connections.div_ceil(addrs) <= PORTS_PER_SOURCE_ADDR, "{addrs} source addresses");
+    // Past half of an address's ports the kernel's search for a free one (every other port
+    // first) turns slow: a million over 40 addresses stalled at 560,000.
+    let per_addr = connections.div_ceil(addrs.max(1));
+    assert!(addrs > 0 && per_addr <= PORTS_PER_SOURCE_ADDR / 2, "{addrs} source addresses");
 }
 
 #[test]
@@ -90,7 +93,7 @@ fn scale_presets_fit_one_machine_with_a_paced_ramp() {
     let million = preset("scale-1m.toml");
     assert_eq!((million.load.scenario, million.load.connections), ("scalability", 1_000_000));
     assert_eq!((million.placement.processes, million.placement.server_processes), (55, 60));
-    assert_eq!(million.load.source_addrs.len(), 40);
+    assert_eq!(million.load.source_addrs.len(), 100);
     assert_eq!(million.load.ramp_per_sec, Some(5_000.0));
     assert_eq!(serde_json::to_value(&million).unwrap()["hold"], 60.0);
     assert_fits_one_machine(&million);
