@@ -49,7 +49,8 @@ pub struct Limits {
 thread_local! {
     /// Text and binary messages echoed on this thread since the event loop last took the
     /// count. Per thread, so counting costs no atomic per message and no field per idle
-    /// connection; the event loop adds it to the server's shared count once per turn.
+    /// connection; the event loop adds it to its own count before it writes a connection's
+    /// output.
     static ECHOED: Cell<u64> = const { Cell::new(0) };
 }
 

@@ -281,8 +281,8 @@ impl Worker {
     /// How long to poll: until the next thing is due, at most [`TICK`]. When that is sooner
     /// than a tick, the alarm is set to it, since the poll's timeout counts whole milliseconds.
     /// Without a send window the alarm goes off early and, once it did, the worker spins until
-    /// the send is due; with one, the worker wakes the window before the send, which may go
-    /// out as soon as it wakes: no spinning.
+    /// the send is due; with one, the worker wakes half the window before the send, which may
+    /// go out as soon as it wakes: no spinning.
     fn sleep_time(&mut self, now: Instant, connect_allowed: bool) -> Duration {
         let timer = self.timers.next().map(|at| at.saturating_duration_since(now));
         let wake = self.pacer.next_wakeup(now, connect_allowed).min(timer.unwrap_or(Duration::MAX));

@@ -64,18 +64,19 @@ impl Alarm {
         }
     }
 
-    /// With the wait's own timeout: how long a wait starting `now` may last before the alarm
-    /// goes off; `None` when no alarm is set (or the timer file rings it).
-    pub fn wait_bound(&self, now: Instant) -> Option<Duration> {
+    /// With the wait's own timeout: how long a wait starting now may last before the alarm
+    /// goes off; `None` when no alarm is set (or the timer file rings it). The clock is read
+    /// only when an alarm is set: a closed loop's turn reads none.
+    pub fn wait_bound(&self) -> Option<Duration> {
         match (&self.fd, self.armed) {
-            (None, Some((_, goes_off))) => Some(goes_off.saturating_duration_since(now)),
+            (None, Some((_, goes_off))) => Some(goes_off.saturating_duration_since(Instant::now())),
             _ => None,
         }
     }
 
     /// With the wait's own timeout, after a wait: rings the alarm if its time has come.
-    pub fn ring_if_due(&mut self, now: Instant) {
-        if self.fd.is_none() && self.armed.is_some_and(|(_, goes_off)| now >= goes_off) {
+    pub fn ring_if_due(&mut self) {
+        if self.fd.is_none() && self.armed.is_some_and(|(_, goes_off)| Instant::now() >= goes_off) {
             self.rang();
         }
     }

@@ -13,7 +13,7 @@ mod uring;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
@@ -188,9 +188,9 @@ impl Io {
         events.clear();
         let epoll_ready = match self.ring.as_mut() {
             Some(ring) => {
-                let bound = self.alarm.wait_bound(Instant::now());
+                let bound = self.alarm.wait_bound();
                 ring.submit_and_wait(bound.map_or(timeout, |bound| bound.min(timeout)))?;
-                self.alarm.ring_if_due(Instant::now());
+                self.alarm.ring_if_due();
                 ring_events(ring, &mut events)
             }
             None => {
