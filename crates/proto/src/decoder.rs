@@ -84,6 +84,13 @@ impl Decoder {
         self.message.is_some()
     }
 
+    /// Whether nothing is in progress (no partial frame, no unfinished message): the decoder
+    /// is then equal to a new one with the same settings, so a caller keeping many idle
+    /// connections may drop it and start a new one at the next input.
+    pub fn at_rest(&self) -> bool {
+        self.frame.is_none() && self.message.is_none()
+    }
+
     /// Decodes the next chunk from the start of `buf`, unmasking its payload in place.
     /// `Ok(None)` means more bytes are needed and nothing was consumed.
     pub fn decode(&mut self, buf: &mut [u8]) -> Result<Option<Chunk>, ProtocolError> {

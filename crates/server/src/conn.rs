@@ -133,6 +133,9 @@ impl Conn {
 #[derive(Debug)]
 pub struct ConnState {
     pub phase: Phase,
+    /// The frame decoder while a frame or message is in progress. A decoder at rest is equal
+    /// to a new one, so it is dropped then: an idle connection holds none, and the next input
+    /// starts a new one on the stack (see [`ConnState::decoder`]).
     decoder: Option<Box<Decoder>>,
     /// A message arriving in several pieces, reassembled before it is echoed.
     message: Vec<u8>,
@@ -167,8 +170,23 @@ impl ConnState {
     }
 
     /// A WebSocket whose opening handshake happened elsewhere (an HTTP/2 stream's CONNECT).
-    pub fn websocket(decoder: Box<Decoder>, compression: Option<Box<Compression>>) -> ConnState {
-        ConnState { decoder: Some(decoder), compression, ..ConnState::new(Phase::WebSocket) }
+    pub fn websocket(compression: Option<Box<Compression>>) -> ConnState {
+        ConnState { compression, ..ConnState::new(Phase::WebSocket) }
+    }
+
+    /// The decoder kept from the last input, or a new one: role server, the message limit,
+    /// and RSV1 allowed when permessage-deflate was negotiated.
+    fn decoder(&mut self, max_message: u64) -> Decoder {
+        match self.decoder.take() {
+            Some(decoder) => *decoder,
+            None => {
+                let mut decoder = Decoder::new(Role::Server, max_message);
+                if self.compression.is_some() {
+                    decoder.allow_rsv1();
+                }
+                decoder
+            }
+        }
     }
 
     /// Consumes bytes from the start of `data`, appending replies to `out`. Returns how many
@@ -187,7 +205,7 @@ impl ConnState {
                 (data.len(), h2.process(data, out, limits))
             }
             Phase::Handshake | Phase::Http => self.process_http(data, out, limits),
-            Phase::WebSocket => self.process_frames(data, out, limits.pubsub),
+            Phase::WebSocket => self.process_frames(data, out, limits),
             Phase::Raw => {
                 out.extend_from_slice(data);
                 (data.len(), Next::Continue)
@@ -218,19 +236,16 @@ impl ConnState {
                     used += n;
                     let mut response =
                         server_response(&request, request.protocols.first().map(String::as_str));
-                    let mut decoder = Box::new(Decoder::new(Role::Server, limits.max_message));
                     if limits.deflate
                         && let Some((compression, answer)) =
                             Compression::negotiate(&request, limits.max_message)
                     {
                         add_header(&mut response, "Sec-WebSocket-Extensions", &answer);
-                        decoder.allow_rsv1();
                         self.compression = Some(compression);
                     }
                     out.extend_from_slice(&response);
                     self.phase = Phase::WebSocket;
-                    self.decoder = Some(decoder);
-                    let (more, next) = self.process_frames(&mut data[used..], out, limits.pubsub);
+                    let (more, next) = self.process_frames(&mut data[used..], out, limits);
                     return (used + more, next);
                 }
                 Ok(Some((Request::Http { method, .. }, n))) => {
@@ -250,8 +265,22 @@ impl ConnState {
         }
     }
 
-    fn process_frames(&mut self, data: &mut [u8], out: &mut Vec<u8>, pubsub_mode: bool) -> (usize, Next) {
-        let decoder = self.decoder.as_mut().expect("a WebSocket connection has a decoder");
+    fn process_frames(&mut self, data: &mut [u8], out: &mut Vec<u8>, limits: Limits) -> (usize, Next) {
+        let mut decoder = self.decoder(limits.max_message);
+        let (used, next) = self.process_frames_with(&mut decoder, data, out, limits.pubsub);
+        if !decoder.at_rest() && next == Next::Continue {
+            self.decoder = Some(Box::new(decoder));
+        }
+        (used, next)
+    }
+
+    fn process_frames_with(
+        &mut self,
+        decoder: &mut Decoder,
+        data: &mut [u8],
+        out: &mut Vec<u8>,
+        pubsub_mode: bool,
+    ) -> (usize, Next) {
         let mut used = 0;
         loop {
             let chunk = match decoder.decode(&mut data[used..]) {
@@ -331,6 +360,46 @@ mod tests {
 
     /// The memory goal is well under 1 KB of user space per idle connection; the slab
     /// entry is most of it (idle connections hold no buffers), so keep it small.
+    fn limits() -> Limits {
+        Limits { max_message: 1 << 20, max_header_bytes: 8192, deflate: false, pubsub: false }
+    }
+
+    fn masked(fin: bool, opcode: OpCode, payload: &[u8]) -> Vec<u8> {
+        let mut frame = Vec::new();
+        write_frame(&mut frame, fin, opcode, Some([0x37, 0xfa, 0x21, 0x3d]), payload);
+        frame
+    }
+
+    /// Idle connections hold no decoder; one in the middle of a frame or of a fragmented
+    /// message keeps it until the end, and the echo comes out whole.
+    #[test]
+    fn a_decoder_is_kept_only_while_a_frame_or_message_is_in_progress() {
+        let mut state = ConnState::websocket(None);
+        let mut out = Vec::new();
+        let whole = masked(true, OpCode::Binary, b"hello");
+        // Only part of the header: nothing is consumed and nothing is in progress.
+        assert_eq!(state.process(&mut whole.clone()[..1], &mut out, limits()), (0, Next::Continue));
+        assert!(state.decoder.is_none());
+        // The header and two payload bytes: the frame is in progress.
+        let (used, _) = state.process(&mut whole.clone()[..8], &mut out, limits());
+        assert_eq!(used, 8);
+        assert!(state.decoder.is_some(), "a frame in progress keeps its decoder");
+        let (used, _) = state.process(&mut whole.clone()[8..], &mut out, limits());
+        assert_eq!(used, whole.len() - 8);
+        assert!(state.decoder.is_none(), "a decoder at rest is dropped");
+        // A fragmented message: kept between its frames.
+        let mut first = masked(false, OpCode::Text, b"he");
+        let mut last = masked(true, OpCode::Continuation, b"llo");
+        state.process(&mut first, &mut out, limits());
+        assert!(state.decoder.is_some(), "an unfinished message keeps its decoder");
+        state.process(&mut last, &mut out, limits());
+        assert!(state.decoder.is_none());
+        let mut expected = Vec::new();
+        write_frame(&mut expected, true, OpCode::Binary, None, b"hello");
+        write_frame(&mut expected, true, OpCode::Text, None, b"hello");
+        assert_eq!(out, expected);
+    }
+
     #[test]
     fn idle_connection_state_stays_small() {
         assert!(std::mem::size_of::<Conn>() <= 192, "Conn is {} bytes", std::mem::size_of::<Conn>());

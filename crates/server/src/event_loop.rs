@@ -7,7 +7,6 @@
 //! registered only while output is pending. A peer that does not read its echoes makes the
 //! loop stop reading from it (backpressure) instead of growing memory.
 
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -20,7 +19,10 @@ use rustls::{ServerConfig, ServerConnection};
 use slab::Slab;
 use wsbench_transport::Transport;
 
+mod deadlines;
 mod fanout;
+
+use deadlines::Deadlines;
 
 use crate::ServeConfig;
 use crate::conn::{Conn, Limits, Next, Phase, SHUTDOWN_CLOSE_CODE};
@@ -53,13 +55,6 @@ pub struct Shared {
     pub wakers: Mutex<Vec<Arc<Waker>>>,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Deadline {
-    at: Instant,
-    key: usize,
-    serial: u32,
-}
-
 pub struct EventLoop {
     poll: Poll,
     events: Events,
@@ -76,8 +71,8 @@ pub struct EventLoop {
     conns: Slab<Conn>,
     read_buf: Box<[u8]>,
     out: Vec<u8>,
-    handshake_deadlines: VecDeque<Deadline>,
-    closing_deadlines: VecDeque<Deadline>,
+    handshake_deadlines: Deadlines,
+    closing_deadlines: Deadlines,
     /// When the last connection closed, plus [`IDLE_RELEASE_AFTER`].
     idle_release_at: Option<Instant>,
     next_serial: u32,
@@ -139,8 +134,8 @@ impl EventLoop {
             // a probe's baseline then includes the loop's fixed buffers.
             read_buf: vec![1u8; READ_BUFFER_BYTES].into_boxed_slice(),
             out: touched_buffer(READ_BUFFER_BYTES),
-            handshake_deadlines: VecDeque::new(),
-            closing_deadlines: VecDeque::new(),
+            handshake_deadlines: Deadlines::new(Instant::now()),
+            closing_deadlines: Deadlines::new(Instant::now()),
             idle_release_at: None,
             next_serial: 0,
             reserve_fd: File::open("/dev/null").ok(),
@@ -199,8 +194,8 @@ impl EventLoop {
 
     fn next_timeout(&self) -> Option<Duration> {
         let fronts = [
-            self.handshake_deadlines.front().map(|d| d.at),
-            self.closing_deadlines.front().map(|d| d.at),
+            self.handshake_deadlines.next(),
+            self.closing_deadlines.next(),
             self.stop_deadline,
             self.idle_release_at,
         ];
@@ -284,7 +279,7 @@ impl EventLoop {
         self.shared.connections.fetch_add(1, Ordering::Relaxed);
         if !raw {
             let at = Instant::now() + self.config.handshake_timeout;
-            self.handshake_deadlines.push_back(Deadline { at, key, serial });
+            self.handshake_deadlines.push(at, key, serial);
         }
     }
 
@@ -463,7 +458,7 @@ impl EventLoop {
         conn.state.phase = Phase::Closing;
         conn.reading_paused = false;
         let serial = conn.serial;
-        self.closing_deadlines.push_back(Deadline { at: Instant::now() + CLOSING_TIMEOUT, key, serial });
+        self.closing_deadlines.push(Instant::now() + CLOSING_TIMEOUT, key, serial);
         self.flush(key);
     }
 
@@ -494,30 +489,14 @@ impl EventLoop {
     }
 
     fn expire_deadlines(&mut self, now: Instant) {
-        while let Some(deadline) = self.handshake_deadlines.front().copied() {
-            if deadline.at > now {
-                break;
-            }
-            self.handshake_deadlines.pop_front();
-            if self
-                .conns
-                .get(deadline.key)
-                .is_some_and(|c| c.serial == deadline.serial && c.state.phase == Phase::Handshake)
-            {
-                self.close(deadline.key);
+        while let Some((key, serial)) = self.handshake_deadlines.pop_due(now) {
+            if self.conns.get(key).is_some_and(|c| c.serial == serial && c.state.phase == Phase::Handshake) {
+                self.close(key);
             }
         }
-        while let Some(deadline) = self.closing_deadlines.front().copied() {
-            if deadline.at > now {
-                break;
-            }
-            self.closing_deadlines.pop_front();
-            if self
-                .conns
-                .get(deadline.key)
-                .is_some_and(|c| c.serial == deadline.serial && c.state.phase == Phase::Closing)
-            {
-                self.close(deadline.key);
+        while let Some((key, serial)) = self.closing_deadlines.pop_due(now) {
+            if self.conns.get(key).is_some_and(|c| c.serial == serial && c.state.phase == Phase::Closing) {
+                self.close(key);
             }
         }
     }

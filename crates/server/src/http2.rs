@@ -20,7 +20,6 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use slab::Slab;
 use wsbench_proto::handshake::UpgradeRequest;
-use wsbench_proto::{Decoder, Role};
 use wsbench_transport::http2::h2::server::{self, SendResponse};
 use wsbench_transport::http2::h2::{self, RecvStream, SendStream};
 use wsbench_transport::http2::{OUTPUT_LIMIT, Pipe, PipeIo, Ready, context};
@@ -259,20 +258,18 @@ impl H2Conn {
         if let Some(protocol) = upgrade.protocols.first() {
             response = response.header("sec-websocket-protocol", protocol.as_str());
         }
-        let mut decoder = Box::new(Decoder::new(Role::Server, limits.max_message));
         let mut compression = None;
         if limits.deflate
             && let Some((state, answer)) = Compression::negotiate(&upgrade, limits.max_message)
         {
             response = response.header("sec-websocket-extensions", answer);
-            decoder.allow_rsv1();
             compression = Some(state);
         }
         let id = respond.stream_id().as_u32();
         let Ok(send) = respond.send_response(response.body(()).unwrap_or_default(), false) else { return };
         let slot = self.streams.vacant_key();
         let waker = self.ready.waker(slot);
-        let state = ConnState::websocket(decoder, compression);
+        let state = ConnState::websocket(compression);
         self.streams.insert(Stream {
             id,
             waker,
