@@ -158,7 +158,8 @@ build_step() {
     say "   built $name"
 }
 if [ "$no_build" = 1 ]; then
-    for bin in "$wsbench_built" "$fws" "$epoll_client" "$epoll_server" "$bench/peers/node_modules/ws/package.json"; do
+    for bin in "$wsbench_built" "$fws" "$epoll_client" "$epoll_server" "$bench/peers/node_modules/ws/package.json" \
+        "$repo/servers/bun/node_modules/.bin/bun"; do
         [ -e "$bin" ] || die "--no-build: $bin is missing; run once without --no-build"
     done
     say "   --no-build: using the binaries already built"
@@ -168,6 +169,7 @@ else
     build_step epoll-client cc -O2 -Wall -o "$epoll_client" "$bench/peers/epoll-client.c"
     build_step epoll-echo-server cc -O2 -Wall -o "$epoll_server" "$bench/peers/epoll-echo-server.c"
     build_step node-ws npm ci --prefix "$bench/peers" --no-audit --no-fund --loglevel=error
+    build_step bun npm ci --prefix "$repo/servers/bun" --no-audit --no-fund --loglevel=error
 fi
 cp "$wsbench_built" "$wsbench.tmp"
 mv -f "$wsbench.tmp" "$wsbench"
@@ -504,10 +506,29 @@ for rep in $(seq "$REPEATS"); do
 done
 
 # ---------------------------------------------------------------------------------------------
+# pub/sub: `wsbench serve --pubsub` against Bun's native publish (uWebSockets), through
+# `wsbench compare`, which interleaves the two servers over the repeats (server on the first
+# CPU, client on the others) and keeps every result file in $pubsub_dir.
+pubsub_dir="$logs/pubsub"
+say ""
+say "== pub/sub: wsbench serve --pubsub and Bun, $REPEATS interleaved repeats (log: ${logs#"$repo"/}/pubsub.log)"
+if [ "$have_run" = 1 ]; then
+    busy=$(wait_quiet)
+    if [ "$busy" -gt "$QUIET_BUSY" ]; then echo "the pub/sub comparison started while other processes used ${busy}% of the CPUs" >>"$notes"; fi
+    if ! timeout $(((DURATION + WARMUP + 60) * REPEATS * 2)) "$wsbench" compare --scenario pubsub --servers builtin,bun \
+        --fleet-dir "$repo/servers" --repeat "$REPEATS" --subscribers 1000 --topics 10 --publishers 10 \
+        --rate 1000/s --duration "${DURATION}s" --warmup "${WARMUP}s" --out "$pubsub_dir" --quiet \
+        >"$logs/pubsub.log" 2>&1; then
+        say "   the pub/sub comparison failed; output:"
+        tail -n 5 "$logs/pubsub.log" | sed 's/^/     /' >&2
+    fi
+fi
+
+# ---------------------------------------------------------------------------------------------
 # The table.
 table="$logs/table.md"
 status=0
-QUIET_BUSY=$QUIET_BUSY python3 - "$measurements" "$scalability" "$notes" "$SCALE_CONNECTIONS" "${counts[@]}" >"$table" <<'EOF' || status=$?
+PUBSUB_DIR=$pubsub_dir PUBSUB_REPEATS=$REPEATS QUIET_BUSY=$QUIET_BUSY python3 - "$measurements" "$scalability" "$notes" "$SCALE_CONNECTIONS" "${counts[@]}" >"$table" <<'EOF' || status=$?
 import statistics, sys
 
 meas_path, scale_path, notes_path, scale_n = sys.argv[1:5]
@@ -545,7 +566,7 @@ comparisons = [
     ("A. client: wsbench run ÷ node ws client (server: wsbench serve)", "serve/wsbench", "serve/node", 2.0, False),
     ("A. client: wsbench run ÷ epoll-client (server: wsbench serve)", "serve/wsbench", "serve/epoll", 0.95, False),
     ("B. server: wsbench serve ÷ fastwebsockets-echo (client: wsbench run)", "serve/wsbench", "fws/wsbench", 1.0, True),
-    ("B. server: wsbench serve ÷ epoll-echo-server, raw TCP (client: epoll-client)", "serve/epoll", "tcp/epoll-raw", 0.9, True),
+    ("B. server: wsbench serve ÷ epoll-echo-server, raw TCP (client: epoll-client)", "serve/epoll", "tcp/epoll-raw", 0.95, True),
 ]
 for title, a, b, goal, servers in comparisons:
     for n in counts:
@@ -602,13 +623,46 @@ else:
 title_r = "C. wsbench serve: RSS growth per idle connection (rss_peak − rss_baseline) ÷ connections"
 if mr is None:
     missing = True
-    rows.append((title_r, f"{scale_n:,}", "—", "", "", "< 1,024 B", "ERROR: no run succeeded"))
+    rows.append((title_r, f"{scale_n:,}", "—", "", "", "≤ 250 B", "ERROR: no run succeeded"))
 else:
     lost = failed(per_conn)
     result = f"FAILED: {lost} of {len(per_conn)} runs failed" if lost else no_peer
     if short:
         result = "FAILED: not every connection was established"
-    rows.append((title_r + suffix, f"{scale_n:,}", f"{mr:,.0f} B", "", "", "< 1,024 B", result))
+    rows.append((title_r + suffix, f"{scale_n:,}", f"{mr:,.0f} B", "", "", "≤ 250 B", result))
+
+# D. pub/sub: server deliveries per server CPU-second, wsbench serve --pubsub ÷ Bun, from the
+# result files `compare` kept. Judged only when every run of both delivered and the client
+# kept up in all of them (a bound client leaves the servers idle, which flatters neither).
+import json
+pubsub = {}
+for server in ("builtin", "bun"):
+    per_cpu, bound = [], 0
+    for rep in range(1, int(os.environ["PUBSUB_REPEATS"]) + 1):
+        try:
+            r = json.load(open(os.path.join(os.environ["PUBSUB_DIR"], f"{server}-{rep}.json")))
+        except (OSError, ValueError):
+            per_cpu.append(None)
+            continue
+        per_cpu.append(r["server"].get("echoes_per_cpu_second"))
+        bound += bool(r.get("client", {}).get("bound"))
+    pubsub[server] = (per_cpu, bound)
+title_d = "D. pub/sub: wsbench serve --pubsub ÷ Bun (native publish), deliveries per server CPU-second (1,000 subscribers, 10 topics, 100,000 deliveries/s)"
+(pa, bound_a), (pb, bound_b) = pubsub["builtin"], pubsub["bun"]
+ma, mb = median(pa), median(pb)
+lost = failed(pa) + failed(pb)
+if ma is None or mb is None or mb == 0:
+    missing = True
+    rows.append((title_d, "1,010", rate(ma), rate(mb), "—", "≥ 1.3×", "ERROR: no run succeeded"))
+else:
+    if lost:
+        missing = True
+        result = f"FAILED: {lost} of {len(pa) + len(pb)} runs failed"
+    elif bound_a + bound_b:
+        result = f"not judged: the client was CPU-bound in {bound_a + bound_b} of {len(pa) + len(pb)} runs"
+    else:
+        result = "PASS" if ma / mb >= 1.3 else "MISS"
+    rows.append((title_d, "1,010", rate(ma), rate(mb), f"{ma / mb:.3f}×", "≥ 1.3×", result))
 
 print("| Comparison | Connections | A (median) | B (median) | A ÷ B | Goal | Result |")
 print("|---|---:|---:|---:|---:|---|---|")
@@ -631,6 +685,10 @@ print(f"| wsbench serve ← scalability: connect s | {scale_n:,} | " +
       ", ".join("—" if v is None else f"{v:.2f}" for v in connect) + f" | {'—' if mc is None else f'{mc:.2f}'} |")
 print(f"| wsbench serve ← scalability: RSS B/conn | {scale_n:,} | " +
       ", ".join("—" if v is None else f"{v:,.0f}" for v in per_conn) + f" | {'—' if mr is None else f'{mr:,.0f}'} |")
+for server, name in (("builtin", "wsbench serve --pubsub"), ("bun", "Bun (native publish)")):
+    values = pubsub[server][0]
+    print(f"| {name}: deliveries per server CPU-s | 1,010 | " + ", ".join(rate(v) for v in values) +
+          f" | {rate(median(values))} |")
 notes = [l.strip() for l in open(notes_path) if l.strip()]
 bound = [l for l in notes if l.endswith(": the wsbench client reported itself CPU-bound")]
 if bound:

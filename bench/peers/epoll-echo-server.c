@@ -1,6 +1,6 @@
 /*
  * Why this exists: it is the practical limit for an echo SERVER on this machine, the
- * yardstick for `wsbench serve` (goal: wsbench serve >= 0.9x this when both are driven by
+ * yardstick for `wsbench serve` (goal: wsbench serve >= 0.95x this when both are driven by
  * bench/peers/epoll-client.c). It does the least a server can do: a raw TCP echo (no
  * WebSocket parsing, no unmasking), one thread, level-triggered epoll, nonblocking sockets
  * with TCP_NODELAY, one shared read buffer and no per-connection memory unless a write is
