@@ -80,7 +80,10 @@ function startLoop() {
 }
 
 for (let i = 0; i < connections; i++) {
-  const ws = new WebSocket(url);
+  // `ws` offers permessage-deflate unless told not to, and wsbench serve accepts it: every
+  // message would then be compressed and inflated on libuv's thread pool, which the seeds'
+  // client did not do (their servers did not negotiate it) and the other clients here do not.
+  const ws = new WebSocket(url, { perMessageDeflate: false });
   ws.seq = 0;
   ws.on('open', () => {
     open += 1;
