@@ -6,9 +6,13 @@
 //! The own-socket methods are `#[inline]` and add one predictable branch to the hot path.
 
 use std::io;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
 
 use mio::net::TcpStream;
 use wsbench_transport::Transport;
+
+use super::io::rx_time;
 
 #[derive(Debug)]
 pub enum ByteStream {
@@ -48,6 +52,16 @@ impl ByteStream {
         match self {
             ByteStream::Own(transport) => transport.read(buf),
             ByteStream::Carried { .. } => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    /// [`ByteStream::read`] with the bytes' arrival stamp, for a plain socket of its own
+    /// (a TLS record or a carried stream's bytes have none: their time is when they are read).
+    #[inline]
+    pub fn read_stamped(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<Duration>)> {
+        match self {
+            ByteStream::Own(Transport::Plain(socket)) => rx_time::recv(socket.as_raw_fd(), buf),
+            _ => self.read(buf).map(|n| (n, None)),
         }
     }
 

@@ -16,7 +16,7 @@ use slab::Slab;
 
 use super::conn::{ClientConn, State};
 use super::dial::{self, Carriers, Dial, HandshakeFailure, StreamEvent, Upgrade};
-use super::io::{CARRIER, Event, Io};
+use super::io::{CARRIER, Event, Io, rx_time};
 use super::pacer::{Pacer, TICK};
 use super::recorder::Recorder;
 use super::timers::{Due, Timers};
@@ -132,7 +132,8 @@ impl Worker {
     pub fn run(mut self) -> WorkerOutput {
         // Carried WebSockets and their carriers stay on epoll.
         let on_epoll = self.spec.target.tls || self.dial.carries();
-        self.io.start_ring(self.spec.load.io, on_epoll, self.conns.capacity());
+        let open_loop = self.spec.load.message_interval.is_some();
+        self.io.start_ring(self.spec.load.io, on_epoll, self.conns.capacity(), open_loop);
         loop {
             let now = Instant::now();
             if self.rec.tick(now, self.open, || self.workload.errors()) {
@@ -161,7 +162,10 @@ impl Worker {
                 true => Duration::ZERO,
                 false => self.sleep_time(now, connect_allowed),
             };
-            let events = match self.io.wait(timeout) {
+            // Receives may wait for the next send when nothing else can come: no connection
+            // is being made (its connect time would be late) and the run is not ending.
+            let defer = self.connecting == 0 && self.traffic_started && !self.control.stopping();
+            let events = match self.io.wait(timeout, defer) {
                 Ok(events) => events,
                 Err(e) => {
                     eprintln!("wsbench: worker {} waiting for I/O failed: {e}", self.id);
@@ -194,12 +198,12 @@ impl Worker {
             Event::Ready { key, readable, writable, read_closed } => {
                 self.on_event(key, readable, writable, read_closed)
             }
-            Event::Received { key, buffer, len } => {
+            Event::Received { key, buffer, offset, len, arrived } => {
                 if self.io.on_ring(key) {
                     // SAFETY: the buffer is ours until recycled below, after the slice's use.
-                    let data = unsafe { self.io.received(buffer, len) };
+                    let data = unsafe { self.io.received(buffer, offset, len) };
                     self.rec.metrics.counters.bytes_received += len as u64;
-                    if self.received(key, data) {
+                    if self.received(key, data, arrived) {
                         self.flush(key);
                     }
                 }
@@ -375,9 +379,15 @@ impl Worker {
     fn read_into(&mut self, key: usize, buf: &mut [u8], read_closed: bool) {
         loop {
             let Some(conn) = self.conns.get_mut(key) else { return };
-            let n = match conn.transport.read(buf) {
-                Ok(0) => return self.on_broken(key),
-                Ok(n) => n,
+            // An open connection's bytes are timed by their arrival in an open loop (as on the
+            // ring); a handshake's answer, like a closed loop's echo, when it is read.
+            let read = match self.io.arrival_times() && conn.state == State::Open {
+                true => conn.transport.read_stamped(buf),
+                false => conn.transport.read(buf).map(|n| (n, None)),
+            };
+            let (n, stamp) = match read {
+                Ok((0, _)) => return self.on_broken(key),
+                Ok(read) => read,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // A TLS error before the upgrade is answered: in TLS 1.3 the server checks a
@@ -392,7 +402,8 @@ impl Worker {
                 Err(_) => return self.on_broken(key),
             };
             self.rec.metrics.counters.bytes_received += n as u64;
-            if !self.received(key, &mut buf[..n]) {
+            let arrived = stamp.map(|stamp| rx_time::Clocks::now().instant_of(stamp));
+            if !self.received(key, &mut buf[..n], arrived) {
                 return;
             }
             let Some(conn) = self.conns.get(key) else { return };
@@ -407,9 +418,12 @@ impl Worker {
 
     /// Handles bytes that arrived for `key` (after what is left of earlier ones); keeps what
     /// does not make a whole frame yet. False when the connection is gone.
-    fn received(&mut self, key: usize, data: &mut [u8]) -> bool {
+    /// `arrived`: when the kernel had the bytes (a ring that times arrivals); everything
+    /// they cause is handled as of then, so an echo left queued until the worker's next send
+    /// is timed to its arrival.
+    fn received(&mut self, key: usize, data: &mut [u8], arrived: Option<Instant>) -> bool {
         let Some(conn) = self.conns.get_mut(key) else { return false };
-        let now = Instant::now();
+        let now = arrived.unwrap_or_else(Instant::now);
         let mut input = std::mem::take(&mut conn.input);
         if input.is_empty() {
             let used = self.process(key, now, data);

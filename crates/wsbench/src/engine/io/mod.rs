@@ -5,15 +5,18 @@
 //! onto the ring once upgraded. The worker registers a connection, forgets it, flushes it,
 //! and waits: one wait per turn gives it [`Event`]s, the same kinds on either backend, so
 //! the worker's loop has one path. The alarm ([`alarm`]) that wakes it for an open-loop send
-//! is part of the wait.
+//! is part of the wait. In an open loop a receive is timed by the kernel's arrival stamp
+//! ([`rx_time`]) on either backend, so on the ring a wait for the next send need not end for
+//! every echo.
 
 pub mod alarm;
+pub mod rx_time;
 mod uring;
 
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
@@ -40,8 +43,9 @@ pub enum Event {
     /// no later event will say so.
     Ready { key: usize, readable: bool, writable: bool, read_closed: bool },
     /// Bytes arrived on the ring, in a buffer: [`Io::received`] gives them until
-    /// [`Io::recycle`] gives the buffer back.
-    Received { key: usize, buffer: u16, len: usize },
+    /// [`Io::recycle`] gives the buffer back. `arrived`: when the kernel had them, if the ring
+    /// times arrivals.
+    Received { key: usize, buffer: u16, offset: u16, len: usize, arrived: Option<Instant> },
     /// A send on the ring finished: more may go.
     Sent { key: usize },
     /// The stream ended, or receiving or sending failed.
@@ -57,6 +61,8 @@ pub struct Io {
     opened: Vec<usize>,
     /// This wait's events (kept for its capacity).
     events: Vec<Event>,
+    /// An open loop: sockets stamp what arrives, and reads return the stamps.
+    arrival_times: bool,
 }
 
 impl Io {
@@ -70,19 +76,28 @@ impl Io {
             ring: None,
             opened: Vec::new(),
             events: Vec::with_capacity(1024),
+            arrival_times: false,
         })
     }
 
     /// On the worker's own thread (the ring admits one submitter): the ring, when `backend`
-    /// is io_uring and the connections are plain ws:// of their own (not `on_epoll`); epoll (with a note on stderr, once) when
-    /// the kernel refuses io_uring.
-    pub fn start_ring(&mut self, backend: IoBackend, on_epoll: bool, connections: usize) {
+    /// is io_uring and the connections are plain ws:// of their own (not `on_epoll`); epoll
+    /// (with a note on stderr, once) when the kernel refuses io_uring. With `arrival_times`
+    /// (an open loop) what arrives is timed by the kernel's stamps, on either backend.
+    pub fn start_ring(
+        &mut self,
+        backend: IoBackend,
+        on_epoll: bool,
+        connections: usize,
+        arrival_times: bool,
+    ) {
+        self.arrival_times = arrival_times;
         if backend != IoBackend::Uring || on_epoll {
             return;
         }
         match Ring::new(self.poll.as_raw_fd(), connections, uring::POOL_BUFFERS) {
             Ok(ring) => {
-                self.ring = Some(ring);
+                self.ring = Some(if arrival_times { ring.with_arrival_times() } else { ring });
                 self.alarm.use_wait_timeout(self.poll.registry());
             }
             Err(error) => {
@@ -93,6 +108,12 @@ impl Io {
         }
     }
 
+    /// Whether reads should return the kernel's arrival stamps ([`rx_time::recv`]).
+    #[inline]
+    pub fn arrival_times(&self) -> bool {
+        self.arrival_times
+    }
+
     /// The backend that runs the connections.
     pub fn name(&self) -> &'static str {
         match self.ring {
@@ -101,8 +122,15 @@ impl Io {
         }
     }
 
-    /// A new connection (connecting) watched on epoll for reads and writes.
+    /// A new connection (connecting) watched on epoll for reads and writes. When arrivals
+    /// are timed its socket stamps what arrives from the start, so that nothing the server
+    /// sends before the ring adopts it arrives unstamped.
     pub fn register(&self, key: usize, socket: &mut TcpStream) -> io::Result<()> {
+        if self.arrival_times {
+            // Without it reads come without stamps and are timed when read; on the ring, a
+            // refusal shows at adoption, which tries again and stops deferring receives.
+            let _ = rx_time::enable(socket.as_raw_fd());
+        }
         self.poll.registry().register(socket, Token(key), Interest::READABLE | Interest::WRITABLE)
     }
 
@@ -182,14 +210,20 @@ impl Io {
     }
 
     /// Waits up to `timeout` for something to do (submitting the ring's queued sends on the
-    /// way), and returns what happened. The alarm's ringing is handled here.
-    pub fn wait(&mut self, timeout: Duration) -> io::Result<Vec<Event>> {
+    /// way), and returns what happened. The alarm's ringing is handled here. `defer`: nothing
+    /// but received bytes can come (no connection is being made); on a ring that times
+    /// arrivals, while the alarm is set, the wait then lasts until the alarm instead of
+    /// ending at the first echo.
+    pub fn wait(&mut self, timeout: Duration, defer: bool) -> io::Result<Vec<Event>> {
         let mut events = std::mem::take(&mut self.events);
         events.clear();
         let epoll_ready = match self.ring.as_mut() {
             Some(ring) => {
                 let bound = self.alarm.wait_bound();
-                ring.submit_and_wait(bound.map_or(timeout, |bound| bound.min(timeout)))?;
+                ring.submit_and_wait(
+                    bound.map_or(timeout, |bound| bound.min(timeout)),
+                    defer && bound.is_some(),
+                )?;
                 self.alarm.ring_if_due();
                 ring_events(ring, &mut events)
             }
@@ -238,10 +272,10 @@ impl Io {
     /// # Safety
     /// `buffer` and `len` must come from a `Received` event whose buffer has not been
     /// recycled yet, and the slice must be dropped before [`Io::recycle`] is called for it.
-    pub unsafe fn received<'a>(&self, buffer: u16, len: usize) -> &'a mut [u8] {
+    pub unsafe fn received<'a>(&self, buffer: u16, offset: u16, len: usize) -> &'a mut [u8] {
         let ring = self.ring.as_ref().expect("a Received event comes from the ring");
         // SAFETY: as the caller promises.
-        unsafe { ring.received(buffer, len) }
+        unsafe { ring.received(buffer, offset, len) }
     }
 
     /// Gives a received buffer back to the kernel.
@@ -262,11 +296,14 @@ impl Io {
 fn ring_events(ring: &mut Ring, events: &mut Vec<Event>) -> bool {
     let mut completions = ring.take_completions();
     let mut epoll_ready = false;
+    let mut clocks = None;
     for &completion in &completions {
         match completion {
             Completion::EpollReady => epoll_ready = true,
-            Completion::Received { key, buffer, len } if ring.has(key) => {
-                events.push(Event::Received { key, buffer, len })
+            Completion::Received { key, buffer, offset, len, stamp } if ring.has(key) => {
+                let arrived =
+                    stamp.map(|stamp| clocks.get_or_insert_with(rx_time::Clocks::now).instant_of(stamp));
+                events.push(Event::Received { key, buffer, offset, len, arrived })
             }
             Completion::Received { buffer, .. } => ring.recycle(buffer),
             Completion::Ended { key } | Completion::SendFailed { key } if ring.has(key) => {

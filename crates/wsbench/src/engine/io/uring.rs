@@ -13,6 +13,11 @@
 //! ring and epoll behind one interface.
 //! No SQPOLL (it would burn a core of the machine being measured); no zero-copy send (the
 //! echo messages are tens of bytes: the page pinning costs more than the copy).
+//!
+//! A ring made `with_arrival_times` receives with multishot `recvmsg` instead, on sockets
+//! that stamp what arrives ([`super::rx_time`]): each completion then says when its bytes
+//! arrived, and [`Ring::submit_and_wait`] may leave receives queued until its timeout
+//! (`defer`) without the worker timing them late.
 
 use std::alloc::Layout;
 use std::io;
@@ -20,9 +25,11 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
-use io_uring::types::{BufRingEntry, CancelBuilder, Fd, SubmitArgs, Timespec};
+use io_uring::types::{self, BufRingEntry, CancelBuilder, Fd, SubmitArgs, Timespec};
 use io_uring::{IoUring, cqueue, opcode, squeue};
 use slab::Slab;
+
+use super::rx_time::RecvMsgHeader;
 
 /// Provided buffers: how big, and how many per worker, shared by all its connections. A
 /// receive takes one buffer per completion; buffers go back to the ring as soon as their
@@ -50,9 +57,10 @@ const OP_CANCEL: u64 = 3;
 /// One completion, as the worker handles it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Completion {
-    /// `len` bytes arrived for worker connection `key`, in buffer `buffer`; give the buffer
-    /// back with [`Ring::recycle`] once they are handled.
-    Received { key: usize, buffer: u16, len: usize },
+    /// `len` bytes arrived for worker connection `key`, in buffer `buffer` from `offset`;
+    /// give the buffer back with [`Ring::recycle`] once they are handled. `stamp`: when they
+    /// arrived (wall clock), on a ring with arrival times.
+    Received { key: usize, buffer: u16, offset: u16, len: usize, stamp: Option<Duration> },
     /// The peer ended the stream, or receiving failed: the connection is broken.
     Ended { key: usize },
     /// A send finished: more may be sent for `key` now.
@@ -98,6 +106,14 @@ pub struct Ring {
     epoll_fd: RawFd,
     /// Tearing down: nothing is started again.
     closing: bool,
+    /// With arrival times: the header every multishot `recvmsg` is armed with.
+    recvmsg: Option<RecvMsgHeader>,
+    /// A socket refused to stamp: receives are never left queued (their times would be late).
+    stamps_refused: bool,
+    /// The last receive came with its stamp. The kernel turns stamping on a moment after the
+    /// first socket asks (its workqueue), so the first packets may come without; receives are
+    /// left queued only while they come stamped.
+    last_stamped: bool,
 }
 
 impl Ring {
@@ -124,9 +140,24 @@ impl Ring {
             buffer_shortages: 0,
             epoll_fd,
             closing: false,
+            recvmsg: None,
+            stamps_refused: false,
+            last_stamped: false,
         };
         ring.watch_epoll()?;
         Ok(ring)
+    }
+
+    /// From now on (before any connection is adopted) receives carry their arrival times.
+    pub fn with_arrival_times(mut self) -> Ring {
+        self.recvmsg = Some(RecvMsgHeader::new());
+        self
+    }
+
+    /// Whether receives come with their arrival times (every socket stamps, and the last
+    /// receive had its stamp), so that they may be left queued until the wait's timeout.
+    pub fn times_arrivals(&self) -> bool {
+        self.recvmsg.is_some() && !self.stamps_refused && self.last_stamped
     }
 
     /// Whether worker connection `key` is on the ring.
@@ -151,6 +182,11 @@ impl Ring {
             self.by_key.resize(key + 1, usize::MAX);
         }
         self.by_key[key] = slot;
+        // Stamping is switched on as the connection is made (see `Io::register`); again
+        // here for a socket that was not.
+        if self.recvmsg.is_some() && super::rx_time::enable(fd).is_err() {
+            self.stamps_refused = true;
+        }
         self.receive(slot)
     }
 
@@ -196,14 +232,18 @@ impl Ring {
         self.send_rest(slot)
     }
 
-    /// Submits what is queued and waits up to `timeout` for a completion; then hands every
-    /// completion to the worker through [`Ring::completions`].
-    pub fn submit_and_wait(&mut self, timeout: Duration) -> io::Result<()> {
+    /// Submits what is queued and waits up to `timeout` for a completion (with `defer`, on a
+    /// ring that times arrivals: for the timeout, unless half the completion queue fills
+    /// first); then hands every completion to the worker through [`Ring::completions`].
+    pub fn submit_and_wait(&mut self, timeout: Duration, defer: bool) -> io::Result<()> {
         let timespec = Timespec::new().sec(timeout.as_secs()).nsec(timeout.subsec_nanos());
         let args = SubmitArgs::new().timespec(&timespec);
         // Buffers recycled since the last turn go back before receives are armed again.
         self.buffers.publish();
-        match self.ring.submitter().submit_with_args(1, &args) {
+        // With DEFER_TASKRUN the kernel wakes the thread only once this many completions are
+        // there (or at the timeout), not for each.
+        let want = if defer && self.times_arrivals() { CQ_ENTRIES as usize / 2 } else { 1 };
+        match self.ring.submitter().submit_with_args(want, &args) {
             Ok(_) => {}
             Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
             Err(e) => return Err(e),
@@ -229,9 +269,9 @@ impl Ring {
     /// recycled yet, and the slice must be dropped before [`Ring::recycle`] is called for
     /// it. The kernel does not touch a buffer between its completion and its recycling, and
     /// the memory lives as long as the ring.
-    pub unsafe fn received<'a>(&self, buffer: u16, len: usize) -> &'a mut [u8] {
-        // SAFETY: as the caller promises; `buffer` < count, `len` ≤ BUFFER_BYTES.
-        unsafe { std::slice::from_raw_parts_mut(self.buffers.address(buffer), len) }
+    pub unsafe fn received<'a>(&self, buffer: u16, offset: u16, len: usize) -> &'a mut [u8] {
+        // SAFETY: as the caller promises; `buffer` < count, `offset + len` ≤ BUFFER_BYTES.
+        unsafe { std::slice::from_raw_parts_mut(self.buffers.address(buffer).add(offset as usize), len) }
     }
 
     /// Gives a received buffer back to the kernel.
@@ -283,12 +323,21 @@ impl Ring {
         }
         let (key, live) = (self.slots[slot].key as usize, self.slots[slot].live);
         match (result, cqueue::buffer_select(flags)) {
-            (len, Some(buffer)) if len > 0 && live => {
-                self.completions.push(Completion::Received { key, buffer, len: len as usize });
-                if !more {
-                    rearm.push(slot);
+            (len, Some(buffer)) if len > 0 && live => match self.payload(buffer, len as usize) {
+                Some((offset, len, stamp)) if len > 0 => {
+                    self.completions.push(Completion::Received { key, buffer, offset, len, stamp });
+                    if !more {
+                        rearm.push(slot);
+                    }
                 }
-            }
+                // A multishot recvmsg reports the end of the stream as a buffer with no payload.
+                _ => {
+                    self.buffers.recycle(buffer);
+                    if !more {
+                        self.completions.push(Completion::Ended { key });
+                    }
+                }
+            },
             (_, Some(buffer)) => self.buffers.recycle(buffer),
             // Out of buffers: the receive stopped; it is armed again at the end of this reap
             // and takes buffers once the worker has recycled this turn's (published before
@@ -301,6 +350,24 @@ impl Ring {
             (_, None) => {}
         }
         self.release_if_idle(slot);
+    }
+
+    /// Where the payload of a receive's `len` bytes in `buffer` starts, how long it is, and
+    /// its arrival stamp: the whole buffer for a plain receive; after the header and control
+    /// bytes for a `recvmsg` (None when that layout does not parse).
+    fn payload(&mut self, buffer: u16, len: usize) -> Option<(u16, usize, Option<Duration>)> {
+        let Some(header) = self.recvmsg.as_ref() else { return Some((0, len, None)) };
+        // SAFETY: the kernel wrote `len` bytes into this buffer and is done with it until it
+        // is recycled.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(self.buffers.address(buffer), len.min(BUFFER_BYTES)) };
+        let out = types::RecvMsgOut::parse(bytes, header.get()).ok()?;
+        let stamp = super::rx_time::stamp(out.control_data());
+        if !out.payload_data().is_empty() {
+            self.last_stamped = stamp.is_some();
+        }
+        let offset = out.payload_data().as_ptr() as usize - bytes.as_ptr() as usize;
+        Some((offset as u16, out.payload_data().len(), stamp))
     }
 
     fn on_send(&mut self, slot: usize, result: i32) -> io::Result<()> {
@@ -345,8 +412,11 @@ impl Ring {
             return Ok(());
         }
         entry.receiving = true;
-        let receive =
-            opcode::RecvMulti::new(Fd(entry.fd), BUFFER_GROUP).build().user_data(user_data(slot, OP_RECV));
+        let receive = match self.recvmsg.as_ref() {
+            Some(header) => opcode::RecvMsgMulti::new(Fd(entry.fd), header.get(), BUFFER_GROUP).build(),
+            None => opcode::RecvMulti::new(Fd(entry.fd), BUFFER_GROUP).build(),
+        }
+        .user_data(user_data(slot, OP_RECV));
         self.push(&receive)?;
         self.in_flight += 1;
         Ok(())
@@ -408,7 +478,7 @@ impl Drop for Ring {
         }
         let deadline = Instant::now() + TEARDOWN_WAIT;
         while self.in_flight > 0 && Instant::now() < deadline {
-            if self.submit_and_wait(Duration::from_millis(10)).is_err() {
+            if self.submit_and_wait(Duration::from_millis(10), false).is_err() {
                 break;
             }
             self.completions.clear();

@@ -1,5 +1,6 @@
-//! Unit tests of the ring's buffer pool on real loopback sockets: a pool smaller than the
-//! connections receiving at once runs out, and every byte still arrives, in order.
+//! Unit tests of the ring on real loopback sockets: a buffer pool smaller than the
+//! connections receiving at once runs out, and every byte still arrives, in order; a ring that
+//! times arrivals dates each receive by the kernel's stamp.
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
@@ -48,14 +49,19 @@ fn receives_stopped_by_a_short_pool_are_armed_again_and_lose_nothing() {
     let mut received = [0usize; CONNECTIONS];
     let deadline = Instant::now() + Duration::from_secs(20);
     while received.iter().any(|&n| n < BYTES_EACH) && Instant::now() < deadline {
-        ring.submit_and_wait(Duration::from_millis(10)).unwrap();
+        ring.submit_and_wait(Duration::from_millis(10), false).unwrap();
         let completions = ring.take_completions();
         let mut taken = Vec::new();
         for completion in &completions {
             match *completion {
-                Completion::Received { key, buffer, len } => {
+                Completion::Received { key, buffer, offset, len, stamp } => {
+                    assert_eq!(
+                        (offset, stamp),
+                        (0, None),
+                        "a plain ring's receive has no header and no stamp"
+                    );
                     // SAFETY: a Received buffer, recycled only after this slice's last use.
-                    let bytes = unsafe { ring.received(buffer, len) };
+                    let bytes = unsafe { ring.received(buffer, offset, len) };
                     for (i, &b) in bytes.iter().enumerate() {
                         assert_eq!(
                             b,
@@ -81,6 +87,86 @@ fn receives_stopped_by_a_short_pool_are_armed_again_and_lose_nothing() {
     }
     assert_eq!(received, [BYTES_EACH; CONNECTIONS], "every byte of every connection arrived");
     assert!(ring.buffer_shortages > 0, "the pool of {POOL} buffers never ran out: the test proves nothing");
+    drop(ring);
+    // SAFETY: our own descriptor, no longer used.
+    unsafe { libc::close(epoll) };
+}
+
+/// A ring that times arrivals: what a peer sends arrives with the kernel's stamp, dated
+/// between the send and the reading, even when the ring is read long after the bytes came;
+/// a deferred wait lasts its timeout although data is there; the end of the stream still
+/// ends the connection.
+#[test]
+fn a_ring_with_arrival_times_dates_each_receive_by_the_kernel_stamp() {
+    let _on = super::super::rx_time::stamping_on();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let mut server = listener.accept().unwrap().0;
+    client.set_nonblocking(true).unwrap();
+    // SAFETY: epoll_create1 has no preconditions; the descriptor is closed at the end.
+    let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    assert!(epoll >= 0);
+    let mut ring = Ring::new(epoll, 1, 4).expect("io_uring is available here").with_arrival_times();
+    ring.adopt(0, client.as_raw_fd()).unwrap();
+    assert!(!ring.times_arrivals(), "no receive has shown a stamp yet");
+    // A first receive shows that stamps come: only then may a wait be deferred.
+    server.write_all(b"first").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !ring.times_arrivals() && Instant::now() < deadline {
+        ring.submit_and_wait(Duration::from_millis(10), false).unwrap();
+        let completions = ring.take_completions();
+        for completion in &completions {
+            if let Completion::Received { buffer, .. } = *completion {
+                ring.recycle(buffer);
+            }
+        }
+        ring.restore_completions(completions);
+    }
+    assert!(ring.times_arrivals(), "the first receive came without its stamp");
+    let before = Instant::now();
+    server.write_all(b"stamped").unwrap();
+    let sent = Instant::now();
+    // The bytes sit in the socket for 50 ms before the ring is read.
+    std::thread::sleep(Duration::from_millis(50));
+    let waited = Instant::now();
+    ring.submit_and_wait(Duration::from_millis(30), true).unwrap();
+    assert!(waited.elapsed() >= Duration::from_millis(25), "a deferred wait ended before its timeout");
+    let completions = ring.take_completions();
+    let received: Vec<_> = completions
+        .iter()
+        .filter_map(|c| match *c {
+            Completion::Received { key, buffer, offset, len, stamp } => {
+                Some((key, buffer, offset, len, stamp))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(received.len(), 1, "{completions:?}");
+    let (key, buffer, offset, len, stamp) = received[0];
+    // SAFETY: a Received buffer, recycled right after.
+    assert_eq!((key, unsafe { ring.received(buffer, offset, len) }), (0, &mut b"stamped".to_vec()[..]));
+    ring.recycle(buffer);
+    ring.restore_completions(completions);
+    let arrived = super::super::rx_time::Clocks::now().instant_of(stamp.expect("the receive has its stamp"));
+    let slack = Duration::from_millis(2);
+    assert!(
+        arrived + slack >= before && arrived <= sent + slack,
+        "arrived {:?} after the send",
+        arrived - before
+    );
+    assert!(ring.times_arrivals());
+    // The end of the stream (a recvmsg with no payload) ends the connection.
+    drop(server);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut ended = false;
+    while !ended && Instant::now() < deadline {
+        ring.submit_and_wait(Duration::from_millis(10), false).unwrap();
+        let completions = ring.take_completions();
+        ended = completions.iter().any(|c| matches!(c, Completion::Ended { key: 0 }));
+        ring.restore_completions(completions);
+    }
+    assert!(ended, "the end of the stream was not reported");
+    ring.forget(0);
     drop(ring);
     // SAFETY: our own descriptor, no longer used.
     unsafe { libc::close(epoll) };

@@ -132,7 +132,7 @@ impl Worker {
         let mut buf = std::mem::take(&mut self.read_buf);
         for piece in data.chunks(buf.len()) {
             buf[..piece.len()].copy_from_slice(piece);
-            if !self.received(key, &mut buf[..piece.len()]) {
+            if !self.received(key, &mut buf[..piece.len()], None) {
                 break;
             }
         }
