@@ -162,9 +162,14 @@ impl Worker {
                 true => Duration::ZERO,
                 false => self.sleep_time(now, connect_allowed),
             };
-            // Receives may wait for the next send when nothing else can come: no connection
-            // is being made (its connect time would be late) and the run is not ending.
-            let defer = self.connecting == 0 && self.traffic_started && !self.control.stopping();
+            // Receives may wait for the next send when nothing else can come (no connection
+            // is being made: its connect time would be late; the run is not ending) and they
+            // carry their arrival (a TLS record or a carried stream's bytes do not).
+            let defer = self.connecting == 0
+                && self.traffic_started
+                && !self.control.stopping()
+                && !self.spec.target.tls
+                && !self.dial.carries();
             let events = match self.io.wait(timeout, defer) {
                 Ok(events) => events,
                 Err(e) => {
@@ -402,6 +407,9 @@ impl Worker {
                 Err(_) => return self.on_broken(key),
             };
             self.rec.metrics.counters.bytes_received += n as u64;
+            if self.io.arrival_times() {
+                self.io.read_stamped(stamp.is_some());
+            }
             let arrived = stamp.map(|stamp| rx_time::Clocks::now().instant_of(stamp));
             if !self.received(key, &mut buf[..n], arrived) {
                 return;

@@ -112,6 +112,20 @@ impl Alarm {
         Ok(())
     }
 
+    /// With the timer file, when the alarm is set: sleeps until it goes off (at most
+    /// `timeout`), ready sockets or not, and returns true; false (without sleeping) otherwise.
+    pub fn sleep_until_it_rings(&self, timeout: Duration) -> bool {
+        let (Some(fd), Some(_)) = (&self.fd, self.armed) else { return false };
+        let mut watch = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let limit = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: one live pollfd and a live timespec; no signal mask.
+        unsafe { libc::ppoll(&mut watch, 1, &limit, std::ptr::null()) };
+        true
+    }
+
     /// The alarm went off: learns how late this thread woke.
     pub fn rang(&mut self) {
         if let Some((due, goes_off)) = self.armed.take() {

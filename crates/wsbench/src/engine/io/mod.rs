@@ -6,8 +6,7 @@
 //! and waits: one wait per turn gives it [`Event`]s, the same kinds on either backend, so
 //! the worker's loop has one path. The alarm ([`alarm`]) that wakes it for an open-loop send
 //! is part of the wait. In an open loop a receive is timed by the kernel's arrival stamp
-//! ([`rx_time`]) on either backend, so on the ring a wait for the next send need not end for
-//! every echo.
+//! ([`rx_time`]) on either backend, so a wait for the next send need not end for every echo.
 
 pub mod alarm;
 pub mod rx_time;
@@ -63,6 +62,9 @@ pub struct Io {
     events: Vec<Event>,
     /// An open loop: sockets stamp what arrives, and reads return the stamps.
     arrival_times: bool,
+    /// On epoll: the last read of an open connection came with its stamp (see
+    /// [`Io::read_stamped`]); only then may a wait sleep through ready sockets.
+    last_read_stamped: bool,
 }
 
 impl Io {
@@ -77,6 +79,7 @@ impl Io {
             opened: Vec::new(),
             events: Vec::with_capacity(1024),
             arrival_times: false,
+            last_read_stamped: false,
         })
     }
 
@@ -112,6 +115,12 @@ impl Io {
     #[inline]
     pub fn arrival_times(&self) -> bool {
         self.arrival_times
+    }
+
+    /// An open connection's read on epoll came with its arrival stamp, or without.
+    #[inline]
+    pub fn read_stamped(&mut self, stamped: bool) {
+        self.last_read_stamped = stamped;
     }
 
     /// The backend that runs the connections.
@@ -211,9 +220,10 @@ impl Io {
 
     /// Waits up to `timeout` for something to do (submitting the ring's queued sends on the
     /// way), and returns what happened. The alarm's ringing is handled here. `defer`: nothing
-    /// but received bytes can come (no connection is being made); on a ring that times
-    /// arrivals, while the alarm is set, the wait then lasts until the alarm instead of
-    /// ending at the first echo.
+    /// but received bytes can come (no connection is being made) and they come stamped; while
+    /// the alarm is set, the wait then lasts until the alarm instead of ending at the first
+    /// echo (on epoll, once reads have shown their stamps: the thread sleeps on the timer
+    /// file alone, then takes every ready socket).
     pub fn wait(&mut self, timeout: Duration, defer: bool) -> io::Result<Vec<Event>> {
         let mut events = std::mem::take(&mut self.events);
         events.clear();
@@ -228,7 +238,11 @@ impl Io {
                 ring_events(ring, &mut events)
             }
             None => {
-                self.poll_epoll(Some(timeout))?;
+                let deferred = defer
+                    && self.arrival_times
+                    && self.last_read_stamped
+                    && self.alarm.sleep_until_it_rings(timeout);
+                self.poll_epoll(Some(if deferred { Duration::ZERO } else { timeout }))?;
                 true
             }
         };
