@@ -162,14 +162,11 @@ impl Worker {
                 true => Duration::ZERO,
                 false => self.sleep_time(now, connect_allowed),
             };
-            // Receives may wait for the next send when nothing else can come (no connection
-            // is being made: its connect time would be late; the run is not ending) and they
-            // carry their arrival (a TLS record or a carried stream's bytes do not).
-            let defer = self.connecting == 0
-                && self.traffic_started
-                && !self.control.stopping()
-                && !self.spec.target.tls
-                && !self.dial.carries();
+            // Receives may wait for the next send when nothing else can come: no connection
+            // is being made (its connect time would be late) and the run is not ending. Only
+            // stamped receives wait (TLS records and carried streams have no stamps): `Io`
+            // checks that.
+            let defer = self.connecting == 0 && self.traffic_started && !self.control.stopping();
             let events = match self.io.wait(timeout, defer) {
                 Ok(events) => events,
                 Err(e) => {
@@ -386,7 +383,8 @@ impl Worker {
             let Some(conn) = self.conns.get_mut(key) else { return };
             // An open connection's bytes are timed by their arrival in an open loop (as on the
             // ring); a handshake's answer, like a closed loop's echo, when it is read.
-            let read = match self.io.arrival_times() && conn.state == State::Open {
+            let stamped = self.io.arrival_times() && conn.state == State::Open;
+            let read = match stamped {
                 true => conn.transport.read_stamped(buf),
                 false => conn.transport.read(buf).map(|n| (n, None)),
             };
@@ -407,8 +405,8 @@ impl Worker {
                 Err(_) => return self.on_broken(key),
             };
             self.rec.metrics.counters.bytes_received += n as u64;
-            if self.io.arrival_times() {
-                self.io.read_stamped(stamp.is_some());
+            if stamped {
+                self.io.note_read_stamp(stamp.is_some());
             }
             let arrived = stamp.map(|stamp| rx_time::Clocks::now().instant_of(stamp));
             if !self.received(key, &mut buf[..n], arrived) {
@@ -426,7 +424,7 @@ impl Worker {
 
     /// Handles bytes that arrived for `key` (after what is left of earlier ones); keeps what
     /// does not make a whole frame yet. False when the connection is gone.
-    /// `arrived`: when the kernel had the bytes (a ring that times arrivals); everything
+    /// `arrived`: when the kernel had the bytes (an open loop's stamped read); everything
     /// they cause is handled as of then, so an echo left queued until the worker's next send
     /// is timed to its arrival.
     fn received(&mut self, key: usize, data: &mut [u8], arrived: Option<Instant>) -> bool {

@@ -63,7 +63,7 @@ pub struct Io {
     /// An open loop: sockets stamp what arrives, and reads return the stamps.
     arrival_times: bool,
     /// On epoll: the last read of an open connection came with its stamp (see
-    /// [`Io::read_stamped`]); only then may a wait sleep through ready sockets.
+    /// [`Io::note_read_stamp`]); only then may a wait sleep through ready sockets.
     last_read_stamped: bool,
 }
 
@@ -119,7 +119,7 @@ impl Io {
 
     /// An open connection's read on epoll came with its arrival stamp, or without.
     #[inline]
-    pub fn read_stamped(&mut self, stamped: bool) {
+    pub fn note_read_stamp(&mut self, stamped: bool) {
         self.last_read_stamped = stamped;
     }
 
@@ -220,10 +220,10 @@ impl Io {
 
     /// Waits up to `timeout` for something to do (submitting the ring's queued sends on the
     /// way), and returns what happened. The alarm's ringing is handled here. `defer`: nothing
-    /// but received bytes can come (no connection is being made) and they come stamped; while
-    /// the alarm is set, the wait then lasts until the alarm instead of ending at the first
-    /// echo (on epoll, once reads have shown their stamps: the thread sleeps on the timer
-    /// file alone, then takes every ready socket).
+    /// but received bytes can come (no connection is being made); while the alarm is set and
+    /// the last receive came stamped, the wait then lasts until the alarm instead of ending at
+    /// the first echo (on epoll the thread sleeps on the timer file alone, then takes every
+    /// ready socket).
     pub fn wait(&mut self, timeout: Duration, defer: bool) -> io::Result<Vec<Event>> {
         let mut events = std::mem::take(&mut self.events);
         events.clear();
