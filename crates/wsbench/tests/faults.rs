@@ -364,6 +364,31 @@ fn server_that_never_answers_the_upgrade_is_a_handshake_timeout() {
     assert!(float(&result, "/elapsed_s") < 3.0, "waited past the timeout\n{context}");
 }
 
+#[test]
+fn attempts_cut_off_by_ctrl_c_are_unfinished_not_failures_without_a_cause() {
+    let _slot = heavy(1);
+    let server = BadServer::start(Misbehaviour::Silent);
+    let json = scratch("faults-cut-off").join("r.json");
+    let child = spawn_run(&server.url(), &json, &["--duration", "30s", "--connect-timeout", "20s"]);
+    // Every upgrade is sent and none can be answered: interrupt while all are opening.
+    thread::sleep(Duration::from_millis(1500));
+    child.signal_group(libc::SIGINT);
+    let run = child.finish(Duration::from_secs(10));
+    assert_eq!(run.code, Some(130), "an interrupted run exits with 130\n{}", run.describe());
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(result["interrupted"], Value::Bool(true), "{context}");
+    assert_eq!(uint(&result, "/summary/connections/attempted"), CONNECTIONS, "{context}");
+    assert_eq!(uint(&result, "/summary/connections/unfinished"), CONNECTIONS, "{context}");
+    assert_eq!(uint(&result, "/counters/connects_unfinished"), CONNECTIONS, "{context}");
+    // Before, these counted as failed, with no cause among the errors to say why.
+    assert_eq!(uint(&result, "/summary/connections/failed"), 0, "{context}");
+    assert!(errors(&result).is_empty(), "cut off by the end is no error\n{context}");
+    let line = run.stdout.lines().find(|l| l.starts_with("connections:")).unwrap_or_default();
+    let said = format!("0 failed, {CONNECTIONS} still opening when the run ended");
+    assert!(line.contains(&said), "the report's connections line {line:?} lacks {said:?}\n{context}");
+}
+
 // ---------------------------------------------------------------------------------------
 // Toxiproxy.
 

@@ -331,6 +331,7 @@ impl Worker {
         let conn = &mut self.conns[key];
         if conn.state != State::Open {
             if matches!(conn.state, State::Connecting | State::Upgrading | State::Opening) {
+                self.rec.metrics.counters.connects_unfinished += 1;
                 self.drop_conn(key);
             }
             return;

@@ -27,6 +27,10 @@ pub struct Counters {
     pub handshake_responses: BTreeMap<String, String>,
     /// Other connect errors (unreachable, out of source ports, …).
     pub connect_errors: u64,
+    /// Connection attempts still opening when the run ended (an interrupted run, or a churn
+    /// or reconnection cut off by the end): neither established nor failed, so no error.
+    #[serde(default)]
+    pub connects_unfinished: u64,
     /// Server closed with a close frame, by close code (0 = close frame without a code).
     pub closed_by_server: BTreeMap<u16, u64>,
     /// The reason the server gave with each close code, kept once per code (the first).
@@ -145,9 +149,11 @@ impl Counters {
         }
     }
 
-    /// Connections that were attempted and never established.
+    /// Connections that were attempted and never established, less the attempts the run's
+    /// end cut off ([`Counters::connects_unfinished`]); while a run goes on, also those still
+    /// connecting.
     pub fn connections_failed(&self) -> u64 {
-        self.connections_attempted.saturating_sub(self.connections_established)
+        self.connections_attempted.saturating_sub(self.connections_established + self.connects_unfinished)
     }
 
     /// Connections that failed to open so far, by any cause (while a run goes on, attempted
@@ -225,6 +231,7 @@ impl AddAssign<&Counters> for Counters {
             self.handshake_responses.entry(cause.clone()).or_insert_with(|| response.clone());
         }
         self.connect_errors += other.connect_errors;
+        self.connects_unfinished += other.connects_unfinished;
         for (code, count) in &other.closed_by_server {
             *self.closed_by_server.entry(*code).or_default() += count;
         }

@@ -167,8 +167,12 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
         0 => String::new(),
         n => format!(" ({})", plural(n, "reconnection", "reconnections")),
     };
+    let unfinished = match connections.unfinished {
+        0 => String::new(),
+        n => format!(", {} still opening when the run ended", group(n)),
+    };
     let text = format!(
-        "{} attempted, {} established, {} failed{reconnections}",
+        "{} attempted, {} established, {} failed{unfinished}{reconnections}",
         group(connections.attempted),
         group(connections.established),
         group(connections.failed),

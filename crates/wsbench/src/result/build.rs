@@ -235,6 +235,7 @@ impl Summary {
                 attempted: counters.connections_attempted,
                 established: counters.connections_established,
                 failed: counters.connections_failed(),
+                unfinished: counters.connects_unfinished,
             },
             disconnections: counters.disconnections(),
             errors: metrics.errors(),

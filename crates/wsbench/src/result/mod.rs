@@ -266,6 +266,9 @@ pub struct ConnectionCounts {
     pub attempted: u64,
     pub established: u64,
     pub failed: u64,
+    /// Attempts still opening when the run ended: neither established nor failed.
+    #[serde(default)]
+    pub unfinished: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

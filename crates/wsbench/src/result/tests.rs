@@ -142,7 +142,10 @@ fn summary_derives_throughput_percentiles_and_counts() {
     );
     assert_eq!(summary.connect_us.count, 1_000);
     assert_eq!(summary.send_lag_us, LatencyStats::default());
-    assert_eq!(summary.connections, ConnectionCounts { attempted: 1_000, established: 1_000, failed: 0 });
+    assert_eq!(
+        summary.connections,
+        ConnectionCounts { attempted: 1_000, established: 1_000, failed: 0, unfinished: 0 }
+    );
     assert!(summary.errors.is_empty());
     assert_eq!(result.timeline.len(), 35);
     assert_eq!(result.timeline[3].second, 3);
