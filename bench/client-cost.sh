@@ -185,7 +185,7 @@ for pair in $OPEN; do
     done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-WAKEUP="$wakeup" python3 - "$open_raw" <<'PY'
+WAKEUP="$wakeup" WINDOWS="$WINDOWS" python3 - "$open_raw" <<'PY'
 import os, re, statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 closed, paced = {}, {}
@@ -203,7 +203,9 @@ if paced:
     if wakeup is not None:
         print(f"one wake-up from a timed sleep costs {wakeup:.1f} µs of CPU on this machine; 'of it, sleeps' = sleeps/msg × that")
     print(f"{'conns':>6} {'rate/s':>8} {'client':<13} {'window':>6} {'achieved/s':>11} {'CPU µs/msg':>11} {'closed µs/rt':>13} {'ratio':>6} {'lag p99 µs':>11} {'p50 gap µs':>11} {'p50 µs':>7} {'p99 µs':>7} {'sleeps/msg':>10} {'of it, sleeps':>13}")
-    key = lambda kv: (int(kv[0][0]), kv[0][2], float(re.sub(r"[a-z]+", "", kv[0][3])) * {"us": 1e-6, "ms": 1e-3, "s": 1}[re.sub(r"[0-9.]+", "", kv[0][3])])
+    # Connections, backend, then the windows in the order WINDOWS gives them.
+    windows = os.environ["WINDOWS"].split()
+    key = lambda kv: (int(kv[0][0]), kv[0][2], windows.index(kv[0][3]))
     for (n, rate, io, window), xs in sorted(paced.items(), key=key):
         col = lambda i: med([float(x[i]) for x in xs])
         ref = closed.get((n, io))

@@ -17,6 +17,7 @@
  * Build: cc -O2 -o wakeup-cost wakeup-cost.c
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -48,7 +49,7 @@ int main(int argc, char **argv) {
     for (long i = 0; i < count; i++) {
         deadline += gap_us * 1000LL;
         struct timespec at = {deadline / 1000000000LL, deadline % 1000000000LL};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) != 0) {
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR) {
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
         late[i] = ns_of(now) - deadline;
