@@ -19,14 +19,26 @@ use std::time::Duration;
 use harness::{Finished, arg, assert_matches_schema, heavy, read_result, scratch, wsbench};
 use serde_json::Value;
 
-/// One `wsbench run` of a protocol test, holding a load slot: the arguments given, then
-/// `--json` into a fresh folder named `test` and `--quiet`. Returns how it ended and its
-/// result (read once the run wrote it, and checked against the result schema).
+/// How long each connection may take to open (upgrade, then the protocol's own opening:
+/// CONNECT and its reply, the echo subscription's receipt) when a test names no
+/// `--connect-timeout`. These servers share the two cores with the client and with the other
+/// load slot's run, often against the same broker: RabbitMQ busy with a thousand-connection
+/// run answered a STOMP SUBSCRIBE after more than the default 2 s. How fast a server opens
+/// is not what these tests check.
+const PATIENT_OPEN: &str = "10s";
+
+/// One `wsbench run` of a protocol test, holding a load slot: the arguments given (with
+/// `--connect-timeout` [`PATIENT_OPEN`] unless they name one), then `--json` into a fresh
+/// folder named `test` and `--quiet`. Returns how it ended and its result (read once the run
+/// wrote it, and checked against the result schema).
 pub fn run(test: &str, args: &[&str], timeout: Duration) -> (Finished, Value) {
     let _slot = heavy(1);
     let json: PathBuf = scratch(test).join("r.json");
     let mut all: Vec<&str> = vec!["run"];
     all.extend_from_slice(args);
+    if !args.contains(&"--connect-timeout") {
+        all.extend_from_slice(&["--connect-timeout", PATIENT_OPEN]);
+    }
     all.extend_from_slice(&["--json", arg(&json), "--quiet"]);
     let finished = wsbench(&all, timeout);
     let result = match json.exists() {

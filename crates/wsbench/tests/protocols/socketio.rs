@@ -11,11 +11,6 @@ use crate::harness::{errors, heavy, summary_of, uint};
 use crate::run;
 use crate::support::Server;
 
-/// socket.io accepts upgrades on one node thread: on a shared 2-core machine a thousand of
-/// them may take longer than the default connect timeout (2 s), which is not what is tested.
-/// (Any server's upgrades may be slow there: the wrong-server test uses it too.)
-const PATIENT: [&str; 2] = ["--connect-timeout", "10s"];
-
 #[test]
 fn a_thousand_connections_echo_through_socket_io_without_an_error() {
     let Some(server) = or_skip(start_socketio()) else { return };
@@ -23,7 +18,7 @@ fn a_thousand_connections_echo_through_socket_io_without_an_error() {
     let load = ["--protocol", "socketio", "--connections", "1000", "--warmup", "1s", "--duration", "2s"];
     let (finished, result) = run(
         "socketio-echo",
-        &[&[url.as_str()], &load[..], &PATIENT, &["--threshold", "errors==0"]].concat(),
+        &[&[url.as_str()], &load[..], &["--threshold", "errors==0"]].concat(),
         Duration::from_secs(60),
     );
     finished.assert_success();
@@ -75,7 +70,6 @@ fn a_thousand_subscribers_get_every_publish_of_their_room_once() {
             &["pubsub", url.as_str(), "--protocol", "socketio"],
             &shape[..],
             &gates[..],
-            &PATIENT,
             &["--warmup", "1s", "--duration", "2s"],
         ]
         .concat(),
@@ -122,13 +116,11 @@ fn a_server_that_does_not_speak_socket_io_ends_the_run_with_the_cause_named() {
     let server = Server::spawn(&[]);
     let url = format!("ws://{}/", server.addr);
     let load = ["--protocol", "socketio", "--connections", "20", "--warmup", "0s", "--duration", "300s"];
-    // The open packet is waited for half the connect timeout after the upgrade: an upgrade
-    // slower than the other half would be the engine's protocol_timeout instead.
-    let (finished, result) = run(
-        "socketio-wrong-server",
-        &[&[url.as_str()], &load[..], &PATIENT].concat(),
-        Duration::from_secs(60),
-    );
+    // The open packet is waited for half the connect timeout (the patient one `run` gives)
+    // after the upgrade: an upgrade slower than the other half would be the engine's
+    // protocol_timeout instead.
+    let (finished, result) =
+        run("socketio-wrong-server", &[&[url.as_str()], &load[..]].concat(), Duration::from_secs(60));
     finished.assert_completed_with_failures();
     assert_eq!(errors(&result).get("socketio_no_open_packet"), Some(&20), "{}", summary_of(&result));
     assert_eq!(errors(&result).len(), 1, "{}", summary_of(&result));
