@@ -91,7 +91,7 @@ impl RunSettings {
             scenario_settings: OwnSettings(Arc::new(NoSettings)),
         };
         load.scenario_settings = OwnSettings(rules.settings(self, &load)?);
-        let live = self.live(placement.processes)?;
+        let live = self.live()?;
         let run_id = load.run_id.clone();
         let wait_for_target = bounds::wait_for_target(&self.wait_for_target, target.is_some())?;
         Ok(RunConfig {
@@ -250,25 +250,11 @@ impl RunSettings {
     }
 
     /// `--quiet`, `--metrics-addr` and `--stream`. A `--processes` run's shards hand their
-    /// seconds to the parent, which shows one line for all; one endpoint or stream over
-    /// several processes is not built, so those two are refused there.
-    fn live(&self, processes: u64) -> Result<LiveOutputs, ConfigError> {
+    /// seconds to the parent, which shows, streams and serves one second for all of them.
+    fn live(&self) -> Result<LiveOutputs, ConfigError> {
         let metrics_addr = self.metrics_addr.as_deref().map(parse_metrics_addr).transpose()?;
         if let Some(path) = &self.stream {
             check_output_file("stream", path)?;
-        }
-        if processes > 1 {
-            let given = if metrics_addr.is_some() {
-                Some("metrics-addr")
-            } else {
-                self.stream.as_ref().map(|_| "stream")
-            };
-            if let Some(setting) = given {
-                return Err(invalid(
-                    setting,
-                    "does not combine with --processes yet: run one process (or --shard I/N by hand, one endpoint each)",
-                ));
-            }
         }
         let to_parent = self.progress_to_parent;
         Ok(LiveOutputs { quiet: self.quiet, metrics_addr, stream: self.stream.clone(), to_parent })

@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 
 use super::Second;
 use crate::engine::Phase;
-use crate::metrics::{Interval, new_histogram};
+use crate::metrics::new_histogram;
 use crate::samples::ServerSample;
 
 /// Upper bounds of the latency buckets, in seconds.
@@ -35,9 +35,14 @@ impl Totals {
         Totals { connections_planned, latency: new_histogram(), last: None, server: None }
     }
 
-    /// One more second, published as `second`.
-    pub fn add(&mut self, interval: &Interval, second: &Second) {
-        self.latency.add(&interval.latency).expect("histograms share bounds");
+    /// The connections the run opens, as given to [`Totals::new`].
+    pub fn connections_planned(&self) -> u64 {
+        self.connections_planned
+    }
+
+    /// One more second, published as `second`, whose round trips took `latency`.
+    pub fn add(&mut self, latency: &Histogram<u64>, second: &Second) {
+        self.latency.add(latency).expect("histograms share bounds");
         self.last = Some(second.clone());
     }
 
@@ -149,11 +154,10 @@ mod tests {
 
     #[test]
     fn buckets_are_cumulative_and_end_at_the_count() {
-        let mut interval = Interval::new(0);
+        let mut latency = new_histogram();
         for us in [50, 200, 200, 900, 40_000] {
-            record_us(&mut interval.latency, us);
+            record_us(&mut latency, us);
         }
-        interval.exchanges = 5;
         let second = Second {
             second: 0,
             phase: Phase::Measured,
@@ -169,7 +173,7 @@ mod tests {
             shards: None,
         };
         let mut totals = Totals::new(1);
-        totals.add(&interval, &second);
+        totals.add(&latency, &second);
         let page = totals.render();
         assert!(page.contains("wsbench_round_trip_seconds_bucket{le=\"0.0001\"} 1\n"), "{page}");
         assert!(page.contains("wsbench_round_trip_seconds_bucket{le=\"0.00025\"} 3\n"), "{page}");

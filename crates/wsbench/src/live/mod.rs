@@ -6,7 +6,8 @@
 //! session, before any load (the endpoint bound, the stream file created); each measurement
 //! gets a [`Tracker`] that the engine's coordinator thread feeds a few times a second.
 //! A `--processes` shard hands its seconds to the parent instead ([`shard_feed`]), which
-//! shows one line a second for all its shards ([`shards`]).
+//! sums them up into one second for all its shards ([`shards`]) and shows, streams and
+//! serves that second through the same [`Publisher`] a tracker writes through.
 
 pub mod exposition;
 pub mod metrics_endpoint;
@@ -17,7 +18,9 @@ pub mod view;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use hdrhistogram::Histogram;
 
 use crate::config::{Exchange, LiveOutputs, LoadSpec};
 use crate::engine::{Control, EngineOutput, LiveSeconds, Phase, PhasePlan};
@@ -140,8 +143,8 @@ impl Steps {
 #[derive(Debug)]
 pub struct Live {
     quiet: bool,
-    endpoint: Option<MetricsEndpoint>,
-    stream: Option<Mutex<Stream>>,
+    endpoint: Option<Arc<MetricsEndpoint>>,
+    stream: Option<Arc<Mutex<Stream>>>,
     feed: Option<Mutex<Feed>>,
 }
 
@@ -166,12 +169,38 @@ impl Live {
         // A shard's progress is its parent's to show.
         let quiet = config.quiet || config.to_parent;
         let feed = config.to_parent.then(|| Mutex::new(Feed::default()));
-        Ok(Live { quiet, endpoint, stream: stream.map(Mutex::new), feed })
+        Ok(Live {
+            quiet,
+            endpoint: endpoint.map(Arc::new),
+            stream: stream.map(|s| Arc::new(Mutex::new(s))),
+            feed,
+        })
+    }
+
+    /// Whether progress is shown on stderr.
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+
+    /// Where one measurement of `connections_planned` connections is written second by
+    /// second (the stream, the endpoint's page), `server_pids` sampled for the page. The
+    /// page starts empty, before the measurement's first second.
+    pub fn publisher(&self, connections_planned: u64, server_pids: Vec<u32>) -> Publisher {
+        let publisher = Publisher {
+            stream: self.stream.clone(),
+            endpoint: self.endpoint.clone(),
+            totals: Totals::new(connections_planned),
+            server_pids,
+        };
+        if let Some(endpoint) = &publisher.endpoint {
+            endpoint.publish(publisher.totals.render());
+        }
+        publisher
     }
 
     /// Where the endpoint listens (its port when `--metrics-addr` gave port 0).
     pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
-        self.endpoint.as_ref().map(MetricsEndpoint::addr)
+        self.endpoint.as_ref().map(|endpoint| endpoint.addr())
     }
 
     /// A `--find-max-rate` step begins.
@@ -192,10 +221,6 @@ impl Live {
         server_pids: Vec<u32>,
         hlog: Option<HlogWriter>,
     ) -> Tracker<'_> {
-        let totals = Totals::new(load.connections);
-        if let Some(endpoint) = &self.endpoint {
-            endpoint.publish(totals.render());
-        }
         Tracker {
             live: self,
             view: (!self.quiet).then(|| View::start(exchange.many)),
@@ -203,8 +228,7 @@ impl Live {
             window: (u64::MAX, u64::MAX),
             warmup_us: phases.warmup().as_micros() as u64,
             warmup_run: false,
-            server_pids,
-            totals,
+            publisher: self.publisher(load.connections, server_pids),
             hlog,
         }
     }
@@ -218,8 +242,7 @@ impl Live {
             window: (u64::MAX, u64::MAX),
             warmup_us: 0,
             warmup_run: true,
-            server_pids: Vec::new(),
-            totals: Totals::new(load.connections),
+            publisher: self.publisher(load.connections, Vec::new()),
             hlog: None,
         }
     }
@@ -237,8 +260,7 @@ pub struct Tracker<'a> {
     warmup_us: u64,
     /// The run is an unmeasured warm-up of its own: every second of it is warm-up.
     warmup_run: bool,
-    server_pids: Vec<u32>,
-    totals: Totals,
+    publisher: Publisher,
     /// `--hlog`, written a second at a time.
     hlog: Option<HlogWriter>,
 }
@@ -258,9 +280,7 @@ impl Tracker<'_> {
         if let Some(view) = self.view.take() {
             view.finish();
         }
-        if let Some(stream) = &self.live.stream {
-            stream.lock().unwrap_or_else(std::sync::PoisonError::into_inner).flush();
-        }
+        self.publisher.flush();
     }
 
     /// Writes, serves, then shows `intervals`: once a second's line is on stderr, the
@@ -277,25 +297,61 @@ impl Tracker<'_> {
                 false => Phase::at(interval.second * 1_000_000 + 500_000, self.window, self.warmup_us),
             };
             let second = Second::of(interval, phase, counters, self.window.1);
-            if let Some(stream) = &self.live.stream {
-                stream.lock().unwrap_or_else(std::sync::PoisonError::into_inner).write(&second);
-            }
+            self.publisher.write(&second, &interval.latency);
             if let Some(feed) = &self.live.feed {
-                feed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).write(&second, interval);
+                feed.lock().unwrap_or_else(PoisonError::into_inner).write(&second, interval);
             }
             if let Some(hlog) = &mut self.hlog {
                 hlog.write(interval);
             }
-            self.totals.add(interval, &second);
             self.next = interval.second + 1;
             seconds.push(second);
         }
-        if let Some(endpoint) = &self.live.endpoint {
-            self.totals.server = sample_server(&self.server_pids, self.next);
-            endpoint.publish(self.totals.render());
-        }
+        self.publisher.publish(self.next);
         if let Some(view) = &mut self.view {
             seconds.iter().for_each(|second| view.second(second));
+        }
+    }
+}
+
+/// Where a measurement's seconds go besides the view: one line each to the `--stream` file,
+/// and into the totals that the `--metrics-addr` page shows. The engine's [`Tracker`] writes
+/// its seconds here, and a `--processes` parent the seconds it summed over its shards.
+#[derive(Debug)]
+pub struct Publisher {
+    stream: Option<Arc<Mutex<Stream>>>,
+    endpoint: Option<Arc<MetricsEndpoint>>,
+    totals: Totals,
+    server_pids: Vec<u32>,
+}
+
+impl Publisher {
+    /// Writes `second`, whose round trips took `latency`, to the stream, and adds it to the
+    /// page's totals ([`Publisher::publish`] serves them).
+    pub fn write(&mut self, second: &Second, latency: &Histogram<u64>) {
+        if let Some(stream) = &self.stream {
+            stream.lock().unwrap_or_else(PoisonError::into_inner).write(second);
+        }
+        self.totals.add(latency, second);
+    }
+
+    /// Serves the totals so far, with the server as sampled now (`seconds` into the run).
+    pub fn publish(&mut self, seconds: u64) {
+        if let Some(endpoint) = &self.endpoint {
+            self.totals.server = sample_server(&self.server_pids, seconds);
+            endpoint.publish(self.totals.render());
+        }
+    }
+
+    /// A new measurement: the page's totals count from nothing again.
+    pub fn restart(&mut self) {
+        self.totals = Totals::new(self.totals.connections_planned());
+    }
+
+    /// Puts what the stream buffered on disk.
+    pub fn flush(&self) {
+        if let Some(stream) = &self.stream {
+            stream.lock().unwrap_or_else(PoisonError::into_inner).flush();
         }
     }
 }

@@ -4,17 +4,20 @@
 //! is shown once every running shard has reported it, or once some shard is
 //! [`BEHIND_AFTER`] seconds past it (the late ones are then counted as behind and their
 //! latest second stands in). Counts are sums, percentiles come from the shards' merged
-//! histograms, and the line ends with the shard count and the lowest–highest shard. What
-//! the shards say on stderr is forwarded once: the same line from another shard is only
+//! histograms, and the line ends with the shard count and the lowest–highest shard. The
+//! same second goes to `--stream` and `--metrics-addr` ([`super::Publisher`]). What the
+//! shards say on stderr is forwarded once: the same line from another shard is only
 //! counted, and said with its count when the run ends.
 
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 
+use hdrhistogram::Histogram;
+
 use super::shard_feed::{ShardSecond, parse};
 use super::view::View;
-use super::{Second, ShardSpread};
+use super::{Publisher, Second, ShardSpread};
 use crate::metrics::{Counters, new_histogram};
 
 /// A second is shown without the shards that have not reported it once another shard is
@@ -23,6 +26,16 @@ pub const BEHIND_AFTER: u64 = 2;
 
 /// A second, as (measurement, second since its start).
 type Key = (u64, u64);
+
+/// One second of every shard, summed up.
+#[derive(Debug)]
+pub struct Summed {
+    /// The measurement it belongs to (an unmeasured warm-up run is 0, the measured run 1).
+    pub step: u64,
+    pub second: Second,
+    /// The latency of its round trips, merged over the shards.
+    pub latency: Histogram<u64>,
+}
 
 /// The shards' seconds, summed up in order.
 #[derive(Debug)]
@@ -47,7 +60,7 @@ impl ShardSeconds {
     }
 
     /// Shard `shard` reported `report`: the seconds now ready, in order.
-    pub fn add(&mut self, shard: usize, report: ShardSecond) -> Vec<Second> {
+    pub fn add(&mut self, shard: usize, report: ShardSecond) -> Vec<Summed> {
         let Some(latest) = self.latest.get_mut(shard) else { return Vec::new() };
         let key = (report.step, report.second);
         // A second already shown (this shard was behind) is not shown again.
@@ -60,7 +73,7 @@ impl ShardSeconds {
     }
 
     /// Shard `shard` ended (its pipe closed): the seconds now ready.
-    pub fn end(&mut self, shard: usize) -> Vec<Second> {
+    pub fn end(&mut self, shard: usize) -> Vec<Summed> {
         if let Some(ended) = self.ended.get_mut(shard) {
             *ended = true;
         }
@@ -72,7 +85,7 @@ impl ShardSeconds {
     }
 
     /// Pops every second that is complete, or that a shard is [`BEHIND_AFTER`] seconds past.
-    fn ready(&mut self) -> Vec<Second> {
+    fn ready(&mut self) -> Vec<Summed> {
         let mut shown = Vec::new();
         while let Some((&key, _)) = self.pending.first_key_value() {
             let running: Vec<usize> = (0..self.ended.len()).filter(|&i| !self.ended[i]).collect();
@@ -92,7 +105,7 @@ impl ShardSeconds {
     }
 
     /// One second of every shard: those that reported it, and the latest of the others.
-    fn sum(&self, key: Key, reports: &[Option<ShardSecond>], running: u64, behind: u64) -> Second {
+    fn sum(&self, key: Key, reports: &[Option<ShardSecond>], running: u64, behind: u64) -> Summed {
         let mut latency = new_histogram();
         let mut counters = Counters::default();
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
@@ -121,7 +134,7 @@ impl ShardSeconds {
         let range = |values: &[u64]| {
             (values.iter().copied().min().unwrap_or(0), values.iter().copied().max().unwrap_or(0))
         };
-        Second {
+        let second = Second {
             second: key.1,
             phase: first.map_or(crate::engine::Phase::Ramp, |s| s.phase),
             round_trips,
@@ -134,7 +147,8 @@ impl ShardSeconds {
             errors,
             remaining_secs: reports.iter().flatten().filter_map(|s| s.remaining_secs).max(),
             shards: Some(ShardSpread { running, behind, rate: range(&rates), open: range(&opens) }),
-        }
+        };
+        Summed { step: key.0, second, latency }
     }
 }
 
@@ -158,10 +172,10 @@ pub struct ShardsView {
 
 impl ShardsView {
     /// Shows `count` shards' seconds (whose exchanges are called `exchanges`) unless
-    /// `quiet`; their stderr lines either way.
-    pub fn start(count: usize, exchanges: &'static str, quiet: bool) -> ShardsView {
+    /// `quiet`, and writes them through `publisher`; their stderr lines either way.
+    pub fn start(count: usize, exchanges: &'static str, quiet: bool, publisher: Publisher) -> ShardsView {
         let (events, received) = channel();
-        let thread = std::thread::spawn(move || follow(&received, count, exchanges, quiet));
+        let thread = std::thread::spawn(move || follow(&received, count, (exchanges, quiet), publisher));
         ShardsView { events, thread }
     }
 
@@ -177,9 +191,15 @@ impl ShardsView {
     }
 }
 
-fn follow(received: &Receiver<ShardEvent>, count: usize, exchanges: &'static str, quiet: bool) {
+fn follow(
+    received: &Receiver<ShardEvent>,
+    count: usize,
+    (exchanges, quiet): (&'static str, bool),
+    mut publisher: Publisher,
+) {
     let mut seconds = ShardSeconds::new(count);
     let mut view = (!quiet).then(|| View::start(exchanges));
+    let mut step = 0;
     // Each different stderr line: the first shard that said it and how many did.
     let mut said: BTreeMap<String, (usize, u64)> = BTreeMap::new();
     let mut ended = 0;
@@ -200,13 +220,25 @@ fn follow(received: &Receiver<ShardEvent>, count: usize, exchanges: &'static str
                 Vec::new()
             }
         };
+        for summed in &shown {
+            // Each measurement's page counts from nothing, as a tracker's does.
+            if summed.step != step {
+                step = summed.step;
+                publisher.restart();
+            }
+            publisher.write(&summed.second, &summed.latency);
+        }
+        if let Some(last) = shown.last() {
+            publisher.publish(last.second.second + 1);
+        }
         if let Some(view) = &mut view {
-            shown.iter().for_each(|second| view.second(second));
+            shown.iter().for_each(|summed| view.second(&summed.second));
         }
     }
     if let Some(view) = view {
         view.finish();
     }
+    publisher.flush();
     for (line, (shard, times)) in said.into_iter().filter(|(_, (_, times))| *times > 1) {
         eprintln!("[shard {shard}/{count} and {} more] {line}", times - 1);
     }
@@ -254,7 +286,8 @@ mod tests {
         assert!(seconds.add(2, report(0, 0, 100, 1_000)).is_empty());
         let shown = seconds.add(1, report(0, 0, 50, 9_000));
         assert_eq!(shown.len(), 1);
-        let second = &shown[0];
+        assert_eq!(shown[0].latency.len(), 250, "the shards' histograms merged");
+        let second = &shown[0].second;
         assert_eq!((second.second, second.round_trips, second.connections_open), (0, 250, 30));
         assert_eq!(second.counters.connections_established, 30);
         // 200 of 250 at 1 ms: the merged p50 is 1 ms, its p99 the slow shard's 9 ms.
@@ -271,13 +304,13 @@ mod tests {
             shown.extend(seconds.add(0, report(0, second, 10, 500)));
         }
         assert_eq!(shown.len(), 1, "second 0 waited until shard 0 was {BEHIND_AFTER} s further");
-        assert_eq!(shown[0].shards.unwrap().behind, 1);
-        assert_eq!(shown[0].round_trips, 10);
+        assert_eq!(shown[0].second.shards.unwrap().behind, 1);
+        assert_eq!(shown[0].second.round_trips, 10);
         // Shard 1 catches up: its second 0 is late, seconds 1 and 2 are whole.
-        let caught_up: Vec<Second> =
+        let caught_up: Vec<Summed> =
             (0..=BEHIND_AFTER).flat_map(|second| seconds.add(1, report(0, second, 10, 500))).collect();
         assert_eq!(
-            caught_up.iter().map(|s| (s.second, s.round_trips)).collect::<Vec<_>>(),
+            caught_up.iter().map(|s| (s.second.second, s.second.round_trips)).collect::<Vec<_>>(),
             [(1, 20), (2, 20)]
         );
     }
@@ -288,8 +321,9 @@ mod tests {
         assert!(seconds.add(0, report(0, 3, 10, 500)).is_empty());
         let shown = seconds.end(1);
         assert_eq!(shown.len(), 1);
-        assert_eq!(shown[0].shards.unwrap().running, 1);
+        assert_eq!(shown[0].second.shards.unwrap().running, 1);
         // The measured run after an unmeasured warm-up counts from 0 again.
-        assert_eq!(seconds.add(0, report(1, 0, 10, 500)).len(), 1);
+        let next = seconds.add(0, report(1, 0, 10, 500));
+        assert_eq!(next.iter().map(|s| (s.step, s.second.second)).collect::<Vec<_>>(), [(1, 0)]);
     }
 }

@@ -81,7 +81,9 @@ fn run_shards(
     let source_addrs = auto_source_addrs(config, &session.target);
     let probe = start_probe(config, &session.target, session.builtin.as_ref(), run_start);
     let exchanges = crate::scenario::of(&config.load).exchange().many;
-    let view = ShardsView::start(count as usize, exchanges, config.live.quiet);
+    let pids = probe.as_ref().map_or(Vec::new(), |probe| probe.pids().to_vec());
+    let publisher = session.live.publisher(config.load.connections, pids);
+    let view = ShardsView::start(count as usize, exchanges, config.live.quiet, publisher);
     // On failure the shards started so far are stopped as the group drops.
     let mut shards = Group::new();
     for index in 0..count {
@@ -221,8 +223,8 @@ fn shard_settings(
         // One run: the shards carry its id, and only the merged result is judged.
         run_id: Some(config.run_id.clone()),
         threshold: Vec::new(),
-        // Each shard hands its seconds to the parent, which shows one line for all of them;
-        // the endpoint and the stream are refused with --processes (config::validate).
+        // Each shard hands its seconds to the parent, which shows, streams and serves one
+        // second for all of them.
         metrics_addr: None,
         stream: None,
         progress_to_parent: true,
