@@ -177,11 +177,6 @@ impl Live {
         })
     }
 
-    /// Whether progress is shown on stderr.
-    pub fn quiet(&self) -> bool {
-        self.quiet
-    }
-
     /// Where one measurement of `connections_planned` connections is written second by
     /// second (the stream, the endpoint's page), `server_pids` sampled for the page. The
     /// page starts empty, before the measurement's first second.
