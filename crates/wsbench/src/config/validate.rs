@@ -50,13 +50,8 @@ impl RunSettings {
         let mode = self.mode(rules.name(), defaults.rate_search)?;
         let thresholds = self.thresholds(&mode)?;
         let shard = self.shard.as_deref().map(|text| Shard::parse(text, connections)).transpose()?;
-        let placement = self.placement(
-            connections,
-            target.is_some(),
-            shard.is_some(),
-            &mode,
-            rules.single_server_process(),
-        )?;
+        let placement =
+            self.placement(connections, target.is_some(), shard.is_some(), rules.single_server_process())?;
         if self.in_flight.is_some() {
             let per_process =
                 shard.map_or(connections.div_ceil(placement.processes), |s| s.share_of(connections));
@@ -465,7 +460,6 @@ impl RunSettings {
         connections: u64,
         has_url: bool,
         sharded: bool,
-        mode: &Mode,
         single_server_process: bool,
     ) -> Result<Placement, ConfigError> {
         let online = crate::affinity::allowed_cpus();
@@ -488,9 +482,6 @@ impl RunSettings {
                     "processes",
                     "give either --processes or --shard (a shard runs in one process)",
                 ));
-            }
-            Some(_) if matches!(mode, Mode::FindMaxRate(_)) => {
-                return Err(invalid("processes", "does not combine with --find-max-rate"));
             }
             Some(n) if n > connections => {
                 return Err(invalid(

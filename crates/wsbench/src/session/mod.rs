@@ -106,7 +106,7 @@ pub fn run(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunReport, 
         target_wait::wait_for_target(&target.url, target.addr, within, interrupt)?;
     }
     if let Mode::FindMaxRate(slo) = &config.mode {
-        let report = RunReport::Search(find_max_rate(&config, slo, interrupt)?);
+        let report = RunReport::Search(find_max_rate(settings, &config, slo, interrupt)?);
         let written = config.outputs.json.as_deref().map_or(Ok(()), |path| Ok(report.write_json(path)?));
         return Ok(keep(report, written));
     }
@@ -302,8 +302,14 @@ pub(crate) fn start_instant(start_at_unix_ms: Option<u64>) -> (u64, Instant) {
 pub const DEFAULT_SEARCH_START_RATE: f64 = 1000.0;
 
 /// `--find-max-rate`: measures open-loop steps against one server until the search ends
-/// (its file is written by [`run`]).
-fn find_max_rate(config: &RunConfig, slo: &Slo, interrupt: &AtomicBool) -> Result<Search, RunError> {
+/// (its file is written by [`run`]), each step in this process or, with `--processes N`,
+/// as N shards whose results are merged before the step is judged.
+fn find_max_rate(
+    settings: &RunSettings,
+    config: &RunConfig,
+    slo: &Slo,
+    interrupt: &AtomicBool,
+) -> Result<Search, RunError> {
     let session = Session::start(config)?;
     let connections = config.load.connections as f64;
     let start =
@@ -313,7 +319,10 @@ fn find_max_rate(config: &RunConfig, slo: &Slo, interrupt: &AtomicBool) -> Resul
         step.load.message_interval = Some(Duration::from_secs_f64(connections / rate));
         step.outputs = Outputs::default();
         session.live.step_started(rate);
-        let result = session.measure_once(&step, interrupt)?;
+        let result = match config.placement.processes {
+            1 => session.measure_once(&step, interrupt)?,
+            _ => shards::measure_step(&session, settings, &step, rate, interrupt)?,
+        };
         Ok::<_, RunError>((Step::judge(rate, &result, slo), result.interrupted))
     });
     session.finish();

@@ -67,6 +67,19 @@ pub fn run(
     result
 }
 
+/// One step of a `--find-max-rate` search (`config`, at `rate` messages a second) as the
+/// shards of `settings` against `session`'s server, merged.
+pub fn measure_step(
+    session: &Session,
+    settings: &RunSettings,
+    config: &RunConfig,
+    rate: f64,
+    interrupt: &AtomicBool,
+) -> Result<RunResult, RunError> {
+    let step = RunSettings { rate: Some(format!("{rate}/s")), ..settings.clone() };
+    run_shards(session, &step, config, interrupt)
+}
+
 fn run_shards(
     session: &Session,
     settings: &RunSettings,
@@ -220,9 +233,12 @@ fn shard_settings(
         server_cpus: None,
         server_pid: None,
         no_probe: true,
-        // One run: the shards carry its id, and only the merged result is judged.
+        // One run: the shards carry its id, and only the merged result is judged (by the
+        // thresholds, or by the parent's search, whose step each shard measures once).
         run_id: Some(config.run_id.clone()),
         threshold: Vec::new(),
+        find_max_rate: false,
+        slo: None,
         // Each shard hands its seconds to the parent, which shows, streams and serves one
         // second for all of them.
         metrics_addr: None,

@@ -196,7 +196,7 @@ fn c10k_messages_follow_the_schedule() {
     assert!(run.stdout.contains("statistics (µs"), "the seed's statistics block is printed\n{context}");
 }
 
-/// The search against a server that serves at most 50 echoes/s: one connection, 20 ms of
+/// The search against a server that serves at most 50 echoes/s per connection: 20 ms of
 /// service per echo on an absolute schedule (a sleep that overshoots delays one echo, not
 /// the capacity). What no load can change is checked here: the first step, above the
 /// capacity, breaks on the objective (the server's queue grows without end, and a stalled
@@ -207,24 +207,40 @@ fn c10k_messages_follow_the_schedule() {
 /// so the send-lag limit is set past any stall.
 #[test]
 fn find_max_rate_breaks_above_a_known_capacity_and_never_reports_more() {
+    search_against_a_known_capacity(1);
+}
+
+/// The same search with each step measured by two client processes, one connection each:
+/// the steps are judged on the shards' merged result.
+#[test]
+fn find_max_rate_over_two_processes_judges_their_merged_steps() {
+    search_against_a_known_capacity(2);
+}
+
+/// `--find-max-rate` over `connections` connections (one process each) against a server of
+/// 50 echoes/s per connection, starting at 80/s per connection.
+fn search_against_a_known_capacity(connections: u32) {
     let _slot = heavy(2);
     let server = Script::echo().capacity(50).start();
-    let json = scratch("find-max-rate").join("search.json");
+    let json = scratch(&format!("find-max-rate-{connections}")).join("search.json");
     let url = server.url();
+    let (count, first_rate) = (connections.to_string(), format!("{}/s", 80 * connections));
     let run = wsbench(
         &[
             "run",
             "echo",
             &url,
             "--connections",
-            "1",
+            &count,
+            "--processes",
+            &count,
             "--find-max-rate",
             "--slo",
             "p50<100ms",
             "--max-send-lag",
             "1s",
             "--rate",
-            "80/s",
+            &first_rate,
             "--warmup",
             "500ms",
             "--duration",
@@ -232,19 +248,20 @@ fn find_max_rate_breaks_above_a_known_capacity_and_never_reports_more() {
             "--json",
             arg(&json),
         ],
-        Duration::from_secs(180),
+        Duration::from_secs(240),
     );
     run.assert_success();
     let search: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let steps = search["steps"].as_array().expect("the steps");
     assert!(steps.len() >= 4, "each step is reported\n{}", run.describe());
-    assert_eq!(steps[0]["offered_per_sec"], 80.0, "{}", run.describe());
+    assert_eq!(steps[0]["offered_per_sec"], f64::from(80 * connections), "{}", run.describe());
     let why = steps[0]["broken_by"].as_str().unwrap_or("held");
-    assert!(why.contains("p50"), "80/s against a 50/s server: {why}\n{}", run.describe());
-    for step in steps.iter().filter(|s| s["offered_per_sec"].as_f64().is_some_and(|r| r > 52.5)) {
+    assert!(why.contains("p50"), "80/s a connection against 50/s: {why}\n{}", run.describe());
+    let capacity = 52.5 * f64::from(connections);
+    for step in steps.iter().filter(|s| s["offered_per_sec"].as_f64().is_some_and(|r| r > capacity)) {
         assert_eq!(step["held"], false, "a step above the capacity held: {step}\n{}", run.describe());
     }
     let found = search["max_rate_per_sec"].as_f64().unwrap_or_default();
-    assert!(found <= 52.5, "found {found}/s, the server's limit is 50/s\n{}", run.describe());
+    assert!(found <= capacity, "found {found}/s, the server's limit is {capacity}/s\n{}", run.describe());
     assert!(run.stdout.contains("max rate:"), "{}", run.describe());
 }
