@@ -82,8 +82,13 @@ pub struct Search {
     pub interrupted: bool,
 }
 
+/// Why a step cut short by Ctrl-C was not judged: what it measured is kept, but it held
+/// and broke nothing.
+pub const CUT_SHORT: &str = "cut short by an interruption";
+
 /// Runs the search from `start` messages/s; `measure` runs one step at a rate. Stops early
-/// (keeping what was measured) when `measure` says the run was interrupted.
+/// (keeping what was measured, the last step [`CUT_SHORT`]) when `measure` says the run
+/// was interrupted.
 pub fn search<E>(
     slo: Slo,
     start: f64,
@@ -94,13 +99,17 @@ pub fn search<E>(
     let mut rate = start;
     let mut interrupted = false;
     while steps.len() < MAX_STEPS {
-        let (step, stop) = measure(rate)?;
-        let held = step.held;
-        steps.push(step);
+        let (mut step, stop) = measure(rate)?;
         if stop {
+            // A step that ended early measured less than its window (often nothing):
+            // neither its latency nor its delivered rate says anything of the rate.
+            (step.held, step.broken_by) = (false, Some(CUT_SHORT.to_owned()));
+            steps.push(step);
             interrupted = true;
             break;
         }
+        let held = step.held;
+        steps.push(step);
         if held {
             good = Some(rate);
         } else {
@@ -194,5 +203,9 @@ mod tests {
         .unwrap();
         assert_eq!(search.steps.len(), 3);
         assert!(search.interrupted);
+        // The step cut short held at 1e9/s capacity, but is not judged: the search's answer
+        // is the last step that ran whole.
+        assert_eq!((search.steps[2].held, search.steps[2].broken_by.as_deref()), (false, Some(CUT_SHORT)));
+        assert_eq!(search.max_rate_per_sec, Some(2000.0));
     }
 }

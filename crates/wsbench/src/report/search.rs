@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::find_rate::{PRECISION, Search};
+use crate::find_rate::{CUT_SHORT, PRECISION, Search};
 use crate::units::format::millis_fixed;
 
 /// The step table and the verdict, for the terminal.
@@ -22,8 +22,9 @@ pub fn render_search(search: &Search) -> String {
     );
     for (i, step) in search.steps.iter().enumerate() {
         let ms = |us: u64| millis_fixed(us as f64);
-        let verdict = match &step.broken_by {
+        let verdict = match step.broken_by.as_deref() {
             None => "held".to_owned(),
+            Some(CUT_SHORT) => format!("not judged: {CUT_SHORT}"),
             Some(why) => format!("broke: {why}"),
         };
         let _ = writeln!(
@@ -92,6 +93,17 @@ mod tests {
         assert!(lines[3].contains(" ms  broke: delivered "), "{}", lines[3]);
         assert!(lines[4].starts_with("max rate: 1000 round trips/s held p99<1h; "), "{}", lines[4]);
         assert_eq!(lines[5], "[INTERRUPTED: the search ended early]");
+    }
+
+    #[test]
+    fn a_step_cut_short_is_not_judged() {
+        let mut search = searched(Some(1_000.0));
+        search.steps[1].broken_by = Some(CUT_SHORT.to_owned());
+        let text = render_search(&search);
+        assert!(
+            text.lines().nth(3).unwrap().ends_with(" ms  not judged: cut short by an interruption"),
+            "{text}"
+        );
     }
 
     #[test]
