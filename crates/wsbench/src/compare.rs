@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::config::{ConfigError, RunSettings};
 use crate::fleet::{self, FleetError, FleetServer, Manifest, front};
 use crate::result::RunResult;
-use crate::session::{self, RunError};
+use crate::session;
 
 /// How long a server may take to open its port (the JVM and Erlang are slow starters).
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -317,7 +317,7 @@ impl Row {
             // The server measured is the one behind the front.
             settings.server_pid = server.pids().first().copied();
         }
-        let measured = measure(settings, interrupt);
+        let measured = session::measure_once(&settings, interrupt);
         if let Some(front) = front.as_mut() {
             front.stop();
         }
@@ -357,8 +357,4 @@ fn start_front(name: &str, server: &FleetServer, cpus: &[usize]) -> Result<Fleet
     let manifest = front::haproxy_before(name, server.port)
         .map_err(|e| format!("cannot write the HAProxy front's configuration: {e}"))?;
     FleetServer::start(&manifest, cpus, START_TIMEOUT).map_err(|e| format!("its HAProxy front {e}"))
-}
-
-fn measure(settings: RunSettings, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
-    session::measure_once(&settings.validate()?, interrupt)
 }

@@ -126,6 +126,25 @@ fn a_comparison_where_nothing_failed_exits_0_and_a_missing_server_alone_exits_3(
     );
 }
 
+/// `--processes 2` measures each run as two client processes whose results are merged, as
+/// `wsbench run` does (the comparison ran one process, however many were asked for).
+#[test]
+fn a_comparison_over_two_processes_merges_two_shards_per_run() {
+    let dir = fleet_dir("processes");
+    let out = dir.join("results");
+    let args = ["compare", "--servers", "healthy", "--connections", "4", "--processes", "2"];
+    let timing = ["--warmup", "0s", "--duration", "1s", "--out", out.to_str().unwrap()];
+    let (code, stdout, stderr) = wsbench(&[&args[..], &timing[..]].concat(), &dir);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("healthy-1.json")).unwrap()).unwrap();
+    let shards: Vec<&str> =
+        result["shards"].as_array().unwrap().iter().map(|s| s["shard"].as_str().unwrap()).collect();
+    assert_eq!(shards, ["0/2", "1/2"], "{stdout}\n{stderr}");
+    assert_eq!(result["summary"]["connections"]["established"], 4);
+    assert_eq!(result["server"]["probed"], true, "the parent samples the fleet server: {}", result["server"]);
+}
+
 #[test]
 fn unknown_server_names_the_known_ones() {
     let dir = fleet_dir("unknown");

@@ -110,26 +110,32 @@ pub fn run(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunReport, 
         let written = config.outputs.json.as_deref().map_or(Ok(()), |path| Ok(report.write_json(path)?));
         return Ok(keep(report, written));
     }
-    let mut result = if config.placement.processes > 1 {
-        shards::run(settings, &config, interrupt)?
-    } else {
-        measure(&config, interrupt)?
-    };
+    let mut result = measure(settings, &config, interrupt)?;
     let written = write_outputs(&mut result, &config);
     Ok(keep(RunReport::Once(Box::new(result)), written))
 }
 
-/// One measured run of `config`, from start to written result: its own session (the
-/// built-in server started and stopped), one measurement, its output files.
-pub fn measure_once(config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
-    let mut result = measure(config, interrupt)?;
-    write_outputs(&mut result, config)?;
+/// One measured run of `settings`, from start to written result, as [`run`] measures it
+/// (in this process, or as `--processes N` shards merged) but with no search: how each
+/// run of a comparison is measured.
+pub fn measure_once(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+    let config = settings.validate()?;
+    let mut result = measure(settings, &config, interrupt)?;
+    write_outputs(&mut result, &config)?;
     Ok(result)
 }
 
-/// One measured run of `config` in its own session (the built-in server started and
-/// stopped); no file written.
-fn measure(config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+/// One measured run of `config` (validated from `settings`) in its own session (the
+/// built-in server started and stopped), split over its `--processes` when it has more
+/// than one; no file written.
+fn measure(
+    settings: &RunSettings,
+    config: &RunConfig,
+    interrupt: &AtomicBool,
+) -> Result<RunResult, RunError> {
+    if config.placement.processes > 1 {
+        return shards::run(settings, config, interrupt);
+    }
     let session = Session::start(config)?;
     let result = session.measure_once(config, interrupt);
     session.finish();
