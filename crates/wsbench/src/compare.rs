@@ -83,6 +83,7 @@ pub fn compare(
     interrupt: &AtomicBool,
     log: &mut dyn FnMut(&str),
 ) -> Result<Vec<Row>, CompareError> {
+    refuse_what_does_not_apply(&config.settings)?;
     let fleet = fleet::load(&config.fleet_dir)?;
     let selected = fleet::select(&fleet, &config.servers)?;
     // Check the scenario once before starting anything.
@@ -349,6 +350,48 @@ impl Row {
         if let Some(status) = died {
             self.problems.push(format!("died mid-run ({status})"));
         }
+    }
+}
+
+/// The flags of `wsbench run` that a comparison takes but has no use for, refused before
+/// any server starts: each of its runs is one server's, started by the comparison, with its
+/// result file in `--out`. Taken silently, they did nothing (`--find-max-rate`, `--json`)
+/// or kept only the last run's (`--stream`).
+fn refuse_what_does_not_apply(settings: &RunSettings) -> Result<(), ConfigError> {
+    const ONE_RUN: &str = "follows one run, and compare makes one per server and repeat: watch its progress \
+                           lines, or give each server its own `wsbench run`";
+    let refused = [
+        (
+            settings.find_max_rate,
+            "find-max-rate",
+            "compare measures every server at the same load: search one server with `wsbench run URL \
+             --find-max-rate`",
+        ),
+        (
+            settings.json.is_some(),
+            "json",
+            "compare writes a result file per server and repeat: give --out DIR",
+        ),
+        (
+            settings.hlog.is_some(),
+            "hlog",
+            "give --out DIR: each run's result file there holds its histograms",
+        ),
+        (settings.stream.is_some(), "stream", ONE_RUN),
+        (settings.metrics_addr.is_some(), "metrics-addr", ONE_RUN),
+        (settings.shard.is_some(), "shard", "compare splits each run itself: give --processes N"),
+        (settings.start_at.is_some(), "start-at", "compare starts each run once its server is up"),
+        (
+            settings.server_pid.is_some(),
+            "server-pid",
+            "compare starts each server and samples the process it started",
+        ),
+    ];
+    match refused.into_iter().find(|(given, ..)| *given) {
+        Some((_, setting, what_to_do)) => {
+            Err(crate::config::invalid_setting(setting, format!("does not apply to compare: {what_to_do}")))
+        }
+        None => Ok(()),
     }
 }
 

@@ -166,6 +166,32 @@ fn a_bad_flag_is_a_usage_error_before_any_server_starts() {
     assert_eq!(stderr.trim(), "wsbench: --connections: must be at least 1");
 }
 
+/// Flags of `wsbench run` that a comparison has no use for are refused, each with what to do
+/// instead, before any server starts (taken silently, they did nothing or kept only the
+/// last run's output).
+#[test]
+fn run_flags_a_comparison_cannot_use_are_refused_with_what_to_do() {
+    let dir = fleet_dir("refused");
+    let cases: [(&[&str], &str); 8] = [
+        (&["--find-max-rate", "--slo", "p99<10ms"], "--find-max-rate: does not apply to compare: "),
+        (&["--json", "r.json"], "--json: does not apply to compare: compare writes a result file per server"),
+        (&["--hlog", "r.hlog"], "--hlog: does not apply to compare: give --out DIR"),
+        (&["--stream", "live.jsonl"], "--stream: does not apply to compare: follows one run"),
+        (&["--metrics-addr", "127.0.0.1:0"], "--metrics-addr: does not apply to compare: follows one run"),
+        (&["--shard", "0/2"], "--shard: does not apply to compare: compare splits each run itself"),
+        (&["--start-at", "1"], "--start-at: does not apply to compare: "),
+        (&["--server-pid", "1"], "--server-pid: does not apply to compare: "),
+    ];
+    for (flags, expected) in cases {
+        let args = [&["compare", "--servers", "healthy", "--duration", "1s"][..], flags].concat();
+        let (code, stdout, stderr) = wsbench(&args, &dir);
+        assert_eq!(code, Some(2), "{flags:?}\n{stdout}\n{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{flags:?}: {stderr}");
+        assert!(stderr.starts_with(&format!("wsbench: {expected}")), "{flags:?}: {stderr}");
+        assert!(!stdout.contains("repeat 1"), "no server was measured: {stdout}");
+    }
+}
+
 #[test]
 fn ctrl_c_ends_the_comparison_with_130_and_keeps_what_was_measured() {
     let dir = fleet_dir("ctrl-c");
