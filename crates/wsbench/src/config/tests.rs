@@ -65,6 +65,14 @@ fn bad_values_name_the_setting() {
         (settings(|s| s.ramp = Some("0/s".into())), "--ramp: `0/s` is zero"),
         (settings(|s| s.bearer = Some(String::new())), "--bearer: is empty"),
         (
+            settings(|s| {
+                s.find_max_rate = true;
+                s.slo = Some("p99<10ms".into());
+                s.hlog = Some(std::env::temp_dir().join("wsbench-search.hlog"));
+            }),
+            "--hlog: does not combine with --find-max-rate",
+        ),
+        (
             settings(|s| s.in_flight = Some(99_999_999_999)),
             "--in-flight: 99,999,999,999 messages is too many",
         ),

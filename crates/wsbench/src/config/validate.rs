@@ -48,7 +48,8 @@ impl RunSettings {
         let (ramp_per_sec, message_interval) = self.pace(&pacing, &defaults, connections)?;
         let in_flight = self.in_flight(frames_per_send, message_interval.is_some())?;
         let mode = self.mode(rules.name(), defaults.rate_search)?;
-        let thresholds = self.thresholds(&mode)?;
+        self.check_search(&mode)?;
+        let thresholds = self.thresholds()?;
         let shard = self.shard.as_deref().map(|text| Shard::parse(text, connections)).transpose()?;
         let placement =
             self.placement(connections, target.is_some(), shard.is_some(), rules.single_server_process())?;
@@ -268,13 +269,28 @@ impl RunSettings {
         Ok(Outputs { json: self.json.clone(), hlog: self.hlog.clone() })
     }
 
-    fn thresholds(&self, mode: &Mode) -> Result<Vec<Threshold>, ConfigError> {
-        if matches!(mode, Mode::FindMaxRate(_)) && !self.threshold.is_empty() {
+    /// What a `--find-max-rate` search cannot take: its `--slo` judges every step, and no
+    /// one interval log holds steps that each count their seconds from 0.
+    fn check_search(&self, mode: &Mode) -> Result<(), ConfigError> {
+        if !matches!(mode, Mode::FindMaxRate(_)) {
+            return Ok(());
+        }
+        if !self.threshold.is_empty() {
             return Err(invalid(
                 "threshold",
                 "does not combine with --find-max-rate (its --slo judges every step)",
             ));
         }
+        if self.hlog.is_some() {
+            return Err(invalid(
+                "hlog",
+                "does not combine with --find-max-rate (its --json keeps each step's percentiles)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn thresholds(&self) -> Result<Vec<Threshold>, ConfigError> {
         self.threshold.iter().map(|text| text.parse()).collect()
     }
 
