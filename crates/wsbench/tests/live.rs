@@ -339,12 +339,13 @@ fn the_stream_has_one_json_line_per_second_and_its_last_line_is_on_disk_at_exit(
         &dir,
         &["--duration", "3s", "--connections", "3", "--quiet", "--stream", stream.to_str().unwrap()],
     );
-    let (_, total) = assert_stream_of(&stream, &result);
+    let (lines, total) = assert_stream_of(&stream, &result);
     assert_eq!(
         total,
         result["counters"]["messages_received"].as_u64().unwrap(),
         "every round trip is in one second"
     );
+    assert!(lines.iter().all(|l| l.get("shards").is_none()), "one process has no shards: {lines:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -360,6 +361,11 @@ fn the_stream_of_many_processes_has_one_line_a_second_for_all_their_shards() {
     assert!(total <= result["counters"]["messages_received"].as_u64().unwrap(), "{lines:?}");
     let measured: Vec<&Value> = lines.iter().filter(|l| l["phase"] == "measured").collect();
     assert!(measured.iter().all(|l| l["connections_open"] == 4), "both shards' connections: {lines:?}");
+    let each_shard = serde_json::json!({"min": 2, "max": 2});
+    assert!(
+        measured.iter().all(|l| l["shards"]["running"] == 2 && l["shards"]["connections_open"] == each_shard),
+        "how the shards compare: {measured:?}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

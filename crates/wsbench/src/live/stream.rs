@@ -46,10 +46,10 @@ impl Stream {
     }
 }
 
-/// The JSON object of one second.
+/// The JSON object of one second; a `--processes` parent's says how its shards compare.
 pub fn line(s: &Second, step: u64) -> serde_json::Value {
     let c = &s.counters;
-    json!({
+    let mut line = json!({
         "step": step,
         "second": s.second,
         "phase": s.phase.name(),
@@ -66,7 +66,16 @@ pub fn line(s: &Second, step: u64) -> serde_json::Value {
             "connections_failed": c.connections_failed(),
             "errors": s.errors,
         },
-    })
+    });
+    if let Some(spread) = &s.shards {
+        line["shards"] = json!({
+            "running": spread.running,
+            "behind": spread.behind,
+            "round_trips": { "min": spread.rate.0, "max": spread.rate.1 },
+            "connections_open": { "min": spread.open.0, "max": spread.open.1 },
+        });
+    }
+    line
 }
 
 #[cfg(test)]
