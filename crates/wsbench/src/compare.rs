@@ -373,6 +373,11 @@ fn refuse_what_does_not_apply(settings: &RunSettings) -> Result<(), ConfigError>
             "compare writes a result file per server and repeat: give --out DIR",
         ),
         (
+            settings.print_result,
+            "print-result",
+            "the result files are in --out DIR; compare prints its table",
+        ),
+        (
             settings.hlog.is_some(),
             "hlog",
             "give --out DIR: each run's result file there holds its histograms",

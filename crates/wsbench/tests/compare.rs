@@ -172,9 +172,10 @@ fn a_bad_flag_is_a_usage_error_before_any_server_starts() {
 #[test]
 fn run_flags_a_comparison_cannot_use_are_refused_with_what_to_do() {
     let dir = fleet_dir("refused");
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         (&["--find-max-rate", "--slo", "p99<10ms"], "--find-max-rate: does not apply to compare: "),
         (&["--json", "r.json"], "--json: does not apply to compare: compare writes a result file per server"),
+        (&["--print-result"], "--print-result: does not apply to compare: the result files are in --out"),
         (&["--hlog", "r.hlog"], "--hlog: does not apply to compare: give --out DIR"),
         (&["--stream", "live.jsonl"], "--stream: does not apply to compare: follows one run"),
         (&["--metrics-addr", "127.0.0.1:0"], "--metrics-addr: does not apply to compare: follows one run"),
