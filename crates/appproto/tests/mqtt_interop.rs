@@ -77,12 +77,18 @@ fn nats_round_trips_qos_0_and_1_in_mqtt_3_1_1_on_path_mqtt() {
     round_trip(&mut client, "wsbench/nats");
 }
 
+/// NATS speaks MQTT 3.1.1 alone. It refuses an MQTT 5 CONNECT by closing the connection,
+/// mostly before its CONNACK 0x01 (a 3.1.1 code) reaches the client, sometimes after: both
+/// are seen on this machine, so both are a refusal here; being accepted is not.
 #[test]
-fn nats_closes_an_mqtt_5_connect_without_a_connack() {
+fn nats_refuses_an_mqtt_5_connect_by_closing_or_by_code() {
     let Some(server) = or_skip(start_nats()) else { return };
     match MqttClient::open(server.port(), "/mqtt", Version::V5, &connect_bytes(Version::V5, "nats5")) {
         Connected::Closed(..) => {}
-        other => panic!("expected the connection closed, got {other:?}"),
+        Connected::Refused(connack) if connack.code_name() == "unacceptable_protocol_version" => {}
+        other => panic!(
+            "expected the connection closed or refused as unacceptable_protocol_version, got {other:?}"
+        ),
     }
 }
 
