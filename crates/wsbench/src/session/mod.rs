@@ -133,11 +133,8 @@ fn measure(
     config: &RunConfig,
     interrupt: &AtomicBool,
 ) -> Result<RunResult, RunError> {
-    if config.placement.processes > 1 {
-        return shards::run(settings, config, interrupt);
-    }
     let session = Session::start(config)?;
-    let result = session.measure_once(config, interrupt);
+    let result = session.measure(settings, config, interrupt);
     session.finish();
     result
 }
@@ -203,7 +200,21 @@ impl Session {
         Ok(Session { cpus, builtin, target, live })
     }
 
-    /// One measured run of `config` against this session's target.
+    /// One measured run of `config` (validated from `settings`) against this session's
+    /// target: in this process, or as its `--processes` shards, merged.
+    pub fn measure(
+        &self,
+        settings: &RunSettings,
+        config: &RunConfig,
+        interrupt: &AtomicBool,
+    ) -> Result<RunResult, RunError> {
+        match config.placement.processes {
+            1 => self.measure_once(config, interrupt),
+            _ => shards::run(self, settings, config, interrupt),
+        }
+    }
+
+    /// One measured run of `config` against this session's target, in this process.
     pub fn measure_once(&self, config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
         let scenario = crate::scenario::of(&config.load);
         self.warmup_run(config, interrupt)?;
@@ -325,10 +336,9 @@ fn find_max_rate(
         step.load.message_interval = Some(Duration::from_secs_f64(connections / rate));
         step.outputs = Outputs::default();
         session.live.step_started(rate);
-        let result = match config.placement.processes {
-            1 => session.measure_once(&step, interrupt)?,
-            _ => shards::measure_step(&session, settings, &step, rate, interrupt)?,
-        };
+        // Shards read the step's rate from their settings.
+        let step_settings = RunSettings { rate: Some(format!("{rate}/s")), ..settings.clone() };
+        let result = session.measure(&step_settings, &step, interrupt)?;
         Ok::<_, RunError>((Step::judge(rate, &result, slo), result.interrupted))
     });
     session.finish();

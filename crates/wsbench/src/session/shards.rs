@@ -54,33 +54,9 @@ pub const CONNECTIONS_PER_SOURCE_ADDR: u64 = 10_000;
 /// A shard asked to stop has this long to write its result before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
-/// Runs `config` (validated from `settings`, with `processes > 1`) as that many child
-/// processes and merges their results.
-pub fn run(
-    settings: &RunSettings,
-    config: &RunConfig,
-    interrupt: &AtomicBool,
-) -> Result<RunResult, RunError> {
-    let session = Session::start(config)?;
-    let result = run_shards(&session, settings, config, interrupt);
-    session.finish();
-    result
-}
-
-/// One step of a `--find-max-rate` search (`config`, at `rate` messages a second) as the
-/// shards of `settings` against `session`'s server, merged.
-pub fn measure_step(
-    session: &Session,
-    settings: &RunSettings,
-    config: &RunConfig,
-    rate: f64,
-    interrupt: &AtomicBool,
-) -> Result<RunResult, RunError> {
-    let step = RunSettings { rate: Some(format!("{rate}/s")), ..settings.clone() };
-    run_shards(session, &step, config, interrupt)
-}
-
-fn run_shards(
+/// Runs `config` (validated from `settings`, with `processes > 1`) against `session`'s
+/// server as that many child processes and merges their results.
+pub(super) fn run(
     session: &Session,
     settings: &RunSettings,
     config: &RunConfig,
