@@ -4,7 +4,7 @@
 //! from 1 (rpc-websockets never answers id 0); its reply is the response with that id, whose
 //! result carries the payload back (the string itself, or an array holding it). A response
 //! with `error` is no round trip: it is counted as `jsonrpc_error_CODE` with the server's
-//! message kept. In a flow the messages are the flow's own (it writes the calls), and a
+//! message kept; each response of a batch reply (an array) counts on its own. In a flow the messages are the flow's own (it writes the calls), and a
 //! response with `error` is marked as the error reply it is. The protocol has no opening and
 //! no heartbeat of its own.
 
@@ -88,6 +88,11 @@ impl Session for JsonRpcSession {
     fn publish(&mut self, _topic: &str, _payload: &[u8], _out: &mut dyn Outbox) {}
 
     fn receive(&mut self, message: &[u8], _binary: bool, _now: Instant, sink: &mut dyn Sink) {
+        // A batch reply (an array of responses, as geth answers a batch) holds one response
+        // per call: each is read as if it had come alone, so each error counts.
+        if let Some(batch) = batch_elements(message) {
+            return self.receive_batch(message, batch, sink);
+        }
         if self.flow {
             return match jsonrpc::decode(message) {
                 Ok(Message::Error { code, message: words, .. }) => {
@@ -97,6 +102,13 @@ impl Session for JsonRpcSession {
                 _ => sink.incoming(Incoming::Message { payload: message, error: None }),
             };
         }
+        self.receive_response(message, sink);
+    }
+}
+
+impl JsonRpcSession {
+    /// One response answering an echo request.
+    fn receive_response(&mut self, message: &[u8], sink: &mut dyn Sink) {
         match jsonrpc::decode(message) {
             Ok(Message::Result { id, result }) => {
                 let seq = request_seq(&id);
@@ -123,6 +135,55 @@ impl Session for JsonRpcSession {
             }
         }
     }
+
+    /// A batch reply. For echo requests each response is read on its own. For a flow the
+    /// batch stays one message (its steps match the whole reply): it is marked with its
+    /// first error, and each further error is counted by its cause too, so a batch of
+    /// three failed calls is three errors.
+    fn receive_batch(&mut self, message: &[u8], batch: ArrayElements<'_>, sink: &mut dyn Sink) {
+        let mut first_error: Option<(String, String)> = None;
+        for element in batch {
+            let Ok(element) = element else {
+                let detail = "a batch reply that is not a JSON array of responses";
+                sink.incoming(Incoming::Error {
+                    cause: "jsonrpc_malformed",
+                    detail,
+                    seq: None,
+                    fatal: false,
+                });
+                break;
+            };
+            if !self.flow {
+                self.receive_response(element.as_bytes(), sink);
+                continue;
+            }
+            if let Ok(Message::Error { code, message: words, .. }) = jsonrpc::decode(element.as_bytes()) {
+                let cause = error_cause(&mut self.cause, code).to_owned();
+                match first_error {
+                    None => first_error = Some((cause, words.into_owned())),
+                    Some(_) => sink.incoming(Incoming::Error {
+                        cause: &cause,
+                        detail: &words,
+                        seq: None,
+                        fatal: false,
+                    }),
+                }
+            }
+        }
+        if self.flow {
+            let error = first_error.as_ref().map(|(cause, words)| (cause.as_str(), words.as_str()));
+            sink.incoming(Incoming::Message { payload: message, error });
+        }
+    }
+}
+
+/// The responses of a batch reply: a message that is a JSON array.
+fn batch_elements(message: &[u8]) -> Option<ArrayElements<'_>> {
+    if message.trim_ascii_start().first() != Some(&b'[') {
+        return None;
+    }
+    let text = std::str::from_utf8(message).ok()?;
+    ArrayElements::new(text).ok()
 }
 
 /// `jsonrpc_error_CODE`, written into `cause`.
@@ -203,6 +264,26 @@ mod tests {
         assert!(JsonRpc.check(&binary).unwrap_err().contains("--binary"));
         assert!(JsonRpc.check(&Options { method: Some(String::new()), ..Options::default() }).is_err());
         assert!(!JsonRpc.serves(Use::PubSub));
+    }
+
+    #[test]
+    fn each_error_of_a_batch_reply_counts() {
+        let options = Options::default();
+        let batch = br#"[{"jsonrpc":"2.0","error":{"code":-32601,"message":"the method eth_x does not exist"},"id":"1"},
+            {"jsonrpc":"2.0","result":"0x10","id":"2"},
+            {"jsonrpc":"2.0","error":{"code":-32602,"message":"invalid argument"},"id":"3"}]"#;
+        let mut flow = JsonRpc.session(&setup(Use::Messages, &options));
+        let mut heard = Heard::default();
+        flow.receive(batch, false, Instant::now(), &mut heard);
+        assert_eq!(heard.messages, [(batch.to_vec(), Some("jsonrpc_error_-32601".to_owned()))]);
+        assert_eq!(heard.errors, [("jsonrpc_error_-32602".into(), "invalid argument".into(), None, false)]);
+
+        let mut requests = JsonRpc.session(&setup(Use::Requests, &options));
+        let mut heard = Heard::default();
+        let batch = br#"[{"jsonrpc":"2.0","result":"a","id":1},{"jsonrpc":"2.0","error":{"code":-32000,"message":"busy"},"id":2}]"#;
+        requests.receive(batch, false, Instant::now(), &mut heard);
+        assert_eq!(heard.replies, [(Some(0), b"a".to_vec())]);
+        assert_eq!(heard.errors, [("jsonrpc_error_-32000".into(), "busy".into(), Some(1), false)]);
     }
 
     #[test]
