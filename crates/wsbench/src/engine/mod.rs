@@ -89,6 +89,10 @@ pub struct Control {
     pub workers_connected: AtomicUsize,
     /// Connections open now, over every worker.
     pub open_connections: AtomicU64,
+    /// Connections the load closed itself as part of its work (a churn cycle's close), over
+    /// every worker: a run with none open is not cut short by the server when the load
+    /// closed them.
+    pub closed_by_load: AtomicU64,
     /// The seconds the workers have finished, published at each second boundary for the
     /// live view, the metrics endpoint and the stream.
     pub live: LiveBoard,
@@ -105,6 +109,7 @@ impl Control {
             interrupted: AtomicBool::new(false),
             workers_connected: AtomicUsize::new(0),
             open_connections: AtomicU64::new(0),
+            closed_by_load: AtomicU64::new(0),
             live: LiveBoard::default(),
         }
     }
@@ -283,14 +288,20 @@ pub fn run(
     if !control.interrupted.load(Ordering::Relaxed) {
         // With every connection gone (refused, or the server died) there is nothing left
         // to measure: the run ends now instead of idling to the end of its window, and
-        // says so.
+        // says so. Connections the load closed itself (churn's cycles) are its work done,
+        // not the server's doing: a run whose load closed any is never "ended early".
         let end = control.start + Duration::from_micros(end_us);
         // With --reconnect, connections may come back (a restarting server): run to the end.
         let nothing_open = || {
             !spec.load.reconnect && all_connected() && control.open_connections.load(Ordering::Relaxed) == 0
         };
         wait_until(Some(end), &nothing_open, progress);
-        if !control.interrupted.load(Ordering::Relaxed) && Instant::now() < end && nothing_open() {
+        let lost_to_server = control.closed_by_load.load(Ordering::Relaxed) == 0;
+        if !control.interrupted.load(Ordering::Relaxed)
+            && Instant::now() < end
+            && nothing_open()
+            && lost_to_server
+        {
             ended_early = Some(end_us.saturating_sub(measure_start_us) as f64 / 1e6);
         }
     }

@@ -48,6 +48,9 @@ fn churn_against_the_builtin_server_completes_every_cycle_and_releases_every_fd(
     assert!(run.stdout.contains("400 cycles completed"), "{}", run.describe());
     assert!(run.stdout.contains("server fds:"), "{}", run.describe());
     assert!(run.stdout.contains("(back to baseline)"), "{}", run.describe());
+    // Churn's own closes are its work done, not the server cutting the run short.
+    assert!(result.get("ended_early").is_none(), "{}", context());
+    assert!(!run.stdout.contains("ENDED EARLY"), "{}", run.describe());
     assert_matches_schema(&result);
     // The merge path recomputes the churn figures from the merged counters.
     let merged_json = dir.join("merged.json");

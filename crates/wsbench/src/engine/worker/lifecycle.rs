@@ -184,6 +184,9 @@ impl Worker {
                 State::Open | State::Closing => {
                     self.open -= 1;
                     self.control.open_connections.fetch_sub(1, Ordering::Relaxed);
+                    if conn.closing_by_load {
+                        self.control.closed_by_load.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
             }
         }
