@@ -323,17 +323,22 @@ impl PubSub {
             tally.unexpected += 1;
             return None;
         };
+        // Completeness is judged over the measured publishes alone, by one rule: a warm-up
+        // publish lost is no loss, so a warm-up publish duplicated or reordered is no
+        // error either (it is still noted, so a measured one after it is judged right).
         match seen.note(fields.seq) {
             Note::Duplicate => {
-                tally.duplicates += 1;
-                *tally.duplicated_by.entry(conn.index).or_default() += 1;
+                if fields.measured {
+                    tally.duplicates += 1;
+                    *tally.duplicated_by.entry(conn.index).or_default() += 1;
+                }
                 return None;
             }
-            Note::Late => {
+            Note::Late if fields.measured => {
                 tally.out_of_order += 1;
                 *tally.out_of_order_by.entry(conn.index).or_default() += 1;
             }
-            Note::InOrder => {}
+            Note::Late | Note::InOrder => {}
         }
         let now_us = self.clock.micros(now);
         let latency_us = now_us.saturating_sub(fields.due_us);
