@@ -47,8 +47,10 @@ apt_install() {
         sudo="sudo"
     fi
     echo "install-test-peers: apt-get update && apt-get install -y ${missing[*]}"
-    $sudo apt-get update -qq
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+    # Another apt-get (an unattended upgrade, a second checkout's install) may hold the
+    # dpkg lock: wait for it, up to ten minutes, instead of failing at once.
+    $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}"
 }
 
 if [ -e .venv ] && ! .venv/bin/python -c pass 2>/dev/null; then
