@@ -222,11 +222,11 @@ fn ctrl_c_ends_the_comparison_with_130_and_keeps_what_was_measured() {
     assert!(row.contains("10/10"), "{row}");
     // Cut short, and it says so: it does not read like a complete row.
     assert!(
-        row.ends_with("(interrupted (Ctrl-C): its run was cut short, the figures cover what ran)"),
+        row.ends_with("(interrupted (SIGINT): its run was cut short, the figures cover what ran)"),
         "{row}"
     );
     let row = stdout.lines().find(|l| l.starts_with("builtin")).unwrap_or_else(|| panic!("{stdout}"));
-    assert!(row.contains("not measured: interrupted (Ctrl-C) before its turn"), "{row}");
+    assert!(row.contains("not measured: interrupted (SIGINT) before its turn"), "{row}");
     let result = wsbench::result::RunResult::read_json(&out.join("healthy-1.json")).unwrap();
     assert!(result.interrupted);
     assert!(!out.join("builtin-1.json").exists());
