@@ -2,8 +2,9 @@
 //! its files go: `timeout -s INT|TERM|HUP` (which signals wsbench and then its whole process
 //! group, two signals close together) always leaves the result file and the report, for a
 //! single run and for a `--processes` run; a stop while `--wait-for-target` waits opens no
-//! connection; `--json` given a symlink, a FIFO or `/dev/null` writes through it without
-//! replacing it; and a URL's `user:password` goes out as Basic auth, never into a file.
+//! connection; a signal more than 2 s after the first ends wsbench at once; `--json` given a
+//! symlink, a FIFO or `/dev/null` writes through it without replacing it; and a URL's
+//! `user:password` goes out as Basic auth, never into a file.
 //!
 //! Every test here spawns real `wsbench` processes (and GNU `timeout`); they run one at a
 //! time, so that a busy machine slows them down together rather than starving one.
@@ -100,6 +101,50 @@ fn sighup_stops_a_run_and_a_processes_run_with_their_results() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A FIFO made at `path`.
+fn mkfifo(path: &Path) {
+    let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+}
+
+fn signal(child: &std::process::Child, signal: libc::c_int) {
+    // SAFETY: signalling the child this test started (not yet reaped).
+    unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+}
+
+#[test]
+fn only_a_signal_after_the_two_second_window_ends_wsbench_at_once() {
+    let _turn = one_at_a_time();
+    let dir = fresh_dir("signals-window");
+    // Nobody reads this FIFO: the stopped run blocks writing its result there, as a run
+    // stuck on a slow disk would, until a later signal ends it.
+    let fifo = dir.join("nobody-reads.fifo");
+    mkfifo(&fifo);
+    let mut child =
+        support::spawn_run(&["--connections", "2", "--duration", "30s", "--json", fifo.to_str().unwrap()]);
+    std::thread::sleep(Duration::from_secs(2));
+    signal(&child, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(100));
+    // The same request (as timeout's signal to the group): not an exit.
+    signal(&child, libc::SIGTERM);
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(child.try_wait().unwrap().is_none(), "a signal within 2 s of the first ended wsbench");
+    signal(&child, libc::SIGTERM);
+    let started = std::time::Instant::now();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(started.elapsed() < Duration::from_secs(10), "{stderr}");
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("wsbench: SIGINT: stopping"), "{stderr}");
+    assert!(
+        stderr.contains("wsbench: SIGTERM after the first stop request (SIGINT): exiting at once"),
+        "{stderr}"
+    );
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_stop_while_waiting_for_the_target_opens_no_connection() {
     let _turn = one_at_a_time();
@@ -162,9 +207,7 @@ fn json_through_a_symlink_a_fifo_and_dev_null_keeps_them_what_they_are() {
 
     // A FIFO: a reader receives the JSON, and it is still a FIFO afterwards.
     let fifo = dir.join("r.fifo");
-    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0, "mkfifo");
+    mkfifo(&fifo);
     let reader = {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
