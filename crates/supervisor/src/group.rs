@@ -7,20 +7,22 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::child::POLL;
 use crate::{Error, Supervised, describe};
 
-/// SIGINT and SIGTERM, caught instead of ending this process, to be forwarded.
+/// SIGINT, SIGTERM and SIGHUP, caught instead of ending this process, to be forwarded.
 #[derive(Debug)]
 pub struct TermSignals(signal_hook::iterator::Signals);
 
 impl TermSignals {
-    /// Catches SIGINT and SIGTERM from now on: install it before anyone may signal (before a
+    /// Catches SIGINT, SIGTERM and SIGHUP from now on: install it before anyone may signal (before a
     /// `listening on` line is printed, say).
     pub fn catch() -> Result<TermSignals, Error> {
-        signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).map(TermSignals).map_err(Error::Signals)
+        signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+            .map(TermSignals)
+            .map_err(Error::Signals)
     }
 
     /// A signal caught since the last call, if any.
@@ -73,7 +75,7 @@ impl Group {
         }
     }
 
-    /// Runs until SIGINT or SIGTERM reaches this process: the signal is forwarded to every
+    /// Runs until SIGINT, SIGTERM or SIGHUP reaches this process: the signal is forwarded to every
     /// member, which get `timeout` to exit. A member that exits first is the error, naming it;
     /// the others are then stopped with SIGTERM.
     pub fn supervise(&mut self, signals: &mut TermSignals, timeout: Duration) -> Result<(), Error> {
@@ -97,9 +99,9 @@ impl Group {
         }
     }
 
-    /// Waits for every member to exit. Once `interrupt` is set (the caller caught Ctrl-C), it
-    /// forwards SIGINT to the members still running, once: a second SIGINT would end a child
-    /// before it writes what it has. Returns whether it forwarded.
+    /// Waits for every member to exit. Once `interrupt` is set (the caller caught SIGINT,
+    /// SIGTERM or SIGHUP), it forwards SIGINT to the members still running, once: each stops
+    /// and writes what it has. Returns whether it forwarded.
     pub fn wait_all(&mut self, interrupt: &AtomicBool) -> bool {
         let mut forwarded = false;
         while !self.all_exited() {

@@ -26,13 +26,17 @@ impl Output {
     }
 }
 
-/// Runs one subcommand. The commands that measure install the Ctrl-C handler first (the
-/// server has its own).
+/// Runs one subcommand. The commands that measure install the signal handlers first (the
+/// server has its own); a shard leaves saying which signal stopped it to its parent.
 pub fn execute(command: Command) -> Result<Output, CommandError> {
     let color = std::io::stdout().is_terminal();
-    let interrupt = || session::interrupt::install().map_err(CommandError::Signals);
+    let interrupt = |announce| session::interrupt::install(announce).map_err(CommandError::Signals);
     match command {
-        Command::Run(args) => run(args.into_settings()?, &*interrupt()?, color),
+        Command::Run(args) => {
+            let settings = args.into_settings()?;
+            let interrupt = interrupt(!settings.progress_to_parent)?;
+            run(settings, &interrupt, color)
+        }
         Command::Report(args) => report_files(&args, color),
         Command::Merge(args) => {
             if let Some(path) = &args.output {
@@ -44,7 +48,7 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
         Command::Serve(args) => args.serve().map(|()| Output::success(String::new())).map_err(Into::into),
         Command::Rtt(settings) => Ok(Output::success(report::render_rtt(&wsbench::rtt::command(settings)?))),
         Command::Fleet(command) => fleet_command(command),
-        Command::Compare(args) => compare_servers(*args, &*interrupt()?),
+        Command::Compare(args) => compare_servers(*args, &*interrupt(true)?),
     }
 }
 

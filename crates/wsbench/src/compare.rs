@@ -207,19 +207,18 @@ impl Row {
         }
     }
 
-    /// Ctrl-C ended the comparison: a row whose runs were cut short or not all made says
-    /// so, so that it does not read like a complete one.
+    /// A signal ended the comparison: a row whose runs were cut short or not all made says
+    /// so (naming the signal), so that it does not read like a complete one.
     fn note_interrupted(&mut self, repeats: u32) {
         let cut_short = self.runs.iter().filter(|run| run.interrupted).count();
         let whole = self.runs.len() - cut_short;
+        let interrupted = crate::session::interrupt::interrupted();
         if whole < repeats as usize {
             self.problems.push(match (whole, cut_short) {
-                (0, 0) => "not measured: interrupted (Ctrl-C) before its turn".to_owned(),
-                (0, _) => {
-                    "interrupted (Ctrl-C): its run was cut short, the figures cover what ran".to_owned()
-                }
+                (0, 0) => format!("not measured: {interrupted} before its turn"),
+                (0, _) => format!("{interrupted}: its run was cut short, the figures cover what ran"),
                 (whole, _) => format!(
-                    "interrupted (Ctrl-C): {whole} of {repeats} repeats complete{}",
+                    "{interrupted}: {whole} of {repeats} repeats complete{}",
                     if cut_short > 0 { ", one cut short" } else { "" }
                 ),
             });

@@ -30,7 +30,7 @@ pub enum CommandError {
     /// A shard that could not read the settings its parent handed it.
     #[error(transparent)]
     Child(#[from] wsbench_supervisor::Error),
-    #[error("cannot install the Ctrl-C handler")]
+    #[error("cannot install the signal handlers (SIGINT, SIGTERM, SIGHUP)")]
     Signals(#[source] std::io::Error),
     #[error("cannot write to stdout")]
     Stdout(#[source] std::io::Error),
@@ -42,6 +42,9 @@ impl ExitCode for crate::session::RunError {
             crate::session::RunError::Config(_) => USAGE,
             // --metrics-addr names a port that is taken, or --stream a file that cannot be made.
             crate::session::RunError::Live(_) => USAGE,
+            crate::session::RunError::TargetWait(crate::session::target_wait::WaitError::Interrupted {
+                ..
+            }) => crate::exit::INTERRUPTED,
             _ => FAILED,
         }
     }

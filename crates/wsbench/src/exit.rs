@@ -15,10 +15,10 @@ pub const RUN_FAILURES: u8 = 3;
 /// A run completed but a `--threshold` failed (99, as k6 exits). Its results, with each
 /// threshold judged in `summary.thresholds`, are still written.
 pub const THRESHOLDS_FAILED: u8 = 99;
-/// Interrupted by Ctrl-C (SIGINT) or SIGTERM; what was measured is still written.
+/// Interrupted by Ctrl-C (SIGINT), SIGTERM or SIGHUP; what was measured is still written.
 pub const INTERRUPTED: u8 = 130;
 
-/// The exit code of a finished run. When it was cut short: [`INTERRUPTED`] for Ctrl-C
+/// The exit code of a finished run. When it was cut short: [`INTERRUPTED`] for a signal
 /// (`ctrl_c`) or [`FAILED`] otherwise (a shard of a `--processes` run died). When it
 /// completed: [`THRESHOLDS_FAILED`] when a `--threshold` failed (a CI gate outranks the
 /// failures it may be about), [`RUN_FAILURES`] when it counted failures, else [`SUCCESS`].
@@ -32,7 +32,7 @@ pub fn of_run(result: &crate::result::RunResult, ctrl_c: bool) -> u8 {
     }
 }
 
-/// The exit code of `wsbench compare`: [`INTERRUPTED`] for Ctrl-C, [`RUN_FAILURES`] when
+/// The exit code of `wsbench compare`: [`INTERRUPTED`] for a signal, [`RUN_FAILURES`] when
 /// a server's row failed (`compare::Row::failed`: not installed, failed to start, died, or
 /// a run that counted errors or failed a `--threshold`), else [`SUCCESS`].
 pub fn of_compare(any_row_failed: bool, ctrl_c: bool) -> u8 {

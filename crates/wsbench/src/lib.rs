@@ -34,6 +34,7 @@ pub mod live;
 pub mod machine;
 pub mod merge;
 pub mod metrics;
+pub mod output_path;
 pub mod probe;
 pub mod protocol;
 pub mod report;

@@ -194,6 +194,39 @@ fn run_flags_a_comparison_cannot_use_are_refused_with_what_to_do() {
 }
 
 #[test]
+fn timeout_sigterm_and_sighup_end_the_comparison_with_its_table_and_results() {
+    // timeout signals compare, then its whole process group: one request to stop. The fleet
+    // server runs in a group of its own and is stopped by compare, after its run is written.
+    for signal in ["TERM", "HUP"] {
+        let dir = fleet_dir(&format!("timeout-{signal}"));
+        let out = dir.join("results");
+        let html = out.join("compare.html");
+        let output = Command::new("timeout")
+            .args(["--preserve-status", "-s", signal, "3", env!("CARGO_BIN_EXE_wsbench")])
+            .args(["compare", "--servers", "healthy,builtin", "--connections", "10", "--duration", "30s"])
+            .arg("--out")
+            .arg(&out)
+            .arg("--html")
+            .arg(&html)
+            .arg("--fleet-dir")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let what = format!("SIG{signal}\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(output.status.code(), Some(130), "{what}");
+        let row = stdout.lines().find(|l| l.starts_with("healthy")).unwrap_or_else(|| panic!("{what}"));
+        let cut_short =
+            format!("(interrupted (SIG{signal}): its run was cut short, the figures cover what ran)");
+        assert!(row.ends_with(&cut_short), "{what}");
+        assert!(!stdout.contains("Ctrl-C"), "{what}");
+        let result = wsbench::result::RunResult::read_json(&out.join("healthy-1.json")).unwrap();
+        assert!(result.interrupted, "{what}");
+        assert!(html.exists(), "{what}");
+    }
+}
+
+#[test]
 fn ctrl_c_ends_the_comparison_with_130_and_keeps_what_was_measured() {
     let dir = fleet_dir("ctrl-c");
     let out = dir.join("results");
@@ -222,11 +255,11 @@ fn ctrl_c_ends_the_comparison_with_130_and_keeps_what_was_measured() {
     assert!(row.contains("10/10"), "{row}");
     // Cut short, and it says so: it does not read like a complete row.
     assert!(
-        row.ends_with("(interrupted (Ctrl-C): its run was cut short, the figures cover what ran)"),
+        row.ends_with("(interrupted (SIGINT): its run was cut short, the figures cover what ran)"),
         "{row}"
     );
     let row = stdout.lines().find(|l| l.starts_with("builtin")).unwrap_or_else(|| panic!("{stdout}"));
-    assert!(row.contains("not measured: interrupted (Ctrl-C) before its turn"), "{row}");
+    assert!(row.contains("not measured: interrupted (SIGINT) before its turn"), "{row}");
     let result = wsbench::result::RunResult::read_json(&out.join("healthy-1.json")).unwrap();
     assert!(result.interrupted);
     assert!(!out.join("builtin-1.json").exists());

@@ -44,8 +44,8 @@ pub struct Header {
 /// The upgrade request's extra headers and offered subprotocols (empty: a bare upgrade).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HandshakeOptions {
-    /// In the order they are sent: `--origin`, `--bearer`, `--cookie`, the `--header-file`'s,
-    /// then `--header`s.
+    /// In the order they are sent: the URL's `user:password` (as `Authorization: Basic`),
+    /// `--origin`, `--bearer`, `--cookie`, the `--header-file`'s, then `--header`s.
     pub headers: Vec<Header>,
     /// `--subprotocol`, in order of preference; the server must choose one of them.
     pub subprotocols: Vec<String>,
@@ -102,6 +102,8 @@ pub struct HandshakeSettings<'a> {
     pub origin: Option<&'a str>,
     pub bearer: Option<&'a str>,
     pub cookie: Option<&'a str>,
+    /// The target, whose URL's `user:password` is sent as `Authorization: Basic`.
+    pub target: Option<&'a super::Target>,
 }
 
 impl HandshakeSettings<'_> {
@@ -134,6 +136,17 @@ impl HandshakeSettings<'_> {
             headers.push(parse_header("header", line)?);
         }
         check_flag_conflicts(self, &headers)?;
+        if let Some((target, basic)) = self.target.and_then(|t| Some((t, t.basic_authorization()?))) {
+            if headers.iter().any(|h| h.name.eq_ignore_ascii_case("Authorization")) {
+                return Err(ConfigError::Url {
+                    url: target.url.clone(),
+                    problem: "its user:password is sent as Authorization, which --bearer, --header or \
+                              --header-file sets too: give the credentials once"
+                        .into(),
+                });
+            }
+            headers.insert(0, Header { name: "Authorization".into(), value: basic });
+        }
         let subprotocols = self.subprotocol.map(parse_subprotocols).transpose()?.unwrap_or_default();
         Ok(HandshakeOptions { headers, subprotocols })
     }
@@ -283,6 +296,27 @@ mod tests {
         assert_eq!(options.subprotocols, ["chat", "v2"]);
         assert_eq!(options.headers_for(7)[3], ("X-Id".to_owned(), "user-7".to_owned()));
         assert_eq!(options.headers_for(7)[2].1, "Bearer t0k");
+    }
+
+    #[test]
+    fn url_credentials_are_sent_as_basic_auth_unless_authorization_is_given_too() {
+        let target = super::super::Target::parse("ws://u:pw@127.0.0.1:1/").unwrap();
+        let options =
+            validate(HandshakeSettings { target: Some(&target), ..HandshakeSettings::default() }).unwrap();
+        assert_eq!(options.headers_for(0), [("Authorization".to_owned(), "Basic dTpwdw==".to_owned())]);
+        let json = serde_json::to_value(&options).unwrap();
+        assert_eq!(json["headers"][0], "Authorization: <redacted>");
+        let both = validate(HandshakeSettings {
+            target: Some(&target),
+            bearer: Some("t0k"),
+            ..HandshakeSettings::default()
+        })
+        .unwrap_err();
+        assert_eq!(
+            both,
+            "`ws://u:<redacted>@127.0.0.1:1/`: its user:password is sent as Authorization, which --bearer, \
+             --header or --header-file sets too: give the credentials once"
+        );
     }
 
     #[test]

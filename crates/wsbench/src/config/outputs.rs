@@ -1,32 +1,58 @@
 //! Output files are checked before any load is sent: a run of minutes must not end with
-//! "cannot write" because its folder was mistyped. A file's folder must exist, be a folder
-//! and take a new file (one is created and removed there); the path must not be a folder.
-//! Failing is a [`ConfigError`] (exit 2) naming the flag, the path and what to do.
+//! "cannot write" because its folder was mistyped. The path is looked at as the writer will
+//! write it ([`crate::output_path`]): a file (a symlink's target) is replaced through a new
+//! file in its folder, which must exist, be a folder and take a new file (one is created and
+//! removed there); a FIFO or a device is written in place and must be writable; a folder or a
+//! socket is refused. Failing is a [`ConfigError`] (exit 2) naming the flag, the path and
+//! what to do.
 
 use std::path::{Path, PathBuf};
 
 use super::error::ConfigError;
+use crate::output_path::{NotAFile, OutputPath};
 
 /// Checks that a file can be written at `path`, given with `--{setting}`.
 pub fn check_output_file(setting: &'static str, path: &Path) -> Result<(), ConfigError> {
-    if path.is_dir() {
-        let example = path.join(match setting {
-            "hlog" => "run.hlog",
-            "html" => "report.html",
-            "stream" => "live.jsonl",
-            _ => "result.json",
-        });
-        return Err(refused(
-            setting,
-            path,
-            format!("is a folder: give a file name, e.g. {}", example.display()),
-        ));
-    }
-    let folder = match path.parent() {
+    let file = match crate::output_path::resolve(path) {
+        Ok(OutputPath::Replace(file)) => file,
+        Ok(OutputPath::InPlace(special)) => return check_writable_in_place(setting, path, &special),
+        Err(NotAFile::Folder) => return Err(folder_given(setting, path)),
+        Err(NotAFile::Unreadable(source)) => {
+            return Err(refused(setting, path, format!("cannot be looked at ({source}): check the path")));
+        }
+        Err(other) => return Err(refused(setting, path, format!("{other}: give a file name"))),
+    };
+    let folder = match file.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
     check_folder(setting, path, folder)
+}
+
+/// A FIFO or a device: written in place, so this process must be allowed to open it for
+/// writing (checked without opening it: opening a FIFO waits for its reader).
+fn check_writable_in_place(setting: &'static str, path: &Path, special: &Path) -> Result<(), ConfigError> {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(special.as_os_str().as_bytes()) else {
+        return Err(refused(setting, path, "has a NUL byte in its name".to_owned()));
+    };
+    // SAFETY: `c_path` is a valid NUL-terminated string for the duration of the call.
+    if unsafe { libc::access(c_path.as_ptr(), libc::W_OK) } == 0 {
+        return Ok(());
+    }
+    let source = std::io::Error::last_os_error();
+    Err(refused(setting, path, format!("cannot be opened for writing ({source}): give a file you may write")))
+}
+
+/// The path is a folder: name a file in it instead.
+fn folder_given(setting: &'static str, path: &Path) -> ConfigError {
+    let example = path.join(match setting {
+        "hlog" => "run.hlog",
+        "html" => "report.html",
+        "stream" => "live.jsonl",
+        _ => "result.json",
+    });
+    refused(setting, path, format!("is a folder: give a file name, e.g. {}", example.display()))
 }
 
 /// Checks that files can be written into the folder `path` given with `--{setting}`: it is
@@ -85,6 +111,32 @@ mod tests {
         assert!(check_output_file("json", &dir.join("fine.json")).is_ok());
         assert!(check_output_file("json", Path::new("relative.json")).is_ok());
         assert!(check_output_folder("out", &dir.join("wsbench-new-folder-xyz/a")).is_ok());
+    }
+
+    #[test]
+    fn devices_and_symlinks_are_checked_as_they_are_written() {
+        // Written in place: the folder /dev need not take a new file.
+        assert!(check_output_file("json", Path::new("/dev/null")).is_ok());
+        let dir = std::env::temp_dir().join(format!("wsbench-outputs-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // A link into a folder that does not exist: that folder is the one named.
+        let link = dir.join("r.json");
+        std::os::unix::fs::symlink(dir.join("missing/real.json"), &link).unwrap();
+        let message = check_output_file("json", &link).unwrap_err().to_string();
+        assert!(message.contains("missing does not exist"), "{message}");
+        let to_folder = dir.join("folder.json");
+        std::os::unix::fs::symlink(&dir, &to_folder).unwrap();
+        let message = check_output_file("json", &to_folder).unwrap_err().to_string();
+        assert!(message.contains("is a folder: give a file name"), "{message}");
+        let socket = dir.join("s.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let message = check_output_file("stream", &socket).unwrap_err().to_string();
+        assert!(
+            message.ends_with("is a socket, which cannot be opened as a file: give a file name"),
+            "{message}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -76,7 +76,7 @@ impl RunSettings {
             source_addrs: self.source_addrs.as_deref().map(local_addrs).transpose()?.unwrap_or_default(),
             reconnect: self.reconnect,
             insecure: self.insecure,
-            handshake: self.handshake()?,
+            handshake: self.handshake(target.as_ref())?,
             tls: self.tls(target.as_ref())?,
             compression: self.compression()?,
             io: self.io()?,
@@ -151,9 +151,11 @@ impl RunSettings {
         }
     }
 
-    /// The upgrade request's extra headers and subprotocols, checked (the header file read).
-    fn handshake(&self) -> Result<HandshakeOptions, ConfigError> {
+    /// The upgrade request's extra headers and subprotocols, checked (the header file read),
+    /// with the `Authorization: Basic` of the URL's `user:password`.
+    fn handshake(&self, target: Option<&Target>) -> Result<HandshakeOptions, ConfigError> {
         HandshakeSettings {
+            target,
             headers: &self.header,
             header_file: self.header_file.as_deref(),
             subprotocol: self.subprotocol.as_deref(),

@@ -1,6 +1,8 @@
-//! Atomic file replacement for result files and interval logs: write `PATH.tmp-PID`, fsync,
+//! Atomic file replacement for result files and reports: write `PATH.tmp-PID`, fsync,
 //! rename over `PATH`. A full disk, a crash or a kill mid-write therefore never leaves a
 //! truncated file where scripts expect a complete one; on error the temporary file is removed.
+//! A symlink's target is what is replaced (the link stays), and a FIFO or a device is written
+//! in place, never replaced ([`crate::output_path`]).
 
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
@@ -8,6 +10,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::ResultError;
+use crate::output_path::OutputPath;
 
 /// The temporary file written next to `path` before the rename.
 pub(crate) fn temp_path(path: &Path) -> PathBuf {
@@ -16,12 +19,19 @@ pub(crate) fn temp_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Replaces `path` with what `contents` writes, or leaves it untouched and returns an error
-/// naming `path`.
+/// Replaces `path` (a symlink's target) with what `contents` writes, or leaves it untouched
+/// and returns an error naming `path`; a FIFO or a device is written in place.
 pub(crate) fn write_atomically(
     path: &Path,
     contents: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), ResultError> {
+    let error = |source| ResultError::Write { path: path.to_owned(), source };
+    let path = match crate::output_path::resolve(path) {
+        Ok(OutputPath::Replace(file)) => file,
+        Ok(OutputPath::InPlace(special)) => return write_in_place(&special, contents).map_err(error),
+        Err(not_a_file) => return Err(error(io::Error::other(not_a_file))),
+    };
+    let path = path.as_path();
     let temp = temp_path(path);
     let written = write_then_rename(path, &temp, contents);
     match written {
@@ -35,6 +45,14 @@ pub(crate) fn write_atomically(
             Err(ResultError::Write { path: path.to_owned(), source })
         }
     }
+}
+
+/// A FIFO or a device: opened as it is (no truncation, no rename) and written.
+fn write_in_place(path: &Path, contents: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+    let file = OpenOptions::new().write(true).open(path)?;
+    let mut writer = BufWriter::new(file);
+    contents(&mut writer)?;
+    writer.flush()
 }
 
 fn write_then_rename(

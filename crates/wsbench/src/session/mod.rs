@@ -4,7 +4,7 @@
 //! finds and samples the server process, and runs the engine; [`Session::measure_once`] is
 //! the one measurement that `run`, `--find-max-rate` and `compare` all use. [`shards`]
 //! splits a run over child processes; [`target_wait`] waits for a server that is
-//! still starting; [`interrupt`] turns Ctrl-C into a flag every loop
+//! still starting; [`interrupt`] turns SIGINT, SIGTERM and SIGHUP into a flag every loop
 //! checks. Results come back as [`RunResult`]s; files are written by [`write_outputs`].
 
 pub mod cpus;
@@ -66,9 +66,10 @@ pub enum RunError {
     /// A child process (the built-in server, a shard) could not be started or made ready.
     #[error(transparent)]
     Child(#[from] wsbench_supervisor::Error),
-    /// `--wait-for-target` ran out before the server accepted a connection.
+    /// `--wait-for-target` ran out before the server accepted a connection, or a signal
+    /// stopped the wait.
     #[error(transparent)]
-    TargetNotUp(#[from] target_wait::TargetNotUp),
+    TargetWait(#[from] target_wait::WaitError),
 }
 
 /// What a `wsbench run` produced: one result, or a rate search.
@@ -98,7 +99,7 @@ impl RunReport {
 }
 
 /// Validates `settings` and runs them to a result, or a search: in this process, or split
-/// over `--processes N` children whose results are merged. `interrupt` (Ctrl-C) ends the
+/// over `--processes N` children whose results are merged. `interrupt` (a signal) ends the
 /// run early; the result says so and is still written.
 pub fn run(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunReport, RunError> {
     let config = settings.validate()?;

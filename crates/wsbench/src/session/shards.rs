@@ -23,9 +23,10 @@
 //!
 //! A child that dies is reported by name (`shard 3/5 (pid N) died: signal 9`) and its
 //! partial result merged if it wrote one; the merged result is then marked interrupted. The
-//! children run in process groups of their own, so Ctrl-C reaches only the parent, which
-//! forwards it once: every child stops, writes its partial result, and the merged,
-//! interrupted, result is still written.
+//! children run in process groups of their own, so a terminal's Ctrl-C, `timeout`'s signal to
+//! the group or a SIGHUP reaches only the parent, which forwards it once as SIGINT: every
+//! child stops, writes its partial result, and the merged, interrupted, result is still
+//! written.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -200,7 +201,7 @@ fn shard_settings(
     let cpus = cpus_of_shard(client_cpus, index, config.placement.processes);
     RunSettings {
         scenario: Some(config.load.scenario.to_owned()),
-        target: Some(target.url.clone()),
+        target: Some(target.url_with_credentials()),
         shard: Some(format!("{index}/{}", config.placement.processes)),
         start_at: Some(start_ms),
         hlog: None,
@@ -290,7 +291,7 @@ fn start_shard(
 
 /// How a shard's process ended abnormally, or `None`: success, a run that completed with
 /// failures counted (exit 3: they are in its result), or the 130 of a shard that was
-/// interrupted because the parent forwarded Ctrl-C.
+/// interrupted because the parent forwarded a stop request.
 pub fn death(status: ExitStatus, forwarded: bool) -> Option<String> {
     let completed_with_failures = status.code() == Some(i32::from(crate::exit::RUN_FAILURES));
     if status.success()
@@ -310,10 +311,16 @@ struct ShardDir {
 }
 
 impl ShardDir {
-    /// `NAME.shards/` next to `--json NAME.json`, or a temporary directory; stale shard
-    /// files of an earlier run are removed first, so they cannot be mistaken for new ones.
+    /// `NAME.shards/` next to `--json NAME.json` (next to a symlink's target), or a
+    /// temporary directory (also when `--json` is a FIFO or a device: nothing goes beside
+    /// `/dev/null`); stale shard files of an earlier run are removed first, so they cannot
+    /// be mistaken for new ones.
     fn new(json: Option<&Path>, count: u64) -> Result<ShardDir, RunError> {
-        let (dir, temporary) = match json {
+        let file = json.and_then(|path| match crate::output_path::resolve(path) {
+            Ok(crate::output_path::OutputPath::Replace(file)) => Some(file),
+            _ => None,
+        });
+        let (dir, temporary) = match file {
             Some(path) => (path.with_extension("shards"), false),
             None => {
                 let unique = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());

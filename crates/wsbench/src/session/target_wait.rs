@@ -21,34 +21,51 @@ pub struct TargetNotUp {
     pub last: String,
 }
 
-/// Returns once `addr` accepts a TCP connection, or fails after `within`; an interrupt
-/// (Ctrl-C, SIGTERM) ends the wait at once, and the run then ends as interrupted.
+/// The wait ended without a target to run against.
+#[derive(Debug, thiserror::Error)]
+pub enum WaitError {
+    #[error(transparent)]
+    NotUp(#[from] TargetNotUp),
+    /// A signal asked to stop while waiting: the run ends before it begins.
+    #[error("{signal} while waiting for {url} to accept a connection (--wait-for-target): no load was sent")]
+    Interrupted { url: String, signal: String },
+}
+
+/// Returns once `addr` accepts a TCP connection, or fails after `within`. A signal
+/// (`interrupt` set) ends the wait at once with [`WaitError::Interrupted`], even if the
+/// target has just come up: a run asked to stop opens no connection.
 pub fn wait_for_target(
     url: &str,
     addr: SocketAddr,
     within: Duration,
     interrupt: &AtomicBool,
-) -> Result<(), TargetNotUp> {
+) -> Result<(), WaitError> {
     let deadline = Instant::now() + within;
+    let stopped = || WaitError::Interrupted { url: url.to_owned(), signal: super::interrupt::interrupted() };
     loop {
+        if interrupt.load(Ordering::SeqCst) {
+            return Err(stopped());
+        }
         let left = deadline.saturating_duration_since(Instant::now());
         let attempt = ATTEMPT_TIMEOUT.min(left).max(Duration::from_millis(10));
         let error = match TcpStream::connect_timeout(&addr, attempt) {
+            Ok(_) if interrupt.load(Ordering::SeqCst) => return Err(stopped()),
             Ok(_) => return Ok(()),
             Err(error) => error,
         };
-        if interrupt.load(Ordering::Relaxed) {
-            return Ok(());
-        }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(TargetNotUp {
+            return Err(WaitError::NotUp(TargetNotUp {
                 url: url.to_owned(),
                 waited: format!("{within:?}"),
                 last: error.to_string(),
-            });
+            }));
         }
-        std::thread::sleep(RETRY_PAUSE.min(left));
+        // Short naps, so that a signal ends the wait at once.
+        let pause_until = Instant::now() + RETRY_PAUSE.min(left);
+        while Instant::now() < pause_until && !interrupt.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -86,5 +103,23 @@ mod tests {
             "{error}"
         );
         assert!(!error.contains('\n'), "{error}");
+    }
+
+    #[test]
+    fn a_stop_request_ends_the_wait_without_a_connection() {
+        // A listener that is up: even so, a run asked to stop does not go on to connect.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let error = wait_for_target("ws://up/", addr, Duration::from_secs(10), &AtomicBool::new(true))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.ends_with(
+                "while waiting for ws://up/ to accept a connection (--wait-for-target): no load was sent"
+            ),
+            "{error}"
+        );
+        listener.set_nonblocking(true).unwrap();
+        assert!(listener.accept().is_err(), "no connection was opened");
     }
 }
