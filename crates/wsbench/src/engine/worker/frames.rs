@@ -14,6 +14,7 @@ use std::time::Instant;
 use wsbench_proto::{OpCode, ProtocolError, parse_close_payload};
 
 use super::Worker;
+use crate::units::format::bytes;
 use crate::engine::conn::State;
 use crate::engine::workload::{Assembly, Message};
 
@@ -78,7 +79,7 @@ impl Worker {
         conn.message = Vec::new();
         conn.budget.release();
         let counters = &mut self.rec.metrics.counters;
-        counters.count_framing_error(&framing_cause(error), &error.to_string());
+        counters.count_framing_error(&framing_cause(error), &framing_detail(error));
         counters.messages_unanswered += self.workload.unanswered(conn);
         conn.write_control(OpCode::Close, &error.close_code().to_be_bytes());
         let _ = conn.flush(&[]);
@@ -230,6 +231,23 @@ impl Worker {
 /// `protocol_error_1002_masked_server_frame` or `protocol_error_1009_message_too_big`.
 pub fn framing_cause(error: &ProtocolError) -> String {
     format!("protocol_error_{}_{}", error.close_code(), error.rule())
+}
+
+/// What broke, in one line; a message too big names the setting that bounds it.
+fn framing_detail(error: &ProtocolError) -> String {
+    match error {
+        ProtocolError::OverBudget(over) => format!(
+            "messages still arriving would hold more than --max-message-memory ({}) on all connections",
+            bytes(over.limit)
+        ),
+        ProtocolError::MessageTooBig { size, limit } => {
+            format!("a message of {} is longer than --max-message ({})", bytes(*size), bytes(*limit))
+        }
+        ProtocolError::InflatedTooBig { limit } => {
+            format!("a compressed message inflates past --max-message ({})", bytes(*limit))
+        }
+        _ => error.to_string(),
+    }
 }
 
 #[cfg(test)]
