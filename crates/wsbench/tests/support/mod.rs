@@ -12,6 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
+pub mod hostile_server;
 pub mod scripted_server;
 
 /// Path of the `wsbench` binary built for this test run.
