@@ -242,23 +242,24 @@ fn deflate_bombs_from_30_clients_are_closed_by_serve_within_its_budget() {
 #[test]
 fn a_long_compressed_run_gives_its_message_memory_back() {
     let _slot = heavy(2);
-    // Both sides with a budget of a few dozen messages: a charge kept after its message
-    // would exhaust it within the first 40 echoes.
+    // Both sides with a budget of a few dozen 30 kB messages, and connections coming and
+    // going (churn): a charge kept after its message, or after its connection, would
+    // exhaust it within the first 40 echoes or connections of the 300 this run makes.
     let server = Server::spawn(&["--max-message-memory", "1MiB"]);
     let json = scratch("hostile-budget-returned").join("r.json");
     let url = format!("ws://{}/", server.addr);
     let run = run_watched(&[
         "run",
-        "echo",
+        "churn",
         &url,
+        "--rate",
+        "100/s",
+        "--messages-per-connection",
+        "2",
         "--compression",
         "deflate",
         "--payload",
         "bytes:30000",
-        "--connections",
-        "4",
-        "--warmup",
-        "0s",
         "--duration",
         "3s",
         "--max-message-memory",
@@ -271,5 +272,5 @@ fn a_long_compressed_run_gives_its_message_memory_back() {
     let result = read_result(&json);
     assert!(errors(&result).is_empty(), "{}\n{}", summary_of(&result), run.describe());
     let echoes = uint(&result, "/counters/messages_received");
-    assert!(echoes >= 100, "only {echoes} echoes: too few to show a leak\n{}", run.describe());
+    assert!(echoes >= 200, "only {echoes} echoes: too few to show a leak\n{}", run.describe());
 }
