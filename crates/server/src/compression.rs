@@ -52,7 +52,8 @@ impl Compression {
     ) -> Result<(), Failure> {
         let failed = |error: DeflateError| (error.close_code(), error.to_string());
         let inflated = self.inflater.inflate(payload, &mut self.message, budget);
-        let inflated = inflated.and_then(|()| if last { self.inflater.finish(&mut self.message, budget) } else { Ok(()) });
+        let inflated = inflated
+            .and_then(|()| if last { self.inflater.finish(&mut self.message, budget) } else { Ok(()) });
         if let Err(error) = inflated {
             // The connection fails: its buffer and its charge go at once, not when it closes.
             self.message = Vec::new();

@@ -350,7 +350,11 @@ fn masked_server_frame_is_a_protocol_error() {
 fn frame_length_with_the_top_bit_set_is_a_protocol_error() {
     // A binary frame whose 64-bit length has its most significant bit set (RFC 6455 5.2).
     let frame = vec![0x82, 0x7F, 0x80, 0, 0, 0, 0, 0, 0, 0x10];
-    assert_protocol_error_after_upgrade("faults-oversized-length", frame, "protocol_error_1002_invalid_length");
+    assert_protocol_error_after_upgrade(
+        "faults-oversized-length",
+        frame,
+        "protocol_error_1002_invalid_length",
+    );
 }
 
 #[test]
@@ -364,7 +368,11 @@ fn invalid_utf8_in_a_text_message_is_a_protocol_error_1007() {
 fn over_long_control_frame_is_a_protocol_error() {
     let mut frame = Vec::new();
     write_frame(&mut frame, true, OpCode::Ping, None, &[b'p'; 126]);
-    assert_protocol_error_after_upgrade("faults-long-ping", frame, "protocol_error_1002_control_frame_too_long");
+    assert_protocol_error_after_upgrade(
+        "faults-long-ping",
+        frame,
+        "protocol_error_1002_control_frame_too_long",
+    );
 }
 
 #[test]
@@ -377,7 +385,11 @@ fn wss_to_a_self_signed_server_without_insecure_is_a_tls_unknown_ca() {
     let result = finished_on_time(&run, &json, Duration::from_secs(6));
     assert_handshake_failed(&run, &result, "tls_unknown_ca");
     let hint = result["counters"]["handshake_responses"]["tls_unknown_ca"].as_str().unwrap_or_default();
-    assert!(hint.contains("--cacert") && hint.contains("--insecure"), "the hint: {hint:?}\n{}", run.describe());
+    assert!(
+        hint.contains("--cacert") && hint.contains("--insecure"),
+        "the hint: {hint:?}\n{}",
+        run.describe()
+    );
 }
 
 /// A self-signed certificate marked as a CA (as `openssl req -x509` makes it) is an unknown CA

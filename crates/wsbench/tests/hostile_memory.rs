@@ -91,12 +91,7 @@ fn run_watched(args: &[&str]) -> Watched {
         }
         thread::sleep(Duration::from_millis(10));
     };
-    Watched {
-        code: status.code(),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-        peak_kib,
-    }
+    Watched { code: status.code(), stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap(), peak_kib }
 }
 
 /// The run completed with failures (exit 3), wrote its result and report, and counted
@@ -153,8 +148,20 @@ fn a_frame_announcing_2_pow_63_bytes_is_closed_with_1009_on_its_header() {
     let url = server.url();
     // bytes:N echoes are checked as they stream, unbuffered: the length still counts.
     let run = run_watched(&[
-        "run", "echo", &url, "--connections", "4", "--payload", "bytes:64", "--warmup", "0s", "--duration",
-        "3s", "--quiet", "--json", arg(&json),
+        "run",
+        "echo",
+        &url,
+        "--connections",
+        "4",
+        "--payload",
+        "bytes:64",
+        "--warmup",
+        "0s",
+        "--duration",
+        "3s",
+        "--quiet",
+        "--json",
+        arg(&json),
     ]);
     let result = assert_closed_too_big(&run, &json, 4);
     // Closed on the header: nothing like the 4 GiB the server would send was read.
@@ -169,8 +176,20 @@ fn endless_continuation_frames_are_closed_with_1009_at_max_message() {
     let json = scratch("hostile-endless-continuations").join("r.json");
     let url = server.url();
     let run = run_watched(&[
-        "run", "echo", &url, "--connections", "4", "--max-message", "1MiB", "--warmup", "0s", "--duration",
-        "3s", "--quiet", "--json", arg(&json),
+        "run",
+        "echo",
+        &url,
+        "--connections",
+        "4",
+        "--max-message",
+        "1MiB",
+        "--warmup",
+        "0s",
+        "--duration",
+        "3s",
+        "--quiet",
+        "--json",
+        arg(&json),
     ]);
     let result = assert_closed_too_big(&run, &json, 4);
     let detail = result["counters"]["protocol_error_details"][TOO_BIG].as_str().unwrap_or_default();

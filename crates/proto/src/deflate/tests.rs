@@ -126,7 +126,9 @@ fn the_rfc_example_inflates() {
     // RFC 7692 §7.2.3.1: "Hello" compressed.
     let mut inflater = Inflater::new(15, false, 100);
     let mut out = Vec::new();
-    inflater.inflate(&[0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00], &mut out, &mut Reservation::default()).unwrap();
+    inflater
+        .inflate(&[0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00], &mut out, &mut Reservation::default())
+        .unwrap();
     inflater.finish(&mut out, &mut Reservation::default()).unwrap();
     assert_eq!(out, b"Hello");
     // §7.2.3.2: the same message again with context takeover, referring back.
@@ -173,7 +175,9 @@ fn a_compression_bomb_stops_at_the_process_budget_before_its_own_limit() {
 fn garbage_is_corrupt_not_a_panic() {
     let mut inflater = Inflater::new(15, false, 1 << 20);
     let mut out = Vec::new();
-    let result = inflater.inflate(&[0xff; 32], &mut out, &mut Reservation::default()).and_then(|()| inflater.finish(&mut out, &mut Reservation::default()));
+    let result = inflater
+        .inflate(&[0xff; 32], &mut out, &mut Reservation::default())
+        .and_then(|()| inflater.finish(&mut out, &mut Reservation::default()));
     assert_eq!(result, Err(DeflateError::Corrupt));
     assert_eq!(DeflateError::Corrupt.close_code(), 1002);
 }

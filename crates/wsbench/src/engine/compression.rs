@@ -105,7 +105,12 @@ impl ConnCompression {
 
     /// Inflates one piece of a compressed echo into `inflated`, as far as `budget` allows;
     /// on the last piece the whole echo is there. The error fails the connection.
-    pub fn receive(&mut self, payload: &[u8], last: bool, budget: &mut Reservation) -> Result<(), ProtocolError> {
+    pub fn receive(
+        &mut self,
+        payload: &[u8],
+        last: bool,
+        budget: &mut Reservation,
+    ) -> Result<(), ProtocolError> {
         let inflated = self.inflater.inflate(payload, &mut self.inflated, budget);
         let inflated = inflated.and_then(|()| match last {
             true => self.inflater.finish(&mut self.inflated, budget),

@@ -22,13 +22,17 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use wsbench_proto::deflate::Deflater;
-use wsbench_proto::handshake::{DEFAULT_MAX_HEADER_BYTES, Request, add_header, parse_request, server_response};
+use wsbench_proto::handshake::{
+    DEFAULT_MAX_HEADER_BYTES, Request, add_header, parse_request, server_response,
+};
 
 /// What each connection gets after the client's first frame.
 #[derive(Debug, Clone)]
 pub enum Attack {
     /// A compressed message of this many MiB of zeros.
-    DeflateBomb { mib: u64 },
+    DeflateBomb {
+        mib: u64,
+    },
     EndlessFrame,
     EndlessContinuations,
     Bytes(Vec<u8>),
@@ -101,7 +105,9 @@ fn serve(mut stream: TcpStream, attack: &Attack, unit: &[u8]) -> std::io::Result
     let mut input = Vec::new();
     let mut chunk = [0u8; 4096];
     let request = loop {
-        if let Some((request, used)) = parse_request(&input, DEFAULT_MAX_HEADER_BYTES).map_err(std::io::Error::other)? {
+        if let Some((request, used)) =
+            parse_request(&input, DEFAULT_MAX_HEADER_BYTES).map_err(std::io::Error::other)?
+        {
             input.drain(..used);
             break request;
         }

@@ -61,11 +61,9 @@ impl Dial for Http1 {
         if let Err(failure) = check_accepted(job, conn, &data[..n], counters) {
             return Upgrade::Refused(failure);
         }
-        let attached = job
-            .load
-            .compression
-            .as_ref()
-            .map(|offer| compression::attach(offer, &conn.key, job.load.max_message, &mut conn.decoder, data, counters));
+        let attached = job.load.compression.as_ref().map(|offer| {
+            compression::attach(offer, &conn.key, job.load.max_message, &mut conn.decoder, data, counters)
+        });
         match attached {
             Some(Ok(state)) => conn.compression = Some(state),
             Some(Err(failure)) => return Upgrade::Refused(failure),

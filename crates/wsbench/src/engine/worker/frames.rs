@@ -14,9 +14,9 @@ use std::time::Instant;
 use wsbench_proto::{OpCode, ProtocolError, parse_close_payload};
 
 use super::Worker;
-use crate::units::format::bytes;
 use crate::engine::conn::State;
 use crate::engine::workload::{Assembly, Message};
+use crate::units::format::bytes;
 
 /// Longest message a protocol session reads; a longer one is an error of its own.
 const SESSION_MESSAGE_MAX: usize = 16 << 20;
@@ -51,7 +51,9 @@ impl Worker {
                 }
                 OpCode::Text | OpCode::Binary => {
                     let binary = chunk.opcode == OpCode::Binary;
-                    if let Err(error) = self.on_data(key, binary, (chunk.first, chunk.last), &data[payload], now) {
+                    if let Err(error) =
+                        self.on_data(key, binary, (chunk.first, chunk.last), &data[payload], now)
+                    {
                         return self.fail(key, &error);
                     }
                 }
@@ -130,7 +132,9 @@ impl Worker {
     ) -> Result<(), ProtocolError> {
         let Some(conn) = self.conns.get_mut(key) else { return Ok(()) };
         // The decoder lets RSV1 through only once the extension was agreed.
-        let Some(compression) = conn.compression.as_mut() else { return Err(ProtocolError::ReservedBits(0b100)) };
+        let Some(compression) = conn.compression.as_mut() else {
+            return Err(ProtocolError::ReservedBits(0b100));
+        };
         if first {
             self.rec.metrics.counters.compressed_messages_received += 1;
         }

@@ -65,7 +65,8 @@ impl Dial for Http2 {
         // A carrier already up sends the CONNECT in the next flush, not at its next read.
         carriers.touch(carrier);
         let decoder = Decoder::new(Role::Client, job.load.max_message);
-        let mut conn = ClientConn::new(ByteStream::Carried { carrier, stream }, index, String::new(), decoder, now);
+        let mut conn =
+            ClientConn::new(ByteStream::Carried { carrier, stream }, index, String::new(), decoder, now);
         conn.budget = Reservation::new(job.message_memory.clone());
         Ok(conn)
     }
