@@ -16,7 +16,7 @@ use wsbench_proto::{OpCode, ProtocolError, parse_close_payload};
 use super::Worker;
 use crate::engine::conn::State;
 use crate::engine::workload::{Assembly, Message};
-use crate::units::format::bytes;
+use crate::units::format::{bytes, group};
 
 /// Longest message a protocol session reads; a longer one is an error of its own.
 const SESSION_MESSAGE_MAX: usize = 16 << 20;
@@ -245,7 +245,7 @@ fn framing_detail(error: &ProtocolError) -> String {
             bytes(over.limit)
         ),
         ProtocolError::MessageTooBig { size, limit } => {
-            format!("a message of {} is longer than --max-message ({})", bytes(*size), bytes(*limit))
+            format!("a message of {} bytes is longer than --max-message ({})", group(*size), bytes(*limit))
         }
         ProtocolError::InflatedTooBig { limit } => {
             format!("a compressed message inflates past --max-message ({})", bytes(*limit))
