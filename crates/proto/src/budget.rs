@@ -67,6 +67,11 @@ impl Reservation {
         Reservation { budget: Some(budget), held: 0 }
     }
 
+    /// The budget it draws on (none: unbudgeted), for a connection's streams to share.
+    pub fn budget(&self) -> Option<Arc<MessageMemory>> {
+        self.budget.clone()
+    }
+
     /// Bytes this connection is charged for now.
     pub fn held(&self) -> u64 {
         self.held

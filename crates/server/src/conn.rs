@@ -205,7 +205,8 @@ impl ConnState {
                 self.process(data, out, limits)
             }
             Phase::Http2 => {
-                let h2 = self.h2.get_or_insert_with(Default::default);
+                let budget = self.reservation.budget();
+                let h2 = self.h2.get_or_insert_with(|| Box::new(H2Conn::with_budget(budget)));
                 (data.len(), h2.process(data, out, limits))
             }
             Phase::Handshake | Phase::Http => self.process_http(data, out, limits),
