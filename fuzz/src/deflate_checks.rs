@@ -6,6 +6,7 @@
 //! Uses only `wsbench_proto` and std, because the corpus test includes it by path.
 
 use wsbench_proto::deflate::{Deflater, Inflater, parse_offers};
+use wsbench_proto::{MessageMemory, Reservation};
 
 /// Small, so fuzzed inputs can cross it.
 const LIMIT: u64 = 64 * 1024;
@@ -20,11 +21,18 @@ pub fn inflate(data: &[u8]) {
     let mut inflater = Inflater::new(bits, no_context_takeover, LIMIT);
     let mut deflater = Deflater::new(bits, no_context_takeover);
     let mut check = Inflater::new(bits, no_context_takeover, u64::MAX);
+    // A process budget twice the message limit: whichever a message meets first stops it.
+    let budget = MessageMemory::new(2 * LIMIT);
     for message in body.split(|&b| b == 0xA5) {
         let mut out = Vec::new();
-        let result = message.chunks(step).try_for_each(|piece| inflater.inflate(piece, &mut out));
-        let result = result.and_then(|()| inflater.finish(&mut out));
+        let mut reservation = Reservation::new(budget.clone());
+        let result =
+            message.chunks(step).try_for_each(|piece| inflater.inflate(piece, &mut out, &mut reservation));
+        let result = result.and_then(|()| inflater.finish(&mut out, &mut reservation));
         assert!(out.len() as u64 <= LIMIT + 1, "inflated {} bytes past the limit", out.len());
+        assert!(budget.held() <= budget.limit(), "the budget was overdrawn");
+        drop(reservation);
+        assert_eq!(budget.held(), 0, "a finished message gave its charge back");
         if result.is_err() {
             // A failed connection is dropped; start a new one as the next peer would.
             inflater = Inflater::new(bits, no_context_takeover, LIMIT);
@@ -32,8 +40,9 @@ pub fn inflate(data: &[u8]) {
         let mut compressed = Vec::new();
         deflater.compress(message, &mut compressed).expect("compressing never fails");
         let mut back = Vec::new();
-        check.inflate(&compressed, &mut back).expect("our own output inflates");
-        check.finish(&mut back).expect("our own output ends cleanly");
+        let mut unlimited = Reservation::default();
+        check.inflate(&compressed, &mut back, &mut unlimited).expect("our own output inflates");
+        check.finish(&mut back, &mut unlimited).expect("our own output ends cleanly");
         assert_eq!(back, message, "a message changed through deflate and inflate");
     }
     if let Ok(text) = std::str::from_utf8(body) {

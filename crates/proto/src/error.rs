@@ -32,6 +32,12 @@ pub enum ProtocolError {
     InvalidCloseCode(u16),
     #[error("close reason is not valid UTF-8")]
     InvalidCloseReason,
+    #[error("compressed message inflates to more than the limit of {limit} bytes")]
+    InflatedTooBig { limit: u64 },
+    #[error("compressed message is not valid deflate data")]
+    InvalidDeflateData,
+    #[error(transparent)]
+    OverBudget(#[from] crate::OverBudget),
 }
 
 impl ProtocolError {
@@ -39,8 +45,47 @@ impl ProtocolError {
     pub fn close_code(&self) -> u16 {
         match self {
             ProtocolError::InvalidUtf8 | ProtocolError::InvalidCloseReason => 1007,
-            ProtocolError::MessageTooBig { .. } => 1009,
+            ProtocolError::MessageTooBig { .. }
+            | ProtocolError::InflatedTooBig { .. }
+            | ProtocolError::OverBudget(_) => 1009,
             _ => 1002,
+        }
+    }
+
+    /// The rule that broke, in a word a report can count by (`masked_server_frame`,
+    /// `message_too_big`, …): with [`Self::close_code`] it names the failure.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            ProtocolError::ReservedBits(_) => "reserved_bits",
+            ProtocolError::ReservedOpcode(_) => "reserved_opcode",
+            ProtocolError::ControlFrameTooLong(_) => "control_frame_too_long",
+            ProtocolError::FragmentedControlFrame => "fragmented_control_frame",
+            ProtocolError::UnexpectedContinuation => "unexpected_continuation",
+            ProtocolError::ExpectedContinuation => "expected_continuation",
+            ProtocolError::UnmaskedClientFrame => "unmasked_client_frame",
+            ProtocolError::MaskedServerFrame => "masked_server_frame",
+            ProtocolError::InvalidLength => "invalid_length",
+            ProtocolError::MessageTooBig { .. }
+            | ProtocolError::InflatedTooBig { .. }
+            | ProtocolError::OverBudget(_) => "message_too_big",
+            ProtocolError::InvalidUtf8 => "invalid_utf8",
+            ProtocolError::CloseTooShort => "close_too_short",
+            ProtocolError::InvalidCloseCode(_) => "invalid_close_code",
+            ProtocolError::InvalidCloseReason => "invalid_close_reason",
+            ProtocolError::InvalidDeflateData => "invalid_deflate_data",
+        }
+    }
+}
+
+impl From<crate::deflate::DeflateError> for ProtocolError {
+    /// A received message that does not inflate (the other errors are the negotiation's
+    /// and never come from a message).
+    fn from(error: crate::deflate::DeflateError) -> ProtocolError {
+        use crate::deflate::DeflateError;
+        match error {
+            DeflateError::TooBig { limit } => ProtocolError::InflatedTooBig { limit },
+            DeflateError::OverBudget(over) => ProtocolError::OverBudget(over),
+            _ => ProtocolError::InvalidDeflateData,
         }
     }
 }

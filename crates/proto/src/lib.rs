@@ -6,6 +6,7 @@
 //! returns `Ok(None)` when it needs more bytes, which keeps it easy to test byte by byte and
 //! to fuzz.
 
+mod budget;
 mod close;
 mod decoder;
 pub mod deflate;
@@ -15,6 +16,7 @@ pub mod handshake;
 mod mask;
 mod utf8;
 
+pub use budget::{MessageMemory, OverBudget, Reservation};
 pub use close::{CloseCode, is_valid_close_code, parse_close_payload};
 pub use decoder::{Chunk, Decoder, Role};
 pub use error::{HandshakeError, ProtocolError};

@@ -1,8 +1,9 @@
 //! permessage-deflate (RFC 7692) for one echo connection: the answer to the client's offer,
 //! and the echo of compressed messages.
 //!
-//! A compressed message is inflated as its frames arrive (bounded by `--max-message`, so a
-//! bomb ends in close 1009), checked as UTF-8 if it is text, and echoed compressed in one
+//! A compressed message is inflated as its frames arrive (bounded by `--max-message`, and
+//! with every other message still arriving by `--max-message-memory`, so a bomb ends in
+//! close 1009), checked as UTF-8 if it is text, and echoed compressed in one
 //! frame with RSV1. The compressor and decompressor live as long as the connection, which is
 //! what context takeover needs; the two buffers are reused from message to message. A message
 //! that arrives uncompressed is echoed uncompressed by `conn.rs`, as RFC 7692 lets a sender
@@ -10,7 +11,7 @@
 
 use wsbench_proto::deflate::{self, DeflateError, Deflater, Inflater};
 use wsbench_proto::handshake::UpgradeRequest;
-use wsbench_proto::{OpCode, write_frame};
+use wsbench_proto::{OpCode, Reservation, write_frame};
 
 /// The compression state of one connection that negotiated permessage-deflate.
 #[derive(Debug)]
@@ -47,13 +48,22 @@ impl Compression {
         payload: &[u8],
         last: bool,
         out: &mut Vec<u8>,
+        budget: &mut Reservation,
     ) -> Result<(), Failure> {
         let failed = |error: DeflateError| (error.close_code(), error.to_string());
-        self.inflater.inflate(payload, &mut self.message).map_err(failed)?;
+        let inflated = self.inflater.inflate(payload, &mut self.message, budget);
+        let inflated = inflated
+            .and_then(|()| if last { self.inflater.finish(&mut self.message, budget) } else { Ok(()) });
+        if let Err(error) = inflated {
+            // The connection fails: its buffer and its charge go at once, not when it closes.
+            self.message = Vec::new();
+            budget.release();
+            return Err(failed(error));
+        }
         if !last {
             return Ok(());
         }
-        self.inflater.finish(&mut self.message).map_err(failed)?;
+        budget.release();
         if opcode == OpCode::Text && std::str::from_utf8(&self.message).is_err() {
             return Err((1007, "text message is not valid UTF-8".to_owned()));
         }

@@ -9,6 +9,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use wsbench_proto::DEFAULT_MAX_MESSAGE;
+
+/// What every connection of one server process may hold at once in messages still
+/// arriving (reassembled or inflated): 1 GiB.
+pub const DEFAULT_MAX_MESSAGE_MEMORY: u64 = 1 << 30;
 use wsbench_proto::handshake::DEFAULT_MAX_HEADER_BYTES;
 
 pub const DEFAULT_PORT: u16 = 8080;
@@ -41,6 +45,10 @@ pub struct ServeConfig {
     /// Extra raw TCP echo port (0 picks a free one).
     pub tcp_port: Option<u16>,
     pub max_message: u64,
+    /// Bytes all connections of one process may hold together in messages still arriving
+    /// (each `--processes` process has its own); past it a connection is closed with 1009.
+    #[serde(default = "default_max_message_memory")]
+    pub max_message_memory: u64,
     pub max_header_bytes: usize,
     pub max_connections: usize,
     pub handshake_timeout: Duration,
@@ -50,6 +58,10 @@ pub struct ServeConfig {
     /// Serve the pub/sub protocol of docs/protocols.md (one event-loop thread, no
     /// permessage-deflate); other messages are still echoed.
     pub pubsub: bool,
+}
+
+fn default_max_message_memory() -> u64 {
+    DEFAULT_MAX_MESSAGE_MEMORY
 }
 
 impl Default for ServeConfig {
@@ -62,6 +74,7 @@ impl Default for ServeConfig {
             tls: None,
             tcp_port: None,
             max_message: DEFAULT_MAX_MESSAGE,
+            max_message_memory: DEFAULT_MAX_MESSAGE_MEMORY,
             max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
@@ -86,6 +99,7 @@ mod tests {
             tls: Some(TlsSource::Files { cert: "c.pem".into(), key: "k.pem".into() }),
             tcp_port: Some(5001),
             max_message: 1 << 20,
+            max_message_memory: 3 << 20,
             max_header_bytes: 1234,
             max_connections: usize::MAX - 1,
             handshake_timeout: Duration::from_millis(2500),

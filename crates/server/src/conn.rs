@@ -7,7 +7,7 @@
 //! frame, `message` only a message still arriving in pieces, and both are freed when done.
 
 use wsbench_proto::handshake::{Request, add_header, parse_request, server_response};
-use wsbench_proto::{CloseCode, Decoder, OpCode, Role, write_frame};
+use wsbench_proto::{CloseCode, Decoder, OpCode, ProtocolError, Reservation, Role, write_frame};
 
 use std::cell::Cell;
 
@@ -141,6 +141,9 @@ pub struct ConnState {
     message: Vec<u8>,
     /// permessage-deflate, when negotiated.
     compression: Option<Box<Compression>>,
+    /// What `message` and the message being inflated are charged to the process's budget
+    /// for messages still arriving (none: unbudgeted, e.g. an HTTP/2 stream).
+    pub reservation: Reservation,
     /// Pub/sub commands received and not yet handled by the event loop: each message's
     /// length (4 bytes, native order) then its payload. Empty except in `--pubsub` mode.
     pub inbox: Vec<u8>,
@@ -155,6 +158,7 @@ impl ConnState {
             decoder: None,
             message: Vec::new(),
             compression: None,
+            reservation: Reservation::default(),
             inbox: Vec::new(),
             h2: None,
         }
@@ -201,7 +205,8 @@ impl ConnState {
                 self.process(data, out, limits)
             }
             Phase::Http2 => {
-                let h2 = self.h2.get_or_insert_with(Default::default);
+                let budget = self.reservation.budget();
+                let h2 = self.h2.get_or_insert_with(|| Box::new(H2Conn::with_budget(budget)));
                 (data.len(), h2.process(data, out, limits))
             }
             Phase::Handshake | Phase::Http => self.process_http(data, out, limits),
@@ -292,7 +297,9 @@ impl ConnState {
             if chunk.compressed
                 && let Some(compression) = self.compression.as_mut()
             {
-                if let Err((code, reason)) = compression.on_chunk(chunk.opcode, payload, chunk.last, out) {
+                if let Err((code, reason)) =
+                    compression.on_chunk(chunk.opcode, payload, chunk.last, out, &mut self.reservation)
+                {
                     return fail(code, &reason, data.len(), out);
                 }
                 used += chunk.consumed;
@@ -309,6 +316,12 @@ impl ConnState {
                     count_echo();
                 }
                 OpCode::Text | OpCode::Binary => {
+                    if let Err(over) = self.reservation.make_room(&mut self.message, payload.len()) {
+                        self.message = Vec::new();
+                        self.reservation.release();
+                        let error = ProtocolError::OverBudget(over);
+                        return fail(error.close_code(), &error.to_string(), data.len(), out);
+                    }
                     self.message.extend_from_slice(payload);
                     if chunk.last
                         && pubsub_mode
@@ -317,10 +330,12 @@ impl ConnState {
                     {
                         push_command(&mut self.inbox, &self.message);
                         self.message = Vec::new();
+                        self.reservation.release();
                     } else if chunk.last {
                         write_frame(out, true, chunk.opcode, None, &self.message);
                         count_echo();
                         self.message = Vec::new();
+                        self.reservation.release();
                     }
                 }
                 OpCode::Ping => write_frame(out, true, OpCode::Pong, None, payload),

@@ -17,6 +17,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use rustls::{ServerConfig, ServerConnection};
 use slab::Slab;
+use wsbench_proto::{MessageMemory, Reservation};
 use wsbench_transport::Transport;
 
 mod deadlines;
@@ -53,6 +54,8 @@ pub struct Shared {
     /// its loop alone, so counting needs no locked instruction).
     pub echoed: Mutex<Vec<Arc<AtomicU64>>>,
     pub wakers: Mutex<Vec<Arc<Waker>>>,
+    /// The process's budget for messages still arriving, drawn on by every connection.
+    pub message_memory: Arc<MessageMemory>,
 }
 
 pub struct EventLoop {
@@ -271,6 +274,7 @@ impl EventLoop {
         self.next_serial = self.next_serial.wrapping_add(1);
         let phase = if raw { Phase::Raw } else { Phase::Handshake };
         let conn = entry.insert(Conn::new(transport, phase, serial));
+        conn.state.reservation = Reservation::new(self.shared.message_memory.clone());
         let token = Token(key + FIRST_CONNECTION);
         if self.poll.registry().register(conn.transport.socket(), token, Interest::READABLE).is_err() {
             self.conns.remove(key);

@@ -14,12 +14,14 @@
 //! acknowledgements and deliveries to streams by id ([`H2Conn::send_to`]).
 
 use std::future::Future;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use slab::Slab;
 use wsbench_proto::handshake::UpgradeRequest;
+use wsbench_proto::{MessageMemory, Reservation};
 use wsbench_transport::http2::h2::server::{self, SendResponse};
 use wsbench_transport::http2::h2::{self, RecvStream, SendStream};
 use wsbench_transport::http2::{OUTPUT_LIMIT, Pipe, PipeIo, Ready, context};
@@ -67,6 +69,8 @@ pub struct H2Conn {
     limits: Limits,
     /// Some stream has pub/sub commands in its inbox.
     commands: bool,
+    /// The process's budget for messages still arriving, drawn on by each stream.
+    message_memory: Option<Arc<MessageMemory>>,
 }
 
 impl std::fmt::Debug for H2Conn {
@@ -102,7 +106,13 @@ impl H2Conn {
             echo: Vec::new(),
             limits: Limits { max_message: 0, max_header_bytes: 0, deflate: false, pubsub: false },
             commands: false,
+            message_memory: None,
         }
+    }
+
+    /// A connection whose streams draw on `message_memory` (none: unbudgeted).
+    pub fn with_budget(message_memory: Option<Arc<MessageMemory>>) -> H2Conn {
+        H2Conn { message_memory, ..H2Conn::new() }
     }
 
     /// Whether a stream has pub/sub commands waiting ([`H2Conn::take_commands`]).
@@ -269,7 +279,10 @@ impl H2Conn {
         let Ok(send) = respond.send_response(response.body(()).unwrap_or_default(), false) else { return };
         let slot = self.streams.vacant_key();
         let waker = self.ready.waker(slot);
-        let state = ConnState::websocket(compression);
+        let mut state = ConnState::websocket(compression);
+        if let Some(budget) = &self.message_memory {
+            state.reservation = Reservation::new(budget.clone());
+        }
         self.streams.insert(Stream {
             id,
             waker,

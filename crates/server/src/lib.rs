@@ -71,8 +71,8 @@ pub mod fuzzing {
 }
 
 pub use config::{
-    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_PROCESSES, DEFAULT_THREADS,
-    ServeConfig, TlsSource,
+    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_MESSAGE_MEMORY, DEFAULT_PORT,
+    DEFAULT_PROCESSES, DEFAULT_THREADS, ServeConfig, TlsSource,
 };
 
 /// Why the server could not start or stopped abnormally.
@@ -204,6 +204,7 @@ pub fn start(config: &ServeConfig) -> Result<RunningServer, ServeError> {
         connections: AtomicUsize::new(0),
         echoed: Default::default(),
         wakers: Default::default(),
+        message_memory: wsbench_proto::MessageMemory::new(config.max_message_memory),
     });
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {

@@ -49,6 +49,18 @@ fn max_message(text: &str) -> Result<u64, UnitError> {
     Ok(bytes)
 }
 
+/// `serve --max-message-memory`: a size above zero and at most 64 GiB.
+fn max_message_memory(text: &str) -> Result<u64, UnitError> {
+    let bytes = parse_bytes(text)?;
+    if bytes == 0 || bytes > wsbench::config::bounds::MAX_MESSAGE_MEMORY {
+        return Err(UnitError {
+            input: text.to_owned(),
+            problem: format!("`{text}`: give a size above zero and at most 64GiB"),
+        });
+    }
+    Ok(bytes)
+}
+
 impl std::fmt::Display for DurationArg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&format_duration(self.0))
@@ -280,6 +292,11 @@ pub struct ServeArgs {
     /// with 1009.
     #[arg(long, value_parser = max_message, default_value = "128MiB")]
     pub max_message: u64,
+    /// What all connections of one server process may hold together in messages still
+    /// arriving, reassembled or inflated (e.g. 256MiB, at most 64GiB); a connection that
+    /// would pass it is closed with 1009.
+    #[arg(long, value_parser = max_message_memory, default_value = "1GiB")]
+    pub max_message_memory: u64,
     /// Refuse connections beyond this many (default: the open-file limit; at most
     /// 10,000,000).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
@@ -331,6 +348,7 @@ impl ServeArgs {
             key,
             tcp_port,
             max_message,
+            max_message_memory,
             max_connections,
             handshake_timeout,
             processes,
@@ -351,6 +369,7 @@ impl ServeArgs {
             tls,
             tcp_port,
             max_message,
+            max_message_memory,
             max_connections: max_connections.map_or(DEFAULT_MAX_CONNECTIONS, |n| n as usize),
             handshake_timeout: handshake_timeout.0,
             deflate: !no_deflate,
@@ -389,6 +408,8 @@ mod tests {
             "0",
             "--max-message",
             "1MiB",
+            "--max-message-memory",
+            "64MiB",
             "--max-connections",
             "500",
             "--handshake-timeout",
@@ -405,6 +426,7 @@ mod tests {
             tls: Some(TlsSource::Files { cert: "c.pem".into(), key: "k.pem".into() }),
             tcp_port: Some(0),
             max_message: 1 << 20,
+            max_message_memory: 64 << 20,
             max_connections: 500,
             handshake_timeout: Duration::from_secs(3),
             deflate: false,

@@ -17,6 +17,7 @@
 //! error and its causes as one line).
 
 pub mod affinity;
+pub mod allocator;
 pub mod builtin;
 pub mod causes;
 pub mod client_cpu;

@@ -14,6 +14,7 @@ use wsbench::error::{CommandError, with_causes};
 use wsbench::exit::ExitCode;
 
 fn main() -> std::process::ExitCode {
+    wsbench::allocator::return_large_buffers_to_the_kernel();
     let cli = cli::parse();
     let outcome = commands::execute(cli.command).and_then(|output| print(&output.text).map(|()| output.code));
     std::process::ExitCode::from(match outcome {

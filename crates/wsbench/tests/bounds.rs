@@ -154,6 +154,20 @@ fn a_source_address_of_no_interface_is_refused_before_any_load() {
 }
 
 #[test]
+fn message_limits_are_bounded_before_any_load() {
+    refused_before_load(
+        &["--max-message", "2GiB"],
+        "--max-message: 2,147,483,648 bytes is too many: at most 1,073,741,824",
+    );
+    refused_before_load(&["--max-message", "0"], "--max-message: `0`: give a size above zero");
+    refused_before_load(
+        &["--max-message-memory", "65GiB"],
+        "--max-message-memory: 69,793,218,560 bytes is too many",
+    );
+    refused_before_load(&["--max-message-memory", "lots"], "--max-message-memory");
+}
+
+#[test]
 fn the_other_commands_numbers_have_bounds_too() {
     for (args, expected) in [
         (
@@ -164,6 +178,10 @@ fn the_other_commands_numbers_have_bounds_too() {
         (&["rtt", "--iterations", "100000001"][..], "100000001 is not in 1..=100000000"),
         (&["rtt", "--payload-bytes", "17MiB"][..], "--payload-bytes"),
         (&["serve", "--max-message", "2GiB"][..], "`2GiB`: give a size above zero and at most 1GiB"),
+        (
+            &["serve", "--max-message-memory", "65GiB"][..],
+            "`65GiB`: give a size above zero and at most 64GiB",
+        ),
         (&["serve", "--max-connections", "10000001"][..], "10000001 is not in 1..=10000000"),
         (
             &["serve", "--handshake-timeout", "200h"][..],

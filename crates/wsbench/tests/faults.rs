@@ -314,33 +314,65 @@ fn wss_against_a_plain_server_is_a_tls_failure_not_tls() {
 }
 
 /// After the upgrade the server sends `bytes`: each connection is established, then counted
-/// as a protocol error, and nothing else.
-fn assert_protocol_error_after_upgrade(name: &str, bytes: Vec<u8>) {
+/// as a protocol error of `cause` (the close code sent and the rule that broke), with the
+/// total agreeing, what broke shown on the errors line, and nothing else.
+fn assert_protocol_error_after_upgrade(name: &str, bytes: Vec<u8>, cause: &str) {
     let (run, result) = run_against(name, Misbehaviour::AfterUpgrade(bytes), &[]);
-    assert_counted(&run, &result, "protocol_error", "protocol_errors", CONNECTIONS);
+    assert_counted(&run, &result, cause, &format!("framing_errors_by_cause/{cause}"), CONNECTIONS);
     let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(uint(&result, "/counters/protocol_errors"), CONNECTIONS, "the total\n{context}");
     assert_eq!(uint(&result, "/summary/connections/established"), CONNECTIONS, "{context}");
-    assert_eq!(errors(&result).len(), 1, "only protocol errors\n{context}");
+    assert_eq!(errors(&result).len(), 1, "only protocol errors of one cause\n{context}");
+    let detail = result["counters"]["protocol_error_details"][cause].as_str().unwrap_or_default();
+    assert!(!detail.is_empty(), "what broke is kept\n{context}");
+    let line = run.stdout.lines().find(|l| l.starts_with("errors:")).unwrap_or_default();
+    assert!(line.contains(detail), "the errors line {line:?} shows what broke ({detail:?})\n{context}");
 }
 
 #[test]
 fn garbage_after_the_upgrade_is_a_protocol_error() {
-    // 't' = 0x74: reserved bits set and reserved opcode 4.
-    assert_protocol_error_after_upgrade("faults-garbage", b"this is not a websocket frame\r\n".to_vec());
+    // 't' = 0x74: reserved bits set and reserved opcode 4 (the header parser meets the opcode first).
+    assert_protocol_error_after_upgrade(
+        "faults-garbage",
+        b"this is not a websocket frame\r\n".to_vec(),
+        "protocol_error_1002_reserved_opcode",
+    );
 }
 
 #[test]
 fn masked_server_frame_is_a_protocol_error() {
     let mut frame = Vec::new();
     write_frame(&mut frame, true, OpCode::Binary, Some([1, 2, 3, 4]), b"server frames are never masked");
-    assert_protocol_error_after_upgrade("faults-masked", frame);
+    assert_protocol_error_after_upgrade("faults-masked", frame, "protocol_error_1002_masked_server_frame");
 }
 
 #[test]
 fn frame_length_with_the_top_bit_set_is_a_protocol_error() {
     // A binary frame whose 64-bit length has its most significant bit set (RFC 6455 5.2).
     let frame = vec![0x82, 0x7F, 0x80, 0, 0, 0, 0, 0, 0, 0x10];
-    assert_protocol_error_after_upgrade("faults-oversized-length", frame);
+    assert_protocol_error_after_upgrade(
+        "faults-oversized-length",
+        frame,
+        "protocol_error_1002_invalid_length",
+    );
+}
+
+#[test]
+fn invalid_utf8_in_a_text_message_is_a_protocol_error_1007() {
+    let mut frame = Vec::new();
+    write_frame(&mut frame, true, OpCode::Text, None, b"not \xff\xfe UTF-8");
+    assert_protocol_error_after_upgrade("faults-utf8", frame, "protocol_error_1007_invalid_utf8");
+}
+
+#[test]
+fn over_long_control_frame_is_a_protocol_error() {
+    let mut frame = Vec::new();
+    write_frame(&mut frame, true, OpCode::Ping, None, &[b'p'; 126]);
+    assert_protocol_error_after_upgrade(
+        "faults-long-ping",
+        frame,
+        "protocol_error_1002_control_frame_too_long",
+    );
 }
 
 #[test]
@@ -352,6 +384,36 @@ fn wss_to_a_self_signed_server_without_insecure_is_a_tls_unknown_ca() {
     let run = spawn_run(url, &json, &["--duration", "3s"]).finish(Duration::from_secs(20));
     let result = finished_on_time(&run, &json, Duration::from_secs(6));
     assert_handshake_failed(&run, &result, "tls_unknown_ca");
+    let hint = result["counters"]["handshake_responses"]["tls_unknown_ca"].as_str().unwrap_or_default();
+    assert!(
+        hint.contains("--cacert") && hint.contains("--insecure"),
+        "the hint: {hint:?}\n{}",
+        run.describe()
+    );
+}
+
+/// A self-signed certificate marked as a CA (as `openssl req -x509` makes it) is an unknown CA
+/// too, with the same hint, not a `tls_certificate_unknown`.
+#[test]
+fn wss_to_a_self_signed_ca_certificate_without_insecure_is_a_tls_unknown_ca() {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let _slot = heavy(1);
+    let dir = scratch("faults-self-signed-ca");
+    let mut params = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let key = KeyPair::generate().unwrap();
+    let certificate = params.self_signed(&key).unwrap();
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, certificate.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+    let server = Server::spawn(&["--cert", arg(&cert_path), "--key", arg(&key_path)]);
+    let json = dir.join("r.json");
+    let url = server.urls.iter().find(|u| u.starts_with("wss://")).expect("a wss:// listener");
+    let run = spawn_run(url, &json, &["--duration", "3s"]).finish(Duration::from_secs(20));
+    let result = finished_on_time(&run, &json, Duration::from_secs(6));
+    assert_handshake_failed(&run, &result, "tls_unknown_ca");
+    let line = run.stdout.lines().find(|l| l.starts_with("errors:")).unwrap_or_default();
+    assert!(line.contains("--insecure"), "the errors line gives the hint: {line:?}\n{}", run.describe());
 }
 
 #[test]

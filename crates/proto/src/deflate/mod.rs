@@ -5,7 +5,8 @@
 //! it against what it offered), and formatting both. The codec ([`Deflater`], [`Inflater`])
 //! compresses and decompresses whole messages with flate2 (never hand-written deflate),
 //! strips and restores the `00 00 ff ff` tail (§7.2.1–2), resets the window when context
-//! takeover is off, and bounds the decompressed size against compression bombs. Like the rest
+//! takeover is off, and bounds the decompressed size against compression bombs: per message, and against
+//! the process's budget for messages still arriving (a [`crate::Reservation`]). Like the rest
 //! of the crate it does no I/O.
 
 mod stream;
@@ -42,6 +43,8 @@ pub enum DeflateError {
     Corrupt,
     #[error("decompressed message exceeds the limit of {limit} bytes")]
     TooBig { limit: u64 },
+    #[error(transparent)]
+    OverBudget(#[from] crate::OverBudget),
 }
 
 impl DeflateError {
@@ -49,7 +52,7 @@ impl DeflateError {
     /// 1009 for a message too big once inflated, 1002 otherwise.
     pub fn close_code(&self) -> u16 {
         match self {
-            DeflateError::TooBig { .. } => 1009,
+            DeflateError::TooBig { .. } | DeflateError::OverBudget(_) => 1009,
             _ => 1002,
         }
     }

@@ -10,6 +10,7 @@
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
 use super::DeflateError;
+use crate::Reservation;
 
 /// The tail a sync flush ends with, removed from and restored to every message (§7.2.1).
 const TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
@@ -109,15 +110,21 @@ impl Inflater {
         }
     }
 
-    /// Appends what one piece of a compressed message inflates to.
-    pub fn inflate(&mut self, compressed: &[u8], out: &mut Vec<u8>) -> Result<(), DeflateError> {
-        self.run(compressed, out, false)
+    /// Appends what one piece of a compressed message inflates to; `out` grows only as
+    /// `budget` allows, checked chunk by chunk as the output comes.
+    pub fn inflate(
+        &mut self,
+        compressed: &[u8],
+        out: &mut Vec<u8>,
+        budget: &mut Reservation,
+    ) -> Result<(), DeflateError> {
+        self.run(compressed, out, false, budget)
     }
 
     /// Ends the message: inflates the restored tail, resets the window if context takeover
     /// is off, and gets ready for the next message.
-    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), DeflateError> {
-        let result = self.run(&TAIL, out, true);
+    pub fn finish(&mut self, out: &mut Vec<u8>, budget: &mut Reservation) -> Result<(), DeflateError> {
+        let result = self.run(&TAIL, out, true, budget);
         if self.no_context_takeover || self.ended || result.is_err() {
             self.stream.reset(false);
             self.ended = false;
@@ -126,7 +133,13 @@ impl Inflater {
         result
     }
 
-    fn run(&mut self, mut input: &[u8], out: &mut Vec<u8>, tail: bool) -> Result<(), DeflateError> {
+    fn run(
+        &mut self,
+        mut input: &[u8],
+        out: &mut Vec<u8>,
+        tail: bool,
+        budget: &mut Reservation,
+    ) -> Result<(), DeflateError> {
         loop {
             if self.ended {
                 // After a final block only the restored tail may follow.
@@ -137,6 +150,7 @@ impl Inflater {
             let want = input.len().saturating_mul(4).max(MIN_GROWTH * 4);
             let room = usize::try_from(allowed).unwrap_or(usize::MAX).min(want);
             let len = out.len();
+            budget.make_room(out, room)?;
             out.resize(len + room, 0);
             let (before_in, before_out) = (self.stream.total_in(), self.stream.total_out());
             let status = self.stream.decompress(input, &mut out[len..], FlushDecompress::Sync);

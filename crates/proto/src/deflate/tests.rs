@@ -1,6 +1,7 @@
 //! Unit tests of permessage-deflate negotiation and the per-message codec.
 
 use super::*;
+use crate::{MessageMemory, Reservation};
 
 fn offer(value: &str) -> Result<DeflateParams, DeflateError> {
     parse_offers([value]).remove(0)
@@ -91,9 +92,9 @@ fn round_trip(agreed: Negotiated, messages: &[Vec<u8>]) -> Vec<usize> {
         let mut inflated = Vec::new();
         // Fed in pieces, as frames of a fragmented message would arrive.
         for piece in compressed.chunks(7) {
-            inflater.inflate(piece, &mut inflated).unwrap();
+            inflater.inflate(piece, &mut inflated, &mut Reservation::default()).unwrap();
         }
-        inflater.finish(&mut inflated).unwrap();
+        inflater.finish(&mut inflated, &mut Reservation::default()).unwrap();
         assert_eq!(&inflated, message);
     }
     sizes
@@ -125,13 +126,15 @@ fn the_rfc_example_inflates() {
     // RFC 7692 §7.2.3.1: "Hello" compressed.
     let mut inflater = Inflater::new(15, false, 100);
     let mut out = Vec::new();
-    inflater.inflate(&[0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00], &mut out).unwrap();
-    inflater.finish(&mut out).unwrap();
+    inflater
+        .inflate(&[0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00], &mut out, &mut Reservation::default())
+        .unwrap();
+    inflater.finish(&mut out, &mut Reservation::default()).unwrap();
     assert_eq!(out, b"Hello");
     // §7.2.3.2: the same message again with context takeover, referring back.
     let mut again = Vec::new();
-    inflater.inflate(&[0xf2, 0x00, 0x11, 0x00, 0x00], &mut again).unwrap();
-    inflater.finish(&mut again).unwrap();
+    inflater.inflate(&[0xf2, 0x00, 0x11, 0x00, 0x00], &mut again, &mut Reservation::default()).unwrap();
+    inflater.finish(&mut again, &mut Reservation::default()).unwrap();
     assert_eq!(again, b"Hello");
 }
 
@@ -143,17 +146,38 @@ fn a_compression_bomb_stops_at_the_limit() {
     assert!(bomb.len() < 20_000);
     let mut inflater = Inflater::new(15, false, 1 << 20);
     let mut out = Vec::new();
-    let error = inflater.inflate(&bomb, &mut out).unwrap_err();
+    let error = inflater.inflate(&bomb, &mut out, &mut Reservation::default()).unwrap_err();
     assert_eq!(error, DeflateError::TooBig { limit: 1 << 20 });
     assert_eq!(error.close_code(), 1009);
     assert!(out.len() <= (1 << 20) + 1);
 }
 
 #[test]
+fn a_compression_bomb_stops_at_the_process_budget_before_its_own_limit() {
+    let mut deflater = Deflater::new(15, false);
+    let mut bomb = Vec::new();
+    deflater.compress(&vec![0u8; 10 << 20], &mut bomb).unwrap();
+    let budget = MessageMemory::new(1 << 20);
+    // Another connection holds half of the budget already.
+    let mut other = Reservation::new(budget.clone());
+    other.make_room(&mut Vec::new(), 512 << 10).unwrap();
+    let mut inflater = Inflater::new(15, false, 8 << 20);
+    let (mut out, mut reservation) = (Vec::new(), Reservation::new(budget.clone()));
+    let error = inflater.inflate(&bomb, &mut out, &mut reservation).unwrap_err();
+    assert_eq!(error, DeflateError::OverBudget(crate::OverBudget { limit: 1 << 20 }));
+    assert_eq!(error.close_code(), 1009);
+    assert!(out.capacity() <= 512 << 10, "inflated into {} bytes", out.capacity());
+    drop((reservation, other));
+    assert_eq!(budget.held(), 0);
+}
+
+#[test]
 fn garbage_is_corrupt_not_a_panic() {
     let mut inflater = Inflater::new(15, false, 1 << 20);
     let mut out = Vec::new();
-    let result = inflater.inflate(&[0xff; 32], &mut out).and_then(|()| inflater.finish(&mut out));
+    let result = inflater
+        .inflate(&[0xff; 32], &mut out, &mut Reservation::default())
+        .and_then(|()| inflater.finish(&mut out, &mut Reservation::default()));
     assert_eq!(result, Err(DeflateError::Corrupt));
     assert_eq!(DeflateError::Corrupt.close_code(), 1002);
 }

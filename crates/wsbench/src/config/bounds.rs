@@ -41,6 +41,9 @@ pub const MAX_MESSAGES_PER_CONNECTION: u64 = 1_000_000;
 pub const MAX_TOPICS: u64 = 1_000_000;
 /// pubsub: subscriber × publisher-of-its-topic pairs, each tracked (lost, late, duplicated).
 pub const MAX_SUBSCRIBER_PUBLISHER_PAIRS: u64 = 10_000_000;
+/// Bytes all connections of one process may hold together in messages still arriving
+/// (`--max-message-memory`, of `run` and `serve`).
+pub const MAX_MESSAGE_MEMORY: u64 = 64 << 30;
 /// Bytes of a `text:FILE` payload file (read whole before the run).
 pub const MAX_PAYLOAD_FILE_BYTES: u64 = 1 << 30;
 

@@ -250,6 +250,11 @@ pub struct LoadSpec {
     pub tls: TlsOptions,
     /// The permessage-deflate offer (`--compression`); `None`: no compression.
     pub compression: Option<CompressionOffer>,
+    /// `--max-message`: the largest message accepted from the server, in bytes.
+    pub max_message: u64,
+    /// `--max-message-memory`: what all connections of one process may hold together in
+    /// messages still arriving, in bytes.
+    pub max_message_memory: u64,
     /// `--io`: the socket I/O the workers use.
     pub io: IoBackend,
     /// `--http2`, `--streams-per-connection`: how WebSockets reach the server.

@@ -237,6 +237,18 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compression: Option<String>,
+    /// Largest message accepted from the server, reassembled or inflated, e.g. 16MiB
+    /// (default 128 MiB, or the largest message the run sends if larger; at most 1 GiB): a
+    /// longer one closes its connection with 1009.
+    #[arg(long, value_name = "SIZE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_message: Option<String>,
+    /// What all connections of this process may hold together in messages still arriving,
+    /// reassembled or inflated (default 1 GiB, or --max-message if larger; at most 64 GiB):
+    /// a connection that would pass it is closed with 1009.
+    #[arg(long, value_name = "SIZE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_message_memory: Option<String>,
     /// Show no live progress on stderr (by default: a redrawn block on a terminal, else one
     /// line per second).
     #[arg(long)]
@@ -486,6 +498,8 @@ mod tests {
             sni: some("api.example.com"),
             tls_version: some("1.3"),
             compression: some("deflate; server_no_context_takeover"),
+            max_message: some("16MiB"),
+            max_message_memory: some("256MiB"),
             quiet: true,
             metrics_addr: some("127.0.0.1:9464"),
             stream: Some("live.jsonl".into()),

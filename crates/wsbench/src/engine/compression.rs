@@ -10,14 +10,12 @@
 
 use wsbench_proto::deflate::{self, Deflater, Inflater};
 use wsbench_proto::handshake::parse_response;
-use wsbench_proto::{Decoder, OpCode, write_frame};
+use wsbench_proto::{Decoder, OpCode, ProtocolError, Reservation, write_frame};
 
 use super::dial::HandshakeFailure;
 use crate::config::CompressionOffer;
 use crate::metrics::Counters;
 
-/// Largest echo inflated: the codec's own message limit (a bomb fails with 1009).
-const MAX_INFLATED: u64 = wsbench_proto::DEFAULT_MAX_MESSAGE;
 /// Buffers above this size are freed after their message instead of kept for the next.
 const KEEP_BUFFER_BYTES: usize = 1 << 20;
 
@@ -34,16 +32,18 @@ pub struct ConnCompression {
 
 /// Checks the server's answer (the response header `head` to the request sent with `key`)
 /// against `offer`; on success the decoder accepts RSV1 and the returned state compresses
-/// the connection's messages from now on.
+/// the connection's messages from now on, and inflates the server's up to `max_message`
+/// bytes each (a bomb fails with 1009).
 pub fn attach(
     offer: &CompressionOffer,
     key: &str,
+    max_message: u64,
     decoder: &mut Decoder,
     head: &[u8],
     counters: &mut Counters,
 ) -> Result<Box<ConnCompression>, HandshakeFailure> {
     let answer = parse_response(head, key).ok().flatten().and_then(|(response, _)| response.extensions);
-    attach_answer(offer, answer.as_deref(), decoder, counters)
+    attach_answer(offer, answer.as_deref(), max_message, decoder, counters)
 }
 
 /// Checks the server's `Sec-WebSocket-Extensions` answer (`None`: it sent none) against
@@ -51,6 +51,7 @@ pub fn attach(
 pub fn attach_answer(
     offer: &CompressionOffer,
     answer: Option<&str>,
+    max_message: u64,
     decoder: &mut Decoder,
     counters: &mut Counters,
 ) -> Result<Box<ConnCompression>, HandshakeFailure> {
@@ -79,7 +80,7 @@ pub fn attach_answer(
     decoder.allow_rsv1();
     Ok(Box::new(ConnCompression {
         deflater: agreed.deflater(false),
-        inflater: agreed.inflater(false, MAX_INFLATED),
+        inflater: agreed.inflater(false, max_message),
         inflated: Vec::new(),
         compressed: Vec::new(),
     }))
@@ -102,12 +103,23 @@ impl ConnCompression {
         }
     }
 
-    /// Inflates one piece of a compressed echo into `inflated`; on the last piece the whole
-    /// echo is there. The error is the close code that fails the connection.
-    pub fn receive(&mut self, payload: &[u8], last: bool) -> Result<(), u16> {
-        self.inflater.inflate(payload, &mut self.inflated).map_err(|e| e.close_code())?;
-        if last {
-            self.inflater.finish(&mut self.inflated).map_err(|e| e.close_code())?;
+    /// Inflates one piece of a compressed echo into `inflated`, as far as `budget` allows;
+    /// on the last piece the whole echo is there. The error fails the connection.
+    pub fn receive(
+        &mut self,
+        payload: &[u8],
+        last: bool,
+        budget: &mut Reservation,
+    ) -> Result<(), ProtocolError> {
+        let inflated = self.inflater.inflate(payload, &mut self.inflated, budget);
+        let inflated = inflated.and_then(|()| match last {
+            true => self.inflater.finish(&mut self.inflated, budget),
+            false => Ok(()),
+        });
+        if let Err(error) = inflated {
+            // The connection fails: the buffer goes now, not when the connection is dropped.
+            self.inflated = Vec::new();
+            return Err(error.into());
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::compression::ConnCompression;
 use super::stream::ByteStream;
-use wsbench_proto::{CloseCode, Decoder, OpCode, write_frame};
+use wsbench_proto::{CloseCode, Decoder, OpCode, Reservation, write_frame};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -49,6 +49,9 @@ pub struct ClientConn {
     /// workload's limit (then it is dropped as it comes).
     pub message: Vec<u8>,
     pub message_too_long: bool,
+    /// What `message` and the echo being inflated are charged to the process's budget for
+    /// messages still arriving (`--max-message-memory`).
+    pub budget: Reservation,
     pub write_interest: bool,
     /// permessage-deflate, once the server agreed to it.
     pub compression: Option<Box<ConnCompression>>,
@@ -107,6 +110,7 @@ impl ClientConn {
             batch_pos: 0,
             message: Vec::new(),
             message_too_long: false,
+            budget: Reservation::default(),
             write_interest: true,
             compression: None,
             slot: 0,

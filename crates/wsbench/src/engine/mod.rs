@@ -43,6 +43,9 @@ pub struct Job {
     pub plan: Arc<dyn Plan>,
     /// For a `wss://` target.
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// The process's budget for messages still arriving (`--max-message-memory`), shared
+    /// by every worker's connections.
+    pub message_memory: Arc<wsbench_proto::MessageMemory>,
 }
 
 impl Job {
@@ -64,7 +67,8 @@ impl Job {
             }
             false => None,
         };
-        Ok(Job { load, target, plan, tls })
+        let message_memory = wsbench_proto::MessageMemory::new(load.max_message_memory);
+        Ok(Job { load, target, plan, tls, message_memory })
     }
 }
 

@@ -38,8 +38,15 @@ pub struct Counters {
     pub close_reasons: BTreeMap<u16, String>,
     /// Connection reset or ended without a close frame.
     pub resets: u64,
-    /// The server broke RFC 6455 (masked frame, bad opcode, …).
+    /// The server broke RFC 6455 (masked frame, bad opcode, …); the sum of
+    /// `framing_errors_by_cause`.
     pub protocol_errors: u64,
+    /// `protocol_errors` by cause: the close code wsbench failed the connection with and the
+    /// rule the server broke (`protocol_error_1002_masked_server_frame`,
+    /// `protocol_error_1009_message_too_big`, …), each its own error kind. What broke is
+    /// kept once per cause in `protocol_error_details`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub framing_errors_by_cause: BTreeMap<String, u64>,
     /// The message protocol's errors, by cause (`jsonrpc_error_-32601`,
     /// `mqtt_connack_not_authorized`, `stomp_error`, `graphql_error`, …): each its own error
     /// kind. What the server said is kept once per cause.
@@ -149,6 +156,22 @@ impl Counters {
         }
     }
 
+    /// Counts one violation of RFC 6455 by the server by `cause` (see
+    /// [`Counters::framing_errors_by_cause`]), keeping `detail` (what broke, one line) if it
+    /// is the first for that cause.
+    pub fn count_framing_error(&mut self, cause: &str, detail: &str) {
+        self.protocol_errors += 1;
+        match self.framing_errors_by_cause.get_mut(cause) {
+            Some(count) => *count += 1,
+            None => {
+                self.framing_errors_by_cause.insert(cause.to_owned(), 1);
+            }
+        }
+        if !self.protocol_error_details.contains_key(cause) {
+            self.protocol_error_details.insert(cause.to_owned(), detail.chars().take(200).collect());
+        }
+    }
+
     /// Connections that were attempted and never established, less the attempts the run's
     /// end cut off ([`Counters::connects_unfinished`]); while a run goes on, also those still
     /// connecting.
@@ -185,7 +208,12 @@ impl Counters {
         put("handshake_failed", self.handshake_failures.saturating_sub(by_cause));
         put("connect_error", self.connect_errors);
         put("reset", self.resets);
-        put("protocol_error", self.protocol_errors);
+        for (cause, count) in &self.framing_errors_by_cause {
+            put(cause, *count);
+        }
+        // Results written before causes were kept have only the total.
+        let by_cause: u64 = self.framing_errors_by_cause.values().sum();
+        put("protocol_error", self.protocol_errors.saturating_sub(by_cause));
         for (cause, count) in &self.protocol_errors_by_cause {
             put(cause, *count);
         }
@@ -237,6 +265,9 @@ impl AddAssign<&Counters> for Counters {
         }
         self.resets += other.resets;
         self.protocol_errors += other.protocol_errors;
+        for (cause, count) in &other.framing_errors_by_cause {
+            *self.framing_errors_by_cause.entry(cause.clone()).or_default() += count;
+        }
         for (cause, count) in &other.protocol_errors_by_cause {
             *self.protocol_errors_by_cause.entry(cause.clone()).or_default() += count;
         }

@@ -181,6 +181,36 @@ mod tests {
     }
 
     #[test]
+    fn framing_errors_count_by_cause_and_their_total_is_not_counted_twice() {
+        let mut a = Metrics::default();
+        a.counters.count_framing_error("protocol_error_1002_masked_server_frame", "server frame is masked");
+        let mut b = Metrics::default();
+        b.counters.count_framing_error("protocol_error_1002_masked_server_frame", "later words");
+        b.counters.count_framing_error("protocol_error_1009_message_too_big", "message of 9 bytes …");
+        a.merge(&b);
+        let counters = &a.counters;
+        assert_eq!(counters.protocol_errors, 3);
+        let errors = counters.errors();
+        assert_eq!(errors.get("protocol_error_1002_masked_server_frame"), Some(&2));
+        assert_eq!(errors.get("protocol_error_1009_message_too_big"), Some(&1));
+        assert_eq!(errors.get("protocol_error"), None, "the total is not counted twice");
+        assert_eq!(
+            counters.error_detail("protocol_error_1002_masked_server_frame"),
+            Some("server frame is masked")
+        );
+        // A result written before causes were kept has the total alone, and still reads so.
+        let old: Counters = serde_json::from_value(serde_json::json!({
+            "connections_attempted": 1, "connections_established": 1, "connect_timeouts": 0,
+            "connections_refused": 0, "handshake_failures": 0, "connect_errors": 0,
+            "closed_by_server": {}, "resets": 0, "protocol_errors": 2, "payload_mismatches": 0,
+            "messages_sent": 0, "messages_received": 0, "bytes_sent": 0, "bytes_received": 0,
+            "messages_unanswered": 0, "warmup_messages": 0
+        }))
+        .unwrap();
+        assert_eq!(old.errors().get("protocol_error"), Some(&2));
+    }
+
+    #[test]
     fn protocol_errors_count_by_a_bounded_set_of_causes_with_the_servers_words() {
         let mut counters = Counters::default();
         counters.count_protocol_error("jsonrpc_error_-32601", "Method not found\nstack…");

@@ -12,6 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
+pub mod hostile_server;
 pub mod recording_proxy;
 pub mod scripted_server;
 

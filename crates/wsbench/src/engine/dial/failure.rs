@@ -54,13 +54,15 @@ impl HandshakeFailure {
         }
     }
 
-    /// The TLS handshake failed with `error` (rustls' error inside an `InvalidData`).
+    /// The TLS handshake failed with `error` (rustls' error inside an `InvalidData`). A
+    /// certificate no trusted CA signed says what to do about it.
     pub fn of_tls(error: &io::Error) -> HandshakeFailure {
         let reason = error
             .get_ref()
             .and_then(|e| e.downcast_ref::<rustls::Error>())
             .map_or_else(|| "error".to_owned(), tls_reason);
-        HandshakeFailure::of(&format!("tls_{reason}"))
+        let response = (reason == "unknown_ca").then(|| UNKNOWN_CA_HINT.to_owned());
+        HandshakeFailure { cause: format!("tls_{reason}"), response }
     }
 }
 
@@ -117,12 +119,23 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
+/// What a user does about a server certificate no trusted CA signed.
+const UNKNOWN_CA_HINT: &str = "certificate of an unknown CA (self-signed?): use --cacert FILE or --insecure";
+
 /// A TLS failure in a word: the alert received, or the one a certificate problem sends
 /// (`unknown_ca`, `bad_certificate`, `certificate_expired`, …), or `not_tls` when the
-/// server's bytes are not TLS records at all (a plain server on a `wss://` URL).
+/// server's bytes are not TLS records at all (a plain server on a `wss://` URL). A
+/// self-signed certificate is `unknown_ca` whichever way the verifier words it: an unknown
+/// issuer, or (a certificate marked as a CA, as `openssl req -x509` makes) a CA certificate
+/// presented as the server's own.
 fn tls_reason(error: &rustls::Error) -> String {
     use rustls::InvalidMessage as Invalid;
     match error {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other))
+            if format!("{other:?}").contains("CaUsedAsEndEntity") =>
+        {
+            "unknown_ca".to_owned()
+        }
         rustls::Error::AlertReceived(alert) => snake_case(&format!("{alert:?}")),
         rustls::Error::InvalidCertificate(problem) => {
             snake_case(&format!("{:?}", rustls::AlertDescription::from(problem.clone())))
@@ -199,6 +212,12 @@ mod tests {
         };
         let unknown_issuer = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
         assert_eq!(tls(unknown_issuer), "tls_unknown_ca");
+        let failure = HandshakeFailure::of_tls(&io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
+        ));
+        let hint = failure.response.unwrap_or_default();
+        assert!(hint.contains("--cacert") && hint.contains("--insecure"), "{hint}");
         let alert = rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure);
         assert_eq!(tls(alert), "tls_handshake_failure");
         let garbage = rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType);

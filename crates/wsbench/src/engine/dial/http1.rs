@@ -14,7 +14,7 @@ use rustls::ClientConnection;
 use rustls_pki_types::ServerName;
 use socket2::{Domain, Protocol, Socket, Type};
 use wsbench_proto::handshake::{client_key, client_request_with_headers, parse_response};
-use wsbench_proto::{Decoder, Role};
+use wsbench_proto::{Decoder, Reservation, Role};
 use wsbench_transport::Transport;
 
 use super::failure::{self, HandshakeFailure, Upgrade};
@@ -61,11 +61,9 @@ impl Dial for Http1 {
         if let Err(failure) = check_accepted(job, conn, &data[..n], counters) {
             return Upgrade::Refused(failure);
         }
-        let attached = job
-            .load
-            .compression
-            .as_ref()
-            .map(|offer| compression::attach(offer, &conn.key, &mut conn.decoder, data, counters));
+        let attached = job.load.compression.as_ref().map(|offer| {
+            compression::attach(offer, &conn.key, job.load.max_message, &mut conn.decoder, data, counters)
+        });
         match attached {
             Some(Ok(state)) => conn.compression = Some(state),
             Some(Err(failure)) => return Upgrade::Refused(failure),
@@ -81,8 +79,9 @@ fn open(spec: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
     let transport = connect(spec, index)?;
     let mut nonce = [0u8; 16];
     rand::rng().fill_bytes(&mut nonce);
-    let decoder = Decoder::new(Role::Client, u64::MAX >> 1);
+    let decoder = Decoder::new(Role::Client, spec.load.max_message);
     let mut conn = ClientConn::new(transport.into(), index, client_key(nonce), decoder, now);
+    conn.budget = Reservation::new(spec.message_memory.clone());
     conn.output.extend_from_slice(&upgrade_request(spec, &conn.key, index));
     Ok(conn)
 }

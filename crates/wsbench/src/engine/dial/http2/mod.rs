@@ -12,7 +12,7 @@ mod request;
 use std::io;
 use std::time::Instant;
 
-use wsbench_proto::{Decoder, Role};
+use wsbench_proto::{Decoder, Reservation, Role};
 
 use super::failure::Upgrade;
 use super::{Carriers, Dial, http1};
@@ -64,8 +64,11 @@ impl Dial for Http2 {
         };
         // A carrier already up sends the CONNECT in the next flush, not at its next read.
         carriers.touch(carrier);
-        let decoder = Decoder::new(Role::Client, u64::MAX >> 1);
-        Ok(ClientConn::new(ByteStream::Carried { carrier, stream }, index, String::new(), decoder, now))
+        let decoder = Decoder::new(Role::Client, job.load.max_message);
+        let mut conn =
+            ClientConn::new(ByteStream::Carried { carrier, stream }, index, String::new(), decoder, now);
+        conn.budget = Reservation::new(job.message_memory.clone());
+        Ok(conn)
     }
 
     /// A carried WebSocket is connected when its carrier says so.

@@ -86,7 +86,13 @@ pub fn check_answer(
     super::super::http1::check_agreed(job, chosen, tls, counters)?;
     if let Some(offer) = &job.load.compression {
         let answer = header("sec-websocket-extensions");
-        let state = compression::attach_answer(offer, answer.as_deref(), &mut conn.decoder, counters)?;
+        let state = compression::attach_answer(
+            offer,
+            answer.as_deref(),
+            job.load.max_message,
+            &mut conn.decoder,
+            counters,
+        )?;
         conn.compression = Some(state);
     }
     Ok(())
