@@ -113,6 +113,10 @@ pub struct RunResult {
     /// Absent from single runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<ShardSummary>,
+    /// A merged result of only some of its run's shards (`wsbench merge --partial`, or a
+    /// `--processes` run whose shard left no result). Absent when every shard is in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<PartialRun>,
     /// The scenario's own figures, under the scenario's own key (churn's `churn`, a flow's
     /// `flow`, a fan-out's `pubsub`); none for scenarios that have none.
     #[serde(flatten)]
@@ -124,6 +128,24 @@ impl RunResult {
     /// shape.
     pub fn figures<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
         serde_json::from_value(self.scenario_figures.get(key)?.clone()).ok()
+    }
+}
+
+/// Which shards of a run a merged result holds, when not all of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartialRun {
+    /// Shards merged.
+    pub shards: u64,
+    /// Shards the run had (the `N` of `--shard I/N`).
+    pub of: u64,
+    /// The shards missing, as `I/N`.
+    pub missing: Vec<String>,
+}
+
+impl PartialRun {
+    /// "1 of 2 shards (missing 1/2)".
+    pub fn describe(&self) -> String {
+        format!("{} of {} shards (missing {})", self.shards, self.of, self.missing.join(", "))
     }
 }
 
