@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::units::format::bytes;
 
 /// Bytes of a TOML scenario file (`--scenario FILE`).
-pub const MAX_SCENARIO_FILE_BYTES: u64 = 4 << 20;
+pub const MAX_SCENARIO_FILE_BYTES: u64 = 1 << 20;
 /// Bytes of a `--header-file`.
 pub const MAX_HEADER_FILE_BYTES: u64 = 1 << 20;
 /// Bytes of a PEM file (`--cacert`, `--client-cert`, `--client-key`).
@@ -153,7 +153,7 @@ mod tests {
         let error = read_limited(Path::new("/dev/zero"), InputKind::Scenario, 1000).unwrap_err();
         assert!(matches!(error, InputFileError::TooBig { .. }), "{error}");
         let text = error.to_string();
-        assert!(text.starts_with("/dev/zero holds more than 4 MiB, the most a scenario file may hold"), "{text}");
+        assert!(text.starts_with("/dev/zero holds more than 1 MiB, the most a scenario file may hold"), "{text}");
         assert!(text.ends_with("give a TOML scenario file"), "{text}");
     }
 

@@ -348,6 +348,7 @@ impl RunSettings {
     /// Parses the TOML text of the scenario file `path`; an error says where (line:column)
     /// and, for a mistyped key, which key was meant.
     pub fn parse_toml(text: &str, path: &Path) -> Result<RunSettings, ConfigError> {
+        super::flow::check_step_estimate(text)?;
         toml::from_str(text).map_err(|e| {
             let key = e.span().and_then(|span| key_at(text, span.start));
             let message = explain(e.message());

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::{ConfigError, FlowSettings, StepSettings};
+use crate::config::{ConfigError, FlowSettings, MAX_FLOW_STEPS, StepSettings};
 use crate::units::format::group;
 use crate::units::parse_duration;
 
@@ -24,9 +24,6 @@ pub const DEFAULT_EXPECT_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_DEPTH: usize = 8;
 /// Replies one `expect` may count (`count`).
 const MAX_COUNT: u64 = 1_000_000;
-/// Steps of a flow, counting those inside `repeat` blocks (each costs every connection
-/// its compiled form, and every named step a histogram).
-pub const MAX_STEPS: usize = 1_000;
 /// Rounds of one `repeat` block; a loop for the whole run is `repeat = "until-end"`.
 pub const MAX_REPEAT: u64 = 1_000_000_000;
 /// Sends one connection may await replies to at once: a send repeated before the
@@ -268,14 +265,14 @@ impl FlowProgram {
             });
         }
         let steps = count_steps(&settings.steps, 0);
-        if steps > MAX_STEPS {
+        if steps > MAX_FLOW_STEPS {
             return Err(ConfigError::Table {
                 table: "flow.steps",
                 problem: format!(
                     "{} steps (counting those inside repeats): at most {}; loop with repeat = N \
                      rather than writing steps out",
                     group(steps as u64),
-                    group(MAX_STEPS as u64)
+                    group(MAX_FLOW_STEPS as u64)
                 ),
             });
         }

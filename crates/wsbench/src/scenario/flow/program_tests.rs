@@ -100,14 +100,14 @@ fn bad_steps_are_named() {
 
 #[test]
 fn too_many_steps_counting_those_inside_repeats_are_refused() {
-    let inner = "{ send = 'x' },".repeat(MAX_STEPS);
+    let inner = "{ send = 'x' },".repeat(MAX_FLOW_STEPS);
     let error = compile(&format!("[[steps]]\nrepeat = 2\nsteps = [{inner}]\n")).unwrap_err();
     assert_eq!(
         error,
         "scenario file [[flow.steps]]: 1,001 steps (counting those inside repeats): at most 1,000; \
          loop with repeat = N rather than writing steps out"
     );
-    let inner = "{ send = 'x' },".repeat(MAX_STEPS - 1);
+    let inner = "{ send = 'x' },".repeat(MAX_FLOW_STEPS - 1);
     compile(&format!("[[steps]]\nrepeat = 2\nsteps = [{inner}]\n")).unwrap();
 }
 
