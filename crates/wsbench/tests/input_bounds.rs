@@ -3,9 +3,10 @@
 //! given a FIFO fed without end or `/dev/zero` as its scenario, header file or CA file (each
 //! once grew it to 1–2 GiB within seconds), a payload file past its limit, flows with too
 //! many steps or rounds (a million steps took 2.8 GiB before the run started), and a flow
-//! that sends without end to a server that never reads (it queued 75 MB/s). Each must end
-//! with its exit code and one line naming the file or bound, and its peak resident memory
-//! (the kernel's `ru_maxrss` of the child) must stay small.
+//! that sends without end to a server that never reads (it queued 75 MB/s), and a result
+//! file whose histogram inflates to 1 GiB (`merge` and `report --html` took 1 GiB). Each
+//! must end with its exit code and one line naming the file or bound, and its peak resident
+//! memory (the kernel's `ru_maxrss` of the child) must stay small.
 
 mod support;
 
@@ -240,4 +241,52 @@ fn a_flow_sending_without_end_to_a_server_that_never_reads_waits_for_the_socket(
     assert_eq!(run.code, Some(0), "{what}");
     // Queued without bound, 3 s of sends took hundreds of MiB.
     assert!(run.peak_rss_kib < SMALL_RSS_KIB, "{what}");
+}
+
+/// A result file whose latency histogram inflates to 1 GiB (about 1 MB on disk), at `path`.
+fn histogram_bomb(path: &Path) {
+    use base64::Engine as _;
+    let payload: u32 = 1 << 30;
+    let mut deflater = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+    // An uncompressed V2 header of wsbench's bounds (cookie with word size, payload length,
+    // normalizing offset, digits, lowest, highest, ratio), then 1 GiB of empty counts.
+    deflater.write_all(&0x1c84_9313u32.to_be_bytes()).unwrap();
+    deflater.write_all(&payload.to_be_bytes()).unwrap();
+    deflater.write_all(&0u32.to_be_bytes()).unwrap();
+    deflater.write_all(&3u32.to_be_bytes()).unwrap();
+    deflater.write_all(&1u64.to_be_bytes()).unwrap();
+    deflater.write_all(&wsbench::metrics::HISTOGRAM_MAX_US.to_be_bytes()).unwrap();
+    deflater.write_all(&1f64.to_be_bytes()).unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..(payload >> 20) {
+        deflater.write_all(&zeros).unwrap();
+    }
+    let zlib = deflater.finish().unwrap();
+    let mut bytes = 0x1c84_9314u32.to_be_bytes().to_vec();
+    bytes.extend_from_slice(&(zlib.len() as u32).to_be_bytes());
+    bytes.extend_from_slice(&zlib);
+    let mut outcome = wsbench::fixture::closed_loop();
+    outcome.config["shard"] = serde_json::json!({ "index": 1, "count": 2 });
+    let mut result = wsbench::result::RunResult::from_outcome(&outcome);
+    result.histograms.latency = base64::engine::general_purpose::STANDARD.encode(bytes);
+    result.write_json(path).unwrap();
+}
+
+#[test]
+fn a_result_histogram_inflating_to_a_gib_is_refused_by_merge_and_report_within_bounded_memory() {
+    let dir = fresh_dir("input-bounds-histogram-bomb");
+    let bomb = dir.join("shard-1.json");
+    histogram_bomb(&bomb);
+    let mut outcome = wsbench::fixture::closed_loop();
+    outcome.config["shard"] = serde_json::json!({ "index": 0, "count": 2 });
+    outcome.started_at_unix_ms -= 1;
+    let good = dir.join("shard-0.json");
+    wsbench::result::RunResult::from_outcome(&outcome).write_json(&good).unwrap();
+    let (bomb, good) = (bomb.to_str().unwrap(), good.to_str().unwrap());
+    let why = format!(
+        "{bomb} is damaged or was edited: its `histograms.latency` cannot be decoded: inflates to \
+         more than 4 MiB, the most a histogram may take"
+    );
+    refused_small(&["merge", good, bomb], &why);
+    refused_small(&["report", bomb, "--html", dir.join("r.html").to_str().unwrap()], &why);
 }
