@@ -17,10 +17,11 @@ pub const MAX_SCENARIO_FILE_BYTES: u64 = 1 << 20;
 pub const MAX_HEADER_FILE_BYTES: u64 = 1 << 20;
 /// Bytes of a PEM file (`--cacert`, `--client-cert`, `--client-key`).
 pub const MAX_PEM_FILE_BYTES: u64 = 16 << 20;
-pub use crate::config::bounds::MAX_PAYLOAD_FILE_BYTES;
+/// Bytes of a `text:FILE` payload file (read whole before the run, its lines the messages).
+pub const MAX_PAYLOAD_FILE_BYTES: u64 = 1 << 30;
 /// Bytes of a result, rtt or search file read back (`report`, `merge`, `diff`): a week's
-/// run keeps a per-second timeline of about 100 MB.
-pub const MAX_RESULT_FILE_BYTES: u64 = 512 << 20;
+/// run keeps a per-second timeline of under 100 MB, pretty-printed.
+pub const MAX_RESULT_FILE_BYTES: u64 = 256 << 20;
 
 /// What a file is to wsbench: its limit and what to say when it is past it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,7 +154,10 @@ mod tests {
         let error = read_limited(Path::new("/dev/zero"), InputKind::Scenario, 1000).unwrap_err();
         assert!(matches!(error, InputFileError::TooBig { .. }), "{error}");
         let text = error.to_string();
-        assert!(text.starts_with("/dev/zero holds more than 1 MiB, the most a scenario file may hold"), "{text}");
+        assert!(
+            text.starts_with("/dev/zero holds more than 1 MiB, the most a scenario file may hold"),
+            "{text}"
+        );
         assert!(text.ends_with("give a TOML scenario file"), "{text}");
     }
 
@@ -162,10 +166,7 @@ mod tests {
         let path = temp_file("f");
         std::fs::write(&path, b"12345").unwrap();
         assert_eq!(read_limited(&path, InputKind::HeaderFile, 5).unwrap(), b"12345");
-        assert!(matches!(
-            read_limited(&path, InputKind::HeaderFile, 4),
-            Err(InputFileError::TooBig { .. })
-        ));
+        assert!(matches!(read_limited(&path, InputKind::HeaderFile, 4), Err(InputFileError::TooBig { .. })));
     }
 
     #[test]

@@ -45,6 +45,7 @@ impl Measured {
 
 /// Runs `wsbench ARGS…` to its end (killed after `timeout`), with its peak RSS from
 /// `wait4`.
+#[allow(clippy::zombie_processes, reason = "the child is reaped by wait4, for its rusage")]
 fn measured(args: &[&str], timeout: Duration) -> Measured {
     let mut child = Command::new(wsbench_bin())
         .args(args)
@@ -75,6 +76,7 @@ fn measured(args: &[&str], timeout: Duration) -> Measured {
         }
         if start.elapsed() > timeout {
             let _ = child.kill();
+            let _ = child.wait();
             panic!("wsbench {} did not end within {timeout:?}", args.join(" "));
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -173,16 +175,18 @@ fn a_payload_file_past_its_limit_is_refused_unread() {
     let payload = format!("text:{}", path.display());
     refused_small(
         &["run", "echo", NOWHERE, "--payload", &payload],
-        &format!("--payload: text:{} holds more than 1 GiB, the most a text: payload file may hold", path.display()),
+        &format!(
+            "--payload: text:{} holds more than 1 GiB, the most a text: payload file may hold",
+            path.display()
+        ),
     );
 }
 
 /// A flow scenario file of `steps` (TOML) against `url`, in `dir`.
 fn flow_file(dir: &Path, url: &str, steps: &str) -> PathBuf {
     let path = dir.join("flow.toml");
-    let text = format!(
-        "scenario = \"flow\"\ntarget = \"{url}\"\nconnections = 1\nduration = \"3s\"\n{steps}"
-    );
+    let text =
+        format!("scenario = \"flow\"\ntarget = \"{url}\"\nconnections = 1\nduration = \"3s\"\n{steps}");
     std::fs::write(&path, text).unwrap();
     path
 }

@@ -180,7 +180,10 @@ fn one_of_two_shards_is_refused_naming_the_missing_one_unless_partial() {
     let out = out.to_str().unwrap();
     let (code, stdout, stderr) = wsbench(&["merge", "--partial", &a, "-o", out]);
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stdout.contains("[PARTIAL: 1 of 2 shards (missing 1/2); the figures cover those shards only]"), "{stdout}");
+    assert!(
+        stdout.contains("[PARTIAL: 1 of 2 shards (missing 1/2); the figures cover those shards only]"),
+        "{stdout}"
+    );
     let merged = RunResult::read_json(Path::new(out)).unwrap();
     let partial = merged.partial.expect("the merged result says it is partial");
     assert_eq!((partial.shards, partial.of, partial.missing), (1, 2, vec!["1/2".to_owned()]));
@@ -221,7 +224,9 @@ fn assert_damaged_refused(dir: &Path, bad: &RunResult, why: &str) {
     let good = write(dir, "shard-0.json", &shard(0, Some("r1")));
     let bad = write(dir, "shard-1.json", bad);
     let expected = format!("{bad} is damaged or was edited: its `histograms.latency` ");
-    for line in [support::refused(&["merge", &good, &bad], 2, why), support::refused(&["report", &bad], 2, why)] {
+    for line in
+        [support::refused(&["merge", &good, &bad], 2, why), support::refused(&["report", &bad], 2, why)]
+    {
         assert!(line.starts_with(&format!("wsbench: {expected}")), "{line}");
     }
     let (_, written) = merge(dir, &[&good, &bad]);
@@ -253,7 +258,8 @@ fn a_shard_whose_counts_were_edited_is_refused_naming_the_file() {
     let mut histogram = wsbench::metrics::new_histogram();
     histogram.record_n(2, edited.summary.latency_us.count + 1).unwrap();
     edited.histograms.latency = wsbench::result::encode_histogram(&histogram);
-    let why = format!("holds {} samples but `summary.latency_us.count` says", edited.summary.latency_us.count + 1);
+    let why =
+        format!("holds {} samples but `summary.latency_us.count` says", edited.summary.latency_us.count + 1);
     assert_damaged_refused(&dir, &edited, &why);
     std::fs::remove_dir_all(&dir).unwrap();
 }

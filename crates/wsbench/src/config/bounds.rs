@@ -41,8 +41,6 @@ pub const MAX_MESSAGES_PER_CONNECTION: u64 = 1_000_000;
 pub const MAX_TOPICS: u64 = 1_000_000;
 /// pubsub: subscriber × publisher-of-its-topic pairs, each tracked (lost, late, duplicated).
 pub const MAX_SUBSCRIBER_PUBLISHER_PAIRS: u64 = 10_000_000;
-/// Bytes of a `text:FILE` payload file (read whole before the run).
-pub const MAX_PAYLOAD_FILE_BYTES: u64 = 1 << 30;
 
 /// A size in binary units, whole ones as such (`1 GiB`, not `1.00 GiB`).
 fn bytes_binary(n: u64) -> String {

@@ -38,7 +38,7 @@ fn step_keys(text: &str) -> usize {
     const KEYS: [&str; 5] = ["send", "expect-regex", "expect", "sleep", "repeat"];
     let bytes = text.as_bytes();
     let mut count = 0;
-    for (at, _) in text.match_indices(|c| c == 's' || c == 'e' || c == 'r') {
+    for (at, _) in text.match_indices(['s', 'e', 'r']) {
         let before = bytes[..at].iter().rev().find(|b| !matches!(b, b' ' | b'\t'));
         if !matches!(before, None | Some(b'\n' | b'{' | b',')) {
             continue;

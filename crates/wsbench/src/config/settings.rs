@@ -339,7 +339,9 @@ impl RunSettings {
     /// Reads a TOML scenario file (the same keys as the flags, kebab-case).
     pub fn from_file(path: &Path) -> Result<RunSettings, ConfigError> {
         let text = crate::input_file::read_text(path, InputKind::Scenario).map_err(|e| match e {
-            InputFileError::Read { source, .. } => ConfigError::ReadScenario { path: path.to_owned(), source },
+            InputFileError::Read { source, .. } => {
+                ConfigError::ReadScenario { path: path.to_owned(), source }
+            }
             too_big => ConfigError::InputFile(too_big),
         })?;
         RunSettings::parse_toml(&text, path)

@@ -140,7 +140,9 @@ impl TlsSettings<'_> {
 
 fn read(setting: &'static str, path: &Path) -> Result<Vec<u8>, ConfigError> {
     crate::input_file::read(path, InputKind::Pem).map_err(|e| match e {
-        InputFileError::Read { source, .. } => invalid(setting, format!("cannot read {}: {source}", path.display())),
+        InputFileError::Read { source, .. } => {
+            invalid(setting, format!("cannot read {}: {source}", path.display()))
+        }
         too_big => invalid(setting, too_big.to_string()),
     })
 }

@@ -123,9 +123,11 @@ pub fn merge_files(paths: &[PathBuf], partial: bool) -> Result<RunResult, MergeE
         .collect::<Result<Vec<_>, MergeError>>()?;
     let merged = merge(&inputs)?;
     match merged.partial {
-        Some(coverage) if !partial => {
-            Err(MergeError::MissingShards { given: coverage.shards, count: coverage.of, missing: coverage.missing })
-        }
+        Some(coverage) if !partial => Err(MergeError::MissingShards {
+            given: coverage.shards,
+            count: coverage.of,
+            missing: coverage.missing,
+        }),
         _ => Ok(merged),
     }
 }

@@ -298,7 +298,10 @@ fn a_whole_run_records_no_partial_and_some_of_its_shards_say_which_are_missing()
     assert_eq!(partial, PartialRun { shards: 2, of: 3, missing: vec!["2/3".to_owned()] });
     assert_eq!(partial.describe(), "2 of 3 shards (missing 2/3)");
     let report = crate::report::render_text(&merged);
-    assert!(report.contains("[PARTIAL: 2 of 3 shards (missing 2/3); the figures cover those shards only]"), "{report}");
+    assert!(
+        report.contains("[PARTIAL: 2 of 3 shards (missing 2/3); the figures cover those shards only]"),
+        "{report}"
+    );
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //! cookie 0x1c849304) in standard base64, byte-for-byte what HdrHistogram's Java and Go
 //! tools write and read. Also rebuilds a [`Metrics`] from a result, for `wsbench merge`.
 
-use std::collections::BTreeMap;
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::io::{Cursor, Read};
 use std::path::Path;
 
@@ -71,9 +71,7 @@ pub fn decode_histogram(field: &str, text: &str) -> Result<Histogram<u64>, Resul
         .try_fold(0u64, |sum, value| sum.checked_add(value.count_at_value()))
         .filter(|&sum| sum <= MAX_HISTOGRAM_SAMPLES && sum == decoded.len());
     if samples.is_none() {
-        return Err(error(format!(
-            "counts add up to more than {MAX_HISTOGRAM_SAMPLES} samples"
-        )));
+        return Err(error(format!("counts add up to more than {MAX_HISTOGRAM_SAMPLES} samples")));
     }
     if decoded.low() == 1 && decoded.high() == HISTOGRAM_MAX_US && decoded.sigfig() == HISTOGRAM_SIGFIG {
         return Ok(decoded);
@@ -195,7 +193,9 @@ impl RunResult {
             reason,
         };
         let in_file = |error: ResultError| match error {
-            ResultError::Histogram { field, reason } => damaged(&field, format!("cannot be decoded: {reason}")),
+            ResultError::Histogram { field, reason } => {
+                damaged(&field, format!("cannot be decoded: {reason}"))
+            }
             other => other,
         };
         let encoded = &self.histograms;
@@ -209,7 +209,12 @@ impl RunResult {
                 summary.latency_uncorrected_us.count,
             ),
             ("histograms.connect", &encoded.connect, "summary.connect_us.count", summary.connect_us.count),
-            ("histograms.send_lag", &encoded.send_lag, "summary.send_lag_us.count", summary.send_lag_us.count),
+            (
+                "histograms.send_lag",
+                &encoded.send_lag,
+                "summary.send_lag_us.count",
+                summary.send_lag_us.count,
+            ),
         ];
         for (field, text, count_field, count) in common {
             let histogram = decode_histogram(field, text).map_err(in_file)?;

@@ -478,7 +478,8 @@ fn a_histogram_whose_bounds_need_too_many_counters_is_refused() {
 fn a_histogram_with_an_absurd_count_is_refused() {
     let mut histogram = crate::metrics::new_histogram();
     histogram.record_n(2, i64::MAX as u64).unwrap();
-    let error = decode_histogram("histograms.latency", &encode_histogram(&histogram)).unwrap_err().to_string();
+    let error =
+        decode_histogram("histograms.latency", &encode_histogram(&histogram)).unwrap_err().to_string();
     assert!(error.contains("counts add up to more than"), "{error}");
 }
 
@@ -507,5 +508,10 @@ fn a_scenario_histogram_that_does_not_decode_is_refused_naming_the_file() {
     result.histograms.scenario.insert("flow_steps".into(), serde_json::json!({ "call": "AAAA" }));
     let bytes = serde_json::to_vec(&result).unwrap();
     let error = RunResult::from_json_bytes(Path::new("r.json"), &bytes).unwrap_err().to_string();
-    assert!(error.starts_with("r.json is damaged or was edited: its `histograms.flow_steps.call` cannot be decoded"), "{error}");
+    assert!(
+        error.starts_with(
+            "r.json is damaged or was edited: its `histograms.flow_steps.call` cannot be decoded"
+        ),
+        "{error}"
+    );
 }

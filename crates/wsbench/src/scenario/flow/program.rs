@@ -465,7 +465,8 @@ impl Compiler {
     ) -> Result<(), String> {
         let field =
             step.match_field.clone().ok_or("an expect needs match-field, e.g. match-field = \"id\"")?;
-        let Some((_, at, expected_by, send_loops)) = self.sends.iter_mut().find(|(name, ..)| name == send) else {
+        let Some((_, at, expected_by, send_loops)) = self.sends.iter_mut().find(|(name, ..)| name == send)
+        else {
             return Err(format!("expects `{send}`, but no send of that name comes before it"));
         };
         // The rounds of the blocks the send is in and its expect is not: that many sends
