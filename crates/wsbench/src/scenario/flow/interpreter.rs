@@ -33,8 +33,9 @@ const SAMPLE_CHARS: usize = 200;
 const MAX_OPS_PER_TURN: usize = 4096;
 /// Bytes a connection may have queued and not yet written before its next send waits for
 /// the socket: a `repeat` of sends that nothing waits for goes at the speed the server
-/// reads, and the client's memory does not grow with it.
-pub const MAX_QUEUED_SEND_BYTES: usize = 1 << 20;
+/// reads, and the client's memory does not grow with it (the kernel's socket buffer keeps
+/// the connection busy meanwhile; a larger message still goes out whole).
+pub const MAX_QUEUED_SEND_BYTES: usize = 64 << 10;
 /// How often a send waiting for the socket looks again.
 const SOCKET_RECHECK: Duration = Duration::from_millis(1);
 
