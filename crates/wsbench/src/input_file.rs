@@ -1,6 +1,6 @@
 //! Every file a user names for wsbench to read (a scenario file, a `text:` payload file, a
-//! `--header-file`, TLS certificates and keys, the result, rtt and search files `report`,
-//! `merge` and `diff` read) is read through [`read`]: at most a limit per kind of file,
+//! `--header-file`, TLS certificates and keys, the result, rtt and search files `report`
+//! and `merge` read) is read through [`read`]: at most a limit per kind of file,
 //! whatever the file is. A regular file's length is no promise (`/dev/zero`, a FIFO fed
 //! without end, `/proc` files all say 0), so the limit is on the bytes actually read: one
 //! past it and the file is refused with one line naming it, the limit and what to do.
@@ -19,7 +19,7 @@ pub const MAX_HEADER_FILE_BYTES: u64 = 1 << 20;
 pub const MAX_PEM_FILE_BYTES: u64 = 16 << 20;
 /// Bytes of a `text:FILE` payload file (read whole before the run, its lines the messages).
 pub const MAX_PAYLOAD_FILE_BYTES: u64 = 1 << 30;
-/// Bytes of a result, rtt or search file read back (`report`, `merge`, `diff`): a week's
+/// Bytes of a result, rtt or search file read back (`report`, `merge`): a week's
 /// run keeps a per-second timeline of under 100 MB, pretty-printed.
 pub const MAX_RESULT_FILE_BYTES: u64 = 256 << 20;
 
