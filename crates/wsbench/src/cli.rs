@@ -263,6 +263,10 @@ pub struct MergeArgs {
     /// Write the merged result here and print its report; without it, print the merged JSON.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Merge the files given even when they are not every shard of the run (`--shard I/N`
+    /// missing some I): the merged result and its report say "k of N shards".
+    #[arg(long)]
+    pub partial: bool,
 }
 
 #[derive(Debug, Clone, Args)]

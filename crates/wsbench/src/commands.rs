@@ -42,7 +42,7 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
             if let Some(path) = &args.output {
                 check_output_file("output", path)?;
             }
-            let merged = wsbench::merge::command(&args.files, args.output.as_deref())?;
+            let merged = wsbench::merge::command(&args.files, args.output.as_deref(), args.partial)?;
             Ok(Output::success(report::render_merge(&merged, args.output.is_some(), color)))
         }
         Command::Serve(args) => args.serve().map(|()| Output::success(String::new())).map_err(Into::into),

@@ -12,9 +12,10 @@
 //! registries. Beside them: `fleet` and `compare` (competitor servers), `rtt` (seed 001),
 //! `merge` (shards into one result), `live` (the live view, `--metrics-addr`, `--stream`),
 //! `find_rate` (the rate search), `probe` (the server process in /proc), `builtin` (the
-//! built-in server as a child), `units` (parsing and formatting units), `exit` (what each
-//! outcome means as an exit code), `error` (the error a command ends with) and `causes` (an
-//! error and its causes as one line).
+//! built-in server as a child), `units` (parsing and formatting units), `input_file` (every
+//! file a user names, read within a limit), `exit` (what each outcome means as an exit
+//! code), `error` (the error a command ends with) and `causes` (an error and its causes as
+//! one line).
 
 pub mod affinity;
 pub mod allocator;
@@ -31,6 +32,7 @@ pub mod find_rate;
 pub mod fixture;
 pub mod fleet;
 pub mod hlog;
+pub mod input_file;
 pub mod live;
 pub mod machine;
 pub mod merge;

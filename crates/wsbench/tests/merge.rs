@@ -154,3 +154,112 @@ fn missing_empty_and_cut_short_files_are_usage_errors_for_merge_and_report() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `wsbench ARGS…`: exit code, stdout and stderr.
+fn wsbench(args: &[&str]) -> (Option<i32>, String, String) {
+    let output = Command::new(wsbench_bin()).args(args).output().unwrap();
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (output.status.code(), text(&output.stdout), text(&output.stderr))
+}
+
+#[test]
+fn one_of_two_shards_is_refused_naming_the_missing_one_unless_partial() {
+    let dir = fresh_dir("merge-partial");
+    let a = write(&dir, "shard-0.json", &shard(0, Some("r1")));
+    let (output, written) = merge(&dir, &[&a]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        "wsbench: the files are 1 of the run's 2 shards: shard 1/2 is missing; give every shard's \
+         result file, or --partial to merge these alone (the merged result then says so)\n"
+    );
+    assert!(!written, "nothing is written on a refusal");
+
+    let out = dir.join("merged.json");
+    let out = out.to_str().unwrap();
+    let (code, stdout, stderr) = wsbench(&["merge", "--partial", &a, "-o", out]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("[PARTIAL: 1 of 2 shards (missing 1/2); the figures cover those shards only]"),
+        "{stdout}"
+    );
+    let merged = RunResult::read_json(Path::new(out)).unwrap();
+    let partial = merged.partial.expect("the merged result says it is partial");
+    assert_eq!((partial.shards, partial.of, partial.missing), (1, 2, vec!["1/2".to_owned()]));
+    assert!(support::result_schema_errors(Path::new(out)).is_empty());
+    let (code, stdout, stderr) = wsbench(&["report", out]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("1 of 2 shards"), "{stdout}");
+    let html = dir.join("report.html");
+    let (code, _, stderr) = wsbench(&["report", out, "--html", html.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let header = &page[page.find("<header>").unwrap()..page.find("</header>").unwrap()];
+    assert!(header.contains("1 of 2 shards (missing 1/2)"), "{header}");
+
+    // Both shards: whole, nothing said.
+    let b = write(&dir, "shard-1.json", &shard(1, Some("r1")));
+    let (code, stdout, stderr) = wsbench(&["merge", "--partial", &a, &b, "-o", out]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stdout.contains("PARTIAL"), "{stdout}");
+    assert_eq!(RunResult::read_json(Path::new(out)).unwrap().partial, None);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Shard 1 of run r1 with its latency histogram's bytes changed by `edit` (base64 decoded).
+fn shard_with_latency(edit: impl FnOnce(&mut Vec<u8>)) -> RunResult {
+    use base64::Engine as _;
+    let base64 = base64::engine::general_purpose::STANDARD;
+    let mut result = shard(1, Some("r1"));
+    let mut bytes = base64.decode(&result.histograms.latency).unwrap();
+    edit(&mut bytes);
+    result.histograms.latency = base64.encode(bytes);
+    result
+}
+
+/// `merge` with a good shard and `bad`, and `report` of `bad`: both exit 2 with one line
+/// naming `bad` and saying `why`.
+fn assert_damaged_refused(dir: &Path, bad: &RunResult, why: &str) {
+    let good = write(dir, "shard-0.json", &shard(0, Some("r1")));
+    let bad = write(dir, "shard-1.json", bad);
+    let expected = format!("{bad} is damaged or was edited: its `histograms.latency` ");
+    for line in
+        [support::refused(&["merge", &good, &bad], 2, why), support::refused(&["report", &bad], 2, why)]
+    {
+        assert!(line.starts_with(&format!("wsbench: {expected}")), "{line}");
+    }
+    let (_, written) = merge(dir, &[&good, &bad]);
+    assert!(!written);
+}
+
+#[test]
+fn a_shard_whose_histogram_fails_its_zlib_checksum_is_refused_naming_the_file() {
+    let dir = fresh_dir("merge-checksum");
+    let bad = shard_with_latency(|bytes| {
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x01;
+    });
+    assert_damaged_refused(&dir, &bad, "cannot be decoded: fails its zlib checksum (Adler-32)");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_shard_whose_counts_were_edited_is_refused_naming_the_file() {
+    let dir = fresh_dir("merge-edited-count");
+    // A bucket of 2^63 − 1 samples at 2 µs (once merged as p50 = p99 = 2 µs, exit 0).
+    let mut absurd = shard(1, Some("r1"));
+    let mut histogram = wsbench::metrics::new_histogram();
+    histogram.record_n(2, i64::MAX as u64).unwrap();
+    absurd.histograms.latency = wsbench::result::encode_histogram(&histogram);
+    assert_damaged_refused(&dir, &absurd, "cannot be decoded: counts add up to more than");
+    // Counts that disagree with the file's own summary.
+    let mut edited = shard(1, Some("r1"));
+    let mut histogram = wsbench::metrics::new_histogram();
+    histogram.record_n(2, edited.summary.latency_us.count + 1).unwrap();
+    edited.histograms.latency = wsbench::result::encode_histogram(&histogram);
+    let why =
+        format!("holds {} samples but `summary.latency_us.count` says", edited.summary.latency_us.count + 1);
+    assert_damaged_refused(&dir, &edited, &why);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

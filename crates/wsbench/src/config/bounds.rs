@@ -44,8 +44,6 @@ pub const MAX_SUBSCRIBER_PUBLISHER_PAIRS: u64 = 10_000_000;
 /// Bytes all connections of one process may hold together in messages still arriving
 /// (`--max-message-memory`, of `run` and `serve`).
 pub const MAX_MESSAGE_MEMORY: u64 = 64 << 30;
-/// Bytes of a `text:FILE` payload file (read whole before the run).
-pub const MAX_PAYLOAD_FILE_BYTES: u64 = 1 << 30;
 
 /// A size in binary units, whole ones as such (`1 GiB`, not `1.00 GiB`).
 fn bytes_binary(n: u64) -> String {

@@ -18,6 +18,9 @@ pub enum ConfigError {
     /// A scenario-file table that has no flag (`[[flow.steps]]`).
     #[error("scenario file [[{table}]]: {problem}")]
     Table { table: &'static str, problem: String },
+    /// A file past its limit ([`crate::input_file`]).
+    #[error(transparent)]
+    InputFile(#[from] crate::input_file::InputFileError),
     #[error("cannot read scenario file {path}")]
     ReadScenario {
         path: PathBuf,

@@ -4,6 +4,72 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::ConfigError;
+use crate::units::format::group;
+
+/// Steps of a flow, counting those inside `repeat` blocks (each costs every connection
+/// its compiled form, and every named step a histogram).
+pub const MAX_FLOW_STEPS: usize = 1_000;
+
+/// Refuses, before the TOML text of a scenario file is parsed (parsing takes a few KB a
+/// step), a text with far more than [`MAX_FLOW_STEPS`] steps. It counts the keys a step is
+/// made by (`send`, `expect`, `expect-regex`, `sleep`, `repeat`) where a key may stand (a
+/// line's start, after `{` or `,`): each step has one, and text inside a template rarely
+/// looks like one, so twice the bound is left before the text is refused. The exact count
+/// is the flow compiler's.
+pub fn check_step_estimate(text: &str) -> Result<(), ConfigError> {
+    let estimate = step_keys(text);
+    if estimate > 2 * MAX_FLOW_STEPS {
+        return Err(ConfigError::Table {
+            table: "flow.steps",
+            problem: format!(
+                "about {} steps (counting those inside repeats): at most {}; loop with repeat = N \
+                 rather than writing steps out",
+                group(estimate as u64),
+                group(MAX_FLOW_STEPS as u64)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// How many step keys stand where a key may in `text`.
+fn step_keys(text: &str) -> usize {
+    const KEYS: [&str; 5] = ["send", "expect-regex", "expect", "sleep", "repeat"];
+    let bytes = text.as_bytes();
+    let mut count = 0;
+    for (at, _) in text.match_indices(['s', 'e', 'r']) {
+        let before = bytes[..at].iter().rev().find(|b| !matches!(b, b' ' | b'\t'));
+        if !matches!(before, None | Some(b'\n' | b'{' | b',')) {
+            continue;
+        }
+        let Some(key) = KEYS.iter().find(|key| text[at..].starts_with(*key)) else { continue };
+        if text[at + key.len()..].trim_start_matches([' ', '\t']).starts_with('=') {
+            count += 1;
+        }
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_keys_count_keys_where_keys_stand_and_not_inside_templates() {
+        let text = "scenario = \"flow\"\n[[flow.steps]]\nsend = '{\"send\": \"x\", \"sleep\" : 1}'\n\
+                    [[flow.steps]]\nrepeat = 2\nsteps = [{ sleep = \"1s\" }, { expect-regex = 'a' },\n  { expect = \"x\" }]\n";
+        assert_eq!(step_keys(text), 5);
+    }
+
+    #[test]
+    fn far_too_many_steps_are_refused_before_parsing() {
+        check_step_estimate(&"[[flow.steps]]\nsend = 'x'\n".repeat(2 * MAX_FLOW_STEPS)).unwrap();
+        let error = check_step_estimate(&"[[flow.steps]]\nsend = 'x'\n".repeat(100_000)).unwrap_err();
+        assert!(error.to_string().contains("about 100,000 steps"), "{error}");
+    }
+}
+
 /// `[flow]` as written in the scenario file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

@@ -14,6 +14,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::error::{ConfigError, invalid};
+use crate::input_file::{InputFileError, InputKind};
 
 /// Replaced in a header value by the connection's number (0-based, across the run).
 pub const CONN_PLACEHOLDER: &str = "{conn}";
@@ -250,8 +251,12 @@ fn parse_subprotocols(list: &str) -> Result<Vec<String>, ConfigError> {
 
 /// The `--header-file`: one `Name: value` per line; blank lines and `#` comments skipped.
 fn read_header_file(path: &Path) -> Result<Vec<Header>, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| invalid("header-file", format!("cannot read {}: {e}", path.display())))?;
+    let text = crate::input_file::read_text(path, InputKind::HeaderFile).map_err(|e| match e {
+        InputFileError::Read { source, .. } => {
+            invalid("header-file", format!("cannot read {}: {source}", path.display()))
+        }
+        too_big => invalid("header-file", too_big.to_string()),
+    })?;
     parse_header_file(&text, path)
 }
 

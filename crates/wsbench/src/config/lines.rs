@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::ConfigError;
 use super::error::invalid;
+use crate::input_file::{InputFileError, InputKind};
 
 /// The lines of a `text:FILE` payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,15 +27,12 @@ impl TextLines {
     /// Reads the messages of `path`.
     pub fn load(path: &Path) -> Result<TextLines, ConfigError> {
         let shown = path.display();
-        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        if size > super::bounds::MAX_PAYLOAD_FILE_BYTES {
-            return Err(invalid(
+        let bytes = crate::input_file::read(path, InputKind::PayloadText).map_err(|e| match e {
+            InputFileError::Read { source, .. } => invalid(
                 "payload",
-                format!("text:{shown} is {} bytes: at most 1 GiB of messages is read", size),
-            ));
-        }
-        let bytes = std::fs::read(path).map_err(|e| {
-            invalid("payload", format!("cannot read text:{shown} ({e}); give a file of messages, one a line"))
+                format!("cannot read text:{shown} ({source}); give a file of messages, one a line"),
+            ),
+            too_big => invalid("payload", format!("text:{too_big}")),
         })?;
         let lines: Vec<Vec<u8>> = bytes
             .split(|&b| b == b'\n')

@@ -39,7 +39,7 @@ pub use compression::CompressionOffer;
 pub use error::ConfigError;
 use error::invalid;
 pub(crate) use error::invalid as invalid_setting;
-pub use flow::{FlowSettings, StepSettings};
+pub use flow::{FlowSettings, MAX_FLOW_STEPS, StepSettings};
 pub use handshake::{CONN_PLACEHOLDER, HandshakeOptions, Header, REDACTED, is_secret};
 pub use io::IoBackend;
 pub use lines::TextLines;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::error::ConfigError;
+use crate::input_file::{InputFileError, InputKind};
 
 /// Settings as given, from flags or a TOML scenario file; all optional.
 #[derive(Debug, Clone, Default, PartialEq, clap::Args, Deserialize, Serialize)]
@@ -349,14 +350,19 @@ fn is_false(value: &bool) -> bool {
 impl RunSettings {
     /// Reads a TOML scenario file (the same keys as the flags, kebab-case).
     pub fn from_file(path: &Path) -> Result<RunSettings, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::ReadScenario { path: path.to_owned(), source })?;
+        let text = crate::input_file::read_text(path, InputKind::Scenario).map_err(|e| match e {
+            InputFileError::Read { source, .. } => {
+                ConfigError::ReadScenario { path: path.to_owned(), source }
+            }
+            too_big => ConfigError::InputFile(too_big),
+        })?;
         RunSettings::parse_toml(&text, path)
     }
 
     /// Parses the TOML text of the scenario file `path`; an error says where (line:column)
     /// and, for a mistyped key, which key was meant.
     pub fn parse_toml(text: &str, path: &Path) -> Result<RunSettings, ConfigError> {
+        super::flow::check_step_estimate(text)?;
         toml::from_str(text).map_err(|e| {
             let key = e.span().and_then(|span| key_at(text, span.start));
             let message = explain(e.message());

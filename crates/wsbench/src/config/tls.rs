@@ -11,6 +11,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde::Serialize;
 
 use super::error::{ConfigError, invalid};
+use crate::input_file::{InputFileError, InputKind};
 
 /// A TLS version to pin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -138,7 +139,12 @@ impl TlsSettings<'_> {
 }
 
 fn read(setting: &'static str, path: &Path) -> Result<Vec<u8>, ConfigError> {
-    std::fs::read(path).map_err(|e| invalid(setting, format!("cannot read {}: {e}", path.display())))
+    crate::input_file::read(path, InputKind::Pem).map_err(|e| match e {
+        InputFileError::Read { source, .. } => {
+            invalid(setting, format!("cannot read {}: {source}", path.display()))
+        }
+        too_big => invalid(setting, too_big.to_string()),
+    })
 }
 
 /// Every certificate of a PEM file; at least one.

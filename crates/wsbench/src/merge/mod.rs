@@ -26,6 +26,11 @@
 //!   whole machine's, so shards on one machine each saw all of it: it is not summed.
 //! - `interrupted` if any shard was interrupted; `ended_early` if every shard ended early.
 //!
+//! - **Coverage**: shards of `--shard I/N` must be all `N` of them, or the merge is refused
+//!   naming the missing ones ([`check_whole_run`]); with `--partial` (and in a `--processes`
+//!   run whose shard left no result) the merged result says which it holds (`partial`) and
+//!   its report says "k of N shards". Its `config` is still the whole run's.
+//!
 //! Shards of different scenarios do not merge: their `config` objects must agree on every
 //! key but the ones that legitimately differ between shards ([`SHARD_KEYS`]). Nor do
 //! mistakes that would count a shard twice or mix runs ([`check_one_run`]): the same file
@@ -38,7 +43,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::metrics::Metrics;
-use crate::result::{LittlesLaw, ResultError, RunResult, ServerSummary, ShardSummary};
+use crate::result::{LittlesLaw, PartialRun, ResultError, RunResult, ServerSummary, ShardSummary};
 use crate::samples::{ClientMemory, RunOutcome, ServerReport, WorkerCpu};
 
 /// Configuration keys that may differ between shards of one scenario.
@@ -75,6 +80,18 @@ pub enum MergeError {
     #[error("cannot merge {first} and {other}: both are shard {shard} of the run; give each shard once")]
     SameShard { first: String, other: String, shard: String },
     #[error(
+        "the files are {} of the run's {count} shards: {} missing; give every shard's result \
+         file, or --partial to merge these alone (the merged result then says so)",
+        given,
+        if missing.len() == 1 { format!("shard {} is", missing[0]) } else { format!("shards {} are", missing.join(", ")) }
+    )]
+    MissingShards { given: u64, count: u64, missing: Vec<String> },
+    #[error(
+        "cannot merge {first} and {other}: {first} is shard {first_shard} and {other} shard \
+         {other_shard}: shards of one run share their N"
+    )]
+    DifferentShardCounts { first: String, other: String, first_shard: String, other_shard: String },
+    #[error(
         "cannot merge {first} and {other}: they are results of different runs (run id {first_id} \
          and {other_id}); merge the shards of one run (started by hand: give them one --run-id)"
     )]
@@ -90,8 +107,9 @@ pub struct ShardInput {
     pub died: Option<String>,
 }
 
-/// Reads and merges result files; errors name the file at fault.
-pub fn merge_files(paths: &[PathBuf]) -> Result<RunResult, MergeError> {
+/// Reads and merges result files; errors name the file at fault. Unless `partial`, the files
+/// must be every shard of their run ([`check_whole_run`]).
+pub fn merge_files(paths: &[PathBuf], partial: bool) -> Result<RunResult, MergeError> {
     check_distinct_files(paths)?;
     let inputs = paths
         .iter()
@@ -103,13 +121,21 @@ pub fn merge_files(paths: &[PathBuf]) -> Result<RunResult, MergeError> {
             })
         })
         .collect::<Result<Vec<_>, MergeError>>()?;
-    merge(&inputs)
+    let merged = merge(&inputs)?;
+    match merged.partial {
+        Some(coverage) if !partial => Err(MergeError::MissingShards {
+            given: coverage.shards,
+            count: coverage.of,
+            missing: coverage.missing,
+        }),
+        _ => Ok(merged),
+    }
 }
 
-/// `wsbench merge FILE… [-o OUT]`: merges, writes the merged result to `output` if given,
-/// and returns it ([`crate::report::render_merge`] shows it).
-pub fn command(files: &[PathBuf], output: Option<&Path>) -> Result<RunResult, MergeError> {
-    let merged = merge_files(files)?;
+/// `wsbench merge FILE… [-o OUT] [--partial]`: merges, writes the merged result to `output`
+/// if given, and returns it ([`crate::report::render_merge`] shows it).
+pub fn command(files: &[PathBuf], output: Option<&Path>, partial: bool) -> Result<RunResult, MergeError> {
+    let merged = merge_files(files, partial)?;
     if let Some(path) = output {
         merged.write_json(path)?;
     }
@@ -188,6 +214,7 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         merged.server = server;
     }
     merged.shards = shards;
+    merged.partial = check_whole_run(inputs)?;
     // Every shard ran out of connections: so did the run.
     if inputs.iter().all(|input| input.result.ended_early.is_some()) {
         merged.ended_early = first.result.ended_early.clone();
@@ -356,6 +383,31 @@ fn check_one_run(first: &ShardInput, other: &ShardInput) -> Result<(), MergeErro
         });
     }
     Ok(())
+}
+
+/// Which shards of `--shard I/N` the inputs lack: `None` when they are all there (or the
+/// inputs are not shards of `--shard`). Shards of different `N` are refused. (The same
+/// shard twice is [`check_one_run`]'s.)
+fn check_whole_run(inputs: &[ShardInput]) -> Result<Option<PartialRun>, MergeError> {
+    let sharded: Vec<(&ShardInput, (u64, u64))> =
+        inputs.iter().filter_map(|input| Some((input, shard_of(&input.result)?))).collect();
+    let Some(&(first, (first_index, count))) = sharded.first() else { return Ok(None) };
+    if let Some(&(other, (index, other_count))) = sharded.iter().find(|(_, (_, n))| *n != count) {
+        return Err(MergeError::DifferentShardCounts {
+            first: first.name.clone(),
+            other: other.name.clone(),
+            first_shard: format!("{first_index}/{count}"),
+            other_shard: format!("{index}/{other_count}"),
+        });
+    }
+    let missing: Vec<String> = (0..count)
+        .filter(|index| !sharded.iter().any(|(_, (given, _))| given == index))
+        .map(|index| format!("{index}/{count}"))
+        .collect();
+    if missing.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(PartialRun { shards: count - missing.len() as u64, of: count, missing }))
 }
 
 /// Refuses a merged result given with other files: its shards are in it already (given

@@ -288,3 +288,40 @@ fn a_shard_without_client_memory_leaves_the_sum_unknown() {
     let merged = merge(&inputs).unwrap();
     assert_eq!((merged.client.rss_connected_bytes, merged.client.bytes_per_connection), (None, None));
 }
+
+#[test]
+fn a_whole_run_records_no_partial_and_some_of_its_shards_say_which_are_missing() {
+    let (inputs, _) = shards(3);
+    assert_eq!(merge(&inputs).unwrap().partial, None);
+    let merged = merge(&inputs[..2]).unwrap();
+    let partial = merged.partial.clone().unwrap();
+    assert_eq!(partial, PartialRun { shards: 2, of: 3, missing: vec!["2/3".to_owned()] });
+    assert_eq!(partial.describe(), "2 of 3 shards (missing 2/3)");
+    let report = crate::report::render_text(&merged);
+    assert!(
+        report.contains("[PARTIAL: 2 of 3 shards (missing 2/3); the figures cover those shards only]"),
+        "{report}"
+    );
+}
+
+#[test]
+fn shards_of_different_counts_are_refused_naming_both() {
+    let mut all = Metrics::default();
+    let inputs = [shard(0, 2, &mut all), shard(1, 3, &mut all)];
+    let error = merge(&inputs).unwrap_err().to_string();
+    assert_eq!(
+        error,
+        "cannot merge shard-0.json and shard-1.json: shard-0.json is shard 0/2 and shard-1.json shard 1/3: \
+         shards of one run share their N"
+    );
+}
+
+#[test]
+fn missing_shards_are_named_in_one_line() {
+    let error = MergeError::MissingShards { given: 1, count: 3, missing: vec!["1/3".into(), "2/3".into()] };
+    assert_eq!(
+        error.to_string(),
+        "the files are 1 of the run's 3 shards: shards 1/3, 2/3 are missing; give every shard's result \
+         file, or --partial to merge these alone (the merged result then says so)"
+    );
+}

@@ -145,7 +145,18 @@ fn subtitle(results: &[(String, RunResult)]) -> String {
         n => format!("{n} results"),
     };
     let noun = if scenarios.len() == 1 { "scenario" } else { "scenarios" };
-    format!("{count} · {noun} {}", scenarios.join(", "))
+    let partial: Vec<String> = results
+        .iter()
+        .filter_map(|(label, result)| {
+            let partial = result.partial.as_ref()?.describe();
+            Some(if results.len() == 1 { partial } else { format!("{label}: {partial}") })
+        })
+        .collect();
+    let mut subtitle = format!("{count} · {noun} {}", scenarios.join(", "));
+    if !partial.is_empty() {
+        subtitle.push_str(&format!(" · {}", partial.join("; ")));
+    }
+    subtitle
 }
 
 fn summary_section(out: &mut String, results: &[(String, RunResult)]) {
@@ -227,6 +238,10 @@ fn notes(results: &[(String, RunResult)]) -> Vec<(&'static str, &str, String)> {
                     early.reason, result.measured_s, early.planned_measured_s
                 ),
             ));
+        }
+        if let Some(partial) = &result.partial {
+            let text = format!("{}: the figures cover those shards only.", partial.describe());
+            notes.push(("bad", label.as_str(), text));
         }
         if result.interrupted {
             notes.push(("bad", label.as_str(), "interrupted; the numbers cover only what ran.".to_owned()));

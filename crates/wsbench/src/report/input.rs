@@ -82,7 +82,7 @@ impl Input {
 
 /// Reads one file and parses it by its kind.
 pub fn read_input(path: &Path) -> Result<Input, ReportError> {
-    let bytes = std::fs::read(path).map_err(|source| ResultError::Read { path: path.to_owned(), source })?;
+    let bytes = crate::result::read_bounded(path)?;
     let value = crate::result::parse_json(path, &bytes)?;
     match value.get("kind") {
         None => Ok(Input::Run(Box::new(RunResult::from_json_bytes(path, &bytes)?))),

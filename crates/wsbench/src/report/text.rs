@@ -83,6 +83,10 @@ fn header(out: &mut String, result: &RunResult, paint: Paint) {
     if result.interrupted {
         let _ = write!(out, "  {}", paint.paint(RED, "[INTERRUPTED: partial results]"));
     }
+    if let Some(partial) = &result.partial {
+        let text = format!("[PARTIAL: {}; the figures cover those shards only]", partial.describe());
+        let _ = write!(out, "  {}", paint.paint(RED, &text));
+    }
     if let Some(early) = &result.ended_early {
         let text = format!(
             "[ENDED EARLY: {}, {} into the {} measured window; its rates are over that]",

@@ -333,6 +333,7 @@ impl RunResult {
                 scenario: section_histograms(metrics),
             },
             shards: Vec::new(),
+            partial: None,
             scenario_figures: outcome.figures.iter().cloned().collect(),
         }
     }

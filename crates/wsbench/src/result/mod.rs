@@ -60,8 +60,17 @@ pub enum ResultError {
     NewerSchema { path: PathBuf, found: u64 },
     #[error("{} is not a wsbench result file: {reason}", path.display())]
     Invalid { path: PathBuf, reason: String },
+    /// A file past its limit ([`crate::input_file`]).
+    #[error(transparent)]
+    InputFile(crate::input_file::InputFileError),
     #[error("the result's `{field}` cannot be decoded: {reason}")]
     Histogram { field: String, reason: String },
+    /// A histogram of the file that does not decode, or disagrees with the file's summary.
+    #[error(
+        "{} is damaged or was edited: its `{field}` {reason}; give the file as its run wrote it",
+        path.display()
+    )]
+    DamagedHistogram { path: PathBuf, field: String, reason: String },
 }
 
 /// One run, as written to and read from the JSON result file.
@@ -104,6 +113,10 @@ pub struct RunResult {
     /// Absent from single runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<ShardSummary>,
+    /// A merged result of only some of its run's shards (`wsbench merge --partial`, or a
+    /// `--processes` run whose shard left no result). Absent when every shard is in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<PartialRun>,
     /// The scenario's own figures, under the scenario's own key (churn's `churn`, a flow's
     /// `flow`, a fan-out's `pubsub`); none for scenarios that have none.
     #[serde(flatten)]
@@ -115,6 +128,24 @@ impl RunResult {
     /// shape.
     pub fn figures<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
         serde_json::from_value(self.scenario_figures.get(key)?.clone()).ok()
+    }
+}
+
+/// Which shards of a run a merged result holds, when not all of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartialRun {
+    /// Shards merged.
+    pub shards: u64,
+    /// Shards the run had (the `N` of `--shard I/N`).
+    pub of: u64,
+    /// The shards missing, as `I/N`.
+    pub missing: Vec<String>,
+}
+
+impl PartialRun {
+    /// "1 of 2 shards (missing 1/2)".
+    pub fn describe(&self) -> String {
+        format!("{} of {} shards (missing {})", self.shards, self.of, self.missing.join(", "))
     }
 }
 
@@ -419,8 +450,7 @@ impl RunResult {
 
     /// Reads a result file, saying which file is wrong and how.
     pub fn read_json(path: &Path) -> Result<RunResult, ResultError> {
-        let bytes =
-            std::fs::read(path).map_err(|source| ResultError::Read { path: path.to_owned(), source })?;
+        let bytes = read_bounded(path)?;
         Self::from_json_bytes(path, &bytes)
     }
 
@@ -439,8 +469,19 @@ impl RunResult {
                 _ => return Err(invalid(format!("`schema_version` is {version}, not a version number"))),
             },
         }
-        serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
+        let result: RunResult = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+        result.verify_histograms(path)?;
+        Ok(result)
     }
+}
+
+/// The bytes of the result, rtt or search file `path`, at most
+/// [`crate::input_file::MAX_RESULT_FILE_BYTES`] whatever the file is.
+pub(crate) fn read_bounded(path: &Path) -> Result<Vec<u8>, ResultError> {
+    crate::input_file::read(path, crate::input_file::InputKind::Result).map_err(|e| match e {
+        crate::input_file::InputFileError::Read { path, source } => ResultError::Read { path, source },
+        too_big => ResultError::InputFile(too_big),
+    })
 }
 
 /// `bytes` of the file `path` as JSON; an empty file and one cut short are said to be.

@@ -401,3 +401,117 @@ fn an_open_loop_gives_its_cpu_per_paced_message_and_a_closed_loop_none() {
     assert!(closed.cpu_us_per_round_trip.is_some());
     assert_eq!(closed.cpu_us_per_paced_message, None);
 }
+
+/// The V2 + DEFLATE bytes of `text` (base64), and back.
+fn raw(text: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(text).unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// A V2 + DEFLATE histogram of the uncompressed V2 bytes `plain`.
+fn compressed(plain: &[u8]) -> String {
+    use std::io::Write as _;
+    let mut deflater = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    deflater.write_all(plain).unwrap();
+    let zlib = deflater.finish().unwrap();
+    let mut bytes = 0x1c84_9314u32.to_be_bytes().to_vec();
+    bytes.extend_from_slice(&(zlib.len() as u32).to_be_bytes());
+    bytes.extend_from_slice(&zlib);
+    text(&bytes)
+}
+
+/// An uncompressed V2 header of wsbench's bounds announcing `payload` bytes of counts.
+fn v2_header(payload: u32) -> Vec<u8> {
+    let mut header = 0x1c84_9313u32.to_be_bytes().to_vec();
+    header.extend_from_slice(&payload.to_be_bytes());
+    header.extend_from_slice(&0u32.to_be_bytes());
+    header.extend_from_slice(&3u32.to_be_bytes());
+    header.extend_from_slice(&1u64.to_be_bytes());
+    header.extend_from_slice(&crate::metrics::HISTOGRAM_MAX_US.to_be_bytes());
+    header.extend_from_slice(&1f64.to_be_bytes());
+    header
+}
+
+#[test]
+fn a_histogram_failing_its_zlib_checksum_is_refused() {
+    let mut histogram = crate::metrics::new_histogram();
+    histogram.record_n(250, 7).unwrap();
+    let mut bytes = raw(&encode_histogram(&histogram));
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x55;
+    let error = decode_histogram("histograms.latency", &text(&bytes)).unwrap_err().to_string();
+    assert!(error.contains("histograms.latency") && error.contains("fails its zlib checksum"), "{error}");
+}
+
+#[test]
+fn a_histogram_inflating_past_its_bound_is_refused_before_it_is_decoded() {
+    let payload = (codec::MAX_HISTOGRAM_DECODED_BYTES + 4096) as u32;
+    let mut plain = v2_header(payload);
+    plain.resize(plain.len() + payload as usize, 0);
+    let error = decode_histogram("histograms.connect", &compressed(&plain)).unwrap_err().to_string();
+    assert!(error.contains("inflates to more than 4 MiB"), "{error}");
+}
+
+#[test]
+fn a_histogram_header_promising_more_counts_than_it_holds_is_refused() {
+    let mut plain = v2_header(1 << 30);
+    plain.extend_from_slice(&[2, 0]);
+    let error = decode_histogram("x", &compressed(&plain)).unwrap_err().to_string();
+    assert!(error.contains("its header says 1073741824 bytes of counts but it holds 2"), "{error}");
+}
+
+#[test]
+fn a_histogram_whose_bounds_need_too_many_counters_is_refused() {
+    let mut plain = v2_header(0);
+    plain[12..16].copy_from_slice(&5u32.to_be_bytes());
+    plain[24..32].copy_from_slice(&u64::MAX.to_be_bytes());
+    let error = decode_histogram("x", &compressed(&plain)).unwrap_err().to_string();
+    assert!(error.contains("need too many counters"), "{error}");
+}
+
+#[test]
+fn a_histogram_with_an_absurd_count_is_refused() {
+    let mut histogram = crate::metrics::new_histogram();
+    histogram.record_n(2, i64::MAX as u64).unwrap();
+    let error =
+        decode_histogram("histograms.latency", &encode_histogram(&histogram)).unwrap_err().to_string();
+    assert!(error.contains("counts add up to more than"), "{error}");
+}
+
+#[test]
+fn a_result_whose_histogram_disagrees_with_its_summary_is_refused_naming_the_file() {
+    let mut metrics = Metrics::default();
+    record_us(&mut metrics.latency, 100);
+    record_us(&mut metrics.latency, 200);
+    let mut result = RunResult::from_outcome(&outcome_with(metrics));
+    let mut edited = crate::metrics::new_histogram();
+    edited.record_n(100, 5).unwrap();
+    result.histograms.latency = encode_histogram(&edited);
+    let bytes = serde_json::to_vec(&result).unwrap();
+    let error = RunResult::from_json_bytes(Path::new("shard-1.json"), &bytes).unwrap_err();
+    assert!(matches!(error, ResultError::DamagedHistogram { .. }));
+    assert_eq!(
+        error.to_string(),
+        "shard-1.json is damaged or was edited: its `histograms.latency` holds 5 samples but \
+         `summary.latency_us.count` says 2; give the file as its run wrote it"
+    );
+}
+
+#[test]
+fn a_scenario_histogram_that_does_not_decode_is_refused_naming_the_file() {
+    let mut result = RunResult::from_outcome(&fixture::closed_loop());
+    result.histograms.scenario.insert("flow_steps".into(), serde_json::json!({ "call": "AAAA" }));
+    let bytes = serde_json::to_vec(&result).unwrap();
+    let error = RunResult::from_json_bytes(Path::new("r.json"), &bytes).unwrap_err().to_string();
+    assert!(
+        error.starts_with(
+            "r.json is damaged or was edited: its `histograms.flow_steps.call` cannot be decoded"
+        ),
+        "{error}"
+    );
+}

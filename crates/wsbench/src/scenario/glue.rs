@@ -14,6 +14,7 @@ use crate::config::{
     Threshold, invalid_setting, looks_like_host_port,
 };
 use crate::engine::{PhasePlan, Plan, Workload};
+use crate::input_file::{InputFileError, InputKind};
 use crate::metrics::Metrics;
 use crate::protocol::{Session, Setup};
 use crate::result::{ResultError, RunResult};
@@ -46,9 +47,10 @@ impl RunSettings {
         if by_name(&word).is_some() {
             return Ok(RunSettings { scenario: Some(word.into_owned()), ..RunSettings::default() });
         }
-        match std::fs::read_to_string(name) {
+        match crate::input_file::read_text(name, InputKind::Scenario) {
             Ok(text) => RunSettings::parse_toml(&text, name),
-            Err(source) => Err(ConfigError::UnknownScenario {
+            Err(too_big @ InputFileError::TooBig { .. }) => Err(ConfigError::InputFile(too_big)),
+            Err(InputFileError::Read { source, .. }) => Err(ConfigError::UnknownScenario {
                 name: word.into_owned(),
                 known: names()
                     .chain(PRESETS.iter().map(|(preset, _)| *preset))

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wsbench_proto::OpCode;
@@ -31,6 +31,13 @@ const SAMPLE_CHARS: usize = 200;
 /// Instructions one connection runs before yielding to the others (a `repeat` with nothing
 /// that waits would otherwise spin forever).
 const MAX_OPS_PER_TURN: usize = 4096;
+/// Bytes a connection may have queued and not yet written before its next send waits for
+/// the socket: a `repeat` of sends that nothing waits for goes at the speed the server
+/// reads, and the client's memory does not grow with it (the kernel's socket buffer keeps
+/// the connection busy meanwhile; a larger message still goes out whole).
+pub const MAX_QUEUED_SEND_BYTES: usize = 64 << 10;
+/// How often a send waiting for the socket looks again.
+const SOCKET_RECHECK: Duration = Duration::from_millis(1);
 
 #[derive(Debug)]
 pub struct FlowWorkload {
@@ -76,6 +83,12 @@ impl FlowWorkload {
                 return;
             };
             match op {
+                FlowOp::Send { .. } if conn.output.len() - conn.output_sent > MAX_QUEUED_SEND_BYTES => {
+                    // The socket has not taken what is queued: the send waits for it.
+                    flow.wait = Wait::Sleep(now + SOCKET_RECHECK);
+                    cx.wake(conn, now + SOCKET_RECHECK);
+                    return;
+                }
                 FlowOp::Send { name, template, track, .. } => {
                     self.send(cx, conn, flow, (name, template, track), now)
                 }

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::{ConfigError, FlowSettings, StepSettings};
+use crate::config::{ConfigError, FlowSettings, MAX_FLOW_STEPS, StepSettings};
+use crate::units::format::group;
 use crate::units::parse_duration;
 
 /// How long an `expect` waits when the step gives no `timeout`.
@@ -23,6 +24,11 @@ pub const DEFAULT_EXPECT_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_DEPTH: usize = 8;
 /// Replies one `expect` may count (`count`).
 const MAX_COUNT: u64 = 1_000_000;
+/// Rounds of one `repeat` block; a loop for the whole run is `repeat = "until-end"`.
+pub const MAX_REPEAT: u64 = 1_000_000_000;
+/// Sends one connection may await replies to at once: a send repeated before the
+/// `expect` that waits for it piles up this many at most (as `--in-flight` is bounded).
+pub const MAX_AWAITED_SENDS: u64 = 65_536;
 /// The compiled size a pattern may take (a regex is compiled per send when it has fields).
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
@@ -258,7 +264,19 @@ impl FlowProgram {
                 problem: "no steps: add [[flow.steps]] tables".into(),
             });
         }
-        let mut compiler = Compiler { ops: Vec::new(), sends: Vec::new(), counter: 0 };
+        let steps = count_steps(&settings.steps, 0);
+        if steps > MAX_FLOW_STEPS {
+            return Err(ConfigError::Table {
+                table: "flow.steps",
+                problem: format!(
+                    "{} steps (counting those inside repeats): at most {}; loop with repeat = N \
+                     rather than writing steps out",
+                    group(steps as u64),
+                    group(MAX_FLOW_STEPS as u64)
+                ),
+            });
+        }
+        let mut compiler = Compiler { ops: Vec::new(), sends: Vec::new(), counter: 0, loops: Vec::new() };
         compiler
             .block(&settings.steps, 0, "")
             .map_err(|problem| ConfigError::Table { table: "flow.steps", problem })?;
@@ -276,11 +294,28 @@ impl FlowProgram {
     }
 }
 
+/// Steps in `steps` and every block inside them, counted no deeper than [`MAX_DEPTH`]
+/// (deeper is refused when compiled).
+fn count_steps(steps: &[StepSettings], depth: usize) -> usize {
+    steps
+        .iter()
+        .map(|step| match (&step.steps, depth < MAX_DEPTH) {
+            (Some(inner), true) => 1 + count_steps(inner, depth + 1),
+            _ => 1,
+        })
+        .sum()
+}
+
+/// A repeat block being compiled: where it starts and its rounds (`None`: until the end).
+type OpenLoop = (usize, Option<u64>);
+
 struct Compiler {
     ops: Vec<Op>,
-    /// Names of the sends so far, the index of each in `ops`, and where the step that
-    /// expects it is (`step 2`, `step 1, in its steps, step 2`).
-    sends: Vec<(String, usize, Option<String>)>,
+    /// Names of the sends so far, the index of each in `ops`, where the step that expects
+    /// it is (`step 2`, `step 1, in its steps, step 2`), and the repeat blocks it is in.
+    sends: Vec<(String, usize, Option<String>, Vec<OpenLoop>)>,
+    /// The repeat blocks the step being compiled is in, outermost first.
+    loops: Vec<OpenLoop>,
     /// Steps compiled so far, over every block: what default names are made of.
     counter: usize,
 }
@@ -337,10 +372,10 @@ impl Compiler {
         )?;
         if let Some(text) = &step.send {
             let name = step.name.clone().unwrap_or_else(|| format!("send{}", self.counter));
-            if self.sends.iter().any(|(known, _, _)| *known == name) {
+            if self.sends.iter().any(|(known, ..)| *known == name) {
                 return Err(format!("a send named `{name}` comes earlier: names must differ"));
             }
-            self.sends.push((name.clone(), self.ops.len(), None));
+            self.sends.push((name.clone(), self.ops.len(), None, self.loops.clone()));
             let send = Op::Send {
                 name,
                 template: template(text)?,
@@ -366,7 +401,7 @@ impl Compiler {
     fn expect_regex(&mut self, step: &StepSettings, pattern: &str, timeout: Duration) -> Result<(), String> {
         let name = step.name.clone().unwrap_or_else(|| format!("expect{}", self.counter));
         if let Some(since) = &step.since
-            && !self.sends.iter().any(|(known, _, _)| known == since)
+            && !self.sends.iter().any(|(known, ..)| known == since)
         {
             return Err(format!("since `{since}`, but no send of that name comes before it"));
         }
@@ -389,6 +424,14 @@ impl Compiler {
         place: &str,
     ) -> Result<(), String> {
         let times = match repeat {
+            toml::Value::Integer(n) if *n as u64 > MAX_REPEAT => {
+                return Err(format!(
+                    "repeat = {} is too many rounds: at most {}; to loop until the run ends, write \
+                     repeat = \"until-end\"",
+                    group(*n as u64),
+                    group(MAX_REPEAT)
+                ));
+            }
             toml::Value::Integer(n) if *n > 0 => Some(*n as u64),
             toml::Value::String(text) if text == "until-end" => None,
             _ => return Err("repeat is a count above 0 or \"until-end\"".to_owned()),
@@ -399,7 +442,10 @@ impl Compiler {
         }
         let start = self.ops.len();
         self.ops.push(Op::Repeat { times, end: 0 });
-        if let Err(nested) = self.block(steps, depth + 1, &format!("{place}, in its steps, ")) {
+        self.loops.push((start, times));
+        let compiled = self.block(steps, depth + 1, &format!("{place}, in its steps, "));
+        self.loops.pop();
+        if let Err(nested) = compiled {
             return Err(format!("in its steps, {nested}"));
         }
         let end = self.ops.len();
@@ -419,9 +465,24 @@ impl Compiler {
     ) -> Result<(), String> {
         let field =
             step.match_field.clone().ok_or("an expect needs match-field, e.g. match-field = \"id\"")?;
-        let Some((_, at, expected_by)) = self.sends.iter_mut().find(|(name, _, _)| name == send) else {
+        let Some((_, at, expected_by, send_loops)) = self.sends.iter_mut().find(|(name, ..)| name == send)
+        else {
             return Err(format!("expects `{send}`, but no send of that name comes before it"));
         };
+        // The rounds of the blocks the send is in and its expect is not: that many sends
+        // await their replies before the expect waits for them.
+        let shared = send_loops.iter().zip(&self.loops).take_while(|(a, b)| a == b).count();
+        let piled = send_loops[shared..]
+            .iter()
+            .try_fold(1u64, |product, (_, times)| times.and_then(|times| product.checked_mul(times)));
+        if piled.is_none_or(|piled| piled > MAX_AWAITED_SENDS) {
+            let rounds = piled.map_or_else(|| "without end".to_owned(), |n| format!("{} times", group(n)));
+            return Err(format!(
+                "send `{send}` is repeated {rounds} before this expect waits for its replies: at \
+                 most {} sends may await replies at once; put the expect in the send's repeat",
+                group(MAX_AWAITED_SENDS)
+            ));
+        }
         if let Some(earlier) = expected_by {
             return Err(format!(
                 "send `{send}` is already expected by {earlier}: one expect per send (count = N \

@@ -97,3 +97,57 @@ fn bad_steps_are_named() {
         assert_eq!(error.lines().count(), 1, "{error}");
     }
 }
+
+#[test]
+fn too_many_steps_counting_those_inside_repeats_are_refused() {
+    let inner = "{ send = 'x' },".repeat(MAX_FLOW_STEPS);
+    let error = compile(&format!("[[steps]]\nrepeat = 2\nsteps = [{inner}]\n")).unwrap_err();
+    assert_eq!(
+        error,
+        "scenario file [[flow.steps]]: 1,001 steps (counting those inside repeats): at most 1,000; \
+         loop with repeat = N rather than writing steps out"
+    );
+    let inner = "{ send = 'x' },".repeat(MAX_FLOW_STEPS - 1);
+    compile(&format!("[[steps]]\nrepeat = 2\nsteps = [{inner}]\n")).unwrap();
+}
+
+#[test]
+fn a_repeat_past_its_bound_is_refused_and_until_end_is_the_way_to_loop() {
+    let error = compile("[[steps]]\nrepeat = 1000000000000\nsteps = [{ send = 'x' }]\n").unwrap_err();
+    assert_eq!(
+        error,
+        "scenario file [[flow.steps]]: step 1: repeat = 1,000,000,000,000 is too many rounds: at most \
+         1,000,000,000; to loop until the run ends, write repeat = \"until-end\""
+    );
+    compile("[[steps]]\nrepeat = 1000000000\nsteps = [{ send = 'x' }]\n").unwrap();
+    compile("[[steps]]\nrepeat = \"until-end\"\nsteps = [{ send = 'x' }]\n").unwrap();
+}
+
+#[test]
+fn sends_repeated_before_their_expect_are_bounded() {
+    let flow = |times: &str| {
+        format!(
+            "[[steps]]\nrepeat = {times}\nsteps = [{{ name = \"call\", send = '{{\"id\":{{seq}}}}' }}]\n\
+             [[steps]]\nexpect = \"call\"\nmatch-field = \"id\"\n"
+        )
+    };
+    compile(&flow("65536")).unwrap();
+    let error = compile(&flow("65537")).unwrap_err();
+    assert!(
+        error.ends_with(
+            "step 2: send `call` is repeated 65,537 times before this expect waits for its replies: at \
+             most 65,536 sends may await replies at once; put the expect in the send's repeat"
+        ),
+        "{error}"
+    );
+    let error = compile(&flow("\"until-end\"")).unwrap_err();
+    assert!(error.contains("send `call` is repeated without end before this expect"), "{error}");
+    // Nested: the rounds multiply.
+    let nested = "[[steps]]\nrepeat = 300\nsteps = [{ repeat = 300, steps = [{ name = \"call\", send = '{\"id\":{seq}}' }] }]\n\
+                  [[steps]]\nexpect = \"call\"\nmatch-field = \"id\"\n";
+    assert!(compile(nested).unwrap_err().contains("repeated 90,000 times"));
+    // The expect inside the send's repeat awaits one at a time, however many rounds.
+    let inside = "[[steps]]\nrepeat = \"until-end\"\nsteps = [{ name = \"call\", send = '{\"id\":{seq}}' }, \
+                  { expect = \"call\", match-field = \"id\" }]\n";
+    compile(inside).unwrap();
+}
