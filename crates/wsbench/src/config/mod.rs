@@ -14,6 +14,7 @@ mod flow;
 mod handshake;
 mod io;
 mod lines;
+mod message_limits;
 mod outputs;
 mod presets;
 mod scenario;

@@ -103,6 +103,20 @@ pub struct Control {
 }
 
 impl Control {
+    /// Every worker has opened its connections and none is open now. Never with
+    /// `--reconnect`: connections may come back (a restarting server).
+    fn nothing_open(&self, reconnect: bool, worker_count: usize) -> bool {
+        !reconnect
+            && self.workers_connected.load(Ordering::SeqCst) == worker_count
+            && self.open_connections.load(Ordering::Relaxed) == 0
+    }
+
+    /// Nothing is open and the server took every connection: the load closed none itself
+    /// (churn's cycles are its work done, not the server's doing).
+    fn server_took_every_connection(&self, reconnect: bool, worker_count: usize) -> bool {
+        self.nothing_open(reconnect, worker_count) && self.closed_by_load.load(Ordering::Relaxed) == 0
+    }
+
     fn new() -> Control {
         Control {
             start: Instant::now(),
@@ -292,20 +306,12 @@ pub fn run(
     if !control.interrupted.load(Ordering::Relaxed) {
         // With every connection gone (refused, or the server died) there is nothing left
         // to measure: the run ends now instead of idling to the end of its window, and
-        // says so. Connections the load closed itself (churn's cycles) are its work done,
-        // not the server's doing: a run whose load closed any is never "ended early".
+        // says so.
         let end = control.start + Duration::from_micros(end_us);
-        // With --reconnect, connections may come back (a restarting server): run to the end.
-        let nothing_open = || {
-            !spec.load.reconnect && all_connected() && control.open_connections.load(Ordering::Relaxed) == 0
-        };
+        let nothing_open = || control.nothing_open(spec.load.reconnect, worker_count);
         wait_until(Some(end), &nothing_open, progress);
-        let lost_to_server = control.closed_by_load.load(Ordering::Relaxed) == 0;
-        if !control.interrupted.load(Ordering::Relaxed)
-            && Instant::now() < end
-            && nothing_open()
-            && lost_to_server
-        {
+        let lost_all = control.server_took_every_connection(spec.load.reconnect, worker_count);
+        if !control.interrupted.load(Ordering::Relaxed) && Instant::now() < end && lost_all {
             ended_early = Some(end_us.saturating_sub(measure_start_us) as f64 / 1e6);
         }
     }
