@@ -73,7 +73,7 @@ impl Worker {
         counters.protocol_errors += 1;
         counters.messages_unanswered += self.workload.unanswered(conn);
         conn.write_control(OpCode::Close, &code.to_be_bytes());
-        let _ = conn.flush(&[]);
+        let _ = conn.flush(None);
         None
     }
 
@@ -103,7 +103,7 @@ impl Worker {
         let opening = conn.state == State::Opening;
         let reply = if code == 0 { Vec::new() } else { code.to_be_bytes().to_vec() };
         conn.write_control(OpCode::Close, &reply);
-        let _ = conn.flush(&[]);
+        let _ = conn.flush(None);
         if opening {
             self.session_ended_early(key, Some((code, &reason)));
         }
