@@ -1,11 +1,15 @@
 //! One client connection's state. The worker drives it; this file holds the data and the
 //! small pieces of logic that belong to one connection (what to write next, in order;
-//! whole queued batches coalesced into one `writev`; a message framed, masked and
-//! compressed when that was agreed). What a scenario keeps per connection is its own.
+//! whole queued batches coalesced into one write, each frame numbered; a message framed,
+//! masked and compressed when that was agreed; which messages the socket has taken, so
+//! that "sent" counts what was written, not what was queued). What a scenario keeps per
+//! connection is its own.
 
+use std::collections::VecDeque;
 use std::io;
 use std::time::Instant;
 
+use super::batch::Batch;
 use super::compression::ConnCompression;
 use super::stream::ByteStream;
 use wsbench_proto::{CloseCode, Decoder, OpCode, Reservation, write_frame};
@@ -43,6 +47,13 @@ pub struct ClientConn {
     /// the one being written.
     pub batches_pending: u64,
     pub batch_pos: usize,
+    /// The number of the first frame of the batch being written (the batches queued after
+    /// it follow on).
+    pub batch_number: u64,
+    /// Messages queued, in the socket, and taken by it (see [`Ledger`]).
+    pub ledger: Ledger,
+    /// Reading stopped because more than the outbox bound waits to be written.
+    pub read_paused: bool,
     /// The connection's number in the run (0-based, across workers).
     pub index: u64,
     /// The data message being put together from its frames, and whether it outgrew the
@@ -108,6 +119,9 @@ impl ClientConn {
             output_sent: 0,
             batches_pending: 0,
             batch_pos: 0,
+            batch_number: 0,
+            ledger: Ledger::default(),
+            read_paused: false,
             message: Vec::new(),
             message_too_long: false,
             budget: Reservation::default(),
@@ -134,38 +148,38 @@ impl ClientConn {
 
     /// Writes pending bytes in order: a half-written batch first (frames must not be
     /// interleaved), then `output`, then further batches. Returns true when all is written.
-    pub fn flush(&mut self, batch: &[u8]) -> io::Result<bool> {
+    pub fn flush(&mut self, batch: Option<&Batch>) -> io::Result<bool> {
         if !self.transport.flush()? {
             return Ok(false);
         }
         loop {
             let output_pending = self.output_sent < self.output.len();
-            if self.batch_pos == 0 && !output_pending && self.batches_pending > 1 && !batch.is_empty() {
+            let batch_next = self.batch_pos > 0 || (!output_pending && self.batches_pending > 0);
+            if let Some(batch) = batch.filter(|_| batch_next) {
                 // Several whole batches queued (echoes that came in together freed room for
-                // several): one writev for all of them instead of a write each.
-                let count = self.batches_pending.min(COALESCE_BATCHES as u64) as usize;
-                let slices = [io::IoSlice::new(batch); COALESCE_BATCHES];
-                match write_vectored_some(&mut self.transport, &slices[..count])? {
-                    0 => return Ok(false),
-                    n => {
-                        self.batches_pending -= (n / batch.len()) as u64;
-                        self.batch_pos = n % batch.len();
-                    }
+                // several) go out in one write, from copies laid out back to back.
+                let count = match self.batch_pos {
+                    0 => self.batches_pending.min(batch.copies() as u64) as usize,
+                    _ => 1,
+                };
+                let from = self.batch_pos;
+                let transport = &mut self.transport;
+                let written = batch
+                    .with_numbered(self.batch_number, count, |bytes| write_some(transport, &bytes[from..]))?;
+                if written == 0 {
+                    return Ok(false);
                 }
-            } else if self.batch_pos > 0 || (!output_pending && self.batches_pending > 0) {
-                match write_some(&mut self.transport, &batch[self.batch_pos..])? {
-                    0 => return Ok(false),
-                    n => self.batch_pos += n,
-                }
-                if self.batch_pos == batch.len() {
-                    self.batch_pos = 0;
-                    self.batches_pending -= 1;
-                }
+                let whole = ((from + written) / batch.len()) as u64;
+                self.batch_pos = (from + written) % batch.len();
+                self.batches_pending -= whole;
+                self.batch_number += whole * batch.frames();
+                self.ledger.written.add_batches(batch, whole);
             } else if output_pending {
                 match write_some(&mut self.transport, &self.output[self.output_sent..])? {
                     0 => return Ok(false),
                     n => self.output_sent += n,
                 }
+                self.ledger.output_written(self.output_sent);
                 if self.output_sent == self.output.len() {
                     self.output.clear();
                     self.output_sent = 0;
@@ -174,6 +188,119 @@ impl ClientConn {
                 return self.transport.flush();
             }
         }
+    }
+
+    /// Queues one batch whose first frame is numbered `first`; false (nothing queued) when
+    /// it does not follow on from the batches queued.
+    pub fn queue_batch(&mut self, batch: &Batch, first: u64) -> bool {
+        if self.batch_pos == 0 && self.batches_pending == 0 {
+            self.batch_number = first;
+        } else if self.batch_number + self.batches_pending * batch.frames() != first {
+            return false;
+        }
+        self.batches_pending += 1;
+        true
+    }
+
+    /// Bytes waiting to be written (on the ring, besides those of the send in flight).
+    pub fn outbox_bytes(&self, batch: Option<&Batch>) -> usize {
+        let batches = batch.map_or(0, |batch| (self.batches_pending as usize) * batch.len() - self.batch_pos);
+        self.output.len() - self.output_sent + batches
+    }
+
+    /// Messages queued and never taken by the socket (those of a send in flight included):
+    /// forgotten, as the connection ends.
+    pub fn take_unsent(&mut self, batch: Option<&Batch>) -> u64 {
+        let batches = batch.map_or(0, |batch| self.batches_pending * batch.frames());
+        let unsent = self.ledger.take_unsent() + batches;
+        self.batches_pending = 0;
+        self.batch_pos = 0;
+        unsent
+    }
+}
+
+/// Messages between being queued and being taken by the socket: where each run of messages
+/// in `output` ends, what a send on the ring carries, and what was written since the worker
+/// last asked.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    /// Messages in `output`, by the offset their bytes end at (oldest first).
+    marks: VecDeque<Mark>,
+    /// Taken into a send on the ring (or a carrier) that has not finished.
+    in_send: Tally,
+    /// Written since [`Ledger::take_written`] was last called.
+    written: Tally,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    end: usize,
+    tally: Tally,
+}
+
+/// Messages, their bytes on the wire and their payload bytes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    pub messages: u64,
+    pub wire_bytes: u64,
+    pub payload_bytes: u64,
+}
+
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        self.messages += other.messages;
+        self.wire_bytes += other.wire_bytes;
+        self.payload_bytes += other.payload_bytes;
+    }
+
+    fn add_batches(&mut self, batch: &Batch, count: u64) {
+        self.messages += count * batch.frames();
+        self.wire_bytes += count * batch.len() as u64;
+        self.payload_bytes += count * batch.payload_bytes();
+    }
+}
+
+impl Ledger {
+    /// `tally` was queued in `output`, its bytes ending at `end`.
+    fn queued(&mut self, end: usize, tally: Tally) {
+        match self.marks.back_mut() {
+            Some(last) if last.end == end => last.tally.add(tally),
+            _ => self.marks.push_back(Mark { end, tally }),
+        }
+    }
+
+    /// `output` is written up to `sent`.
+    fn output_written(&mut self, sent: usize) {
+        while let Some(mark) = self.marks.front().filter(|mark| mark.end <= sent) {
+            self.written.add(mark.tally);
+            self.marks.pop_front();
+        }
+    }
+
+    /// All of `output` went into a send.
+    fn output_taken(&mut self) {
+        while let Some(mark) = self.marks.pop_front() {
+            self.in_send.add(mark.tally);
+        }
+    }
+
+    /// The send in flight finished: its messages were written.
+    pub fn send_done(&mut self) {
+        self.written.add(std::mem::take(&mut self.in_send));
+    }
+
+    /// What was written since the last call.
+    #[inline]
+    pub fn take_written(&mut self) -> Tally {
+        std::mem::take(&mut self.written)
+    }
+
+    /// Messages queued or in a send, never known written; forgotten.
+    fn take_unsent(&mut self) -> u64 {
+        let unsent = self.in_send.messages + self.marks.iter().map(|mark| mark.tally.messages).sum::<u64>();
+        self.marks.clear();
+        self.in_send = Tally::default();
+        unsent
     }
 }
 
@@ -186,7 +313,18 @@ impl ClientConn {
             Some(compression) => compression.send(opcode, mask, payload, &mut self.output),
             None => write_frame(&mut self.output, true, opcode, Some(mask), payload),
         }
-        self.output.len() - before
+        let wire = self.output.len() - before;
+        self.counts_as_sent(1, wire, payload.len());
+        wire
+    }
+
+    /// The last `wire_bytes` queued in `output` are `messages` messages (of `payload_bytes`)
+    /// that count as sent once written: every message written with
+    /// [`ClientConn::write_message`] is; a control frame that a scenario counts as its
+    /// message (a ping) is said so here.
+    pub fn counts_as_sent(&mut self, messages: u64, wire_bytes: usize, payload_bytes: usize) {
+        let tally = Tally { messages, wire_bytes: wire_bytes as u64, payload_bytes: payload_bytes as u64 };
+        self.ledger.queued(self.output.len(), tally);
     }
 
     /// Queues a control frame (never compressed).
@@ -202,21 +340,32 @@ impl ClientConn {
         write_frame(&mut self.output, true, OpCode::Close, Some([0; 4]), &CloseCode::NORMAL.to_be_bytes());
     }
 
-    /// Moves everything pending, in the order [`ClientConn::flush`] writes it, to the end
-    /// of `out` (the io_uring path sends it from there in one operation).
-    pub fn take_pending(&mut self, batch: &[u8], out: &mut Vec<u8>) {
-        if self.batch_pos > 0 {
-            out.extend_from_slice(&batch[self.batch_pos..]);
+    /// Moves what is pending, in the order [`ClientConn::flush`] writes it, to the end of
+    /// `out` (the io_uring path sends it from there in one operation; a carrier frames it):
+    /// the rest of a batch begun, `output`, then whole batches up to [`SEND_BYTES`] in all
+    /// (at least one); the batches left stay queued for the next send. What it moved counts
+    /// as written once [`Ledger::send_done`] says so.
+    pub fn take_pending(&mut self, batch: Option<&Batch>, out: &mut Vec<u8>) {
+        if let Some(batch) = batch.filter(|_| self.batch_pos > 0) {
+            batch.append_numbered(self.batch_number, 1, self.batch_pos, out);
             self.batch_pos = 0;
             self.batches_pending -= 1;
+            self.batch_number += batch.frames();
+            self.ledger.in_send.add_batches(batch, 1);
         }
         out.extend_from_slice(&self.output[self.output_sent..]);
+        self.ledger.output_taken();
         self.output.clear();
         self.output_sent = 0;
-        for _ in 0..self.batches_pending {
-            out.extend_from_slice(batch);
+        let Some(batch) = batch.filter(|batch| !batch.is_empty()) else { return };
+        let room = SEND_BYTES.saturating_sub(out.len()) / batch.len();
+        let count = self.batches_pending.min(room.max(1) as u64);
+        if count > 0 {
+            batch.append_numbered(self.batch_number, count as usize, 0, out);
+            self.batches_pending -= count;
+            self.batch_number += count * batch.frames();
+            self.ledger.in_send.add_batches(batch, count);
         }
-        self.batches_pending = 0;
     }
 
     /// Whether the workload writes its messages as they are now (no protocol session wraps
@@ -314,13 +463,9 @@ impl crate::protocol::Outbox for Sending<'_> {
     }
 }
 
-/// The most queued batches one `writev` carries (well under the kernel's `IOV_MAX`).
-const COALESCE_BATCHES: usize = 64;
-
-/// [`write_some`] for several buffers at once.
-fn write_vectored_some(transport: &mut ByteStream, data: &[io::IoSlice<'_>]) -> io::Result<usize> {
-    taken_now(|| transport.write_vectored(data))
-}
+/// The most bytes of queued batches one send on the ring copies and carries (a batch
+/// longer than this goes whole): the rest wait for its completion.
+pub const SEND_BYTES: usize = 256 * 1024;
 
 /// Writes what the socket takes now; 0 means it would block.
 fn write_some(transport: &mut ByteStream, data: &[u8]) -> io::Result<usize> {
@@ -372,7 +517,7 @@ mod tests {
         let (mut conn, mut peer) = connected();
         conn.key = "dGhlIHNhbXBsZSBub25jZQ==".to_owned();
         conn.output.extend_from_slice(&[b'x'; 200]);
-        assert!(conn.flush(&[]).unwrap(), "the request is written whole");
+        assert!(conn.flush(None).unwrap(), "the request is written whole");
         let mut request = [0u8; 200];
         peer.read_exact(&mut request).unwrap();
         assert!(conn.output.capacity() >= 200);
@@ -400,36 +545,41 @@ mod tests {
 
     /// Reads from `peer` until `want` bytes came, flushing `conn` whenever the peer has
     /// drained what was written (the socket buffer was full).
-    fn drain(conn: &mut ClientConn, peer: &mut std::net::TcpStream, batch: &[u8], want: usize) -> Vec<u8> {
+    fn drain(conn: &mut ClientConn, peer: &mut std::net::TcpStream, batch: &Batch, want: usize) -> Vec<u8> {
         let mut got = Vec::new();
         let mut buf = vec![0u8; 1 << 16];
         while got.len() < want {
             let n = peer.read(&mut buf).unwrap();
             assert!(n > 0, "the peer saw the end of the stream after {} bytes", got.len());
             got.extend_from_slice(&buf[..n]);
-            conn.flush(batch).unwrap();
+            conn.flush(Some(batch)).unwrap();
         }
         got
     }
 
     #[test]
-    fn queued_batches_go_out_whole_and_in_order_through_writev() {
+    fn queued_batches_go_out_whole_and_in_order_in_one_write() {
         let (mut conn, mut peer) = connected();
-        let batch: Vec<u8> = (0..26u8).collect();
+        let bytes: Vec<u8> = (0..26u8).collect();
+        let batch = Batch::new(&bytes, 1, 20, [0; 4], None);
         conn.batches_pending = 200;
-        assert!(conn.flush(&batch).unwrap(), "200 small batches fit the socket buffer");
+        assert!(conn.flush(Some(&batch)).unwrap(), "200 small batches fit the socket buffer");
         assert_eq!(conn.batches_pending, 0);
         let got = drain(&mut conn, &mut peer, &batch, 200 * batch.len());
-        assert_eq!(got, batch.repeat(200));
+        assert_eq!(got, bytes.repeat(200));
+        assert_eq!(conn.ledger.take_written().messages, 200, "what was written counts as sent");
     }
 
     #[test]
     fn a_batch_cut_by_a_full_socket_is_finished_before_anything_else() {
         let (mut conn, mut peer) = connected();
         // Batches of 100,003 bytes: the socket buffer fills in the middle of one.
-        let batch: Vec<u8> = (0..100_003u32).map(|i| (i % 251) as u8).collect();
+        let bytes: Vec<u8> = (0..100_003u32).map(|i| (i % 251) as u8).collect();
+        let batch = Batch::new(&bytes, 1, 100_000, [0; 4], None);
         conn.batches_pending = 40;
-        assert!(!conn.flush(&batch).unwrap(), "4 MB do not fit the socket buffers");
+        assert!(!conn.flush(Some(&batch)).unwrap(), "4 MB do not fit the socket buffers");
+        let written = conn.ledger.take_written().messages;
+        assert!(written < 40, "only the batches the socket took count as sent: {written}");
         assert!(conn.batches_pending > 0);
         // A control frame queued meanwhile goes out after the batch being written, not inside it.
         conn.output.extend_from_slice(b"PONG");
@@ -443,6 +593,6 @@ mod tests {
         let mut without_pong = got.clone();
         without_pong.drain(pong_at..pong_at + 4);
         assert_eq!(whole, without_pong.len());
-        assert_eq!(without_pong, batch.repeat(40));
+        assert_eq!(without_pong, bytes.repeat(40));
     }
 }

@@ -6,6 +6,7 @@
 //! messages mean is the scenario's [`Workload`]; the engine knows no scenario, no result
 //! file and no report: it returns numbers.
 
+pub mod batch;
 mod compression;
 pub mod conn;
 pub mod dial;

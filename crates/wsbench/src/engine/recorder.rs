@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use std::collections::BTreeMap;
 
 use super::Control;
+use super::conn::Tally;
 use crate::metrics::{Interval, Metrics, Section, record_us};
 
 /// How an exchange counts.
@@ -131,13 +132,15 @@ impl Recorder {
         }
     }
 
-    /// Messages written: how many, their bytes on the wire and of payload.
+    /// Messages the socket took: how many, their bytes on the wire and of payload (the
+    /// worker counts them from the connection's ledger as writes finish, never as messages
+    /// are queued).
     #[inline]
-    pub fn sent(&mut self, messages: u64, wire_bytes: u64, payload_bytes: u64) {
+    pub fn sent(&mut self, written: Tally) {
         let counters = &mut self.metrics.counters;
-        counters.messages_sent += messages;
-        counters.bytes_sent += wire_bytes;
-        counters.payload_bytes_sent += payload_bytes;
+        counters.messages_sent += written.messages;
+        counters.bytes_sent += written.wire_bytes;
+        counters.payload_bytes_sent += written.payload_bytes;
     }
 
     /// An open-loop send due at `due` went out at `now`: its lag, when due in the window.

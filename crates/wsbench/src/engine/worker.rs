@@ -39,6 +39,18 @@ const CLOSE_WAIT: Duration = Duration::from_millis(300);
 /// worker, the timeout only if the alarm failed.
 const ALARM_MARGIN: Duration = Duration::from_millis(1);
 
+/// The least a connection's outbox may hold before it stops reading.
+const OUTBOX_BYTES: usize = 4 << 20;
+
+/// Bytes a connection's outbox (output and batches not yet written) may hold before it
+/// stops reading: [`OUTBOX_BYTES`], or twice what `--in-flight` batches of `batch_len`
+/// bytes take, if more (a closed loop of large messages queues that much by design, and
+/// a server that echoes as it reads must still be read meanwhile).
+fn outbox_bound(load: &crate::config::LoadSpec, batch_len: usize) -> usize {
+    let batches = load.in_flight.div_ceil(load.frames_per_send.max(1)).max(1) as usize;
+    OUTBOX_BYTES.max(batch_len.saturating_mul(batches).saturating_mul(2))
+}
+
 /// What one worker does: which connections (global indices) it opens.
 #[derive(Debug, Clone)]
 pub struct WorkerPlan {
@@ -87,12 +99,15 @@ pub struct Worker {
     /// The drain at the end ran out while the workload was still busy.
     cut_off: bool,
     open: u64,
+    /// Bytes a connection's outbox may hold before it stops reading ([`outbox_bound`]).
+    outbox_bound: usize,
 }
 
 impl Worker {
     pub fn new(spec: Arc<Job>, control: Arc<Control>, plan: WorkerPlan) -> io::Result<Worker> {
         let conns = Slab::with_capacity(plan.connections.len());
         let workload = spec.plan.workload(&plan.connections);
+        let workload_batch_len = workload.batch().map_or(0, |batch| batch.len());
         let rec = Recorder::new(control.clone(), plan.id, spec.load.message_interval.is_some());
         let pacer = Pacer::new(
             control.start,
@@ -123,6 +138,7 @@ impl Worker {
             closing_since: None,
             cut_off: false,
             open: 0,
+            outbox_bound: outbox_bound(&spec.load, workload_batch_len),
             id: plan.id,
             spec,
             control,
@@ -205,16 +221,21 @@ impl Worker {
                     // SAFETY: the buffer is ours until recycled below, after the slice's use.
                     let data = unsafe { self.io.received(buffer, offset, len) };
                     self.rec.metrics.counters.bytes_received += len as u64;
-                    if self.received(key, data, arrived) {
-                        self.flush(key);
+                    if self.received(key, data, arrived) && self.flush(key) {
+                        self.pause_if_full(key);
                     }
                 }
                 self.io.recycle(buffer);
             }
             Event::Sent { key } if self.io.on_ring(key) => {
-                if self.conns.get(key).is_some_and(|c| c.has_pending()) {
+                let Some(conn) = self.conns.get_mut(key) else { return };
+                conn.ledger.send_done();
+                let written = conn.ledger.take_written();
+                self.rec.sent(written);
+                if conn.has_pending() {
                     self.flush(key);
                 }
+                self.resume_if_drained(key);
             }
             Event::Broken { key } if self.io.on_ring(key) => self.on_broken(key),
             Event::Sent { .. } | Event::Broken { .. } => {}
@@ -240,6 +261,10 @@ impl Worker {
     /// A connection still there when the worker stops: what it had outstanding is
     /// unanswered, and a close the load started was not answered.
     fn count_left_open(&mut self, key: usize) {
+        let conn = &mut self.conns[key];
+        let written = conn.ledger.take_written();
+        self.rec.sent(written);
+        self.rec.metrics.counters.messages_unsent += conn.take_unsent(self.workload.batch());
         let conn = &self.conns[key];
         if !matches!(conn.state, State::Open | State::Closing) {
             return;
@@ -351,7 +376,13 @@ impl Worker {
         if writable && !self.flush(key) {
             return;
         }
-        if readable || self.conns.get(key).is_some_and(|c| c.state == State::Upgrading) {
+        // Reading stopped while the outbox was full: it goes on once that drained.
+        let resumed =
+            writable && self.conns.get(key).is_some_and(|c| c.read_paused) && !self.outbox_full(key);
+        if resumed {
+            self.conns[key].read_paused = false;
+        }
+        if readable || resumed || self.conns.get(key).is_some_and(|c| c.state == State::Upgrading) {
             self.read(key, read_closed);
         }
     }
@@ -363,13 +394,48 @@ impl Worker {
             if conn.has_pending() {
                 self.carriers.wrote(carrier, stream);
             }
+            let written = conn.ledger.take_written();
+            self.rec.sent(written);
             return true;
         }
-        if self.io.flush(key, conn, self.workload.batch()).is_err() {
+        let flushed = self.io.flush(key, conn, self.workload.batch());
+        let written = conn.ledger.take_written();
+        self.rec.sent(written);
+        if flushed.is_err() {
             self.on_broken(key);
             return false;
         }
         true
+    }
+
+    /// Whether more than the outbox bound waits to be written on `key`: then it reads no
+    /// more until that drains (what it reads could queue more: a server that sends and
+    /// never reads must not grow the client).
+    fn outbox_full(&self, key: usize) -> bool {
+        self.conns.get(key).is_some_and(|conn| conn.outbox_bytes(self.workload.batch()) > self.outbox_bound)
+    }
+
+    /// On the ring: stops receiving for `key` while its outbox is full.
+    fn pause_if_full(&mut self, key: usize) {
+        if self.outbox_full(key)
+            && let Some(conn) = self.conns.get_mut(key)
+            && !conn.read_paused
+        {
+            conn.read_paused = true;
+            if self.io.pause_reading(key).is_err() {
+                self.on_broken(key);
+            }
+        }
+    }
+
+    /// On the ring: receives again for `key` once its outbox is under the bound.
+    fn resume_if_drained(&mut self, key: usize) {
+        if self.conns.get(key).is_some_and(|conn| conn.read_paused) && !self.outbox_full(key) {
+            self.conns[key].read_paused = false;
+            if self.io.resume_reading(key).is_err() {
+                self.on_broken(key);
+            }
+        }
     }
 
     fn read(&mut self, key: usize, read_closed: bool) {
@@ -381,6 +447,11 @@ impl Worker {
 
     fn read_into(&mut self, key: usize, buf: &mut [u8], read_closed: bool) {
         loop {
+            if self.outbox_full(key) {
+                // Read on once the socket took enough of it (a writable event).
+                self.conns[key].read_paused = true;
+                return;
+            }
             let Some(conn) = self.conns.get_mut(key) else { return };
             // An open connection's bytes are timed by their arrival in an open loop (as on the
             // ring); a handshake's answer, like a closed loop's echo, when it is read.

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use super::batch::Batch;
 use super::conn::ClientConn;
 use super::pacer::Pacer;
 use super::recorder::Recorder;
@@ -114,9 +115,9 @@ pub trait Workload: Send + std::fmt::Debug {
     fn assembly(&self) -> Assembly {
         Assembly::Whole { max: 1 << 20 }
     }
-    /// Pre-encoded bytes connections write `batches_pending` copies of (empty: none).
-    fn batch(&self) -> &[u8] {
-        &[]
+    /// The pre-encoded batch connections write `batches_pending` copies of, if any.
+    fn batch(&self) -> Option<&Batch> {
+        None
     }
     /// The connection finished its upgrade.
     fn on_open(&mut self, _cx: &mut Cx<'_>, _conn: &mut ClientConn, _now: Instant) {}

@@ -62,6 +62,14 @@ pub struct Counters {
     pub bytes_received: u64,
     /// Messages sent but never answered when the run ended.
     pub messages_unanswered: u64,
+    /// Messages queued that the socket never took (still queued when the run ended or the
+    /// connection went): not in `messages_sent`.
+    #[serde(default)]
+    pub messages_unsent: u64,
+    /// Messages that answered no request in flight (an unsolicited message, or an echo of
+    /// something never sent or already answered): an error, never a round trip.
+    #[serde(default)]
+    pub unexpected_messages: u64,
     /// Messages answered during warm-up (not in the latency histogram).
     pub warmup_messages: u64,
     /// Connections that completed at least one round trip in the measured window (the echo
@@ -221,6 +229,7 @@ impl Counters {
             put(cause, *count);
         }
         put("payload_mismatch", self.payload_mismatches);
+        put("unexpected", self.unexpected_messages);
         put("close_unanswered", self.closes_unanswered);
         for (code, count) in &self.closed_by_server {
             put(&format!("closed_{code}"), *count);
@@ -283,6 +292,8 @@ impl AddAssign<&Counters> for Counters {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.messages_unanswered += other.messages_unanswered;
+        self.messages_unsent += other.messages_unsent;
+        self.unexpected_messages += other.unexpected_messages;
         self.warmup_messages += other.warmup_messages;
         self.connections_in_window += other.connections_in_window;
         self.reconnections += other.reconnections;

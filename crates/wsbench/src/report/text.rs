@@ -200,12 +200,15 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
         line(out, "errors:", &paint.paint(RED, &errors.join(", ")));
     }
     let messages = &summary.messages;
-    let text = format!(
+    let mut text = format!(
         "{} sent, {} received, {} unanswered",
         group(messages.sent),
         group(messages.received),
         group(messages.unanswered)
     );
+    if messages.unsent > 0 {
+        text.push_str(&format!(", {} unsent (queued, never taken by the socket)", group(messages.unsent)));
+    }
     line(out, "messages:", &text);
     transfer(out, result);
     if let Some(compression) = &summary.compression {

@@ -243,6 +243,7 @@ impl Summary {
                 sent: counters.messages_sent,
                 received: counters.messages_received,
                 unanswered: counters.messages_unanswered,
+                unsent: counters.messages_unsent,
             },
             bytes: ByteCounts { sent: counters.bytes_sent, received: counters.bytes_received },
             connect_phase_s: finite(outcome.connect_phase_secs),

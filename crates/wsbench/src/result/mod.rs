@@ -304,9 +304,13 @@ pub struct ConnectionCounts {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MessageCounts {
+    /// Messages the socket took.
     pub sent: u64,
     pub received: u64,
     pub unanswered: u64,
+    /// Messages queued that the socket never took.
+    #[serde(default)]
+    pub unsent: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -139,6 +139,12 @@ impl Wsbench {
         }
     }
 
+    /// The child's process id (while it runs), e.g. to read its memory from /proc.
+    #[allow(dead_code)]
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
     /// Sends `signal` to the whole process group, as a terminal's Ctrl-C does.
     pub fn signal_group(&self, signal: libc::c_int) {
         let pid = self.child.as_ref().expect("running").id() as libc::pid_t;

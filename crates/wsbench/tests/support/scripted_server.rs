@@ -12,7 +12,9 @@
 //! - [`Script::stall`]: during a window (measured from the server's start) no connection
 //!   reads or answers; afterwards everything queued is answered;
 //! - [`Script::corrupt_echo`]: every echo has one byte changed (for json-ts messages, a digit
-//!   of the sequence number, so the text stays valid UTF-8);
+//!   of the sequence number, so the text stays valid UTF-8: the echo then answers no request;
+//!   otherwise its last byte, past the request's number that a payload of 8 bytes or more
+//!   carries: the echo answers its request, altered);
 //! - [`Script::answer_extensions`]: the 101 carries this `Sec-WebSocket-Extensions` value
 //!   (without implementing it: for tests of how a client judges the answer).
 //!
@@ -429,15 +431,16 @@ fn linger_until_closed(mut stream: TcpStream) -> io::Result<()> {
 }
 
 /// Changes one byte of an echo. In a json-ts message (`{"ts":…,"seq":N}`) the first digit
-/// of the sequence number changes, so the text stays UTF-8 but no longer matches; otherwise
-/// the first byte has its lowest bit flipped (ASCII stays ASCII).
+/// of the sequence number changes, so the text stays UTF-8 but answers no request; otherwise
+/// the last byte has its lowest bit flipped (ASCII stays ASCII; the number a payload carries
+/// in its first 8 bytes stays whole).
 fn corrupt(message: &mut [u8]) {
     let seq_digit = message.windows(6).position(|w| w == b"\"seq\":").map(|at| at + 6);
     match seq_digit {
         Some(at) if message.get(at).is_some_and(u8::is_ascii_digit) => message[at] ^= 1,
         _ => {
-            if let Some(first) = message.first_mut() {
-                *first ^= 1;
+            if let Some(last) = message.last_mut() {
+                *last ^= 1;
             }
         }
     }

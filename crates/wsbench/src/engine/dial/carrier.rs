@@ -25,7 +25,7 @@ pub struct CarrierCx<'a> {
     pub job: &'a Job,
     pub conns: &'a mut Slab<ClientConn>,
     pub counters: &'a mut Counters,
-    pub batch: &'a [u8],
+    pub batch: Option<&'a crate::engine::batch::Batch>,
     pub now: Instant,
 }
 

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
+use super::batch::Batch;
 use super::conn::ClientConn;
 use crate::config::IoBackend;
 use alarm::Alarm;
@@ -198,7 +199,7 @@ impl Io {
     /// Writes what the connection has pending: on the ring, as one send unless one is in
     /// flight (its completion sends the rest); on epoll, what the socket takes now, keeping
     /// write interest only while something is left. An error: the connection is broken.
-    pub fn flush(&mut self, key: usize, conn: &mut ClientConn, batch: &[u8]) -> io::Result<()> {
+    pub fn flush(&mut self, key: usize, conn: &mut ClientConn, batch: Option<&Batch>) -> io::Result<()> {
         if let Some(ring) = self.ring.as_mut().filter(|ring| ring.has(key)) {
             if ring.sending(key) || !conn.has_pending() {
                 return Ok(());
@@ -216,6 +217,23 @@ impl Io {
             }
         }
         Ok(())
+    }
+
+    /// Stops receiving for the connection (on the ring; on epoll the worker just reads no
+    /// more): bytes already on their way still arrive.
+    pub fn pause_reading(&mut self, key: usize) -> io::Result<()> {
+        match self.ring.as_mut().filter(|ring| ring.has(key)) {
+            Some(ring) => ring.pause(key),
+            None => Ok(()),
+        }
+    }
+
+    /// Receives for the connection again (on the ring).
+    pub fn resume_reading(&mut self, key: usize) -> io::Result<()> {
+        match self.ring.as_mut().filter(|ring| ring.has(key)) {
+            Some(ring) => ring.resume(key),
+            None => Ok(()),
+        }
     }
 
     /// Waits up to `timeout` for something to do (submitting the ring's queued sends on the

@@ -81,6 +81,8 @@ struct Slot {
     /// The worker still owns the connection.
     live: bool,
     receiving: bool,
+    /// Receiving stopped by the worker ([`Ring::pause`]): not armed again until resumed.
+    paused: bool,
     /// The bytes of the send in flight, and how many the kernel took so far. Never
     /// touched while `sending`: the kernel reads them.
     staging: Vec<u8>,
@@ -173,6 +175,7 @@ impl Ring {
             fd,
             live: true,
             receiving: false,
+            paused: false,
             // Allocated by the first send: a connection that only holds costs no buffer.
             staging: Vec::new(),
             sent: 0,
@@ -209,6 +212,32 @@ impl Ring {
             unsafe { libc::shutdown(self.slots[slot].fd, libc::SHUT_RDWR) };
         }
         self.release_if_idle(slot);
+    }
+
+    /// Stops receiving for worker connection `key` (its outbox is full): its multishot
+    /// receive is cancelled; what it already took still completes. Rare (only a server that
+    /// sends while not reading gets here), so the cancel's cost does not matter.
+    pub fn pause(&mut self, key: usize) -> io::Result<()> {
+        let slot = self.by_key[key];
+        let entry = &mut self.slots[slot];
+        if entry.paused {
+            return Ok(());
+        }
+        entry.paused = true;
+        if !entry.receiving {
+            return Ok(());
+        }
+        let cancel = opcode::AsyncCancel::new(user_data(slot, OP_RECV)).build().user_data(OP_CANCEL);
+        self.push(&cancel)?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    /// Receives for worker connection `key` again.
+    pub fn resume(&mut self, key: usize) -> io::Result<()> {
+        let slot = self.by_key[key];
+        self.slots[slot].paused = false;
+        self.receive(slot)
     }
 
     /// Whether a send is in flight for `key` (then more must wait for its completion).
@@ -322,6 +351,11 @@ impl Ring {
             self.slots[slot].receiving = false;
         }
         let (key, live) = (self.slots[slot].key as usize, self.slots[slot].live);
+        if result == -libc::ECANCELED && self.slots[slot].paused {
+            // Paused: the receive ends here, and starts again when resumed.
+            self.release_if_idle(slot);
+            return;
+        }
         match (result, cqueue::buffer_select(flags)) {
             (len, Some(buffer)) if len > 0 && live => match self.payload(buffer, len as usize) {
                 Some((offset, len, stamp)) if len > 0 => {
@@ -408,7 +442,7 @@ impl Ring {
 
     fn receive(&mut self, slot: usize) -> io::Result<()> {
         let entry = &mut self.slots[slot];
-        if !entry.live || entry.receiving {
+        if !entry.live || entry.receiving || entry.paused {
             return Ok(());
         }
         entry.receiving = true;

@@ -78,6 +78,10 @@ impl Worker {
     pub(super) fn let_go(&mut self, carrier: usize, stream: usize, conn: &mut ClientConn) {
         let mut last = Vec::new();
         conn.take_pending(self.workload.batch(), &mut last);
+        while conn.has_pending() {
+            conn.take_pending(self.workload.batch(), &mut last);
+        }
+        conn.ledger.send_done();
         if let Some(c) = self.carriers.get_mut(carrier) {
             c.detach(stream, &last);
             self.carriers.touch(carrier);

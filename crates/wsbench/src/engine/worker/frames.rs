@@ -84,7 +84,7 @@ impl Worker {
         counters.count_framing_error(&framing_cause(error), &framing_detail(error));
         counters.messages_unanswered += self.workload.unanswered(conn);
         conn.write_control(OpCode::Close, &error.close_code().to_be_bytes());
-        let _ = conn.flush(&[]);
+        let _ = conn.flush(None);
         None
     }
 
@@ -114,7 +114,7 @@ impl Worker {
         let opening = conn.state == State::Opening;
         let reply = if code == 0 { Vec::new() } else { code.to_be_bytes().to_vec() };
         conn.write_control(OpCode::Close, &reply);
-        let _ = conn.flush(&[]);
+        let _ = conn.flush(None);
         if opening {
             self.session_ended_early(key, Some((code, &reason)));
         }

@@ -172,6 +172,8 @@ impl Worker {
             if let Some((carrier, stream)) = conn.transport.carried() {
                 self.let_go(carrier, stream, &mut conn);
             }
+            self.rec.sent(conn.ledger.take_written());
+            self.rec.metrics.counters.messages_unsent += conn.take_unsent(self.workload.batch());
             if matches!(conn.state, State::Open | State::Closing) {
                 self.workload.on_drop(&conn);
             }

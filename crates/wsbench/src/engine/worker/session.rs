@@ -33,8 +33,7 @@ struct EngineSink<'a> {
 
 impl EngineSink<'_> {
     fn send(&mut self, opcode: OpCode, payload: &[u8]) {
-        let wire = self.conn.write_message(opcode, rand::random(), payload);
-        self.cx.rec.sent(1, wire as u64, payload.len() as u64);
+        self.conn.write_message(opcode, rand::random(), payload);
     }
 }
 
@@ -149,8 +148,7 @@ impl Worker {
         let after = sink.after;
         conn.session = Some(session);
         conn.deferred.lent = false;
-        let (messages, wire, payload) = conn.send_deferred();
-        self.rec.sent(messages, wire, payload);
+        conn.send_deferred();
         after
     }
 

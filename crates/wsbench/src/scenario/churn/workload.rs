@@ -52,7 +52,7 @@ impl Workload for ChurnWorkload {
     fn assembly(&self) -> Assembly {
         self.echo.assembly()
     }
-    fn batch(&self) -> &[u8] {
+    fn batch(&self) -> Option<&crate::engine::batch::Batch> {
         self.echo.batch()
     }
     fn on_open(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {

@@ -1,9 +1,15 @@
 //! The echo loop every request/reply scenario shares (echo, throughput, c10k, churn): each
 //! connection keeps its messages outstanding — refilled when an echo returns (closed loop)
 //! or sent when the pacer says they are due (open loop, with a backlog when `--in-flight`
-//! caps it) — and checks every echo against what it sent: the json-ts sequence number, or
-//! the bytes. Over `raw` the echoes come back in order and are checked as they stream (every
-//! [`CHECK_EVERY`]th message byte for byte); over a message protocol each request goes
+//! caps it) — and matches every echo to the request it answers by the number it carries
+//! (json-ts's `"seq"`, a fixed payload's first 8 bytes): a message that answers no request
+//! in flight is `unexpected`, an error and never a round trip. An echo may answer any
+//! request in flight, not only the oldest (a server that answers out of order still
+//! answers): over `raw` they come back in order, so the one answered is the oldest and
+//! the lookup costs nothing. A payload too short to carry a number (and a line of a file)
+//! answers the oldest request and is checked whole. Over `raw` the echoes are checked as
+//! they stream (the number on every echo, the rest of the payload byte for byte on every
+//! [`CHECK_EVERY`]th); over a message protocol each request goes
 //! through the connection's session and its reply (matched by the request's sequence when
 //! the protocol carries one, else the oldest) is checked whole (unless the protocol says its
 //! replies are the server's own answers, not echoes), and an error reply frees its request
@@ -14,6 +20,7 @@ use std::time::Instant;
 
 use super::payload::{CHECK_EVERY, Template, json_seq};
 use crate::config::LoadSpec;
+use crate::engine::batch::{Batch, NUMBER_BYTES, decode_number, wrapped};
 use crate::engine::conn::{ClientConn, State};
 use crate::engine::recorder::Counted;
 use crate::engine::workload::{Assembly, Cx, Message, Workload};
@@ -46,9 +53,11 @@ pub struct EchoConn {
     pub echoes: u64,
     /// Requests the server answered with an error (over a message protocol).
     pub refused: u64,
-    /// Byte-for-byte check of the echo being received: offset reached, or None if this echo
-    /// is not sampled.
-    check_offset: Option<usize>,
+    /// The echo being received: its bytes so far, its first [`NUMBER_BYTES`] (its
+    /// number), whether the rest is compared byte for byte, and whether that differed.
+    echo_len: usize,
+    echo_head: [u8; NUMBER_BYTES],
+    sampled: bool,
     check_failed: bool,
     /// A round trip of this connection was measured (counted once per connection).
     in_window: bool,
@@ -65,21 +74,35 @@ impl EchoConn {
         self.echoes + self.refused
     }
 
-    /// Takes the request a reply answers: the one numbered `seq`, or the oldest.
+    /// Takes the request a reply answers: the one numbered `seq` (as far as an echo's
+    /// number carries it: [`wrapped`]), or the oldest.
     fn take(&mut self, seq: Option<u64>) -> Option<Sent> {
         match seq {
             None => self.in_flight.pop_front(),
             Some(seq) => {
-                let at = self.in_flight.iter().position(|sent| sent.seq == seq)?;
+                let seq = wrapped(seq);
+                let at = self.in_flight.iter().position(|sent| wrapped(sent.seq) == seq)?;
                 self.in_flight.remove(at)
             }
         }
     }
 }
 
+/// What a whole message from the server answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// The request numbered `seq` (None: the oldest), and whether it came back different.
+    Request { seq: Option<u64>, mismatch: bool },
+    /// Nothing: it carries no number an echo would.
+    Nothing,
+}
+
 #[derive(Debug)]
 pub struct EchoWorkload {
     template: Template,
+    /// A message written one at a time (json-ts, a numbered payload compressed or through
+    /// a protocol): kept for its capacity.
+    scratch: Vec<u8>,
     frames_per_send: u64,
     /// `--in-flight`: messages a connection may have outstanding.
     in_flight_cap: u64,
@@ -100,6 +123,7 @@ impl EchoWorkload {
     pub fn new(load: &LoadSpec, limit: Option<u64>) -> EchoWorkload {
         EchoWorkload {
             template: Template::new(&load.payload, load.message, load.frames_per_send),
+            scratch: Vec::new(),
             frames_per_send: load.frames_per_send,
             in_flight_cap: load.in_flight,
             open_loop: load.message_interval.is_some(),
@@ -136,7 +160,8 @@ impl EchoWorkload {
         self.conns[conn.slot] = Some(state);
     }
 
-    /// Queues one batch (`frames_per_send` messages) that was due at `intended`.
+    /// Queues one batch (`frames_per_send` messages) that was due at `intended`; they count
+    /// as sent once the socket takes them.
     fn send_batch(
         &mut self,
         cx: &mut Cx<'_>,
@@ -147,70 +172,63 @@ impl EchoWorkload {
     ) {
         let frames = self.frames_per_send;
         let first_seq = state.next_seq;
-        let (messages, bytes, payload_bytes) = match (&self.template, conn.writes_as_is()) {
-            (Template::Fixed { batch, payload, .. }, true) if conn.compression.is_none() => {
-                conn.batches_pending += 1;
+        match (&self.template, conn.writes_as_is()) {
+            (Template::Fixed { batch, .. }, true)
+                if conn.compression.is_none() && conn.queue_batch(batch, first_seq) =>
+            {
                 state.next_seq += frames;
-                (frames, batch.len(), payload.len() * frames as usize)
             }
             (template, false) => {
-                let (mut messages, mut bytes, mut payload_bytes) = (0, 0, 0);
-                let mut scratch = [0u8; 64];
                 for _ in 0..frames {
                     let seq = state.next_seq;
-                    let message = template.message(seq, &mut scratch);
-                    let (m, b, p) = conn.request(seq, message);
-                    (messages, bytes, payload_bytes) =
-                        (messages + m, bytes + b as usize, payload_bytes + p as usize);
+                    conn.request(seq, template.message(seq, &mut self.scratch));
                     state.next_seq += 1;
                 }
-                (messages, bytes, payload_bytes)
             }
             (template, true) => {
                 let (mask, opcode) = template.mask_opcode();
-                let (mut bytes, mut payload_bytes) = (0, 0);
-                let mut scratch = [0u8; 64];
                 for _ in 0..frames {
-                    let message = template.message(state.next_seq, &mut scratch);
-                    payload_bytes += message.len();
-                    bytes += conn.write_message(opcode, mask, message);
+                    conn.write_message(opcode, mask, template.message(state.next_seq, &mut self.scratch));
                     state.next_seq += 1;
                 }
-                (frames, bytes, payload_bytes)
             }
-        };
+        }
         state.in_flight.extend((first_seq..state.next_seq).map(|seq| Sent { seq, intended, sent: now }));
         self.outstanding += frames;
-        cx.rec.sent(messages, bytes as u64, payload_bytes as u64);
         if self.open_loop {
             cx.rec.send_lag(intended, now);
         }
     }
 
-    /// A piece of an echo: checked; on its last piece, the echo is whole. Returns whether
-    /// it differed from what was sent, once whole.
-    fn check(&self, state: &mut EchoConn, message: Message<'_>) -> Option<bool> {
+    /// A piece of a message from the server: checked; on its last piece, what it answers.
+    fn check(&self, state: &mut EchoConn, message: Message<'_>) -> Option<Answer> {
         match (message, &self.template) {
-            (Message::Piece { data, first, last }, Template::Fixed { payload: expected, .. }) => {
-                let sampled = state.echoes.is_multiple_of(CHECK_EVERY);
-                check_piece(state, expected, sampled, first, last, data)
+            (Message::Piece { data, first, last }, Template::Fixed { payload: expected, numbered, .. }) => {
+                if first {
+                    state.sampled = state.echoes.is_multiple_of(CHECK_EVERY) || !numbered;
+                }
+                check_piece(state, expected, *numbered, first, last, data)
             }
             (Message::Piece { data, first, last }, Template::Lines { lines, .. }) => {
-                let expected = &lines[(state.echoes % lines.len() as u64) as usize];
-                check_piece(state, expected, true, first, last, data)
+                if first {
+                    state.sampled = true;
+                }
+                let oldest = state.in_flight.front().map_or(0, |sent| sent.seq);
+                let expected = &lines[(oldest % lines.len() as u64) as usize];
+                check_piece(state, expected, false, first, last, data)
             }
-            (Message::Whole(data), _) => Some(json_seq(data) != Some(state.echoes)),
-            (Message::Piece { last, .. }, Template::JsonTs { .. }) => last.then_some(true),
-            (Message::TooLong, _) => Some(true),
+            (Message::Whole(data), _) => Some(match json_seq(data) {
+                Some(seq) => Answer::Request { seq: Some(seq), mismatch: false },
+                None => Answer::Nothing,
+            }),
+            (Message::Piece { last, .. }, Template::JsonTs { .. }) => last.then_some(Answer::Nothing),
+            (Message::TooLong, _) => Some(Answer::Nothing),
         }
     }
 
     /// Whether a whole reply over a message protocol carries what request `seq` sent.
     fn reply_matches(&self, seq: u64, reply: &[u8]) -> bool {
-        match &self.template {
-            Template::JsonTs { .. } => json_seq(reply) == Some(seq),
-            template => template.message(seq, &mut [0; 64]) == reply,
-        }
+        self.template.carries(seq, reply)
     }
 
     /// A whole echo arrived (answering request `seq`, or the oldest): records its round trip
@@ -224,8 +242,8 @@ impl EchoWorkload {
         now: Instant,
     ) -> Option<u64> {
         let Some(Sent { seq, intended, sent }) = state.take(seq) else {
-            // An echo of nothing we sent.
-            cx.rec.metrics.counters.payload_mismatches += 1;
+            // It answers nothing in flight: never sent, or answered already.
+            cx.rec.metrics.counters.unexpected_messages += 1;
             self.conns[conn.slot] = Some(state);
             return None;
         };
@@ -270,10 +288,10 @@ impl Workload for EchoWorkload {
     }
 
     #[inline]
-    fn batch(&self) -> &[u8] {
+    fn batch(&self) -> Option<&Batch> {
         match &self.template {
-            Template::Fixed { batch, .. } => batch,
-            Template::JsonTs { .. } | Template::Lines { .. } => &[],
+            Template::Fixed { batch, .. } => Some(batch),
+            Template::JsonTs { .. } | Template::Lines { .. } => None,
         }
     }
 
@@ -309,11 +327,15 @@ impl Workload for EchoWorkload {
         let Some(mut state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
         match self.check(&mut state, message) {
             None => self.conns[conn.slot] = Some(state),
-            Some(mismatch) => {
-                if mismatch {
+            Some(Answer::Request { seq, mismatch }) => {
+                // An echo of nothing in flight is unexpected (counted there), not a mismatch.
+                if self.on_echo(cx, conn, state, seq, now).is_some() && mismatch {
                     cx.rec.metrics.counters.payload_mismatches += 1;
                 }
-                self.on_echo(cx, conn, state, None, now);
+            }
+            Some(Answer::Nothing) => {
+                cx.rec.metrics.counters.unexpected_messages += 1;
+                self.conns[conn.slot] = Some(state);
             }
         }
     }
@@ -362,23 +384,130 @@ impl Workload for EchoWorkload {
     }
 }
 
-/// Byte-for-byte check of one piece of an echo against `expected` (when `sampled`); on the
-/// last piece, whether the echo differed.
+/// One piece of an echo: its number gathered (when `numbered`: its first
+/// [`NUMBER_BYTES`]), the rest compared with `expected` byte for byte when the echo is
+/// sampled; on the last piece, what it answers. A numbered echo without a valid number
+/// answers nothing.
 fn check_piece(
     state: &mut EchoConn,
     expected: &[u8],
-    sampled: bool,
+    numbered: bool,
     first: bool,
     last: bool,
     payload: &[u8],
-) -> Option<bool> {
+) -> Option<Answer> {
     if first {
-        state.check_offset = sampled.then_some(0);
+        state.echo_len = 0;
         state.check_failed = false;
     }
-    if let Some(offset) = state.check_offset {
-        state.check_failed |= expected.get(offset..offset + payload.len()) != Some(payload);
-        state.check_offset = Some(offset + payload.len());
+    let offset = state.echo_len;
+    let skip = match numbered {
+        true => NUMBER_BYTES.saturating_sub(offset).min(payload.len()),
+        false => 0,
+    };
+    state.echo_head[offset.min(NUMBER_BYTES)..offset.min(NUMBER_BYTES) + skip]
+        .copy_from_slice(&payload[..skip]);
+    if state.sampled {
+        let from = offset + skip;
+        state.check_failed |= expected.get(from..offset + payload.len()) != Some(&payload[skip..]);
     }
-    last.then(|| state.check_failed || state.check_offset.is_some_and(|end| end != expected.len()))
+    state.echo_len = offset + payload.len();
+    if !last {
+        return None;
+    }
+    let mismatch = state.check_failed || state.echo_len != expected.len();
+    if !numbered {
+        return Some(Answer::Request { seq: None, mismatch });
+    }
+    match decode_number(&state.echo_head).filter(|_| state.echo_len >= NUMBER_BYTES) {
+        Some(seq) => Some(Answer::Request { seq: Some(seq), mismatch }),
+        None => Some(Answer::Nothing),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::batch::encode_number;
+
+    /// An echo of message `seq` of `rest`, as a server would return it.
+    fn echo(seq: u64, rest: &[u8]) -> Vec<u8> {
+        [&encode_number(seq)[..], rest].concat()
+    }
+
+    /// Feeds `message` to [`check_piece`] in pieces cut at `cuts`.
+    fn pieces(
+        state: &mut EchoConn,
+        expected: &[u8],
+        numbered: bool,
+        message: &[u8],
+        cuts: &[usize],
+    ) -> Answer {
+        let mut bounds = vec![0];
+        bounds.extend_from_slice(cuts);
+        bounds.push(message.len());
+        let mut answer = None;
+        for (index, pair) in bounds.windows(2).enumerate() {
+            let last = index == bounds.len() - 2;
+            answer = check_piece(state, expected, numbered, index == 0, last, &message[pair[0]..pair[1]]);
+            assert_eq!(answer.is_some(), last);
+        }
+        answer.unwrap()
+    }
+
+    #[test]
+    fn an_echo_answers_the_request_its_number_names_even_cut_inside_the_number() {
+        let expected = echo(0, b"the rest of it");
+        let mut state = EchoConn { sampled: true, ..EchoConn::default() };
+        let message = echo(41, b"the rest of it");
+        for cuts in [&[][..], &[3], &[3, 5, 12], &[8]] {
+            let answer = pieces(&mut state, &expected, true, &message, cuts);
+            assert_eq!(answer, Answer::Request { seq: Some(41), mismatch: false }, "cut at {cuts:?}");
+        }
+        let altered = echo(41, b"the rest of iT");
+        assert_eq!(
+            pieces(&mut state, &expected, true, &altered, &[4]),
+            Answer::Request { seq: Some(41), mismatch: true }
+        );
+        // Not sampled: only the number is checked.
+        state.sampled = false;
+        assert_eq!(
+            pieces(&mut state, &expected, true, &altered, &[4]),
+            Answer::Request { seq: Some(41), mismatch: false }
+        );
+    }
+
+    #[test]
+    fn a_message_without_a_number_answers_nothing() {
+        let expected = echo(0, b"the rest of it");
+        let mut state = EchoConn { sampled: true, ..EchoConn::default() };
+        let flood = vec![0xffu8; 64 * 1024];
+        assert_eq!(pieces(&mut state, &expected, true, &flood, &[4096]), Answer::Nothing);
+        assert_eq!(pieces(&mut state, &expected, true, b"short", &[]), Answer::Nothing);
+    }
+
+    #[test]
+    fn a_payload_too_short_for_a_number_is_checked_whole_against_the_oldest() {
+        let mut state = EchoConn { sampled: true, ..EchoConn::default() };
+        assert_eq!(
+            pieces(&mut state, b"abcd", false, b"abcd", &[1]),
+            Answer::Request { seq: None, mismatch: false }
+        );
+        assert_eq!(
+            pieces(&mut state, b"abcd", false, b"abce", &[]),
+            Answer::Request { seq: None, mismatch: true }
+        );
+    }
+
+    #[test]
+    fn only_a_request_in_flight_is_answered_once() {
+        let mut state = EchoConn::default();
+        let now = Instant::now();
+        state.in_flight.extend((5..8).map(|seq| Sent { seq, intended: now, sent: now }));
+        assert_eq!(state.take(Some(6)).map(|sent| sent.seq), Some(6), "out of order still answers");
+        assert!(state.take(Some(6)).is_none(), "answered already");
+        assert!(state.take(Some(9)).is_none(), "never sent");
+        assert_eq!(state.take(Some(5 + (1 << 48))).map(|sent| sent.seq), Some(5), "numbers wrap at 2^48");
+        assert_eq!(state.take(None).map(|sent| sent.seq), Some(7));
+    }
 }

@@ -90,7 +90,7 @@ impl FlowWorkload {
                     return;
                 }
                 FlowOp::Send { name, template, track, .. } => {
-                    self.send(cx, conn, flow, (name, template, track), now)
+                    self.send(conn, flow, (name, template, track), now)
                 }
                 FlowOp::ExpectReply { send, timeout } => {
                     if flow.outstanding.iter().any(|o| o.name == *send) {
@@ -129,7 +129,6 @@ impl FlowWorkload {
     /// A `send` step: the template filled in and written; its reply awaited by its field.
     fn send(
         &mut self,
-        cx: &mut Cx<'_>,
         conn: &mut ClientConn,
         flow: &mut FlowState,
         (name, template, track): (&String, &[FlowPiece], &Option<String>),
@@ -140,8 +139,7 @@ impl FlowWorkload {
         flow.seq += 1;
         flow.last_vars = vars;
         flow.sent(name, now);
-        let bytes = conn.write_message(OpCode::Text, rand::random(), text.as_bytes());
-        cx.rec.sent(1, bytes as u64, text.len() as u64);
+        conn.write_message(OpCode::Text, rand::random(), text.as_bytes());
         if let Some(field) = track {
             match serde_json::from_str::<Value>(&text).ok().and_then(|v| v.get(field).cloned()) {
                 Some(value) => {

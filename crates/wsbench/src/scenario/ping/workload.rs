@@ -71,7 +71,7 @@ impl Workload for PingWorkload {
         state.in_flight.push_back((state.next_seq, due, now));
         state.next_seq += 1;
         self.outstanding += 1;
-        cx.rec.sent(1, (conn.output.len() - before) as u64, self.payload.len() as u64);
+        conn.counts_as_sent(1, conn.output.len() - before, self.payload.len());
         cx.rec.send_lag(due, now);
         self.section.pings += 1;
     }

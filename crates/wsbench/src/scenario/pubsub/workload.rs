@@ -218,8 +218,7 @@ impl PubSub {
     fn subscribe(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
         let Some(subscriber) = self.subscribers.get_mut(&conn.index) else { return };
         let topic = format!("t{}", subscriber.topic);
-        let (messages, wire, payload) = conn.through_session(|session, out| session.subscribe(&topic, out));
-        cx.rec.sent(messages, wire, payload);
+        conn.through_session(|session, out| session.subscribe(&topic, out));
         subscriber.state = Subscription::Pending(conn.started);
         self.awaiting += 1;
         cx.wake(conn, now + self.timeout);
@@ -452,8 +451,7 @@ impl Workload for PubSub {
     /// A publish due at `due`, counted as measured when it was due inside the window.
     fn on_due(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, due: Instant, now: Instant) {
         let measured = cx.rec.in_window(due);
-        let (messages, wire_bytes, payload_bytes) = self.publish(conn, due, now, measured);
-        cx.rec.sent(messages, wire_bytes, payload_bytes);
+        self.publish(conn, due, now, measured);
         if measured {
             self.count_published(conn.index, 1, true);
             cx.rec.send_lag(due, now);

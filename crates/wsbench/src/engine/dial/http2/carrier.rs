@@ -408,6 +408,12 @@ impl H2Carrier {
             }
             self.scratch.clear();
             conn.take_pending(cx.batch, &mut self.scratch);
+            // Handed to the stream is as written as a WebSocket of its own socket gets.
+            conn.ledger.send_done();
+            if conn.has_pending() {
+                // Batches beyond one send's bytes: the next round takes them.
+                still.push(slot);
+            }
             if !self.scratch.is_empty() {
                 moved = true;
                 let _ = send.send_data(Bytes::copy_from_slice(&self.scratch), false);

@@ -46,7 +46,7 @@ pub fn server_allows_websockets(job: &Job) -> Result<(), String> {
         if poll.poll(&mut events, Some(deadline - now)).is_err() {
             return Ok(());
         }
-        let mut cx = CarrierCx { job, conns: &mut conns, counters: &mut counters, batch: &[], now };
+        let mut cx = CarrierCx { job, conns: &mut conns, counters: &mut counters, batch: None, now };
         carrier.on_ready(&mut cx, &mut stream_events);
         match carrier.verdict() {
             None => {}
