@@ -53,8 +53,13 @@ pub struct Counters {
     pub messages_received: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
-    /// Messages sent but never answered when the run ended.
+    /// Messages sent but never answered when the run ended (younger than the reply
+    /// deadline: older ones are `reply_timeouts`).
     pub messages_unanswered: u64,
+    /// Requests given up because no reply came within `--reply-timeout` of when they were
+    /// due (sent, or held back unsent while the connection could take no more).
+    #[serde(default)]
+    pub reply_timeouts: u64,
     /// Messages answered during warm-up (not in the latency histogram).
     pub warmup_messages: u64,
     /// Connections that completed at least one round trip in the measured window (the echo
@@ -193,6 +198,7 @@ impl Counters {
             put(cause, *count);
         }
         put("payload_mismatch", self.payload_mismatches);
+        put("reply_timeout", self.reply_timeouts);
         put("close_unanswered", self.closes_unanswered);
         for (code, count) in &self.closed_by_server {
             put(&format!("closed_{code}"), *count);
@@ -252,6 +258,7 @@ impl AddAssign<&Counters> for Counters {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.messages_unanswered += other.messages_unanswered;
+        self.reply_timeouts += other.reply_timeouts;
         self.warmup_messages += other.warmup_messages;
         self.connections_in_window += other.connections_in_window;
         self.reconnections += other.reconnections;

@@ -13,6 +13,7 @@ use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
 pub mod scripted_server;
+pub mod silent_server;
 
 /// Path of the `wsbench` binary built for this test run.
 pub fn wsbench_bin() -> &'static str {

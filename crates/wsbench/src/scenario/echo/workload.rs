@@ -8,6 +8,21 @@
 //! the protocol carries one, else the oldest) is checked whole (unless the protocol says its
 //! replies are the server's own answers, not echoes), and an error reply frees its request
 //! without being a round trip. Per-message work allocates nothing.
+//!
+//! The reply deadline (`--reply-timeout`): once a second (the worker's tick, never a timer
+//! per message) each connection's oldest request is compared with it; requests wait in
+//! the order they fell due, so only the head needs looking at. A request unanswered longer
+//! than the deadline after it was due is counted `reply_timeout` and forgotten: its latency
+//! is never recorded (it would be at least the deadline, a number the server did not earn),
+//! and the room it held is freed, so a closed loop goes on sending over a connection that
+//! still works, as a wrk user whose request timed out sees the next one go out. An open loop
+//! gives up the same way the sends that fell due but were never written (held back by
+//! `--in-flight`, or because the socket stopped taking bytes): both queues stay bounded by
+//! the rate times the deadline whatever the server does. The deadline counts from when a
+//! request was due, as its latency does (coordinated omission corrected), and is met within
+//! about a second after it passes. An echo that arrives after its request was forgotten is
+//! late: neither a round trip nor a mismatch. What is still in flight at the end, younger
+//! than the deadline, is unanswered, not an error.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -23,6 +38,11 @@ use crate::protocol::Incoming;
 /// longer one is wrong already, and buffering it would let a hostile server grow the
 /// client without bound (cf. CVE-2020-27813).
 const MAX_JSON_ECHO: usize = 256;
+
+/// Bytes a connection may have waiting to be written before an open loop holds its next
+/// sends back (in the backlog, where the reply deadline can give them up): past it the
+/// socket has stopped taking bytes.
+const OUTBOX_HOLD_BYTES: usize = 1 << 20;
 
 /// A message in flight.
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +62,13 @@ pub struct EchoConn {
     /// go out as echoes free room, and their latency counts from the time they were due.
     backlog: VecDeque<Instant>,
     next_seq: u64,
+    /// Requests forgotten at the reply deadline whose echoes may still come, in order (over
+    /// `raw`, and over a protocol whose replies carry no sequence number): the next that
+    /// many echoes are theirs, late.
+    late_echoes: u64,
+    /// Requests numbered below this that are no longer in flight were forgotten at the reply
+    /// deadline: a reply to one is late.
+    forgotten_below: u64,
     /// Echoes received.
     pub echoes: u64,
     /// Requests the server answered with an error (over a message protocol).
@@ -63,6 +90,41 @@ impl EchoConn {
     /// Messages the server answered, with an echo or an error.
     pub fn answered(&self) -> u64 {
         self.echoes + self.refused
+    }
+
+    /// Gives up the requests (in flight, or due and not yet sent) that fell due at or before
+    /// `deadline`: how many were in flight, and how many not sent.
+    fn expire(&mut self, deadline: Instant) -> (u64, u64) {
+        let mut in_flight = 0;
+        while let Some(sent) = self.in_flight.front()
+            && sent.intended <= deadline
+        {
+            self.forgotten_below = self.forgotten_below.max(sent.seq + 1);
+            self.in_flight.pop_front();
+            in_flight += 1;
+        }
+        let mut unsent = 0;
+        while self.backlog.front().is_some_and(|&due| due <= deadline) {
+            self.backlog.pop_front();
+            unsent += 1;
+        }
+        self.late_echoes += in_flight;
+        (in_flight, unsent)
+    }
+
+    /// Whether the next echo (replies in order, no sequence number) answers a request
+    /// already forgotten at the reply deadline; it is then taken as that late echo.
+    #[inline]
+    fn late_echo(&mut self) -> bool {
+        let late = self.late_echoes > 0;
+        self.late_echoes -= u64::from(late);
+        late
+    }
+
+    /// The number of the request the next echo in order answers.
+    #[inline]
+    fn next_echo_seq(&self) -> u64 {
+        self.in_flight.front().map_or(self.next_seq, |sent| sent.seq)
     }
 
     /// Takes the request a reply answers: the one numbered `seq`, or the oldest.
@@ -93,6 +155,8 @@ pub struct EchoWorkload {
     conns: Vec<Option<EchoConn>>,
     /// Messages outstanding over every connection.
     outstanding: u64,
+    /// `--reply-timeout`.
+    reply_timeout: std::time::Duration,
 }
 
 impl EchoWorkload {
@@ -108,6 +172,7 @@ impl EchoWorkload {
                 .is_none_or(|protocol| protocol.replies_echo(&load.protocol_options)),
             conns: Vec::new(),
             outstanding: 0,
+            reply_timeout: load.reply_timeout,
         }
     }
 
@@ -196,10 +261,10 @@ impl EchoWorkload {
                 check_piece(state, expected, sampled, first, last, data)
             }
             (Message::Piece { data, first, last }, Template::Lines { lines, .. }) => {
-                let expected = &lines[(state.echoes % lines.len() as u64) as usize];
+                let expected = &lines[(state.next_echo_seq() % lines.len() as u64) as usize];
                 check_piece(state, expected, true, first, last, data)
             }
-            (Message::Whole(data), _) => Some(json_seq(data) != Some(state.echoes)),
+            (Message::Whole(data), _) => Some(json_seq(data) != Some(state.next_echo_seq())),
             (Message::Piece { last, .. }, Template::JsonTs { .. }) => last.then_some(true),
             (Message::TooLong, _) => Some(true),
         }
@@ -224,8 +289,10 @@ impl EchoWorkload {
         now: Instant,
     ) -> Option<u64> {
         let Some(Sent { seq, intended, sent }) = state.take(seq) else {
-            // An echo of nothing we sent.
-            cx.rec.metrics.counters.payload_mismatches += 1;
+            // A late reply to a request forgotten at the deadline, or an echo of nothing we sent.
+            if seq.is_none_or(|seq| seq >= state.forgotten_below) {
+                cx.rec.metrics.counters.payload_mismatches += 1;
+            }
             self.conns[conn.slot] = Some(state);
             return None;
         };
@@ -245,14 +312,30 @@ impl EchoWorkload {
         Some(seq)
     }
 
+    /// Open loop: the sends held back go out, oldest first, while the connection can take
+    /// them.
+    fn send_backlog(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, state: &mut EchoConn, now: Instant) {
+        while self.can_send(state, conn)
+            && let Some(due) = state.backlog.pop_front()
+        {
+            self.send_batch(cx, conn, state, due, now);
+        }
+    }
+
+    /// Open loop: whether a send may go out now: room under `--in-flight`, and a socket
+    /// that took what was written before (no more than [`OUTBOX_HOLD_BYTES`], or one batch,
+    /// still waiting).
+    fn can_send(&self, state: &EchoConn, conn: &ClientConn) -> bool {
+        let batch = self.batch().len();
+        let waiting = conn.output.len().saturating_sub(conn.output_sent)
+            + (conn.batches_pending as usize).saturating_mul(batch);
+        self.has_room(state) && waiting <= OUTBOX_HOLD_BYTES.max(batch)
+    }
+
     /// A request was answered (room freed): sends what may follow.
     fn send_more(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, mut state: EchoConn, now: Instant) {
         if self.open_loop {
-            while self.has_room(&state)
-                && let Some(due) = state.backlog.pop_front()
-            {
-                self.send_batch(cx, conn, &mut state, due, now);
-            }
+            self.send_backlog(cx, conn, &mut state, now);
             self.conns[conn.slot] = Some(state);
         } else {
             self.conns[conn.slot] = Some(state);
@@ -293,12 +376,32 @@ impl Workload for EchoWorkload {
 
     fn on_due(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, due: Instant, now: Instant) {
         let Some(mut state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
-        if self.has_room(&state) {
+        if state.backlog.is_empty() && self.can_send(&state, conn) {
             self.send_batch(cx, conn, &mut state, due, now);
         } else {
             state.backlog.push_back(due);
+            self.send_backlog(cx, conn, &mut state, now);
         }
         self.conns[conn.slot] = Some(state);
+    }
+
+    /// Requests due longer than `--reply-timeout` ago, answered or sent or not, are given
+    /// up (see the module doc); the room they held is used.
+    fn expire_requests(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
+        let Some(deadline) = now.checked_sub(self.reply_timeout) else { return };
+        let Some(state) = self.conns.get_mut(conn.slot).and_then(Option::as_mut) else { return };
+        let late = |at: Option<Instant>| at.is_some_and(|at| at <= deadline);
+        if !late(state.in_flight.front().map(|sent| sent.intended)) && !late(state.backlog.front().copied()) {
+            return;
+        }
+        let (in_flight, unsent_batches) = state.expire(deadline);
+        self.outstanding -= in_flight;
+        cx.rec.metrics.counters.reply_timeouts += in_flight + unsent_batches * self.frames_per_send;
+        let Some(state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
+        match conn.state {
+            State::Open => self.send_more(cx, conn, state, now),
+            _ => self.conns[conn.slot] = Some(state),
+        }
     }
 
     #[inline]
@@ -309,6 +412,7 @@ impl Workload for EchoWorkload {
         let Some(mut state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
         match self.check(&mut state, message) {
             None => self.conns[conn.slot] = Some(state),
+            Some(_) if state.late_echo() => self.conns[conn.slot] = Some(state),
             Some(mismatch) => {
                 if mismatch {
                     cx.rec.metrics.counters.payload_mismatches += 1;
@@ -322,6 +426,7 @@ impl Workload for EchoWorkload {
     fn on_incoming(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, incoming: Incoming<'_>, now: Instant) {
         let Some(mut state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
         match incoming {
+            Incoming::Reply { seq: None, .. } if state.late_echo() => self.conns[conn.slot] = Some(state),
             Incoming::Reply { seq, payload } => {
                 if let Some(seq) = self.on_echo(cx, conn, state, seq, now)
                     && self.check_replies
