@@ -20,9 +20,9 @@ use super::source_addrs::local_addrs;
 use super::tls::{TlsOptions, TlsSettings};
 use super::transport::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTION, TransportSpec};
 use super::{
-    CompressionOffer, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT, DEFAULT_REPLY_TIMEOUT, DEFAULT_MAX_SEND_LAG,
-    LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, OwnSettings, Payload, Placement, RunConfig, Sampling,
-    Shard, Threshold,
+    CompressionOffer, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG,
+    DEFAULT_REPLY_TIMEOUT, LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, OwnSettings, Payload,
+    Placement, RunConfig, Sampling, Shard, Threshold,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_rate};

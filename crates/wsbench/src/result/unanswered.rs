@@ -27,11 +27,12 @@ pub fn reason(result: &super::RunResult) -> Option<String> {
     let group = crate::units::format::group;
     let deadline = result.config.get("reply_timeout").and_then(|secs| secs.as_f64());
     let past = match deadline {
-        Some(secs) => format!("past the {} reply deadline", crate::units::format::seconds(secs)),
-        None => "past the reply deadline".to_owned(),
+        Some(secs) => format!("past the {} reply timeout", crate::units::format::seconds(secs)),
+        None => "past the reply timeout".to_owned(),
     };
     Some(format!(
-        "no request was answered: {} given up {past}, {} still unanswered at the end, not one reply",
+        "no request was answered: of {} requests, {} went {past} and {} were still awaited at the end",
+        group(timed_out.saturating_add(unanswered)),
         group(timed_out),
         group(unanswered)
     ))
@@ -49,7 +50,11 @@ mod tests {
         metrics.timeline = exchanges
             .iter()
             .enumerate()
-            .map(|(second, &exchanges)| TimelineSecond { second: second as u64, exchanges, ..Default::default() })
+            .map(|(second, &exchanges)| TimelineSecond {
+                second: second as u64,
+                exchanges,
+                ..Default::default()
+            })
             .collect();
         metrics
     }

@@ -45,7 +45,8 @@ impl SilentServer {
     pub fn start(silence: Silence) -> SilentServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
-        let shared = Arc::new(Shared { silence, stop: AtomicBool::new(false), streams: Mutex::new(Vec::new()) });
+        let shared =
+            Arc::new(Shared { silence, stop: AtomicBool::new(false), streams: Mutex::new(Vec::new()) });
         let accepting = shared.clone();
         let acceptor = thread::spawn(move || accept_loop(listener, accepting));
         SilentServer { addr, shared, acceptor: Some(acceptor) }
@@ -85,9 +86,8 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             shared.streams.lock().unwrap_or_else(|e| e.into_inner()).push(copy);
         }
         let serving = shared.clone();
-        let _ = thread::Builder::new()
-            .stack_size(64 * 1024)
-            .spawn(move || serve_connection(stream, &serving));
+        let _ =
+            thread::Builder::new().stack_size(64 * 1024).spawn(move || serve_connection(stream, &serving));
     }
 }
 
@@ -95,7 +95,9 @@ fn serve_connection(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
     let request = loop {
-        if let Some((request, used)) = parse_request(&buf, DEFAULT_MAX_HEADER_BYTES).map_err(io::Error::other)? {
+        if let Some((request, used)) =
+            parse_request(&buf, DEFAULT_MAX_HEADER_BYTES).map_err(io::Error::other)?
+        {
             buf.drain(..used);
             break request;
         }

@@ -487,3 +487,45 @@ fn check_piece(
     }
     last.then(|| state.check_failed || state.check_offset.is_some_and(|end| end != expected.len()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A connection with requests 0..4 in flight, due one second apart from `start`, and two
+    /// sends held back, due at 4 s and 5 s.
+    fn connection(start: Instant) -> EchoConn {
+        let at = |secs: u64| start + Duration::from_secs(secs);
+        let mut state = EchoConn::default();
+        state.in_flight.extend((0..4).map(|seq| Sent { seq, intended: at(seq), sent: at(seq) }));
+        state.backlog.extend([at(4), at(5)]);
+        state.next_seq = 4;
+        state
+    }
+
+    #[test]
+    fn the_deadline_gives_up_what_fell_due_by_it_oldest_first_sent_or_not() {
+        let start = Instant::now();
+        let mut state = connection(start);
+        assert_eq!(state.expire(start + Duration::from_millis(1500)), (2, 0));
+        assert_eq!(state.in_flight.iter().map(|sent| sent.seq).collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(state.backlog.len(), 2);
+        assert_eq!(state.forgotten_below, 2);
+        assert_eq!(state.expire(start + Duration::from_secs(4)), (2, 1), "due exactly at the deadline");
+        assert_eq!(state.backlog.len(), 1);
+        assert_eq!(state.expire(start + Duration::from_secs(4)), (0, 0), "nothing twice");
+        assert_eq!(state.next_echo_seq(), 4, "nothing in flight: the next one sent");
+    }
+
+    #[test]
+    fn echoes_of_forgotten_requests_are_late_and_the_next_is_checked_against_its_own() {
+        let start = Instant::now();
+        let mut state = connection(start);
+        state.expire(start + Duration::from_secs(1));
+        assert_eq!(state.next_echo_seq(), 2);
+        assert!(state.late_echo() && state.late_echo(), "the two forgotten echoes, in order");
+        assert!(!state.late_echo(), "then the one in flight");
+        assert_eq!(state.take(None).map(|sent| sent.seq), Some(2));
+    }
+}
