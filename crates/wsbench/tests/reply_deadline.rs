@@ -183,3 +183,51 @@ fn a_healthy_run_has_no_reply_timeout() {
     assert!(result.summary.measured_exchanges > 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn churn_connections_whose_requests_time_out_are_closed_and_counted() {
+    let server = SilentServer::start(Silence::ReadsAndDrops);
+    let dir = fresh_dir("deadline-churn");
+    let url = server.url();
+    let args = ["churn", url.as_str(), "--rate", "10/s", "--duration", "2s", "--reply-timeout", "1s"];
+    let (output, result, _) = run(&dir, &args);
+    assert_eq!(output.status.code(), Some(3), "{}", describe(&output));
+    // Each connection's one message is given up and the connection closes, rather than
+    // staying open with nothing to wait for.
+    assert!(result.counters.reply_timeouts > 0, "{:?}", result.counters);
+    assert_eq!(
+        result.counters.reply_timeouts + result.summary.messages.unanswered,
+        result.summary.messages.sent
+    );
+    assert!(result.counters.closes_unanswered > 0, "{:?}", result.counters);
+    assert_eq!(result.summary.errors.get("no_request_answered"), Some(&1));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_flow_whose_awaited_sends_get_no_reply_fails_though_no_expect_timed_out() {
+    let server = SilentServer::start(Silence::ReadsAndDrops);
+    let dir = fresh_dir("deadline-flow");
+    let scenario = dir.join("flow.toml");
+    std::fs::write(
+        &scenario,
+        r#"scenario = "flow"
+connections = 2
+
+[[flow.steps]]
+repeat = "until-end"
+steps = [
+    { name = "call", send = '{"id":"{conn}-{seq}"}' },
+    { expect = "call", match-field = "id", timeout = "1h" },
+]
+"#,
+    )
+    .unwrap();
+    let url = server.url();
+    let args = ["--scenario", scenario.to_str().unwrap(), url.as_str(), "--warmup", "0s", "--duration", "2s"];
+    let (output, result, _) = run(&dir, &args);
+    assert_eq!(output.status.code(), Some(3), "{}", describe(&output));
+    assert_eq!(result.summary.messages.unanswered, 2, "each connection's call, awaited at the end");
+    assert_eq!(result.summary.errors.keys().collect::<Vec<_>>(), ["no_request_answered"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

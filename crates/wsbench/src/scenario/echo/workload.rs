@@ -73,6 +73,8 @@ pub struct EchoConn {
     pub echoes: u64,
     /// Requests the server answered with an error (over a message protocol).
     pub refused: u64,
+    /// Requests sent and given up at the reply deadline.
+    pub given_up: u64,
     /// Byte-for-byte check of the echo being received: offset reached, or None if this echo
     /// is not sampled.
     check_offset: Option<usize>,
@@ -109,6 +111,7 @@ impl EchoConn {
             unsent += 1;
         }
         self.late_echoes += in_flight;
+        self.given_up += in_flight;
         (in_flight, unsent)
     }
 
