@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use support::scripted_server::Script;
 use support::silent_server::{Silence, SilentServer};
 use support::{fresh_dir, result_schema_errors, shared_server, wsbench_bin};
 use wsbench::result::RunResult;
@@ -229,5 +230,23 @@ steps = [
     assert_eq!(output.status.code(), Some(3), "{}", describe(&output));
     assert_eq!(result.summary.messages.unanswered, 2, "each connection's call, awaited at the end");
     assert_eq!(result.summary.errors.keys().collect::<Vec<_>>(), ["no_request_answered"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn echoes_that_come_after_their_request_was_given_up_are_neither_round_trips_nor_mismatches() {
+    // Every echo comes 1.5 s after its request: a request is given up at the first check
+    // past the 1 s deadline (checks are a second apart, so some are answered first), and its
+    // echo, when it comes, answers nothing still awaited.
+    let server = Script::echo().delay_each_echo(Duration::from_millis(1500)).start();
+    let dir = fresh_dir("deadline-late-echoes");
+    let url = server.url();
+    let mut args = vec![url.as_str()];
+    args.extend(SHORT_DEADLINE);
+    args.extend(["--payload", "json-ts"]);
+    let (output, result, _) = run(&dir, &args);
+    assert!(result.counters.reply_timeouts > 0, "{}", describe(&output));
+    assert!(server.echoes() > 0, "the server did echo, late");
+    assert_eq!(result.counters.payload_mismatches, 0, "{}", describe(&output));
     std::fs::remove_dir_all(&dir).unwrap();
 }
