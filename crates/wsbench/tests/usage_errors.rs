@@ -50,6 +50,9 @@ fn durations_must_be_positive_and_at_most_a_week() {
     refused(&["run", "--duration", "0s"], 2, "--duration: must be longer than zero");
     refused(&["run", "--duration", "999999999999h"], 2, "--duration: must be at most 7 days");
     refused(&["run", "--connect-timeout", "0ms"], 2, "--connect-timeout: must be longer than zero");
+    refused(&["run", "--reply-timeout", "0s"], 2, "--reply-timeout: must be longer than zero");
+    refused(&["run", "--reply-timeout", "8d"], 2, "--reply-timeout: `8d`: `d` is not a unit of time");
+    refused(&["run", "--reply-timeout", "169h"], 2, "--reply-timeout: must be at most 7 days");
     refused(
         &["run", "--rate", "10/s", "--max-send-lag", "0s"],
         2,

@@ -63,6 +63,8 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 pub const DEFAULT_WARMUP: Duration = Duration::from_secs(1);
 pub const DEFAULT_IN_FLIGHT: u64 = 1;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a request may wait for its reply before it is the error `reply_timeout`.
+pub const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 /// An open-loop run whose send lag p99 exceeds this was limited by the client.
 pub const DEFAULT_MAX_SEND_LAG: Duration = Duration::from_millis(5);
 /// Open loop: how far ahead of its instant a send may go out with an earlier one's batch.
@@ -237,6 +239,10 @@ pub struct LoadSpec {
     pub frames_per_send: u64,
     #[serde(serialize_with = "as_secs")]
     pub connect_timeout: Duration,
+    /// A request unanswered this long after it was due is the error `reply_timeout` and is
+    /// given up (`--reply-timeout`).
+    #[serde(serialize_with = "as_secs")]
+    pub reply_timeout: Duration,
     /// Source addresses connections are spread over (empty: the kernel picks).
     pub source_addrs: Vec<IpAddr>,
     /// Reopen connections the server closed or reset.

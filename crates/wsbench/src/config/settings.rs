@@ -135,6 +135,11 @@ pub struct RunSettings {
     #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_timeout: Option<String>,
+    /// A request still unanswered this long after it was due is the error reply_timeout and
+    /// is given up (default 10s, at most 7 days; checked about once a second).
+    #[arg(long, allow_hyphen_values = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_timeout: Option<String>,
     /// CPUs for the client's workers, one worker per CPU (e.g. 1 or 1-3).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -480,6 +485,7 @@ mod tests {
             binary: true,
             text: false,
             connect_timeout: some("2s"),
+            reply_timeout: some("3s"),
             client_cpus: some("1-3"),
             server_cpus: some("0"),
             source_addrs: some("127.0.0.2-127.0.0.6"),

@@ -21,8 +21,8 @@ use super::tls::{TlsOptions, TlsSettings};
 use super::transport::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTION, TransportSpec};
 use super::{
     CompressionOffer, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG,
-    LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, OwnSettings, Payload, Placement, RunConfig, Sampling,
-    Shard, Threshold,
+    DEFAULT_REPLY_TIMEOUT, LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, OwnSettings, Payload,
+    Placement, RunConfig, Sampling, Shard, Threshold,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_rate};
@@ -73,6 +73,7 @@ impl RunSettings {
             message,
             frames_per_send,
             connect_timeout: duration("connect-timeout", &self.connect_timeout, DEFAULT_CONNECT_TIMEOUT)?,
+            reply_timeout: duration("reply-timeout", &self.reply_timeout, DEFAULT_REPLY_TIMEOUT)?,
             source_addrs: self.source_addrs.as_deref().map(local_addrs).transpose()?.unwrap_or_default(),
             reconnect: self.reconnect,
             insecure: self.insecure,

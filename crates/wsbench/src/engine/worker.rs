@@ -98,6 +98,9 @@ pub struct Worker {
     closing_since: Option<Instant>,
     /// The drain at the end ran out while the workload was still busy.
     cut_off: bool,
+    /// The open connections' keys, while their requests are checked against the reply
+    /// deadline (kept to reuse its allocation).
+    expiring: Vec<usize>,
     open: u64,
     /// Bytes a connection's outbox may hold before it stops reading ([`outbox_bound`]).
     outbox_bound: usize,
@@ -137,6 +140,7 @@ impl Worker {
             draining_since: None,
             closing_since: None,
             cut_off: false,
+            expiring: Vec::new(),
             open: 0,
             outbox_bound: outbox_bound(&spec.load, workload_batch_len),
             id: plan.id,
@@ -154,6 +158,7 @@ impl Worker {
             let now = Instant::now();
             if self.rec.tick(now, self.open, || self.workload.errors()) {
                 self.workload.each_second(now);
+                self.expire_requests(now);
             }
             self.open_due_connections(now);
             self.expire_connects(now);
@@ -274,6 +279,22 @@ impl Worker {
             self.rec.metrics.counters.closes_unanswered += 1;
             self.workload.on_closed(conn, false);
         }
+    }
+
+    /// Once a second: every open connection's requests past the reply deadline are given up
+    /// (the workload checks the oldest of each), and what that frees goes out. The deadline
+    /// is thus met within a second of when it passes.
+    fn expire_requests(&mut self, now: Instant) {
+        let mut keys = std::mem::take(&mut self.expiring);
+        keys.extend(self.conns.iter().filter(|(_, c)| c.state == State::Open).map(|(key, _)| key));
+        for &key in &keys {
+            self.hook(key, |workload, cx, conn| workload.expire_requests(cx, conn, now));
+            if self.conns.get(key).is_some_and(|c| c.has_pending()) {
+                self.flush(key);
+            }
+        }
+        keys.clear();
+        self.expiring = keys;
     }
 
     /// Runs `hook` on the workload for connection `key` (if it is still there), with the

@@ -158,6 +158,12 @@ pub trait Workload: Send + std::fmt::Debug {
     /// only the run's workers together can fold) can be handed on here, so that no worker
     /// keeps it for the whole run.
     fn each_second(&mut self, _now: Instant) {}
+    /// Once a second for each open connection, off the message path: its requests due
+    /// longer than the reply deadline ago and still unanswered (or still waiting to be sent)
+    /// are given up, each counted [`crate::metrics::Counters::reply_timeouts`], and what that
+    /// frees may be sent. A workload whose requests wait in send order checks only the
+    /// oldest, so this costs one comparison per connection when nothing is late.
+    fn expire_requests(&mut self, _cx: &mut Cx<'_>, _conn: &mut ClientConn, _now: Instant) {}
     /// Whether replies are still on their way (the end of the run waits, up to
     /// [`Workload::drain`]).
     fn busy(&self, _now: Instant) -> bool {

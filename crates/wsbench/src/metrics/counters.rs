@@ -60,7 +60,8 @@ pub struct Counters {
     pub messages_received: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
-    /// Messages sent but never answered when the run ended.
+    /// Messages sent but never answered when the run ended (younger than the reply
+    /// deadline: older ones are `reply_timeouts`).
     pub messages_unanswered: u64,
     /// Messages queued that the socket never took (still queued when the run ended or the
     /// connection went): not in `messages_sent`.
@@ -70,6 +71,10 @@ pub struct Counters {
     /// something never sent or already answered): an error, never a round trip.
     #[serde(default)]
     pub unexpected_messages: u64,
+    /// Requests given up because no reply came within `--reply-timeout` of when they were
+    /// due (sent, or held back unsent while the connection could take no more).
+    #[serde(default)]
+    pub reply_timeouts: u64,
     /// Messages answered during warm-up (not in the latency histogram).
     pub warmup_messages: u64,
     /// Connections that completed at least one round trip in the measured window (the echo
@@ -230,6 +235,7 @@ impl Counters {
         }
         put("payload_mismatch", self.payload_mismatches);
         put("unexpected", self.unexpected_messages);
+        put("reply_timeout", self.reply_timeouts);
         put("close_unanswered", self.closes_unanswered);
         for (code, count) in &self.closed_by_server {
             put(&format!("closed_{code}"), *count);
@@ -294,6 +300,7 @@ impl AddAssign<&Counters> for Counters {
         self.messages_unanswered += other.messages_unanswered;
         self.messages_unsent += other.messages_unsent;
         self.unexpected_messages += other.unexpected_messages;
+        self.reply_timeouts += other.reply_timeouts;
         self.warmup_messages += other.warmup_messages;
         self.connections_in_window += other.connections_in_window;
         self.reconnections += other.reconnections;

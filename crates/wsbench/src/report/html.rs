@@ -246,6 +246,9 @@ fn notes(results: &[(String, RunResult)]) -> Vec<(&'static str, &str, String)> {
         if result.interrupted {
             notes.push(("bad", label.as_str(), "interrupted; the numbers cover only what ran.".to_owned()));
         }
+        if let Some(reason) = crate::result::no_request_answered_reason(result) {
+            notes.push(("bad", label.as_str(), format!("{reason}.")));
+        }
         if !result.summary.errors.is_empty() {
             let errors: Vec<String> = result
                 .summary

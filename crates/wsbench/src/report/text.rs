@@ -96,6 +96,9 @@ fn header(out: &mut String, result: &RunResult, paint: Paint) {
         );
         let _ = write!(out, "  {}", paint.paint(RED, &text));
     }
+    if let Some(reason) = crate::result::no_request_answered_reason(result) {
+        let _ = write!(out, "  {}", paint.paint(RED, &format!("[FAILED: {reason}]")));
+    }
     out.push('\n');
     let shape = match crate::scenario::of_result(result).and_then(|scenario| scenario.load_shape(result)) {
         Some(shape) => shape,

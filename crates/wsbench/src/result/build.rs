@@ -238,7 +238,7 @@ impl Summary {
                 unfinished: counters.connects_unfinished,
             },
             disconnections: counters.disconnections(),
-            errors: metrics.errors(),
+            errors: errors_of(metrics),
             messages: MessageCounts {
                 sent: counters.messages_sent,
                 received: counters.messages_received,
@@ -264,6 +264,16 @@ impl Summary {
             transport: super::transport::TransportSummary::of(&outcome.config, counters),
         }
     }
+}
+
+/// The run's errors by kind: its counters' and its scenario's, and whether it asked and was
+/// never answered.
+fn errors_of(metrics: &Metrics) -> BTreeMap<String, u64> {
+    let mut errors = metrics.errors();
+    if super::unanswered::none_answered(metrics) {
+        errors.insert(super::NO_REQUEST_ANSWERED.to_owned(), 1);
+    }
+    errors
 }
 
 impl TimelinePoint {

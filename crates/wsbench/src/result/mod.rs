@@ -14,6 +14,7 @@ mod codec;
 mod compression;
 mod distribution;
 mod transport;
+mod unanswered;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -29,6 +30,7 @@ pub use codec::{decode_histogram, encode_histogram};
 pub use compression::CompressionSummary;
 pub use distribution::Distribution;
 pub use transport::TransportSummary;
+pub use unanswered::{NO_REQUEST_ANSWERED, reason as no_request_answered_reason};
 
 /// The result-file format this wsbench writes, and the newest it reads. Version 2 dropped
 /// the per-second histograms (`histograms.intervals`, which older readers require); version

@@ -15,6 +15,7 @@ use std::time::Duration;
 pub mod hostile_server;
 pub mod recording_proxy;
 pub mod scripted_server;
+pub mod silent_server;
 pub mod unsolicited_server;
 
 /// Path of the `wsbench` binary built for this test run.

@@ -9,6 +9,7 @@
 //! ([`rx_time`]) on either backend, so a wait for the next send need not end for every echo.
 
 pub mod alarm;
+mod provided_buffers;
 pub mod rx_time;
 mod uring;
 

@@ -19,28 +19,25 @@
 //! arrived, and [`Ring::submit_and_wait`] may leave receives queued until its timeout
 //! (`defer`) without the worker timing them late.
 
-use std::alloc::Layout;
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
-use io_uring::types::{self, BufRingEntry, CancelBuilder, Fd, SubmitArgs, Timespec};
+use io_uring::types::{self, CancelBuilder, Fd, SubmitArgs, Timespec};
 use io_uring::{IoUring, cqueue, opcode, squeue};
 use slab::Slab;
 
+use super::provided_buffers::{BUFFER_BYTES, BUFFER_GROUP, ProvidedBuffers};
 use super::rx_time::RecvMsgHeader;
 
-/// Provided buffers: how big, and how many per worker, shared by all its connections. A
+/// Provided buffers ([`BUFFER_BYTES`] each): how many per worker, shared by all its connections. A
 /// receive takes one buffer per completion; buffers go back to the ring as soon as their
 /// bytes are handled (the same turn). The count is fixed, not per connection: the kernel
 /// takes the ring's buffers in turn, so over a long run it touches every one, and a pool
 /// that grew with the connections would cost resident memory per connection. A turn in which
 /// more connections receive than there are buffers runs out: those receives stop with
 /// `ENOBUFS` and are armed again once the buffers are back (see [`Ring::reap`]).
-const BUFFER_BYTES: usize = 4 * 1024;
 pub const POOL_BUFFERS: u16 = 256;
-const BUFFER_GROUP: u16 = 0;
 /// Submission and completion queue sizes (the kernel keeps overflowing completions).
 const SQ_ENTRIES: u32 = 4096;
 const CQ_ENTRIES: u32 = 32768;
@@ -520,99 +517,6 @@ impl Drop for Ring {
         if self.in_flight > 0 {
             std::mem::forget(std::mem::take(&mut self.slots));
             self.buffers.leak();
-        }
-    }
-}
-
-/// The provided-buffer ring: `count` entries the kernel takes buffers from, and the
-/// buffers themselves, registered as group [`BUFFER_GROUP`].
-struct ProvidedBuffers {
-    /// A power of two.
-    count: u16,
-    entries: *mut BufRingEntry,
-    entries_layout: Layout,
-    memory: *mut u8,
-    memory_layout: Layout,
-    /// Our copy of the tail; published to the kernel by [`ProvidedBuffers::publish`].
-    tail: u16,
-    leaked: bool,
-}
-
-// SAFETY: the pointers are owned heap memory (like a Box's); the worker moves to its thread
-// before the ring is made, and only that thread touches them.
-unsafe impl Send for ProvidedBuffers {}
-
-impl ProvidedBuffers {
-    fn new(ring: &IoUring, count: u16) -> io::Result<ProvidedBuffers> {
-        let entries_layout = Layout::from_size_align(count as usize * size_of::<BufRingEntry>(), 4096)
-            .map_err(io::Error::other)?;
-        let memory_layout =
-            Layout::from_size_align(count as usize * BUFFER_BYTES, 4096).map_err(io::Error::other)?;
-        // SAFETY: both layouts have a non-zero size.
-        let (entries, memory) = unsafe {
-            (
-                std::alloc::alloc_zeroed(entries_layout).cast::<BufRingEntry>(),
-                std::alloc::alloc(memory_layout),
-            )
-        };
-        if entries.is_null() || memory.is_null() {
-            return Err(io::ErrorKind::OutOfMemory.into());
-        }
-        let mut buffers =
-            ProvidedBuffers { count, entries, entries_layout, memory, memory_layout, tail: 0, leaked: false };
-        // SAFETY: the entries are page-aligned, zeroed and live until Drop, which runs only
-        // after the ring is gone (the Ring's fields drop in order: `ring` first).
-        unsafe {
-            ring.submitter().register_buf_ring_with_flags(entries as u64, count, BUFFER_GROUP, 0)?;
-        }
-        for buffer in 0..count {
-            buffers.recycle(buffer);
-        }
-        buffers.publish();
-        Ok(buffers)
-    }
-
-    fn address(&self, buffer: u16) -> *mut u8 {
-        // SAFETY: `buffer` < count, inside the allocation.
-        unsafe { self.memory.add(buffer as usize * BUFFER_BYTES) }
-    }
-
-    /// Puts `buffer` at the tail (visible to the kernel once published).
-    fn recycle(&mut self, buffer: u16) {
-        let index = (self.tail & (self.count - 1)) as usize;
-        // SAFETY: index < count; the kernel reads only entries between head and the
-        // published tail, and this one is past it.
-        let entry = unsafe { &mut *self.entries.add(index) };
-        entry.set_addr(self.address(buffer) as u64);
-        entry.set_len(BUFFER_BYTES as u32);
-        entry.set_bid(buffer);
-        self.tail = self.tail.wrapping_add(1);
-    }
-
-    /// Tells the kernel about every buffer recycled so far.
-    fn publish(&self) {
-        // SAFETY: the tail field lives in the first entry of our page-aligned ring; the
-        // kernel reads it concurrently, hence the atomic release store.
-        unsafe {
-            let tail = BufRingEntry::tail(self.entries).cast::<AtomicU16>();
-            (*tail).store(self.tail, Ordering::Release);
-        }
-    }
-
-    fn leak(&mut self) {
-        self.leaked = true;
-    }
-}
-
-impl Drop for ProvidedBuffers {
-    fn drop(&mut self) {
-        if self.leaked {
-            return;
-        }
-        // SAFETY: allocated in `new` with these layouts; the ring that used them is gone.
-        unsafe {
-            std::alloc::dealloc(self.entries.cast(), self.entries_layout);
-            std::alloc::dealloc(self.memory, self.memory_layout);
         }
     }
 }

@@ -35,13 +35,12 @@ impl ChurnWorkload {
         }
     }
 
-    /// Once the connection has had its messages answered and nothing is outstanding, it
-    /// closes.
+    /// Once the connection has had its messages answered (or given up at the reply
+    /// deadline) and nothing is outstanding, it closes.
     fn close_when_done(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
-        let done = self
-            .echo
-            .conn(conn.slot)
-            .is_some_and(|state| state.answered() >= self.per_connection && state.outstanding() == 0);
+        let done = self.echo.conn(conn.slot).is_some_and(|state| {
+            state.answered() + state.given_up >= self.per_connection && state.outstanding() == 0
+        });
         if done && conn.state == State::Open {
             cx.close(conn, now);
         }
@@ -68,6 +67,10 @@ impl Workload for ChurnWorkload {
     }
     fn on_incoming(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, incoming: Incoming<'_>, now: Instant) {
         self.echo.on_incoming(cx, conn, incoming, now);
+        self.close_when_done(cx, conn, now);
+    }
+    fn expire_requests(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
+        self.echo.expire_requests(cx, conn, now);
         self.close_when_done(cx, conn, now);
     }
     fn on_closed(&mut self, _conn: &ClientConn, answered: bool) {

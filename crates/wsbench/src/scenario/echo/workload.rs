@@ -14,6 +14,22 @@
 //! the protocol carries one, else the oldest) is checked whole (unless the protocol says its
 //! replies are the server's own answers, not echoes), and an error reply frees its request
 //! without being a round trip. Per-message work allocates nothing.
+//!
+//! The reply deadline (`--reply-timeout`): once a second (the worker's tick, never a timer
+//! per message) each connection's oldest request is compared with it; requests wait in
+//! the order they fell due, so only the head needs looking at. A request unanswered longer
+//! than the deadline after it was due is counted `reply_timeout` and forgotten: its latency
+//! is never recorded (it would be at least the deadline, a number the server did not earn),
+//! and the room it held is freed, so a closed loop goes on sending over a connection that
+//! still works, as a wrk user whose request timed out sees the next one go out. An open loop
+//! gives up the same way the sends that fell due but were never written (held back by
+//! `--in-flight`, or because the socket stopped taking bytes): both queues stay bounded by
+//! the rate times the deadline whatever the server does. The deadline counts from when a
+//! request was due, as its latency does (coordinated omission corrected), and is met within
+//! about a second after it passes. An echo that arrives after its request was forgotten is
+//! late (its number is below every request still in flight, or, without a number, it is
+//! the next in order): neither a round trip, a mismatch nor unexpected. What is still in
+//! flight at the end, younger than the deadline, is unanswered, not an error.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -30,6 +46,11 @@ use crate::protocol::Incoming;
 /// longer one is wrong already, and buffering it would let a hostile server grow the
 /// client without bound (cf. CVE-2020-27813).
 const MAX_JSON_ECHO: usize = 256;
+
+/// Bytes a connection may have waiting to be written before an open loop holds its next
+/// sends back (in the backlog, where the reply deadline can give them up): past it the
+/// socket has stopped taking bytes.
+const OUTBOX_HOLD_BYTES: usize = 1 << 20;
 
 /// A message in flight.
 #[derive(Debug, Clone, Copy)]
@@ -49,10 +70,19 @@ pub struct EchoConn {
     /// go out as echoes free room, and their latency counts from the time they were due.
     backlog: VecDeque<Instant>,
     next_seq: u64,
+    /// Requests forgotten at the reply deadline whose echoes may still come, in order (an
+    /// echo without a number: a short payload, a line of a file, a protocol's reply without
+    /// a request id): the next that many such echoes are theirs, late.
+    late_echoes: u64,
+    /// Requests numbered below this that are no longer in flight were forgotten at the reply
+    /// deadline: a reply to one is late.
+    forgotten_below: u64,
     /// Echoes received.
     pub echoes: u64,
     /// Requests the server answered with an error (over a message protocol).
     pub refused: u64,
+    /// Requests sent and given up at the reply deadline.
+    pub given_up: u64,
     /// The echo being received: its bytes so far, its first [`NUMBER_BYTES`] (its
     /// number), whether the rest is compared byte for byte, and whether that differed.
     echo_len: usize,
@@ -72,6 +102,48 @@ impl EchoConn {
     /// Messages the server answered, with an echo or an error.
     pub fn answered(&self) -> u64 {
         self.echoes + self.refused
+    }
+
+    /// Gives up the requests (in flight, or due and not yet sent) that fell due at or before
+    /// `deadline`: how many were in flight, and how many not sent.
+    fn expire(&mut self, deadline: Instant) -> (u64, u64) {
+        let mut in_flight = 0;
+        while let Some(sent) = self.in_flight.front()
+            && sent.intended <= deadline
+        {
+            self.forgotten_below = self.forgotten_below.max(sent.seq + 1);
+            self.in_flight.pop_front();
+            in_flight += 1;
+        }
+        let mut unsent = 0;
+        while self.backlog.front().is_some_and(|&due| due <= deadline) {
+            self.backlog.pop_front();
+            unsent += 1;
+        }
+        self.late_echoes += in_flight;
+        self.given_up += in_flight;
+        (in_flight, unsent)
+    }
+
+    /// Whether the next echo without a number answers a request already forgotten at the
+    /// reply deadline; it is then taken as that late echo.
+    #[inline]
+    fn late_echo(&mut self) -> bool {
+        let late = self.late_echoes > 0;
+        self.late_echoes -= u64::from(late);
+        late
+    }
+
+    /// Whether a reply numbered `seq` that answers nothing in flight answers a request
+    /// forgotten at the reply deadline.
+    fn forgotten(&self, seq: u64) -> bool {
+        seq < self.forgotten_below
+    }
+
+    /// The number of the request the next echo in order answers.
+    #[inline]
+    fn next_echo_seq(&self) -> u64 {
+        self.in_flight.front().map_or(self.next_seq, |sent| sent.seq)
     }
 
     /// Takes the request a reply answers: the one numbered `seq` (as far as an echo's
@@ -116,6 +188,8 @@ pub struct EchoWorkload {
     conns: Vec<Option<EchoConn>>,
     /// Messages outstanding over every connection.
     outstanding: u64,
+    /// `--reply-timeout`.
+    reply_timeout: std::time::Duration,
 }
 
 impl EchoWorkload {
@@ -132,6 +206,7 @@ impl EchoWorkload {
                 .is_none_or(|protocol| protocol.replies_echo(&load.protocol_options)),
             conns: Vec::new(),
             outstanding: 0,
+            reply_timeout: load.reply_timeout,
         }
     }
 
@@ -213,8 +288,7 @@ impl EchoWorkload {
                 if first {
                     state.sampled = true;
                 }
-                let oldest = state.in_flight.front().map_or(0, |sent| sent.seq);
-                let expected = &lines[(oldest % lines.len() as u64) as usize];
+                let expected = &lines[(state.next_echo_seq() % lines.len() as u64) as usize];
                 check_piece(state, expected, false, first, last, data)
             }
             (Message::Whole(data), _) => Some(match json_seq(data) {
@@ -242,8 +316,11 @@ impl EchoWorkload {
         now: Instant,
     ) -> Option<u64> {
         let Some(Sent { seq, intended, sent }) = state.take(seq) else {
-            // It answers nothing in flight: never sent, or answered already.
-            cx.rec.metrics.counters.unexpected_messages += 1;
+            // It answers nothing in flight: a late reply to a request forgotten at the
+            // deadline, or unexpected (never sent, or answered already).
+            if seq.is_none_or(|seq| !state.forgotten(seq)) {
+                cx.rec.metrics.counters.unexpected_messages += 1;
+            }
             self.conns[conn.slot] = Some(state);
             return None;
         };
@@ -263,14 +340,29 @@ impl EchoWorkload {
         Some(seq)
     }
 
+    /// Open loop: the sends held back go out, oldest first, while the connection can take
+    /// them.
+    fn send_backlog(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, state: &mut EchoConn, now: Instant) {
+        while self.can_send(state, conn)
+            && let Some(due) = state.backlog.pop_front()
+        {
+            self.send_batch(cx, conn, state, due, now);
+        }
+    }
+
+    /// Open loop: whether a send may go out now: room under `--in-flight`, and a socket
+    /// that took what was written before (no more than [`OUTBOX_HOLD_BYTES`], or one batch,
+    /// still waiting).
+    fn can_send(&self, state: &EchoConn, conn: &ClientConn) -> bool {
+        let batch = self.batch();
+        let hold = OUTBOX_HOLD_BYTES.max(batch.map_or(0, Batch::len));
+        self.has_room(state) && conn.outbox_bytes(batch) <= hold
+    }
+
     /// A request was answered (room freed): sends what may follow.
     fn send_more(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, mut state: EchoConn, now: Instant) {
         if self.open_loop {
-            while self.has_room(&state)
-                && let Some(due) = state.backlog.pop_front()
-            {
-                self.send_batch(cx, conn, &mut state, due, now);
-            }
+            self.send_backlog(cx, conn, &mut state, now);
             self.conns[conn.slot] = Some(state);
         } else {
             self.conns[conn.slot] = Some(state);
@@ -311,12 +403,32 @@ impl Workload for EchoWorkload {
 
     fn on_due(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, due: Instant, now: Instant) {
         let Some(mut state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
-        if self.has_room(&state) {
+        if state.backlog.is_empty() && self.can_send(&state, conn) {
             self.send_batch(cx, conn, &mut state, due, now);
         } else {
             state.backlog.push_back(due);
+            self.send_backlog(cx, conn, &mut state, now);
         }
         self.conns[conn.slot] = Some(state);
+    }
+
+    /// Requests due longer than `--reply-timeout` ago, answered or sent or not, are given
+    /// up (see the module doc); the room they held is used.
+    fn expire_requests(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
+        let Some(deadline) = now.checked_sub(self.reply_timeout) else { return };
+        let Some(state) = self.conns.get_mut(conn.slot).and_then(Option::as_mut) else { return };
+        let late = |at: Option<Instant>| at.is_some_and(|at| at <= deadline);
+        if !late(state.in_flight.front().map(|sent| sent.intended)) && !late(state.backlog.front().copied()) {
+            return;
+        }
+        let (in_flight, unsent_batches) = state.expire(deadline);
+        self.outstanding -= in_flight;
+        cx.rec.metrics.counters.reply_timeouts += in_flight + unsent_batches * self.frames_per_send;
+        let Some(state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
+        match conn.state {
+            State::Open => self.send_more(cx, conn, state, now),
+            _ => self.conns[conn.slot] = Some(state),
+        }
     }
 
     #[inline]
@@ -327,6 +439,9 @@ impl Workload for EchoWorkload {
         let Some(mut state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
         match self.check(&mut state, message) {
             None => self.conns[conn.slot] = Some(state),
+            Some(Answer::Request { seq: None, .. }) if state.late_echo() => {
+                self.conns[conn.slot] = Some(state)
+            }
             Some(Answer::Request { seq, mismatch }) => {
                 // An echo of nothing in flight is unexpected (counted there), not a mismatch.
                 if self.on_echo(cx, conn, state, seq, now).is_some() && mismatch {
@@ -344,6 +459,7 @@ impl Workload for EchoWorkload {
     fn on_incoming(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, incoming: Incoming<'_>, now: Instant) {
         let Some(mut state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
         match incoming {
+            Incoming::Reply { seq: None, .. } if state.late_echo() => self.conns[conn.slot] = Some(state),
             Incoming::Reply { seq, payload } => {
                 if let Some(seq) = self.on_echo(cx, conn, state, seq, now)
                     && self.check_replies
@@ -426,88 +542,5 @@ fn check_piece(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::batch::encode_number;
-
-    /// An echo of message `seq` of `rest`, as a server would return it.
-    fn echo(seq: u64, rest: &[u8]) -> Vec<u8> {
-        [&encode_number(seq)[..], rest].concat()
-    }
-
-    /// Feeds `message` to [`check_piece`] in pieces cut at `cuts`.
-    fn pieces(
-        state: &mut EchoConn,
-        expected: &[u8],
-        numbered: bool,
-        message: &[u8],
-        cuts: &[usize],
-    ) -> Answer {
-        let mut bounds = vec![0];
-        bounds.extend_from_slice(cuts);
-        bounds.push(message.len());
-        let mut answer = None;
-        for (index, pair) in bounds.windows(2).enumerate() {
-            let last = index == bounds.len() - 2;
-            answer = check_piece(state, expected, numbered, index == 0, last, &message[pair[0]..pair[1]]);
-            assert_eq!(answer.is_some(), last);
-        }
-        answer.unwrap()
-    }
-
-    #[test]
-    fn an_echo_answers_the_request_its_number_names_even_cut_inside_the_number() {
-        let expected = echo(0, b"the rest of it");
-        let mut state = EchoConn { sampled: true, ..EchoConn::default() };
-        let message = echo(41, b"the rest of it");
-        for cuts in [&[][..], &[3], &[3, 5, 12], &[8]] {
-            let answer = pieces(&mut state, &expected, true, &message, cuts);
-            assert_eq!(answer, Answer::Request { seq: Some(41), mismatch: false }, "cut at {cuts:?}");
-        }
-        let altered = echo(41, b"the rest of iT");
-        assert_eq!(
-            pieces(&mut state, &expected, true, &altered, &[4]),
-            Answer::Request { seq: Some(41), mismatch: true }
-        );
-        // Not sampled: only the number is checked.
-        state.sampled = false;
-        assert_eq!(
-            pieces(&mut state, &expected, true, &altered, &[4]),
-            Answer::Request { seq: Some(41), mismatch: false }
-        );
-    }
-
-    #[test]
-    fn a_message_without_a_number_answers_nothing() {
-        let expected = echo(0, b"the rest of it");
-        let mut state = EchoConn { sampled: true, ..EchoConn::default() };
-        let flood = vec![0xffu8; 64 * 1024];
-        assert_eq!(pieces(&mut state, &expected, true, &flood, &[4096]), Answer::Nothing);
-        assert_eq!(pieces(&mut state, &expected, true, b"short", &[]), Answer::Nothing);
-    }
-
-    #[test]
-    fn a_payload_too_short_for_a_number_is_checked_whole_against_the_oldest() {
-        let mut state = EchoConn { sampled: true, ..EchoConn::default() };
-        assert_eq!(
-            pieces(&mut state, b"abcd", false, b"abcd", &[1]),
-            Answer::Request { seq: None, mismatch: false }
-        );
-        assert_eq!(
-            pieces(&mut state, b"abcd", false, b"abce", &[]),
-            Answer::Request { seq: None, mismatch: true }
-        );
-    }
-
-    #[test]
-    fn only_a_request_in_flight_is_answered_once() {
-        let mut state = EchoConn::default();
-        let now = Instant::now();
-        state.in_flight.extend((5..8).map(|seq| Sent { seq, intended: now, sent: now }));
-        assert_eq!(state.take(Some(6)).map(|sent| sent.seq), Some(6), "out of order still answers");
-        assert!(state.take(Some(6)).is_none(), "answered already");
-        assert!(state.take(Some(9)).is_none(), "never sent");
-        assert_eq!(state.take(Some(5 + (1 << 48))).map(|sent| sent.seq), Some(5), "numbers wrap at 2^48");
-        assert_eq!(state.take(None).map(|sent| sent.seq), Some(7));
-    }
-}
+#[path = "workload_tests.rs"]
+mod tests;

@@ -5,8 +5,9 @@
 //! wrong, one the message protocol calls an error (a JSON-RPC `error`, a GraphQL `error`)
 //! answers its send without being a success; replies that match nothing are counted by the
 //! step the connection was at, with the first one's opening kept to show; expectations that
-//! time out are counted late by step. A connection waiting on a deadline is woken by the
-//! engine's timers.
+//! time out are counted late by step (a flow's own reply deadline: `--reply-timeout` is the
+//! echo loop's), and those still awaited when their connection or the run ends are
+//! unanswered. A connection waiting on a deadline is woken by the engine's timers.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -326,6 +327,14 @@ impl Workload for FlowWorkload {
     }
     fn on_timer(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
         self.advance(cx, conn, now);
+    }
+    /// Sends whose replies an `expect` awaits and that were neither answered nor late when
+    /// the connection ended (or the run did): unanswered.
+    fn unanswered(&mut self, conn: &ClientConn) -> u64 {
+        let Some(flow) = self.states.get_mut(conn.slot).and_then(Option::as_mut) else { return 0 };
+        let count = flow.outstanding.len() as u64;
+        flow.outstanding.clear();
+        count
     }
     fn on_drop(&mut self, conn: &ClientConn) {
         if let Some(state) = self.states.get_mut(conn.slot) {

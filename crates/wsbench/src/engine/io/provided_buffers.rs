@@ -1,0 +1,109 @@
+//! The io_uring backend's provided-buffer ring (`uring.rs`): the buffers the kernel picks
+//! from as data arrives, and the entries that lend them to it. Its own file because its
+//! memory rules (page-aligned, registered with the ring, freed only after the ring is gone,
+//! leaked when a send may still be in flight) are unsafe code best read alone.
+
+use std::alloc::Layout;
+use std::io;
+use std::sync::atomic::{AtomicU16, Ordering};
+
+use io_uring::IoUring;
+use io_uring::types::BufRingEntry;
+
+/// Bytes of each provided buffer.
+pub(super) const BUFFER_BYTES: usize = 4 * 1024;
+/// The buffer group the ring's receives take from.
+pub(super) const BUFFER_GROUP: u16 = 0;
+
+/// The provided-buffer ring: `count` entries the kernel takes buffers from, and the
+/// buffers themselves, registered as group [`BUFFER_GROUP`].
+pub(super) struct ProvidedBuffers {
+    /// A power of two.
+    count: u16,
+    entries: *mut BufRingEntry,
+    entries_layout: Layout,
+    memory: *mut u8,
+    memory_layout: Layout,
+    /// Our copy of the tail; published to the kernel by [`ProvidedBuffers::publish`].
+    tail: u16,
+    leaked: bool,
+}
+
+// SAFETY: the pointers are owned heap memory (like a Box's); the worker moves to its thread
+// before the ring is made, and only that thread touches them.
+unsafe impl Send for ProvidedBuffers {}
+
+impl ProvidedBuffers {
+    pub(super) fn new(ring: &IoUring, count: u16) -> io::Result<ProvidedBuffers> {
+        let entries_layout = Layout::from_size_align(count as usize * size_of::<BufRingEntry>(), 4096)
+            .map_err(io::Error::other)?;
+        let memory_layout =
+            Layout::from_size_align(count as usize * BUFFER_BYTES, 4096).map_err(io::Error::other)?;
+        // SAFETY: both layouts have a non-zero size.
+        let (entries, memory) = unsafe {
+            (
+                std::alloc::alloc_zeroed(entries_layout).cast::<BufRingEntry>(),
+                std::alloc::alloc(memory_layout),
+            )
+        };
+        if entries.is_null() || memory.is_null() {
+            return Err(io::ErrorKind::OutOfMemory.into());
+        }
+        let mut buffers =
+            ProvidedBuffers { count, entries, entries_layout, memory, memory_layout, tail: 0, leaked: false };
+        // SAFETY: the entries are page-aligned, zeroed and live until Drop, which runs only
+        // after the ring is gone (the Ring's fields drop in order: `ring` first).
+        unsafe {
+            ring.submitter().register_buf_ring_with_flags(entries as u64, count, BUFFER_GROUP, 0)?;
+        }
+        for buffer in 0..count {
+            buffers.recycle(buffer);
+        }
+        buffers.publish();
+        Ok(buffers)
+    }
+
+    pub(super) fn address(&self, buffer: u16) -> *mut u8 {
+        // SAFETY: `buffer` < count, inside the allocation.
+        unsafe { self.memory.add(buffer as usize * BUFFER_BYTES) }
+    }
+
+    /// Puts `buffer` at the tail (visible to the kernel once published).
+    pub(super) fn recycle(&mut self, buffer: u16) {
+        let index = (self.tail & (self.count - 1)) as usize;
+        // SAFETY: index < count; the kernel reads only entries between head and the
+        // published tail, and this one is past it.
+        let entry = unsafe { &mut *self.entries.add(index) };
+        entry.set_addr(self.address(buffer) as u64);
+        entry.set_len(BUFFER_BYTES as u32);
+        entry.set_bid(buffer);
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// Tells the kernel about every buffer recycled so far.
+    pub(super) fn publish(&self) {
+        // SAFETY: the tail field lives in the first entry of our page-aligned ring; the
+        // kernel reads it concurrently, hence the atomic release store.
+        unsafe {
+            let tail = BufRingEntry::tail(self.entries).cast::<AtomicU16>();
+            (*tail).store(self.tail, Ordering::Release);
+        }
+    }
+
+    pub(super) fn leak(&mut self) {
+        self.leaked = true;
+    }
+}
+
+impl Drop for ProvidedBuffers {
+    fn drop(&mut self) {
+        if self.leaked {
+            return;
+        }
+        // SAFETY: allocated in `new` with these layouts; the ring that used them is gone.
+        unsafe {
+            std::alloc::dealloc(self.entries.cast(), self.entries_layout);
+            std::alloc::dealloc(self.memory, self.memory_layout);
+        }
+    }
+}
