@@ -8,24 +8,11 @@ mod support;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use support::{fresh_dir, result_schema_errors, wsbench_bin};
+use support::{describe, fresh_dir, result_schema_errors, text, wsbench_bin};
 use wsbench::result::RunResult;
 
 fn wsbench(args: &[&str]) -> Output {
     Command::new(wsbench_bin()).args(args).output().expect("run wsbench")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        text(&output.stdout),
-        text(&output.stderr)
-    )
 }
 
 fn path(path: &Path) -> &str {

@@ -13,21 +13,8 @@ use std::time::Duration;
 
 use support::scripted_server::Script;
 use support::silent_server::{Silence, SilentServer};
-use support::{fresh_dir, result_schema_errors, shared_server, wsbench_bin};
+use support::{describe, fresh_dir, result_schema_errors, shared_server, text, wsbench_bin};
 use wsbench::result::RunResult;
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        text(&output.stdout),
-        text(&output.stderr)
-    )
-}
 
 /// `wsbench run ARGS… --json DIR/run.json`: its output and the result it wrote.
 fn run(dir: &Path, args: &[&str]) -> (Output, RunResult, PathBuf) {

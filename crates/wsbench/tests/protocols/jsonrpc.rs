@@ -9,6 +9,7 @@ use wsbench_testpeers::{or_skip, start_rpc_websockets};
 
 use crate::harness::{errors, summary_of, uint};
 use crate::run;
+use crate::support::raw_server::{RawServer, read_upgrade};
 
 #[test]
 fn a_thousand_connections_echo_through_rpc_websockets_without_an_error() {
@@ -57,60 +58,41 @@ fn calling_a_method_the_server_lacks_is_an_error_by_its_code() {
 }
 
 /// A JSON-RPC server of the kind geth is: every message is answered with a batch reply
-/// (an array) holding two errors and one result. Real sockets, port 0; one thread per
-/// connection; it stops with the test process.
-fn start_batch_answering_server() -> std::net::SocketAddr {
+/// (an array) holding two errors and one result. Real sockets, port 0; stopped on drop.
+fn start_batch_answering_server() -> RawServer {
     use std::io::{Read, Write};
-    use wsbench_proto::handshake::{DEFAULT_MAX_HEADER_BYTES, Request, parse_request, server_response};
+    use wsbench_proto::handshake::server_response;
     use wsbench_proto::{Decoder, OpCode, Role, write_frame};
 
     const BATCH: &[u8] = br#"[{"jsonrpc":"2.0","error":{"code":-32601,"message":"the method eth_x does not exist/is not available"},"id":"1"},{"jsonrpc":"2.0","result":"0x10","id":"2"},{"jsonrpc":"2.0","error":{"code":-32602,"message":"invalid argument 0"},"id":"3"}]"#;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut buffer = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let request = loop {
-                    let Ok(n @ 1..) = stream.read(&mut chunk) else { return };
-                    buffer.extend_from_slice(&chunk[..n]);
-                    if let Ok(Some((Request::Upgrade(upgrade), used))) =
-                        parse_request(&buffer, DEFAULT_MAX_HEADER_BYTES)
-                    {
-                        buffer.drain(..used);
-                        break upgrade;
-                    }
-                };
-                if stream.write_all(&server_response(&request, None)).is_err() {
-                    return;
-                }
-                let mut decoder = Decoder::new(Role::Server, 1 << 20);
-                loop {
-                    while let Ok(Some(frame)) = decoder.decode(&mut buffer) {
-                        let consumed = frame.consumed;
-                        if frame.opcode == OpCode::Text {
-                            let mut reply = Vec::new();
-                            write_frame(&mut reply, true, OpCode::Text, None, BATCH);
-                            if stream.write_all(&reply).is_err() {
-                                return;
-                            }
-                        }
-                        buffer.drain(..consumed);
-                    }
-                    let Ok(n @ 1..) = stream.read(&mut chunk) else { return };
-                    buffer.extend_from_slice(&chunk[..n]);
-                }
-            });
+    RawServer::start(|mut stream, _stop| {
+        let Ok(Some((upgrade, mut input))) = read_upgrade(&mut stream) else { return };
+        if stream.write_all(&server_response(&upgrade, None)).is_err() {
+            return;
         }
-    });
-    addr
+        let mut decoder = Decoder::new(Role::Server, 1 << 20);
+        let mut chunk = [0u8; 4096];
+        loop {
+            while let Ok(Some(frame)) = decoder.decode(&mut input) {
+                let consumed = frame.consumed;
+                if frame.opcode == OpCode::Text {
+                    let mut reply = Vec::new();
+                    write_frame(&mut reply, true, OpCode::Text, None, BATCH);
+                    if stream.write_all(&reply).is_err() {
+                        return;
+                    }
+                }
+                input.drain(..consumed);
+            }
+            let Ok(n @ 1..) = stream.read(&mut chunk) else { return };
+            input.extend_from_slice(&chunk[..n]);
+        }
+    })
 }
 
 #[test]
 fn each_error_in_a_batch_reply_is_counted_by_its_code() {
-    let addr = start_batch_answering_server();
+    let server = start_batch_answering_server();
     let file = crate::harness::repo_root().join("target/flow-jsonrpc-batch.toml");
     let steps = r#"scenario = "flow"
 protocol = "jsonrpc"
@@ -125,7 +107,7 @@ steps = [
 "#;
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, steps).unwrap();
-    let url = format!("ws://{addr}/");
+    let url = format!("ws://{}/", server.addr());
     let args = ["--scenario", file.to_str().unwrap(), &url, "--duration", "2s", "--threshold", "errors==0"];
     let (finished, result) = run("jsonrpc-batch-errors", &args, Duration::from_secs(30));
     assert_eq!(finished.code, Some(99), "errors==0 fails\n{}", finished.describe());

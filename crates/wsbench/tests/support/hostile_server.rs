@@ -12,19 +12,16 @@
 //! - [`Attack::Bytes`]: these bytes (a masked frame, invalid UTF-8, …).
 //!
 //! After the attack the connection reads until the client closes it. Dropping the server
-//! stops its listener.
+//! stops it.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::{self, JoinHandle};
+use std::net::TcpStream;
 use std::time::Duration;
 
 use wsbench_proto::deflate::Deflater;
-use wsbench_proto::handshake::{
-    DEFAULT_MAX_HEADER_BYTES, Request, add_header, parse_request, server_response,
-};
+use wsbench_proto::handshake::{add_header, server_response};
+
+use super::raw_server::{RawServer, read_upgrade};
 
 /// What each connection gets after the client's first frame.
 #[derive(Debug, Clone)]
@@ -52,72 +49,28 @@ fn bomb_unit() -> Vec<u8> {
 }
 
 pub struct HostileServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    accept: Option<JoinHandle<()>>,
+    server: RawServer,
 }
 
 impl HostileServer {
     pub fn start(attack: Attack) -> HostileServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the hostile server");
-        listener.set_nonblocking(true).expect("non-blocking listener");
-        let addr = listener.local_addr().expect("hostile server address");
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = stop.clone();
-        let unit = Arc::new(bomb_unit());
-        let accept = thread::spawn(move || {
-            while !stopping.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((stream, _)) => {
-                        let (attack, unit) = (attack.clone(), unit.clone());
-                        thread::Builder::new()
-                            .stack_size(256 * 1024)
-                            .spawn(move || {
-                                let _ = serve(stream, &attack, &unit);
-                            })
-                            .expect("spawn a connection thread");
-                    }
-                    Err(_) => thread::sleep(Duration::from_millis(5)),
-                }
-            }
+        let unit = bomb_unit();
+        let server = RawServer::start(move |stream, _stop| {
+            let _ = serve(stream, &attack, &unit);
         });
-        HostileServer { addr, stop, accept: Some(accept) }
+        HostileServer { server }
     }
 
     pub fn url(&self) -> String {
-        format!("ws://{}/", self.addr)
-    }
-}
-
-impl Drop for HostileServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(accept) = self.accept.take() {
-            let _ = accept.join();
-        }
+        format!("ws://{}/", self.server.addr())
     }
 }
 
 fn serve(mut stream: TcpStream, attack: &Attack, unit: &[u8]) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     stream.set_write_timeout(Some(Duration::from_secs(30)))?;
-    let mut input = Vec::new();
+    let Some((upgrade, mut input)) = read_upgrade(&mut stream)? else { return Ok(()) };
     let mut chunk = [0u8; 4096];
-    let request = loop {
-        if let Some((request, used)) =
-            parse_request(&input, DEFAULT_MAX_HEADER_BYTES).map_err(std::io::Error::other)?
-        {
-            input.drain(..used);
-            break request;
-        }
-        let n = stream.read(&mut chunk)?;
-        if n == 0 {
-            return Ok(());
-        }
-        input.extend_from_slice(&chunk[..n]);
-    };
-    let Request::Upgrade(upgrade) = request else { return Ok(()) };
     let mut response = server_response(&upgrade, None);
     if matches!(attack, Attack::DeflateBomb { .. }) && !upgrade.extensions.is_empty() {
         add_header(&mut response, "Sec-WebSocket-Extensions", "permessage-deflate");

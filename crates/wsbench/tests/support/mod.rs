@@ -13,6 +13,7 @@ use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
 pub mod hostile_server;
+pub mod raw_server;
 pub mod recording_proxy;
 pub mod scripted_server;
 pub mod silent_server;
@@ -245,4 +246,19 @@ pub fn result_schema_errors(path: &std::path::Path) -> Vec<String> {
     let instance: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     validator.iter_errors(&instance).map(|e| format!("{}: {e}", e.instance_path)).collect()
+}
+
+/// Output bytes as text, for assertions.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A finished command's status and what it printed, for assertion messages.
+pub fn describe(output: &std::process::Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        text(&output.stdout),
+        text(&output.stderr)
+    )
 }

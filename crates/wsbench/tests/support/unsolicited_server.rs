@@ -10,15 +10,17 @@
 //!
 //! Dropping the server shuts every connection down.
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::io::Write;
+use std::net::TcpStream;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::Duration;
 
-use wsbench_proto::handshake::{DEFAULT_MAX_HEADER_BYTES, Request, parse_request, server_response};
+use wsbench_proto::handshake::server_response;
 use wsbench_proto::{OpCode, write_frame};
+
+use super::raw_server::{RawServer, read_upgrade};
 
 /// Bytes of each message a flooding server sends.
 pub const FLOOD_MESSAGE_BYTES: usize = 64 * 1024;
@@ -32,42 +34,23 @@ pub enum Unsolicited {
 }
 
 pub struct UnsolicitedServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    streams: Arc<Mutex<Vec<TcpStream>>>,
+    server: RawServer,
     /// Messages the flood wrote, over every connection.
     flooded: Arc<AtomicU64>,
-    acceptor: Option<JoinHandle<()>>,
 }
 
 impl UnsolicitedServer {
     pub fn start(behaviour: Unsolicited) -> UnsolicitedServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the server");
-        let addr = listener.local_addr().expect("server address");
-        let stop = Arc::new(AtomicBool::new(false));
-        let streams = Arc::new(Mutex::new(Vec::new()));
         let flooded = Arc::new(AtomicU64::new(0));
-        let (accept_stop, accept_streams, accept_flooded) = (stop.clone(), streams.clone(), flooded.clone());
-        let acceptor = thread::spawn(move || {
-            for stream in listener.incoming() {
-                if accept_stop.load(Ordering::SeqCst) {
-                    return;
-                }
-                let Ok(stream) = stream else { continue };
-                if let Ok(clone) = stream.try_clone() {
-                    accept_streams.lock().unwrap_or_else(|e| e.into_inner()).push(clone);
-                }
-                let (stop, flooded) = (accept_stop.clone(), accept_flooded.clone());
-                thread::spawn(move || {
-                    let _ = serve(stream, behaviour, &stop, &flooded);
-                });
-            }
+        let counted = flooded.clone();
+        let server = RawServer::start(move |stream, stop| {
+            let _ = serve(stream, behaviour, stop, &counted);
         });
-        UnsolicitedServer { addr, stop, streams, flooded, acceptor: Some(acceptor) }
+        UnsolicitedServer { server, flooded }
     }
 
     pub fn url(&self) -> String {
-        format!("ws://{}", self.addr)
+        format!("ws://{}", self.server.addr())
     }
 
     /// Messages the flood wrote so far (the kernel took them; the client may not have read
@@ -77,41 +60,13 @@ impl UnsolicitedServer {
     }
 }
 
-impl Drop for UnsolicitedServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        for stream in self.streams.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
-            let _ = stream.shutdown(Shutdown::Both);
-        }
-        // Wakes the acceptor so that it sees the stop.
-        let _ = TcpStream::connect(self.addr);
-        if let Some(acceptor) = self.acceptor.take() {
-            let _ = acceptor.join();
-        }
-    }
-}
-
 fn serve(
     mut stream: TcpStream,
     behaviour: Unsolicited,
     stop: &AtomicBool,
     flooded: &AtomicU64,
 ) -> std::io::Result<()> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let upgrade = loop {
-        if let Some((request, _)) =
-            parse_request(&buf, DEFAULT_MAX_HEADER_BYTES).map_err(std::io::Error::other)?
-        {
-            break request;
-        }
-        let n = stream.read(&mut chunk)?;
-        if n == 0 {
-            return Ok(());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let Request::Upgrade(upgrade) = upgrade else { return Ok(()) };
+    let Some((upgrade, _)) = read_upgrade(&mut stream)? else { return Ok(()) };
     stream.write_all(&server_response(&upgrade, None))?;
     match behaviour {
         Unsolicited::Flood | Unsolicited::PingFlood => {
