@@ -114,8 +114,9 @@ impl Batch {
     /// first frame numbered `first`.
     fn number(&self, bytes: &mut [u8], first: u64) {
         let Some(at) = self.number_at else { return };
+        let mask = mask_word(self.mask);
         for (index, frame) in bytes.chunks_exact_mut(self.frame_len).enumerate() {
-            let masked = masked_number(first + index as u64, self.mask);
+            let masked = masked_number(first + index as u64, mask);
             frame[at..at + NUMBER_BYTES].copy_from_slice(&masked);
         }
     }
@@ -125,11 +126,18 @@ impl Batch {
 /// each, as printable ASCII (`'0'` to `'o'`), so that a text message stays UTF-8. Numbers
 /// wrap at 2⁴⁸ messages a connection.
 pub fn encode_number(number: u64) -> [u8; NUMBER_BYTES] {
-    let mut bytes = [0u8; NUMBER_BYTES];
-    for (index, byte) in bytes.iter_mut().enumerate() {
-        *byte = b'0' + ((number >> (6 * (NUMBER_BYTES - 1 - index))) & 63) as u8;
+    number_word(number).to_be_bytes()
+}
+
+/// [`encode_number`] as one word, its first byte the most significant: six bits spread
+/// into each byte, then `'0'` added to all eight at once (no byte carries: each is < 64).
+#[inline]
+fn number_word(number: u64) -> u64 {
+    let mut word = 0;
+    for index in 0..NUMBER_BYTES {
+        word |= ((number >> (6 * index)) & 63) << (8 * index);
     }
-    bytes
+    word + u64::from_ne_bytes([b'0'; NUMBER_BYTES])
 }
 
 /// The number [`encode_number`] wrote, or None if these bytes are not one.
@@ -146,13 +154,16 @@ pub fn decode_number(bytes: &[u8; NUMBER_BYTES]) -> Option<u64> {
     Some(number)
 }
 
-/// The number as it goes on the wire at the start of a payload masked with `mask`.
-fn masked_number(number: u64, mask: [u8; 4]) -> [u8; NUMBER_BYTES] {
-    let mut bytes = encode_number(number);
-    for (index, byte) in bytes.iter_mut().enumerate() {
-        *byte ^= mask[index % 4];
-    }
-    bytes
+/// The number as it goes on the wire at the start of a payload masked with `mask`
+/// (repeated over 8 bytes: [`mask_word`]).
+#[inline]
+fn masked_number(number: u64, mask_word: [u8; NUMBER_BYTES]) -> [u8; NUMBER_BYTES] {
+    (number_word(number).to_be() ^ u64::from_ne_bytes(mask_word)).to_ne_bytes()
+}
+
+/// The 4-byte mask twice, as it falls on the 8 bytes at the start of a payload.
+fn mask_word(mask: [u8; 4]) -> [u8; NUMBER_BYTES] {
+    [mask[0], mask[1], mask[2], mask[3], mask[0], mask[1], mask[2], mask[3]]
 }
 
 /// The part of message number `number` that [`encode_number`] can carry (2⁴⁸ wraps).
