@@ -97,16 +97,15 @@ impl Batch {
     }
 
     /// Appends `count` whole batches, numbered from `first` on, to `out`; `from`: the bytes
-    /// of the first batch already written (they are left out).
-    pub fn append_numbered(&self, first: u64, count: usize, from: usize, out: &mut Vec<u8>) {
-        let one = &self.bytes.borrow()[..self.len];
-        for index in 0..count {
-            let start = out.len();
-            out.extend_from_slice(one);
-            self.number(&mut out[start..], first + index as u64 * self.frames);
-            if index == 0 && from > 0 {
-                out.drain(start..start + from);
-            }
+    /// of the first batch already written (they are left out). The batches are numbered in
+    /// the copies laid out back to back and copied once, [`Batch::copies`] at a time.
+    pub fn append_numbered(&self, mut first: u64, mut count: usize, mut from: usize, out: &mut Vec<u8>) {
+        while count > 0 {
+            let now = count.min(self.copies);
+            self.with_numbered(first, now, |bytes| out.extend_from_slice(&bytes[from..]));
+            first += now as u64 * self.frames;
+            count -= now;
+            from = 0;
         }
     }
 
