@@ -143,7 +143,7 @@ pub enum Command {
     /// Run the built-in echo server (the default benchmark target). On SIGUSR1, and when it
     /// stops, it prints `echoed N messages, C connections open` (not with --processes).
     Serve(ServeArgs),
-    /// Single-connection round-trip times: raw TCP, HTTP, HTTPS, ws and wss (seed 001).
+    /// Single-connection round-trip times (the HTTP/WS client round-trip benchmark): raw TCP, HTTP, HTTPS, ws and wss.
     Rtt(RttSettings),
     /// The competitor servers under servers/: list or install them.
     #[command(subcommand)]

@@ -76,7 +76,7 @@ pub const DEFAULT_SEND_WINDOW: Duration = Duration::from_micros(500);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Payload {
-    /// A JSON object with the client's send timestamp and a sequence number, as in seed 000.
+    /// A JSON object with the client's send timestamp and a sequence number, as in the IncludeOS vs node.js round-trip test.
     JsonTs,
     /// N random bytes, the same for every message of the run; echoes are checked.
     Bytes(u64),

@@ -34,7 +34,7 @@ impl ScenarioRules for Echo {
 
 impl super::Descriptor for Echo {
     fn about(&self) -> &'static str {
-        "closed loop: each connection keeps --in-flight messages outstanding (seeds 000/002)"
+        "closed loop: each connection keeps --in-flight messages outstanding (the IncludeOS vs node.js round-trip test)"
     }
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         after_connect(load)

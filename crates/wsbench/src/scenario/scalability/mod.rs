@@ -57,7 +57,7 @@ impl ScenarioRules for Scalability {
 
 impl super::Descriptor for Scalability {
     fn about(&self) -> &'static str {
-        "open N connections, hold them; connections/ms and connections/MB (seed 004)"
+        "open N connections, hold them; connections/ms and connections/MB (uWebSockets' scalability benchmark)"
     }
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         let hold = load.scenario_settings.get::<Hold>().map_or(DEFAULT_HOLD, |hold| hold.0);

@@ -45,7 +45,7 @@ impl ScenarioRules for Throughput {
 
 impl super::Descriptor for Throughput {
     fn about(&self) -> &'static str {
-        "--frames-per-send frames per send, as fast as echoed; echoes/ms (seed 004)"
+        "--frames-per-send frames per send, as fast as echoed; echoes/ms (uWebSockets' throughput benchmark)"
     }
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         super::echo::after_connect(load)
