@@ -265,7 +265,7 @@ pub struct DiffArgs {
     #[arg(required = true, value_name = "BASE")]
     pub base: Vec<PathBuf>,
     /// Result files of the new runs, after `--`.
-    #[arg(last = true, required = true, value_name = "NEW")]
+    #[arg(last = true, value_name = "NEW")]
     pub new: Vec<PathBuf>,
     /// Changes within this share of the base value never count (0% to 50%).
     #[arg(long, default_value = "2%", value_parser = wsbench::diff::parse_noise)]

@@ -92,9 +92,15 @@ pub struct DiffSettings {
     pub gates: Vec<Gate>,
 }
 
+/// The version of `--format json` output (`schema/diff.schema.json`).
+pub const DIFF_SCHEMA_VERSION: u32 = 1;
+
 /// A finished diff, as every format renders it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Diff {
+    /// Always `wsbench-diff`: what this JSON is.
+    pub kind: &'static str,
+    pub schema_version: u32,
     pub base: Vec<String>,
     pub new: Vec<String>,
     pub scenario: String,
@@ -151,6 +157,8 @@ pub fn command(settings: &DiffSettings) -> Result<Diff, DiffError> {
     let exchange = crate::scenario::of_result(base_runs[0])
         .map_or(crate::config::Exchange::ROUND_TRIP, |scenario| scenario.exchange());
     Ok(Diff {
+        kind: "wsbench-diff",
+        schema_version: DIFF_SCHEMA_VERSION,
         base: settings.base.iter().map(|p| p.display().to_string()).collect(),
         new: settings.new.iter().map(|p| p.display().to_string()).collect(),
         scenario: base_runs[0].scenario.clone(),
