@@ -120,8 +120,15 @@ pub const FIGURES: &[Figure] = &[
     },
 ];
 
-/// The figure `key` names, if any.
+/// The figure `key` names, if any; the rate also as `--threshold` names it
+/// (`echoes_per_sec`, `deliveries_per_sec`) and p99.9 also as `p99.9`.
 pub fn by_key(key: &str) -> Option<&'static Figure> {
+    let key = match key {
+        "echoes_per_sec" | "deliveries_per_sec" => "round_trips_per_sec",
+        "p99.9" => "p999",
+        "p99.9_uncorrected" => "p999_uncorrected",
+        other => other,
+    };
     FIGURES.iter().find(|figure| figure.key == key)
 }
 

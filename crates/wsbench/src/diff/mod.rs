@@ -36,7 +36,9 @@ pub const DEFAULT_ALPHA: f64 = 0.10;
 /// The range of `--alpha`.
 pub const ALPHA_RANGE: std::ops::RangeInclusive<f64> = 0.001..=0.5;
 /// Result files a side may have.
-pub const MAX_FILES_PER_SIDE: usize = 1_000;
+pub const MAX_FILES_PER_SIDE: usize = 200;
+/// `--fail-on` gates a diff may have.
+pub const MAX_GATES: usize = 64;
 
 /// Why a diff could not be made. Each names the file, flag or figure at fault.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +57,8 @@ pub enum DiffError {
         "{side} file `{name}` looks like a flag: give flags before `--` (everything after it is a NEW file)"
     )]
     FlagAfterSeparator { side: &'static str, name: String },
+    #[error("{count} --fail-on gates, more than {MAX_GATES}: give fewer")]
+    TooManyGates { count: usize },
     #[error("{first}{more}; give --force to compare them anyway")]
     Incomparable { first: String, more: String },
 }
@@ -138,6 +142,9 @@ impl Diff {
 
 /// Reads both sides, checks that they can be compared, and decides every figure.
 pub fn command(settings: &DiffSettings) -> Result<Diff, DiffError> {
+    if settings.gates.len() > MAX_GATES {
+        return Err(DiffError::TooManyGates { count: settings.gates.len() });
+    }
     let base = read_side("BASE", &settings.base)?;
     let new = read_side("NEW", &settings.new)?;
     let paths: Vec<(&Path, &RunResult)> =

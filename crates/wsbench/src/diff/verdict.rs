@@ -122,11 +122,11 @@ fn test_figure(figure: &'static Figure, base: &[&RunResult], new: &[&RunResult],
         row.shift = hodges_lehmann(&base_values, &new_values, confidence);
         row.p_value = Some(mann_whitney(&base_values, &new_values).p_value);
         row.change = relative(row.shift, row.base);
-    } else if let Some((shift, p)) = bootstrap(figure, base, new, confidence) {
+    } else if let Some((shift, base_mean, p)) = bootstrap(figure, base, new, confidence) {
         row.method = Some(Method::BlockBootstrap);
-        row.shift = Some(shift.0);
+        row.shift = Some(shift);
         row.p_value = Some(p);
-        row.change = relative(row.shift, shift.1);
+        row.change = relative(row.shift, base_mean);
     }
     Some(row)
 }
@@ -138,7 +138,7 @@ fn bootstrap(
     base: &[&RunResult],
     new: &[&RunResult],
     confidence: f64,
-) -> Option<((Shift, f64), f64)> {
+) -> Option<(Shift, f64, f64)> {
     let series = |runs: &[&RunResult]| -> Option<Vec<Vec<f64>>> {
         runs.iter().map(|r| figure.per_second(r)).collect()
     };
@@ -146,7 +146,7 @@ fn bootstrap(
     let (shift, p) = block_bootstrap(&base_series, &new_series, confidence)?;
     let seconds: usize = base_series.iter().map(Vec::len).sum();
     let base_mean = base_series.iter().flatten().sum::<f64>() / seconds as f64;
-    Some(((shift, base_mean), p))
+    Some((shift, base_mean, p))
 }
 
 /// `shift` as fractions of `reference`; none when the reference is zero.
