@@ -259,12 +259,14 @@ pub struct ReportArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = "Example: wsbench diff before-*.json -- after-*.json --fail-on 'p99:+5%'")]
+#[command(
+    after_help = "Example: wsbench diff --fail-on 'p99:+5%' before-*.json -- after-*.json (flags go before `--`)"
+)]
 pub struct DiffArgs {
     /// Result files of the base runs (repeats of one benchmark; 5 or more for the rank test).
     #[arg(required = true, value_name = "BASE")]
     pub base: Vec<PathBuf>,
-    /// Result files of the new runs, after `--`.
+    /// Result files of the new runs, after `--` (every flag goes before it).
     #[arg(last = true, value_name = "NEW")]
     pub new: Vec<PathBuf>,
     /// Changes within this share of the base value never count (0% to 50%).

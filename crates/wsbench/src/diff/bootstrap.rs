@@ -17,6 +17,10 @@ use super::rank_test::Shift;
 pub const RESAMPLES: usize = 2_000;
 /// The seed of every comparison's random numbers.
 const SEED: u64 = 0x5753_4245_4e43_4844;
+/// Points of a run's series the bootstrap resamples at most: a longer run's seconds are
+/// averaged in consecutive groups first (the mean is the same, neighbours stay together), so
+/// that a diff of week-long runs takes as long as one of hour-long runs.
+const MAX_POINTS_PER_RUN: usize = 3_600;
 
 /// The shift of the mean per-second value from `base` to `new` (each a side's runs, each
 /// run its per-second series) with its percentile interval at `confidence`, and the
@@ -24,6 +28,7 @@ const SEED: u64 = 0x5753_4245_4e43_4844;
 /// zero). `None` when a side has no second.
 pub fn block_bootstrap(base: &[Vec<f64>], new: &[Vec<f64>], confidence: f64) -> Option<(Shift, f64)> {
     let estimate = pooled_mean(new)? - pooled_mean(base)?;
+    let (base, new) = (&coarsened(base), &coarsened(new));
     let mut rng = StdRng::seed_from_u64(SEED);
     let mut shifts: Vec<f64> =
         (0..RESAMPLES).map(|_| resampled_mean(new, &mut rng) - resampled_mean(base, &mut rng)).collect();
@@ -35,6 +40,15 @@ pub fn block_bootstrap(base: &[Vec<f64>], new: &[Vec<f64>], confidence: f64) -> 
     let at_least_zero = shifts.iter().filter(|&&s| s >= 0.0).count();
     let p_value = (2.0 * (at_most_zero.min(at_least_zero) + 1) as f64 / (RESAMPLES + 1) as f64).min(1.0);
     Some((Shift { estimate, low, high }, p_value))
+}
+
+/// Each run's series with at most [`MAX_POINTS_PER_RUN`] points: groups of consecutive
+/// seconds averaged (the last group may be shorter).
+fn coarsened(runs: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let group = |series: &Vec<f64>| series.len().div_ceil(MAX_POINTS_PER_RUN).max(1);
+    runs.iter()
+        .map(|series| series.chunks(group(series)).map(|c| c.iter().sum::<f64>() / c.len() as f64).collect())
+        .collect()
 }
 
 /// Seconds per block for a series of `seconds`: the cube root rule for a mean's
@@ -99,6 +113,17 @@ mod tests {
         let (shift, p) = block_bootstrap(&base, &new, 0.9).unwrap();
         assert_eq!(shift.estimate, 0.0);
         assert!(p > 0.1 && shift.low < 0.0 && shift.high > 0.0, "{shift:?} p {p}");
+    }
+
+    #[test]
+    fn a_week_of_seconds_is_resampled_as_an_hour_of_groups() {
+        let week: Vec<f64> = (0..604_800).map(|s| 1000.0 + (s % 7) as f64).collect();
+        let grouped = coarsened(&[week.clone()]);
+        assert_eq!(grouped[0].len(), MAX_POINTS_PER_RUN);
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        assert!((mean(&grouped[0]) - mean(&week)).abs() < 1e-9);
+        let (shift, _) = block_bootstrap(&[week.clone()], &[week], 0.9).unwrap();
+        assert_eq!(shift.estimate, 0.0);
     }
 
     #[test]

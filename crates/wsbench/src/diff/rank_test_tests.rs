@@ -84,6 +84,9 @@ const LARGE_NEW: [f64; 35] = [
     106.0, 101.8, 102.2, 101.0,
 ];
 
+/// Base, new, confidence, and the estimate, low and high end reference.py printed.
+type IntervalCase<'a> = (&'a [f64], &'a [f64], f64, [f64; 3]);
+
 fn close(got: f64, want: f64) -> bool {
     (got - want).abs() <= 1e-9 * (1.0 + want.abs())
 }
@@ -122,7 +125,7 @@ fn large_samples_get_scipys_normal_approximation() {
 #[test]
 fn hodges_lehmann_intervals_match_brute_force() {
     // (base, new, confidence, estimate, low, high) as reference.py printed them.
-    let cases: [(&[f64], &[f64], f64, [f64; 3]); 6] = [
+    let cases: [IntervalCase; 6] = [
         (&SEPARATED.0, &SEPARATED.1, 0.95, [0.5999999999999996, 0.1999999999999993, 1.0999999999999996]),
         (&SEPARATED.0, &SEPARATED.1, 0.90, [0.5999999999999996, 0.29999999999999893, 0.9000000000000004]),
         (&OVERLAPPING.0, &OVERLAPPING.1, 0.95, [2.0, -3.5, 6.5]),
