@@ -118,11 +118,12 @@ mod tests {
     #[test]
     fn a_week_of_seconds_is_resampled_as_an_hour_of_groups() {
         let week: Vec<f64> = (0..604_800).map(|s| 1000.0 + (s % 7) as f64).collect();
-        let grouped = coarsened(&[week.clone()]);
+        let grouped = coarsened(std::slice::from_ref(&week));
         assert_eq!(grouped[0].len(), MAX_POINTS_PER_RUN);
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
         assert!((mean(&grouped[0]) - mean(&week)).abs() < 1e-9);
-        let (shift, _) = block_bootstrap(&[week.clone()], &[week], 0.9).unwrap();
+        let weeks = [week];
+        let (shift, _) = block_bootstrap(&weeks, &weeks, 0.9).unwrap();
         assert_eq!(shift.estimate, 0.0);
     }
 
