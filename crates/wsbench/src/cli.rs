@@ -150,6 +150,9 @@ pub enum Command {
     Fleet(FleetCommand),
     /// Run one scenario against several servers of the fleet and print one table.
     Compare(Box<CompareArgs>),
+    /// Compare repeated runs before and after a change: per figure, the change with a confidence
+    /// interval and a verdict (better, worse, no difference).
+    Diff(DiffArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -253,6 +256,48 @@ pub struct ReportArgs {
     /// Also write a self-contained HTML page with charts comparing the files to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example: wsbench diff --fail-on 'p99:+5%' before-*.json -- after-*.json (flags go before `--`)"
+)]
+pub struct DiffArgs {
+    /// Result files of the base runs (repeats of one benchmark; 5 or more for the rank test).
+    #[arg(required = true, value_name = "BASE")]
+    pub base: Vec<PathBuf>,
+    /// Result files of the new runs, after `--` (every flag goes before it).
+    #[arg(last = true, value_name = "NEW")]
+    pub new: Vec<PathBuf>,
+    /// Changes within this share of the base value never count (0% to 50%).
+    #[arg(long, default_value = "2%", value_parser = wsbench::diff::parse_noise)]
+    pub noise: f64,
+    /// Family-wise error rate over the figures tested (Holm), 0.001 to 0.5; intervals are at 1 − alpha.
+    #[arg(long, default_value_t = wsbench::diff::DEFAULT_ALPHA, value_parser = wsbench::diff::parse_alpha)]
+    pub alpha: f64,
+    /// Exit 99 when FIGURE changed past N% (counted changes only), e.g. 'p99:+5%' or
+    /// 'round_trips_per_sec:-3%' (repeatable).
+    #[arg(long = "fail-on", value_name = "FIGURE:±N%")]
+    pub fail_on: Vec<wsbench::diff::Gate>,
+    /// Compare runs that differ in scenario, settings, wsbench version, machine or transport, or
+    /// that were client-bound, with a warning instead of refusing.
+    #[arg(long)]
+    pub force: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: wsbench::diff::DiffFormat,
+}
+
+impl DiffArgs {
+    pub fn into_settings(self) -> wsbench::diff::DiffSettings {
+        wsbench::diff::DiffSettings {
+            base: self.base,
+            new: self.new,
+            criteria: wsbench::diff::Criteria { alpha: self.alpha, noise: self.noise },
+            force: self.force,
+            gates: self.fail_on,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

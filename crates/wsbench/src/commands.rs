@@ -49,6 +49,11 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
         Command::Rtt(settings) => Ok(Output::success(report::render_rtt(&wsbench::rtt::command(settings)?))),
         Command::Fleet(command) => fleet_command(command),
         Command::Compare(args) => compare_servers(*args, &*interrupt(true)?),
+        Command::Diff(args) => {
+            let format = args.format;
+            let diff = wsbench::diff::command(&args.into_settings())?;
+            Ok(Output { text: diff.render(format), code: diff.exit_code() })
+        }
     }
 }
 

@@ -27,6 +27,8 @@ pub enum CommandError {
     Report(#[from] crate::report::ReportError),
     #[error(transparent)]
     Serve(#[from] wsbench_server::ServeError),
+    #[error(transparent)]
+    Diff(#[from] crate::diff::DiffError),
     /// A shard that could not read the settings its parent handed it.
     #[error(transparent)]
     Child(#[from] wsbench_supervisor::Error),
@@ -84,6 +86,7 @@ impl ExitCode for CommandError {
             }
             CommandError::Merge(_) => USAGE,
             CommandError::Run(error) => error.exit_code(),
+            CommandError::Diff(error) => error.exit_code(),
             _ => FAILED,
         }
     }

@@ -24,6 +24,7 @@ pub mod causes;
 pub mod client_cpu;
 pub mod compare;
 pub mod config;
+pub mod diff;
 pub mod engine;
 pub mod error;
 pub mod exit;
