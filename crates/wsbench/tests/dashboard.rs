@@ -38,7 +38,9 @@ fn start(args: &[&str]) -> (Child, String) {
         }
         line.clear();
     }
-    panic!("no live page announced; stderr ended");
+    let _ = child.kill();
+    let status = child.wait();
+    panic!("no live page announced; stderr ended ({status:?})");
 }
 
 /// Reads the page's event stream until its `end` event: every event as (name, data).

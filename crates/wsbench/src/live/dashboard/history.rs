@@ -102,7 +102,7 @@ impl History {
                 return true;
             }
             nth += 1;
-            nth % 2 == 0
+            nth.is_multiple_of(2)
         });
         self.seconds = self.events.iter().filter(|(_, e)| e.is_second()).count();
         self.stride *= 2;
