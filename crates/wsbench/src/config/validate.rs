@@ -304,21 +304,6 @@ impl RunSettings {
         Ok(())
     }
 
-    /// `--dashboard`: where its page listens, when asked for (bound by the command, before
-    /// any load).
-    pub fn dashboard_addr(&self) -> Result<Option<std::net::SocketAddr>, ConfigError> {
-        let Some(text) = self.dashboard.as_deref() else { return Ok(None) };
-        let problem = match text.parse() {
-            Ok(addr) => return Ok(Some(addr)),
-            Err(_) if text.contains("://") => format!(
-                "`{text}` is a URL, not an address and port: give the server's URL before --dashboard, \
-                 or write --dashboard=ADDR"
-            ),
-            Err(_) => format!("`{text}` is not an address and port: give one such as 127.0.0.1:5665"),
-        };
-        Err(invalid("dashboard", problem))
-    }
-
     fn thresholds(&self) -> Result<Vec<Threshold>, ConfigError> {
         self.threshold.iter().map(|text| text.parse()).collect()
     }

@@ -30,8 +30,6 @@ use history::{Event, History};
 use super::{Second, Steps};
 use crate::samples::ServerSample;
 
-/// Where the page listens when `--dashboard` is given without an address.
-pub const DEFAULT_ADDR: &str = "127.0.0.1:5665";
 /// The page: HTML, styles, script and charts in one file.
 pub const PAGE: &str = include_str!("page.html");
 /// Pages open at once; one more is answered 503.
