@@ -76,6 +76,8 @@ async function main() {
       }
     });
     page.on('pageerror', (error) => failures.push(`page error: ${error.message}`));
+    page.on('crash', () => failures.push('the page crashed'));
+    context.on('close', () => console.log('the browser closed'));
     page.on('request', (request) => {
       if (!request.url().startsWith(origin + '/')) failures.push(`request elsewhere: ${request.url()}`);
     });
