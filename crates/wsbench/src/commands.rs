@@ -55,7 +55,11 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
 
 fn run(settings: RunSettings, interrupt: &AtomicBool, color: bool) -> Result<Output, CommandError> {
     let page = open_dashboard(&settings)?;
-    let report = session::run(&settings, interrupt)?;
+    let report = session::run(&settings, interrupt).inspect_err(|error| {
+        // The page ends with the error the terminal shows.
+        let report = format!("wsbench: {}", with_causes(error));
+        page.iter().for_each(|page| page.finish(&Ending { report: report.clone(), ..Ending::default() }));
+    })?;
     let html = settings.html.as_deref().zip(report.result());
     let html_failed = html.is_some_and(|(path, result)| !write_run_html(path, result));
     let ending = page.as_ref().map(|_| Ending {
