@@ -189,9 +189,6 @@ pub struct CompareArgs {
     /// Keep every result file here (SERVER-REPEAT.json).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Also write a self-contained HTML page with the comparison's charts.
-    #[arg(long)]
-    pub html: Option<PathBuf>,
     /// Also print the table as Markdown (for a README).
     #[arg(long)]
     pub markdown: bool,

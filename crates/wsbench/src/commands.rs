@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use wsbench::config::{RunSettings, check_output_file};
 use wsbench::error::{CommandError, with_causes};
 use wsbench::exit;
+use wsbench::live::dashboard::{self, event::Ending};
 use wsbench::session::{self, RunReport};
 use wsbench::{compare, fleet, report};
 
@@ -58,34 +59,87 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
 }
 
 fn run(settings: RunSettings, interrupt: &AtomicBool, color: bool) -> Result<Output, CommandError> {
-    let mut output = render_run(session::run(&settings, interrupt)?, interrupt, color);
+    let page = open_dashboard(&settings)?;
+    let report = session::run(&settings, interrupt).inspect_err(|error| {
+        // The page ends with the error the terminal shows.
+        let report = format!("wsbench: {}", with_causes(error));
+        page.iter().for_each(|page| page.finish(&Ending { report: report.clone(), ..Ending::default() }));
+    })?;
+    let html = settings.html.as_deref().zip(report.result());
+    let html_failed = html.is_some_and(|(path, result)| !write_run_html(path, result));
+    let ending = page.as_ref().map(|_| Ending {
+        report: plain_report(&report),
+        result: report.result(),
+        html: html.filter(|_| !html_failed).map(|(path, _)| path),
+    });
+    let mut output = render_run(&report, interrupt, color);
+    if html_failed {
+        output.code = output.code.max(exit::FAILED);
+    }
     if let Some(path) = settings.json.as_deref().filter(|_| settings.print_result) {
         match wsbench::result::between_markers(path) {
             Ok(text) => output.text.push_str(&text),
             Err(error) => eprintln!("wsbench: --print-result: cannot read {}: {error}", path.display()),
         }
     }
+    if let (Some(page), Some(ending)) = (&page, &ending) {
+        page.finish(ending);
+    }
     Ok(output)
+}
+
+/// The report of a run or a search as text without colours (the live page's last words).
+fn plain_report(report: &RunReport) -> String {
+    match report {
+        RunReport::Once(result) => report::render_text(result),
+        RunReport::Search(search) => report::render_search(search),
+        RunReport::Unsaved { report, .. } => plain_report(report),
+    }
+}
+
+/// `--dashboard`: the live page, open before any load (a taken port is a usage error).
+fn open_dashboard(settings: &RunSettings) -> Result<Option<dashboard::Open>, CommandError> {
+    let Some(addr) = settings.dashboard_addr()? else { return Ok(None) };
+    let page = dashboard::serve(addr)?;
+    // Said even with --quiet: with port 0 this is how the browser learns the port.
+    eprintln!("wsbench: live page at http://{}/", page.addr());
+    Ok(Some(page))
+}
+
+/// `run --html FILE`: the run's HTML report; a failure is said on stderr (the run's report
+/// and result file stand) and makes the command fail.
+fn write_run_html(path: &std::path::Path, result: &wsbench::result::RunResult) -> bool {
+    let label = path.file_stem().map_or_else(|| "run".to_owned(), |stem| stem.to_string_lossy().into_owned());
+    match report::write_run_html(&label, result, path, &command_line()) {
+        Ok(()) => {
+            eprintln!("wsbench: wrote {}", path.display());
+            true
+        }
+        Err(error) => {
+            eprintln!("wsbench: --html: {}", with_causes(&error));
+            false
+        }
+    }
 }
 
 /// The report of a run and its exit code; a report whose file could not be written is still
 /// shown, its fallback file named in one line on stderr, and exits 1.
-fn render_run(report: RunReport, interrupt: &AtomicBool, color: bool) -> Output {
+fn render_run(report: &RunReport, interrupt: &AtomicBool, color: bool) -> Output {
     match report {
         RunReport::Once(result) => {
-            let code = exit::of_run(&result, interrupt.load(Ordering::Relaxed));
-            Output { text: report::render_text_with(&result, color), code }
+            let code = exit::of_run(result, interrupt.load(Ordering::Relaxed));
+            Output { text: report::render_text_with(result, color), code }
         }
         RunReport::Search(search) => {
-            Output { text: report::render_search(&search), code: exit::of_search(&search) }
+            Output { text: report::render_search(search), code: exit::of_search(search) }
         }
         RunReport::Unsaved { report, error, fallback } => {
             let kept = match fallback {
                 Some(path) => format!("the result was written to {} instead", path.display()),
                 None => "the result could not be written anywhere".to_owned(),
             };
-            eprintln!("wsbench: {}; {kept}", with_causes(&error));
-            Output { code: exit::FAILED, ..render_run(*report, interrupt, color) }
+            eprintln!("wsbench: {}; {kept}", with_causes(error));
+            Output { code: exit::FAILED, ..render_run(report, interrupt, color) }
         }
     }
 }
@@ -113,17 +167,25 @@ fn fleet_command(command: FleetCommand) -> Result<Output, CommandError> {
 }
 
 fn compare_servers(args: CompareArgs, interrupt: &AtomicBool) -> Result<Output, CommandError> {
-    if let Some(path) = &args.html {
+    let html = args.settings.html.clone();
+    if let Some(path) = &html {
         check_compare_html(path, args.out.as_deref())?;
     }
+    let page = open_dashboard(&args.settings)?;
     let config = compare::CompareConfig {
         servers: args.servers,
         repeat: args.repeat,
         fleet_dir: args.fleet_dir.unwrap_or_else(fleet::default_dir),
         out: args.out,
-        settings: RunSettings { scenario: args.scenario_name, ..args.settings },
+        // Each run writes to the one page this process opened.
+        settings: RunSettings { scenario: args.scenario_name, dashboard: None, html: None, ..args.settings },
     };
-    let rows = compare::compare(&config, interrupt, &mut |line| eprintln!("{line}"))?;
+    let rows = compare::compare(&config, interrupt, &mut |line| {
+        eprintln!("{line}");
+        if let Some(page) = &page {
+            page.note(line);
+        }
+    })?;
     let views: Vec<report::CompareRow<'_>> = rows.iter().map(compare::Row::view).collect();
     let mut text = report::render_compare_table(&views);
     if rows.iter().any(|row| row.over == compare::Over::Http2Front && !row.runs.is_empty()) {
@@ -133,9 +195,12 @@ fn compare_servers(args: CompareArgs, interrupt: &AtomicBool) -> Result<Output, 
         text.push('\n');
         text.push_str(&report::render_md(&report::median_results(&views)));
     }
-    if let Some(path) = &args.html {
+    if let Some(path) = &html {
         report::write_compare_html(&views, path, &command_line())?;
         eprintln!("wrote {}", path.display());
+    }
+    if let Some(page) = &page {
+        page.finish(&Ending { report: text.clone(), result: None, html: html.as_deref() });
     }
     Ok(Output {
         text,

@@ -36,6 +36,9 @@ pub enum CommandError {
     Signals(#[source] std::io::Error),
     #[error("cannot write to stdout")]
     Stdout(#[source] std::io::Error),
+    /// `--dashboard` names a port that is taken.
+    #[error(transparent)]
+    Dashboard(#[from] crate::live::dashboard::BindError),
 }
 
 impl ExitCode for crate::session::RunError {
@@ -85,6 +88,7 @@ impl ExitCode for CommandError {
                 error.exit_code()
             }
             CommandError::Merge(_) => USAGE,
+            CommandError::Dashboard(_) => USAGE,
             CommandError::Run(error) => error.exit_code(),
             CommandError::Diff(error) => error.exit_code(),
             _ => FAILED,

@@ -35,8 +35,8 @@ fn artifacts_dir() -> PathBuf {
     target.join("browser-artifacts")
 }
 
-/// The node script, once Chromium, node and playwright-core are all there.
-fn browser_check() -> Result<PathBuf, String> {
+/// The node script `name`, once Chromium, node and playwright-core are all there.
+fn browser_check(name: &str) -> Result<PathBuf, String> {
     if !Path::new(CHROMIUM).exists() {
         return Err(format!("{CHROMIUM} does not exist"));
     }
@@ -53,19 +53,24 @@ fn browser_check() -> Result<PathBuf, String> {
     if !version.status.success() {
         return Err("`node --version` failed".to_owned());
     }
-    Ok(browser.join("check-report.mjs"))
+    Ok(browser.join(name))
 }
 
-/// The check script, or `None` (after saying why on stderr) when it cannot run and peers
-/// are optional.
-fn require_browser() -> Option<PathBuf> {
-    match browser_check() {
+/// The check script `name`, or `None` (after saying why on stderr) when it cannot run and
+/// peers are optional.
+fn require_browser_script(name: &str) -> Option<PathBuf> {
+    match browser_check(name) {
         Ok(script) => Some(script),
         Err(why) => {
             peer_missing(&format!("browser check not installed ({why})"));
             None
         }
     }
+}
+
+/// The report's check script (see [`require_browser_script`]).
+fn require_browser() -> Option<PathBuf> {
+    require_browser_script("check-report.mjs")
 }
 
 /// Runs `command` to completion (killing it after [`COMMAND_TIMEOUT`]) and panics, showing
@@ -174,4 +179,163 @@ fn html_report_of_sixteen_results_has_one_colour_each_and_ranked_bars() {
         output.stdout
     );
     assert!(output.stdout.contains("compare-echoes-per-sec descending (16 bars)"), "{}", output.stdout);
+}
+
+/// `node SCRIPT ARGS…` started with its stdout read line by line as it comes (to wait for
+/// "browser ready"), and its stderr collected.
+struct Watcher {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    stderr: std::thread::JoinHandle<String>,
+    seen: Vec<String>,
+}
+
+impl Watcher {
+    fn start(script: &Path, args: &[&std::ffi::OsStr]) -> Watcher {
+        use std::io::{BufRead, Read};
+        let mut child = Command::new("node")
+            .arg(script)
+            .args(args)
+            .current_dir(script.parent().unwrap())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn node");
+        let (send, lines) = std::sync::mpsc::channel();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                let _ = send.send(line);
+            }
+        });
+        let mut pipe = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        });
+        Watcher { child, lines, stderr, seen: Vec::new() }
+    }
+
+    /// Waits for the line `wanted`; false when the script ended or took too long.
+    fn wait_for(&mut self, wanted: &str) -> bool {
+        while let Ok(line) = self.lines.recv_timeout(COMMAND_TIMEOUT) {
+            let found = line == wanted;
+            self.seen.push(line);
+            if found {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Every line it printed once it ended (killed after [`COMMAND_TIMEOUT`]), and stderr.
+    fn finish(mut self) -> (Vec<String>, String) {
+        let deadline = std::time::Instant::now() + COMMAND_TIMEOUT;
+        while self.child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.seen.extend(self.lines.try_iter());
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.seen.push(line);
+        }
+        (self.seen, self.stderr.join().unwrap())
+    }
+}
+
+/// The value in the result file that the page's figure `key` shows: `server.` and
+/// `client.` figures from those sections, the rest from the summary.
+fn result_figure<'a>(result: &'a serde_json::Value, key: &str) -> &'a serde_json::Value {
+    let mut at = match key.split('.').next() {
+        Some("server" | "client") => result,
+        _ => &result["summary"],
+    };
+    for part in key.split('.') {
+        at = &at[part];
+    }
+    at
+}
+
+#[test]
+fn the_live_page_connects_grows_during_a_run_and_ends_with_the_result_files_figures_in_chromium() {
+    let Some(script) = require_browser_script("check-dashboard.mjs") else { return };
+    let dir = artifacts_dir().join("dashboard");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, html) = (dir.join("r.json"), dir.join("r.html"));
+    let (mid_run, end) = (dir.join("dashboard-mid-run.png"), dir.join("dashboard-end.png"));
+    for old in [&json, &html, &mid_run, &end] {
+        let _ = std::fs::remove_file(old);
+    }
+    // A port free now: the browser is ready before wsbench listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let mut watcher = Watcher::start(&script, &[url.as_ref(), mid_run.as_os_str(), end.as_os_str()]);
+    assert!(watcher.wait_for("browser ready"), "the browser did not start: {:?}", watcher.finish());
+    let dashboard = format!("127.0.0.1:{port}");
+    let run = run(Command::new(env!("CARGO_BIN_EXE_wsbench"))
+        .args(["run", "--duration", "6s", "--connections", "20", "--dashboard", &dashboard, "--json"])
+        .arg(&json)
+        .arg("--html")
+        .arg(&html));
+    assert!(run.stderr.contains(&format!("wsbench: live page at {url}")), "{}", run.stderr);
+    let (lines, stderr) = watcher.finish();
+    let shown = lines.join("\n");
+    println!("{shown}");
+    assert!(lines.iter().any(|l| l == "all checks passed"), "the page check failed:\n{shown}\n{stderr}");
+
+    let result: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let figures = lines.iter().find_map(|l| l.strip_prefix("figures: ")).expect("the page's figures");
+    let figures: serde_json::Map<String, serde_json::Value> = serde_json::from_str(figures).unwrap();
+    for key in
+        ["echoes_per_sec", "latency_us.p50", "latency_us.p99", "latency_us.p999", "connections.established"]
+    {
+        assert!(figures.contains_key(key), "the page shows no {key}: {figures:?}");
+    }
+    for (key, shown) in &figures {
+        let file = result_figure(&result, key);
+        assert_eq!(
+            shown.as_f64(),
+            file.as_f64(),
+            "{key}: the page shows {shown}, the result file has {file}"
+        );
+    }
+    let link = lines.iter().find_map(|l| l.strip_prefix("html link: ")).unwrap();
+    assert_eq!(link, format!("HTML report: {}", html.display()), "the page links the --html report");
+    for png in [&mid_run, &end] {
+        let bytes = std::fs::read(png).unwrap_or_else(|e| panic!("no screenshot at {}: {e}", png.display()));
+        assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 10_000, "{}", png.display());
+    }
+}
+
+#[test]
+fn run_html_writes_the_report_page_that_renders_in_chromium() {
+    let Some(script) = require_browser() else { return };
+    let dir = artifacts_dir().join("run-html");
+    std::fs::create_dir_all(&dir).unwrap();
+    let html = dir.join("r.html");
+    let _ = std::fs::remove_file(&html);
+    let wsbench = env!("CARGO_BIN_EXE_wsbench");
+    let run = run(Command::new(wsbench)
+        .args(["run", "--duration", "2s", "--connections", "20", "--html"])
+        .arg(&html));
+    assert!(run.stderr.contains(&format!("wsbench: wrote {}", html.display())), "{}", run.stderr);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<title>wsbench report: r</title>"), "labelled by the file's stem");
+    let charts = "rate-over-time,latency-over-time,latency-spectrum,connect-time,server-rss,server-cpu";
+    let output = run_check(&script, &html, &dir.join("run-html.png"), charts);
+    assert!(output.stdout.contains("all checks passed"), "{}", output.stdout);
+}
+
+fn run_check(script: &Path, html: &Path, png: &Path, charts: &str) -> Finished {
+    let output = run(Command::new("node")
+        .arg(script)
+        .arg(html)
+        .arg(png)
+        .args(["--charts", charts])
+        .current_dir(script.parent().unwrap()));
+    println!("{}", output.stdout);
+    output
 }

@@ -43,6 +43,12 @@ fn every_output_flag_is_checked_before_its_command_works() {
         "--html /nonexistent/r.html: the folder",
     );
     refused(&["compare", "--html", "/nonexistent/c.html"], 2, "--html /nonexistent/c.html: the folder");
+    refused(&["run", "--html", folder], 2, &format!("--html {folder}: is a folder: give a file name, e.g."));
+    refused(
+        &["run", "--find-max-rate", "--slo", "p99<10ms", "--html", "r.html"],
+        2,
+        "--html: does not combine with --find-max-rate",
+    );
 }
 
 #[test]

@@ -49,7 +49,7 @@ pub use presets::PRESETS;
 pub use scenario::{
     Defaults, Exchange, NoSettings, Pace, Pacing, ScenarioRules, ScenarioSettings, looks_like_host_port,
 };
-pub use settings::RunSettings;
+pub use settings::{DEFAULT_DASHBOARD_ADDR, RunSettings};
 pub use slo::{Objective, Slo, Statistic};
 pub use source_addrs::parse_addr_range;
 pub use target::Target;

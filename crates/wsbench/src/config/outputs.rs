@@ -4,12 +4,33 @@
 //! file in its folder, which must exist, be a folder and take a new file (one is created and
 //! removed there); a FIFO or a device is written in place and must be writable; a folder or a
 //! socket is refused. Failing is a [`ConfigError`] (exit 2) naming the flag, the path and
-//! what to do.
+//! what to do. The `--dashboard` address is read here too: like a file, it is taken
+//! before any load.
 
 use std::path::{Path, PathBuf};
 
-use super::error::ConfigError;
+use super::error::{ConfigError, invalid};
+use super::settings::{DEFAULT_DASHBOARD_ADDR, RunSettings};
 use crate::output_path::{NotAFile, OutputPath};
+
+impl RunSettings {
+    /// `--dashboard`: where its page listens, when asked for (the command binds it before
+    /// any load).
+    pub fn dashboard_addr(&self) -> Result<Option<std::net::SocketAddr>, ConfigError> {
+        let Some(text) = self.dashboard.as_deref() else { return Ok(None) };
+        let problem = match text.parse() {
+            Ok(addr) => return Ok(Some(addr)),
+            Err(_) if text.contains("://") => format!(
+                "`{text}` is a URL, not an address and port: give the server's URL before --dashboard, \
+                 or write --dashboard=ADDR"
+            ),
+            Err(_) => {
+                format!("`{text}` is not an address and port: give one such as {DEFAULT_DASHBOARD_ADDR}")
+            }
+        };
+        Err(invalid("dashboard", problem))
+    }
+}
 
 /// Checks that a file can be written at `path`, given with `--{setting}`.
 pub fn check_output_file(setting: &'static str, path: &Path) -> Result<(), ConfigError> {

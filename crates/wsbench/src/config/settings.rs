@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use super::error::ConfigError;
 use crate::input_file::{InputFileError, InputKind};
 
+/// Where the `--dashboard` page listens when the flag is given without an address.
+pub const DEFAULT_DASHBOARD_ADDR: &str = "127.0.0.1:5665";
+
 /// Settings as given, from flags or a TOML scenario file; all optional.
 #[derive(Debug, Clone, Default, PartialEq, clap::Args, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -269,6 +272,16 @@ pub struct RunSettings {
     #[arg(long, value_name = "FILE")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<PathBuf>,
+    /// Serve a live web page of the run at http://ADDR/ (default 127.0.0.1:5665; port 0: any
+    /// free port): its charts, then the final figures. Nothing waits for a browser.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = DEFAULT_DASHBOARD_ADDR)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<String>,
+    /// Write the HTML report here at the end: a run's page (as `wsbench report --html`
+    /// draws it), or a comparison's charts.
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub html: Option<PathBuf>,
     /// Set by a `--processes` parent for its shards (no flag): each second goes to stdout as
     /// one line the parent sums up with the other shards', instead of a line on stderr.
     #[arg(skip)]
@@ -515,6 +528,8 @@ mod tests {
             quiet: true,
             metrics_addr: some("127.0.0.1:9464"),
             stream: Some("live.jsonl".into()),
+            dashboard: some("127.0.0.1:5665"),
+            html: Some("r.html".into()),
             progress_to_parent: true,
             messages_per_connection: Some(3),
             flow: Some(crate::config::FlowSettings {

@@ -255,6 +255,7 @@ impl RunSettings {
     /// seconds to the parent, which shows, streams and serves one second for all of them.
     fn live(&self) -> Result<LiveOutputs, ConfigError> {
         let metrics_addr = self.metrics_addr.as_deref().map(parse_metrics_addr).transpose()?;
+        self.dashboard_addr()?;
         if let Some(path) = &self.stream {
             check_output_file("stream", path)?;
         }
@@ -264,7 +265,7 @@ impl RunSettings {
 
     /// The output files, each checked to be writable before any load is sent.
     fn outputs(&self) -> Result<Outputs, ConfigError> {
-        for (setting, path) in [("json", &self.json), ("hlog", &self.hlog)] {
+        for (setting, path) in [("json", &self.json), ("hlog", &self.hlog), ("html", &self.html)] {
             if let Some(path) = path {
                 check_output_file(setting, path)?;
             }
@@ -291,6 +292,13 @@ impl RunSettings {
             return Err(invalid(
                 "hlog",
                 "does not combine with --find-max-rate (its --json keeps each step's percentiles)",
+            ));
+        }
+        if self.html.is_some() {
+            return Err(invalid(
+                "html",
+                "does not combine with --find-max-rate (a search is no one run to chart): give --json \
+                 FILE and chart a step's own run with `wsbench run --rate R --html FILE`",
             ));
         }
         Ok(())

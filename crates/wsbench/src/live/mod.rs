@@ -7,8 +7,10 @@
 //! gets a [`Tracker`] that the engine's coordinator thread feeds a few times a second.
 //! A `--processes` shard hands its seconds to the parent instead ([`shard_feed`]), which
 //! sums them up into one second for all its shards ([`shards`]) and shows, streams and
-//! serves that second through the same [`Publisher`] a tracker writes through.
+//! serves that second through the same [`Publisher`] a tracker writes through, and to the
+//! `--dashboard` page when one is open ([`dashboard`]).
 
+pub mod dashboard;
 pub mod exposition;
 pub mod metrics_endpoint;
 pub mod shard_feed;
@@ -186,6 +188,8 @@ impl Live {
             endpoint: self.endpoint.clone(),
             totals: Totals::new(connections_planned),
             server_pids,
+            dashboard: dashboard::current(),
+            unpaged: Vec::new(),
         };
         if let Some(endpoint) = &publisher.endpoint {
             endpoint.publish(publisher.totals.render());
@@ -318,6 +322,10 @@ pub struct Publisher {
     endpoint: Option<Arc<MetricsEndpoint>>,
     totals: Totals,
     server_pids: Vec<u32>,
+    /// The `--dashboard` page, and the seconds written since it was last sent some (with
+    /// their p99.9).
+    dashboard: Option<Arc<dashboard::Dashboard>>,
+    unpaged: Vec<(Second, u64)>,
 }
 
 impl Publisher {
@@ -328,13 +336,25 @@ impl Publisher {
             stream.lock().unwrap_or_else(PoisonError::into_inner).write(second);
         }
         self.totals.add(latency, second);
+        if self.dashboard.is_some() {
+            let p999 = if latency.is_empty() { 0 } else { latency.value_at_quantile(0.999) };
+            self.unpaged.push((second.clone(), p999));
+        }
     }
 
-    /// Serves the totals so far, with the server as sampled now (`seconds` into the run).
+    /// Serves the totals so far, with the server as sampled now (`seconds` into the run),
+    /// and sends the seconds written since the last call to the page.
     pub fn publish(&mut self, seconds: u64) {
+        if self.endpoint.is_none() && self.dashboard.is_none() {
+            return;
+        }
+        self.totals.server = sample_server(&self.server_pids, seconds);
         if let Some(endpoint) = &self.endpoint {
-            self.totals.server = sample_server(&self.server_pids, seconds);
             endpoint.publish(self.totals.render());
+        }
+        if let Some(page) = &self.dashboard {
+            let own = crate::probe::sample(&[std::process::id()], seconds * 1000).ok();
+            page.seconds(&std::mem::take(&mut self.unpaged), self.totals.server.as_ref(), own.as_ref());
         }
     }
 

@@ -103,6 +103,14 @@ pub fn write_html_report(files: &[PathBuf], out: &Path, command: &str) -> Result
     Ok(())
 }
 
+/// Renders one run's `result`, labelled `label`, as the HTML page (see [`render_html_page`])
+/// whose footer names `command`, and writes it to `out` atomically: `run --html`.
+pub fn write_run_html(label: &str, result: &RunResult, out: &Path, command: &str) -> Result<(), ReportError> {
+    let page = render_html_page(&[(label.to_owned(), result.clone())], &[], command)?;
+    write_atomically(out, |writer| writer.write_all(page.as_bytes()))?;
+    Ok(())
+}
+
 /// Renders every file in turn, without colours. See [`report_command_with`].
 pub fn report_command(files: &[PathBuf], format: ReportFormat) -> Result<String, ReportError> {
     report_command_with(files, format, false)

@@ -88,6 +88,15 @@ pub enum RunReport {
 }
 
 impl RunReport {
+    /// The one run's result, when this is one run (written or not), not a search.
+    pub fn result(&self) -> Option<&RunResult> {
+        match self {
+            RunReport::Once(result) => Some(result),
+            RunReport::Search(_) => None,
+            RunReport::Unsaved { report, .. } => report.result(),
+        }
+    }
+
     /// Writes the result or the search as its JSON file at `path`.
     pub fn write_json(&self, path: &std::path::Path) -> Result<(), crate::result::ResultError> {
         match self {

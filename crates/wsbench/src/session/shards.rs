@@ -220,6 +220,8 @@ fn shard_settings(
         // second for all of them.
         metrics_addr: None,
         stream: None,
+        dashboard: None,
+        html: None,
         progress_to_parent: true,
         client_cpus: (!cpus.is_empty()).then(|| crate::affinity::format_cpu_list(&cpus)),
         ..parent.clone()
