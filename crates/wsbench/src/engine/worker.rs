@@ -15,8 +15,10 @@ use std::time::{Duration, Instant};
 use slab::Slab;
 
 use super::conn::{ClientConn, State};
-use super::dial::{self, Carriers, Dial, HandshakeFailure, StreamEvent, Upgrade};
-use super::io::{CARRIER, Event, Io, rx_time};
+use super::dial::{self, Carriers, Dial, StreamEvent};
+use super::handshake_failure::{HandshakeFailure, Upgrade};
+use super::io::{CARRIER, Event, Io};
+use super::rx_time;
 use super::pacer::{Pacer, TICK};
 use super::recorder::Recorder;
 use super::timers::{Due, Timers};

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use mio::net::TcpStream;
 use slab::Slab;
 
-use super::failure::Upgrade;
+use crate::engine::handshake_failure::{HandshakeFailure, Upgrade};
 use crate::engine::Job;
 use crate::engine::conn::ClientConn;
 use crate::metrics::Counters;
@@ -45,7 +45,7 @@ pub enum StreamEvent {
     ConnectFailed(usize, io::Error),
     /// Its carrier failed before its opening request could go (TLS, the server's protocol):
     /// a failed handshake, by cause.
-    Refused(usize, super::HandshakeFailure),
+    Refused(usize, HandshakeFailure),
 }
 
 /// A TCP connection carrying WebSockets as streams.

@@ -17,7 +17,7 @@ use wsbench_proto::handshake::{client_key, client_request_with_headers, parse_re
 use wsbench_proto::{Decoder, Reservation, Role};
 use wsbench_transport::Transport;
 
-use super::failure::{self, HandshakeFailure, Upgrade};
+use crate::engine::handshake_failure::{self, HandshakeFailure, Upgrade};
 use super::{Carriers, Dial};
 use crate::engine::Job;
 use crate::engine::compression;
@@ -54,7 +54,7 @@ impl Dial for Http1 {
     /// The `101` at the start of `data`, checked: what it agreed is counted and set on the
     /// connection (its permessage-deflate state).
     fn answer(&self, job: &Job, conn: &mut ClientConn, data: &mut [u8], counters: &mut Counters) -> Upgrade {
-        let n = match failure::answer(data, &conn.key, false) {
+        let n = match handshake_failure::answer(data, &conn.key, false) {
             Upgrade::Accepted(n) => n,
             other => return other,
         };

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use super::{MAX_CONNECTING, Worker};
 use crate::engine::conn::State;
-use crate::engine::dial::{self, HandshakeFailure};
+use crate::engine::dial;
+use crate::engine::handshake_failure::HandshakeFailure;
 use crate::metrics::record_us;
 
 impl Worker {

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use wsbench_proto::{Decoder, Reservation, Role};
 
-use super::failure::Upgrade;
+use crate::engine::handshake_failure::Upgrade;
 use super::{Carriers, Dial, http1};
 use crate::engine::Job;
 use crate::engine::conn::ClientConn;
