@@ -14,8 +14,8 @@ use wsbench_transport::Transport;
 
 use crate::compression::Compression;
 use crate::echo_count::count_echo;
-use http2::H2Conn;
 use crate::pubsub;
+use http2::H2Conn;
 use wsbench_transport::http2::PREFACE;
 
 mod http2;

@@ -23,9 +23,10 @@ use crate::config::Slo;
 use crate::config::Target;
 use crate::config::{Mode, Outputs, RunConfig, RunSettings};
 use crate::engine::{self, Job};
-use crate::find_rate::{Search, Step, search};
+use crate::find_rate::search;
 use crate::hlog::HlogWriter;
 use crate::probe::{SAMPLE_INTERVAL, ServerProbe, pids_listening_on};
+use crate::result::search::{Search, Step, write_search_json};
 use crate::result::{EndedEarly, RunResult};
 use crate::samples::{RunOutcome, ServerReport};
 
@@ -92,7 +93,7 @@ impl RunReport {
     pub fn write_json(&self, path: &std::path::Path) -> Result<(), crate::result::ResultError> {
         match self {
             RunReport::Once(result) => result.write_json(path),
-            RunReport::Search(search) => crate::find_rate::write_search_json(search, path),
+            RunReport::Search(search) => write_search_json(search, path),
             RunReport::Unsaved { report, .. } => report.write_json(path),
         }
     }

@@ -13,9 +13,9 @@ use bytes::Bytes;
 use mio::net::TcpStream;
 use slab::Slab;
 
-use crate::engine::handshake_failure::{HandshakeFailure, Upgrade};
 use crate::engine::Job;
 use crate::engine::conn::ClientConn;
+use crate::engine::handshake_failure::{HandshakeFailure, Upgrade};
 use crate::metrics::Counters;
 
 /// What a carrier needs from the worker while it works: the run, the WebSockets (by key),

@@ -17,11 +17,11 @@ use wsbench_proto::handshake::{client_key, client_request_with_headers, parse_re
 use wsbench_proto::{Decoder, Reservation, Role};
 use wsbench_transport::Transport;
 
-use crate::engine::handshake_failure::{self, HandshakeFailure, Upgrade};
 use super::{Carriers, Dial};
 use crate::engine::Job;
 use crate::engine::compression;
 use crate::engine::conn::ClientConn;
+use crate::engine::handshake_failure::{self, HandshakeFailure, Upgrade};
 use crate::metrics::Counters;
 
 /// The HTTP/1.1 upgrade (the default).
