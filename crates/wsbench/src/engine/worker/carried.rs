@@ -32,7 +32,7 @@ impl Worker {
         let mut events = std::mem::take(&mut self.carrier_events);
         if let Some(carrier) = self.carriers.get_mut(key) {
             let mut cx = CarrierCx {
-                job: &self.spec,
+                job: &self.job,
                 conns: &mut self.conns,
                 counters: &mut self.rec.metrics.counters,
                 batch: self.workload.batch(),
