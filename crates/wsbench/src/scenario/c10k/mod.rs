@@ -62,6 +62,9 @@ impl super::Descriptor for C10k {
     ) -> Box<dyn Workload> {
         Box::new(EchoWorkload::new(load, None))
     }
+}
+
+impl super::Presentation for C10k {
     fn report_block(&self, result: &RunResult) -> Option<String> {
         Some(statistics_block(result))
     }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{Descriptor, FiguresInput};
+use super::{Descriptor, FiguresInput, Presentation};
 use crate::config::{
     ConfigError, Defaults, LoadSpec, Pacing, RunSettings, ScenarioRules, ScenarioSettings, bounds,
     invalid_setting,
@@ -159,13 +159,6 @@ impl Descriptor for Churn {
             ChurnSummary::of(cycles, &input.metrics.counters, input.measured_secs, &input.server.samples);
         Some(("churn", serde_json::to_value(summary).ok()?))
     }
-    fn report_lines(&self, result: &RunResult) -> Vec<(&'static str, String)> {
-        report::churn_lines(result)
-    }
-    /// Connections live for a moment: Little's law over them says nothing.
-    fn littles_law(&self) -> bool {
-        false
-    }
     /// `--warmup` of the same churn, unmeasured, before the measured run and before the
     /// probe's first sample (shards, which start together at `--start-at`, skip it).
     fn warmup_run(&self, load: &LoadSpec) -> Option<LoadSpec> {
@@ -180,5 +173,15 @@ impl Descriptor for Churn {
     }
     fn settle(&self) -> Duration {
         SETTLE
+    }
+}
+
+impl Presentation for Churn {
+    fn report_lines(&self, result: &RunResult) -> Vec<(&'static str, String)> {
+        report::churn_lines(result)
+    }
+    /// Connections live for a moment: Little's law over them says nothing.
+    fn littles_law(&self) -> bool {
+        false
     }
 }

@@ -49,6 +49,8 @@ impl super::Descriptor for Echo {
     }
 }
 
+impl super::Presentation for Echo {}
+
 /// The usual phases: the ramp, then `--warmup`, then `--duration` measured; traffic once
 /// every connection is up (or with a ramp, as each opens).
 pub fn after_connect(load: &LoadSpec) -> PhasePlan {

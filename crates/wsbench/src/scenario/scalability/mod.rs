@@ -75,6 +75,9 @@ impl super::Descriptor for Scalability {
     ) -> Box<dyn Workload> {
         Box::new(Idle)
     }
+}
+
+impl super::Presentation for Scalability {
     fn report_block(&self, result: &RunResult) -> Option<String> {
         let summary = &result.summary;
         Some(format!(
