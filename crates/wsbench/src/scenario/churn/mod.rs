@@ -23,7 +23,7 @@ use crate::config::{
     invalid_setting,
 };
 use crate::engine::timers::CLOSE_TIMEOUT;
-use crate::engine::{PhasePlan, Window, Workload};
+use crate::engine::{PhasePlan, Workload};
 use crate::metrics::Section;
 use crate::result::{ResultError, RunResult};
 use figures::ChurnSummary;
@@ -131,11 +131,8 @@ impl Descriptor for Churn {
     /// Measured from the first connection on, for `--duration` and the tail in which the
     /// last connections finish their cycles.
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
-        PhasePlan {
-            window: Window::FromStart(load.duration + load.connect_timeout + CLOSE_TIMEOUT),
-            traffic_from_start: true,
-            connect_from_due: true,
-        }
+        let window = load.duration + load.connect_timeout + CLOSE_TIMEOUT;
+        PhasePlan { connect_from_due: true, ..PhasePlan::from_start(window) }
     }
     fn workload(
         &self,
