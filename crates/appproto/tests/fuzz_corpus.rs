@@ -2,59 +2,37 @@
 //! through the same checks the libFuzzer targets use, so `cargo test` on stable exercises the
 //! seeds and every saved regression input without nightly or cargo-fuzz. The checks are
 //! included by path from the fuzz crate, which is why that file may only use
-//! `wsbench_appproto` and std.
+//! `wsbench_appproto` and std; so is the replay (`fuzz/src/corpus.rs`), shared with the
+//! codec's and the server's corpus tests.
 
 #[path = "../../../fuzz/src/appproto_checks.rs"]
 mod appproto_checks;
-
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::Path;
-
-/// Runs `check` on every file of `fuzz/corpus/<target>/` and fails with the names of the
-/// files whose check panicked.
-fn run_corpus(target: &str, check: fn(&[u8])) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-        .map(|entry| entry.expect("directory entry").path())
-        .filter(|path| path.is_file())
-        .collect();
-    files.sort();
-    assert!(files.len() >= 10, "only {} seeds in {}", files.len(), dir.display());
-    let failed: Vec<String> = files
-        .iter()
-        .filter(|path| {
-            let data = std::fs::read(path).expect("reading a corpus file");
-            catch_unwind(AssertUnwindSafe(|| check(&data))).is_err()
-        })
-        .map(|path| path.display().to_string())
-        .collect();
-    assert!(failed.is_empty(), "{target}: {} of {} inputs failed: {failed:#?}", failed.len(), files.len());
-}
+#[path = "../../../fuzz/src/corpus.rs"]
+mod corpus;
 
 #[test]
 fn mqtt_decode_corpus() {
-    run_corpus("mqtt_decode", appproto_checks::mqtt_decode);
+    corpus::replay("mqtt_decode", appproto_checks::mqtt_decode);
 }
 
 #[test]
 fn stomp_decode_corpus() {
-    run_corpus("stomp_decode", appproto_checks::stomp_decode);
+    corpus::replay("stomp_decode", appproto_checks::stomp_decode);
 }
 
 #[test]
 fn socketio_decode_corpus() {
-    run_corpus("socketio_decode", appproto_checks::socketio_decode);
+    corpus::replay("socketio_decode", appproto_checks::socketio_decode);
 }
 
 #[test]
 fn graphql_ws_decode_corpus() {
-    run_corpus("graphql_ws_decode", appproto_checks::graphql_ws_decode);
+    corpus::replay("graphql_ws_decode", appproto_checks::graphql_ws_decode);
 }
 
 #[test]
 fn jsonrpc_decode_corpus() {
-    run_corpus("jsonrpc_decode", appproto_checks::jsonrpc_decode);
+    corpus::replay("jsonrpc_decode", appproto_checks::jsonrpc_decode);
 }
 
 /// Every byte string up to two bytes, and some longer runs, through every check: the

@@ -72,7 +72,7 @@ impl Compression {
         let start = out.len();
         write_frame(out, true, opcode, None, &self.compressed);
         out[start] |= 0x40;
-        crate::conn::count_echo();
+        crate::echo_count::count_echo();
         self.message.clear();
         // A large message's buffers are not kept for the idle connection.
         if self.message.capacity() > 1 << 20 {

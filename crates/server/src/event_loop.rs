@@ -365,7 +365,7 @@ impl EventLoop {
     /// Returns false when the connection was closed because of a write error.
     fn send(&mut self, key: usize) -> bool {
         // Counted before the echoes go out: a peer that has its echo sees it counted.
-        let echoed = crate::conn::take_echoed();
+        let echoed = crate::echo_count::take_echoed();
         if echoed > 0 {
             self.echoed.store(self.echoed.load(Ordering::Relaxed) + echoed, Ordering::Relaxed);
         }

@@ -12,8 +12,8 @@
 mod compression;
 mod config;
 mod conn;
+mod echo_count;
 mod event_loop;
-mod http2;
 mod listener;
 mod processes;
 mod pubsub;

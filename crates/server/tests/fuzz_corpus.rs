@@ -2,33 +2,17 @@
 //! through the same check the libFuzzer target uses, so `cargo test` on stable exercises the
 //! seeds and every saved regression input of the server's connection state machine. The
 //! check is included by path from the fuzz crate (it uses only this crate, wsbench_proto and
-//! std), like crates/proto/tests/fuzz_corpus.rs does for the codec targets.
+//! std), like crates/proto/tests/fuzz_corpus.rs does for the codec targets, and replayed by
+//! the same `fuzz/src/corpus.rs`.
 
+#[path = "../../../fuzz/src/corpus.rs"]
+mod corpus;
 #[path = "../../../fuzz/src/server_checks.rs"]
 mod server_checks;
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::Path;
-
 #[test]
 fn server_conn_corpus() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/server_conn");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-        .map(|entry| entry.expect("directory entry").path())
-        .filter(|path| path.is_file())
-        .collect();
-    files.sort();
-    assert!(files.len() >= 10, "only {} seeds in {}", files.len(), dir.display());
-    let failed: Vec<String> = files
-        .iter()
-        .filter(|path| {
-            let data = std::fs::read(path).expect("reading a corpus file");
-            catch_unwind(AssertUnwindSafe(|| server_checks::server_conn(&data))).is_err()
-        })
-        .map(|path| path.display().to_string())
-        .collect();
-    assert!(failed.is_empty(), "server_conn: {} of {} inputs failed: {failed:#?}", failed.len(), files.len());
+    corpus::replay("server_conn", server_checks::server_conn);
 }
 
 /// The seeds reach the states they are meant to: an echo after the handshake, and a 1009

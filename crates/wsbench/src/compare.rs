@@ -317,7 +317,7 @@ impl Row {
             // The server measured is the one behind the front.
             settings.server_pid = server.pids().first().copied();
         }
-        let measured = session::measure_once(&settings, interrupt);
+        let measured = session::measure_and_write(&settings, interrupt);
         if let Some(front) = front.as_mut() {
             front.stop();
         }

@@ -47,7 +47,7 @@ pub fn of_compare(any_row_failed: bool, ctrl_c: bool) -> u8 {
 /// when a step counted errors or no rate held (the search has no answer), else
 /// [`SUCCESS`]. A step broken only by the objective or the delivered rate is the search's
 /// answer, not a failure.
-pub fn of_search(search: &crate::find_rate::Search) -> u8 {
+pub fn of_search(search: &crate::result::search::Search) -> u8 {
     match search.interrupted {
         true => INTERRUPTED,
         false if search.max_rate_per_sec.is_none() => RUN_FAILURES,

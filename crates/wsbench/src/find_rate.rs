@@ -4,36 +4,18 @@
 //! held and the first that broke until they are within 5 %. A step also fails when the
 //! server did not deliver the offered rate, when anything failed, or when the client could
 //! not keep its schedule: a rate is only "sustained" if all of it was measured honestly.
-//! The search's `--json` file carries `kind: "wsbench-search"` and a schema version (see
-//! `schema/search.schema.json`) so `wsbench report` can read it back.
-
-use std::collections::BTreeMap;
-use std::path::Path;
-
-use serde::{Deserialize, Serialize};
+//! What a search found, and its `--json` file, are result types (`result::search`): the
+//! report reads them without this algorithm.
 
 use crate::config::Slo;
-use crate::result::{LatencyStats, ResultError, RunResult, write_atomically};
+use crate::result::RunResult;
+use crate::result::search::{CUT_SHORT, PRECISION, Search, Step};
 use crate::units::format::{micros, rate};
 
-/// Bisection stops when the bracket is narrower than this fraction of the rate that held.
-pub const PRECISION: f64 = 0.05;
 /// Most steps one search measures.
 pub const MAX_STEPS: usize = 24;
 /// A step must deliver at least this share of the offered rate.
 pub const DELIVERED_SHARE: f64 = 0.95;
-
-/// What one step measured and whether the objective held.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Step {
-    pub offered_per_sec: f64,
-    pub achieved_per_sec: f64,
-    pub latency_us: LatencyStats,
-    pub errors: BTreeMap<String, u64>,
-    pub held: bool,
-    /// Why the step failed, in words.
-    pub broken_by: Option<String>,
-}
 
 impl Step {
     /// Judges one measured run at `offered` messages/s against `slo`.
@@ -69,22 +51,6 @@ impl Step {
         }
     }
 }
-
-/// The whole search.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Search {
-    pub slo: Slo,
-    pub steps: Vec<Step>,
-    /// The highest rate that held; `None` if even the lowest tried broke the objective.
-    pub max_rate_per_sec: Option<f64>,
-    /// The lowest rate that broke it (the bracket's top), if any did.
-    pub broke_at_per_sec: Option<f64>,
-    pub interrupted: bool,
-}
-
-/// Why a step cut short by Ctrl-C was not judged: what it measured is kept, but it held
-/// and broke nothing.
-pub const CUT_SHORT: &str = "cut short by an interruption";
 
 /// Runs the search from `start` messages/s; `measure` runs one step at a rate. Stops early
 /// (keeping what was measured, the last step [`CUT_SHORT`]) when `measure` says the run
@@ -126,40 +92,12 @@ pub fn search<E>(
     Ok(Search { slo, steps, max_rate_per_sec: good, broke_at_per_sec: bad, interrupted })
 }
 
-/// Version of the search file's layout.
-pub const SEARCH_SCHEMA_VERSION: u32 = 1;
-/// The search file's `kind`, which tells it apart from result and rtt files.
-pub const SEARCH_KIND: &str = "wsbench-search";
-
-/// The `--json` file of `--find-max-rate`: the search, headed by its kind and version.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SearchFile {
-    pub kind: String,
-    pub schema_version: u32,
-    #[serde(flatten)]
-    pub search: Search,
-}
-
-impl SearchFile {
-    /// The file of one search.
-    pub fn new(search: &Search) -> SearchFile {
-        SearchFile {
-            kind: SEARCH_KIND.to_owned(),
-            schema_version: SEARCH_SCHEMA_VERSION,
-            search: search.clone(),
-        }
-    }
-}
-
-/// Writes the search as pretty JSON to `path` (atomically).
-pub fn write_search_json(search: &Search, path: &Path) -> Result<(), ResultError> {
-    let file = SearchFile::new(search);
-    write_atomically(path, |out| serde_json::to_writer_pretty(out, &file).map_err(std::io::Error::other))
-}
-
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+    use crate::result::LatencyStats;
 
     fn step_at(rate: f64, capacity: f64) -> Step {
         let held = rate <= capacity;

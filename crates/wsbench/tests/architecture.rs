@@ -7,6 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+#[path = "architecture/module_graph.rs"]
+mod module_graph;
+
 /// Longest source file, in lines.
 const MAX_FILE_LINES: usize = 600;
 /// Longest function, in lines.
@@ -140,35 +143,56 @@ fn top_level_modules_import_each_other_without_a_cycle() {
     assert_eq!(find_cycle(&graph), None, "top-level modules form an import cycle");
 }
 
+/// The crates whose folders are checked for import cycles, by their folder under `crates/`,
+/// with the files of a binary the library does not contain.
+const CYCLE_FREE_CRATES: [(&str, &[&str]); 2] = [("wsbench", &BINARY_MODULES), ("server", &[])];
+
 #[test]
-fn files_of_one_folder_import_each_other_without_a_cycle() {
-    // Within a folder, siblings (not the folder's mod.rs, which declares them) refer to each
-    // other as `super::NAME` or `crate::FOLDER::NAME`.
-    let files = library_files();
-    let mut folders: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
-    for (path, module) in &files {
-        let is_folder_root = path.file_name().is_some_and(|n| n == "mod.rs");
-        if module.len() < 2 || is_folder_root {
-            continue;
-        }
-        let (folder, name) = module.split_at(module.len() - 1);
-        let text = production_code(path);
-        let prefix = format!("crate::{}::", folder.join("::"));
-        let mut refers = BTreeSet::new();
-        for marker in ["super::", prefix.as_str()] {
-            for (at, _) in text.match_indices(marker) {
-                refers.extend(first_identifier(&text[at + marker.len()..]));
-            }
-        }
-        folders.entry(folder.to_vec()).or_default().insert(name[0].clone(), refers);
+fn members_of_one_folder_import_each_other_without_a_cycle() {
+    // A member is a file or a whole subfolder, its mod.rs included; an import reaching into
+    // a subfolder, or through a name the folder re-exports, counts as one of that member.
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut cycles = Vec::new();
+    for (name, binary) in CYCLE_FREE_CRATES {
+        let modules = module_graph::crate_modules(&crates.join(name).join("src"), binary);
+        let graphs = module_graph::folder_graphs(&modules);
+        cycles.extend(
+            module_graph::cycles(&graphs).into_iter().map(|cycle| format!("crates/{name}/src/{cycle}")),
+        );
     }
-    for (folder, mut graph) in folders {
-        let siblings: BTreeSet<String> = graph.keys().cloned().collect();
-        for edges in graph.values_mut() {
-            edges.retain(|name| siblings.contains(name));
-        }
-        assert_eq!(find_cycle(&graph), None, "files of {} form an import cycle", folder.join("/"));
+    assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn the_cycle_check_reads_folder_roots_and_imports_across_folders() {
+    // The check sees what it looks for: dial/mod.rs imports conn, and the server's conn.rs
+    // imports compression.rs.
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let wsbench = module_graph::folder_graphs(&module_graph::crate_modules(&src_dir(), &BINARY_MODULES));
+    let engine = &wsbench[&vec!["engine".to_owned()]];
+    assert!(engine["dial"].contains("conn"), "engine/dial/mod.rs → conn not seen: {engine:?}");
+    let server = module_graph::folder_graphs(&module_graph::crate_modules(&crates.join("server/src"), &[]));
+    assert!(server[&Vec::new()]["conn"].contains("compression"), "server conn → compression not seen");
+}
+
+#[test]
+fn the_cycle_check_finds_a_cycle_through_a_folder_root_and_a_re_export() {
+    // a.rs → b/ (through the name b/mod.rs re-exports from b/inner.rs) → c.rs → a.rs.
+    let src = std::env::temp_dir().join(format!("wsbench-cycle-check-{}", std::process::id()));
+    std::fs::create_dir_all(src.join("b")).unwrap();
+    let files = [
+        ("lib.rs", "//! root\nmod a;\nmod b;\nmod c;\n"),
+        ("a.rs", "//! a\nuse crate::b::Inner;\n"),
+        ("b/mod.rs", "//! b\nmod inner;\npub use inner::Inner;\n"),
+        ("b/inner.rs", "//! inner\nuse crate::c::C;\npub struct Inner;\n"),
+        ("c.rs", "//! c\npub struct C(super::a::A);\n"),
+    ];
+    for (path, text) in files {
+        std::fs::write(src.join(path), text).unwrap();
     }
+    let cycles = module_graph::cycles(&module_graph::folder_graphs(&module_graph::crate_modules(&src, &[])));
+    std::fs::remove_dir_all(&src).unwrap();
+    assert_eq!(cycles, [": a → b → c → a"]);
 }
 
 #[test]
@@ -396,10 +420,10 @@ fn reachable_from(start: &str) -> BTreeSet<String> {
 #[test]
 fn the_report_never_reaches_the_session() {
     // Results are files and reports read files: the report layer imports nothing that runs
-    // a measurement, directly or through another module.
+    // a measurement or a search, directly or through another module.
     let reached = reachable_from("report");
     assert!(reached.contains("result"), "the import graph was not read: {reached:?}");
-    for runner in ["session", "live", "compare"] {
+    for runner in ["session", "live", "compare", "find_rate"] {
         assert!(!reached.contains(runner), "report reaches `{runner}` (through {reached:?})");
     }
 }

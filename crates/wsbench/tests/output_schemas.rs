@@ -12,9 +12,10 @@ use std::process::{Command, Output};
 use serde_json::Value;
 use support::wsbench_bin;
 use wsbench::config::Slo;
-use wsbench::find_rate::{Step, search};
+use wsbench::find_rate::search;
 use wsbench::fixture;
 use wsbench::result::RunResult;
+use wsbench::result::search::Step;
 
 fn schema(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema").join(name);
@@ -62,7 +63,7 @@ fn assert_contract(name: &str, json: &Value, required: &[&[&str]]) {
 }
 
 /// A search judged by the real objective on fixture runs, written as `--json` writes it.
-fn written_search(dir: &Path) -> (PathBuf, wsbench::find_rate::Search) {
+fn written_search(dir: &Path) -> (PathBuf, wsbench::result::search::Search) {
     let slo: Slo = "p99<1h,p99.9<2h".parse().unwrap();
     let run = RunResult::from_outcome(&fixture::closed_loop());
     let troubled = RunResult::from_outcome(&fixture::open_loop_troubled());
@@ -73,7 +74,7 @@ fn written_search(dir: &Path) -> (PathBuf, wsbench::find_rate::Search) {
     })
     .unwrap();
     let path = dir.join("search.json");
-    wsbench::find_rate::write_search_json(&found, &path).unwrap();
+    wsbench::result::search::write_search_json(&found, &path).unwrap();
     (path, found)
 }
 

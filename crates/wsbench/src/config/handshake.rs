@@ -14,12 +14,11 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::error::{ConfigError, invalid};
+use super::target::REDACTED;
 use crate::input_file::{InputFileError, InputKind};
 
 /// Replaced in a header value by the connection's number (0-based, across the run).
 pub const CONN_PLACEHOLDER: &str = "{conn}";
-/// Shown in the result file instead of a secret header's value.
-pub const REDACTED: &str = "<redacted>";
 
 /// Headers the request builder writes itself; giving them would send them twice or break
 /// the upgrade.

@@ -41,7 +41,7 @@ pub use error::ConfigError;
 use error::invalid;
 pub(crate) use error::invalid as invalid_setting;
 pub use flow::{FlowSettings, MAX_FLOW_STEPS, StepSettings};
-pub use handshake::{CONN_PLACEHOLDER, HandshakeOptions, Header, REDACTED, is_secret};
+pub use handshake::{CONN_PLACEHOLDER, HandshakeOptions, Header, is_secret};
 pub use io::IoBackend;
 pub use lines::TextLines;
 pub use outputs::{check_output_file, check_output_folder};
@@ -52,7 +52,7 @@ pub use scenario::{
 pub use settings::{DEFAULT_DASHBOARD_ADDR, RunSettings};
 pub use slo::{Objective, Slo, Statistic};
 pub use source_addrs::parse_addr_range;
-pub use target::Target;
+pub use target::{REDACTED, Target};
 pub use threshold::{Comparison, Metric, Threshold};
 pub use tls::{ClientIdentity, ClientKey, TlsOptions, TlsVersion};
 pub use transport::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTION, TransportSpec};

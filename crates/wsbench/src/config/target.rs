@@ -14,7 +14,10 @@ use base64::Engine as _;
 use serde::Serialize;
 
 use super::ConfigError;
-use super::handshake::REDACTED;
+
+/// Shown in the result file instead of a secret: a secret header's value, the password of the
+/// target URL.
+pub const REDACTED: &str = "<redacted>";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Target {

@@ -12,7 +12,7 @@ use wsbench_proto::deflate::{self, Deflater, Inflater};
 use wsbench_proto::handshake::parse_response;
 use wsbench_proto::{Decoder, OpCode, ProtocolError, Reservation, write_frame};
 
-use super::dial::HandshakeFailure;
+use super::handshake_failure::HandshakeFailure;
 use crate::config::CompressionOffer;
 use crate::metrics::Counters;
 

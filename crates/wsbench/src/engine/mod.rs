@@ -10,10 +10,12 @@ pub mod batch;
 mod compression;
 pub mod conn;
 pub mod dial;
+pub mod handshake_failure;
 mod io;
 mod live_board;
 pub mod pacer;
 pub mod recorder;
+mod rx_time;
 pub mod stream;
 pub mod timers;
 pub mod tls;
@@ -260,18 +262,18 @@ pub struct EngineOutput {
 /// unpinned); `interrupt` ends the run early (Ctrl-C); `progress` is called a few times a
 /// second from this thread, with the seconds every worker has finished since its last call.
 pub fn run(
-    spec: Job,
+    job: Job,
     cpus: &[Option<usize>],
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&Control, &LiveSeconds),
 ) -> std::io::Result<EngineOutput> {
-    let spec = Arc::new(spec);
-    if let Some(start_at) = spec.load.start_at_unix_ms {
+    let job = Arc::new(job);
+    if let Some(start_at) = job.load.start_at_unix_ms {
         wait_for_unix_ms(start_at, interrupt);
     }
     let control = Arc::new(Control::new());
     let rss_baseline_bytes = own_rss_bytes();
-    let handles = spawn_workers(&spec, &control, cpus)?;
+    let handles = spawn_workers(&job, &control, cpus)?;
     let worker_count = handles.len();
     let tick = Duration::from_millis(100);
     let mut timeline = Vec::new();
@@ -294,11 +296,11 @@ pub fn run(
         let sleep = deadline.map_or(tick, |d| d.saturating_duration_since(Instant::now()).min(tick));
         std::thread::sleep(sleep);
     };
-    let phases = spec.plan.phases();
-    let from_start = control.begin(&phases, spec.load.ramp_per_sec.is_some());
+    let phases = job.plan.phases();
+    let from_start = control.begin(&phases, job.load.ramp_per_sec.is_some());
     // Connect phase.
     let all_connected = || control.workers_connected.load(Ordering::SeqCst) == worker_count;
-    let connect_deadline = from_start.then(|| control.start + spec.load.duration);
+    let connect_deadline = from_start.then(|| control.start + job.load.duration);
     wait_until(connect_deadline, &all_connected, progress);
     let (connect_phase_secs, rss_connected_bytes) = (control.start.elapsed().as_secs_f64(), own_rss_bytes());
     // Load phase.
@@ -309,9 +311,9 @@ pub fn run(
         // to measure: the run ends now instead of idling to the end of its window, and
         // says so.
         let end = control.start + Duration::from_micros(end_us);
-        let nothing_open = || control.nothing_open(spec.load.reconnect, worker_count);
+        let nothing_open = || control.nothing_open(job.load.reconnect, worker_count);
         wait_until(Some(end), &nothing_open, progress);
-        let lost_all = control.server_took_every_connection(spec.load.reconnect, worker_count);
+        let lost_all = control.server_took_every_connection(job.load.reconnect, worker_count);
         if !control.interrupted.load(Ordering::Relaxed) && Instant::now() < end && lost_all {
             ended_early = Some(end_us.saturating_sub(measure_start_us) as f64 / 1e6);
         }
@@ -341,26 +343,26 @@ pub fn run(
 /// Splits this process's connections over one worker per entry of `cpus` (at most one
 /// per connection) and starts them; each opens connections as its pacer says.
 fn spawn_workers(
-    spec: &Arc<Job>,
+    job: &Arc<Job>,
     control: &Arc<Control>,
     cpus: &[Option<usize>],
 ) -> std::io::Result<Vec<JoinHandle<WorkerOutput>>> {
-    let my_connections = spec.load.shard.map_or(spec.load.connections, |s| s.share_of(spec.load.connections));
+    let my_connections = job.load.shard.map_or(job.load.connections, |s| s.share_of(job.load.connections));
     let worker_count = cpus.len().max(1).min(my_connections as usize);
     control.live.expect_workers(worker_count);
     let mut plans: Vec<WorkerPlan> = (0..worker_count)
         .map(|id| WorkerPlan { id, cpu: cpus.get(id).copied().flatten(), connections: Vec::new() })
         .collect();
-    let mine = (0..spec.load.connections).filter(|&i| spec.load.shard.is_none_or(|shard| shard.owns(i)));
+    let mine = (0..job.load.connections).filter(|&i| job.load.shard.is_none_or(|shard| shard.owns(i)));
     // Connections that share a TCP connection (`--streams-per-connection`) go to one worker
     // in whole groups, so N of them ride on N / S connections.
-    let group = spec.load.transport.streams_per_connection.max(1) as usize;
+    let group = job.load.transport.streams_per_connection.max(1) as usize;
     for (n, index) in mine.enumerate() {
         plans[(n / group) % worker_count].connections.push(index);
     }
     let mut handles = Vec::with_capacity(worker_count);
     for plan in plans {
-        let worker = Worker::new(spec.clone(), control.clone(), plan.clone())?;
+        let worker = Worker::new(job.clone(), control.clone(), plan.clone())?;
         handles.push(std::thread::Builder::new().name(format!("wsbench-w{}", plan.id)).spawn(move || {
             if let Some(cpu) = plan.cpu {
                 let _ = crate::affinity::pin_current_thread(cpu);

@@ -12,7 +12,7 @@ use std::time::Duration;
 use mio::net::TcpStream;
 use wsbench_transport::Transport;
 
-use super::io::rx_time;
+use super::rx_time;
 
 #[derive(Debug)]
 pub enum ByteStream {

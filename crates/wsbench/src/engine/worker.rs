@@ -15,10 +15,12 @@ use std::time::{Duration, Instant};
 use slab::Slab;
 
 use super::conn::{ClientConn, State};
-use super::dial::{self, Carriers, Dial, HandshakeFailure, StreamEvent, Upgrade};
-use super::io::{CARRIER, Event, Io, rx_time};
+use super::dial::{self, Carriers, Dial, StreamEvent};
+use super::handshake_failure::{HandshakeFailure, Upgrade};
+use super::io::{CARRIER, Event, Io};
 use super::pacer::{Pacer, TICK};
 use super::recorder::Recorder;
+use super::rx_time;
 use super::timers::{Due, Timers};
 use super::workload::{Assembly, Cx, PhasePlan, Workload};
 use super::{Control, Job};
@@ -72,7 +74,7 @@ pub struct WorkerOutput {
 }
 
 pub struct Worker {
-    spec: Arc<Job>,
+    job: Arc<Job>,
     control: Arc<Control>,
     id: usize,
     /// The sockets' I/O: epoll, or io_uring for open plain connections.
@@ -107,29 +109,29 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub fn new(spec: Arc<Job>, control: Arc<Control>, plan: WorkerPlan) -> io::Result<Worker> {
+    pub fn new(job: Arc<Job>, control: Arc<Control>, plan: WorkerPlan) -> io::Result<Worker> {
         let conns = Slab::with_capacity(plan.connections.len());
-        let workload = spec.plan.workload(&plan.connections);
+        let workload = job.plan.workload(&plan.connections);
         let workload_batch_len = workload.batch().map_or(0, |batch| batch.len());
-        let rec = Recorder::new(control.clone(), plan.id, spec.load.message_interval.is_some());
+        let rec = Recorder::new(control.clone(), plan.id, job.load.message_interval.is_some());
         let pacer = Pacer::new(
             control.start,
-            spec.load.ramp_per_sec,
-            spec.load.message_interval,
-            spec.load.connect_timeout,
-            spec.load.connections,
+            job.load.ramp_per_sec,
+            job.load.message_interval,
+            job.load.connect_timeout,
+            job.load.connections,
             plan.connections,
         )
-        .with_send_window(spec.load.send_window);
+        .with_send_window(job.load.send_window);
         Ok(Worker {
             io: Io::new()?,
-            dial: dial::of(&spec),
+            dial: dial::of(&job),
             conns,
             carriers: Carriers::default(),
             carrier_events: Vec::new(),
             read_buf: vec![0u8; READ_BUFFER_BYTES].into_boxed_slice(),
             assembly: workload.assembly(),
-            phases: spec.plan.phases(),
+            phases: job.plan.phases(),
             workload,
             rec,
             pacer,
@@ -142,18 +144,18 @@ impl Worker {
             cut_off: false,
             expiring: Vec::new(),
             open: 0,
-            outbox_bound: outbox_bound(&spec.load, workload_batch_len),
+            outbox_bound: outbox_bound(&job.load, workload_batch_len),
             id: plan.id,
-            spec,
+            job,
             control,
         })
     }
 
     pub fn run(mut self) -> WorkerOutput {
         // Carried WebSockets and their carriers stay on epoll.
-        let on_epoll = self.spec.target.tls || self.dial.carries();
-        let open_loop = self.spec.load.message_interval.is_some();
-        self.io.start_ring(self.spec.load.io, on_epoll, self.conns.capacity(), open_loop);
+        let on_epoll = self.job.target.tls || self.dial.carries();
+        let open_loop = self.job.load.message_interval.is_some();
+        self.io.start_ring(self.job.load.io, on_epoll, self.conns.capacity(), open_loop);
         loop {
             let now = Instant::now();
             if self.rec.tick(now, self.open, || self.workload.errors()) {
@@ -338,7 +340,7 @@ impl Worker {
     fn sleep_time(&mut self, now: Instant, connect_allowed: bool) -> Duration {
         let timer = self.timers.next().map(|at| at.saturating_duration_since(now));
         let wake = self.pacer.next_wakeup(now, connect_allowed).min(timer.unwrap_or(Duration::MAX));
-        let spin = self.spec.load.send_window.is_zero();
+        let spin = self.job.load.send_window.is_zero();
         match self.pacer.next_due(connect_allowed) {
             Some(due) if wake > Duration::ZERO && spin && self.io.alarm.rang_early_for(due) => Duration::ZERO,
             Some(due) if wake > Duration::ZERO && wake < TICK => match self.io.alarm.set(due, spin) {
@@ -543,7 +545,7 @@ impl Worker {
         let mut used = 0;
         if self.conns[key].state == State::Upgrading {
             let counters = &mut self.rec.metrics.counters;
-            match self.dial.answer(&self.spec, &mut self.conns[key], data, counters) {
+            match self.dial.answer(&self.job, &mut self.conns[key], data, counters) {
                 Upgrade::Incomplete => return 0,
                 Upgrade::Accepted(n) => {
                     used = n;
@@ -576,7 +578,7 @@ impl Worker {
     /// submission for them all. An early send is sent as if due now (its latency counts
     /// from when it went out); its next one keeps the schedule.
     fn fire_timers(&mut self, now: Instant) {
-        let horizon = now + self.spec.load.send_window;
+        let horizon = now + self.job.load.send_window;
         while let Some(send) = self.pacer.pop_due_send(horizon) {
             if !self.rec.sending_allowed(send.due) {
                 continue;

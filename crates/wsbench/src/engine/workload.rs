@@ -52,6 +52,22 @@ pub enum Window {
 }
 
 impl PhasePlan {
+    /// A closed loop's phases: every connection opens, then `warmup`, then `measured`;
+    /// traffic once all are up.
+    pub fn after_connect(warmup: Duration, measured: Duration) -> PhasePlan {
+        PhasePlan {
+            window: Window::AfterConnect { warmup, measured },
+            traffic_from_start: false,
+            connect_from_due: false,
+        }
+    }
+
+    /// An open loop of new clients: measured from the first connection on for `window`,
+    /// each connection sending as soon as it opens.
+    pub fn from_start(window: Duration) -> PhasePlan {
+        PhasePlan { window: Window::FromStart(window), traffic_from_start: true, connect_from_due: false }
+    }
+
     /// The warm-up before the measured window (none for a window from the start).
     pub fn warmup(&self) -> Duration {
         match self.window {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-use crate::find_rate::{SEARCH_KIND, SEARCH_SCHEMA_VERSION, SearchFile};
+use crate::result::search::{SEARCH_KIND, SEARCH_SCHEMA_VERSION, SearchFile};
 use crate::result::{ResultError, RunResult};
 use crate::rtt::json::{RTT_KIND, RTT_SCHEMA_VERSION, RttFile};
 

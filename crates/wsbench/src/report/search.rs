@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::find_rate::{CUT_SHORT, PRECISION, Search};
+use crate::result::search::{CUT_SHORT, PRECISION, Search};
 use crate::units::format::millis_fixed;
 
 /// The step table and the verdict, for the terminal.
@@ -60,9 +60,9 @@ pub fn render_search(search: &Search) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::find_rate::{SearchFile, Step};
     use crate::fixture;
     use crate::result::RunResult;
+    use crate::result::search::{SearchFile, Step};
 
     /// A search judged by the real objective on a fixture run: the lower rate held (the
     /// fixture delivers it), the higher did not.

@@ -13,6 +13,7 @@ mod build;
 mod codec;
 mod compression;
 mod distribution;
+pub mod search;
 mod transport;
 mod unanswered;
 

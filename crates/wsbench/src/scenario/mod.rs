@@ -14,6 +14,7 @@ mod echo;
 mod flow;
 mod glue;
 mod ping;
+mod presentation;
 pub mod pubsub;
 mod scalability;
 mod throughput;
@@ -30,6 +31,7 @@ use crate::result::{ResultError, RunResult};
 use crate::samples::ServerReport;
 
 pub use glue::{decode_metrics, figures_for, figures_of, names, plan_of};
+pub use presentation::Presentation;
 
 /// Every scenario, in the order `--help` lists them.
 pub static SCENARIOS: &[&dyn Descriptor] = &[
@@ -82,8 +84,9 @@ pub struct FleetFeature {
 /// What the workers of one run share within a process, if their scenario needs anything.
 pub type SharedState = Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>;
 
-/// Everything a scenario is. [`ScenarioRules`] is its settings side.
-pub trait Descriptor: ScenarioRules {
+/// Everything a scenario is. [`ScenarioRules`] is its settings side, [`Presentation`] how
+/// the report shows its runs.
+pub trait Descriptor: ScenarioRules + Presentation {
     /// One line for `wsbench run --help`.
     fn about(&self) -> &'static str;
     /// What one exchange is called: the headline rate, the live view and the charts count
@@ -119,33 +122,6 @@ pub trait Descriptor: ScenarioRules {
     /// Its figures in the result file: the key and the value.
     fn figures(&self, _input: &FiguresInput<'_>) -> Option<(&'static str, Value)> {
         None
-    }
-    /// `(label, text)` lines for the terminal report and the HTML page.
-    fn report_lines(&self, _result: &RunResult) -> Vec<(&'static str, String)> {
-        Vec::new()
-    }
-    /// Text the terminal report adds at its end (c10k's statistics block).
-    fn report_block(&self, _result: &RunResult) -> Option<String> {
-        None
-    }
-    /// What the report's header says the load was, when not "N connections × K in flight".
-    fn load_shape(&self, _result: &RunResult) -> Option<String> {
-        None
-    }
-    /// What follows the headline rate (throughput's echoes/ms).
-    fn headline_suffix(&self, _result: &RunResult) -> Option<String> {
-        None
-    }
-    /// Little's law holds for its exchanges (a fixed number of them always outstanding).
-    fn littles_law(&self) -> bool {
-        true
-    }
-    /// Extra columns of the `compare` table: headings and widths, and each run's cells.
-    fn compare_columns(&self) -> &'static [(&'static str, usize)] {
-        &[]
-    }
-    fn compare_cells(&self, _result: &RunResult) -> Vec<String> {
-        Vec::new()
     }
     /// Its own `--threshold` figures: names, and each one's value in a result.
     fn threshold_names(&self) -> &'static [&'static str] {

@@ -1,7 +1,7 @@
 //! Orchestration: everything around the engine, for every command that measures. A
 //! [`Session`] checks that a run fits this machine ([`cpus`]), starts the built-in server
 //! when no URL is given ([`builtin`], through the one child-process crate, `wsbench_supervisor`),
-//! finds and samples the server process, and runs the engine; [`Session::measure_once`] is
+//! finds and samples the server process, and runs the engine; [`Session::measure_in_this_process`] is
 //! the one measurement that `run`, `--find-max-rate` and `compare` all use. [`shards`]
 //! splits a run over child processes; [`target_wait`] waits for a server that is
 //! still starting; [`interrupt`] turns SIGINT, SIGTERM and SIGHUP into a flag every loop
@@ -23,9 +23,10 @@ use crate::config::Slo;
 use crate::config::Target;
 use crate::config::{Mode, Outputs, RunConfig, RunSettings};
 use crate::engine::{self, Job};
-use crate::find_rate::{Search, Step, search};
+use crate::find_rate::search;
 use crate::hlog::HlogWriter;
 use crate::probe::{SAMPLE_INTERVAL, ServerProbe, pids_listening_on};
+use crate::result::search::{Search, Step, write_search_json};
 use crate::result::{EndedEarly, RunResult};
 use crate::samples::{RunOutcome, ServerReport};
 
@@ -101,7 +102,7 @@ impl RunReport {
     pub fn write_json(&self, path: &std::path::Path) -> Result<(), crate::result::ResultError> {
         match self {
             RunReport::Once(result) => result.write_json(path),
-            RunReport::Search(search) => crate::find_rate::write_search_json(search, path),
+            RunReport::Search(search) => write_search_json(search, path),
             RunReport::Unsaved { report, .. } => report.write_json(path),
         }
     }
@@ -120,7 +121,7 @@ pub fn run(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunReport, 
         let written = config.outputs.json.as_deref().map_or(Ok(()), |path| Ok(report.write_json(path)?));
         return Ok(keep(report, written));
     }
-    let mut result = measure(settings, &config, interrupt)?;
+    let mut result = measure_in_own_session(settings, &config, interrupt)?;
     let written = write_outputs(&mut result, &config);
     Ok(keep(RunReport::Once(Box::new(result)), written))
 }
@@ -128,9 +129,9 @@ pub fn run(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunReport, 
 /// One measured run of `settings`, from start to written result, as [`run`] measures it
 /// (in this process, or as `--processes N` shards merged) but with no search: how each
 /// run of a comparison is measured.
-pub fn measure_once(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+pub fn measure_and_write(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
     let config = settings.validate()?;
-    let mut result = measure(settings, &config, interrupt)?;
+    let mut result = measure_in_own_session(settings, &config, interrupt)?;
     write_outputs(&mut result, &config)?;
     Ok(result)
 }
@@ -138,7 +139,7 @@ pub fn measure_once(settings: &RunSettings, interrupt: &AtomicBool) -> Result<Ru
 /// One measured run of `config` (validated from `settings`) in its own session (the
 /// built-in server started and stopped), split over its `--processes` when it has more
 /// than one; no file written.
-fn measure(
+fn measure_in_own_session(
     settings: &RunSettings,
     config: &RunConfig,
     interrupt: &AtomicBool,
@@ -219,13 +220,17 @@ impl Session {
         interrupt: &AtomicBool,
     ) -> Result<RunResult, RunError> {
         match config.placement.processes {
-            1 => self.measure_once(config, interrupt),
+            1 => self.measure_in_this_process(config, interrupt),
             _ => shards::run(self, settings, config, interrupt),
         }
     }
 
     /// One measured run of `config` against this session's target, in this process.
-    pub fn measure_once(&self, config: &RunConfig, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+    pub fn measure_in_this_process(
+        &self,
+        config: &RunConfig,
+        interrupt: &AtomicBool,
+    ) -> Result<RunResult, RunError> {
         let scenario = crate::scenario::of(&config.load);
         self.warmup_run(config, interrupt)?;
         // Shards given --start-at begin then (the engine waits): their timelines and server

@@ -13,9 +13,9 @@ use bytes::Bytes;
 use mio::net::TcpStream;
 use slab::Slab;
 
-use super::failure::Upgrade;
 use crate::engine::Job;
 use crate::engine::conn::ClientConn;
+use crate::engine::handshake_failure::{HandshakeFailure, Upgrade};
 use crate::metrics::Counters;
 
 /// What a carrier needs from the worker while it works: the run, the WebSockets (by key),
@@ -45,7 +45,7 @@ pub enum StreamEvent {
     ConnectFailed(usize, io::Error),
     /// Its carrier failed before its opening request could go (TLS, the server's protocol):
     /// a failed handshake, by cause.
-    Refused(usize, super::HandshakeFailure),
+    Refused(usize, HandshakeFailure),
 }
 
 /// A TCP connection carrying WebSockets as streams.

@@ -17,11 +17,11 @@ use wsbench_proto::handshake::{client_key, client_request_with_headers, parse_re
 use wsbench_proto::{Decoder, Reservation, Role};
 use wsbench_transport::Transport;
 
-use super::failure::{self, HandshakeFailure, Upgrade};
 use super::{Carriers, Dial};
 use crate::engine::Job;
 use crate::engine::compression;
 use crate::engine::conn::ClientConn;
+use crate::engine::handshake_failure::{self, HandshakeFailure, Upgrade};
 use crate::metrics::Counters;
 
 /// The HTTP/1.1 upgrade (the default).
@@ -54,7 +54,7 @@ impl Dial for Http1 {
     /// The `101` at the start of `data`, checked: what it agreed is counted and set on the
     /// connection (its permessage-deflate state).
     fn answer(&self, job: &Job, conn: &mut ClientConn, data: &mut [u8], counters: &mut Counters) -> Upgrade {
-        let n = match failure::answer(data, &conn.key, false) {
+        let n = match handshake_failure::answer(data, &conn.key, false) {
             Upgrade::Accepted(n) => n,
             other => return other,
         };
@@ -75,27 +75,27 @@ impl Dial for Http1 {
 
 /// Starts connection `index` (global number): the TCP connect is in progress, the TLS
 /// session (if any) set up, and the upgrade request queued to write once connected.
-fn open(spec: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
-    let transport = connect(spec, index)?;
+fn open(job: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
+    let transport = connect(job, index)?;
     let mut nonce = [0u8; 16];
     rand::rng().fill_bytes(&mut nonce);
-    let decoder = Decoder::new(Role::Client, spec.load.max_message);
+    let decoder = Decoder::new(Role::Client, job.load.max_message);
     let mut conn = ClientConn::new(transport.into(), index, client_key(nonce), decoder, now);
-    conn.budget = Reservation::new(spec.message_memory.clone());
-    conn.output.extend_from_slice(&upgrade_request(spec, &conn.key, index));
+    conn.budget = Reservation::new(job.message_memory.clone());
+    conn.output.extend_from_slice(&upgrade_request(job, &conn.key, index));
     Ok(conn)
 }
 
 /// The socket of connection `index` (from its source address), connecting, with its TLS
 /// session (SNI) for a `wss://` target.
-pub(super) fn connect(spec: &Job, index: u64) -> io::Result<Transport> {
-    let target = &spec.target;
-    let source = (!spec.load.source_addrs.is_empty())
-        .then(|| spec.load.source_addrs[index as usize % spec.load.source_addrs.len()]);
+pub(super) fn connect(job: &Job, index: u64) -> io::Result<Transport> {
+    let target = &job.target;
+    let source = (!job.load.source_addrs.is_empty())
+        .then(|| job.load.source_addrs[index as usize % job.load.source_addrs.len()]);
     let stream = connect_socket(target.addr, source)?;
-    Ok(match &spec.tls {
+    Ok(match &job.tls {
         Some(config) => {
-            let host = spec.load.tls.sni.as_ref().unwrap_or(&target.host);
+            let host = job.load.tls.sni.as_ref().unwrap_or(&target.host);
             let name = ServerName::try_from(host.clone())
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
             let session = ClientConnection::new(config.clone(), name).map_err(io::Error::other)?;
@@ -107,40 +107,40 @@ pub(super) fn connect(spec: &Job, index: u64) -> io::Result<Transport> {
 
 /// The upgrade request of connection `index`: the `--subprotocol`s offered and the extra
 /// headers, `{conn}` replaced by `index`.
-fn upgrade_request(spec: &Job, key: &str, index: u64) -> Vec<u8> {
-    let handshake = &spec.load.handshake;
+fn upgrade_request(job: &Job, key: &str, index: u64) -> Vec<u8> {
+    let handshake = &job.load.handshake;
     let protocols: Vec<&str> = handshake.subprotocols.iter().map(String::as_str).collect();
     let mut headers = handshake.headers_for(index);
-    if let Some(offer) = &spec.load.compression {
+    if let Some(offer) = &job.load.compression {
         headers.push(("Sec-WebSocket-Extensions".to_owned(), offer.header_value()));
     }
     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-    let target = &spec.target;
+    let target = &job.target;
     client_request_with_headers(&target.host_header(), &target.path, key, &protocols, &headers)
 }
 
 /// Checks what an accepted upgrade (`head`, the `101` response) agreed to and counts it
 /// ([`check_agreed`]).
 fn check_accepted(
-    spec: &Job,
+    job: &Job,
     conn: &ClientConn,
     head: &[u8],
     counters: &mut Counters,
 ) -> Result<(), HandshakeFailure> {
     let chosen = parse_response(head, &conn.key).ok().flatten().and_then(|(response, _)| response.protocol);
-    check_agreed(spec, chosen, conn.transport.negotiated_tls(), counters)
+    check_agreed(job, chosen, conn.transport.negotiated_tls(), counters)
 }
 
 /// Checks what the server agreed to (`chosen`: the subprotocol it named) and counts it:
 /// the subprotocol must be one offered (and, when some were offered, one must be chosen);
 /// the TLS version and cipher suite are counted by value.
 pub(super) fn check_agreed(
-    spec: &Job,
+    job: &Job,
     chosen: Option<String>,
     tls: Option<(rustls::ProtocolVersion, rustls::CipherSuite)>,
     counters: &mut Counters,
 ) -> Result<(), HandshakeFailure> {
-    let offered = &spec.load.handshake.subprotocols;
+    let offered = &job.load.handshake.subprotocols;
     match chosen {
         Some(protocol) if offered.contains(&protocol) => {
             *counters.subprotocols_chosen.entry(protocol).or_default() += 1;

@@ -8,7 +8,6 @@
 //! owns no event loop. Adding a transport is a file or folder here and a line in [`DIALS`].
 
 pub mod carrier;
-pub mod failure;
 mod http1;
 mod http2;
 
@@ -17,10 +16,10 @@ use std::time::Instant;
 
 use super::Job;
 use super::conn::ClientConn;
+use super::handshake_failure::Upgrade;
 use crate::metrics::Counters;
 
 pub use carrier::{Carrier, CarrierCx, Carriers, StreamEvent};
-pub use failure::{HandshakeFailure, Upgrade};
 
 /// Every transport, by name (the first is the default).
 pub static DIALS: &[&dyn Dial] = &[&http1::Http1, &http2::Http2];

@@ -10,7 +10,6 @@
 
 pub mod alarm;
 mod provided_buffers;
-pub mod rx_time;
 mod uring;
 
 use std::io;
@@ -23,6 +22,7 @@ use mio::{Events, Interest, Poll, Token};
 
 use super::batch::Batch;
 use super::conn::ClientConn;
+use super::rx_time;
 use crate::config::IoBackend;
 use alarm::Alarm;
 use uring::{Completion, Ring};

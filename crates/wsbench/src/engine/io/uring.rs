@@ -15,7 +15,7 @@
 //! echo messages are tens of bytes: the page pinning costs more than the copy).
 //!
 //! A ring made `with_arrival_times` receives with multishot `recvmsg` instead, on sockets
-//! that stamp what arrives ([`super::rx_time`]): each completion then says when its bytes
+//! that stamp what arrives ([`crate::engine::rx_time`]): each completion then says when its bytes
 //! arrived, and [`Ring::submit_and_wait`] may leave receives queued until its timeout
 //! (`defer`) without the worker timing them late.
 
@@ -28,7 +28,7 @@ use io_uring::{IoUring, cqueue, opcode, squeue};
 use slab::Slab;
 
 use super::provided_buffers::{BUFFER_BYTES, BUFFER_GROUP, ProvidedBuffers};
-use super::rx_time::RecvMsgHeader;
+use crate::engine::rx_time::{self, RecvMsgHeader};
 
 /// Provided buffers ([`BUFFER_BYTES`] each): how many per worker, shared by all its connections. A
 /// receive takes one buffer per completion; buffers go back to the ring as soon as their
@@ -184,7 +184,7 @@ impl Ring {
         self.by_key[key] = slot;
         // Stamping is switched on as the connection is made (see `Io::register`); again
         // here for a socket that was not.
-        if self.recvmsg.is_some() && super::rx_time::enable(fd).is_err() {
+        if self.recvmsg.is_some() && rx_time::enable(fd).is_err() {
             self.stamps_refused = true;
         }
         self.receive(slot)
@@ -393,7 +393,7 @@ impl Ring {
         let bytes =
             unsafe { std::slice::from_raw_parts(self.buffers.address(buffer), len.min(BUFFER_BYTES)) };
         let out = types::RecvMsgOut::parse(bytes, header.get()).ok()?;
-        let stamp = super::rx_time::stamp(out.control_data());
+        let stamp = rx_time::stamp(out.control_data());
         if !out.payload_data().is_empty() {
             self.last_stamped = stamp.is_some();
         }

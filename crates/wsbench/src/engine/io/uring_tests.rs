@@ -98,7 +98,7 @@ fn receives_stopped_by_a_short_pool_are_armed_again_and_lose_nothing() {
 /// ends the connection.
 #[test]
 fn a_ring_with_arrival_times_dates_each_receive_by_the_kernel_stamp() {
-    let _on = super::super::rx_time::stamping_on();
+    let _on = crate::engine::rx_time::stamping_on();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
     let mut server = listener.accept().unwrap().0;
@@ -147,7 +147,7 @@ fn a_ring_with_arrival_times_dates_each_receive_by_the_kernel_stamp() {
     assert_eq!((key, unsafe { ring.received(buffer, offset, len) }), (0, &mut b"stamped".to_vec()[..]));
     ring.recycle(buffer);
     ring.restore_completions(completions);
-    let arrived = super::super::rx_time::Clocks::now().instant_of(stamp.expect("the receive has its stamp"));
+    let arrived = crate::engine::rx_time::Clocks::now().instant_of(stamp.expect("the receive has its stamp"));
     let slack = Duration::from_millis(2);
     assert!(
         arrived + slack >= before && arrived <= sent + slack,

@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use super::Worker;
 use crate::engine::conn::{ClientConn, State};
-use crate::engine::dial::{self, Carrier, CarrierCx, HandshakeFailure, StreamEvent, Upgrade};
+use crate::engine::dial::{self, Carrier, CarrierCx, StreamEvent};
+use crate::engine::handshake_failure::{HandshakeFailure, Upgrade};
 
 /// Rounds of carrier flushes before a wait: what one round's events wrote goes out in the
 /// next.
@@ -31,7 +32,7 @@ impl Worker {
         let mut events = std::mem::take(&mut self.carrier_events);
         if let Some(carrier) = self.carriers.get_mut(key) {
             let mut cx = CarrierCx {
-                job: &self.spec,
+                job: &self.job,
                 conns: &mut self.conns,
                 counters: &mut self.rec.metrics.counters,
                 batch: self.workload.batch(),

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use super::{MAX_CONNECTING, Worker};
 use crate::engine::conn::State;
-use crate::engine::dial::{self, HandshakeFailure};
+use crate::engine::dial;
+use crate::engine::handshake_failure::HandshakeFailure;
 use crate::metrics::record_us;
 
 impl Worker {
@@ -45,7 +46,7 @@ impl Worker {
     fn connect(&mut self, index: u64, now: Instant) {
         let key = self.conns.vacant_key();
         let registered =
-            self.dial.open(&self.spec, index, now, key, &mut self.carriers).and_then(|mut conn| {
+            self.dial.open(&self.job, index, now, key, &mut self.carriers).and_then(|mut conn| {
                 conn.slot = key;
                 if let Some(socket) = conn.transport.socket() {
                     self.io.register(key, socket)?;
@@ -159,7 +160,7 @@ impl Worker {
 
     /// With `--reconnect`, schedules connection `index` to be opened again.
     pub(super) fn reconnect_later(&mut self, index: u64) {
-        if self.spec.load.reconnect && !self.control.stopping() {
+        if self.job.load.reconnect && !self.control.stopping() {
             self.pacer.reconnect_later(index, Instant::now());
         }
     }

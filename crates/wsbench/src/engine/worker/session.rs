@@ -70,7 +70,7 @@ impl Worker {
     /// The upgrade was accepted: the connection's session is made and sends its opening.
     /// Returns whether it is ready at once (then the connection opens now).
     pub(super) fn start_session(&mut self, key: usize, now: Instant) -> bool {
-        let session = self.spec.plan.session(self.conns[key].index);
+        let session = self.job.plan.session(self.conns[key].index);
         self.conns[key].passthrough = session.passthrough();
         self.conns[key].session = Some(session);
         let after = self.with_session(key, now, |session, now, sink| session.open(now, sink));

@@ -12,7 +12,7 @@ use super::echo::workload::EchoWorkload;
 use crate::config::{
     ConfigError, Defaults, LoadSpec, NoSettings, Pace, Pacing, RunSettings, ScenarioRules, ScenarioSettings,
 };
-use crate::engine::{PhasePlan, Window, Workload};
+use crate::engine::{PhasePlan, Workload};
 use crate::result::RunResult;
 
 /// The seed: a new client every 1 ms, one message per client per second, 300 s.
@@ -48,11 +48,7 @@ impl super::Descriptor for C10k {
         "open loop: a new client every --arrival, each sending every --interval (seed 003)"
     }
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
-        PhasePlan {
-            window: Window::FromStart(load.duration),
-            traffic_from_start: true,
-            connect_from_due: false,
-        }
+        PhasePlan::from_start(load.duration)
     }
     fn workload(
         &self,
@@ -62,6 +58,9 @@ impl super::Descriptor for C10k {
     ) -> Box<dyn Workload> {
         Box::new(EchoWorkload::new(load, None))
     }
+}
+
+impl super::Presentation for C10k {
     fn report_block(&self, result: &RunResult) -> Option<String> {
         Some(statistics_block(result))
     }

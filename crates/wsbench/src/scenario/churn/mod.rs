@@ -17,13 +17,13 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{Descriptor, FiguresInput};
+use super::{Descriptor, FiguresInput, Presentation};
 use crate::config::{
     ConfigError, Defaults, LoadSpec, Pacing, RunSettings, ScenarioRules, ScenarioSettings, bounds,
     invalid_setting,
 };
 use crate::engine::timers::CLOSE_TIMEOUT;
-use crate::engine::{PhasePlan, Window, Workload};
+use crate::engine::{PhasePlan, Workload};
 use crate::metrics::Section;
 use crate::result::{ResultError, RunResult};
 use figures::ChurnSummary;
@@ -131,11 +131,8 @@ impl Descriptor for Churn {
     /// Measured from the first connection on, for `--duration` and the tail in which the
     /// last connections finish their cycles.
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
-        PhasePlan {
-            window: Window::FromStart(load.duration + load.connect_timeout + CLOSE_TIMEOUT),
-            traffic_from_start: true,
-            connect_from_due: true,
-        }
+        let window = load.duration + load.connect_timeout + CLOSE_TIMEOUT;
+        PhasePlan { connect_from_due: true, ..PhasePlan::from_start(window) }
     }
     fn workload(
         &self,
@@ -159,13 +156,6 @@ impl Descriptor for Churn {
             ChurnSummary::of(cycles, &input.metrics.counters, input.measured_secs, &input.server.samples);
         Some(("churn", serde_json::to_value(summary).ok()?))
     }
-    fn report_lines(&self, result: &RunResult) -> Vec<(&'static str, String)> {
-        report::churn_lines(result)
-    }
-    /// Connections live for a moment: Little's law over them says nothing.
-    fn littles_law(&self) -> bool {
-        false
-    }
     /// `--warmup` of the same churn, unmeasured, before the measured run and before the
     /// probe's first sample (shards, which start together at `--start-at`, skip it).
     fn warmup_run(&self, load: &LoadSpec) -> Option<LoadSpec> {
@@ -180,5 +170,15 @@ impl Descriptor for Churn {
     }
     fn settle(&self) -> Duration {
         SETTLE
+    }
+}
+
+impl Presentation for Churn {
+    fn report_lines(&self, result: &RunResult) -> Vec<(&'static str, String)> {
+        report::churn_lines(result)
+    }
+    /// Connections live for a moment: Little's law over them says nothing.
+    fn littles_law(&self) -> bool {
+        false
     }
 }

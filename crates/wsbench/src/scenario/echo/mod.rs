@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::config::{
     ConfigError, Defaults, LoadSpec, NoSettings, Pacing, RunSettings, ScenarioRules, ScenarioSettings,
 };
-use crate::engine::{PhasePlan, Window, Workload};
+use crate::engine::{PhasePlan, Workload};
 use workload::EchoWorkload;
 
 #[derive(Debug)]
@@ -49,12 +49,10 @@ impl super::Descriptor for Echo {
     }
 }
 
+impl super::Presentation for Echo {}
+
 /// The usual phases: the ramp, then `--warmup`, then `--duration` measured; traffic once
 /// every connection is up (or with a ramp, as each opens).
 pub fn after_connect(load: &LoadSpec) -> PhasePlan {
-    PhasePlan {
-        window: Window::AfterConnect { warmup: load.warmup, measured: load.duration },
-        traffic_from_start: false,
-        connect_from_due: false,
-    }
+    PhasePlan::after_connect(load.warmup, load.duration)
 }

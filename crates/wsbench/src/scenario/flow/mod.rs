@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{Descriptor, FiguresInput};
+use super::{Descriptor, FiguresInput, Presentation};
 use crate::config::{
     ConfigError, Defaults, Exchange, LoadSpec, Pacing, RunSettings, ScenarioRules, ScenarioSettings,
     invalid_setting,
@@ -107,6 +107,9 @@ impl Descriptor for Flow {
         let section = input.metrics.section.as_ref()?.as_any().downcast_ref::<FlowSection>()?;
         Some(("flow", serde_json::to_value(FlowSummary::of(section)).ok()?))
     }
+}
+
+impl Presentation for Flow {
     fn report_lines(&self, result: &RunResult) -> Vec<(&'static str, String)> {
         report::flow_lines(result)
     }

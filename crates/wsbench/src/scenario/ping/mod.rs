@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{Descriptor, FiguresInput};
+use super::{Descriptor, FiguresInput, Presentation};
 use crate::config::{
     ConfigError, Defaults, Exchange, LoadSpec, Pace, Pacing, Payload, RunSettings, ScenarioRules,
     ScenarioSettings, invalid_setting,
@@ -96,6 +96,16 @@ impl Descriptor for Ping {
         let section = input.metrics.section.as_ref()?.as_any().downcast_ref::<PingSection>()?;
         Some(("ping", serde_json::to_value(section).ok()?))
     }
+    fn threshold_names(&self) -> &'static [&'static str] {
+        &["unanswered"]
+    }
+    fn threshold_value(&self, name: &str, result: &RunResult) -> Option<f64> {
+        let ping = result.figures::<PingSection>("ping")?;
+        (name == "unanswered").then_some(ping.unanswered as f64)
+    }
+}
+
+impl Presentation for Ping {
     fn report_lines(&self, result: &RunResult) -> Vec<(&'static str, String)> {
         let Some(ping) = result.figures::<PingSection>("ping") else { return Vec::new() };
         let mut text = format!(
@@ -115,12 +125,5 @@ impl Descriptor for Ping {
     /// Pings go out on a schedule, whatever is outstanding.
     fn littles_law(&self) -> bool {
         false
-    }
-    fn threshold_names(&self) -> &'static [&'static str] {
-        &["unanswered"]
-    }
-    fn threshold_value(&self, name: &str, result: &RunResult) -> Option<f64> {
-        let ping = result.figures::<PingSection>("ping")?;
-        (name == "unanswered").then_some(ping.unanswered as f64)
     }
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Descriptor, FiguresInput, FleetFeature};
+use super::{Descriptor, FiguresInput, FleetFeature, Presentation};
 use crate::config::{
     ConfigError, Defaults, Exchange, LoadSpec, Pace, Pacing, RunSettings, ScenarioRules, ScenarioSettings,
 };
@@ -139,6 +139,21 @@ impl Descriptor for PubSub {
         let summary = PubSubSummary::of(section, input.config, input.measured_secs);
         Some(("pubsub", serde_json::to_value(summary).ok()?))
     }
+    fn threshold_names(&self) -> &'static [&'static str] {
+        &["lost", "duplicated", "out_of_order"]
+    }
+    fn threshold_value(&self, name: &str, result: &RunResult) -> Option<f64> {
+        let pubsub = result.figures::<PubSubSummary>("pubsub")?;
+        match name {
+            "lost" => Some(pubsub.lost as f64),
+            "duplicated" => Some(pubsub.duplicated as f64),
+            "out_of_order" => Some(pubsub.out_of_order as f64),
+            _ => None,
+        }
+    }
+}
+
+impl Presentation for PubSub {
     fn report_lines(&self, result: &RunResult) -> Vec<(&'static str, String)> {
         report::pubsub_lines(result)
     }
@@ -164,17 +179,5 @@ impl Descriptor for PubSub {
             pubsub.duplicated.to_string(),
             millis_tight(pubsub.spread_us.p99 as f64),
         ]
-    }
-    fn threshold_names(&self) -> &'static [&'static str] {
-        &["lost", "duplicated", "out_of_order"]
-    }
-    fn threshold_value(&self, name: &str, result: &RunResult) -> Option<f64> {
-        let pubsub = result.figures::<PubSubSummary>("pubsub")?;
-        match name {
-            "lost" => Some(pubsub.lost as f64),
-            "duplicated" => Some(pubsub.duplicated as f64),
-            "out_of_order" => Some(pubsub.out_of_order as f64),
-            _ => None,
-        }
     }
 }

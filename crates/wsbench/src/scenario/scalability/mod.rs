@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::config::{ConfigError, Defaults, LoadSpec, Pacing, RunSettings, ScenarioRules, ScenarioSettings};
 use crate::engine::conn::ClientConn;
 use crate::engine::workload::{Cx, Message};
-use crate::engine::{PhasePlan, Window, Workload};
+use crate::engine::{PhasePlan, Workload};
 use crate::result::RunResult;
 use crate::units::format::{plural, seconds};
 
@@ -61,11 +61,7 @@ impl super::Descriptor for Scalability {
     }
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         let hold = load.scenario_settings.get::<Hold>().map_or(DEFAULT_HOLD, |hold| hold.0);
-        PhasePlan {
-            window: Window::AfterConnect { warmup: Duration::ZERO, measured: hold },
-            traffic_from_start: false,
-            connect_from_due: false,
-        }
+        PhasePlan::after_connect(Duration::ZERO, hold)
     }
     fn workload(
         &self,
@@ -75,6 +71,9 @@ impl super::Descriptor for Scalability {
     ) -> Box<dyn Workload> {
         Box::new(Idle)
     }
+}
+
+impl super::Presentation for Scalability {
     fn report_block(&self, result: &RunResult) -> Option<String> {
         let summary = &result.summary;
         Some(format!(

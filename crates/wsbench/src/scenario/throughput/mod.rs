@@ -58,6 +58,9 @@ impl super::Descriptor for Throughput {
     ) -> Box<dyn Workload> {
         Box::new(EchoWorkload::new(load, None))
     }
+}
+
+impl super::Presentation for Throughput {
     fn headline_suffix(&self, result: &RunResult) -> Option<String> {
         // Seed 004 (uWebSockets) reports throughput in echoes per millisecond.
         Some(format!(" = {} echoes/ms", sig3(result.summary.exchanges_per_sec / 1e3)))

@@ -21,8 +21,8 @@ use wsbench_transport::http2::{Pipe, PipeIo, Ready, error_cause, poll_now, reaso
 
 use super::request;
 use crate::engine::dial::carrier::{Carrier, CarrierCx, StreamEvent};
-use crate::engine::dial::failure::{HandshakeFailure, Upgrade};
 use crate::engine::dial::http1;
+use crate::engine::handshake_failure::{HandshakeFailure, Upgrade};
 
 /// Receive windows: large enough that flow control does not pace an echo run, small
 /// enough to bound what a connection may have in flight toward us.

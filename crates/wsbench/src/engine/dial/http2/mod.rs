@@ -14,10 +14,10 @@ use std::time::Instant;
 
 use wsbench_proto::{Decoder, Reservation, Role};
 
-use super::failure::Upgrade;
 use super::{Carriers, Dial, http1};
 use crate::engine::Job;
 use crate::engine::conn::ClientConn;
+use crate::engine::handshake_failure::Upgrade;
 use crate::engine::stream::ByteStream;
 use crate::metrics::Counters;
 use carrier::H2Carrier;

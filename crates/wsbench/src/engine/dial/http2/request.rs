@@ -11,7 +11,7 @@ use wsbench_transport::http2::h2;
 use crate::engine::Job;
 use crate::engine::compression;
 use crate::engine::conn::ClientConn;
-use crate::engine::dial::failure::HandshakeFailure;
+use crate::engine::handshake_failure::HandshakeFailure;
 use crate::metrics::Counters;
 
 /// Headers HTTP/2 forbids (connection-specific, RFC 9113 §8.2.2) or that RFC 8441 replaces

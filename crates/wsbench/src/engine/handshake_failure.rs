@@ -3,7 +3,9 @@
 //! alert or certificate problem, an answer that is not an upgrade response, a wrong
 //! `Sec-WebSocket-Accept`, no complete answer in time, or a connection that ended before
 //! any answer. The worker counts them with `Counters::count_handshake_failure`; the result
-//! shows each as `handshake_CAUSE`.
+//! shows each as `handshake_CAUSE`. Every transport of `dial/` judges its answers with these, and
+//! the compression negotiation refuses an answer with them too, so they sit beside both, below
+//! them, and import neither.
 
 use std::io;
 

@@ -26,8 +26,8 @@ use wsbench_transport::http2::h2::server::{self, SendResponse};
 use wsbench_transport::http2::h2::{self, RecvStream, SendStream};
 use wsbench_transport::http2::{OUTPUT_LIMIT, Pipe, PipeIo, Ready, context};
 
+use super::{ConnState, Limits, Next, Phase};
 use crate::compression::Compression;
-use crate::conn::{ConnState, Limits, Next, Phase};
 
 /// Passes over the connection and its woken streams per call (a pass that moved nothing
 /// ends it early).

@@ -1,6 +1,7 @@
 //! One client connection's protocol state machine: HTTP request → (101 and WebSocket echo |
 //! 200 for plain GETs | 400 for bad upgrades), the HTTP/2 preface → WebSockets as streams
-//! (`http2.rs`), or raw TCP echo. It turns input bytes into
+//! (`conn/http2.rs`, a part of this state machine: its streams are WebSockets of this
+//! same state machine, and an HTTP/2 connection is one of its phases), or raw TCP echo. It turns input bytes into
 //! output bytes and never touches the socket, so the event loop owns all I/O and buffering.
 //!
 //! Idle connections hold no buffers: `input` keeps only an incomplete header or control
@@ -9,14 +10,15 @@
 use wsbench_proto::handshake::{Request, add_header, parse_request, server_response};
 use wsbench_proto::{CloseCode, Decoder, OpCode, ProtocolError, Reservation, Role, write_frame};
 
-use std::cell::Cell;
-
 use wsbench_transport::Transport;
 
 use crate::compression::Compression;
-use crate::http2::H2Conn;
+use crate::echo_count::count_echo;
 use crate::pubsub;
+use http2::H2Conn;
 use wsbench_transport::http2::PREFACE;
+
+mod http2;
 
 /// Where a connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,24 +46,6 @@ pub struct Limits {
     /// Text messages that are pub/sub commands go to [`ConnState::inbox`] instead of being
     /// echoed (`wsbench serve --pubsub`).
     pub pubsub: bool,
-}
-
-thread_local! {
-    /// Text and binary messages echoed on this thread since the event loop last took the
-    /// count. Per thread, so counting costs no atomic per message and no field per idle
-    /// connection; the event loop adds it to its own count before it writes a connection's
-    /// output.
-    static ECHOED: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Counts one echoed text or binary message (pongs, closes and pub/sub deliveries are not).
-pub fn count_echo() {
-    ECHOED.with(|count| count.set(count.get() + 1));
-}
-
-/// The messages this thread echoed since the last call.
-pub fn take_echoed() -> u64 {
-    ECHOED.with(|count| count.replace(0))
 }
 
 /// What the event loop should do after `process`.
