@@ -21,6 +21,7 @@ mod scenario;
 mod settings;
 mod slo;
 mod source_addrs;
+mod stages;
 mod suggest;
 mod target;
 mod threshold;
@@ -52,6 +53,7 @@ pub use scenario::{
 pub use settings::RunSettings;
 pub use slo::{Objective, Slo, Statistic};
 pub use source_addrs::parse_addr_range;
+pub use stages::{MAX_STAGES, Stage, StageKind, StageList, StagePlan, StageSettings};
 pub use target::Target;
 pub use threshold::{Comparison, Metric, Threshold};
 pub use tls::{ClientIdentity, ClientKey, TlsOptions, TlsVersion};
@@ -279,6 +281,9 @@ pub struct LoadSpec {
     /// The scenario's own settings, checked (written into `config` under its own keys).
     #[serde(flatten)]
     pub scenario_settings: OwnSettings,
+    /// `--stages`: connections or rate that change over the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages: Option<StagePlan>,
 }
 
 /// A scenario's own settings as [`LoadSpec`] carries them: shared, compared and written by

@@ -68,6 +68,13 @@ pub struct RunSettings {
     #[arg(long = "threshold", value_name = "EXPR")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threshold: Vec<String>,
+    /// Load in stages, each DURATION:TARGET[:ramp][:warmup]: connections
+    /// ('30s:1000c,2m:1000c,30s:0c', opened or closed linearly toward each target) or the open
+    /// loop's rate ('1m:1000/s,1m:5000/s:ramp', held, or ramped from the previous stage's);
+    /// each stage's figures are reported (at most 100 stages, whole seconds, 7 days in all).
+    #[arg(long, value_name = "STAGES", value_parser = parse_stages)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages: Option<super::StageList>,
     /// Run the I-th of N equal parts of the scenario (0-based), e.g. 2/5.
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -352,6 +359,10 @@ fn is_false(value: &bool) -> bool {
     !*value
 }
 
+fn parse_stages(text: &str) -> Result<super::StageList, String> {
+    text.parse()
+}
+
 impl RunSettings {
     /// Reads a TOML scenario file (the same keys as the flags, kebab-case).
     pub fn from_file(path: &Path) -> Result<RunSettings, ConfigError> {
@@ -470,6 +481,7 @@ mod tests {
             find_max_rate: true,
             slo: some("p99<10ms,p999<50ms"),
             threshold: vec!["p99<10ms".into(), "errors==0".into()],
+            stages: Some("10s:100c,5s:0c".parse().unwrap()),
             shard: some("1/3"),
             run_id: some("r-1"),
             start_at: Some(1_700_000_000_000),

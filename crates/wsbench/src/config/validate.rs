@@ -37,6 +37,12 @@ impl RunSettings {
         all: &[&dyn ScenarioRules],
     ) -> Result<RunConfig, ConfigError> {
         self.refuse_settings_of_others(rules, all)?;
+        if let Some(list) = &self.stages {
+            let (staged, plan) = super::stages::apply(self, list, &rules.pacing(self)?)?;
+            let mut config = staged.validate_for(rules, all)?;
+            config.load.stages = Some(plan);
+            return Ok(config);
+        }
         let target = self.target.as_deref().map(Target::parse).transpose()?;
         let defaults = rules.defaults();
         let pacing = rules.pacing(self)?;
@@ -88,6 +94,7 @@ impl RunSettings {
             protocol_options: self.protocol_options(message),
             run_id: self.run_id()?,
             scenario_settings: OwnSettings(Arc::new(NoSettings)),
+            stages: None,
         };
         (load.max_message, load.max_message_memory) = self.message_limits(&load.payload)?;
         load.scenario_settings = OwnSettings(rules.settings(self, &load)?);

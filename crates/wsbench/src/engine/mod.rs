@@ -25,8 +25,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::config::Target;
-use crate::metrics::{Metrics, TimelineSecond};
+use crate::config::{StagePlan, Target};
+use crate::metrics::{Metrics, StageTally, TimelineSecond, add_stage_second};
 use crate::probe::own_rss_bytes;
 use crate::samples::{ClientMemory, WorkerCpu};
 use worker::{Worker, WorkerOutput, WorkerPlan};
@@ -275,9 +275,13 @@ pub fn run(
     let worker_count = handles.len();
     let tick = Duration::from_millis(100);
     let mut timeline = Vec::new();
-    let take_seconds = |timeline: &mut Vec<TimelineSecond>| {
+    let mut stages = spec.load.stages.as_ref().map(StageTally::of_plan).unwrap_or_default();
+    let mut take_seconds = |timeline: &mut Vec<TimelineSecond>| {
         let seen = control.live.take_complete();
         timeline.extend(seen.intervals.iter().map(TimelineSecond::of));
+        for second in &seen.intervals {
+            add_stage_second(&mut stages, second, &seen.errors);
+        }
         seen
     };
     let mut wait_until = |deadline: Option<Instant>,
@@ -294,8 +298,11 @@ pub fn run(
         let sleep = deadline.map_or(tick, |d| d.saturating_duration_since(Instant::now()).min(tick));
         std::thread::sleep(sleep);
     };
-    let phases = spec.plan.phases();
-    let from_start = control.begin(&phases, spec.load.ramp_per_sec.is_some());
+    let phases = staged_phases(spec.plan.phases(), spec.load.stages.as_ref());
+    let from_start = control.begin(&phases, spec.load.ramp_per_sec.is_some() || spec.load.stages.is_some());
+    if let Some(plan) = &spec.load.stages {
+        control.measure_start_us.store(plan.warmup_s() * 1_000_000, Ordering::SeqCst);
+    }
     // Connect phase.
     let all_connected = || control.workers_connected.load(Ordering::SeqCst) == worker_count;
     let connect_deadline = from_start.then(|| control.start + spec.load.duration);
@@ -309,7 +316,13 @@ pub fn run(
         // to measure: the run ends now instead of idling to the end of its window, and
         // says so.
         let end = control.start + Duration::from_micros(end_us);
-        let nothing_open = || control.nothing_open(spec.load.reconnect, worker_count);
+        // Stages that close every connection before their end go on to it (the server's
+        // memory after a ramp-down is what they watch).
+        let staged = spec.load.stages.is_some();
+        let nothing_open = || match staged {
+            true => control.server_took_every_connection(spec.load.reconnect, worker_count),
+            false => control.nothing_open(spec.load.reconnect, worker_count),
+        };
         wait_until(Some(end), &nothing_open, progress);
         let lost_all = control.server_took_every_connection(spec.load.reconnect, worker_count);
         if !control.interrupted.load(Ordering::Relaxed) && Instant::now() < end && lost_all {
@@ -321,9 +334,9 @@ pub fn run(
     let (mut metrics, measured_exchanges, workers) =
         join_workers(handles, control.start.elapsed().as_secs_f64())?;
     // Every worker has ended: its last seconds are on the board.
-    let last_seconds = control.live.take_complete();
-    timeline.extend(last_seconds.intervals.iter().map(TimelineSecond::of));
+    let last_seconds = take_seconds(&mut timeline);
     metrics.timeline = timeline;
+    metrics.stages = stages;
     Ok(EngineOutput {
         metrics,
         last_seconds,
@@ -336,6 +349,20 @@ pub fn run(
         interrupted: control.interrupted.load(Ordering::Relaxed),
         ended_early,
     })
+}
+
+/// With `--stages`, the run's window is the plan's, timed from the run's start: traffic
+/// from the first connection on, measured from the end of the warm-up stages (set by the
+/// caller) to the end of the last stage.
+fn staged_phases(phases: PhasePlan, stages: Option<&StagePlan>) -> PhasePlan {
+    match stages {
+        Some(plan) => PhasePlan {
+            window: Window::FromStart(Duration::from_secs(plan.total_s())),
+            traffic_from_start: true,
+            ..phases
+        },
+        None => phases,
+    }
 }
 
 /// Splits this process's connections over one worker per entry of `cpus` (at most one

@@ -120,7 +120,8 @@ impl Worker {
             spec.load.connections,
             plan.connections,
         )
-        .with_send_window(spec.load.send_window);
+        .with_send_window(spec.load.send_window)
+        .with_stages(spec.load.stages.clone());
         Ok(Worker {
             io: Io::new()?,
             dial: dial::of(&spec),
