@@ -210,6 +210,21 @@ pub(super) fn apply(
     Ok((staged, plan))
 }
 
+/// A `--threshold` on a stage names one the plan has.
+pub(super) fn check_thresholds(
+    thresholds: &[super::Threshold],
+    plan: Option<&StagePlan>,
+) -> Result<(), ConfigError> {
+    let stages = plan.map_or(0, |plan| plan.stages.len());
+    match thresholds.iter().find(|t| t.stage.is_some_and(|stage| stage >= stages)) {
+        Some(t) if plan.is_none() => {
+            Err(invalid("threshold", format!("`{}` names a stage: give --stages", t.expression)))
+        }
+        Some(t) => Err(invalid("threshold", format!("`{}`: the run has {stages} stages", t.expression))),
+        None => Ok(()),
+    }
+}
+
 fn whole_seconds(name: &str, text: &str) -> Result<u64, ConfigError> {
     let duration =
         parse_duration(text).map_err(|e| invalid("stages", format!("{name}: `{text}`: {}", e.problem)))?;

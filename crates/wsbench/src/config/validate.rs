@@ -40,6 +40,7 @@ impl RunSettings {
         if let Some(list) = &self.stages {
             let (staged, plan) = super::stages::apply(self, list, &rules.pacing(self)?)?;
             let mut config = staged.validate_for(rules, all)?;
+            super::stages::check_thresholds(&config.thresholds, Some(&plan))?;
             config.load.stages = Some(plan);
             return Ok(config);
         }
@@ -56,6 +57,7 @@ impl RunSettings {
         let mode = self.mode(rules.name(), defaults.rate_search)?;
         self.check_search(&mode)?;
         let thresholds = self.thresholds()?;
+        super::stages::check_thresholds(&thresholds, None)?;
         let shard = self.shard.as_deref().map(|text| Shard::parse(text, connections)).transpose()?;
         let placement =
             self.placement(connections, target.is_some(), shard.is_some(), rules.single_server_process())?;
