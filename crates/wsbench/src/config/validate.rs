@@ -37,13 +37,22 @@ impl RunSettings {
         all: &[&dyn ScenarioRules],
     ) -> Result<RunConfig, ConfigError> {
         self.refuse_settings_of_others(rules, all)?;
-        if let Some(list) = &self.stages {
-            let (staged, plan) = super::stages::apply(self, list, &rules.pacing(self)?)?;
-            let mut config = staged.validate_for(rules, all)?;
-            super::stages::check_thresholds(&config.thresholds, Some(&plan))?;
-            config.load.stages = Some(plan);
-            return Ok(config);
+        match &self.stages {
+            Some(list) => {
+                let (staged, plan) = super::stages::apply(self, list, &rules.pacing(self)?)?;
+                staged.validate_staged(rules, Some(plan))
+            }
+            None => self.validate_staged(rules, None),
         }
+    }
+
+    /// [`RunSettings::validate_for`] once `--stages` has set what it decides (`stages`: its
+    /// plan).
+    fn validate_staged(
+        &self,
+        rules: &dyn ScenarioRules,
+        stages: Option<super::StagePlan>,
+    ) -> Result<RunConfig, ConfigError> {
         let target = self.target.as_deref().map(Target::parse).transpose()?;
         let defaults = rules.defaults();
         let pacing = rules.pacing(self)?;
@@ -57,7 +66,7 @@ impl RunSettings {
         let mode = self.mode(rules.name(), defaults.rate_search)?;
         self.check_search(&mode)?;
         let thresholds = self.thresholds()?;
-        super::stages::check_thresholds(&thresholds, None)?;
+        super::stages::check_thresholds(&thresholds, stages.as_ref())?;
         let shard = self.shard.as_deref().map(|text| Shard::parse(text, connections)).transpose()?;
         let placement =
             self.placement(connections, target.is_some(), shard.is_some(), rules.single_server_process())?;
@@ -96,7 +105,7 @@ impl RunSettings {
             protocol_options: self.protocol_options(message),
             run_id: self.run_id()?,
             scenario_settings: OwnSettings(Arc::new(NoSettings)),
-            stages: None,
+            stages,
         };
         (load.max_message, load.max_message_memory) = self.message_limits(&load.payload)?;
         load.scenario_settings = OwnSettings(rules.settings(self, &load)?);
