@@ -227,7 +227,7 @@ pub(super) fn check_thresholds(
 
 fn whole_seconds(name: &str, text: &str) -> Result<u64, ConfigError> {
     let duration =
-        parse_duration(text).map_err(|e| invalid("stages", format!("{name}: `{text}`: {}", e.problem)))?;
+        parse_duration(text).map_err(|e| invalid("stages", format!("{name}: {}", e.problem)))?;
     if duration < Duration::from_secs(1) || duration.subsec_nanos() != 0 || duration > MAX_DURATION {
         return Err(invalid(
             "stages",
@@ -463,7 +463,8 @@ mod tests {
             ("30s", "is not DURATION:TARGET"),
             ("30s:10c:slow", "unknown marker `slow`"),
             ("1500ms:10c", "stage1: `1500ms`: a stage lasts whole seconds"),
-            ("8d:10c", "a stage lasts whole seconds, 1s to 7 days"),
+            ("169h:10c", "a stage lasts whole seconds, 1s to 7 days"),
+            ("5y:10c", "stage1: `5y`: `y` is not a unit of time"),
             ("10s:10c,10s:5/s", "stage2: mixes connection and rate targets"),
             ("10s:10c:ramp", "`ramp` is for rate stages"),
             ("10s:0/s", "above zero"),
@@ -480,7 +481,7 @@ mod tests {
         }
         let many = vec!["1s:1c"; MAX_STAGES + 1].join(",");
         assert!(plan(&many).unwrap_err().contains("at most 100"));
-        let week: Vec<&str> = vec!["6d:1c", "2d:1c"];
+        let week: Vec<&str> = vec!["144h:1c", "48h:1c"];
         assert!(plan(&week.join(",")).unwrap_err().contains("at most 7 days in all"));
     }
 }

@@ -22,7 +22,7 @@ use super::transport::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTIO
 use super::{
     CompressionOffer, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG,
     DEFAULT_REPLY_TIMEOUT, LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, OwnSettings, Payload,
-    Placement, RunConfig, Sampling, Shard, Threshold,
+    Placement, RunConfig, Sampling, Shard, StagePlan, Threshold,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_rate};
@@ -37,21 +37,16 @@ impl RunSettings {
         all: &[&dyn ScenarioRules],
     ) -> Result<RunConfig, ConfigError> {
         self.refuse_settings_of_others(rules, all)?;
-        match &self.stages {
-            Some(list) => {
-                let (staged, plan) = super::stages::apply(self, list, &rules.pacing(self)?)?;
-                staged.validate_staged(rules, Some(plan))
-            }
-            None => self.validate_staged(rules, None),
-        }
+        let Some(list) = &self.stages else { return self.validate_staged(rules, None) };
+        let (staged, plan) = super::stages::apply(self, list, &rules.pacing(self)?)?;
+        staged.validate_staged(rules, Some(plan))
     }
 
-    /// [`RunSettings::validate_for`] once `--stages` has set what it decides (`stages`: its
-    /// plan).
+    /// [`RunSettings::validate_for`] once `--stages` set what it decides (`stages`: its plan).
     fn validate_staged(
         &self,
         rules: &dyn ScenarioRules,
-        stages: Option<super::StagePlan>,
+        stages: Option<StagePlan>,
     ) -> Result<RunConfig, ConfigError> {
         let target = self.target.as_deref().map(Target::parse).transpose()?;
         let defaults = rules.defaults();
