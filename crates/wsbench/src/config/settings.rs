@@ -204,6 +204,12 @@ pub struct RunSettings {
     #[arg(long = "header", value_name = "NAME: VALUE")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub header: Vec<String>,
+    /// CSV file of per-connection values (a heading row, then rows): row i mod rows belongs
+    /// to connection i, and `{data.COLUMN}` in header values and the URL's path and query
+    /// becomes its value, e.g. 'Authorization: Bearer {data.token}' (at most 64 MiB).
+    #[arg(long, value_name = "FILE.csv")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<PathBuf>,
     /// File of extra headers, one 'Name: value' per line (blank lines and # comments skipped).
     #[arg(long, value_name = "FILE")]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -512,6 +518,7 @@ mod tests {
             no_probe: true,
             header: vec!["X-Id: u-{conn}".into()],
             header_file: Some("h.txt".into()),
+            data: Some("users.csv".into()),
             subprotocol: some("chat,v2"),
             origin: some("https://example.com"),
             bearer: some("t0k"),

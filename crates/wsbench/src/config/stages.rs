@@ -226,8 +226,7 @@ pub(super) fn check_thresholds(
 }
 
 fn whole_seconds(name: &str, text: &str) -> Result<u64, ConfigError> {
-    let duration =
-        parse_duration(text).map_err(|e| invalid("stages", format!("{name}: {}", e.problem)))?;
+    let duration = parse_duration(text).map_err(|e| invalid("stages", format!("{name}: {}", e.problem)))?;
     if duration < Duration::from_secs(1) || duration.subsec_nanos() != 0 || duration > MAX_DURATION {
         return Err(invalid(
             "stages",

@@ -179,6 +179,7 @@ impl RunSettings {
             origin: self.origin.as_deref(),
             bearer: self.bearer.as_deref(),
             cookie: self.cookie.as_deref(),
+            data: self.data.as_deref(),
         }
         .validate()
     }
