@@ -97,3 +97,47 @@ fn a_missing_column_or_file_is_a_usage_error_naming_it() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A flow's sends carry the connection's row: the built-in echo server sends it back, and a
+/// pattern that only the rows' users match finds every echo; one naming a user the file
+/// lacks finds none.
+#[test]
+fn a_flows_sends_carry_each_connections_row() {
+    let dir = fresh_dir("data-flow");
+    let csv = users_csv(&dir, "users.csv", 0);
+    let flow = |pattern: &str| {
+        let path = dir.join(format!("{pattern}.toml").replace('|', "-"));
+        std::fs::write(
+            &path,
+            format!(
+                "scenario = \"flow\"\nconnections = 4\nduration = \"2s\"\n\n[[flow.steps]]\nrepeat = \"until-end\"\n\
+                 steps = [\n  {{ send = '{{\"id\":\"{{conn}}-{{seq}}\",\"user\":\"{{data.user}}\"}}' }},\n  \
+                 {{ expect-regex = '\"user\":\"({pattern})\"', timeout = \"2s\" }},\n  {{ sleep = \"50ms\" }},\n]\n"
+            ),
+        )
+        .unwrap();
+        let json = path.with_extension("json");
+        let finished = run_with_timeout(
+            Command::new(wsbench_bin())
+                .arg("run")
+                .arg("--scenario")
+                .arg(&path)
+                .arg("--data")
+                .arg(&csv)
+                .arg("--json")
+                .arg(&json)
+                .arg("--quiet"),
+            Duration::from_secs(60),
+        );
+        let result: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        (finished.status.and_then(|s| s.code()), result)
+    };
+    let (code, result) = flow("alice|bob|carol|dave");
+    assert_eq!(code, Some(0), "{}", result["summary"]);
+    assert!(result["summary"]["errors"].as_object().unwrap().is_empty(), "{}", result["summary"]);
+    assert!(result["counters"]["messages_received"].as_u64() > Some(0));
+    let (code, result) = flow("erin");
+    assert_ne!(code, Some(0));
+    assert!(result["summary"]["errors"]["flow_unmatched"].as_u64() > Some(0), "{}", result["summary"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -68,10 +68,9 @@ pub struct RunSettings {
     #[arg(long = "threshold", value_name = "EXPR")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threshold: Vec<String>,
-    /// Load in stages, each DURATION:TARGET[:ramp][:warmup]: connections
-    /// ('30s:1000c,2m:1000c,30s:0c', opened or closed linearly toward each target) or the open
-    /// loop's rate ('1m:1000/s,1m:5000/s:ramp', held, or ramped from the previous stage's);
-    /// each stage's figures are reported (at most 100 stages, whole seconds, 7 days in all).
+    /// Load in stages DURATION:TARGET[:ramp][:warmup]: connections ('30s:1000c,2m:1000c,30s:0c',
+    /// opened or closed linearly) or the open loop's rate ('1m:1000/s,1m:5000/s:ramp', held or
+    /// ramped); each stage's figures reported (at most 100 stages, whole seconds, 7 days).
     #[arg(long, value_name = "STAGES", value_parser = parse_stages)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stages: Option<super::StageList>,
@@ -205,8 +204,9 @@ pub struct RunSettings {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub header: Vec<String>,
     /// CSV file of per-connection values (a heading row, then rows): row i mod rows belongs
-    /// to connection i, and `{data.COLUMN}` in header values and the URL's path and query
-    /// becomes its value, e.g. 'Authorization: Bearer {data.token}' (at most 64 MiB).
+    /// to connection i, and `{data.COLUMN}` in header values, the URL's path and query and a
+    /// flow's sends becomes its value, e.g. 'Authorization: Bearer {data.token}' (at most
+    /// 64 MiB).
     #[arg(long, value_name = "FILE.csv")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<PathBuf>,
