@@ -91,6 +91,9 @@ echo "install-test-peers: npm ci in tests/peers"
 node -e 'for (const p of ["socket.io", "graphql-ws", "graphql", "rpc-websockets"])
     console.log("install-test-peers:", p, require(`./tests/peers/node_modules/${p}/package.json`).version)'
 ./scripts/install-nats-server.sh
+# The fleet's node.js `ws` server: the stages tests run against it (tests/stages.rs).
+echo "install-test-peers: npm ci in servers/node-ws"
+(cd servers/node-ws && npm ci --no-audit --no-fund --loglevel=error)
 
 echo "install-test-peers: cargo build --release --locked in servers/rust-axum"
 (cd servers/rust-axum && env -u CARGO_TARGET_DIR cargo build --release --locked --quiet)

@@ -23,6 +23,9 @@ pub const MAX_PAYLOAD_FILE_BYTES: u64 = 1 << 30;
 /// run keeps a per-second timeline of under 100 MB, pretty-printed.
 pub const MAX_RESULT_FILE_BYTES: u64 = 256 << 20;
 
+/// Bytes of a `--data` CSV file (read whole before the run, a row per connection).
+pub const MAX_DATA_FILE_BYTES: u64 = 64 << 20;
+
 /// What a file is to wsbench: its limit and what to say when it is past it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputKind {
@@ -31,6 +34,7 @@ pub enum InputKind {
     Pem,
     PayloadText,
     Result,
+    Data,
 }
 
 impl InputKind {
@@ -42,6 +46,7 @@ impl InputKind {
             InputKind::Pem => MAX_PEM_FILE_BYTES,
             InputKind::PayloadText => MAX_PAYLOAD_FILE_BYTES,
             InputKind::Result => MAX_RESULT_FILE_BYTES,
+            InputKind::Data => MAX_DATA_FILE_BYTES,
         }
     }
 
@@ -53,6 +58,7 @@ impl InputKind {
             InputKind::Pem => "a PEM file",
             InputKind::PayloadText => "a text: payload file",
             InputKind::Result => "a wsbench result, rtt or search file",
+            InputKind::Data => "a --data CSV file",
         }
     }
 
@@ -64,6 +70,7 @@ impl InputKind {
             InputKind::Pem => "give a PEM file of certificates or a key",
             InputKind::PayloadText => "give a smaller file of messages, one a line",
             InputKind::Result => "give a file wsbench wrote",
+            InputKind::Data => "give fewer rows (row i mod rows goes to connection i)",
         }
     }
 }

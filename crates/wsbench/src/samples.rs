@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::metrics::Metrics;
 
 /// One sample of the server process(es), summed over their pids.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ServerSample {
     /// Milliseconds since the run started.
     pub t_ms: u64,

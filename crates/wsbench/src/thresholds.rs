@@ -12,7 +12,10 @@ pub fn judge(thresholds: &[Threshold], result: &RunResult) -> Vec<ThresholdOutco
     thresholds
         .iter()
         .map(|threshold| {
-            let value = value_of(&threshold.metric, result);
+            let value = match threshold.stage {
+                Some(stage) => stage_value(&threshold.metric, result.stages.get(stage)),
+                None => value_of(&threshold.metric, result),
+            };
             ThresholdOutcome {
                 expression: threshold.expression.clone(),
                 value,
@@ -39,6 +42,19 @@ fn value_of(metric: &Metric, result: &RunResult) -> Option<f64> {
         Metric::Errors => Some(summary.errors.values().sum::<u64>() as f64),
         Metric::RoundTripsPerSec => Some(summary.exchanges_per_sec),
         Metric::Scenario(ref name) => crate::scenario::of_result(result)?.threshold_value(name, result),
+    }
+}
+
+/// The figure `metric` names in one stage; `None` when the result has no such stage or
+/// the stage measured no latency.
+fn stage_value(metric: &Metric, stage: Option<&crate::result::StageFigures>) -> Option<f64> {
+    let stage = stage?;
+    match *metric {
+        Metric::Latency(_) if stage.latency_us.count == 0 => None,
+        Metric::Latency(statistic) => Some(latency_value(statistic, &stage.latency_us)),
+        Metric::Errors => Some(stage.errors as f64),
+        Metric::RoundTripsPerSec => Some(stage.exchanges_per_sec),
+        Metric::Connect(_) | Metric::Scenario(_) => None,
     }
 }
 

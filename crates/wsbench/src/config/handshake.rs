@@ -49,20 +49,34 @@ pub struct HandshakeOptions {
     pub headers: Vec<Header>,
     /// `--subprotocol`, in order of preference; the server must choose one of them.
     pub subprotocols: Vec<String>,
+    /// `--data`: each connection's row, for `{data.NAME}` in header values and the URL.
+    pub data: Option<std::sync::Arc<super::DataTable>>,
 }
 
 impl HandshakeOptions {
     /// Nothing beyond a bare upgrade.
     pub fn is_empty(&self) -> bool {
-        self.headers.is_empty() && self.subprotocols.is_empty()
+        self.headers.is_empty() && self.subprotocols.is_empty() && self.data.is_none()
     }
 
-    /// The headers of connection `conn`, with `{conn}` replaced by its number.
+    /// The headers of connection `conn`, with `{conn}` replaced by its number and
+    /// `{data.NAME}` by its row's value.
     pub fn headers_for(&self, conn: u64) -> Vec<(String, String)> {
         self.headers
             .iter()
-            .map(|h| (h.name.clone(), h.value.replace(CONN_PLACEHOLDER, &conn.to_string())))
+            .map(|h| {
+                let value = super::fill_data(self.data.as_deref(), &h.value, conn);
+                (h.name.clone(), value.replace(CONN_PLACEHOLDER, &conn.to_string()))
+            })
             .collect()
+    }
+
+    /// The URL's path and query for connection `conn`, `{data.NAME}` filled in.
+    pub fn path_for<'a>(&self, path: &'a str, conn: u64) -> std::borrow::Cow<'a, str> {
+        match &self.data {
+            Some(data) => data.fill_path(path, conn),
+            None => std::borrow::Cow::Borrowed(path),
+        }
     }
 }
 
@@ -75,9 +89,12 @@ impl Serialize for HandshakeOptions {
             .iter()
             .map(|h| format!("{}: {}", h.name, if is_secret(&h.name) { REDACTED } else { &h.value }))
             .collect();
-        let mut out = serializer.serialize_struct("HandshakeOptions", 2)?;
+        let mut out = serializer.serialize_struct("HandshakeOptions", 3)?;
         out.serialize_field("headers", &headers)?;
         out.serialize_field("subprotocols", &self.subprotocols)?;
+        if let Some(data) = &self.data {
+            out.serialize_field("data", &data.path)?;
+        }
         out.end()
     }
 }
@@ -104,6 +121,8 @@ pub struct HandshakeSettings<'a> {
     pub cookie: Option<&'a str>,
     /// The target, whose URL's `user:password` is sent as `Authorization: Basic`.
     pub target: Option<&'a super::Target>,
+    /// `--data`: the CSV file whose columns `{data.NAME}` names.
+    pub data: Option<&'a Path>,
 }
 
 impl HandshakeSettings<'_> {
@@ -148,8 +167,31 @@ impl HandshakeSettings<'_> {
             headers.insert(0, Header { name: "Authorization".into(), value: basic });
         }
         let subprotocols = self.subprotocol.map(parse_subprotocols).transpose()?.unwrap_or_default();
-        Ok(HandshakeOptions { headers, subprotocols })
+        let data = self.data.map(super::DataTable::load).transpose()?;
+        check_data(data.as_ref(), &headers, self.target)?;
+        Ok(HandshakeOptions { headers, subprotocols, data: data.map(std::sync::Arc::new) })
     }
+}
+
+/// Every `{data.NAME}` in the header values and the URL names a column of the data file;
+/// without one, none may be used.
+fn check_data(
+    data: Option<&super::DataTable>,
+    headers: &[Header],
+    target: Option<&super::Target>,
+) -> Result<(), ConfigError> {
+    let path = target.map(|t| super::data::decode_placeholders(&t.path));
+    let texts = headers.iter().map(|h| ("header", h.value.as_str()));
+    for (setting, text) in texts.chain(path.as_deref().map(|p| ("target", p))) {
+        match data {
+            Some(data) => data.check(setting, text)?,
+            None if super::data::placeholders(text).next().is_some() => {
+                return Err(invalid(setting, "`{data.NAME}` needs --data FILE.csv, whose columns it names"));
+            }
+            None => {}
+        }
+    }
+    Ok(())
 }
 
 /// `--origin`/`--cookie`/`--bearer` and a `--header` of the same name: one would be sent twice.

@@ -9,6 +9,7 @@
 
 pub mod bounds;
 mod compression;
+mod data;
 mod error;
 mod flow;
 mod handshake;
@@ -21,6 +22,7 @@ mod scenario;
 mod settings;
 mod slo;
 mod source_addrs;
+mod stages;
 mod suggest;
 mod target;
 mod threshold;
@@ -37,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use crate::units::parse_bytes;
 pub use bounds::{MAX_DURATION, bounded as bounded_duration_setting, duration as duration_setting};
 pub use compression::CompressionOffer;
+pub use data::{DataTable, MAX_DATA_COLUMNS, MAX_DATA_ROWS, fill_data};
 pub use error::ConfigError;
 use error::invalid;
 pub(crate) use error::invalid as invalid_setting;
@@ -52,6 +55,7 @@ pub use scenario::{
 pub use settings::{DEFAULT_DASHBOARD_ADDR, RunSettings};
 pub use slo::{Objective, Slo, Statistic};
 pub use source_addrs::parse_addr_range;
+pub use stages::{MAX_STAGES, Stage, StageKind, StageList, StagePlan, StageSettings};
 pub use target::{REDACTED, Target};
 pub use threshold::{Comparison, Metric, Threshold};
 pub use tls::{ClientIdentity, ClientKey, TlsOptions, TlsVersion};
@@ -279,6 +283,9 @@ pub struct LoadSpec {
     /// The scenario's own settings, checked (written into `config` under its own keys).
     #[serde(flatten)]
     pub scenario_settings: OwnSettings,
+    /// `--stages`: connections or rate that change over the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages: Option<StagePlan>,
 }
 
 /// A scenario's own settings as [`LoadSpec`] carries them: shared, compared and written by

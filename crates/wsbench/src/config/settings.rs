@@ -71,6 +71,12 @@ pub struct RunSettings {
     #[arg(long = "threshold", value_name = "EXPR")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threshold: Vec<String>,
+    /// Load in stages DURATION:TARGET[:ramp][:warmup]: connections ('30s:1000c,2m:1000c,30s:0c',
+    /// opened or closed linearly) or the open loop's rate ('1m:1000/s,1m:5000/s:ramp', held or
+    /// ramped); each stage's figures reported (at most 100 stages, whole seconds, 7 days).
+    #[arg(long, value_name = "STAGES", value_parser = parse_stages)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages: Option<super::StageList>,
     /// Run the I-th of N equal parts of the scenario (0-based), e.g. 2/5.
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -200,6 +206,13 @@ pub struct RunSettings {
     #[arg(long = "header", value_name = "NAME: VALUE")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub header: Vec<String>,
+    /// CSV file of per-connection values (a heading row, then rows): row i mod rows belongs
+    /// to connection i, and `{data.COLUMN}` in header values, the URL's path and query and a
+    /// flow's sends becomes its value, e.g. 'Authorization: Bearer {data.token}' (at most
+    /// 64 MiB).
+    #[arg(long, value_name = "FILE.csv")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<PathBuf>,
     /// File of extra headers, one 'Name: value' per line (blank lines and # comments skipped).
     #[arg(long, value_name = "FILE")]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -365,6 +378,10 @@ fn is_false(value: &bool) -> bool {
     !*value
 }
 
+fn parse_stages(text: &str) -> Result<super::StageList, String> {
+    text.parse()
+}
+
 impl RunSettings {
     /// Reads a TOML scenario file (the same keys as the flags, kebab-case).
     pub fn from_file(path: &Path) -> Result<RunSettings, ConfigError> {
@@ -483,6 +500,7 @@ mod tests {
             find_max_rate: true,
             slo: some("p99<10ms,p999<50ms"),
             threshold: vec!["p99<10ms".into(), "errors==0".into()],
+            stages: Some("10s:100c,5s:0c".parse().unwrap()),
             shard: some("1/3"),
             run_id: some("r-1"),
             start_at: Some(1_700_000_000_000),
@@ -513,6 +531,7 @@ mod tests {
             no_probe: true,
             header: vec!["X-Id: u-{conn}".into()],
             header_file: Some("h.txt".into()),
+            data: Some("users.csv".into()),
             subprotocol: some("chat,v2"),
             origin: some("https://example.com"),
             bearer: some("t0k"),

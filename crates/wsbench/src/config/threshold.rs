@@ -54,6 +54,9 @@ pub struct Threshold {
     pub metric: Metric,
     pub comparison: Comparison,
     pub bound: f64,
+    /// `stage2.p99<10ms`: the figure of one stage of a `--stages` run (0-based), not the
+    /// whole run's.
+    pub stage: Option<usize>,
 }
 
 const FORMS: &str = "write e.g. 'p99<10ms', 'connect_p99<50ms', 'errors==0' or 'echoes_per_sec>5000'";
@@ -68,6 +71,7 @@ impl std::str::FromStr for Threshold {
         let at =
             expression.find(['<', '>', '=']).ok_or_else(|| bad("no comparison (<, <=, >, >=, ==)".into()))?;
         let (name, rest) = (expression[..at].trim(), &expression[at..]);
+        let (stage, name) = stage_of(name).map_err(bad)?;
         let (comparison, bound) = [
             ("<=", Comparison::LessOrEqual),
             (">=", Comparison::GreaterOrEqual),
@@ -84,6 +88,9 @@ impl std::str::FromStr for Threshold {
                 Statistic::NAMES
             ))
         })?;
+        if stage.is_some() && matches!(metric, Metric::Connect(_) | Metric::Scenario(_)) {
+            return Err(bad(format!("a stage has latency, errors and echoes_per_sec figures, not `{name}`")));
+        }
         let bound = match metric {
             Metric::Latency(_) | Metric::Connect(_) => latency_limit_us(bound).map_err(bad)?,
             Metric::Errors | Metric::RoundTripsPerSec | Metric::Scenario(_) => bound
@@ -92,7 +99,17 @@ impl std::str::FromStr for Threshold {
                 .filter(|n| n.is_finite() && *n >= 0.0)
                 .ok_or_else(|| bad(format!("`{bound}` is not a number")))?,
         };
-        Ok(Threshold { expression: expression.to_owned(), metric, comparison, bound })
+        Ok(Threshold { expression: expression.to_owned(), metric, comparison, bound, stage })
+    }
+}
+
+/// `stageN.FIGURE`: stage N (1-based, given back 0-based) and the figure; a name without a
+/// stage is the whole run's.
+fn stage_of(name: &str) -> Result<(Option<usize>, &str), String> {
+    let Some((head, figure)) = name.split_once('.') else { return Ok((None, name)) };
+    match head.strip_prefix("stage").and_then(|n| n.parse::<usize>().ok()).filter(|n| *n >= 1) {
+        Some(n) => Ok((Some(n - 1), figure.trim())),
+        None => Err(format!("`{head}` is not a stage: name one as stage1, stage2, …")),
     }
 }
 
@@ -154,7 +171,14 @@ mod tests {
                 (metric, comparison, bound)
             );
             assert_eq!(threshold.expression, text);
+            assert_eq!(threshold.stage, None);
         }
+        let staged = parse("stage2.p99<10ms");
+        assert_eq!(
+            (staged.stage, staged.metric, staged.bound),
+            (Some(1), Metric::Latency(Statistic::P99), 10_000.0)
+        );
+        assert_eq!(parse("stage12.errors==0").stage, Some(11));
     }
 
     #[test]
@@ -167,6 +191,9 @@ mod tests {
             ("errors=0", "`=0` does not start with"),
             ("errors==none", "`none` is not a number"),
             ("p99<soon", "`soon` is not a duration"),
+            ("stage0.p99<1ms", "`stage0` is not a stage"),
+            ("phase2.p99<1ms", "`phase2` is not a stage"),
+            ("stage2.connect_p99<1ms", "a stage has latency, errors and echoes_per_sec"),
         ];
         for (text, why) in cases {
             let error = text.parse::<Threshold>().unwrap_err().to_string();

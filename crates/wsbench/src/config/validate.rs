@@ -22,7 +22,7 @@ use super::transport::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTIO
 use super::{
     CompressionOffer, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG,
     DEFAULT_REPLY_TIMEOUT, LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, OwnSettings, Payload,
-    Placement, RunConfig, Sampling, Shard, Threshold,
+    Placement, RunConfig, Sampling, Shard, StagePlan, Threshold,
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_rate};
@@ -37,6 +37,17 @@ impl RunSettings {
         all: &[&dyn ScenarioRules],
     ) -> Result<RunConfig, ConfigError> {
         self.refuse_settings_of_others(rules, all)?;
+        let Some(list) = &self.stages else { return self.validate_staged(rules, None) };
+        let (staged, plan) = super::stages::apply(self, list, &rules.pacing(self)?)?;
+        staged.validate_staged(rules, Some(plan))
+    }
+
+    /// [`RunSettings::validate_for`] once `--stages` set what it decides (`stages`: its plan).
+    fn validate_staged(
+        &self,
+        rules: &dyn ScenarioRules,
+        stages: Option<StagePlan>,
+    ) -> Result<RunConfig, ConfigError> {
         let target = self.target.as_deref().map(Target::parse).transpose()?;
         let defaults = rules.defaults();
         let pacing = rules.pacing(self)?;
@@ -50,6 +61,7 @@ impl RunSettings {
         let mode = self.mode(rules.name(), defaults.rate_search)?;
         self.check_search(&mode)?;
         let thresholds = self.thresholds()?;
+        super::stages::check_thresholds(&thresholds, stages.as_ref())?;
         let shard = self.shard.as_deref().map(|text| Shard::parse(text, connections)).transpose()?;
         let placement =
             self.placement(connections, target.is_some(), shard.is_some(), rules.single_server_process())?;
@@ -88,6 +100,7 @@ impl RunSettings {
             protocol_options: self.protocol_options(message),
             run_id: self.run_id()?,
             scenario_settings: OwnSettings(Arc::new(NoSettings)),
+            stages,
         };
         (load.max_message, load.max_message_memory) = self.message_limits(&load.payload)?;
         load.scenario_settings = OwnSettings(rules.settings(self, &load)?);
@@ -166,6 +179,7 @@ impl RunSettings {
             origin: self.origin.as_deref(),
             bearer: self.bearer.as_deref(),
             cookie: self.cookie.as_deref(),
+            data: self.data.as_deref(),
         }
         .validate()
     }

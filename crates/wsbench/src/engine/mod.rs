@@ -27,8 +27,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::config::Target;
-use crate::metrics::{Metrics, TimelineSecond};
+use crate::config::{StagePlan, Target};
+use crate::metrics::{Metrics, StageTally, TimelineSecond, add_stage_second};
 use crate::probe::own_rss_bytes;
 use crate::samples::{ClientMemory, WorkerCpu};
 use worker::{Worker, WorkerOutput, WorkerPlan};
@@ -118,6 +118,26 @@ impl Control {
     /// (churn's cycles are its work done, not the server's doing).
     fn server_took_every_connection(&self, reconnect: bool, worker_count: usize) -> bool {
         self.nothing_open(reconnect, worker_count) && self.closed_by_load.load(Ordering::Relaxed) == 0
+    }
+
+    /// Nothing is left to measure: nothing is open; with `--stages`, which may close every
+    /// connection before their end (the server's memory after a ramp-down is what they
+    /// watch), only when the server took every connection.
+    fn nothing_left(&self, load: &LoadSpec, worker_count: usize) -> bool {
+        match load.stages.is_some() {
+            true => self.server_took_every_connection(load.reconnect, worker_count),
+            false => self.nothing_open(load.reconnect, worker_count),
+        }
+    }
+
+    /// [`Control::begin`] for `load`: with stages, traffic from the start and the measured
+    /// window opening after the warm-up stages.
+    fn begin_load(&self, phases: &PhasePlan, load: &LoadSpec) -> bool {
+        let from_start = self.begin(phases, load.ramp_per_sec.is_some() || load.stages.is_some());
+        if let Some(plan) = &load.stages {
+            self.measure_start_us.store(plan.warmup_s() * 1_000_000, Ordering::SeqCst);
+        }
+        from_start
     }
 
     fn new() -> Control {
@@ -276,12 +296,8 @@ pub fn run(
     let handles = spawn_workers(&job, &control, cpus)?;
     let worker_count = handles.len();
     let tick = Duration::from_millis(100);
-    let mut timeline = Vec::new();
-    let take_seconds = |timeline: &mut Vec<TimelineSecond>| {
-        let seen = control.live.take_complete();
-        timeline.extend(seen.intervals.iter().map(TimelineSecond::of));
-        seen
-    };
+    let mut timeline = Kept { seconds: Vec::new(), stages: stage_tallies(job.load.stages.as_ref()) };
+    let take_seconds = |timeline: &mut Kept| timeline.take(&control.live);
     let mut wait_until = |deadline: Option<Instant>,
                           done: &dyn Fn() -> bool,
                           progress: &mut dyn FnMut(&Control, &LiveSeconds)| loop {
@@ -296,8 +312,8 @@ pub fn run(
         let sleep = deadline.map_or(tick, |d| d.saturating_duration_since(Instant::now()).min(tick));
         std::thread::sleep(sleep);
     };
-    let phases = job.plan.phases();
-    let from_start = control.begin(&phases, job.load.ramp_per_sec.is_some());
+    let phases = staged_phases(job.plan.phases(), job.load.stages.as_ref());
+    let from_start = control.begin_load(&phases, &job.load);
     // Connect phase.
     let all_connected = || control.workers_connected.load(Ordering::SeqCst) == worker_count;
     let connect_deadline = from_start.then(|| control.start + job.load.duration);
@@ -311,7 +327,7 @@ pub fn run(
         // to measure: the run ends now instead of idling to the end of its window, and
         // says so.
         let end = control.start + Duration::from_micros(end_us);
-        let nothing_open = || control.nothing_open(job.load.reconnect, worker_count);
+        let nothing_open = || control.nothing_left(&job.load, worker_count);
         wait_until(Some(end), &nothing_open, progress);
         let lost_all = control.server_took_every_connection(job.load.reconnect, worker_count);
         if !control.interrupted.load(Ordering::Relaxed) && Instant::now() < end && lost_all {
@@ -323,9 +339,8 @@ pub fn run(
     let (mut metrics, measured_exchanges, workers) =
         join_workers(handles, control.start.elapsed().as_secs_f64())?;
     // Every worker has ended: its last seconds are on the board.
-    let last_seconds = control.live.take_complete();
-    timeline.extend(last_seconds.intervals.iter().map(TimelineSecond::of));
-    metrics.timeline = timeline;
+    let last_seconds = take_seconds(&mut timeline);
+    (metrics.timeline, metrics.stages) = (timeline.seconds, timeline.stages);
     Ok(EngineOutput {
         metrics,
         last_seconds,
@@ -338,6 +353,49 @@ pub fn run(
         interrupted: control.interrupted.load(Ordering::Relaxed),
         ended_early,
     })
+}
+
+/// What the coordinator keeps of the seconds every worker has finished: the timeline, and
+/// each stage's share.
+struct Kept {
+    seconds: Vec<TimelineSecond>,
+    stages: Vec<StageTally>,
+}
+
+impl Kept {
+    /// Takes the seconds finished since the last call from `board` and keeps them.
+    fn take(&mut self, board: &LiveBoard) -> LiveSeconds {
+        let seen = board.take_complete();
+        self.seconds.extend(seen.intervals.iter().map(TimelineSecond::of));
+        for second in &seen.intervals {
+            add_stage_second(&mut self.stages, second, &seen.errors);
+        }
+        seen
+    }
+}
+
+/// The stages of `plan`, nothing measured yet.
+fn stage_tallies(plan: Option<&StagePlan>) -> Vec<StageTally> {
+    let Some(plan) = plan else { return Vec::new() };
+    (0..plan.stages.len())
+        .map(|i| {
+            StageTally::new(plan.label(i), plan.start_s(i), plan.start_s(i + 1), plan.stages[i].measured)
+        })
+        .collect()
+}
+
+/// With `--stages`, the run's window is the plan's, timed from the run's start: traffic
+/// from the first connection on, measured from the end of the warm-up stages (set by the
+/// caller) to the end of the last stage.
+fn staged_phases(phases: PhasePlan, stages: Option<&StagePlan>) -> PhasePlan {
+    match stages {
+        Some(plan) => PhasePlan {
+            window: Window::FromStart(Duration::from_secs(plan.total_s())),
+            traffic_from_start: true,
+            ..phases
+        },
+        None => phases,
+    }
 }
 
 /// Splits this process's connections over one worker per entry of `cpus` (at most one

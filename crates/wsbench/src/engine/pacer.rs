@@ -11,6 +11,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
+use crate::config::{StageKind, StagePlan};
+
 /// Longest a worker sleeps without checking the run's phase.
 pub const TICK: Duration = Duration::from_millis(20);
 /// `--reconnect`: pause before reopening a lost connection; it doubles after each failed
@@ -52,6 +54,13 @@ pub struct Pacer {
     sends: BinaryHeap<Reverse<ScheduledSend>>,
     /// Open loop: how early a send may go out ([`Pacer::with_send_window`]).
     send_window: Duration,
+    /// `--stages` ([`Pacer::with_stages`]): connection stages say when each connection
+    /// opens and closes, rate stages when each send is due.
+    stages: Option<StagePlan>,
+    /// Connection stages: this worker's connections closed so far, from the last.
+    closed: usize,
+    /// Rate stages: the senders the run's sends are dealt to in turn.
+    senders: u64,
 }
 
 impl Pacer {
@@ -76,7 +85,26 @@ impl Pacer {
             connect_deadlines: VecDeque::new(),
             sends: BinaryHeap::new(),
             send_window: Duration::ZERO,
+            stages: None,
+            closed: 0,
+            senders: 1,
         }
+    }
+
+    /// The run follows `plan`: connection stages open and close connections, rate stages
+    /// pace the open loop's sends (instead of the ramp and the interval).
+    pub fn with_stages(mut self, plan: Option<StagePlan>) -> Pacer {
+        self.stages = plan;
+        self
+    }
+
+    /// The stage plan, when its targets are `kind`.
+    fn staged(&self, kind: StageKind) -> Option<&StagePlan> {
+        self.stages.as_ref().filter(|plan| plan.kind == kind)
+    }
+
+    fn at_s(&self, s: f64) -> Instant {
+        self.start + Duration::from_secs_f64(s.max(0.0))
     }
 
     /// Sends may go out up to `window` before they are due: the worker wakes for a send half
@@ -90,6 +118,9 @@ impl Pacer {
 
     /// When connection `index` (global number) is due to open.
     pub fn connection_due(&self, index: u64) -> Instant {
+        if let Some(plan) = self.staged(StageKind::Connections) {
+            return self.at_s(plan.open_s(index).unwrap_or(0.0));
+        }
         match self.ramp_per_sec {
             Some(rate) => self.start + Duration::from_secs_f64(index as f64 / rate),
             None => self.start,
@@ -113,6 +144,24 @@ impl Pacer {
 
     pub fn all_connections_started(&self) -> bool {
         self.next_connection == self.connections.len()
+    }
+
+    /// Connection stages: when this worker's next connection to close (the highest-numbered
+    /// still open) is due to close.
+    pub fn next_close_due(&self) -> Option<Instant> {
+        let plan = self.staged(StageKind::Connections)?;
+        let index = *self.connections.iter().rev().nth(self.closed)?;
+        plan.close_s(index).map(|s| self.at_s(s))
+    }
+
+    /// Connection stages: the next connection to close, if it is due by `now`.
+    pub fn pop_due_close(&mut self, now: Instant) -> Option<u64> {
+        let due = self.next_close_due()?;
+        if due > now {
+            return None;
+        }
+        self.closed += 1;
+        self.connections.iter().rev().nth(self.closed - 1).copied()
     }
 
     /// Schedules connection `index` to be opened again: [`RECONNECT_DELAY`] after `now`,
@@ -169,6 +218,17 @@ impl Pacer {
     /// senders (pubsub's publishers) send evenly spread.
     pub fn start_sends_among(&mut self, key: usize, position: u64, of: u64, started: Instant, now: Instant) {
         let Some(interval) = self.message_interval else { return };
+        if let Some(plan) = self.staged(StageKind::Rate) {
+            // The run's sends are dealt to the senders in turn: this one sends the
+            // `position`-th of every `of`, from the first not yet due.
+            let of = of.max(1) as f64;
+            let first = ((plan.sends_by(self.s_of(now)) - position as f64) / of).ceil().max(0.0);
+            let Some(due) = plan.send_due_s(first * of + position as f64) else { return };
+            self.senders = of as u64;
+            let due = self.at_s(due);
+            self.sends.push(Reverse(ScheduledSend { due, key, started }));
+            return;
+        }
         let phase = interval.mul_f64(position as f64 / of.max(1) as f64);
         self.sends.push(Reverse(ScheduledSend { due: now + phase, key, started }));
     }
@@ -189,9 +249,22 @@ impl Pacer {
     /// late it went out.
     #[inline]
     pub fn schedule_next(&mut self, send: ScheduledSend) {
+        if let Some(plan) = self.staged(StageKind::Rate) {
+            // The send's number in the run, then the sender's next one.
+            let number = plan.sends_by(self.s_of(send.due)).round() + self.senders as f64;
+            if let Some(due) = plan.send_due_s(number) {
+                let due = self.at_s(due);
+                self.sends.push(Reverse(ScheduledSend { due, ..send }));
+            }
+            return;
+        }
         if let Some(interval) = self.message_interval {
             self.sends.push(Reverse(ScheduledSend { due: send.due + interval, ..send }));
         }
+    }
+
+    fn s_of(&self, at: Instant) -> f64 {
+        at.saturating_duration_since(self.start).as_secs_f64()
     }
 
     /// How long the worker may sleep after `now`: until the first thing due, at most
@@ -206,6 +279,7 @@ impl Pacer {
         let connect = self.next_connection_due().filter(|_| connect_allowed);
         let due = [
             connect,
+            self.next_close_due(),
             self.connect_deadlines.front().map(|&(deadline, _, _)| deadline),
             self.reconnects.peek().map(|&Reverse((due, _))| due),
             self.sends.peek().map(|Reverse(send)| {

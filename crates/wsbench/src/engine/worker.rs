@@ -122,7 +122,8 @@ impl Worker {
             job.load.connections,
             plan.connections,
         )
-        .with_send_window(job.load.send_window);
+        .with_send_window(job.load.send_window)
+        .with_stages(job.load.stages.clone());
         Ok(Worker {
             io: Io::new()?,
             dial: dial::of(&job),

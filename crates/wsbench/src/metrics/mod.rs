@@ -8,6 +8,7 @@
 
 mod counters;
 mod section;
+mod stages;
 mod timeline;
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use hdrhistogram::Histogram;
 
 pub use counters::Counters;
 pub use section::{Section, SectionHistograms};
+pub use stages::{StageTally, add_second as add_stage_second};
 pub use timeline::{Interval, TimelineSecond};
 
 /// Highest value a histogram tracks: one hour in microseconds.
@@ -50,6 +52,9 @@ pub struct Metrics {
     pub timeline: Vec<TimelineSecond>,
     /// The scenario's own measurements, when it keeps any.
     pub section: Option<Box<dyn Section>>,
+    /// `--stages`: each stage's figures (filled by the engine's coordinator, like the
+    /// timeline).
+    pub stages: Vec<StageTally>,
 }
 
 impl Clone for Metrics {
@@ -62,6 +67,7 @@ impl Clone for Metrics {
             counters: self.counters.clone(),
             timeline: self.timeline.clone(),
             section: self.section.as_ref().map(|section| section.boxed()),
+            stages: self.stages.clone(),
         }
     }
 }
@@ -76,6 +82,7 @@ impl Default for Metrics {
             counters: Counters::default(),
             timeline: Vec::new(),
             section: None,
+            stages: Vec::new(),
         }
     }
 }
@@ -101,6 +108,11 @@ impl Metrics {
         self.counters += &other.counters;
         for point in &other.timeline {
             self.second(point.second).add(point);
+        }
+        if self.stages.is_empty() {
+            self.stages.clone_from(&other.stages);
+        } else {
+            self.stages.iter_mut().zip(&other.stages).for_each(|(mine, theirs)| mine.add(theirs));
         }
         match (&mut self.section, &other.section) {
             (Some(mine), Some(theirs)) => mine.merge(theirs.as_ref()),

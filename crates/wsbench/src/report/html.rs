@@ -120,6 +120,7 @@ pub fn render_html_page(
         }
         out.push_str("</div>\n</section>\n");
     }
+    super::stages::html_section(&mut out, results);
     lines_section(&mut out, results, ("scenario", "Scenario figures"), super::scenario_lines);
     lines_section(&mut out, results, ("memory", "Memory per connection"), super::memory::memory_lines);
     runs_section(&mut out, results);

@@ -18,6 +18,7 @@ mod merge;
 mod palette;
 mod rtt;
 mod search;
+mod stages;
 mod svg;
 mod table;
 mod text;

@@ -42,6 +42,7 @@ pub fn render_text_with(result: &RunResult, color: bool) -> String {
         line(&mut out, label, &text);
     }
     shards(&mut out, result, paint);
+    out.push_str(&super::stages::text_block(result).unwrap_or_default());
     let scenario = crate::scenario::of_result(result);
     // Little's law holds when a fixed number of exchanges is always outstanding.
     if scenario.is_none_or(|scenario| scenario.littles_law()) {

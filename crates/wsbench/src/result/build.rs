@@ -345,6 +345,7 @@ impl RunResult {
             },
             shards: Vec::new(),
             partial: None,
+            stages: super::stages::figures(&metrics.stages, &server.samples),
             scenario_figures: outcome.figures.iter().cloned().collect(),
         }
     }

@@ -260,6 +260,7 @@ impl RunResult {
             counters: Counters { scenario: BTreeMap::new(), ..self.counters.clone() },
             timeline,
             section: None,
+            stages: Vec::new(),
         })
     }
 }

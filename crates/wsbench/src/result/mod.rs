@@ -14,6 +14,7 @@ mod codec;
 mod compression;
 mod distribution;
 pub mod search;
+mod stages;
 mod transport;
 mod unanswered;
 
@@ -30,6 +31,7 @@ pub(crate) use atomic::write_atomically;
 pub use codec::{decode_histogram, encode_histogram};
 pub use compression::CompressionSummary;
 pub use distribution::Distribution;
+pub use stages::StageFigures;
 pub use transport::TransportSummary;
 pub use unanswered::{NO_REQUEST_ANSWERED, reason as no_request_answered_reason};
 
@@ -120,6 +122,9 @@ pub struct RunResult {
     /// `--processes` run whose shard left no result). Absent when every shard is in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<PartialRun>,
+    /// `--stages`: each stage's figures, in order. Absent from runs without stages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageFigures>,
     /// The scenario's own figures, under the scenario's own key (churn's `churn`, a flow's
     /// `flow`, a fan-out's `pubsub`); none for scenarios that have none.
     #[serde(flatten)]

@@ -18,6 +18,7 @@ pub mod recording_proxy;
 pub mod scripted_server;
 pub mod silent_server;
 pub mod unsolicited_server;
+pub mod user_check_server;
 
 /// Path of the `wsbench` binary built for this test run.
 pub fn wsbench_bin() -> &'static str {

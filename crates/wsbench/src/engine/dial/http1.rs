@@ -116,7 +116,8 @@ fn upgrade_request(job: &Job, key: &str, index: u64) -> Vec<u8> {
     }
     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
     let target = &job.target;
-    client_request_with_headers(&target.host_header(), &target.path, key, &protocols, &headers)
+    let path = handshake.path_for(&target.path, index);
+    client_request_with_headers(&target.host_header(), &path, key, &protocols, &headers)
 }
 
 /// Checks what an accepted upgrade (`head`, the `101` response) agreed to and counts it

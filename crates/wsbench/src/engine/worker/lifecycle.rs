@@ -17,6 +17,7 @@ impl Worker {
     /// [`MAX_CONNECTING`] connecting at once); once every connection has been tried, tells
     /// the coordinator this worker is connected.
     pub(super) fn open_due_connections(&mut self, now: Instant) {
+        self.close_due_connections(now);
         while self.connecting < MAX_CONNECTING && !self.control.stopping() {
             let Some(index) = self.pacer.pop_due_connection(now) else { break };
             self.rec.metrics.counters.connections_attempted += 1;
@@ -39,6 +40,33 @@ impl Worker {
         {
             self.reported_connected = true;
             self.control.workers_connected.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Connection stages: the connections whose close fell due are closed cleanly, as the
+    /// load's own closes (close 1000; the server's answer counted as `closes_answered`, or
+    /// its absence past the close timeout as `close_unanswered`). Replies already on their
+    /// way still count: they arrive before the server's close frame.
+    fn close_due_connections(&mut self, now: Instant) {
+        let mut closing = Vec::new();
+        while let Some(index) = self.pacer.pop_due_close(now) {
+            closing.push(index);
+        }
+        if closing.is_empty() {
+            return;
+        }
+        let keys: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, conn)| conn.state == State::Open && closing.contains(&conn.index))
+            .map(|(key, _)| key)
+            .collect();
+        for key in keys {
+            self.close_session(key, now);
+            let conn = &mut self.conns[key];
+            conn.start_close(true);
+            self.timers.close_deadline(conn.slot, conn.started, now);
+            self.flush(key);
         }
     }
 

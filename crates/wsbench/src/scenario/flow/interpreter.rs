@@ -43,14 +43,16 @@ const SOCKET_RECHECK: Duration = Duration::from_millis(1);
 #[derive(Debug)]
 pub struct FlowWorkload {
     program: Arc<FlowProgram>,
+    /// `--data`: each connection's row, for `{data.COLUMN}` in sends.
+    data: Option<Arc<crate::config::DataTable>>,
     /// By slot: each connection's place in the program.
     states: Vec<Option<FlowState>>,
     section: FlowSection,
 }
 
 impl FlowWorkload {
-    pub fn new(program: Arc<FlowProgram>) -> FlowWorkload {
-        FlowWorkload { program, states: Vec::new(), section: FlowSection::default() }
+    pub fn new(program: Arc<FlowProgram>, data: Option<Arc<crate::config::DataTable>>) -> FlowWorkload {
+        FlowWorkload { program, data, states: Vec::new(), section: FlowSection::default() }
     }
 
     /// Runs `conn`'s program from where it is until it waits.
@@ -136,7 +138,10 @@ impl FlowWorkload {
         now: Instant,
     ) {
         let vars = Vars::new(conn.index, flow.seq, now);
-        let text = render(template, &vars);
+        let mut text = render(template, &vars);
+        if let Some(data) = &self.data {
+            text = data.fill(&text, conn.index).into_owned();
+        }
         flow.seq += 1;
         flow.last_vars = vars;
         flow.sent(name, now);

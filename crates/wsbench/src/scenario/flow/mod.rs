@@ -62,10 +62,13 @@ impl ScenarioRules for Flow {
     fn settings(
         &self,
         settings: &RunSettings,
-        _: &LoadSpec,
+        load: &LoadSpec,
     ) -> Result<Arc<dyn ScenarioSettings>, ConfigError> {
         match &settings.flow {
-            Some(flow) => Ok(Arc::new(Program(Arc::new(FlowProgram::compile(flow)?)))),
+            Some(flow) => {
+                check_data(&flow.steps, load.handshake.data.as_deref())?;
+                Ok(Arc::new(Program(Arc::new(FlowProgram::compile(flow)?))))
+            }
             None => Err(invalid_setting(
                 "scenario",
                 "flow runs the [[flow.steps]] of a scenario file: give --scenario FILE",
@@ -94,7 +97,7 @@ impl Descriptor for Flow {
         _shared: &super::SharedState,
     ) -> Box<dyn Workload> {
         let program = load.scenario_settings.get::<Program>().map_or_else(Default::default, |p| p.0.clone());
-        Box::new(FlowWorkload::new(program))
+        Box::new(FlowWorkload::new(program, load.handshake.data.clone()))
     }
     fn read_section(
         &self,
@@ -117,4 +120,28 @@ impl Presentation for Flow {
     fn littles_law(&self) -> bool {
         false
     }
+}
+
+/// Every `{data.COLUMN}` in the steps' sends names a column of the `--data` file; without
+/// one, none may be used.
+fn check_data(
+    steps: &[crate::config::StepSettings],
+    data: Option<&crate::config::DataTable>,
+) -> Result<(), ConfigError> {
+    for step in steps {
+        if let Some(send) = &step.send {
+            match data {
+                Some(data) => data.check("scenario", send)?,
+                None if send.contains("{data.") => {
+                    return Err(invalid_setting(
+                        "scenario",
+                        "a send's `{data.NAME}` needs --data FILE.csv, whose columns it names",
+                    ));
+                }
+                None => {}
+            }
+        }
+        check_data(step.steps.as_deref().unwrap_or_default(), data)?;
+    }
+    Ok(())
 }

@@ -57,7 +57,7 @@ pub fn extended_connect(job: &Job, index: u64) -> Request<()> {
     if let Some(offer) = &job.load.compression {
         request = request.header("sec-websocket-extensions", offer.header_value());
     }
-    let uri = format!("{scheme}://{authority}{}", target.path);
+    let uri = format!("{scheme}://{authority}{}", handshake.path_for(&target.path, index));
     let mut request = request.uri(uri.as_str()).body(()).unwrap_or_else(|_| {
         // An authority the URI parser refuses (validation has parsed the URL): the target's own.
         let uri = format!("{scheme}://{}{}", target.host_header(), target.path);

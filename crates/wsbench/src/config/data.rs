@@ -1,0 +1,294 @@
+//! `--data FILE.csv` (TOML `data`): per-connection values, as Artillery's `payload` CSV and
+//! k6's `SharedArray` give each virtual user its own credentials. The first row names the
+//! columns; row `i mod rows` belongs to connection `i`, and `{data.NAME}` in the upgrade
+//! request's header values, the URL's path and query and a flow's sends becomes that row's
+//! `NAME`. The file
+//! is read within [`MAX_DATA_FILE_BYTES`] and [`MAX_DATA_ROWS`] (whatever it is), parsed as
+//! RFC 4180 CSV by the small parser below (quoted fields with commas, doubled quotes and
+//! line breaks; CRLF or LF), and every placeholder is checked before the run: a column the
+//! file lacks is a usage error naming it and the columns there are.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use super::error::{ConfigError, invalid};
+use crate::input_file::{InputFileError, InputKind};
+
+/// The most rows (after the heading) a data file may have.
+pub const MAX_DATA_ROWS: usize = 1_000_000;
+/// The most columns.
+pub const MAX_DATA_COLUMNS: usize = 256;
+/// What starts a placeholder.
+const OPEN: &str = "{data.";
+
+/// A data file, read and checked: its column names and rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataTable {
+    pub path: PathBuf,
+    pub columns: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl DataTable {
+    /// Reads and parses `path`: a heading row of unique, non-empty names, then at least one
+    /// row, each with as many fields as the heading.
+    pub fn load(path: &Path) -> Result<DataTable, ConfigError> {
+        let text = crate::input_file::read_text(path, InputKind::Data).map_err(|e| match e {
+            InputFileError::Read { source, .. } => {
+                invalid("data", format!("{}: {source}: give a readable CSV file", path.display()))
+            }
+            too_big => ConfigError::InputFile(too_big),
+        })?;
+        let bad = |why: String| invalid("data", format!("{}: {why}", path.display()));
+        let mut records = parse_csv(&text).map_err(&bad)?.into_iter();
+        let columns =
+            records.next().ok_or_else(|| bad("is empty: give a heading row of column names".into()))?;
+        if columns.len() > MAX_DATA_COLUMNS {
+            return Err(bad(format!("{} columns: at most {MAX_DATA_COLUMNS}", columns.len())));
+        }
+        for (i, name) in columns.iter().enumerate() {
+            if name.is_empty() || name.contains(['{', '}']) || columns[..i].contains(name) {
+                return Err(bad(format!(
+                    "column {} is named `{name}`: give each column a unique name",
+                    i + 1
+                )));
+            }
+        }
+        let rows: Vec<Vec<String>> = records.collect();
+        if rows.is_empty() {
+            return Err(bad("has no row after its heading: give one row per user".into()));
+        }
+        if rows.len() > MAX_DATA_ROWS {
+            return Err(bad(format!("{} rows: at most {MAX_DATA_ROWS}", rows.len())));
+        }
+        if let Some((n, row)) = rows.iter().enumerate().find(|(_, row)| row.len() != columns.len()) {
+            return Err(bad(format!(
+                "row {} has {} fields, the heading {}",
+                n + 2,
+                row.len(),
+                columns.len()
+            )));
+        }
+        Ok(DataTable { path: path.to_owned(), columns, rows })
+    }
+
+    /// Checks that every `{data.NAME}` in `text` (the value of `setting`) names a column.
+    pub fn check(&self, setting: &'static str, text: &str) -> Result<(), ConfigError> {
+        for name in placeholders(text) {
+            if !self.columns.iter().any(|c| c == name) {
+                return Err(invalid(
+                    setting,
+                    format!(
+                        "`{{data.{name}}}`: {} has no column `{name}` (its columns: {})",
+                        self.path.display(),
+                        self.columns.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The URL's path and query (percent-encoded, so a placeholder reads `%7Bdata.NAME%7D`)
+    /// with connection `conn`'s values, percent-encoded where a request line needs it.
+    pub fn fill_path<'a>(&self, path: &'a str, conn: u64) -> Cow<'a, str> {
+        match path.contains("%7Bdata.") {
+            true => Cow::Owned(self.fill_as(&decode_placeholders(path), conn, true).into_owned()),
+            false => Cow::Borrowed(path),
+        }
+    }
+
+    /// `text` with each `{data.NAME}` replaced by connection `conn`'s row's `NAME`.
+    pub fn fill<'a>(&self, text: &'a str, conn: u64) -> Cow<'a, str> {
+        self.fill_as(text, conn, false)
+    }
+
+    /// [`DataTable::fill`], each value percent-encoded when `encode` (all but RFC 3986's
+    /// unreserved characters).
+    fn fill_as<'a>(&self, text: &'a str, conn: u64, encode: bool) -> Cow<'a, str> {
+        if !text.contains(OPEN) {
+            return Cow::Borrowed(text);
+        }
+        let row = &self.rows[(conn % self.rows.len() as u64) as usize];
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find(OPEN) {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + OPEN.len()..];
+            let Some(end) = after.find('}') else { break };
+            match self.columns.iter().position(|c| c == &after[..end]) {
+                Some(column) if encode => {
+                    for byte in row[column].bytes() {
+                        match byte {
+                            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                                out.push(byte as char)
+                            }
+                            other => out.push_str(&format!("%{other:02X}")),
+                        }
+                    }
+                }
+                Some(column) => out.push_str(&row[column]),
+                None => out.push_str(&rest[at..at + OPEN.len() + end + 1]),
+            }
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        Cow::Owned(out)
+    }
+}
+
+/// Fills `{data.NAME}` from `data` (when there is one) in `text`.
+pub fn fill_data<'a>(data: Option<&DataTable>, text: &'a str, conn: u64) -> Cow<'a, str> {
+    data.map_or(Cow::Borrowed(text), |data| data.fill(text, conn))
+}
+
+/// `%7Bdata.NAME%7D` (a placeholder in a percent-encoded URL) as `{data.NAME}`.
+pub fn decode_placeholders(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut rest = path;
+    while let Some(at) = rest.find("%7Bdata.") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "%7Bdata.".len()..];
+        match after.find("%7D") {
+            Some(end) => {
+                out.push_str(&format!("{OPEN}{}}}", &after[..end]));
+                rest = &after[end + 3..];
+            }
+            None => {
+                out.push_str(&rest[at..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The names of the `{data.NAME}` placeholders in `text`.
+pub fn placeholders(text: &str) -> impl Iterator<Item = &str> {
+    text.match_indices(OPEN).filter_map(move |(at, _)| {
+        let after = &text[at + OPEN.len()..];
+        after.find('}').map(|end| &after[..end])
+    })
+}
+
+/// RFC 4180 records: fields split at commas, a quoted field may hold commas, line breaks
+/// and doubled quotes; records end at LF or CRLF; blank lines are skipped.
+fn parse_csv(text: &str) -> Result<Vec<Vec<String>>, String> {
+    let mut records = Vec::new();
+    let (mut record, mut field) = (Vec::new(), String::new());
+    let mut chars = text.chars().peekable();
+    let (mut line, mut quoted, mut was_quoted) = (1, false, false);
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => {
+                line += usize::from(c == '\n');
+                field.push(c);
+            }
+            (false, '"') if field.is_empty() && !was_quoted => (quoted, was_quoted) = (true, true),
+            (false, '"') => {
+                return Err(format!("line {line}: a quote inside an unquoted field: quote the field"));
+            }
+            (false, ',') => {
+                record.push(std::mem::take(&mut field));
+                was_quoted = false;
+            }
+            (false, '\r') if chars.peek() == Some(&'\n') => {}
+            (false, '\n') => {
+                line += 1;
+                if !(record.is_empty() && field.is_empty() && !was_quoted) {
+                    record.push(std::mem::take(&mut field));
+                    records.push(std::mem::take(&mut record));
+                }
+                was_quoted = false;
+            }
+            (false, c) if was_quoted => {
+                return Err(format!("line {line}: `{c}` after a closing quote: end the field there"));
+            }
+            (false, c) => field.push(c),
+        }
+    }
+    if quoted {
+        return Err(format!("line {line}: a quoted field is never closed"));
+    }
+    if !(record.is_empty() && field.is_empty() && !was_quoted) {
+        record.push(field);
+        records.push(record);
+    }
+    Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> Result<DataTable, String> {
+        let dir = std::env::temp_dir().join(format!("wsbench-data-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path =
+            dir.join(format!("{:x}.csv", text.len() * 31 + text.bytes().map(usize::from).sum::<usize>()));
+        std::fs::write(&path, text).unwrap();
+        let loaded = DataTable::load(&path).map_err(|e| e.to_string());
+        std::fs::remove_file(path).unwrap();
+        loaded
+    }
+
+    #[test]
+    fn csv_quoting_is_read_as_rfc_4180_says() {
+        let records = parse_csv("a,b,c\r\n\"x, y\",\"say \"\"hi\"\"\",\"two\nlines\"\n\n1,,3").unwrap();
+        assert_eq!(
+            records,
+            [vec!["a", "b", "c"], vec!["x, y", "say \"hi\"", "two\nlines"], vec!["1", "", "3"]]
+        );
+        assert_eq!(parse_csv("\"\"\n").unwrap(), [vec![""]], "a quoted empty field is a record");
+        assert!(parse_csv("a,\"b\nc").unwrap_err().contains("never closed"));
+        assert!(parse_csv("a,b\"c\n").unwrap_err().contains("line 1: a quote inside an unquoted field"));
+        assert!(parse_csv("a,b\n\"c\"d\n").unwrap_err().contains("line 2: `d` after a closing quote"));
+    }
+
+    #[test]
+    fn row_i_mod_rows_fills_connection_is_placeholders() {
+        let data = table("user,token\nalice,t-a\nbob,\"t,b\"\ncarol,t-c\n").unwrap();
+        let template = "Bearer {data.token} for {data.user} ({data.user})";
+        assert_eq!(data.fill(template, 0), "Bearer t-a for alice (alice)");
+        assert_eq!(data.fill(template, 1), "Bearer t,b for bob (bob)");
+        assert_eq!(data.fill(template, 5), "Bearer t-c for carol (carol)");
+        assert!(matches!(data.fill("no placeholder {conn}", 3), Cow::Borrowed(_)));
+        assert_eq!(fill_data(None, "{data.user}", 0), "{data.user}");
+        assert_eq!(
+            data.fill_path("/a?u=%7Bdata.user%7D&t=%7Bdata.token%7D&x=%7D", 1),
+            "/a?u=bob&t=t%2Cb&x=%7D"
+        );
+        assert_eq!(decode_placeholders("/%7Bdata.user%7D/%7Bdata.x"), "/{data.user}/%7Bdata.x");
+        assert!(data.check("header", template).is_ok());
+        let error = data.check("header", "X: {data.name}").unwrap_err().to_string();
+        assert!(
+            error.contains("--header: `{data.name}`: ")
+                && error.ends_with("has no column `name` (its columns: user, token)"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn bad_files_are_refused_naming_the_problem() {
+        let cases = [
+            ("", "is empty"),
+            ("user\n", "has no row after its heading"),
+            ("user,user\na,b\n", "column 2 is named `user`"),
+            ("user,\na,b\n", "column 2 is named ``"),
+            ("user,token\na\n", "row 2 has 1 fields, the heading 2"),
+            ("user\n\"a\n", "never closed"),
+        ];
+        for (text, expected) in cases {
+            let error = table(text).unwrap_err();
+            assert!(error.starts_with("--data: ") && error.contains(expected), "{text:?}: {error}");
+        }
+        let error = DataTable::load(Path::new("/nonexistent/users.csv")).unwrap_err().to_string();
+        assert!(error.starts_with("--data: /nonexistent/users.csv: "), "{error}");
+    }
+}
