@@ -16,7 +16,6 @@ mod io;
 mod lines;
 mod message_limits;
 mod outputs;
-mod presets;
 mod scenario;
 mod settings;
 mod slo;
@@ -45,7 +44,6 @@ pub use handshake::{CONN_PLACEHOLDER, HandshakeOptions, Header, REDACTED, is_sec
 pub use io::IoBackend;
 pub use lines::TextLines;
 pub use outputs::{check_output_file, check_output_folder};
-pub use presets::PRESETS;
 pub use scenario::{
     Defaults, Exchange, NoSettings, Pace, Pacing, ScenarioRules, ScenarioSettings, looks_like_host_port,
 };
@@ -55,9 +53,9 @@ pub use source_addrs::parse_addr_range;
 pub use target::Target;
 pub use threshold::{Comparison, Metric, Threshold};
 pub use tls::{ClientIdentity, ClientKey, TlsOptions, TlsVersion};
-pub use transport::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTION, TransportSpec};
+pub use transport::TransportSpec;
+pub use validate::Members;
 
-pub const DEFAULT_SCENARIO: &str = "echo";
 pub const DEFAULT_CONNECTIONS: u64 = 1000;
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 pub const DEFAULT_WARMUP: Duration = Duration::from_secs(1);

@@ -18,7 +18,7 @@ use super::scenario::{Defaults, NoSettings, Pace, Pacing, ScenarioRules};
 use super::settings::RunSettings;
 use super::source_addrs::local_addrs;
 use super::tls::{TlsOptions, TlsSettings};
-use super::transport::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTION, TransportSpec};
+use super::transport::TransportSpec;
 use super::{
     CompressionOffer, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG,
     DEFAULT_REPLY_TIMEOUT, LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, OwnSettings, Payload,
@@ -26,6 +26,17 @@ use super::{
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_rate};
+
+/// The members a run uses besides its scenario, looked up in their registries by the
+/// caller, with their options checked.
+#[derive(Debug, Clone)]
+pub struct Members {
+    /// The message protocol's name.
+    pub protocol: &'static str,
+    /// The protocol's own options as given.
+    pub protocol_options: crate::options::OptionValues,
+    pub transport: TransportSpec,
+}
 
 impl RunSettings {
     /// Applies defaults and checks every value, by the rules of the scenario the settings
@@ -35,6 +46,7 @@ impl RunSettings {
         &self,
         rules: &dyn ScenarioRules,
         all: &[&dyn ScenarioRules],
+        members: Members,
     ) -> Result<RunConfig, ConfigError> {
         self.refuse_settings_of_others(rules, all)?;
         let target = self.target.as_deref().map(Target::parse).transpose()?;
@@ -43,6 +55,7 @@ impl RunSettings {
         let connections = rules.connections(self)?.map_or_else(|| self.connections(), Ok)?;
         let payload = self.payload(&defaults)?;
         let message = self.message_kind(&payload)?;
+        let binary = message == MessageKind::Binary;
         let frames_per_send = self.frames_per_send(&defaults)?;
         bounds::send(frames_per_send, payload.largest_message())?;
         let (ramp_per_sec, message_interval) = self.pace(&pacing, &defaults, connections)?;
@@ -83,9 +96,9 @@ impl RunSettings {
             max_message: 0,
             max_message_memory: 0,
             io: self.io()?,
-            transport: self.transport()?,
-            protocol: self.protocol()?,
-            protocol_options: self.protocol_options(message),
+            transport: members.transport,
+            protocol: members.protocol,
+            protocol_options: crate::protocol::Options { given: members.protocol_options, binary },
             run_id: self.run_id()?,
             scenario_settings: OwnSettings(Arc::new(NoSettings)),
         };
@@ -191,58 +204,6 @@ impl RunSettings {
             Some("uring" | "io_uring" | "io-uring") => Ok(IoBackend::Uring),
             Some("epoll") => Ok(IoBackend::Epoll),
             Some(other) => Err(invalid("io", format!("`{other}` is not an I/O backend: use uring or epoll"))),
-        }
-    }
-
-    /// `--http2` and `--streams-per-connection` (1 to [`MAX_STREAMS_PER_CONNECTION`], and
-    /// only with `--http2`).
-    fn transport(&self) -> Result<TransportSpec, ConfigError> {
-        let streams = self.streams_per_connection;
-        if !self.http2 {
-            return match streams {
-                None => Ok(TransportSpec::HTTP1),
-                Some(_) => Err(invalid(
-                    "streams-per-connection",
-                    "WebSockets share a TCP connection only over HTTP/2: add --http2".to_owned(),
-                )),
-            };
-        }
-        let streams = streams.unwrap_or(DEFAULT_STREAMS_PER_CONNECTION);
-        if !(1..=MAX_STREAMS_PER_CONNECTION).contains(&streams) {
-            return Err(invalid(
-                "streams-per-connection",
-                format!("{streams} is out of range: use 1 to {MAX_STREAMS_PER_CONNECTION}"),
-            ));
-        }
-        Ok(TransportSpec { name: "http2", streams_per_connection: streams })
-    }
-
-    /// `--protocol`: one the registry has (`raw` when none is given).
-    fn protocol(&self) -> Result<&'static str, ConfigError> {
-        let name = self.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
-        crate::protocol::by_name(name).map(|protocol| protocol.name()).ok_or_else(|| {
-            invalid(
-                "protocol",
-                format!(
-                    "`{name}` is not a protocol wsbench speaks: use {}",
-                    crate::protocol::names().join(", ")
-                ),
-            )
-        })
-    }
-
-    /// The protocol's options as given (the protocol checks them); `message`: what kind of
-    /// message the payload is.
-    fn protocol_options(&self, message: MessageKind) -> crate::protocol::Options {
-        crate::protocol::Options {
-            event: self.event.clone(),
-            method: self.method.clone(),
-            qos: self.qos,
-            mqtt_version: self.mqtt_version.clone(),
-            query: self.query.clone(),
-            heartbeat: self.heartbeat.clone(),
-            vhost: self.vhost.clone(),
-            binary: message == MessageKind::Binary,
         }
     }
 
@@ -470,7 +431,7 @@ impl RunSettings {
             (true, None) => Err(invalid("find-max-rate", "needs a latency objective, e.g. --slo 'p99<10ms'")),
             (true, Some(_)) if !rate_search => Err(invalid(
                 "find-max-rate",
-                format!("does not apply to the {scenario} scenario (it searches an echo loop's rate)"),
+                format!("does not apply to the {scenario} scenario (it searches the rate of a request loop)"),
             )),
             (true, Some(slo)) => Ok(Mode::FindMaxRate(slo.parse()?)),
         }

@@ -16,7 +16,32 @@ use std::time::Duration;
 use wsbench_appproto::mqtt::{QoS, Version};
 
 use super::{Options, Protocol, Session, Setup, Use};
+use crate::options::{Kind, OptionSpec};
 use session::MqttSession;
+
+/// `--qos`.
+pub const QOS: OptionSpec = OptionSpec {
+    flag: "qos",
+    key: "qos",
+    kind: Kind::Count,
+    value_name: "QOS",
+    default: "0",
+    bound: "0 or 1",
+    help: "the quality of service of publishes and subscriptions",
+    scenarios: &[],
+};
+
+/// `--mqtt-version`.
+pub const MQTT_VERSION: OptionSpec = OptionSpec {
+    flag: "mqtt-version",
+    key: "mqtt-version",
+    kind: Kind::Text,
+    value_name: "VERSION",
+    default: "3.1.1",
+    bound: "3.1.1 or 5",
+    help: "the protocol version",
+    scenarios: &[],
+};
 
 /// How often a connection promises to send something (PINGREQ at least): it pings every
 /// half of it, and a PINGRESP not back within it ends the connection.
@@ -45,8 +70,8 @@ impl Protocol for Mqtt {
     fn path(&self, given: &str) -> Option<String> {
         (given.is_empty() || given == "/").then(|| DEFAULT_PATH.to_owned())
     }
-    fn options(&self) -> &'static [&'static str] {
-        &["qos", "mqtt-version"]
+    fn options(&self) -> &'static [OptionSpec] {
+        &[QOS, MQTT_VERSION]
     }
     /// `--binary` is taken as it is: MQTT over WebSocket is always binary messages.
     fn check(&self, options: &Options) -> Result<(), String> {
@@ -75,7 +100,7 @@ pub fn echo_topic(client_id: &str) -> String {
 }
 
 fn qos(options: &Options) -> Result<QoS, String> {
-    match options.qos {
+    match options.given.count(&QOS) {
         None | Some(0) => Ok(QoS::AtMostOnce),
         Some(1) => Ok(QoS::AtLeastOnce),
         Some(other) => Err(format!("--qos {other}: MQTT is spoken at QoS 0 or 1 (QoS 2 is not supported)")),
@@ -83,7 +108,7 @@ fn qos(options: &Options) -> Result<QoS, String> {
 }
 
 fn version(options: &Options) -> Result<Version, String> {
-    match options.mqtt_version.as_deref() {
+    match options.given.text(&MQTT_VERSION) {
         None | Some("3.1.1") => Ok(Version::V311),
         Some("5") => Ok(Version::V5),
         Some(other) => Err(format!("--mqtt-version {other}: give 3.1.1 or 5")),

@@ -18,7 +18,7 @@ fn opened(usage: Use, qos: u8, version: &str) -> (Box<dyn Session>, Heard) {
 }
 
 fn make(usage: Use, qos: u8, version: &str) -> Box<dyn Session> {
-    let options = Options { qos: Some(qos), mqtt_version: Some(version.into()), ..Options::default() };
+    let options = Options::with([("qos", i64::from(qos).into()), ("mqtt-version", version.into())]);
     Mqtt.check(&options).unwrap();
     Mqtt.session(&setup(usage, &options))
 }
@@ -324,10 +324,12 @@ fn client_ids_follow_the_run_and_the_connection() {
 #[test]
 fn options_it_cannot_honour_are_refused_and_binary_is_taken() {
     let with = |qos: Option<u8>, version: Option<&str>| Options {
-        qos,
-        mqtt_version: version.map(str::to_owned),
         binary: true,
-        ..Options::default()
+        ..Options::with(
+            qos.map(|qos| ("qos", i64::from(qos).into()))
+                .into_iter()
+                .chain(version.map(|version| ("mqtt-version", version.into()))),
+        )
     };
     assert!(Mqtt.check(&with(None, None)).is_ok());
     assert!(Mqtt.check(&with(Some(1), Some("5"))).is_ok());

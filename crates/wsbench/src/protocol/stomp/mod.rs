@@ -17,7 +17,32 @@ mod session;
 use std::time::Duration;
 
 use super::{Options, Protocol, Session, Setup, Use};
+use crate::options::{Kind, OptionSpec};
 use session::StompSession;
+
+/// `--heartbeat`.
+pub const HEARTBEAT: OptionSpec = OptionSpec {
+    flag: "heartbeat",
+    key: "heartbeat",
+    kind: Kind::Text,
+    value_name: "DURATION",
+    default: "10s",
+    bound: "0s (none) or 1ms to 49 days",
+    help: "the interval heart-beats are asked to flow at, both ways",
+    scenarios: &[],
+};
+
+/// `--vhost`.
+pub const VHOST: OptionSpec = OptionSpec {
+    flag: "vhost",
+    key: "vhost",
+    kind: Kind::Text,
+    value_name: "VHOST",
+    default: DEFAULT_VHOST,
+    bound: "not empty, one line",
+    help: "the virtual host CONNECT names, its host header",
+    scenarios: &[],
+};
 
 /// The heart-beat interval asked for each way when `--heartbeat` is not given.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
@@ -44,12 +69,12 @@ impl Protocol for Stomp {
     fn subprotocols(&self) -> &'static [&'static str] {
         &["v12.stomp"]
     }
-    fn options(&self) -> &'static [&'static str] {
-        &["heartbeat", "vhost"]
+    fn options(&self) -> &'static [OptionSpec] {
+        &[HEARTBEAT, VHOST]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         heartbeat_ms(options)?;
-        match options.vhost.as_deref() {
+        match options.given.text(&VHOST) {
             Some("") => Err("--vhost is empty: give the virtual host to connect to (RabbitMQ's is /)".into()),
             Some(vhost) if vhost.contains(['\r', '\n', '\0']) => {
                 Err("--vhost holds a line break or NUL, which CONNECT cannot carry".into())
@@ -59,14 +84,14 @@ impl Protocol for Stomp {
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         let heartbeat = heartbeat_ms(setup.options).unwrap_or(DEFAULT_HEARTBEAT.as_millis() as u32);
-        let vhost = setup.options.vhost.as_deref().unwrap_or(DEFAULT_VHOST);
+        let vhost = setup.options.given.text(&VHOST).unwrap_or(DEFAULT_VHOST);
         Box::new(StompSession::new(setup, vhost, heartbeat))
     }
 }
 
 /// `--heartbeat` in whole ms (0: none), or why it cannot be one.
 fn heartbeat_ms(options: &Options) -> Result<u32, String> {
-    let Some(given) = options.heartbeat.as_deref() else { return Ok(DEFAULT_HEARTBEAT.as_millis() as u32) };
+    let Some(given) = options.given.text(&HEARTBEAT) else { return Ok(DEFAULT_HEARTBEAT.as_millis() as u32) };
     let interval = crate::units::parse_duration(given).map_err(|error| format!("--heartbeat: {error}"))?;
     let ms = interval.as_millis();
     if ms == 0 && !interval.is_zero() {
