@@ -239,6 +239,33 @@ fn disconnect_goes_out_at_the_end_once_connected() {
 }
 
 #[test]
+fn a_destination_template_names_each_topic_by_its_number() {
+    let now = Instant::now();
+    let options = Options::with([("destination", "/queue/q{topic}.in".into())]);
+    Stomp.check(&options).unwrap();
+    let (mut session, mut heard) = connected(Use::PubSub, &options, now);
+    session.subscribe("t12", &mut heard);
+    assert_eq!(
+        heard.sent_text(1),
+        "SUBSCRIBE\nid:sub-0\ndestination:/queue/q12.in\nack:auto\nreceipt:sub-0\n\n\0"
+    );
+    session.receive(b"RECEIPT\nreceipt-id:sub-0\n\n\0\n", false, now, &mut heard);
+    session.publish("t12", b"{}", &mut heard);
+    assert_eq!(heard.sent_text(2), "SEND\ndestination:/queue/q12.in\ncontent-length:2\n\n{}\0");
+    let delivery = b"MESSAGE\nsubscription:sub-0\ndestination:/queue/q12.in\nmessage-id:m1\n\n{}\0";
+    session.receive(delivery, false, now, &mut heard);
+    assert_eq!(
+        heard.deliveries,
+        [("t12".to_owned(), b"{}".to_vec())],
+        "delivered under the scenario's topic"
+    );
+    let with = |template: &str| Stomp.check(&Options::with([("destination", template.into())]));
+    for bad in ["/queue/q", "/queue/{topic}/{topic}", "/queue/q{topic}\nx"] {
+        assert!(with(bad).unwrap_err().contains("--destination"), "{bad}");
+    }
+}
+
+#[test]
 fn options_it_cannot_honour_are_refused() {
     let with = |heartbeat: &str| Options::with([("heartbeat", heartbeat.into())]);
     assert!(Stomp.check(&with("250ms")).is_ok());
