@@ -292,6 +292,63 @@ mod tests {
         }
     }
 
+    fn settings(args: &[&str]) -> Result<RunSettings, clap::Error> {
+        use clap::FromArgMatches;
+        let command = <RunSettings as clap::Args>::augment_args(Command::new("run").no_binary_name(true));
+        RunSettings::from_arg_matches(&command.try_get_matches_from(args)?)
+    }
+
+    fn refusal(args: &[&str]) -> String {
+        let settings = settings(args).unwrap();
+        RunSettings { target: Some("ws://127.0.0.1:1/".into()), ..settings }
+            .validate()
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn the_transport_is_named_by_flag_or_by_its_switch() {
+        let transport = |args: &[&str]| settings(args).unwrap().validate().map(|c| c.load.transport);
+        let h2 = transport(&["--transport", "h2"]).unwrap();
+        assert_eq!((h2.name, h2.streams_per_connection, h2.default), (DIALS[1].name(), 100, false));
+        assert_eq!(transport(&["--http2"]).unwrap(), h2);
+        assert_eq!(transport(&["--transport", "http2", "--http2"]).unwrap(), h2);
+        let h1 = transport(&[]).unwrap();
+        assert_eq!((h1.name, h1.default), (DIALS[0].name(), true));
+        assert_eq!(transport(&["--transport", "h1"]).unwrap(), h1);
+        let error = transport(&["--transport", "h3"]).unwrap_err().to_string();
+        assert_eq!(error, "--transport: `h3` is not a transport: use h1 or h2");
+        let error = transport(&["--transport", "h1", "--http2"]).unwrap_err().to_string();
+        assert!(error.starts_with("--transport: h1 and the switch of --transport h2 contradict"), "{error}");
+    }
+
+    #[test]
+    fn an_option_of_a_member_not_in_the_run_is_refused_naming_whose_it_is() {
+        let error = refusal(&["--protocol", "stomp", "--qos", "1"]);
+        assert_eq!(error, "--qos: applies to --protocol mqtt only (this run speaks stomp)");
+        let error = refusal(&["--topics", "3"]);
+        assert_eq!(error, "--topics: applies to the pubsub scenario only");
+        let error = refusal(&["--streams-per-connection", "3", "--transport", "h1"]);
+        assert_eq!(error, "--streams-per-connection: applies to --transport h2 only (this run uses h1)");
+        let error = refusal(&["--protocol", "mqtt", "--topic", "a/{topic}"]);
+        assert_eq!(error, "--topic: applies to the pubsub scenario only");
+        assert!(settings(&["--qos", "x"]).is_err(), "a whole number is parsed as one");
+    }
+
+    #[test]
+    fn scenario_files_take_member_options_by_key_and_check_their_kind() {
+        let path = Path::new("s.toml");
+        let parsed = RunSettings::parse_toml("protocol = \"mqtt\"\nqos = 1\nhttp2 = true\n", path).unwrap();
+        assert_eq!(parsed.options.count(&crate::protocol::mqtt::QOS), Some(1));
+        let error = RunSettings::parse_toml("\nqos = \"1\"\n", path).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "scenario file s.toml:2:1: key `qos`: invalid type: string \"1\", expected a whole number"
+        );
+        let error = RunSettings::parse_toml("subscriber = 4\n", path).unwrap_err().to_string();
+        assert_eq!(error, "scenario file s.toml:1:1: unknown key `subscriber`: did you mean `subscribers`?");
+    }
+
     #[test]
     fn help_shows_each_member_option_with_its_owner_default_and_bound() {
         let command = <OptionValues as clap::Args>::augment_args(Command::new("run"));
