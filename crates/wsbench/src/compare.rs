@@ -2,9 +2,10 @@
 //! Servers take turns within each repeat (interleaved, so machine drift spreads evenly over
 //! them); each is started fresh, pinned to its CPU, measured with the client pinned
 //! elsewhere, and stopped. A server that is not installed, fails to start or dies mid-run
-//! gets a row saying so; the others are still measured. Every result file is kept. With
-//! `--http2` each server gets a second row over HTTP/2 (RFC 8441): natively when it serves
-//! it, else through an HAProxy front (`fleet::front`) that speaks HTTP/1.1 to it.
+//! gets a row saying so; the others are still measured. Every result file is kept. With a
+//! `--transport` other than the default (`--transport h2`, `--http2`) each server gets a
+//! second row over it: natively when its manifest lists the transport, else through an
+//! HAProxy front (`fleet::front`, HTTP/2 to HTTP/1.1) that speaks the default one to it.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -170,6 +170,14 @@ pub fn load(dir: &Path) -> Result<Vec<Manifest>, FleetError> {
             );
             return Err(FleetError::Manifest { path, message });
         }
+        let dials = crate::engine::dial::DIALS;
+        if let Some(unknown) =
+            manifest.transports.iter().find(|name| crate::engine::dial::by_name(name).is_none())
+        {
+            let known: Vec<&str> = dials.iter().map(|dial| dial.name()).collect();
+            let message = format!("transport `{unknown}` is not one wsbench opens: use {}", known.join(", "));
+            return Err(FleetError::Manifest { path, message });
+        }
         manifest.dir = entry.path();
         fleet.push(manifest);
     }
