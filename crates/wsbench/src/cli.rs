@@ -115,7 +115,7 @@ fn scenarios_help() -> String {
     for scenario in wsbench::scenario::SCENARIOS {
         text.push_str(&format!("  {:<12} {}\n", scenario.name(), scenario.about()));
     }
-    let presets: Vec<&str> = wsbench::config::PRESETS.iter().map(|(name, _)| *name).collect();
+    let presets: Vec<&str> = wsbench::presets::PRESETS.iter().map(|(name, _)| *name).collect();
     text.push_str(&format!("Presets (--scenario NAME, from scenarios/NAME.toml): {}", presets.join(", ")));
     text
 }

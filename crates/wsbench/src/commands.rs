@@ -188,7 +188,7 @@ fn compare_servers(args: CompareArgs, interrupt: &AtomicBool) -> Result<Output, 
     })?;
     let views: Vec<report::CompareRow<'_>> = rows.iter().map(compare::Row::view).collect();
     let mut text = report::render_compare_table(&views);
-    if rows.iter().any(|row| row.over == compare::Over::Http2Front && !row.runs.is_empty()) {
+    if rows.iter().any(|row| row.over.front && !row.runs.is_empty()) {
         text.push_str(compare::FRONT_NOTE);
     }
     if args.markdown {

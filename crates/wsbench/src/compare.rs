@@ -2,15 +2,17 @@
 //! Servers take turns within each repeat (interleaved, so machine drift spreads evenly over
 //! them); each is started fresh, pinned to its CPU, measured with the client pinned
 //! elsewhere, and stopped. A server that is not installed, fails to start or dies mid-run
-//! gets a row saying so; the others are still measured. Every result file is kept. With
-//! `--http2` each server gets a second row over HTTP/2 (RFC 8441): natively when it serves
-//! it, else through an HAProxy front (`fleet::front`) that speaks HTTP/1.1 to it.
+//! gets a row saying so; the others are still measured. Every result file is kept. With a
+//! `--transport` other than the default (`--transport h2`, `--http2`) each server gets a
+//! second row over it: natively when its manifest lists the transport, else through an
+//! HAProxy front (`fleet::front`, HTTP/2 to HTTP/1.1) that speaks the default one to it.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::config::{ConfigError, RunSettings};
+use crate::engine::dial::{DIALS, Dial};
 use crate::fleet::{self, FleetError, FleetServer, Manifest, front};
 use crate::result::RunResult;
 use crate::session;
@@ -46,15 +48,30 @@ pub struct CompareConfig {
     pub settings: RunSettings,
 }
 
-/// How a row's WebSockets reach its server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Over {
-    /// RFC 6455's HTTP/1.1 upgrade.
-    Http1,
-    /// RFC 8441 over HTTP/2, served by the server itself.
-    Http2,
-    /// RFC 8441 over HTTP/2 to an HAProxy front, HTTP/1.1 from it to the server.
-    Http2Front,
+/// How a row's WebSockets reach its server: a transport of the registry, served by the
+/// server itself or, when it serves only the default one, through an HAProxy front
+/// (`fleet::front`) that speaks the default transport to it.
+#[derive(Debug, Clone, Copy)]
+pub struct Over {
+    pub transport: &'static dyn Dial,
+    pub front: bool,
+}
+
+impl Over {
+    /// The registry's first transport, served directly.
+    pub fn default_transport() -> Over {
+        Over { transport: DIALS[0], front: false }
+    }
+
+    pub fn is_default(&self) -> bool {
+        self.transport.name() == DIALS[0].name()
+    }
+}
+
+impl PartialEq for Over {
+    fn eq(&self, other: &Over) -> bool {
+        self.transport.name() == other.transport.name() && self.front == other.front
+    }
 }
 
 /// What the table says under a comparison with rows through an HAProxy front.
@@ -93,11 +110,17 @@ pub fn compare(
         crate::config::check_output_folder("out", out)?;
         std::fs::create_dir_all(out).map_err(|source| CompareError::OutDir { path: out.clone(), source })?;
     }
+    // A transport other than the registry's first gets rows of its own, beside the first's.
+    let transport = config.settings.transport_chosen()?;
+    let shared = transport.name() != DIALS[0].name();
     let mut rows: Vec<Row> = Vec::new();
     for manifest in selected {
-        rows.push(Row::new(manifest, Over::Http1));
-        if config.settings.http2 {
-            rows.push(Row::new(manifest, if manifest.http2 { Over::Http2 } else { Over::Http2Front }));
+        rows.push(Row::new(manifest, Over::default_transport()));
+        if shared {
+            rows.push(Row::new(
+                manifest,
+                Over { transport, front: !manifest.serves_transport(transport.name()) },
+            ));
         }
     }
     let protocol = config.settings.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
@@ -121,9 +144,8 @@ pub fn compare(
             }
             step += 1;
             let mut settings = config.settings.clone();
-            settings.http2 = row.over != Over::Http1;
-            if !settings.http2 {
-                settings.streams_per_connection = None;
+            if row.over.is_default() {
+                settings.without_transport();
             }
             if !client_cpus.is_empty() && settings.client_cpus.is_none() {
                 settings.client_cpus = Some(crate::affinity::format_cpu_list(&client_cpus));
@@ -249,10 +271,10 @@ impl Row {
     /// A row for `manifest` over `over`, saying so if the server is not installed or cannot
     /// run here (or needs an HAProxy front that is not installed).
     fn new(manifest: &Manifest, over: Over) -> Row {
-        let label = match over {
-            Over::Http1 => manifest.name.clone(),
-            Over::Http2 => format!("{}/h2", manifest.name),
-            Over::Http2Front => format!("{}/h2+haproxy", manifest.name),
+        let label = match (over.is_default(), over.front) {
+            (true, _) => manifest.name.clone(),
+            (false, false) => format!("{}/{}", manifest.name, over.transport.flag_name()),
+            (false, true) => format!("{}/{}+haproxy", manifest.name, over.transport.flag_name()),
         };
         let mut row = Row {
             manifest: manifest.clone(),
@@ -272,7 +294,7 @@ impl Row {
                 format!("unavailable: needs {}", missing.join(", "))
             });
         }
-        if row.available && over == Over::Http2Front && !front::available() {
+        if row.available && over.front && !front::available() {
             row.available = false;
             row.skipped = Some(format!(
                 "skipped: no HTTP/2 of its own, and no HAProxy for a front ({} is missing: apt-get install haproxy)",
@@ -300,8 +322,8 @@ impl Row {
             }
         };
         let protocol = settings.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
-        let mut front = match self.over {
-            Over::Http2Front => match start_front(&self.manifest.name, &server, server_cpus) {
+        let mut front = match self.over.front {
+            true => match start_front(&self.manifest.name, &server, server_cpus) {
                 Ok(front) => Some(front),
                 Err(problem) => {
                     server.stop();
@@ -310,7 +332,7 @@ impl Row {
                     return;
                 }
             },
-            Over::Http1 | Over::Http2 => None,
+            false => None,
         };
         settings.target = Some(front.as_ref().unwrap_or(&server).url(self.manifest.path(protocol)));
         if front.is_some() && settings.server_pid.is_none() {

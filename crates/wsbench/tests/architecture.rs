@@ -427,3 +427,98 @@ fn the_report_never_reaches_the_session() {
         assert!(!reached.contains(runner), "report reaches `{runner}` (through {reached:?})");
     }
 }
+
+/// The shared layers: each reaches scenarios, protocols and transports through their
+/// registries only, and their options through `members`.
+const MEMBER_BLIND: [&str; 8] =
+    ["config", "engine", "result", "report", "live", "merge", "session", "compare"];
+
+/// What a shared layer still names, and why: (the layer, the word, the reason). Each must
+/// still be found (else the exception goes), so the list cannot go stale.
+const STILL_NAMED: [(&str, &str, &str); 5] = [
+    // A flow's steps are a nested table whose errors point at their line in the file; the
+    // typed steps are parsed with the rest of the settings.
+    ("config", "flow", "the [[flow.steps]] of a scenario file are read with the shared settings"),
+    // WebSockets per TCP connection is the shape of every transport (1: one each): the
+    // engine plans connections by it and result files record it under this key.
+    ("config", "streams_per_connection", "the transport's shape, recorded in config.transport"),
+    ("engine", "streams_per_connection", "the transport's shape the engine plans by"),
+    ("result", "streams_per_connection", "a field of the result file's transport block"),
+    ("report", "streams_per_connection", "the report's transport line"),
+];
+
+/// Whole-word mentions of a member's name: its identifiers and its strings alike.
+fn names_member(code: &str, name: &str) -> bool {
+    mentions(code, name) > 0
+}
+
+/// Whether `code` names the option `word` (a flag, a TOML key, a field): as a string of its
+/// own (`"qos"`), as a flag (`--qos`), as a field read (`.qos`) or declared (`pub qos:`).
+/// Everyday words (`hold`, `event`, `method`) are otherwise free to use.
+fn names_option(code: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    let bounded = |at: usize, len: usize| !code[at + len..].chars().next().is_some_and(ident);
+    code.contains(&format!("\"{word}\""))
+        || code.contains(&format!("pub {word}:"))
+        || [format!("--{word}"), format!(".{word}")]
+            .iter()
+            .any(|form| code.match_indices(form.as_str()).any(|(at, _)| bounded(at, form.len())))
+}
+
+/// Every member's name (scenario folders, protocols but the default, transports by their
+/// recorded names), read from the registries and folders.
+fn member_names() -> Vec<String> {
+    let mut names = scenario_names();
+    for name in wsbench::protocol::names().into_iter().filter(|name| *name != wsbench::protocol::DEFAULT) {
+        names.extend([name.to_owned(), name.replace('-', "_")]);
+    }
+    names.extend(wsbench::engine::dial::DIALS.iter().map(|dial| dial.name().to_owned()));
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Every option a member declares (its flag, its key, the key as a field), and the names
+/// `--transport` takes, read from the registries.
+fn option_words() -> Vec<String> {
+    let mut words: Vec<String> =
+        wsbench::engine::dial::DIALS.iter().map(|dial| dial.flag_name().to_owned()).collect();
+    for (option, _) in wsbench::members::declared() {
+        words.extend([option.flag.to_owned(), option.key.to_owned(), option.key.replace('-', "_")]);
+    }
+    words.sort();
+    words.dedup();
+    words
+}
+
+#[test]
+fn shared_layers_name_no_member_nor_an_option_of_one() {
+    let (names, words) = (member_names(), option_words());
+    assert!(names.len() >= 14 && words.len() >= 10, "the members were not found: {names:?} {words:?}");
+    let mut found = Vec::new();
+    let mut excepted = std::collections::BTreeSet::new();
+    for (path, module) in library_files() {
+        // The transports live in `engine/dial/`, their own folder.
+        if !MEMBER_BLIND.contains(&module[0].as_str())
+            || module.starts_with(&["engine".into(), "dial".into()])
+        {
+            continue;
+        }
+        let code = production_code(&path);
+        let named = names.iter().filter(|name| names_member(&code, name));
+        let optioned = words.iter().filter(|word| names_option(&code, word));
+        for word in named.chain(optioned) {
+            match STILL_NAMED.iter().find(|(layer, still, _)| *layer == module[0] && still == word) {
+                Some((layer, still, _)) => _ = excepted.insert((*layer, *still)),
+                None => found.push(format!("{} names `{word}`", path.display())),
+            }
+        }
+    }
+    assert!(found.is_empty(), "a member or its option named outside its folder:\n{}", found.join("\n"));
+    for (layer, word, why) in STILL_NAMED {
+        assert!(
+            excepted.contains(&(layer, word)),
+            "{layer} no longer names `{word}` ({why}): drop the exception"
+        );
+    }
+}

@@ -408,6 +408,42 @@ fn a_manifest_naming_an_unknown_protocol_is_refused_with_the_known_ones() {
 }
 
 #[test]
+fn a_manifest_naming_an_unknown_transport_is_refused_with_the_known_ones() {
+    let dir = fleet_dir("unknown-transport");
+    let manifest = dir.join("healthy").join("server.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap() + "transports = [\"http3\"]\n";
+    std::fs::write(&manifest, text).unwrap();
+    let (code, _, stderr) = wsbench(&["fleet", "list"], &dir);
+    assert_ne!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("transport `http3` is not one wsbench opens: use http1, http2"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn a_server_whose_manifest_lists_the_transport_is_measured_over_it_natively() {
+    let dir = fleet_dir("native-transport");
+    let manifest = dir.join("healthy").join("server.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap() + "transports = [\"http2\"]\n";
+    std::fs::write(&manifest, text).unwrap();
+    let out = dir.join("results");
+    let mut args =
+        vec!["compare", "--transport", "h2", "--servers", "healthy", "--out", out.to_str().unwrap()];
+    args.extend("--connections 20 --streams-per-connection 10 --warmup 0s --duration 1s".split_whitespace());
+    let (code, stdout, stderr) = wsbench(&args, &dir);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    for row in ["healthy ", "healthy/h2 "] {
+        let line =
+            stdout.lines().find(|l| l.starts_with(row)).unwrap_or_else(|| panic!("no {row}row\n{stdout}"));
+        assert!(line.contains("20/20"), "{line}");
+    }
+    assert!(!stdout.contains("haproxy"), "served natively, no front\n{stdout}");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("healthy-h2-1.json")).unwrap()).unwrap();
+    assert_eq!(result["summary"]["transport"]["name"], "http2", "{stdout}");
+    assert_eq!(result["summary"]["transport"]["tcp_connections"], 2, "{stdout}");
+}
+
+#[test]
 fn an_http2_comparison_measures_each_server_over_both_and_fronts_the_h1_only_ones_with_haproxy() {
     if !Path::new("/usr/sbin/haproxy").is_file() {
         support::peer_missing("haproxy is not installed");

@@ -203,5 +203,9 @@ fn streams_per_connection_is_bounded_and_needs_http2() {
         2,
         "--streams-per-connection: 10001 is out of range: use 1 to 10000",
     );
-    refused(&["run", "--streams-per-connection", "10"], 2, "only over HTTP/2: add --http2");
+    refused(
+        &["run", "--streams-per-connection", "10"],
+        2,
+        "applies to --transport h2 only (this run uses h1)",
+    );
 }

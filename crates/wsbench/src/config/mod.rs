@@ -17,16 +17,17 @@ mod io;
 mod lines;
 mod message_limits;
 mod outputs;
-mod presets;
 mod scenario;
 mod settings;
 mod slo;
 mod source_addrs;
+mod staged_settings;
 mod stages;
 mod suggest;
 mod target;
 mod threshold;
 mod tls;
+mod toml_position;
 mod transport;
 mod validate;
 
@@ -48,7 +49,6 @@ pub use handshake::{CONN_PLACEHOLDER, HandshakeOptions, Header, is_secret};
 pub use io::IoBackend;
 pub use lines::TextLines;
 pub use outputs::{check_output_file, check_output_folder};
-pub use presets::PRESETS;
 pub use scenario::{
     Defaults, Exchange, NoSettings, Pace, Pacing, ScenarioRules, ScenarioSettings, looks_like_host_port,
 };
@@ -59,9 +59,9 @@ pub use stages::{MAX_STAGES, Stage, StageKind, StageList, StagePlan, StageSettin
 pub use target::{REDACTED, Target};
 pub use threshold::{Comparison, Metric, Threshold};
 pub use tls::{ClientIdentity, ClientKey, TlsOptions, TlsVersion};
-pub use transport::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTION, TransportSpec};
+pub use transport::TransportSpec;
+pub use validate::Members;
 
-pub const DEFAULT_SCENARIO: &str = "echo";
 pub const DEFAULT_CONNECTIONS: u64 = 1000;
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 pub const DEFAULT_WARMUP: Duration = Duration::from_secs(1);

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::error::ConfigError;
 use super::{LoadSpec, Payload, RunSettings};
+use crate::options::OptionSpec;
 
 /// What one exchange of a scenario is called, singular and plural ("round trip", "round
 /// trips"; "delivery", "deliveries"): the headline, the live view, the charts and the
@@ -113,9 +114,15 @@ pub trait ScenarioRules: Sync + Debug {
     fn name(&self) -> &'static str;
     fn defaults(&self) -> Defaults;
     fn pacing(&self, settings: &RunSettings) -> Result<Pacing, ConfigError>;
-    /// The settings (flag names, without `--`) that belong to this scenario alone: another
-    /// scenario refuses them with a message naming this one.
+    /// The shared settings (flag names, without `--`) that only this scenario reads:
+    /// another scenario refuses them with a message naming this one.
     fn own_settings(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The options it declares, its own: `crate::members` makes them flags and scenario-file
+    /// keys and refuses them in a run of another scenario; the scenario reads them from
+    /// `RunSettings::options`.
+    fn options(&self) -> &'static [OptionSpec] {
         &[]
     }
     /// The connections of the run, when the scenario decides them (from its own settings);

@@ -4,19 +4,22 @@
 //! stdin (`wsbench_supervisor`; never a file, so a `--bearer` token lands on no disk), so no
 //! setting is listed twice. [`RunSettings::to_toml`] writes it back as a scenario file.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::error::ConfigError;
+use super::toml_position::{key_at, key_offset, line_column};
 use crate::input_file::{InputFileError, InputKind};
+use crate::options::Kind;
 
 /// Where the `--dashboard` page listens when the flag is given without an address.
 pub const DEFAULT_DASHBOARD_ADDR: &str = "127.0.0.1:5665";
 
 /// Settings as given, from flags or a TOML scenario file; all optional.
 #[derive(Debug, Clone, Default, PartialEq, clap::Args, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case")]
 pub struct RunSettings {
     /// Scenario: one of the registry's (`wsbench run --help` lists them); echo by default.
     #[arg(skip)]
@@ -110,10 +113,6 @@ pub struct RunSettings {
     #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warmup: Option<String>,
-    /// Scalability: how long to hold the connections open (at most 7 days).
-    #[arg(long, allow_hyphen_values = true)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hold: Option<String>,
     /// Messages each connection keeps in flight (closed loop; at most 65,536, and what they
     /// hold over a process's connections at most 8 GiB).
     #[arg(long)]
@@ -300,78 +299,30 @@ pub struct RunSettings {
     #[arg(skip)]
     #[serde(default, skip_serializing_if = "is_false")]
     pub progress_to_parent: bool,
-    /// churn: echoes each connection exchanges between its handshake and its close (default
-    /// 1, at most 1,000,000).
-    #[arg(long, value_name = "K")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub messages_per_connection: Option<u64>,
     /// flow: the `[[flow.steps]]` of a scenario file (no flag).
     #[arg(skip)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flow: Option<super::FlowSettings>,
-    /// pubsub: subscriber connections, spread over the topics (default 100).
-    #[arg(long, value_name = "S")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subscribers: Option<u64>,
-    /// pubsub: topics t0..tT-1; subscriber i listens to topic i mod T (default 1, at most
-    /// 1,000,000).
-    #[arg(long, value_name = "T")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub topics: Option<u64>,
-    /// pubsub: publisher connections; publisher j publishes to topic j mod T, --rate is
-    /// shared among them (default 1; subscribers × publishers per topic at most 10,000,000).
-    #[arg(long, value_name = "P")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub publishers: Option<u64>,
     /// The client's socket I/O: `uring` (io_uring: batched submission, multishot receive)
     /// or `epoll` (default: uring where the kernel allows it; epoll for wss://).
     #[arg(long, value_name = "BACKEND")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub io: Option<String>,
-    /// Open WebSockets over HTTP/2 (RFC 8441 extended CONNECT), many per TCP connection:
-    /// h2c with prior knowledge for ws://, ALPN h2 for wss://.
-    #[arg(long)]
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub http2: bool,
-    /// With --http2: WebSockets per TCP connection (default 100).
-    #[arg(long, value_name = "S")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub streams_per_connection: Option<u64>,
     /// The message protocol spoken over WebSocket: raw (default), socketio, mqtt, stomp,
     /// jsonrpc or graphql-ws (`wsbench run --help` lists them).
     #[arg(long, value_name = "NAME")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
-    /// socketio: the event an echo request is emitted as (default echo).
-    #[arg(long)]
+    /// How the WebSockets reach the server: h1 (an HTTP/1.1 upgrade per TCP connection,
+    /// default) or h2 (RFC 8441 extended CONNECT, many per TCP connection).
+    #[arg(long, value_name = "NAME")]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub event: Option<String>,
-    /// jsonrpc: the method an echo request calls (default echo).
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
-    /// mqtt: the quality of service of publishes and subscriptions, 0 or 1 (default 0).
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub qos: Option<u8>,
-    /// mqtt: the protocol version, 3.1.1 or 5 (default 3.1.1).
-    #[arg(long, value_name = "VERSION")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mqtt_version: Option<String>,
-    /// graphql-ws: the subscription an echo request starts; `$payload` is the payload
-    /// (default `subscription($payload: String!) { echo(message: $payload) }`).
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub query: Option<String>,
-    /// The interval the protocol's heartbeats are asked to flow at (stomp: heart-beat both
-    /// ways, default 10s; 0s: none).
-    #[arg(long, value_name = "DURATION")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub heartbeat: Option<String>,
-    /// stomp: the virtual host CONNECT names, its host header (default /).
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub vhost: Option<String>,
+    pub transport: Option<String>,
+    /// The options of the scenarios, protocols and transports, each declared by its member
+    /// (`--subscribers`, `--qos`, `--streams-per-connection`, …), by TOML key.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub options: crate::options::OptionValues,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -383,33 +334,52 @@ fn parse_stages(text: &str) -> Result<super::StageList, String> {
 }
 
 impl RunSettings {
-    /// Reads a TOML scenario file (the same keys as the flags, kebab-case).
-    pub fn from_file(path: &Path) -> Result<RunSettings, ConfigError> {
-        let text = crate::input_file::read_text(path, InputKind::Scenario).map_err(|e| match e {
+    /// The text of the scenario file `path` (bounded in size).
+    pub fn read_file(path: &Path) -> Result<String, ConfigError> {
+        crate::input_file::read_text(path, InputKind::Scenario).map_err(|e| match e {
             InputFileError::Read { source, .. } => {
                 ConfigError::ReadScenario { path: path.to_owned(), source }
             }
             too_big => ConfigError::InputFile(too_big),
-        })?;
-        RunSettings::parse_toml(&text, path)
+        })
     }
 
-    /// Parses the TOML text of the scenario file `path`; an error says where (line:column)
-    /// and, for a mistyped key, which key was meant.
-    pub fn parse_toml(text: &str, path: &Path) -> Result<RunSettings, ConfigError> {
+    /// Parses the TOML text of the scenario file `path`, whose member options (the keys that
+    /// are not shared settings) have the kinds of `members`, by key; an error says where
+    /// (line:column) and, for a mistyped key, which key was meant.
+    pub fn parse_toml_with(
+        text: &str,
+        path: &Path,
+        members: &BTreeMap<&'static str, Kind>,
+    ) -> Result<RunSettings, ConfigError> {
         super::flow::check_step_estimate(text)?;
-        toml::from_str(text).map_err(|e| {
+        let parse_error = |offset: Option<usize>, message: String| ConfigError::ParseScenario {
+            path: path.to_owned(),
+            location: offset.map(|at| line_column(text, at)).unwrap_or_default(),
+            message,
+        };
+        let settings: RunSettings = toml::from_str(text).map_err(|e| {
             let key = e.span().and_then(|span| key_at(text, span.start));
             let message = explain(e.message());
-            ConfigError::ParseScenario {
-                path: path.to_owned(),
-                location: e.span().map(|span| line_column(text, span.start)).unwrap_or_default(),
-                message: match key {
-                    Some(key) if !message.starts_with("unknown key") => format!("key `{key}`: {message}"),
-                    _ => message,
-                },
+            let message = match key {
+                Some(key) if !message.starts_with("unknown key") => format!("key `{key}`: {message}"),
+                _ => message,
+            };
+            parse_error(e.span().map(|span| span.start), message)
+        })?;
+        for (key, value) in &settings.options.0 {
+            let at = key_offset(text, key);
+            match members.get(key.as_str()) {
+                None => return Err(parse_error(at, unknown_key(key, members.keys().copied()))),
+                Some(kind) if !kind.fits(value) => {
+                    let given = format!("{} {value}", value.type_str());
+                    let message = format!("key `{key}`: invalid type: {given}, expected {}", kind.expected());
+                    return Err(parse_error(at, message));
+                }
+                Some(_) => {}
             }
-        })
+        }
+        Ok(settings)
     }
 
     /// These settings as a TOML scenario file that [`RunSettings::from_file`] reads back.
@@ -431,24 +401,6 @@ impl RunSettings {
     }
 }
 
-/// `:LINE:COLUMN` (1-based) of the byte `offset` of `text`.
-fn line_column(text: &str, offset: usize) -> String {
-    let before = text.get(..offset).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
-    format!(":{line}:{column}")
-}
-
-/// The key whose value starts at byte `offset` of `text` (`connections = "many"`, or one
-/// of an inline table's `{ count = "x" }`), when the offset is in a value.
-fn key_at(text: &str, offset: usize) -> Option<String> {
-    let before = text.get(..offset)?;
-    let line = &before[before.rfind('\n').map_or(0, |at| at + 1)..];
-    let (head, _) = line.rsplit_once('=')?;
-    let key = head.trim_end().rsplit(['{', ',', ' ', '\t']).next()?.trim_matches(['"', '\'']);
-    (!key.is_empty()).then(|| key.to_owned())
-}
-
 /// The TOML parser's message, with a did-you-mean for an unknown key (serde names the
 /// unknown key and then every known one, each in backticks), and type names in words.
 fn explain(message: &str) -> String {
@@ -463,7 +415,20 @@ fn explain(message: &str) -> String {
     let Some((unknown, known)) = quoted.split_first() else {
         return message.trim_end().to_owned();
     };
-    match super::suggest::closest(unknown, known.iter().copied()) {
+    unknown_key(unknown, known.iter().copied())
+}
+
+/// An unknown key of a scenario file, with the known key it is closest to (`members`: the
+/// members' keys, besides the shared settings).
+fn unknown_key<'a>(unknown: &str, members: impl IntoIterator<Item = &'a str>) -> String {
+    let shared: Vec<String> = <RunSettings as clap::Args>::augment_args(clap::Command::default())
+        .get_arguments()
+        .filter_map(|arg| arg.get_long().map(str::to_owned))
+        .chain(["scenario", "target", "flow"].map(str::to_owned))
+        .collect();
+    let members: Vec<&str> = members.into_iter().collect();
+    let known = shared.iter().map(String::as_str).chain(members.iter().copied());
+    match super::suggest::closest(unknown, known) {
         Some(meant) => format!("unknown key `{unknown}`: did you mean `{meant}`?"),
         None => format!(
             "unknown key `{unknown}`: the keys are the flags of `wsbench run` without their `--` \
@@ -508,7 +473,6 @@ mod tests {
             ramp: some("75/s"),
             duration: some("2s"),
             warmup: some("0s"),
-            hold: some("3s"),
             in_flight: Some(4),
             payload: some("bytes:20"),
             payload_bytes: some("1KiB"),
@@ -550,24 +514,27 @@ mod tests {
             dashboard: some("127.0.0.1:5665"),
             html: Some("r.html".into()),
             progress_to_parent: true,
-            messages_per_connection: Some(3),
             flow: Some(crate::config::FlowSettings {
                 steps: vec![crate::config::StepSettings { send: some("x"), ..Default::default() }],
             }),
-            subscribers: Some(500),
-            topics: Some(5),
-            publishers: Some(6),
             io: some("epoll"),
-            http2: true,
-            streams_per_connection: Some(50),
             protocol: some("jsonrpc"),
-            event: some("chat"),
-            method: some("ping"),
-            qos: Some(1),
-            mqtt_version: some("5"),
-            query: some("subscription { tick }"),
-            heartbeat: some("1s"),
-            vhost: some("/"),
+            transport: some("h2"),
+            // Every member's options, of each kind.
+            options: crate::options::OptionValues(
+                [
+                    ("hold", toml::Value::from("3s")),
+                    ("messages-per-connection", toml::Value::from(3)),
+                    ("subscribers", toml::Value::from(500)),
+                    ("http2", toml::Value::from(true)),
+                    ("streams-per-connection", toml::Value::from(50)),
+                    ("mqtt-version", toml::Value::from("5")),
+                    ("qos", toml::Value::from(1)),
+                ]
+                .into_iter()
+                .map(|(key, value)| (key.to_owned(), value))
+                .collect(),
+            ),
         };
         let back: RunSettings = toml::from_str(&every.to_toml().unwrap()).unwrap();
         assert_eq!(back, every);

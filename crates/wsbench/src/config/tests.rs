@@ -51,11 +51,14 @@ fn bad_values_name_the_setting() {
         (
             settings(|s| {
                 s.scenario = Some("scalability".into());
-                s.hold = Some("0s".into());
+                _ = s.options.0.insert("hold".into(), "0s".into());
             }),
             "--hold: must be longer than zero",
         ),
-        (settings(|s| s.hold = Some("5s".into())), "--hold: applies to the scalability scenario only"),
+        (
+            settings(|s| _ = s.options.0.insert("hold".into(), "5s".into())),
+            "--hold: applies to the scalability scenario only",
+        ),
         (settings(|s| s.connect_timeout = Some("0s".into())), "--connect-timeout: must be longer"),
         (settings(|s| s.reply_timeout = Some("0s".into())), "--reply-timeout: must be longer than zero"),
         (settings(|s| s.reply_timeout = Some("169h".into())), "--reply-timeout: must be at most 7 days"),
@@ -129,7 +132,7 @@ fn wait_for_target_is_bounded_and_needs_a_url() {
 
 #[test]
 fn unknown_keys_in_a_scenario_file_are_rejected() {
-    let error = toml::from_str::<RunSettings>("conections = 5\n").unwrap_err();
+    let error = RunSettings::parse_toml("conections = 5\n", std::path::Path::new("s.toml")).unwrap_err();
     assert!(error.to_string().contains("conections"));
 }
 

@@ -1,5 +1,6 @@
-//! `--http2` and `--streams-per-connection`: how the run's WebSockets reach the server, as
-//! the engine gets it. Its own file so the choice, its default and its bound are in one place.
+//! How the run's WebSockets reach the server, as the engine gets it: the transport chosen
+//! (`--transport`, one of `engine::dial`'s registry, which checks its own options) and how
+//! many WebSockets share one TCP connection.
 
 use serde::Serialize;
 
@@ -7,29 +8,18 @@ use serde::Serialize;
 /// many share one TCP connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TransportSpec {
-    /// `http1` (RFC 6455's upgrade, the default) or `http2` (RFC 8441's extended CONNECT).
+    /// The transport's recorded name (its `Dial::name`).
     pub name: &'static str,
-    /// WebSockets per TCP connection (1 for `http1`).
+    /// WebSockets per TCP connection (1 unless the transport shares connections).
     pub streams_per_connection: u64,
+    /// It is the default transport (the first of the registry): the result's `config`
+    /// leaves it out.
+    #[serde(skip)]
+    pub default: bool,
 }
-
-/// `--streams-per-connection` when not given.
-pub const DEFAULT_STREAMS_PER_CONNECTION: u64 = 100;
-/// The most `--streams-per-connection` allows (servers cap streams far lower: HAProxy at
-/// 100, nghttp2 and h2 at a few hundred by default).
-pub const MAX_STREAMS_PER_CONNECTION: u64 = 10_000;
 
 impl TransportSpec {
-    /// One WebSocket per TCP connection, HTTP/1.1 upgrade.
-    pub const HTTP1: TransportSpec = TransportSpec { name: "http1", streams_per_connection: 1 };
-
     pub fn is_default(&self) -> bool {
-        *self == TransportSpec::HTTP1
-    }
-}
-
-impl Default for TransportSpec {
-    fn default() -> TransportSpec {
-        TransportSpec::HTTP1
+        self.default
     }
 }

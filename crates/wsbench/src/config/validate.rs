@@ -18,7 +18,7 @@ use super::scenario::{Defaults, NoSettings, Pace, Pacing, ScenarioRules};
 use super::settings::RunSettings;
 use super::source_addrs::local_addrs;
 use super::tls::{TlsOptions, TlsSettings};
-use super::transport::{DEFAULT_STREAMS_PER_CONNECTION, MAX_STREAMS_PER_CONNECTION, TransportSpec};
+use super::transport::TransportSpec;
 use super::{
     CompressionOffer, DEFAULT_CONNECT_TIMEOUT, DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT, DEFAULT_MAX_SEND_LAG,
     DEFAULT_REPLY_TIMEOUT, LiveOutputs, LoadSpec, MessageKind, Mode, Outputs, OwnSettings, Payload,
@@ -26,6 +26,17 @@ use super::{
 };
 use crate::config::Target;
 use crate::units::{parse_bytes, parse_rate};
+
+/// The members a run uses besides its scenario, looked up in their registries by the
+/// caller, with their options checked.
+#[derive(Debug, Clone)]
+pub struct Members {
+    /// The message protocol's name.
+    pub protocol: &'static str,
+    /// The protocol's own options as given.
+    pub protocol_options: crate::options::OptionValues,
+    pub transport: TransportSpec,
+}
 
 impl RunSettings {
     /// Applies defaults and checks every value, by the rules of the scenario the settings
@@ -35,11 +46,12 @@ impl RunSettings {
         &self,
         rules: &dyn ScenarioRules,
         all: &[&dyn ScenarioRules],
+        members: Members,
     ) -> Result<RunConfig, ConfigError> {
         self.refuse_settings_of_others(rules, all)?;
-        let Some(list) = &self.stages else { return self.validate_staged(rules, None) };
-        let (staged, plan) = super::stages::apply(self, list, &rules.pacing(self)?)?;
-        staged.validate_staged(rules, Some(plan))
+        let Some(list) = &self.stages else { return self.validate_staged(rules, None, members) };
+        let (staged, plan) = super::staged_settings::apply(self, list, &rules.pacing(self)?)?;
+        staged.validate_staged(rules, Some(plan), members)
     }
 
     /// [`RunSettings::validate_for`] once `--stages` set what it decides (`stages`: its plan).
@@ -47,6 +59,7 @@ impl RunSettings {
         &self,
         rules: &dyn ScenarioRules,
         stages: Option<StagePlan>,
+        members: Members,
     ) -> Result<RunConfig, ConfigError> {
         let target = self.target.as_deref().map(Target::parse).transpose()?;
         let defaults = rules.defaults();
@@ -54,6 +67,7 @@ impl RunSettings {
         let connections = rules.connections(self)?.map_or_else(|| self.connections(), Ok)?;
         let payload = self.payload(&defaults)?;
         let message = self.message_kind(&payload)?;
+        let binary = message == MessageKind::Binary;
         let frames_per_send = self.frames_per_send(&defaults)?;
         bounds::send(frames_per_send, payload.largest_message())?;
         let (ramp_per_sec, message_interval) = self.pace(&pacing, &defaults, connections)?;
@@ -65,11 +79,7 @@ impl RunSettings {
         let shard = self.shard.as_deref().map(|text| Shard::parse(text, connections)).transpose()?;
         let placement =
             self.placement(connections, target.is_some(), shard.is_some(), rules.single_server_process())?;
-        if self.in_flight.is_some() {
-            let per_process =
-                shard.map_or(connections.div_ceil(placement.processes), |s| s.share_of(connections));
-            bounds::in_flight(per_process, in_flight, payload.largest_message())?;
-        }
+        self.check_in_flight(connections, shard.as_ref(), &placement, in_flight, &payload)?;
         let mut load = LoadSpec {
             scenario: rules.name(),
             connections,
@@ -95,9 +105,9 @@ impl RunSettings {
             max_message: 0,
             max_message_memory: 0,
             io: self.io()?,
-            transport: self.transport()?,
-            protocol: self.protocol()?,
-            protocol_options: self.protocol_options(message),
+            transport: members.transport,
+            protocol: members.protocol,
+            protocol_options: crate::protocol::Options { given: members.protocol_options, binary },
             run_id: self.run_id()?,
             scenario_settings: OwnSettings(Arc::new(NoSettings)),
             stages,
@@ -121,6 +131,23 @@ impl RunSettings {
             live,
             wait_for_target,
         })
+    }
+
+    /// A given `--in-flight` within its bound for the connections each client process has.
+    fn check_in_flight(
+        &self,
+        connections: u64,
+        shard: Option<&Shard>,
+        placement: &Placement,
+        in_flight: u64,
+        payload: &Payload,
+    ) -> Result<(), ConfigError> {
+        if self.in_flight.is_none() {
+            return Ok(());
+        }
+        let per_process =
+            shard.map_or(connections.div_ceil(placement.processes), |s| s.share_of(connections));
+        bounds::in_flight(per_process, in_flight, payload.largest_message())
     }
 
     /// A setting that belongs to another scenario alone (`--subscribers` in an echo run) is
@@ -205,58 +232,6 @@ impl RunSettings {
             Some("uring" | "io_uring" | "io-uring") => Ok(IoBackend::Uring),
             Some("epoll") => Ok(IoBackend::Epoll),
             Some(other) => Err(invalid("io", format!("`{other}` is not an I/O backend: use uring or epoll"))),
-        }
-    }
-
-    /// `--http2` and `--streams-per-connection` (1 to [`MAX_STREAMS_PER_CONNECTION`], and
-    /// only with `--http2`).
-    fn transport(&self) -> Result<TransportSpec, ConfigError> {
-        let streams = self.streams_per_connection;
-        if !self.http2 {
-            return match streams {
-                None => Ok(TransportSpec::HTTP1),
-                Some(_) => Err(invalid(
-                    "streams-per-connection",
-                    "WebSockets share a TCP connection only over HTTP/2: add --http2".to_owned(),
-                )),
-            };
-        }
-        let streams = streams.unwrap_or(DEFAULT_STREAMS_PER_CONNECTION);
-        if !(1..=MAX_STREAMS_PER_CONNECTION).contains(&streams) {
-            return Err(invalid(
-                "streams-per-connection",
-                format!("{streams} is out of range: use 1 to {MAX_STREAMS_PER_CONNECTION}"),
-            ));
-        }
-        Ok(TransportSpec { name: "http2", streams_per_connection: streams })
-    }
-
-    /// `--protocol`: one the registry has (`raw` when none is given).
-    fn protocol(&self) -> Result<&'static str, ConfigError> {
-        let name = self.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
-        crate::protocol::by_name(name).map(|protocol| protocol.name()).ok_or_else(|| {
-            invalid(
-                "protocol",
-                format!(
-                    "`{name}` is not a protocol wsbench speaks: use {}",
-                    crate::protocol::names().join(", ")
-                ),
-            )
-        })
-    }
-
-    /// The protocol's options as given (the protocol checks them); `message`: what kind of
-    /// message the payload is.
-    fn protocol_options(&self, message: MessageKind) -> crate::protocol::Options {
-        crate::protocol::Options {
-            event: self.event.clone(),
-            method: self.method.clone(),
-            qos: self.qos,
-            mqtt_version: self.mqtt_version.clone(),
-            query: self.query.clone(),
-            heartbeat: self.heartbeat.clone(),
-            vhost: self.vhost.clone(),
-            binary: message == MessageKind::Binary,
         }
     }
 
@@ -492,7 +467,7 @@ impl RunSettings {
             (true, None) => Err(invalid("find-max-rate", "needs a latency objective, e.g. --slo 'p99<10ms'")),
             (true, Some(_)) if !rate_search => Err(invalid(
                 "find-max-rate",
-                format!("does not apply to the {scenario} scenario (it searches an echo loop's rate)"),
+                format!("does not apply to the {scenario} scenario (it searches the rate of a request loop)"),
             )),
             (true, Some(slo)) => Ok(Mode::FindMaxRate(slo.parse()?)),
         }

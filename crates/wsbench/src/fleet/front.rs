@@ -38,7 +38,7 @@ pub fn haproxy_before(name: &str, backend_port: u16) -> std::io::Result<Manifest
         threads: 1,
         http: false,
         websocket: true,
-        http2: true,
+        transports: crate::engine::dial::DIALS[1..].iter().map(|dial| dial.name().to_owned()).collect(),
         env: BTreeMap::new(),
         deflate: true,
         pubsub: true,

@@ -72,10 +72,11 @@ pub struct Manifest {
     /// compression on; without it the server keeps its default (off) for the plain echo rows.
     #[serde(default)]
     pub deflate: bool,
-    /// Serves WebSockets over HTTP/2 itself (RFC 8441, h2c with prior knowledge on its
-    /// port); `compare --http2` puts an HAProxy front before a server without it.
+    /// The transports it serves itself besides the default one, by their names in the
+    /// registry (`engine::dial`; e.g. `["http2"]`: RFC 8441, h2c with prior knowledge on its
+    /// port); `compare --transport` puts an HAProxy front before a server without it.
     #[serde(default)]
-    pub http2: bool,
+    pub transports: Vec<String>,
     /// Speaks the pub/sub protocol of docs/protocols.md when started with `WSBENCH_PUBSUB=1`
     /// in its environment (its echo default is unchanged without it).
     #[serde(default)]
@@ -114,6 +115,12 @@ impl Manifest {
     /// Whether it speaks message protocol `protocol`.
     pub fn speaks(&self, protocol: &str) -> bool {
         self.protocols.iter().any(|spoken| spoken == protocol)
+    }
+
+    /// Whether it serves the transport `name` (a name of the registry) itself; every server
+    /// serves the registry's first.
+    pub fn serves_transport(&self, name: &str) -> bool {
+        name == crate::engine::dial::DIALS[0].name() || self.transports.iter().any(|served| served == name)
     }
 
     /// The URL path a run in `protocol` requests.
@@ -163,6 +170,14 @@ pub fn load(dir: &Path) -> Result<Vec<Manifest>, FleetError> {
             );
             return Err(FleetError::Manifest { path, message });
         }
+        let dials = crate::engine::dial::DIALS;
+        if let Some(unknown) =
+            manifest.transports.iter().find(|name| crate::engine::dial::by_name(name).is_none())
+        {
+            let known: Vec<&str> = dials.iter().map(|dial| dial.name()).collect();
+            let message = format!("transport `{unknown}` is not one wsbench opens: use {}", known.join(", "));
+            return Err(FleetError::Manifest { path, message });
+        }
         manifest.dir = entry.path();
         fleet.push(manifest);
     }
@@ -189,7 +204,7 @@ pub fn builtin() -> Manifest {
         http: true,
         websocket: true,
         env: BTreeMap::new(),
-        http2: true,
+        transports: crate::engine::dial::DIALS[1..].iter().map(|dial| dial.name().to_owned()).collect(),
         deflate: true,
         pubsub: true,
         protocols: raw_only(),

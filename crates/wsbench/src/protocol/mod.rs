@@ -19,6 +19,8 @@ pub mod stomp;
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
+use crate::options::{OptionSpec, OptionValues};
+
 /// The protocol a run speaks when none is given.
 pub const DEFAULT: &str = "raw";
 
@@ -47,52 +49,37 @@ pub enum Use {
     Messages,
 }
 
-/// The protocol's own settings, as the user gave them (checked by the protocol).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+/// The protocol's own options as the user gave them (those it declares, checked to be of
+/// their kind; the protocol reads them into its typed settings), and the run's message kind.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Options {
-    /// Socket.IO: the event an echo request is emitted as.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub event: Option<String>,
-    /// JSON-RPC: the method an echo request calls.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
-    /// MQTT: the quality of service of publishes and subscriptions (0 or 1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub qos: Option<u8>,
-    /// MQTT: `3.1.1` or `5`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mqtt_version: Option<String>,
-    /// graphql-ws: the subscription an echo request starts (`$payload` holds the payload).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub query: Option<String>,
-    /// How often the protocol's heartbeats are asked to flow, as given (`10s`, `0s`: none).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub heartbeat: Option<String>,
-    /// STOMP: the virtual host CONNECT names (its `host` header).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub vhost: Option<String>,
+    pub given: OptionValues,
     /// The payload is binary (`--binary`, or a `bytes:N` payload without `--text`): Socket.IO
     /// sends it as an attachment; text-only protocols refuse it.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub binary: bool,
 }
 
 impl Options {
-    /// The flags given (by their names), `--binary` aside (every protocol takes it).
-    pub fn given(&self) -> Vec<&'static str> {
-        let Options { event, method, qos, mqtt_version, query, heartbeat, vhost, binary: _ } = self;
-        [
-            ("event", event.is_some()),
-            ("method", method.is_some()),
-            ("qos", qos.is_some()),
-            ("mqtt-version", mqtt_version.is_some()),
-            ("query", query.is_some()),
-            ("heartbeat", heartbeat.is_some()),
-            ("vhost", vhost.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(name, given)| given.then_some(name))
-        .collect()
+    /// Options with these values given (by TOML key), the payload text.
+    pub fn with<'k>(given: impl IntoIterator<Item = (&'k str, toml::Value)>) -> Options {
+        let given = given.into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
+        Options { given: OptionValues(given), binary: false }
+    }
+}
+
+impl serde::Serialize for Options {
+    /// As result files record them: each option given under its key in snake_case, and
+    /// `binary` when true.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in &self.given.0 {
+            map.serialize_entry(&key.replace('-', "_"), value)?;
+        }
+        if self.binary {
+            map.serialize_entry("binary", &true)?;
+        }
+        map.end()
     }
 }
 
@@ -133,8 +120,9 @@ pub trait Protocol: Sync + Debug {
     fn needs_target(&self) -> bool {
         true
     }
-    /// The names of the options (flags) it takes, of [`Options::given`].
-    fn options(&self) -> &'static [&'static str] {
+    /// The options it takes, declared here and collected by `crate::members` into the flags
+    /// and scenario-file keys.
+    fn options(&self) -> &'static [OptionSpec] {
         &[]
     }
     /// Checks the options it takes; a one-line reason when they are wrong.

@@ -237,13 +237,10 @@ pub fn error_with_detail(result: &RunResult, kind: &str, count: u64) -> String {
 const WORDS_SHOWN: usize = 100;
 
 /// permessage-deflate: what was negotiated, and wire bytes against payload bytes each way.
-/// A transport as people call it (`http2` → `HTTP/2 (RFC 8441)`).
+/// A transport as people call it (its registry's title, `HTTP/2 (RFC 8441)`; a name this
+/// wsbench does not know as it is).
 fn transport_name(name: &str) -> String {
-    match name {
-        "http1" => "HTTP/1.1".to_owned(),
-        "http2" => "HTTP/2 (RFC 8441)".to_owned(),
-        other => other.to_owned(),
-    }
+    crate::engine::dial::by_name(name).map_or(name, |dial| dial.title()).to_owned()
 }
 
 fn compression_lines(out: &mut String, compression: &crate::result::CompressionSummary) {

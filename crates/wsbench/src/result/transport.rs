@@ -21,7 +21,7 @@ pub struct TransportSummary {
 impl Default for TransportSummary {
     /// What a result written before the block existed ran on.
     fn default() -> TransportSummary {
-        TransportSummary { name: "http1".to_owned(), tcp_connections: 0, streams_per_connection: 1 }
+        TransportSummary { name: default_name().to_owned(), tcp_connections: 0, streams_per_connection: 1 }
     }
 }
 
@@ -32,7 +32,7 @@ impl TransportSummary {
         let transport = config.get("transport");
         let field = |name: &str| transport.and_then(|t| t.get(name));
         TransportSummary {
-            name: field("name").and_then(|n| n.as_str()).unwrap_or("http1").to_owned(),
+            name: field("name").and_then(|n| n.as_str()).unwrap_or(default_name()).to_owned(),
             tcp_connections: counters.tcp_connections,
             streams_per_connection: field("streams_per_connection").and_then(|s| s.as_u64()).unwrap_or(1),
         }
@@ -40,6 +40,12 @@ impl TransportSummary {
 
     /// Whether WebSockets shared TCP connections.
     pub fn is_shared(&self) -> bool {
-        self.name != "http1"
+        self.name != default_name()
     }
+}
+
+/// The default transport's name (the registry's first): the one a run whose `config` has
+/// no transport block used.
+fn default_name() -> &'static str {
+    crate::engine::dial::DIALS[0].name()
 }

@@ -1,70 +1,24 @@
-//! Where the registry meets the layers that know no scenario: settings validated by the
-//! rules of the scenario they name, `--scenario WORD` resolved to a file, a preset or a
-//! scenario, the engine's [`Plan`] of a load, a result's metrics decoded with their
-//! section, and the figures a scenario adds to a result.
+//! Where the registry meets the layers that know no scenario: the checks of a validated
+//! run that need its scenario (`crate::members` validates through them), the engine's
+//! [`Plan`] of a load, a result's metrics decoded with their section, and the figures a
+//! scenario adds to a result.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::{Descriptor, FiguresInput, SCENARIOS, by_name};
 use crate::config::{
-    ConfigError, DEFAULT_SCENARIO, LoadSpec, Metric, PRESETS, RunConfig, RunSettings, ScenarioRules,
-    Threshold, invalid_setting, looks_like_host_port,
+    ConfigError, LoadSpec, Metric, RunConfig, Threshold, invalid_setting, looks_like_host_port,
 };
 use crate::engine::{PhasePlan, Plan, Workload};
-use crate::input_file::{InputFileError, InputKind};
 use crate::metrics::Metrics;
 use crate::protocol::{Session, Setup};
 use crate::result::{ResultError, RunResult};
 use crate::samples::ServerReport;
 
-impl RunSettings {
-    /// Applies defaults and checks every value, by the rules of the scenario the settings
-    /// name (`echo` when none).
-    pub fn validate(&self) -> Result<RunConfig, ConfigError> {
-        let name = self.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
-        let scenario = by_name(name).ok_or_else(|| unknown_scenario(name))?;
-        let all: Vec<&dyn ScenarioRules> = SCENARIOS.iter().map(|s| *s as &dyn ScenarioRules).collect();
-        let mut config = self.validate_for(scenario, &all)?;
-        check_thresholds(scenario, &config.thresholds)?;
-        settle_protocol(scenario, &mut config)?;
-        Ok(config)
-    }
-
-    /// The settings `--scenario NAME` stands for: the file NAME when there is one, else the
-    /// built-in preset NAME (`scenarios/NAME.toml`), else the scenario NAME (`echo`, …).
-    /// When none exists the error names both the file and the names it looked for.
-    pub fn from_scenario(name: &Path) -> Result<RunSettings, ConfigError> {
-        if name.is_file() {
-            return RunSettings::from_file(name);
-        }
-        let word = name.to_string_lossy();
-        if let Some((preset, text)) = PRESETS.iter().find(|(preset, _)| *preset == word) {
-            return RunSettings::parse_toml(text, Path::new(&format!("scenarios/{preset}.toml")));
-        }
-        if by_name(&word).is_some() {
-            return Ok(RunSettings { scenario: Some(word.into_owned()), ..RunSettings::default() });
-        }
-        match crate::input_file::read_text(name, InputKind::Scenario) {
-            Ok(text) => RunSettings::parse_toml(&text, name),
-            Err(too_big @ InputFileError::TooBig { .. }) => Err(ConfigError::InputFile(too_big)),
-            Err(InputFileError::Read { source, .. }) => Err(ConfigError::UnknownScenario {
-                name: word.into_owned(),
-                known: names()
-                    .chain(PRESETS.iter().map(|(preset, _)| *preset))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                path: name.to_owned(),
-                source,
-            }),
-        }
-    }
-}
-
 /// A `--threshold` on a figure of the scenario's own names one it has.
-fn check_thresholds(scenario: &dyn Descriptor, thresholds: &[Threshold]) -> Result<(), ConfigError> {
+pub fn check_thresholds(scenario: &dyn Descriptor, thresholds: &[Threshold]) -> Result<(), ConfigError> {
     for threshold in thresholds {
         if let Metric::Scenario(name) = &threshold.metric
             && !scenario.threshold_names().contains(&name.as_str())
@@ -88,7 +42,7 @@ fn check_thresholds(scenario: &dyn Descriptor, thresholds: &[Threshold]) -> Resu
 
 /// The run's message protocol carries its scenario and takes the options given; the
 /// subprotocols it needs are offered and its usual path taken when the user gave none.
-fn settle_protocol(scenario: &dyn Descriptor, config: &mut RunConfig) -> Result<(), ConfigError> {
+pub fn settle_protocol(scenario: &dyn Descriptor, config: &mut RunConfig) -> Result<(), ConfigError> {
     let load = &mut config.load;
     let Some(protocol) = crate::protocol::by_name(load.protocol) else { return Ok(()) };
     let usage = scenario.protocol_use();
@@ -104,24 +58,6 @@ fn settle_protocol(scenario: &dyn Descriptor, config: &mut RunConfig) -> Result<
                 or_list(&carriers)
             ),
         ));
-    }
-    for option in load.protocol_options.given() {
-        if !protocol.options().contains(&option) {
-            let takers: Vec<&str> = crate::protocol::PROTOCOLS
-                .iter()
-                .filter(|p| p.options().contains(&option))
-                .map(|p| p.name())
-                .collect();
-            let problem = match takers.as_slice() {
-                [] => format!("no protocol takes it (this run speaks {})", protocol.name()),
-                _ => format!(
-                    "applies to --protocol {} only (this run speaks {})",
-                    or_list(&takers),
-                    protocol.name()
-                ),
-            };
-            return Err(invalid_setting(option, problem));
-        }
     }
     protocol.check(&load.protocol_options).map_err(|problem| invalid_setting("protocol", problem))?;
     match config.target.as_mut() {
@@ -154,7 +90,7 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 }
 
 /// `--scenario` names no scenario: the known ones, or the `ws://` a host:port was meant as.
-fn unknown_scenario(name: &str) -> ConfigError {
+pub fn unknown_scenario(name: &str) -> ConfigError {
     if looks_like_host_port(name) {
         return invalid_setting("scenario", format!("`{name}` is not a scenario: did you mean ws://{name}?"));
     }
@@ -163,7 +99,7 @@ fn unknown_scenario(name: &str) -> ConfigError {
 }
 
 /// `a, b or c`.
-fn or_list(names: &[&str]) -> String {
+pub fn or_list(names: &[&str]) -> String {
     match names.split_last() {
         Some((last, [])) => (*last).to_owned(),
         Some((last, rest)) => format!("{} or {last}", rest.join(", ")),

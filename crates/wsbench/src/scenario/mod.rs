@@ -30,8 +30,14 @@ use crate::metrics::{Metrics, Section};
 use crate::result::{ResultError, RunResult};
 use crate::samples::ServerReport;
 
-pub use glue::{decode_metrics, figures_for, figures_of, names, plan_of};
+pub use glue::{
+    check_thresholds, decode_metrics, figures_for, figures_of, names, or_list, plan_of, settle_protocol,
+    unknown_scenario,
+};
 pub use presentation::Presentation;
+
+/// The scenario a run has when none is given.
+pub const DEFAULT: &str = "echo";
 
 /// Every scenario, in the order `--help` lists them.
 pub static SCENARIOS: &[&dyn Descriptor] = &[

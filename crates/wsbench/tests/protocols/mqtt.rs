@@ -110,6 +110,16 @@ fn a_thousand_subscribers_get_every_publish_once_through_mosquitto() {
     assert_complete_fan_out(&finished, &result);
 }
 
+#[test]
+fn a_topic_template_carries_the_fan_out_on_topics_of_the_users_naming_through_mosquitto() {
+    let Some(broker) = or_skip(start_mosquitto()) else { return };
+    let template = format!("wsbench-test/{}/{{topic}}/load", std::process::id());
+    let options = ["--qos", "1", "--topic", template.as_str()];
+    let (finished, result) = pubsub("mqtt-pubsub-topic-template", &broker.url("/"), "100/s", &options);
+    assert_complete_fan_out(&finished, &result);
+    assert_eq!(result["config"]["protocol_options"]["topic"], template.as_str(), "{}", result["config"]);
+}
+
 /// At QoS 0: NATS carries QoS 1 through JetStream, and a thousand QoS 1 subscribers on
 /// this machine put its deliveries seconds behind (see docs/protocols.md).
 #[test]

@@ -1,5 +1,6 @@
 //! `--protocol stomp` against RabbitMQ 3.10 web-stomp (path `/ws`): echo through each
-//! connection's own topic and pub/sub fan-out over `/topic/tK` complete and error-free; an
+//! connection's own topic and pub/sub fan-out over `/topic/tK` complete and error-free, and
+//! pub/sub through queues a `--destination` template names; an
 //! ERROR frame (a virtual host RabbitMQ does not have, `--vhost`) an error by its cause with
 //! the broker's message; heart-beats of a second keep idle connections alive; an echo server
 //! is told apart as not STOMP at once. RabbitMQ takes ~11 s to start, so these tests share
@@ -87,6 +88,35 @@ fn pubsub_through_rabbitmq_topics_delivers_every_publish_to_a_thousand_subscribe
     for key in ["lost", "duplicated", "out_of_order", "unexpected", "subscribe_failures"] {
         assert_eq!(uint(&result, &format!("/pubsub/{key}")), 0, "{key}\n{}", context());
     }
+    assert!(errors(&result).is_empty(), "{}", context());
+}
+
+#[test]
+fn pubsub_through_queues_named_by_a_destination_template_delivers_every_publish() {
+    let Some(url) = broker_url() else { return };
+    // One subscriber a queue: a RabbitMQ queue hands each message to one of its consumers.
+    // The queues are this run's own (they outlive it in the broker).
+    let template = format!("/queue/wsbench-test-{}-q{{topic}}", std::process::id());
+    let shape = ["--subscribers", "10", "--topics", "10", "--publishers", "10", "--rate", "100/s"];
+    let gates = ["--threshold", "errors==0", "--threshold", "lost==0", "--threshold", "duplicated==0"];
+    let (finished, result) = run(
+        "stomp-queues",
+        &[
+            &["pubsub", url.as_str(), "--protocol", "stomp", "--destination", &template],
+            &shape[..],
+            &gates[..],
+        ]
+        .concat(),
+        Duration::from_secs(90),
+    );
+    finished.assert_success();
+    let context = || summary_of(&result);
+    assert_eq!(result["config"]["protocol_options"]["destination"], template.as_str(), "{}", context());
+    assert_eq!(uint(&result, "/pubsub/subscribed"), 10, "{}", context());
+    let published = uint(&result, "/pubsub/published");
+    assert!(published > 0, "nothing published\n{}", context());
+    assert_eq!(uint(&result, "/pubsub/expected_deliveries"), published, "{}", context());
+    assert_eq!(uint(&result, "/pubsub/delivered"), published, "{}", context());
     assert!(errors(&result).is_empty(), "{}", context());
 }
 

@@ -32,6 +32,12 @@ impl Dial for Http1 {
     fn name(&self) -> &'static str {
         "http1"
     }
+    fn flag_name(&self) -> &'static str {
+        "h1"
+    }
+    fn title(&self) -> &'static str {
+        "HTTP/1.1"
+    }
 
     fn open(
         &self,

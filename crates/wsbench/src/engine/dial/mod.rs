@@ -17,7 +17,9 @@ use std::time::Instant;
 use super::Job;
 use super::conn::ClientConn;
 use super::handshake_failure::Upgrade;
+use crate::config::{ConfigError, TransportSpec};
 use crate::metrics::Counters;
+use crate::options::{OptionSpec, OptionValues};
 
 pub use carrier::{Carrier, CarrierCx, Carriers, StreamEvent};
 
@@ -34,9 +36,30 @@ pub fn by_name(name: &str) -> Option<&'static dyn Dial> {
     DIALS.iter().copied().find(|dial| dial.name() == name)
 }
 
+/// The transport `--transport NAME` names (its short name or its recorded one).
+pub fn by_flag_name(name: &str) -> Option<&'static dyn Dial> {
+    DIALS.iter().copied().find(|dial| dial.flag_name() == name || dial.name() == name)
+}
+
 /// One way of opening WebSockets.
 pub trait Dial: Sync + std::fmt::Debug {
+    /// The name result files record (`config.transport.name`, `summary.transport.name`).
     fn name(&self) -> &'static str;
+    /// The name `--transport` takes (`h1`, `h2`).
+    fn flag_name(&self) -> &'static str;
+    /// What people call it, for reports and comparisons (`HTTP/2 (RFC 8441)`).
+    fn title(&self) -> &'static str;
+    /// The options it takes, declared here and collected by `crate::members` into flags and
+    /// scenario-file keys; an option of kind `Switch` among them picks this transport
+    /// (`--http2`, as `--transport h2`).
+    fn options(&self) -> &'static [OptionSpec] {
+        &[]
+    }
+    /// How its WebSockets reach the server with the options `given` (its own, checked to be
+    /// of their kind): the transport block of the run's configuration.
+    fn spec(&self, _given: &OptionValues) -> Result<TransportSpec, ConfigError> {
+        Ok(TransportSpec { name: self.name(), streams_per_connection: 1, default: true })
+    }
     /// The application protocols offered in TLS (ALPN) on `wss://` (none by default).
     fn alpn(&self) -> &'static [&'static [u8]] {
         &[]

@@ -24,10 +24,23 @@ use wsbench_appproto::graphql_ws::{self, Message, Subscribe};
 use wsbench_appproto::json::{parse_u64, unescape_into, write_str, write_u64};
 
 use super::{Incoming, Options, Outbox, Protocol, Session, Setup, Sink, Use};
+use crate::options::{Kind, OptionSpec};
 
 /// The operation an echo request starts when `--query` is not given: the payload is its
 /// `$payload` variable and comes back as the `echo` field of the first result.
 pub const DEFAULT_QUERY: &str = "subscription($payload: String!) { echo(message: $payload) }";
+
+/// `--query`.
+pub const QUERY: OptionSpec = OptionSpec {
+    flag: "query",
+    key: "query",
+    kind: Kind::Text,
+    value_name: "QUERY",
+    default: "an echo subscription of $payload",
+    bound: "not empty",
+    help: "the operation an echo request starts; `$payload` is the payload",
+    scenarios: &[],
+};
 
 /// Operations that answered and that the server has not completed yet, per connection; past
 /// this the client completes the oldest itself.
@@ -52,14 +65,14 @@ impl Protocol for GraphqlWs {
     fn subprotocols(&self) -> &'static [&'static str] {
         &[graphql_ws::SUBPROTOCOL]
     }
-    fn options(&self) -> &'static [&'static str] {
-        &["query"]
+    fn options(&self) -> &'static [OptionSpec] {
+        &[QUERY]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         if options.binary {
             return Err("graphql-transport-ws messages are text: leave out --binary (a bytes:N payload is binary unless --text is given)".into());
         }
-        match options.query.as_deref() {
+        match options.given.text(&QUERY) {
             Some(query) if query.trim().is_empty() => {
                 Err("--query is empty: give the operation an echo request starts".into())
             }
@@ -67,10 +80,10 @@ impl Protocol for GraphqlWs {
         }
     }
     fn replies_echo(&self, options: &Options) -> bool {
-        options.query.is_none()
+        !options.given.given(&QUERY)
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
-        let query = setup.options.query.clone().unwrap_or_else(|| DEFAULT_QUERY.to_owned());
+        let query = setup.options.given.text(&QUERY).unwrap_or(DEFAULT_QUERY).to_owned();
         Box::new(GraphqlWsSession {
             flow: setup.usage == Use::Messages,
             query,

@@ -58,7 +58,7 @@ fn an_echo_is_a_subscription_numbered_by_its_request_and_its_first_result() {
 
 #[test]
 fn a_result_that_is_not_one_string_is_the_data_s_text_and_later_results_are_other() {
-    let options = Options { query: Some("subscription { ticks(count: 3) }".into()), ..Options::default() };
+    let options = Options::with([("query", "subscription { ticks(count: 3) }".into())]);
     assert!(!GraphqlWs.replies_echo(&options), "a query of the user's is not an echo");
     let (mut session, mut heard) = acked(&options);
     session.request(0, b"x", &mut heard);
@@ -177,7 +177,7 @@ fn operations_the_server_leaves_running_are_completed_past_the_limit() {
 fn options_it_cannot_honour_are_refused() {
     let binary = Options { binary: true, ..Options::default() };
     assert!(GraphqlWs.check(&binary).unwrap_err().contains("--binary"));
-    let empty = Options { query: Some("  ".into()), ..Options::default() };
+    let empty = Options::with([("query", "  ".into())]);
     assert!(GraphqlWs.check(&empty).unwrap_err().contains("--query"));
     assert!(GraphqlWs.serves(Use::Requests));
     assert!(!GraphqlWs.serves(Use::PubSub));

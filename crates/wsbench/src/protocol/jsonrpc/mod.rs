@@ -14,9 +14,22 @@ use wsbench_appproto::json::{ArrayElements, unescape_into, write_str};
 use wsbench_appproto::jsonrpc::{self, Id, Message};
 
 use super::{Incoming, Options, Outbox, Protocol, Session, Setup, Sink, Use};
+use crate::options::{Kind, OptionSpec};
 
 /// The method an echo request calls when `--method` is not given.
 pub const DEFAULT_METHOD: &str = "echo";
+
+/// `--method`.
+pub const METHOD: OptionSpec = OptionSpec {
+    flag: "method",
+    key: "method",
+    kind: Kind::Text,
+    value_name: "METHOD",
+    default: DEFAULT_METHOD,
+    bound: "not empty",
+    help: "the method an echo request calls",
+    scenarios: &[],
+};
 
 #[derive(Debug)]
 pub struct JsonRpc;
@@ -31,20 +44,20 @@ impl Protocol for JsonRpc {
     fn serves(&self, usage: Use) -> bool {
         matches!(usage, Use::Requests | Use::Messages)
     }
-    fn options(&self) -> &'static [&'static str] {
-        &["method"]
+    fn options(&self) -> &'static [OptionSpec] {
+        &[METHOD]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         if options.binary {
             return Err("JSON-RPC messages are text: leave out --binary (a bytes:N payload is binary unless --text is given)".into());
         }
-        match options.method.as_deref() {
+        match options.given.text(&METHOD) {
             Some("") => Err("--method is empty: give the method an echo request calls".into()),
             _ => Ok(()),
         }
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
-        let method = setup.options.method.clone().unwrap_or_else(|| DEFAULT_METHOD.to_owned());
+        let method = setup.options.given.text(&METHOD).unwrap_or(DEFAULT_METHOD).to_owned();
         Box::new(JsonRpcSession {
             flow: setup.usage == Use::Messages,
             method,
@@ -242,7 +255,7 @@ mod tests {
 
     #[test]
     fn an_error_reply_is_an_error_by_its_code_for_its_request() {
-        let options = Options { method: Some("nope".into()), ..Options::default() };
+        let options = Options::with([("method", "nope".into())]);
         let mut session = JsonRpc.session(&setup(Use::Requests, &options));
         let mut heard = Heard::default();
         session.request(4, b"x", &mut heard);
@@ -262,7 +275,7 @@ mod tests {
     fn options_it_cannot_honour_are_refused() {
         let binary = Options { binary: true, ..Options::default() };
         assert!(JsonRpc.check(&binary).unwrap_err().contains("--binary"));
-        assert!(JsonRpc.check(&Options { method: Some(String::new()), ..Options::default() }).is_err());
+        assert!(JsonRpc.check(&Options::with([("method", "".into())])).is_err());
         assert!(!JsonRpc.serves(Use::PubSub));
     }
 

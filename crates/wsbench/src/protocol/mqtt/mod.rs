@@ -4,7 +4,8 @@
 //! [`KEEP_ALIVE`]) and is ready once the broker accepts it with CONNACK; an echo connection
 //! first subscribes to a topic of its own, `wsbench/echo/<client id>`, and is ready once that
 //! is acknowledged. An echo request is a PUBLISH to that topic and its reply the broker
-//! delivering it back; pub/sub topics `tK` are MQTT topics `tK` as they are. Whatever the
+//! delivering it back; pub/sub topic `tK` is the MQTT topic `--topic` names with K for
+//! `{topic}` (default `t{topic}`: `tK` as it is). Whatever the
 //! broker refuses (CONNACK, SUBACK, PUBACK codes, a DISCONNECT) is an error named after its
 //! code; what is not MQTT ends the connection with its cause. The wire format itself is
 //! `wsbench_appproto::mqtt`'s; the session lives in `session.rs`.
@@ -16,7 +17,49 @@ use std::time::Duration;
 use wsbench_appproto::mqtt::{QoS, Version};
 
 use super::{Options, Protocol, Session, Setup, Use};
+use crate::options::{Kind, OptionSpec};
 use session::MqttSession;
+
+/// `--qos`.
+pub const QOS: OptionSpec = OptionSpec {
+    flag: "qos",
+    key: "qos",
+    kind: Kind::Count,
+    value_name: "QOS",
+    default: "0",
+    bound: "0 or 1",
+    help: "the quality of service of publishes and subscriptions",
+    scenarios: &[],
+};
+
+/// The pub/sub topic template when `--topic` is not given: topic `tK` is the MQTT topic `tK`.
+pub const DEFAULT_TOPIC: &str = "t{topic}";
+/// What `--topic` replaces with the topic's number.
+pub const TOPIC_PLACEHOLDER: &str = "{topic}";
+
+/// `--topic`.
+pub const TOPIC: OptionSpec = OptionSpec {
+    flag: "topic",
+    key: "topic",
+    kind: Kind::Text,
+    value_name: "TEMPLATE",
+    default: DEFAULT_TOPIC,
+    bound: "{topic} once, no + or #",
+    help: "the MQTT topic of pub/sub topic K, {topic} standing for K (e.g. bench/{topic}/load)",
+    scenarios: &["pubsub"],
+};
+
+/// `--mqtt-version`.
+pub const MQTT_VERSION: OptionSpec = OptionSpec {
+    flag: "mqtt-version",
+    key: "mqtt-version",
+    kind: Kind::Text,
+    value_name: "VERSION",
+    default: "3.1.1",
+    bound: "3.1.1 or 5",
+    help: "the protocol version",
+    scenarios: &[],
+};
 
 /// How often a connection promises to send something (PINGREQ at least): it pings every
 /// half of it, and a PINGRESP not back within it ends the connection.
@@ -45,13 +88,14 @@ impl Protocol for Mqtt {
     fn path(&self, given: &str) -> Option<String> {
         (given.is_empty() || given == "/").then(|| DEFAULT_PATH.to_owned())
     }
-    fn options(&self) -> &'static [&'static str] {
-        &["qos", "mqtt-version"]
+    fn options(&self) -> &'static [OptionSpec] {
+        &[QOS, MQTT_VERSION, TOPIC]
     }
     /// `--binary` is taken as it is: MQTT over WebSocket is always binary messages.
     fn check(&self, options: &Options) -> Result<(), String> {
         qos(options)?;
         version(options)?;
+        topic_template(options)?;
         Ok(())
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
@@ -59,7 +103,8 @@ impl Protocol for Mqtt {
         let qos = qos(setup.options).unwrap_or(QoS::AtMostOnce);
         let version = version(setup.options).unwrap_or(Version::V311);
         let client_id = client_id(setup.run, setup.index);
-        Box::new(MqttSession::new(version, qos, setup.usage, client_id))
+        let template = topic_template(setup.options).unwrap_or_default();
+        Box::new(MqttSession::new(version, qos, setup.usage, client_id, template))
     }
 }
 
@@ -75,15 +120,37 @@ pub fn echo_topic(client_id: &str) -> String {
 }
 
 fn qos(options: &Options) -> Result<QoS, String> {
-    match options.qos {
+    match options.given.count(&QOS) {
         None | Some(0) => Ok(QoS::AtMostOnce),
         Some(1) => Ok(QoS::AtLeastOnce),
         Some(other) => Err(format!("--qos {other}: MQTT is spoken at QoS 0 or 1 (QoS 2 is not supported)")),
     }
 }
 
+/// `--topic` split around its `{topic}` (what comes before the topic's number and what
+/// after); `None` for the default, under which an MQTT topic is the workload's own name.
+fn topic_template(options: &Options) -> Result<Option<(String, String)>, String> {
+    let Some(template) = options.given.text(&TOPIC).filter(|given| *given != DEFAULT_TOPIC) else {
+        return Ok(None);
+    };
+    if template.contains(['+', '#', '\0']) {
+        return Err(format!(
+            "--topic {template}: a topic a client publishes to holds no wildcard (+, #) or NUL"
+        ));
+    }
+    match template.split_once(TOPIC_PLACEHOLDER) {
+        Some((before, after)) if !after.contains(TOPIC_PLACEHOLDER) => {
+            Ok(Some((before.to_owned(), after.to_owned())))
+        }
+        _ => Err(format!(
+            "--topic {template}: give {TOPIC_PLACEHOLDER} exactly once, where the topic's number goes \
+             (e.g. bench/{TOPIC_PLACEHOLDER})"
+        )),
+    }
+}
+
 fn version(options: &Options) -> Result<Version, String> {
-    match options.mqtt_version.as_deref() {
+    match options.given.text(&MQTT_VERSION) {
         None | Some("3.1.1") => Ok(Version::V311),
         Some("5") => Ok(Version::V5),
         Some(other) => Err(format!("--mqtt-version {other}: give 3.1.1 or 5")),

@@ -69,10 +69,22 @@ pub(super) struct MqttSession {
     /// An error's cause and detail (kept for their capacity).
     cause: String,
     detail: String,
+    /// Pub/sub: `--topic` around its `{topic}`; `None`: MQTT topics are the workload's names.
+    template: Option<(String, String)>,
+    /// Pub/sub under a template: each MQTT topic subscribed to and the workload's name of it.
+    names: Vec<(String, String)>,
+    /// The MQTT topic being written (kept for its capacity).
+    topic: String,
 }
 
 impl MqttSession {
-    pub(super) fn new(version: Version, qos: QoS, usage: Use, client_id: String) -> MqttSession {
+    pub(super) fn new(
+        version: Version,
+        qos: QoS,
+        usage: Use,
+        client_id: String,
+        template: Option<(String, String)>,
+    ) -> MqttSession {
         MqttSession {
             version,
             qos,
@@ -91,6 +103,22 @@ impl MqttSession {
             pingresp_due: None,
             cause: String::new(),
             detail: String::new(),
+            template,
+            names: Vec::new(),
+            topic: String::new(),
+        }
+    }
+
+    /// The MQTT topic of the workload's topic `name` (`tK`) into `self.topic`: the template
+    /// with K for `{topic}`, or `name` itself without one.
+    fn set_topic(&mut self, name: &str) {
+        self.topic.clear();
+        match &self.template {
+            Some((before, after)) => {
+                let number = name.strip_prefix('t').filter(|k| k.bytes().all(|b| b.is_ascii_digit()));
+                let _ = write!(self.topic, "{before}{}{after}", number.unwrap_or(name));
+            }
+            None => self.topic.push_str(name),
         }
     }
 
@@ -242,7 +270,13 @@ impl MqttSession {
             Use::Requests if publish.topic == self.echo_topic => {
                 sink.incoming(Incoming::Reply { seq: None, payload })
             }
-            Use::PubSub => sink.incoming(Incoming::Delivery { topic: publish.topic, payload }),
+            Use::PubSub if self.template.is_none() => {
+                sink.incoming(Incoming::Delivery { topic: publish.topic, payload })
+            }
+            Use::PubSub => match self.names.iter().find(|(topic, _)| topic == publish.topic) {
+                Some((_, name)) => sink.incoming(Incoming::Delivery { topic: name, payload }),
+                None => sink.incoming(Incoming::Delivery { topic: publish.topic, payload }),
+            },
             _ => sink.incoming(Incoming::Other),
         }
     }
@@ -318,12 +352,24 @@ impl Session for MqttSession {
 
     fn subscribe(&mut self, topic: &str, out: &mut dyn Outbox) {
         if self.phase == Phase::Ready {
-            self.send_subscribe(topic, topic, out);
+            self.set_topic(topic);
+            let mqtt_topic = std::mem::take(&mut self.topic);
+            if self.template.is_some() && !self.names.iter().any(|(known, _)| *known == mqtt_topic) {
+                self.names.push((mqtt_topic.clone(), topic.to_owned()));
+            }
+            self.send_subscribe(&mqtt_topic, topic, out);
+            self.topic = mqtt_topic;
         }
     }
 
     fn publish(&mut self, topic: &str, payload: &[u8], out: &mut dyn Outbox) {
-        self.send_publish(topic, payload, None, out);
+        if self.template.is_none() {
+            return self.send_publish(topic, payload, None, out);
+        }
+        self.set_topic(topic);
+        let mqtt_topic = std::mem::take(&mut self.topic);
+        self.send_publish(&mqtt_topic, payload, None, out);
+        self.topic = mqtt_topic;
     }
 
     fn receive(&mut self, message: &[u8], binary: bool, now: Instant, sink: &mut dyn Sink) {

@@ -18,7 +18,7 @@ fn opened(usage: Use, qos: u8, version: &str) -> (Box<dyn Session>, Heard) {
 }
 
 fn make(usage: Use, qos: u8, version: &str) -> Box<dyn Session> {
-    let options = Options { qos: Some(qos), mqtt_version: Some(version.into()), ..Options::default() };
+    let options = Options::with([("qos", i64::from(qos).into()), ("mqtt-version", version.into())]);
     Mqtt.check(&options).unwrap();
     Mqtt.session(&setup(usage, &options))
 }
@@ -203,6 +203,34 @@ fn pubsub_subscribes_publishes_and_delivers_on_the_topics_as_named() {
 }
 
 #[test]
+fn a_topic_template_names_each_mqtt_topic_and_deliveries_come_back_under_the_workloads_name() {
+    let options = Options::with([("topic", "bench/{topic}/load".into())]);
+    Mqtt.check(&options).unwrap();
+    let mut session = Mqtt.session(&setup(Use::PubSub, &options));
+    let mut heard = Heard::default();
+    session.open(Instant::now(), &mut heard);
+    feed(&mut session, &mut heard, &CONNACK_OK);
+    session.subscribe("t12", &mut heard);
+    let mut subscribe = Vec::new();
+    mqtt::encode_subscribe(&mut subscribe, Version::V311, 1, "bench/12/load", QoS::AtMostOnce).unwrap();
+    assert_eq!(heard.sent[1].1, subscribe);
+    feed(&mut session, &mut heard, &[0x90, 3, 0, 1, 0]);
+    assert_eq!(heard.subscribed, ["t12"]);
+    session.publish("t12", b"{}", &mut heard);
+    assert_eq!(heard.sent[2].1, publish_packet(Version::V311, "bench/12/load", QoS::AtMostOnce, 0, b"{}"));
+    feed(
+        &mut session,
+        &mut heard,
+        &publish_packet(Version::V311, "bench/12/load", QoS::AtMostOnce, 0, b"{}"),
+    );
+    assert_eq!(heard.deliveries, [("t12".into(), b"{}".to_vec())]);
+    let with = |template: &str| Mqtt.check(&Options::with([("topic", template.into())]));
+    for bad in ["bench/x", "bench/{topic}/{topic}", "bench/+/{topic}", "bench/{topic}/#"] {
+        assert!(with(bad).unwrap_err().contains("--topic"), "{bad}");
+    }
+}
+
+#[test]
 fn a_refused_echo_publish_frees_its_request() {
     let (mut session, mut heard) = ready_echo(1, "5");
     session.request(41, b"x", &mut heard);
@@ -324,10 +352,12 @@ fn client_ids_follow_the_run_and_the_connection() {
 #[test]
 fn options_it_cannot_honour_are_refused_and_binary_is_taken() {
     let with = |qos: Option<u8>, version: Option<&str>| Options {
-        qos,
-        mqtt_version: version.map(str::to_owned),
         binary: true,
-        ..Options::default()
+        ..Options::with(
+            qos.map(|qos| ("qos", i64::from(qos).into()))
+                .into_iter()
+                .chain(version.map(|version| ("mqtt-version", version.into()))),
+        )
     };
     assert!(Mqtt.check(&with(None, None)).is_ok());
     assert!(Mqtt.check(&with(Some(1), Some("5"))).is_ok());

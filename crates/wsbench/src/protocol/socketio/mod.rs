@@ -20,9 +20,22 @@ mod tests;
 use wsbench_appproto::socketio::WEBSOCKET_PATH;
 
 use super::{Options, Protocol, Session, Setup, Use};
+use crate::options::{Kind, OptionSpec};
 
 /// The event an echo request is emitted as when `--event` is not given.
 pub const DEFAULT_EVENT: &str = "echo";
+
+/// `--event`.
+pub const EVENT: OptionSpec = OptionSpec {
+    flag: "event",
+    key: "event",
+    kind: Kind::Text,
+    value_name: "EVENT",
+    default: DEFAULT_EVENT,
+    bound: "not empty",
+    help: "the event an echo request is emitted as",
+    scenarios: &[],
+};
 
 #[derive(Debug)]
 pub struct SocketIo;
@@ -42,11 +55,11 @@ impl Protocol for SocketIo {
         let path = websocket_path(given);
         (path != given).then_some(path)
     }
-    fn options(&self) -> &'static [&'static str] {
-        &["event"]
+    fn options(&self) -> &'static [OptionSpec] {
+        &[EVENT]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
-        match options.event.as_deref() {
+        match options.given.text(&EVENT) {
             Some("") => Err("--event is empty: give the event an echo request is emitted as".into()),
             _ => Ok(()),
         }

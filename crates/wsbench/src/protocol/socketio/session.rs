@@ -90,7 +90,7 @@ impl SocketIoSession {
     pub(super) fn new(setup: &Setup<'_>) -> SocketIoSession {
         SocketIoSession {
             usage: setup.usage,
-            event: setup.options.event.clone().unwrap_or_else(|| DEFAULT_EVENT.to_owned()),
+            event: setup.options.given.text(&super::EVENT).unwrap_or(DEFAULT_EVENT).to_owned(),
             binary: setup.options.binary,
             phase: Phase::AwaitingOpen,
             // A Socket.IO server sends the open packet together with the upgrade's answer;

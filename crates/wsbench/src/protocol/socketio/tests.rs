@@ -145,7 +145,7 @@ fn an_echo_is_an_emit_acknowledged_with_the_payload() {
         heard.replies,
         [(Some(3), br#"{"ts":1,"seq":"a \"q\""}"#.to_vec()), (Some(17), br#"{"not":"a string"}"#.to_vec())]
     );
-    let named = Options { event: Some("say".into()), ..Options::default() };
+    let named = Options::with([("event", "say".into())]);
     let (mut session, mut heard) = joined(Use::Requests, &named, Instant::now());
     session.request(0, b"x", &mut heard);
     assert_eq!(heard.sent_text(0), r#"420["say","x"]"#);
@@ -256,9 +256,9 @@ fn the_path_is_socket_ios_own_or_gets_the_query_it_lacks() {
 
 #[test]
 fn options_it_cannot_honour_are_refused() {
-    assert!(SocketIo.check(&Options { event: Some(String::new()), ..Options::default() }).is_err());
+    assert!(SocketIo.check(&Options::with([("event", "".into())])).is_err());
     assert!(SocketIo.check(&Options { binary: true, ..Options::default() }).is_ok());
     assert!(SocketIo.serves(Use::Requests) && SocketIo.serves(Use::PubSub));
     assert!(!SocketIo.serves(Use::Messages));
-    assert_eq!(SocketIo.options(), ["event"]);
+    assert_eq!(SocketIo.options().iter().map(|o| o.flag).collect::<Vec<_>>(), ["event"]);
 }

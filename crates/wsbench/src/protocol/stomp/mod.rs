@@ -4,8 +4,10 @@
 //! `--heartbeat`, default 10 s each way) answered by CONNECTED. For echo it then subscribes
 //! to a destination of its own, `/topic/wsbench-echo-PID-INDEX`, and is ready on the
 //! subscription's RECEIPT: a request is a SEND there with the payload as its body, and its
-//! reply the MESSAGE that comes back. For pub/sub topic `tK` is `/topic/tK`: a subscription
-//! is acknowledged by its RECEIPT, a publish is a SEND, a delivery a MESSAGE. An ERROR frame
+//! reply the MESSAGE that comes back. For pub/sub topic `tK` is the destination
+//! `--destination` names with K for `{topic}` (default `/topic/t{topic}`, so `/topic/tK`;
+//! `/queue/q{topic}` or `/exchange/NAME/…` take RabbitMQ's other destinations): a
+//! subscription is acknowledged by its RECEIPT, a publish is a SEND, a delivery a MESSAGE. An ERROR frame
 //! ends the connection (`stomp_error`, with its `message`); so does a server silent for
 //! twice its heart-beat interval, or anything that is not STOMP. The session is in
 //! `session.rs`, the heart-beat clock in `heartbeat.rs`; the frames are
@@ -17,7 +19,49 @@ mod session;
 use std::time::Duration;
 
 use super::{Options, Protocol, Session, Setup, Use};
+use crate::options::{Kind, OptionSpec};
 use session::StompSession;
+
+/// `--heartbeat`.
+pub const HEARTBEAT: OptionSpec = OptionSpec {
+    flag: "heartbeat",
+    key: "heartbeat",
+    kind: Kind::Text,
+    value_name: "DURATION",
+    default: "10s",
+    bound: "0s (none) or 1ms to 49 days",
+    help: "the interval heart-beats are asked to flow at, both ways",
+    scenarios: &[],
+};
+
+/// The pub/sub destination template when `--destination` is not given.
+pub const DEFAULT_DESTINATION: &str = "/topic/t{topic}";
+/// What `--destination` replaces with the topic's number.
+pub const TOPIC_PLACEHOLDER: &str = "{topic}";
+
+/// `--destination`.
+pub const DESTINATION: OptionSpec = OptionSpec {
+    flag: "destination",
+    key: "destination",
+    kind: Kind::Text,
+    value_name: "TEMPLATE",
+    default: DEFAULT_DESTINATION,
+    bound: "{topic} once, one line",
+    help: "the destination of pub/sub topic K, {topic} standing for K (e.g. /queue/q{topic})",
+    scenarios: &["pubsub"],
+};
+
+/// `--vhost`.
+pub const VHOST: OptionSpec = OptionSpec {
+    flag: "vhost",
+    key: "vhost",
+    kind: Kind::Text,
+    value_name: "VHOST",
+    default: DEFAULT_VHOST,
+    bound: "not empty, one line",
+    help: "the virtual host CONNECT names, its host header",
+    scenarios: &[],
+};
 
 /// The heart-beat interval asked for each way when `--heartbeat` is not given.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
@@ -44,12 +88,13 @@ impl Protocol for Stomp {
     fn subprotocols(&self) -> &'static [&'static str] {
         &["v12.stomp"]
     }
-    fn options(&self) -> &'static [&'static str] {
-        &["heartbeat", "vhost"]
+    fn options(&self) -> &'static [OptionSpec] {
+        &[HEARTBEAT, VHOST, DESTINATION]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         heartbeat_ms(options)?;
-        match options.vhost.as_deref() {
+        destination(options)?;
+        match options.given.text(&VHOST) {
             Some("") => Err("--vhost is empty: give the virtual host to connect to (RabbitMQ's is /)".into()),
             Some(vhost) if vhost.contains(['\r', '\n', '\0']) => {
                 Err("--vhost holds a line break or NUL, which CONNECT cannot carry".into())
@@ -59,14 +104,33 @@ impl Protocol for Stomp {
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         let heartbeat = heartbeat_ms(setup.options).unwrap_or(DEFAULT_HEARTBEAT.as_millis() as u32);
-        let vhost = setup.options.vhost.as_deref().unwrap_or(DEFAULT_VHOST);
-        Box::new(StompSession::new(setup, vhost, heartbeat))
+        let vhost = setup.options.given.text(&VHOST).unwrap_or(DEFAULT_VHOST);
+        let destination = destination(setup.options).unwrap_or_default();
+        Box::new(StompSession::new(setup, vhost, heartbeat, destination))
+    }
+}
+
+/// `--destination` split around its `{topic}`: what comes before the topic's number and
+/// what after; or why the template cannot be one.
+fn destination(options: &Options) -> Result<(String, String), String> {
+    let template = options.given.text(&DESTINATION).unwrap_or(DEFAULT_DESTINATION);
+    if template.contains(['\r', '\n', '\0']) {
+        return Err("--destination holds a line break or NUL, which a STOMP header cannot carry".into());
+    }
+    match template.split_once(TOPIC_PLACEHOLDER) {
+        Some((before, after)) if !after.contains(TOPIC_PLACEHOLDER) => {
+            Ok((before.to_owned(), after.to_owned()))
+        }
+        _ => Err(format!(
+            "--destination {template}: give {TOPIC_PLACEHOLDER} exactly once, where the topic's number goes \
+             (e.g. /queue/q{TOPIC_PLACEHOLDER})"
+        )),
     }
 }
 
 /// `--heartbeat` in whole ms (0: none), or why it cannot be one.
 fn heartbeat_ms(options: &Options) -> Result<u32, String> {
-    let Some(given) = options.heartbeat.as_deref() else { return Ok(DEFAULT_HEARTBEAT.as_millis() as u32) };
+    let Some(given) = options.given.text(&HEARTBEAT) else { return Ok(DEFAULT_HEARTBEAT.as_millis() as u32) };
     let interval = crate::units::parse_duration(given).map_err(|error| format!("--heartbeat: {error}"))?;
     let ms = interval.as_millis();
     if ms == 0 && !interval.is_zero() {

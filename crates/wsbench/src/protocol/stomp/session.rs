@@ -59,11 +59,13 @@ pub(super) struct StompSession {
     /// The frame being written, a destination and an id (kept for their capacity).
     encoding: Vec<u8>,
     destination: String,
+    /// `--destination` around its `{topic}`: before and after the topic's number.
+    template: (String, String),
     id: String,
 }
 
 impl StompSession {
-    pub fn new(setup: &Setup<'_>, vhost: &str, heartbeat: u32) -> StompSession {
+    pub fn new(setup: &Setup<'_>, vhost: &str, heartbeat: u32, template: (String, String)) -> StompSession {
         StompSession {
             usage: setup.usage,
             binary: setup.options.binary,
@@ -80,8 +82,18 @@ impl StompSession {
             pending: Vec::new(),
             encoding: Vec::new(),
             destination: String::new(),
+            template,
             id: String::new(),
         }
+    }
+
+    /// The destination of pub/sub topic `topic` (`tK`): the template with K for `{topic}`.
+    fn set_destination(&mut self, topic: &str) {
+        let number =
+            topic.strip_prefix('t').filter(|k| k.bytes().all(|b| b.is_ascii_digit())).unwrap_or(topic);
+        self.destination.clear();
+        let (before, after) = &self.template;
+        let _ = write!(self.destination, "{before}{number}{after}");
     }
 
     /// Sends the frame in `encoding`: a binary message with `--binary`, or when it is not
@@ -267,8 +279,7 @@ impl Session for StompSession {
         self.id.clear();
         let _ = write!(self.id, "{TOPIC_ID}{}", self.topics.len());
         self.topics.push(topic.to_owned());
-        self.destination.clear();
-        let _ = write!(self.destination, "/topic/{topic}");
+        self.set_destination(topic);
         self.encoding.clear();
         stomp::encode_subscribe(&mut self.encoding, &self.id, &self.destination, Some(&self.id));
         self.emit(out);
@@ -278,8 +289,7 @@ impl Session for StompSession {
         if self.state != State::Ready {
             return;
         }
-        self.destination.clear();
-        let _ = write!(self.destination, "/topic/{topic}");
+        self.set_destination(topic);
         self.encoding.clear();
         let send = Send { destination: &self.destination, content_type: None, receipt: None, body: payload };
         stomp::encode_send(&mut self.encoding, &send);

@@ -189,7 +189,7 @@ fn a_frame_cut_over_messages_is_read_whole_and_its_buffer_is_bounded() {
 fn heart_beats_are_answered_sent_when_idle_and_missed_when_the_server_is_silent() {
     let start = Instant::now();
     let ms = Duration::from_millis(1);
-    let options = Options { heartbeat: Some("1s".into()), ..Options::default() };
+    let options = Options::with([("heartbeat", "1s".into())]);
     let (mut session, mut heard) = connected(Use::PubSub, &options, start);
     assert!(heard.sent_text(0).contains("heart-beat:1000,1000\n"));
     session.receive(b"\n", false, start + 400 * ms, &mut heard);
@@ -215,7 +215,7 @@ fn heart_beats_are_answered_sent_when_idle_and_missed_when_the_server_is_silent(
 
 #[test]
 fn no_heart_beats_flow_when_asked_for_none() {
-    let options = Options { heartbeat: Some("0s".into()), ..Options::default() };
+    let options = Options::with([("heartbeat", "0s".into())]);
     let (session, heard) = connected(Use::PubSub, &options, Instant::now());
     assert!(heard.sent_text(0).contains("heart-beat:0,0\n"));
     assert_eq!(session.next_timer(), None);
@@ -223,7 +223,7 @@ fn no_heart_beats_flow_when_asked_for_none() {
 
 #[test]
 fn disconnect_goes_out_at_the_end_once_connected() {
-    let options = Options { vhost: Some("bench".into()), ..Options::default() };
+    let options = Options::with([("vhost", "bench".into())]);
     let mut session = Stomp.session(&setup(Use::PubSub, &options));
     let mut heard = Heard::default();
     session.open(Instant::now(), &mut heard);
@@ -239,14 +239,41 @@ fn disconnect_goes_out_at_the_end_once_connected() {
 }
 
 #[test]
+fn a_destination_template_names_each_topic_by_its_number() {
+    let now = Instant::now();
+    let options = Options::with([("destination", "/queue/q{topic}.in".into())]);
+    Stomp.check(&options).unwrap();
+    let (mut session, mut heard) = connected(Use::PubSub, &options, now);
+    session.subscribe("t12", &mut heard);
+    assert_eq!(
+        heard.sent_text(1),
+        "SUBSCRIBE\nid:sub-0\ndestination:/queue/q12.in\nack:auto\nreceipt:sub-0\n\n\0"
+    );
+    session.receive(b"RECEIPT\nreceipt-id:sub-0\n\n\0\n", false, now, &mut heard);
+    session.publish("t12", b"{}", &mut heard);
+    assert_eq!(heard.sent_text(2), "SEND\ndestination:/queue/q12.in\ncontent-length:2\n\n{}\0");
+    let delivery = b"MESSAGE\nsubscription:sub-0\ndestination:/queue/q12.in\nmessage-id:m1\n\n{}\0";
+    session.receive(delivery, false, now, &mut heard);
+    assert_eq!(
+        heard.deliveries,
+        [("t12".to_owned(), b"{}".to_vec())],
+        "delivered under the scenario's topic"
+    );
+    let with = |template: &str| Stomp.check(&Options::with([("destination", template.into())]));
+    for bad in ["/queue/q", "/queue/{topic}/{topic}", "/queue/q{topic}\nx"] {
+        assert!(with(bad).unwrap_err().contains("--destination"), "{bad}");
+    }
+}
+
+#[test]
 fn options_it_cannot_honour_are_refused() {
-    let with = |heartbeat: &str| Options { heartbeat: Some(heartbeat.into()), ..Options::default() };
+    let with = |heartbeat: &str| Options::with([("heartbeat", heartbeat.into())]);
     assert!(Stomp.check(&with("250ms")).is_ok());
     assert!(Stomp.check(&with("0s")).is_ok());
     assert!(Stomp.check(&with("soon")).unwrap_err().contains("--heartbeat"));
     assert!(Stomp.check(&with("10us")).unwrap_err().contains("under a millisecond"));
     assert!(Stomp.check(&with("2000h")).unwrap_err().contains("too long"));
-    assert!(Stomp.check(&Options { vhost: Some(String::new()), ..Options::default() }).is_err());
-    assert!(Stomp.check(&Options { vhost: Some("a\nb".into()), ..Options::default() }).is_err());
+    assert!(Stomp.check(&Options::with([("vhost", "".into())])).is_err());
+    assert!(Stomp.check(&Options::with([("vhost", "a\nb".into())])).is_err());
     assert!(Stomp.serves(Use::Requests) && Stomp.serves(Use::PubSub) && !Stomp.serves(Use::Messages));
 }

@@ -25,6 +25,7 @@ use crate::config::{
 use crate::engine::timers::CLOSE_TIMEOUT;
 use crate::engine::{PhasePlan, Workload};
 use crate::metrics::Section;
+use crate::options::{Kind, OptionSpec};
 use crate::result::{ResultError, RunResult};
 use figures::ChurnSummary;
 use workload::{ChurnSection, ChurnWorkload};
@@ -32,6 +33,18 @@ use workload::{ChurnSection, ChurnWorkload};
 /// New connections per second, and echoes per connection, when not given.
 pub const DEFAULT_RATE: f64 = 100.0;
 pub const DEFAULT_MESSAGES_PER_CONNECTION: u64 = 1;
+
+/// `--messages-per-connection`.
+pub const MESSAGES_PER_CONNECTION: OptionSpec = OptionSpec {
+    flag: "messages-per-connection",
+    key: "messages-per-connection",
+    kind: Kind::Count,
+    value_name: "K",
+    default: "1",
+    bound: "1 to 1,000,000",
+    help: "echoes each connection exchanges between its handshake and its close",
+    scenarios: &[],
+};
 /// How long a cycle's echoes and close take at most, for planning file descriptors (the
 /// close waits 2 s at most; a server that stalls echoes longer makes connects fail with
 /// `connect_error` once the descriptors run out, rather than the run refusing to start).
@@ -66,8 +79,8 @@ impl ScenarioRules for Churn {
     fn pacing(&self, _settings: &RunSettings) -> Result<Pacing, ConfigError> {
         Ok(Pacing::Connections { default_rate: DEFAULT_RATE })
     }
-    fn own_settings(&self) -> &'static [&'static str] {
-        &["messages-per-connection"]
+    fn options(&self) -> &'static [OptionSpec] {
+        &[MESSAGES_PER_CONNECTION]
     }
     /// `--rate` × `--duration` connections (at least 1); `--connections`, `--ramp` and
     /// `--interval` have no meaning here.
@@ -100,7 +113,8 @@ impl ScenarioRules for Churn {
         settings: &RunSettings,
         _: &LoadSpec,
     ) -> Result<Arc<dyn ScenarioSettings>, ConfigError> {
-        let count = settings.messages_per_connection.unwrap_or(DEFAULT_MESSAGES_PER_CONNECTION);
+        let count =
+            settings.options.count(&MESSAGES_PER_CONNECTION).unwrap_or(DEFAULT_MESSAGES_PER_CONNECTION);
         if count == 0 {
             return Err(invalid_setting("messages-per-connection", "must be at least 1"));
         }

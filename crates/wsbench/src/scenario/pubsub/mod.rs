@@ -60,8 +60,8 @@ impl ScenarioRules for PubSub {
         let spec = PubSubSpec::of(settings)?;
         Ok(Pacing::Messages { senders: Some(spec.publishers), default: Some(Pace::Rate(DEFAULT_RATE)) })
     }
-    fn own_settings(&self) -> &'static [&'static str] {
-        &["subscribers", "topics", "publishers"]
+    fn options(&self) -> &'static [crate::options::OptionSpec] {
+        &settings::OPTIONS
     }
     fn connections(&self, settings: &RunSettings) -> Result<Option<u64>, ConfigError> {
         Ok(Some(PubSubSpec::of(settings)?.connections()))

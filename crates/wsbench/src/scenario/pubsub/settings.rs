@@ -11,11 +11,45 @@ use serde_json::{Map, Value};
 use crate::config::{
     ConfigError, Payload, RunSettings, ScenarioSettings, bounds, invalid_setting as invalid,
 };
+use crate::options::{Kind, OptionSpec};
 use crate::units::format::group;
 
 pub const DEFAULT_SUBSCRIBERS: u64 = 100;
 pub const DEFAULT_TOPICS: u64 = 1;
 pub const DEFAULT_PUBLISHERS: u64 = 1;
+
+/// `--subscribers`, `--topics`, `--publishers`.
+pub const OPTIONS: [OptionSpec; 3] = [SUBSCRIBERS, TOPICS, PUBLISHERS];
+const SUBSCRIBERS: OptionSpec = OptionSpec {
+    flag: "subscribers",
+    key: "subscribers",
+    kind: Kind::Count,
+    value_name: "S",
+    default: "100",
+    bound: "at least 1; with --publishers at most 10,000,000",
+    help: "subscriber connections, spread over the topics",
+    scenarios: &[],
+};
+const TOPICS: OptionSpec = OptionSpec {
+    flag: "topics",
+    key: "topics",
+    kind: Kind::Count,
+    value_name: "T",
+    default: "1",
+    bound: "1 to 1,000,000",
+    help: "topics 0..T-1; subscriber i listens to topic i mod T",
+    scenarios: &[],
+};
+const PUBLISHERS: OptionSpec = OptionSpec {
+    flag: "publishers",
+    key: "publishers",
+    kind: Kind::Count,
+    value_name: "P",
+    default: "1",
+    bound: "at least --topics; subscribers × publishers per topic at most 10,000,000",
+    help: "publisher connections; publisher j publishes to topic j mod T, --rate is shared among them",
+    scenarios: &[],
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct PubSubSpec {
@@ -79,9 +113,9 @@ impl PubSubSpec {
             return Err(invalid("in-flight", "pubsub publishes on the --rate schedule; drop --in-flight"));
         }
         let spec = PubSubSpec {
-            subscribers: this.subscribers.unwrap_or(DEFAULT_SUBSCRIBERS),
-            topics: this.topics.unwrap_or(DEFAULT_TOPICS),
-            publishers: this.publishers.unwrap_or(DEFAULT_PUBLISHERS),
+            subscribers: this.options.count(&SUBSCRIBERS).unwrap_or(DEFAULT_SUBSCRIBERS),
+            topics: this.options.count(&TOPICS).unwrap_or(DEFAULT_TOPICS),
+            publishers: this.options.count(&PUBLISHERS).unwrap_or(DEFAULT_PUBLISHERS),
         };
         for (flag, count) in
             [("subscribers", spec.subscribers), ("topics", spec.topics), ("publishers", spec.publishers)]
@@ -154,11 +188,10 @@ mod tests {
         let mut settings = RunSettings { scenario: Some("pubsub".to_owned()), ..RunSettings::default() };
         for &(flag, value) in args {
             match flag {
-                "subscribers" => settings.subscribers = Some(value),
-                "topics" => settings.topics = Some(value),
-                "publishers" => settings.publishers = Some(value),
                 "connections" => settings.connections = Some(value),
-                _ => unreachable!("{flag}"),
+                option => {
+                    _ = settings.options.0.insert(option.to_owned(), toml::Value::Integer(value as i64))
+                }
             }
         }
         settings

@@ -12,10 +12,23 @@ use crate::config::{ConfigError, Defaults, LoadSpec, Pacing, RunSettings, Scenar
 use crate::engine::conn::ClientConn;
 use crate::engine::workload::{Cx, Message};
 use crate::engine::{PhasePlan, Workload};
+use crate::options::{Kind, OptionSpec};
 use crate::result::RunResult;
 use crate::units::format::{plural, seconds};
 
 pub const DEFAULT_HOLD: Duration = Duration::from_secs(5);
+
+/// `--hold`.
+pub const HOLD: OptionSpec = OptionSpec {
+    flag: "hold",
+    key: "hold",
+    kind: Kind::Text,
+    value_name: "DURATION",
+    default: "5s",
+    bound: "at most 7 days",
+    help: "how long to hold the connections open",
+    scenarios: &[],
+};
 
 #[derive(Debug)]
 pub struct Scalability;
@@ -43,15 +56,19 @@ impl ScenarioRules for Scalability {
     fn pacing(&self, _settings: &RunSettings) -> Result<Pacing, ConfigError> {
         Ok(Pacing::Refused("the scalability scenario sends no messages"))
     }
-    fn own_settings(&self) -> &'static [&'static str] {
-        &["hold"]
+    fn options(&self) -> &'static [OptionSpec] {
+        &[HOLD]
     }
     fn settings(
         &self,
         settings: &RunSettings,
         _: &LoadSpec,
     ) -> Result<Arc<dyn ScenarioSettings>, ConfigError> {
-        Ok(Arc::new(Hold(crate::config::duration_setting("hold", &settings.hold, DEFAULT_HOLD)?)))
+        Ok(Arc::new(Hold(crate::config::duration_setting(
+            "hold",
+            &settings.options.text(&HOLD).map(str::to_owned),
+            DEFAULT_HOLD,
+        )?)))
     }
 }
 

@@ -5,14 +5,14 @@
 
 /// Each preset's name (its file name without `.toml`) and its text.
 pub const PRESETS: &[(&str, &str)] = &[
-    ("includeos-25k", include_str!("../../../../scenarios/includeos-25k.toml")),
-    ("jsonrpc-flow", include_str!("../../../../scenarios/jsonrpc-flow.toml")),
-    ("graphql-subscription-flow", include_str!("../../../../scenarios/graphql-subscription-flow.toml")),
-    ("scale-40k", include_str!("../../../../scenarios/scale-40k.toml")),
-    ("scale-1m", include_str!("../../../../scenarios/scale-1m.toml")),
-    ("uws-huge", include_str!("../../../../scenarios/uws-huge.toml")),
-    ("uws-scalability", include_str!("../../../../scenarios/uws-scalability.toml")),
-    ("uws-throughput", include_str!("../../../../scenarios/uws-throughput.toml")),
+    ("includeos-25k", include_str!("../../../scenarios/includeos-25k.toml")),
+    ("jsonrpc-flow", include_str!("../../../scenarios/jsonrpc-flow.toml")),
+    ("graphql-subscription-flow", include_str!("../../../scenarios/graphql-subscription-flow.toml")),
+    ("scale-40k", include_str!("../../../scenarios/scale-40k.toml")),
+    ("scale-1m", include_str!("../../../scenarios/scale-1m.toml")),
+    ("uws-huge", include_str!("../../../scenarios/uws-huge.toml")),
+    ("uws-scalability", include_str!("../../../scenarios/uws-scalability.toml")),
+    ("uws-throughput", include_str!("../../../scenarios/uws-throughput.toml")),
 ];
 
 #[cfg(test)]

@@ -1,0 +1,362 @@
+//! Where the three registries meet the settings: every option a scenario, a protocol or a
+//! transport declares in its own folder ([`OptionSpec`]) becomes a flag of `wsbench run`
+//! (with its default and bound in `--help`) and a key of scenario files, and a value given is
+//! checked against the members the run uses: an option of another member is a usage error
+//! naming the member it belongs to. Nothing here names a member; it reads the registries.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use clap::{Arg, ArgAction, ArgMatches, Command};
+
+use crate::config::{ConfigError, Members, RunConfig, RunSettings, ScenarioRules, invalid_setting};
+use crate::engine::dial::{DIALS, Dial};
+use crate::input_file::{InputFileError, InputKind};
+use crate::options::{Kind, OptionSpec, OptionValues};
+use crate::presets::PRESETS;
+use crate::protocol::{PROTOCOLS, Protocol};
+use crate::scenario::{self, Descriptor, SCENARIOS};
+
+/// What declares an option.
+#[derive(Debug, Clone, Copy)]
+pub enum Owner {
+    Scenario(&'static dyn Descriptor),
+    Protocol(&'static dyn Protocol),
+    Transport(&'static dyn Dial),
+}
+
+impl Owner {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Owner::Scenario(scenario) => scenario.name(),
+            Owner::Protocol(protocol) => protocol.name(),
+            Owner::Transport(dial) => dial.flag_name(),
+        }
+    }
+
+    /// How a user picks this member, for an error: `the pubsub scenario`, `--protocol mqtt`.
+    fn chosen_by(&self) -> String {
+        match self {
+            Owner::Scenario(scenario) => format!("the {} scenario", scenario.name()),
+            Owner::Protocol(protocol) => format!("--protocol {}", protocol.name()),
+            Owner::Transport(dial) => format!("--transport {}", dial.flag_name()),
+        }
+    }
+}
+
+/// Every option of every member, with its owner, in the registries' order (scenarios,
+/// protocols, transports).
+pub fn declared() -> Vec<(&'static OptionSpec, Owner)> {
+    let scenarios = SCENARIOS.iter().flat_map(|s| s.options().iter().map(|o| (o, Owner::Scenario(*s))));
+    let protocols = PROTOCOLS.iter().flat_map(|p| p.options().iter().map(|o| (o, Owner::Protocol(*p))));
+    let transports = DIALS.iter().flat_map(|d| d.options().iter().map(|o| (o, Owner::Transport(*d))));
+    scenarios.chain(protocols).chain(transports).collect()
+}
+
+/// The members that declare the option with TOML key `key`.
+pub fn owners_of(key: &str) -> Vec<Owner> {
+    declared().into_iter().filter(|(spec, _)| spec.key == key).map(|(_, owner)| owner).collect()
+}
+
+/// Every member option once, by TOML key: its declaration and its owners.
+fn by_key() -> BTreeMap<&'static str, (&'static OptionSpec, Vec<Owner>)> {
+    let mut options: BTreeMap<&str, (&OptionSpec, Vec<Owner>)> = BTreeMap::new();
+    for (spec, owner) in declared() {
+        options.entry(spec.key).or_insert((spec, Vec::new())).1.push(owner);
+    }
+    options
+}
+
+/// The kind of value of every member option, by TOML key (what a scenario file is read with).
+pub fn kinds() -> BTreeMap<&'static str, Kind> {
+    by_key().into_iter().map(|(key, (spec, _))| (key, spec.kind)).collect()
+}
+
+/// The flag of a member option: its help says whose it is, its default and its bound.
+fn arg_of(spec: &'static OptionSpec, owners: &[Owner]) -> Arg {
+    let whose: Vec<&str> = owners.iter().map(Owner::name).collect();
+    let mut help = format!("{}: {}", whose.join(", "), spec.help);
+    match (spec.default, spec.bound) {
+        ("", "") => {}
+        (default, "") => help.push_str(&format!(" (default {default})")),
+        ("", bound) => help.push_str(&format!(" ({bound})")),
+        (default, bound) => help.push_str(&format!(" (default {default}; {bound})")),
+    }
+    let arg = Arg::new(spec.key).long(spec.flag).help(help);
+    match spec.kind {
+        Kind::Count => arg.value_name(spec.value_name).value_parser(clap::value_parser!(u64)),
+        Kind::Text => arg.value_name(spec.value_name).allow_hyphen_values(true),
+        Kind::Switch => arg.action(ArgAction::SetTrue),
+    }
+}
+
+impl clap::Args for OptionValues {
+    fn augment_args(mut command: Command) -> Command {
+        for (spec, owners) in by_key().into_values() {
+            command = command.arg(arg_of(spec, &owners));
+        }
+        command
+    }
+    fn augment_args_for_update(command: Command) -> Command {
+        Self::augment_args(command)
+    }
+}
+
+impl clap::FromArgMatches for OptionValues {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut values = OptionValues::default();
+        values.update_from_arg_matches(matches)?;
+        Ok(values)
+    }
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        for (key, (spec, _)) in by_key() {
+            let value = match spec.kind {
+                Kind::Count => matches.get_one::<u64>(key).map(|n| toml::Value::Integer(*n as i64)),
+                Kind::Text => matches.get_one::<String>(key).map(|text| toml::Value::String(text.clone())),
+                Kind::Switch => matches.get_flag(key).then_some(toml::Value::Boolean(true)),
+            };
+            if let Some(value) = value {
+                self.0.insert(key.to_owned(), value);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl RunSettings {
+    /// Applies defaults and checks every value, by the rules of the scenario the settings
+    /// name (`echo` when none), with the protocol and the transport they name and the
+    /// options each declares.
+    pub fn validate(&self) -> Result<RunConfig, ConfigError> {
+        let name = self.scenario.as_deref().unwrap_or(scenario::DEFAULT);
+        let scenario = scenario::by_name(name).ok_or_else(|| scenario::unknown_scenario(name))?;
+        let protocol = self.protocol()?;
+        let transport = self.transport_chosen()?;
+        check_applies(&self.options, scenario.name(), protocol.name(), transport)?;
+        let members = Members {
+            protocol: protocol.name(),
+            protocol_options: self.options.of(protocol.options()),
+            transport: transport.spec(&self.options.of(transport.options()))?,
+        };
+        let all: Vec<&dyn ScenarioRules> = SCENARIOS.iter().map(|s| *s as &dyn ScenarioRules).collect();
+        let mut config = self.validate_for(scenario, &all, members)?;
+        scenario::check_thresholds(scenario, &config.thresholds)?;
+        scenario::settle_protocol(scenario, &mut config)?;
+        Ok(config)
+    }
+
+    /// `--protocol`: one the registry has (its default when none is given).
+    fn protocol(&self) -> Result<&'static dyn Protocol, ConfigError> {
+        let name = self.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
+        crate::protocol::by_name(name).ok_or_else(|| {
+            let known = crate::protocol::names();
+            invalid_setting(
+                "protocol",
+                format!("`{name}` is not a protocol wsbench speaks: use {}", known.join(", ")),
+            )
+        })
+    }
+
+    /// The registry's first transport, none of the others' options left (compare's rows
+    /// over the default transport).
+    pub fn without_transport(&mut self) {
+        self.transport = None;
+        for dial in &DIALS[1..] {
+            for option in dial.options() {
+                self.options.0.remove(option.key);
+            }
+        }
+    }
+
+    /// `--transport`, or a transport's switch (`--http2`); the registry's first when neither
+    /// is given.
+    pub fn transport_chosen(&self) -> Result<&'static dyn Dial, ConfigError> {
+        let switched = DIALS.iter().copied().find(|dial| {
+            dial.options().iter().any(|option| option.kind == Kind::Switch && self.options.switch(option))
+        });
+        let Some(name) = self.transport.as_deref() else { return Ok(switched.unwrap_or(DIALS[0])) };
+        let named = crate::engine::dial::by_flag_name(name).ok_or_else(|| {
+            let known: Vec<&str> = DIALS.iter().map(|dial| dial.flag_name()).collect();
+            invalid_setting(
+                "transport",
+                format!("`{name}` is not a transport: use {}", scenario::or_list(&known)),
+            )
+        })?;
+        match switched {
+            Some(other) if other.name() != named.name() => Err(invalid_setting(
+                "transport",
+                format!(
+                    "{name} and the switch of --transport {} contradict each other: give one",
+                    other.flag_name()
+                ),
+            )),
+            _ => Ok(named),
+        }
+    }
+
+    /// The settings `--scenario NAME` stands for: the file NAME when there is one, else the
+    /// built-in preset NAME (`scenarios/NAME.toml`), else the scenario NAME (`echo`, …).
+    /// When none exists the error names both the file and the names it looked for.
+    pub fn from_scenario(name: &Path) -> Result<RunSettings, ConfigError> {
+        if name.is_file() {
+            return RunSettings::from_file(name);
+        }
+        let word = name.to_string_lossy();
+        if let Some((preset, text)) = PRESETS.iter().find(|(preset, _)| *preset == word) {
+            return RunSettings::parse_toml(text, Path::new(&format!("scenarios/{preset}.toml")));
+        }
+        if scenario::by_name(&word).is_some() {
+            return Ok(RunSettings { scenario: Some(word.into_owned()), ..RunSettings::default() });
+        }
+        match crate::input_file::read_text(name, InputKind::Scenario) {
+            Ok(text) => RunSettings::parse_toml(&text, name),
+            Err(too_big @ InputFileError::TooBig { .. }) => Err(ConfigError::InputFile(too_big)),
+            Err(InputFileError::Read { source, .. }) => Err(ConfigError::UnknownScenario {
+                name: word.into_owned(),
+                known: scenario::names()
+                    .chain(PRESETS.iter().map(|(preset, _)| *preset))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                path: name.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// Reads a TOML scenario file (the same keys as the flags, kebab-case).
+    pub fn from_file(path: &Path) -> Result<RunSettings, ConfigError> {
+        RunSettings::parse_toml(&RunSettings::read_file(path)?, path)
+    }
+
+    /// Parses the TOML text of the scenario file `path`, every member's option a key of it;
+    /// an error says where (line:column) and, for a mistyped key, which key was meant.
+    pub fn parse_toml(text: &str, path: &Path) -> Result<RunSettings, ConfigError> {
+        RunSettings::parse_toml_with(text, path, &kinds())
+    }
+}
+
+/// Checks that each member option given applies to the members the run uses (its
+/// `scenario`, `protocol` and `transport`, by name): one of another is refused naming
+/// whose it is.
+pub fn check_applies(
+    given: &OptionValues,
+    scenario: &str,
+    protocol: &str,
+    transport: &dyn Dial,
+) -> Result<(), ConfigError> {
+    let options = by_key();
+    for key in given.0.keys() {
+        let Some((spec, owners)) = options.get(key.as_str()) else {
+            return Err(invalid_setting("scenario", format!("`{key}` is no option of wsbench run")));
+        };
+        let used = |owner: &Owner| match owner {
+            Owner::Scenario(s) => s.name() == scenario,
+            Owner::Protocol(p) => p.name() == protocol,
+            Owner::Transport(d) => d.name() == transport.name(),
+        };
+        if !owners.iter().any(used) {
+            let whose: Vec<String> = owners.iter().map(Owner::chosen_by).collect();
+            let this_run = match owners[0] {
+                Owner::Scenario(_) => String::new(),
+                Owner::Protocol(_) => format!(" (this run speaks {protocol})"),
+                Owner::Transport(_) => format!(" (this run uses {})", transport.flag_name()),
+            };
+            return Err(invalid_setting(
+                spec.flag,
+                format!("applies to {} only{this_run}", whose.join(" or ")),
+            ));
+        }
+        if !spec.scenarios.is_empty() && !spec.scenarios.contains(&scenario) {
+            return Err(invalid_setting(
+                spec.flag,
+                format!("applies to the {} scenario only", spec.scenarios.join(" or ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_option_declared_twice_is_declared_alike() {
+        for (spec, _) in declared() {
+            for (other, _) in declared() {
+                if spec.key == other.key {
+                    assert_eq!((spec.flag, spec.kind), (other.flag, other.kind), "{}", spec.key);
+                }
+            }
+            assert!(!spec.help.is_empty(), "--{} has no help", spec.flag);
+        }
+    }
+
+    fn settings(args: &[&str]) -> Result<RunSettings, clap::Error> {
+        use clap::FromArgMatches;
+        let command = <RunSettings as clap::Args>::augment_args(Command::new("run").no_binary_name(true));
+        RunSettings::from_arg_matches(&command.try_get_matches_from(args)?)
+    }
+
+    fn refusal(args: &[&str]) -> String {
+        let settings = settings(args).unwrap();
+        RunSettings { target: Some("ws://127.0.0.1:1/".into()), ..settings }
+            .validate()
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn the_transport_is_named_by_flag_or_by_its_switch() {
+        let transport = |args: &[&str]| settings(args).unwrap().validate().map(|c| c.load.transport);
+        let h2 = transport(&["--transport", "h2"]).unwrap();
+        assert_eq!((h2.name, h2.streams_per_connection, h2.default), (DIALS[1].name(), 100, false));
+        assert_eq!(transport(&["--http2"]).unwrap(), h2);
+        assert_eq!(transport(&["--transport", "http2", "--http2"]).unwrap(), h2);
+        let h1 = transport(&[]).unwrap();
+        assert_eq!((h1.name, h1.default), (DIALS[0].name(), true));
+        assert_eq!(transport(&["--transport", "h1"]).unwrap(), h1);
+        let error = transport(&["--transport", "h3"]).unwrap_err().to_string();
+        assert_eq!(error, "--transport: `h3` is not a transport: use h1 or h2");
+        let error = transport(&["--transport", "h1", "--http2"]).unwrap_err().to_string();
+        assert!(error.starts_with("--transport: h1 and the switch of --transport h2 contradict"), "{error}");
+    }
+
+    #[test]
+    fn an_option_of_a_member_not_in_the_run_is_refused_naming_whose_it_is() {
+        let error = refusal(&["--protocol", "stomp", "--qos", "1"]);
+        assert_eq!(error, "--qos: applies to --protocol mqtt only (this run speaks stomp)");
+        let error = refusal(&["--topics", "3"]);
+        assert_eq!(error, "--topics: applies to the pubsub scenario only");
+        let error = refusal(&["--streams-per-connection", "3", "--transport", "h1"]);
+        assert_eq!(error, "--streams-per-connection: applies to --transport h2 only (this run uses h1)");
+        let error = refusal(&["--protocol", "mqtt", "--topic", "a/{topic}"]);
+        assert_eq!(error, "--topic: applies to the pubsub scenario only");
+        assert!(settings(&["--qos", "x"]).is_err(), "a whole number is parsed as one");
+    }
+
+    #[test]
+    fn scenario_files_take_member_options_by_key_and_check_their_kind() {
+        let path = Path::new("s.toml");
+        let parsed = RunSettings::parse_toml("protocol = \"mqtt\"\nqos = 1\nhttp2 = true\n", path).unwrap();
+        assert_eq!(parsed.options.count(&crate::protocol::mqtt::QOS), Some(1));
+        let error = RunSettings::parse_toml("\nqos = \"1\"\n", path).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "scenario file s.toml:2:1: key `qos`: invalid type: string \"1\", expected a whole number"
+        );
+        let error = RunSettings::parse_toml("subscriber = 4\n", path).unwrap_err().to_string();
+        assert_eq!(error, "scenario file s.toml:1:1: unknown key `subscriber`: did you mean `subscribers`?");
+    }
+
+    #[test]
+    fn help_shows_each_member_option_with_its_owner_default_and_bound() {
+        let command = <OptionValues as clap::Args>::augment_args(Command::new("run"));
+        for (spec, owners) in by_key().into_values() {
+            let arg = command.get_arguments().find(|arg| arg.get_long() == Some(spec.flag)).unwrap();
+            let help = arg.get_help().unwrap().to_string();
+            assert!(help.starts_with(owners[0].name()), "{help}");
+            assert!(help.contains(spec.default) && help.contains(spec.bound), "{help}");
+        }
+    }
+}
