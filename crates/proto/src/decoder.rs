@@ -91,6 +91,14 @@ impl Decoder {
         self.frame.is_none() && self.message.is_none()
     }
 
+    /// The data frame in progress (after the chunk just decoded): the payload bytes still to
+    /// come in it, and whether it is its message's last frame; `None` between frames. A
+    /// caller reassembling a message learns from it, at the first chunk, how much room the
+    /// frame needs, so the buffer is sized once instead of regrown as the bytes arrive.
+    pub fn frame_remaining(&self) -> Option<(u64, bool)> {
+        self.frame.as_ref().map(|frame| (frame.remaining, frame.header.fin))
+    }
+
     /// Decodes the next chunk from the start of `buf`, unmasking its payload in place.
     /// `Ok(None)` means more bytes are needed and nothing was consumed.
     pub fn decode(&mut self, buf: &mut [u8]) -> Result<Option<Chunk>, ProtocolError> {

@@ -7,7 +7,10 @@
 //! frame, `message` only a message still arriving in pieces, and both are freed when done.
 
 use wsbench_proto::handshake::{Request, add_header, parse_request, server_response};
-use wsbench_proto::{CloseCode, Decoder, OpCode, ProtocolError, Reservation, Role, write_frame};
+use wsbench_proto::{
+    Chunk, CloseCode, Decoder, MAX_HEADER_LEN, OpCode, ProtocolError, Reservation, Role, encode_header,
+    write_frame,
+};
 
 use std::cell::Cell;
 
@@ -15,6 +18,7 @@ use wsbench_transport::Transport;
 
 use crate::compression::Compression;
 use crate::http2::H2Conn;
+use crate::huge_pages;
 use crate::pubsub;
 use wsbench_transport::http2::PREFACE;
 
@@ -137,8 +141,10 @@ pub struct ConnState {
     /// to a new one, so it is dropped then: an idle connection holds none, and the next input
     /// starts a new one on the stack (see [`ConnState::decoder`]).
     decoder: Option<Box<Decoder>>,
-    /// A message arriving in several pieces, reassembled before it is echoed.
+    /// A message arriving in several pieces, reassembled before it is echoed; a message of
+    /// one frame starts with its echo's header, of `echo_header` bytes.
     message: Vec<u8>,
+    echo_header: u8,
     /// permessage-deflate, when negotiated.
     compression: Option<Box<Compression>>,
     /// What `message` and the message being inflated are charged to the process's budget
@@ -157,6 +163,7 @@ impl ConnState {
             phase,
             decoder: None,
             message: Vec::new(),
+            echo_header: 0,
             compression: None,
             reservation: Reservation::default(),
             inbox: Vec::new(),
@@ -316,26 +323,8 @@ impl ConnState {
                     count_echo();
                 }
                 OpCode::Text | OpCode::Binary => {
-                    if let Err(over) = self.reservation.make_room(&mut self.message, payload.len()) {
-                        self.message = Vec::new();
-                        self.reservation.release();
-                        let error = ProtocolError::OverBudget(over);
+                    if let Err(error) = self.reassemble(decoder, &chunk, payload, out, pubsub_mode) {
                         return fail(error.close_code(), &error.to_string(), data.len(), out);
-                    }
-                    self.message.extend_from_slice(payload);
-                    if chunk.last
-                        && pubsub_mode
-                        && chunk.opcode == OpCode::Text
-                        && pubsub::parse(&self.message).is_some()
-                    {
-                        push_command(&mut self.inbox, &self.message);
-                        self.message = Vec::new();
-                        self.reservation.release();
-                    } else if chunk.last {
-                        write_frame(out, true, chunk.opcode, None, &self.message);
-                        count_echo();
-                        self.message = Vec::new();
-                        self.reservation.release();
                     }
                 }
                 OpCode::Ping => write_frame(out, true, OpCode::Pong, None, payload),
@@ -349,6 +338,60 @@ impl ConnState {
             }
             used += chunk.consumed;
         }
+    }
+    /// Adds a piece of a message that arrives in several to the message's buffer, which is
+    /// sized once, at its first piece, for as much as the frame header announces (charged to
+    /// the budget before it is allocated), and never regrown within a frame. A message of one
+    /// frame is laid out as its own echo: the echo's header first, then the payload, so the
+    /// finished buffer becomes the output (or is appended to it) without another copy.
+    fn reassemble(
+        &mut self,
+        decoder: &Decoder,
+        chunk: &Chunk,
+        payload: &[u8],
+        out: &mut Vec<u8>,
+        pubsub_mode: bool,
+    ) -> Result<(), ProtocolError> {
+        let (rest, final_frame) = decoder.frame_remaining().unwrap_or((0, chunk.last));
+        let room = payload.len().saturating_add(usize::try_from(rest).unwrap_or(usize::MAX));
+        let mut header = [0u8; MAX_HEADER_LEN];
+        let header_len = if chunk.first && final_frame {
+            encode_header(&mut header, true, chunk.opcode, None, room as u64)
+        } else {
+            0
+        };
+        if let Err(over) = self.reservation.make_room(&mut self.message, room.saturating_add(header_len)) {
+            self.message = Vec::new();
+            self.echo_header = 0;
+            self.reservation.release();
+            return Err(ProtocolError::OverBudget(over));
+        }
+        if header_len > 0 {
+            huge_pages::advise(&mut self.message);
+            self.message.extend_from_slice(&header[..header_len]);
+            self.echo_header = header_len as u8;
+        }
+        self.message.extend_from_slice(payload);
+        if !chunk.last {
+            return Ok(());
+        }
+        let header_len = usize::from(std::mem::take(&mut self.echo_header));
+        let message = std::mem::take(&mut self.message);
+        self.reservation.release();
+        let body = &message[header_len..];
+        if pubsub_mode && chunk.opcode == OpCode::Text && pubsub::parse(body).is_some() {
+            push_command(&mut self.inbox, body);
+            return Ok(());
+        }
+        if header_len == 0 {
+            write_frame(out, true, chunk.opcode, None, body);
+        } else if out.is_empty() {
+            *out = message;
+        } else {
+            out.extend_from_slice(&message);
+        }
+        count_echo();
+        Ok(())
     }
 }
 
@@ -413,6 +456,30 @@ mod tests {
         write_frame(&mut expected, true, OpCode::Binary, None, b"hello");
         write_frame(&mut expected, true, OpCode::Text, None, b"hello");
         assert_eq!(out, expected);
+    }
+
+    /// A message of one frame arriving in pieces is sized once, at its first piece, laid out
+    /// as its own echo, and echoed in order with what comes before and after it.
+    #[test]
+    fn a_frame_arriving_in_pieces_is_sized_once_and_echoed_in_order() {
+        let mut state = ConnState::websocket(None);
+        let payload: Vec<u8> = (0..70_000u32).map(|i| i as u8).collect();
+        let wire = masked(true, OpCode::Binary, &payload);
+        let mut out = Vec::new();
+        let (used, _) = state.process(&mut wire.clone()[..1000], &mut out, limits());
+        assert_eq!(used, 1000);
+        let capacity = state.message.capacity();
+        assert!(capacity >= 4 + payload.len() && capacity < 2 * payload.len(), "capacity {capacity}");
+        let (more, _) = state.process(&mut wire.clone()[1000..50_000], &mut out, limits());
+        assert_eq!(state.message.capacity(), capacity, "the buffer is not regrown within the frame");
+        let mut rest = wire[1000 + more..].to_vec();
+        rest.extend_from_slice(&masked(true, OpCode::Text, b"after"));
+        state.process(&mut rest, &mut out, limits());
+        let mut expected = Vec::new();
+        write_frame(&mut expected, true, OpCode::Binary, None, &payload);
+        write_frame(&mut expected, true, OpCode::Text, None, b"after");
+        assert!(out == expected, "the echo and the message after it, in order");
+        assert_eq!(state.message.capacity(), 0, "the buffer went with the echo");
     }
 
     #[test]

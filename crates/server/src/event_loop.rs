@@ -374,10 +374,12 @@ impl EventLoop {
             if conn.output.is_empty() {
                 match write_some(&mut conn.transport, &self.out) {
                     Ok(written) if written < self.out.len() => {
-                        if written == 0 && self.out.capacity() > BACKPRESSURE_BYTES {
-                            // A large echo: hand the whole buffer over instead of copying it.
+                        if self.out.len() - written > BACKPRESSURE_BYTES {
+                            // A large echo: the rest goes out from this buffer, handed over
+                            // instead of copied.
                             conn.output =
                                 std::mem::replace(&mut self.out, Vec::with_capacity(READ_BUFFER_BYTES));
+                            conn.output_sent = written;
                         } else {
                             conn.output.extend_from_slice(&self.out[written..]);
                         }
