@@ -18,7 +18,7 @@ use wsbench_transport::Transport;
 
 use crate::compression::Compression;
 use crate::http2::H2Conn;
-use crate::huge_pages;
+use crate::large_buffers;
 use crate::pubsub;
 use wsbench_transport::http2::PREFACE;
 
@@ -367,31 +367,82 @@ impl ConnState {
             return Err(ProtocolError::OverBudget(over));
         }
         if header_len > 0 {
-            huge_pages::advise(&mut self.message);
+            large_buffers::advise_huge_pages(&mut self.message);
             self.message.extend_from_slice(&header[..header_len]);
             self.echo_header = header_len as u8;
         }
         self.message.extend_from_slice(payload);
-        if !chunk.last {
-            return Ok(());
+        if chunk.last {
+            self.finish_message(chunk.opcode, out, pubsub_mode);
         }
+        Ok(())
+    }
+
+    /// The message in `message` is complete: echoes it (or queues it as a pub/sub command).
+    fn finish_message(&mut self, opcode: OpCode, out: &mut Vec<u8>, pubsub_mode: bool) {
         let header_len = usize::from(std::mem::take(&mut self.echo_header));
         let message = std::mem::take(&mut self.message);
         self.reservation.release();
         let body = &message[header_len..];
-        if pubsub_mode && chunk.opcode == OpCode::Text && pubsub::parse(body).is_some() {
+        if pubsub_mode && opcode == OpCode::Text && pubsub::parse(body).is_some() {
             push_command(&mut self.inbox, body);
-            return Ok(());
+            return;
         }
         if header_len == 0 {
-            write_frame(out, true, chunk.opcode, None, body);
+            write_frame(out, true, opcode, None, body);
         } else if out.is_empty() {
             *out = message;
         } else {
             out.extend_from_slice(&message);
         }
         count_echo();
-        Ok(())
+    }
+
+    /// While a frame is being reassembled (its buffer sized for it and started): the buffer,
+    /// whose spare capacity the rest of the frame can be read straight into, and how many
+    /// bytes of it the frame still needs. The caller appends what it reads to the buffer and
+    /// hands it over with [`ConnState::payload_arrived`]; the bytes then go through no other
+    /// buffer on their way to the echo.
+    pub fn payload_buffer(&mut self) -> Option<(&mut Vec<u8>, usize)> {
+        let (rest, _) = self.decoder.as_ref()?.frame_remaining()?;
+        if self.phase != Phase::WebSocket || self.message.is_empty() || rest == 0 {
+            return None;
+        }
+        let room = self.message.capacity() - self.message.len();
+        let wanted = room.min(usize::try_from(rest).unwrap_or(usize::MAX));
+        (wanted > 0).then_some((&mut self.message, wanted))
+    }
+
+    /// Bytes of the frame in progress were appended to the buffer from
+    /// [`ConnState::payload_buffer`], from `from` on: they are unmasked and checked in place,
+    /// and a message they complete is echoed into `out`.
+    pub fn payload_arrived(&mut self, from: usize, out: &mut Vec<u8>, limits: Limits) -> Next {
+        let mut decoder = self.decoder(limits.max_message);
+        let chunk = match decoder.decode(&mut self.message[from..]) {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => {
+                self.decoder = Some(Box::new(decoder));
+                return Next::Continue;
+            }
+            Err(error) => {
+                self.message = Vec::new();
+                self.echo_header = 0;
+                self.reservation.release();
+                return fail(error.close_code(), &error.to_string(), 0, out).1;
+            }
+        };
+        debug_assert_eq!(
+            chunk.consumed,
+            self.message.len() - from,
+            "payload_buffer bounds the read by the frame"
+        );
+        if chunk.last {
+            self.finish_message(chunk.opcode, out, limits.pubsub);
+        }
+        if !decoder.at_rest() {
+            self.decoder = Some(Box::new(decoder));
+        }
+        Next::Continue
     }
 }
 

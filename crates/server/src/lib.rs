@@ -14,7 +14,7 @@ mod config;
 mod conn;
 mod event_loop;
 mod http2;
-mod huge_pages;
+mod large_buffers;
 mod listener;
 mod processes;
 mod pubsub;
