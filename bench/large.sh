@@ -14,9 +14,10 @@
 # says FAILED, exit 1).
 #
 #   bench/large.sh [SIZES...]       (default: 65536 1048576 16777216 104857600)
-#   Environment: DURATION (default 4), WARMUP (default 1), REPEATS (default 3),
+#   Environment: DURATION (default 4; doubled at 100 MB), WARMUP (default 1), REPEATS (default 3),
 #                SERVER_CPU (default 0), CLIENT_CPU (default 1), OTHER (the third server, a
-#                fleet name: go-gws (default) or rust-fastwebsockets).
+#                fleet name: go-gws (default) or rust-fastwebsockets), BEFORE (the path of an
+#                earlier wsbench binary: its server is measured too, as "serve-before").
 # Bun and OTHER must be installed first: `wsbench fleet install bun go-gws`.
 set -euo pipefail
 {
@@ -33,6 +34,8 @@ mkdir -p "$build"
 (cd "$root" && cargo build --release -q -p wsbench)
 wsbench=${CARGO_TARGET_DIR:-$root/target}/release/wsbench
 servers=(serve bun "$OTHER")
+# BEFORE=PATH: also an earlier build of wsbench's server, as "serve-before" (a before/after).
+[ -n "${BEFORE:-}" ] && servers+=(serve-before)
 for name in bun "$OTHER"; do
     if ! (cd "$root" && "$wsbench" fleet list) | grep -E "^$name " | grep -qE ' installed$'; then
         echo "large.sh: $name is not installed: run \`$wsbench fleet install $name\` first" >&2
@@ -47,6 +50,7 @@ start() {
     local out=$build/server-$1.out
     case "$1" in
         serve) taskset -c "$SERVER_CPU" "$wsbench" serve --port "$port" >"$out" 2>&1 & ;;
+        serve-before) taskset -c "$SERVER_CPU" "$BEFORE" serve --port "$port" >"$out" 2>&1 & ;;
         bun) (cd "$root/servers/bun" && exec taskset -c "$SERVER_CPU" node_modules/.bin/bun server.js "$port") >"$out" 2>&1 & ;;
         go-gws) (cd "$root/servers/go-gws" && GOMAXPROCS=1 exec taskset -c "$SERVER_CPU" ./echo-server "$port") >"$out" 2>&1 & ;;
         rust-fastwebsockets)
@@ -68,11 +72,13 @@ measure() {
         echo "FAILED $3: $1 did not start ($(head -n 1 "$build/server-$1.out"))"
         return
     fi
-    local json=$build/$3.json log=$build/$3.log rc=0 connections=10
-    [ "$2" -ge 100000000 ] && connections=1
+    local json=$build/$3.json log=$build/$3.log rc=0 connections=10 duration=$DURATION
+    # 100 MB: one connection, as in uWebSockets' benchmark, measured twice as long (a round
+    # trip takes a large part of a second).
+    if [ "$2" -ge 100000000 ]; then connections=1; duration=$((2 * DURATION)); fi
     rm -f "$json"
     taskset -c "$CLIENT_CPU" "$wsbench" run throughput "ws://127.0.0.1:$port/" --connections "$connections" \
-        --payload-bytes "$2" --frames-per-send 1 --binary --duration "${DURATION}s" --warmup "${WARMUP}s" \
+        --payload-bytes "$2" --frames-per-send 1 --binary --duration "${duration}s" --warmup "${WARMUP}s" \
         --server-pid "$server_pid" --json "$json" >"$log" 2>&1 || rc=$?
     kill "$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true
@@ -95,16 +101,17 @@ PY
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 ratio() { python3 -c 'import sys; print(float(sys.argv[2]) / float(sys.argv[1]))' "$1" "$2"; }
-verdict() { python3 -c 'import sys; print("PASS" if float(sys.argv[1]) '"$2"' float(sys.argv[3]) else "MISS")' "$1" "$3"; }
+verdict() { python3 -c 'import sys; print("PASS" if float(sys.argv[1]) '"$2"' float(sys.argv[2]) else "MISS")' "$1" "$3"; }
 
 echo "bench/large.sh at $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet || echo '+changes')"
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), Linux $(uname -r); load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "servers on CPU $SERVER_CPU, client on CPU $CLIENT_CPU; binary, 1 frame per message, 1 in flight; 10 connections (1 at 100 MB); ${DURATION} s after ${WARMUP} s, $REPEATS repeats, medians"
+echo "servers on CPU $SERVER_CPU, client on CPU $CLIENT_CPU; binary, 1 frame per message, 1 in flight; 10 connections, ${DURATION} s (1 connection, $((2 * DURATION)) s at 100 MB) after ${WARMUP} s, $REPEATS repeats, medians"
 status=0
 for size in "${sizes[@]}"; do
     for name in "${servers[@]}"; do : >"$build/$name-$size.rate"; : >"$build/$name-$size.cpu"; : >"$build/$name-$size.failed"; done
     for repeat in $(seq "$REPEATS"); do
-        order=("${servers[@]:$((repeat % 3))}" "${servers[@]:0:$((repeat % 3))}")
+        first=$((repeat % ${#servers[@]}))
+        order=("${servers[@]:$first}" "${servers[@]:0:$first}")
         for name in "${order[@]}"; do
             got=$(measure "$name" "$size" "$name-$size-r$repeat")
             if [[ $got == FAILED* ]]; then echo "${got#FAILED }" >>"$build/$name-$size.failed"; continue; fi
@@ -117,6 +124,14 @@ done
 printf '%-11s %-20s %14s %16s %14s\n' message server "round trips/s" "server CPU/MB" "÷ Bun (rate)"
 declare -A rate_of=() cpu_mb_of=()
 for size in "${sizes[@]}"; do
+    for name in "${servers[@]}"; do
+        [ -s "$build/$name-$size.failed" ] && continue
+        rate_of[$name-$size]=$(median <"$build/$name-$size.rate")
+        cpu_mb_of[$name-$size]=$(python3 -c 'import sys; print(float(sys.argv[1]) / (int(sys.argv[2]) / 1e6))' \
+            "$(median <"$build/$name-$size.cpu")" "$size")
+    done
+done
+for size in "${sizes[@]}"; do
     label=$(python3 -c 'import sys; n=int(sys.argv[1]); print(f"{n>>20} MiB" if n % (1<<20) == 0 and n >= 1<<20 else f"{n>>10} KiB" if n % 1024 == 0 else f"{n/1e6:g} MB")' "$size")
     for name in "${servers[@]}"; do
         if [ -s "$build/$name-$size.failed" ]; then
@@ -124,9 +139,6 @@ for size in "${sizes[@]}"; do
             printf '%-11s %-20s FAILED: %s\n' "$label" "$name" "$(head -n 1 "$build/$name-$size.failed")"
             continue
         fi
-        rate_of[$name-$size]=$(median <"$build/$name-$size.rate")
-        cpu_mb_of[$name-$size]=$(python3 -c 'import sys; print(float(sys.argv[1]) / (int(sys.argv[2]) / 1e6))' \
-            "$(median <"$build/$name-$size.cpu")" "$size")
         vs_bun=-
         [ -n "${rate_of[bun-$size]:-}" ] && vs_bun=$(printf '%.2f' "$(ratio "${rate_of[bun-$size]}" "${rate_of[$name-$size]}")")
         printf '%-11s %-20s %14.1f %13.0f µs %14s\n' "$label" "$name" "${rate_of[$name-$size]}" "${cpu_mb_of[$name-$size]}" "$vs_bun"
