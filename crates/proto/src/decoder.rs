@@ -301,6 +301,22 @@ mod tests {
     }
 
     #[test]
+    fn frame_remaining_tells_the_rest_of_the_frame_in_progress_and_whether_it_ends_the_message() {
+        let mut wire = Vec::new();
+        write_frame(&mut wire, false, OpCode::Binary, KEY, &[7u8; 300]);
+        write_frame(&mut wire, true, OpCode::Continuation, KEY, &[8u8; 200]);
+        let mut decoder = Decoder::new(Role::Server, 1 << 20);
+        assert_eq!(decoder.frame_remaining(), None);
+        let chunk = decoder.decode(&mut wire[..108]).unwrap().unwrap();
+        assert_eq!(chunk.payload.len(), 100);
+        assert_eq!(decoder.frame_remaining(), Some((200, false)));
+        decoder.decode(&mut wire[108..308]).unwrap().unwrap();
+        assert_eq!(decoder.frame_remaining(), None, "between frames");
+        decoder.decode(&mut wire[308..404]).unwrap().unwrap();
+        assert_eq!(decoder.frame_remaining(), Some((112, true)));
+    }
+
+    #[test]
     fn oversized_message_fails_on_its_header_alone() {
         let mut decoder = Decoder::new(Role::Server, 1000);
         let mut wire = vec![0x82, 0xFE, 0x03, 0xE9, 1, 2, 3, 4];

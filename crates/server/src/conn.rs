@@ -533,6 +533,46 @@ mod tests {
         assert_eq!(state.message.capacity(), 0, "the buffer went with the echo");
     }
 
+    /// The rest of a frame written straight into the message's buffer (as the event loop
+    /// reads it) is unmasked and checked there: a text message is echoed once complete, and
+    /// invalid UTF-8 fails the connection with 1007 as soon as it arrives.
+    #[test]
+    fn payload_read_into_the_message_buffer_is_unmasked_and_checked_in_place() {
+        for (text, expected_close) in [("κόσμε ".repeat(20_000), None), ("ab\u{0}".repeat(40_000), Some(1007))] {
+            let mut payload = text.into_bytes();
+            if expected_close.is_some() {
+                payload[90_000] = 0xFF;
+            }
+            let wire = masked(true, OpCode::Text, &payload);
+            let mut state = ConnState::websocket(None);
+            let mut out = Vec::new();
+            let (used, _) = state.process(&mut wire.clone()[..5000], &mut out, limits());
+            let mut at = used;
+            let mut next = Next::Continue;
+            while at < wire.len() && next == Next::Continue {
+                let (buf, asked) = state.payload_buffer().expect("a frame in progress has its buffer");
+                let take = asked.min(30_000).min(wire.len() - at);
+                let from = buf.len();
+                buf.extend_from_slice(&wire[at..at + take]);
+                at += take;
+                next = state.payload_arrived(from, &mut out, limits());
+            }
+            match expected_close {
+                None => {
+                    let mut echo = Vec::new();
+                    write_frame(&mut echo, true, OpCode::Text, None, &payload);
+                    assert!(out == echo, "the echo is the text, unmasked");
+                }
+                Some(code) => {
+                    assert_eq!(next, Next::CloseAfterFlush);
+                    assert!(at < wire.len(), "failed before the frame ended");
+                    assert_eq!(out[0], 0x88);
+                    assert_eq!(u16::from_be_bytes([out[2], out[3]]), code);
+                }
+            }
+        }
+    }
+
     #[test]
     fn idle_connection_state_stays_small() {
         assert!(std::mem::size_of::<Conn>() <= 192, "Conn is {} bytes", std::mem::size_of::<Conn>());

@@ -356,7 +356,8 @@ impl EventLoop {
                 match large_buffers::recv_into_spare(stream, buf, asked) {
                     Ok(0) => break,
                     Ok(n) => {
-                        return Some((n, asked, conn.state.payload_arrived(from, &mut self.out, self.limits)));
+                        let next = conn.state.payload_arrived(from, &mut self.out, self.limits);
+                        return Some((n, asked, next));
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
