@@ -538,7 +538,9 @@ mod tests {
     /// invalid UTF-8 fails the connection with 1007 as soon as it arrives.
     #[test]
     fn payload_read_into_the_message_buffer_is_unmasked_and_checked_in_place() {
-        for (text, expected_close) in [("κόσμε ".repeat(20_000), None), ("ab\u{0}".repeat(40_000), Some(1007))] {
+        for (text, expected_close) in
+            [("κόσμε ".repeat(20_000), None), ("ab\u{0}".repeat(40_000), Some(1007))]
+        {
             let mut payload = text.into_bytes();
             if expected_close.is_some() {
                 payload[90_000] = 0xFF;
@@ -571,6 +573,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A frame header announcing more than the process's budget for messages still arriving
+    /// (and less than `--max-message`) is closed with 1009 at its first piece: the buffer is
+    /// sized from the header, so it is charged before anything is allocated.
+    #[test]
+    fn a_frame_announcing_more_than_the_budget_is_closed_before_its_buffer_is_allocated() {
+        let budget = wsbench_proto::MessageMemory::new(50_000);
+        let mut state = ConnState::websocket(None);
+        state.reservation = Reservation::new(budget.clone());
+        let wire = masked(true, OpCode::Binary, &vec![5u8; 60_000]);
+        let mut out = Vec::new();
+        let (_, next) = state.process(&mut wire.clone()[..2000], &mut out, limits());
+        assert_eq!(next, Next::CloseAfterFlush);
+        assert_eq!(u16::from_be_bytes([out[2], out[3]]), 1009);
+        assert_eq!(state.message.capacity(), 0, "nothing was allocated for it");
+        assert_eq!(budget.held(), 0);
     }
 
     #[test]
