@@ -91,6 +91,14 @@ impl Decoder {
         self.frame.is_none() && self.message.is_none()
     }
 
+    /// The data frame in progress (after the chunk just decoded): the payload bytes still to
+    /// come in it, and whether it is its message's last frame; `None` between frames. A
+    /// caller reassembling a message learns from it, at the first chunk, how much room the
+    /// frame needs, so the buffer is sized once instead of regrown as the bytes arrive.
+    pub fn frame_remaining(&self) -> Option<(u64, bool)> {
+        self.frame.as_ref().map(|frame| (frame.remaining, frame.header.fin))
+    }
+
     /// Decodes the next chunk from the start of `buf`, unmasking its payload in place.
     /// `Ok(None)` means more bytes are needed and nothing was consumed.
     pub fn decode(&mut self, buf: &mut [u8]) -> Result<Option<Chunk>, ProtocolError> {
@@ -290,6 +298,22 @@ mod tests {
         write_frame(&mut wire, false, OpCode::Text, KEY, b"a");
         write_frame(&mut wire, true, OpCode::Text, KEY, b"b");
         assert_eq!(decode_all(&wire, 64), Err(ProtocolError::ExpectedContinuation));
+    }
+
+    #[test]
+    fn frame_remaining_tells_the_rest_of_the_frame_in_progress_and_whether_it_ends_the_message() {
+        let mut wire = Vec::new();
+        write_frame(&mut wire, false, OpCode::Binary, KEY, &[7u8; 300]);
+        write_frame(&mut wire, true, OpCode::Continuation, KEY, &[8u8; 200]);
+        let mut decoder = Decoder::new(Role::Server, 1 << 20);
+        assert_eq!(decoder.frame_remaining(), None);
+        let chunk = decoder.decode(&mut wire[..108]).unwrap().unwrap();
+        assert_eq!(chunk.payload.len(), 100);
+        assert_eq!(decoder.frame_remaining(), Some((200, false)));
+        decoder.decode(&mut wire[108..308]).unwrap().unwrap();
+        assert_eq!(decoder.frame_remaining(), None, "between frames");
+        decoder.decode(&mut wire[308..404]).unwrap().unwrap();
+        assert_eq!(decoder.frame_remaining(), Some((112, true)));
     }
 
     #[test]

@@ -27,6 +27,7 @@ use deadlines::Deadlines;
 
 use crate::ServeConfig;
 use crate::conn::{Conn, Limits, Next, Phase, SHUTDOWN_CLOSE_CODE};
+use crate::large_buffers;
 use crate::pubsub::{Subscriber, Topics};
 
 const WEBSOCKET_LISTENER: Token = Token(0);
@@ -305,33 +306,8 @@ impl EventLoop {
     /// peer's FIN already arrived (no further event will come) or after a pause in reading.
     fn read(&mut self, key: usize, until_would_block: bool) {
         loop {
+            let Some((n, asked, next)) = self.read_once(key) else { return };
             let conn = &mut self.conns[key];
-            if conn.reading_paused {
-                return;
-            }
-            let n = match conn.transport.read(&mut self.read_buf) {
-                Ok(0) => return self.close(key),
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return self.close(key),
-            };
-            let next = if conn.input.is_empty() {
-                let (used, next) = conn.process(&mut self.read_buf[..n], &mut self.out, self.limits);
-                if used < n {
-                    conn.input.extend_from_slice(&self.read_buf[used..n]);
-                }
-                next
-            } else {
-                conn.input.extend_from_slice(&self.read_buf[..n]);
-                let mut input = std::mem::take(&mut conn.input);
-                let (used, next) = conn.process(&mut input, &mut self.out, self.limits);
-                input.drain(..used);
-                if !input.is_empty() {
-                    conn.input = input;
-                }
-                next
-            };
             if !conn.state.inbox.is_empty() {
                 self.handle_pubsub(key);
             } else if conn.state.h2().is_some_and(|h2| h2.has_commands()) {
@@ -355,10 +331,66 @@ impl EventLoop {
                 conn.reading_paused = true;
                 return;
             }
-            if !until_would_block && n < self.read_buf.len() && conn.transport.short_read_drains() {
+            if !until_would_block && n < asked && conn.transport.short_read_drains() {
                 return;
             }
         }
+    }
+
+    /// One read from `key`'s socket, handed to its state machine: the bytes read, how many
+    /// were asked for, and what the state machine said. `None` when nothing is to be read
+    /// now (reading paused, or the socket is drained) or the connection was closed. The rest
+    /// of a large frame is read straight into its message's buffer (plain sockets; TLS
+    /// records are decrypted into the read buffer).
+    fn read_once(&mut self, key: usize) -> Option<(usize, usize, Next)> {
+        let conn = &mut self.conns[key];
+        if conn.reading_paused {
+            return None;
+        }
+        loop {
+            if conn.input.is_empty()
+                && let Transport::Plain(stream) = &conn.transport
+                && let Some((buf, asked)) = conn.state.payload_buffer()
+            {
+                let from = buf.len();
+                match large_buffers::recv_into_spare(stream, buf, asked) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let next = conn.state.payload_arrived(from, &mut self.out, self.limits);
+                        return Some((n, asked, next));
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
+            }
+            let n = match conn.transport.read(&mut self.read_buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            let next = if conn.input.is_empty() {
+                let (used, next) = conn.process(&mut self.read_buf[..n], &mut self.out, self.limits);
+                if used < n {
+                    conn.input.extend_from_slice(&self.read_buf[used..n]);
+                }
+                next
+            } else {
+                conn.input.extend_from_slice(&self.read_buf[..n]);
+                let mut input = std::mem::take(&mut conn.input);
+                let (used, next) = conn.process(&mut input, &mut self.out, self.limits);
+                input.drain(..used);
+                if !input.is_empty() {
+                    conn.input = input;
+                }
+                next
+            };
+            return Some((n, self.read_buf.len(), next));
+        }
+        self.close(key);
+        None
     }
 
     /// Writes the thread's output buffer for `key`, keeping what the socket refuses.
@@ -374,10 +406,12 @@ impl EventLoop {
             if conn.output.is_empty() {
                 match write_some(&mut conn.transport, &self.out) {
                     Ok(written) if written < self.out.len() => {
-                        if written == 0 && self.out.capacity() > BACKPRESSURE_BYTES {
-                            // A large echo: hand the whole buffer over instead of copying it.
+                        if self.out.len() - written > BACKPRESSURE_BYTES {
+                            // A large echo: the rest goes out from this buffer, handed over
+                            // instead of copied.
                             conn.output =
                                 std::mem::replace(&mut self.out, Vec::with_capacity(READ_BUFFER_BYTES));
+                            conn.output_sent = written;
                         } else {
                             conn.output.extend_from_slice(&self.out[written..]);
                         }

@@ -14,6 +14,7 @@ mod config;
 mod conn;
 mod echo_count;
 mod event_loop;
+mod large_buffers;
 mod listener;
 mod processes;
 mod pubsub;

@@ -342,7 +342,13 @@ impl Stream {
         self.input = input;
         let end = next == Next::CloseAfterFlush;
         if !out.is_empty() || end {
-            let _ = self.send.send_data(Bytes::copy_from_slice(out), end);
+            // A large echo is handed over rather than copied (and not kept for the next one).
+            let echo = if out.len() > 1 << 20 {
+                Bytes::from(std::mem::take(out))
+            } else {
+                Bytes::copy_from_slice(out)
+            };
+            let _ = self.send.send_data(echo, end);
         }
         if end {
             self.closed = true;
