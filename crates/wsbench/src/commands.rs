@@ -49,6 +49,8 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
         Command::Rtt(settings) => Ok(Output::success(report::render_rtt(&wsbench::rtt::command(settings)?))),
         Command::Fleet(command) => fleet_command(command),
         Command::Compare(args) => compare_servers(*args, &*interrupt(true)?),
+        Command::Completions { shell } => Ok(Output::success(crate::help::completions(shell))),
+        Command::Man => Ok(Output::success(crate::help::man_page().map_err(CommandError::Stdout)?)),
     }
 }
 

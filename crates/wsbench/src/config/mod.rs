@@ -21,7 +21,7 @@ mod scenario;
 mod settings;
 mod slo;
 mod source_addrs;
-mod suggest;
+pub(crate) mod suggest;
 mod target;
 mod threshold;
 mod tls;

@@ -224,7 +224,8 @@ impl RunSettings {
             invalid(
                 "protocol",
                 format!(
-                    "`{name}` is not a protocol wsbench speaks: use {}",
+                    "`{name}`{} is not a protocol wsbench speaks: use {}",
+                    super::suggest::did_you_mean(name, crate::protocol::names()),
                     crate::protocol::names().join(", ")
                 ),
             )

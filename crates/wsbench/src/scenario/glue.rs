@@ -51,6 +51,10 @@ impl RunSettings {
             Ok(text) => RunSettings::parse_toml(&text, name),
             Err(too_big @ InputFileError::TooBig { .. }) => Err(ConfigError::InputFile(too_big)),
             Err(InputFileError::Read { source, .. }) => Err(ConfigError::UnknownScenario {
+                meant: crate::config::suggest::did_you_mean(
+                    &word,
+                    names().chain(PRESETS.iter().map(|(preset, _)| *preset)),
+                ),
                 name: word.into_owned(),
                 known: names()
                     .chain(PRESETS.iter().map(|(preset, _)| *preset))
@@ -159,7 +163,8 @@ fn unknown_scenario(name: &str) -> ConfigError {
         return invalid_setting("scenario", format!("`{name}` is not a scenario: did you mean ws://{name}?"));
     }
     let known: Vec<&str> = names().collect();
-    invalid_setting("scenario", format!("unknown scenario `{name}`: use {}", or_list(&known)))
+    let meant = crate::config::suggest::did_you_mean(name, known.iter().copied());
+    invalid_setting("scenario", format!("unknown scenario `{name}`{meant}: use {}", or_list(&known)))
 }
 
 /// `a, b or c`.

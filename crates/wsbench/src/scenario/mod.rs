@@ -30,6 +30,8 @@ use crate::result::{ResultError, RunResult};
 use crate::samples::ServerReport;
 
 pub use glue::{decode_metrics, figures_for, figures_of, names, plan_of};
+/// How long `scalability` holds its connections without `--hold` (for `--help`).
+pub use scalability::DEFAULT_HOLD;
 
 /// Every scenario, in the order `--help` lists them.
 pub static SCENARIOS: &[&dyn Descriptor] = &[

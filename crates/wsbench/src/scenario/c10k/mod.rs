@@ -45,7 +45,7 @@ impl ScenarioRules for C10k {
 
 impl super::Descriptor for C10k {
     fn about(&self) -> &'static str {
-        "open loop: a new client every --arrival, each sending every --interval (seed 003)"
+        "open loop: a new client every --arrival, each sending every --interval (the C10K WebSocket test)"
     }
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         PhasePlan {
