@@ -65,8 +65,8 @@ fn max_message_memory(text: &str) -> Result<u64, UnitError> {
 /// table and the bars both show.
 fn odd_repeat(text: &str) -> Result<u32, String> {
     match text.parse::<u32>() {
-        Ok(n) if n % 2 == 1 && n <= 999 => Ok(n),
-        Ok(n) if n % 2 == 0 && n < 999 => Err(format!(
+        Ok(n) if !n.is_multiple_of(2) && n <= 999 => Ok(n),
+        Ok(n) if n.is_multiple_of(2) && n < 999 => Err(format!(
             "give an odd count ({} or {}): the median of an even count is no one run",
             n.max(2) - 1,
             n + 1

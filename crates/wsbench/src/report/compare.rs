@@ -139,7 +139,7 @@ fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
     );
     // The table shows the median run: what went wrong in any run is said beside it.
     let mut notes: Vec<String> = row.problems.to_vec();
-    if row.runs.len() % 2 == 0 {
+    if row.runs.len().is_multiple_of(2) {
         notes.push(format!("the lower middle of {} runs shown", row.runs.len()));
     }
     for (repeat, other) in row.runs.iter().enumerate().filter(|(_, other)| !other.summary.errors.is_empty()) {
