@@ -74,4 +74,3 @@ fn client_memory_of_two_processes_is_summed_in_the_merged_result() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
-
