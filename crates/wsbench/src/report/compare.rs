@@ -111,8 +111,9 @@ fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
     let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
     let max = rates.iter().copied().fold(0.0, f64::max);
     let s = &run.summary;
+    // Per connection only where the count makes it meaningful (`memory::MIN_CONNECTIONS`).
     let per_conn = match (run.server.rss_peak_bytes, run.server.rss_baseline_bytes) {
-        (Some(peak), Some(base)) if s.connections.established > 0 => {
+        (Some(peak), Some(base)) if s.connections.established >= super::memory::MIN_CONNECTIONS => {
             kib_tight(peak.saturating_sub(base) as f64 / s.connections.established as f64)
         }
         _ => "-".to_owned(),
@@ -174,6 +175,22 @@ mod tests {
         let table = render_compare_table(&[row]);
         let line = table.lines().find(|line| line.starts_with("srv")).unwrap();
         assert!(line.ends_with("  (repeat 2: reset 1,234)"), "{table}");
+    }
+
+    #[test]
+    fn rss_per_connection_only_from_the_connections_that_make_it_meaningful() {
+        let problems = Vec::new();
+        let cell = |established: u64| {
+            let mut run = RunResult::from_outcome(&fixture::closed_loop());
+            run.summary.connections.established = established;
+            let runs = [run];
+            let row = Row { name: "srv", language: "C", runs: &runs, problems: &problems, skipped: None };
+            let table = render_compare_table(&[row]);
+            let line = table.lines().find(|line| line.starts_with("srv")).unwrap().to_owned();
+            line.split_whitespace().nth(12).unwrap().to_owned()
+        };
+        assert_ne!(cell(super::super::memory::MIN_CONNECTIONS), "-");
+        assert_eq!(cell(super::super::memory::MIN_CONNECTIONS - 1), "-");
     }
 
     #[test]
