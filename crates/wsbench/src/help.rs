@@ -133,7 +133,7 @@ pub fn man_page() -> Result<String, std::io::Error> {
     let mut page = Vec::new();
     clap_mangen::Man::new(command.clone()).render(&mut page)?;
     let mut text = String::from_utf8_lossy(&page).into_owned();
-    for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
+    for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set() && sub.get_name() != "help") {
         man_sections(sub, &mut text)?;
     }
     Ok(text)
@@ -267,6 +267,7 @@ mod tests {
             assert!(page.contains(&heading), "{heading} missing");
         }
         assert!(page.contains(".SH \"WSBENCH FLEET INSTALL\""));
+        assert!(!page.contains(".SH \"WSBENCH HELP"), "clap's help subcommand has no section");
         assert!(page.contains("[default: 1000]"), "the defaults reach the man page");
         // Every line is text or a request (a dot and a name), never a stray control.
         for line in page.lines().filter(|line| line.starts_with('.')) {
