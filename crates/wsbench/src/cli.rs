@@ -61,6 +61,20 @@ fn max_message_memory(text: &str) -> Result<u64, UnitError> {
     Ok(bytes)
 }
 
+/// `compare --repeat`: odd, so that the median of the repeats is one run, whose figures the
+/// table and the bars both show.
+fn odd_repeat(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if !n.is_multiple_of(2) && n <= 999 => Ok(n),
+        Ok(n) if n.is_multiple_of(2) && n < 999 => Err(format!(
+            "give an odd count ({} or {}): the median of an even count is no one run",
+            n.max(2) - 1,
+            n + 1
+        )),
+        _ => Err("give an odd count from 1 to 999".to_owned()),
+    }
+}
+
 impl std::fmt::Display for DurationArg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&format_duration(self.0))
@@ -71,13 +85,22 @@ impl std::fmt::Display for DurationArg {
 /// registry has them. A bad flag ends it with one line and exit code 2, as every other
 /// usage error does.
 pub fn parse() -> Cli {
-    let command = Cli::command()
-        .mut_subcommand("run", |run| run.after_help(scenarios_help()).allow_negative_numbers(true))
-        .mut_subcommand("compare", |compare| compare.allow_negative_numbers(true))
-        .mut_subcommand("serve", |serve| serve.allow_negative_numbers(true))
-        .mut_subcommand("rtt", |rtt| rtt.allow_negative_numbers(true));
-    let matches = command.try_get_matches().unwrap_or_else(|error| usage_error(error));
+    let matches = command().try_get_matches().unwrap_or_else(|error| usage_error(error));
     Cli::from_arg_matches(&matches).unwrap_or_else(|error| usage_error(error))
+}
+
+/// The whole command-line definition as `--help`, the completions and the man page show it:
+/// the derived flags, the scenario list, and each core option's default.
+pub fn command() -> clap::Command {
+    Cli::command()
+        .mut_subcommand("run", |run| {
+            crate::help::with_defaults(run).after_help(scenarios_help()).allow_negative_numbers(true)
+        })
+        .mut_subcommand("compare", |compare| {
+            crate::help::without_refused(crate::help::with_defaults(compare)).allow_negative_numbers(true)
+        })
+        .mut_subcommand("serve", |serve| serve.allow_negative_numbers(true))
+        .mut_subcommand("rtt", |rtt| rtt.allow_negative_numbers(true))
 }
 
 /// Ends the process on a parse error: help and version as clap prints them; anything else
@@ -101,8 +124,14 @@ fn usage_error(error: clap::Error) -> ! {
 fn one_line(rendered: &str) -> String {
     let mut lines = rendered.lines().map(str::trim).filter(|line| !line.is_empty());
     let message = lines.next().unwrap_or("bad arguments").trim_start_matches("error: ").to_owned();
-    let tips: Vec<&str> =
-        lines.filter_map(|line| line.strip_prefix("tip: ")).filter(|tip| !tip.contains("use '--")).collect();
+    let tips: Vec<String> = lines
+        .filter_map(|line| line.strip_prefix("tip: "))
+        .filter(|tip| !tip.contains("use '--"))
+        .map(|tip| match tip.split_once(" exists: ") {
+            Some((similar, meant)) if similar.starts_with("a similar ") => format!("did you mean {meant}"),
+            _ => tip.to_owned(),
+        })
+        .collect();
     match tips.is_empty() {
         true => format!("{message} (see --help)"),
         false => format!("{message} ({}; see --help)", tips.join("; ")),
@@ -143,7 +172,8 @@ pub enum Command {
     /// Run the built-in echo server (the default benchmark target). On SIGUSR1, and when it
     /// stops, it prints `echoed N messages, C connections open` (not with --processes).
     Serve(ServeArgs),
-    /// Single-connection round-trip times (the HTTP/WS client round-trip benchmark): raw TCP, HTTP, HTTPS, ws and wss.
+    /// Single-connection round-trip times (the HTTP/WS client round-trip benchmark): raw TCP,
+    /// HTTP, HTTPS, ws, wss, and ws and wss over HTTP/2.
     Rtt(RttSettings),
     /// The competitor servers under servers/: list or install them.
     #[command(subcommand)]
@@ -153,6 +183,15 @@ pub enum Command {
     /// Compare repeated runs before and after a change: per figure, the change with a confidence
     /// interval and a verdict (better, worse, no difference).
     Diff(DiffArgs),
+    /// Print a shell completion script for wsbench (e.g. `wsbench completions bash >
+    /// /etc/bash_completion.d/wsbench`).
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print wsbench's man page (roff; e.g. `wsbench man | man -l -`).
+    Man,
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,16 +199,19 @@ pub enum FleetCommand {
     /// Name, language, version, and whether each server is installed.
     List {
         /// The fleet folder (default: ./servers).
-        #[arg(long)]
+        #[arg(long, value_name = "DIR")]
         fleet_dir: Option<PathBuf>,
     },
     /// Install servers from their registries (all when no name is given); idempotent.
     Install {
+        /// Servers to install, by the names `wsbench fleet list` shows (default: all).
+        #[arg(value_name = "NAME")]
         names: Vec<String>,
         /// Run the install steps even when the server looks installed.
         #[arg(long)]
         force: bool,
-        #[arg(long)]
+        /// The fleet folder, one subfolder with a server.toml per server (default: ./servers).
+        #[arg(long, value_name = "DIR")]
         fleet_dir: Option<PathBuf>,
     },
 }
@@ -182,9 +224,9 @@ pub struct CompareArgs {
     /// Scenario: echo (default), throughput, scalability, c10k, churn or pubsub.
     #[arg(long = "scenario", value_name = "NAME")]
     pub scenario_name: Option<String>,
-    /// Measure every server this many times, interleaved; the table shows medians (at most
-    /// 1,000).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// Measure every server this many times, interleaved (an odd count, at most 999): the
+    /// table and the page show each server's median run by rate, and the range of the repeats.
+    #[arg(long, default_value_t = 1, value_parser = odd_repeat)]
     pub repeat: u32,
     /// Keep every result file here (SERVER-REPEAT.json).
     #[arg(long)]

@@ -55,6 +55,8 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
             let diff = wsbench::diff::command(&args.into_settings())?;
             Ok(Output { text: diff.render(format), code: diff.exit_code() })
         }
+        Command::Completions { shell } => Ok(Output::success(crate::help::completions(shell))),
+        Command::Man => Ok(Output::success(crate::help::man_page().map_err(CommandError::Stdout)?)),
     }
 }
 

@@ -379,9 +379,32 @@ impl Row {
 /// result file in `--out`. Taken silently, they did nothing (`--find-max-rate`, `--json`)
 /// or kept only the last run's (`--stream`).
 fn refuse_what_does_not_apply(settings: &RunSettings) -> Result<(), ConfigError> {
+    match refusals(settings).into_iter().find(|(given, ..)| *given) {
+        Some((_, setting, what_to_do)) => {
+            Err(crate::config::invalid_setting(setting, format!("does not apply to compare: {what_to_do}")))
+        }
+        None => Ok(()),
+    }
+}
+
+/// The settings of `wsbench run` that compare refuses (`compare --help` does not list them).
+pub const REFUSED_SETTINGS: [&str; 9] = [
+    "find-max-rate",
+    "json",
+    "print-result",
+    "hlog",
+    "stream",
+    "metrics-addr",
+    "shard",
+    "start-at",
+    "server-pid",
+];
+
+/// Each refused setting: whether `settings` give it, its name, and what to do instead.
+fn refusals(settings: &RunSettings) -> [(bool, &'static str, &'static str); REFUSED_SETTINGS.len()] {
     const ONE_RUN: &str = "follows one run, and compare makes one per server and repeat: watch its progress \
                            lines, or give each server its own `wsbench run`";
-    let refused = [
+    [
         (
             settings.find_max_rate,
             "find-max-rate",
@@ -412,13 +435,7 @@ fn refuse_what_does_not_apply(settings: &RunSettings) -> Result<(), ConfigError>
             "server-pid",
             "compare starts each server and samples the process it started",
         ),
-    ];
-    match refused.into_iter().find(|(given, ..)| *given) {
-        Some((_, setting, what_to_do)) => {
-            Err(crate::config::invalid_setting(setting, format!("does not apply to compare: {what_to_do}")))
-        }
-        None => Ok(()),
-    }
+    ]
 }
 
 /// HAProxy before `server`, on the server's CPUs; the error is the row's problem.
@@ -426,4 +443,16 @@ fn start_front(name: &str, server: &FleetServer, cpus: &[usize]) -> Result<Fleet
     let manifest = front::haproxy_before(name, server.port)
         .map_err(|e| format!("cannot write the HAProxy front's configuration: {e}"))?;
     FleetServer::start(&manifest, cpus, START_TIMEOUT).map_err(|e| format!("its HAProxy front {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_refused_settings_listed_are_the_ones_refused() {
+        let named: Vec<&str> = refusals(&RunSettings::default()).iter().map(|(_, name, _)| *name).collect();
+        assert_eq!(named, REFUSED_SETTINGS);
+        assert!(refusals(&RunSettings::default()).iter().all(|(given, ..)| !given));
+    }
 }

@@ -9,7 +9,7 @@
 //! io_uring) → `metrics` → `result` (files with a schema) → `report` (every renderer). Each
 //! scenario is a folder of `scenario` behind one interface and a registry line, and each
 //! message protocol one of `protocol`: the layers above reach them only through their
-//! registries. Beside them: `fleet` and `compare` (competitor servers), `rtt` (seed 001),
+//! registries. Beside them: `fleet` and `compare` (competitor servers), `rtt` (the HTTP/WS client round-trip benchmark),
 //! `merge` (shards into one result), `live` (the live view, `--metrics-addr`, `--stream`),
 //! `find_rate` (the rate search), `probe` (the server process in /proc), `builtin` (the
 //! built-in server as a child), `units` (parsing and formatting units), `input_file` (every
@@ -36,6 +36,7 @@ pub mod hlog;
 pub mod input_file;
 pub mod live;
 pub mod machine;
+pub mod machine_load;
 pub mod members;
 pub mod merge;
 pub mod metrics;

@@ -7,6 +7,7 @@
 
 mod cli;
 mod commands;
+mod help;
 
 use std::io::Write;
 

@@ -152,7 +152,11 @@ impl RunSettings {
             let known = crate::protocol::names();
             invalid_setting(
                 "protocol",
-                format!("`{name}` is not a protocol wsbench speaks: use {}", known.join(", ")),
+                format!(
+                    "`{name}`{} is not a protocol wsbench speaks: use {}",
+                    crate::config::suggest::did_you_mean(name, known.iter().copied()),
+                    known.join(", ")
+                ),
             )
         })
     }
@@ -212,6 +216,10 @@ impl RunSettings {
             Ok(text) => RunSettings::parse_toml(&text, name),
             Err(too_big @ InputFileError::TooBig { .. }) => Err(ConfigError::InputFile(too_big)),
             Err(InputFileError::Read { source, .. }) => Err(ConfigError::UnknownScenario {
+                meant: crate::config::suggest::did_you_mean(
+                    &word,
+                    scenario::names().chain(PRESETS.iter().map(|(preset, _)| *preset)),
+                ),
                 name: word.into_owned(),
                 known: scenario::names()
                     .chain(PRESETS.iter().map(|(preset, _)| *preset))

@@ -35,7 +35,7 @@ mod tests {
         let error = RunSettings::from_scenario(Path::new("no-such-scenario")).unwrap_err();
         let message = crate::causes::with_causes(&error);
         assert!(
-            message.starts_with("--scenario no-such-scenario: not a built-in scenario (echo, "),
+            message.starts_with("--scenario no-such-scenario: not a built-in scenario or preset (echo, "),
             "{message}"
         );
         assert_eq!(message.matches("no-such-scenario").count(), 2, "{message}");

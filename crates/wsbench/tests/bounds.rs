@@ -172,7 +172,7 @@ fn the_other_commands_numbers_have_bounds_too() {
     for (args, expected) in [
         (
             &["compare", "--repeat", "1001"][..],
-            "invalid value '1001' for '--repeat <REPEAT>': 1001 is not in 1..=1000",
+            "invalid value '1001' for '--repeat <REPEAT>': give an odd count from 1 to 999",
         ),
         (&["rtt", "--repeats", "10001"][..], "'--repeats <REPEATS>': 10001 is not in 1..=10000"),
         (&["rtt", "--iterations", "100000001"][..], "100000001 is not in 1..=100000000"),

@@ -47,8 +47,8 @@ fn assert_memory_per_connection(result: &RunResult) {
 fn a_held_connection_costs_the_client_a_plausible_amount_on_either_backend() {
     let dir = support::fresh_dir("memory-backends");
     for io in ["epoll", "uring"] {
-        let (output, result) = scalability(&dir, "300", io, &[]);
-        assert_eq!(result.summary.connections.established, 300);
+        let (output, result) = scalability(&dir, "1000", io, &[]);
+        assert_eq!(result.summary.connections.established, 1000);
         assert_memory_per_connection(&result);
         let report = String::from_utf8_lossy(&output.stdout);
         assert!(report.contains("memory:       per connection: server "), "{report}");

@@ -85,3 +85,33 @@ fn report_from_a_written_file_matches_the_golden_file() {
 fn line_diff_marks_changed_lines() {
     assert_eq!(line_diff("a\nb\n", "a\nc\nd\n"), "  a\n- b\n+ c\n+ d\n");
 }
+
+/// The labels of a terminal report's lines (`latency`, `connect:`, …, `Little's law:`), in
+/// order: the first 14 characters of each line that starts with one, as the report pads them.
+fn labels(report: &str) -> Vec<String> {
+    report
+        .lines()
+        .filter(|line| !line.starts_with(' '))
+        .filter_map(|line| {
+            let head: String = line.chars().take(14).collect();
+            (head.chars().count() == 14 && head.ends_with(' ')).then(|| head.trim_end().to_owned())
+        })
+        .collect()
+}
+
+/// The README opens with a report of a real run: it must have every line the report of a
+/// closed-loop run prints (the golden file), in the same order, so that it is brought
+/// current when the report gains a line.
+#[test]
+fn the_readme_sample_report_has_the_lines_of_the_current_report() {
+    let readme =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
+    let sample = readme
+        .split("$ cargo run --release -- run\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README's sample report after `$ cargo run --release -- run`");
+    let golden = std::fs::read_to_string(golden_path("closed_loop")).unwrap();
+    assert!(labels(&golden).len() >= 10, "{:?}", labels(&golden));
+    assert_eq!(labels(sample), labels(&golden), "README sample:\n{sample}");
+}

@@ -91,8 +91,11 @@ fn scenario_names_presets_and_files() {
         "the scalability scenario sends no messages",
     );
     refused(&["run", "--scenario", "c10k", "--arrival", "0s"], 2, "--arrival: must be longer than zero");
-    let message =
-        refused(&["run", "--scenario", "nosuch"], 2, "--scenario nosuch: not a built-in scenario (");
+    let message = refused(
+        &["run", "--scenario", "nosuch"],
+        2,
+        "--scenario nosuch: not a built-in scenario or preset (",
+    );
     assert_eq!(message.matches("No such file or directory").count(), 1, "{message}");
     assert!(
         message.contains("uws-throughput") && message.contains("cannot read the file nosuch"),
@@ -146,7 +149,13 @@ fn bad_values_name_their_flag_and_the_rule() {
         (&["run", "--duration", "10"][..], "--duration: `10` has no unit: write 10s"),
         (&["run", "--bearer", ""][..], "--bearer: is empty: give the token"),
         (&["run", "--connections", "-5"][..], "invalid value '-5' for '--connections <CONNECTIONS>'"),
-        (&["run", "--conections", "5"][..], "a similar argument exists: '--connections'"),
+        (&["run", "--conections", "5"][..], "did you mean '--connections'"),
+        (&["run", "ehco"][..], "unknown scenario `ehco` (did you mean `echo`?): use echo, "),
+        (&["run", "--protocol", "mqt"][..], "`mqt` (did you mean `mqtt`?) is not a protocol"),
+        (
+            &["run", "--scenario", "uws-thruput"][..],
+            "--scenario uws-thruput (did you mean `uws-throughput`?): not a built-in",
+        ),
     ] {
         let message = refused(args, 2, expected);
         assert!(!message.contains("tip:") && !message.contains("-- -1"), "{message}");

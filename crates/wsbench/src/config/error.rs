@@ -28,11 +28,13 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     #[error(
-        "--scenario {name}: not a built-in scenario ({known}) and cannot read the file {}",
+        "--scenario {name}{meant}: not a built-in scenario or preset ({known}) and cannot read the file {}",
         path.display()
     )]
     UnknownScenario {
         name: String,
+        /// ` (did you mean `NAME`?)`, or empty.
+        meant: String,
         known: String,
         path: PathBuf,
         #[source]

@@ -23,7 +23,7 @@ mod slo;
 mod source_addrs;
 mod staged_settings;
 mod stages;
-mod suggest;
+pub(crate) mod suggest;
 mod target;
 mod threshold;
 mod tls;

@@ -1,5 +1,6 @@
 //! "Did you mean": the known word closest to a mistyped one (`conections` → `connections`),
-//! by edit distance, for unknown keys in scenario files.
+//! by edit distance, for unknown keys in scenario files and unknown scenario, preset and
+//! protocol names.
 
 /// The candidate closest to `word`, when it is close enough to be a typo of it.
 pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
@@ -10,6 +11,12 @@ pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .filter(|(distance, _)| *distance <= limit)
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, candidate)| candidate)
+}
+
+/// ` (did you mean `WORD`?)` when a candidate is close to `word`, else nothing: said after
+/// the mistyped word, in an error that then lists every candidate.
+pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    closest(word, candidates).map(|meant| format!(" (did you mean `{meant}`?)")).unwrap_or_default()
 }
 
 /// Insertions, deletions and substitutions that turn `a` into `b` (Levenshtein).
@@ -41,5 +48,7 @@ mod tests {
         assert_eq!(closest("duraton", keys), Some("duration"));
         assert_eq!(closest("inflight", keys), Some("in-flight"));
         assert_eq!(closest("colour", keys), None);
+        assert_eq!(did_you_mean("ehco", ["echo", "churn"]), " (did you mean `echo`?)");
+        assert_eq!(did_you_mean("zzzz", ["echo", "churn"]), "");
     }
 }

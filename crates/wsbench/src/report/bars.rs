@@ -151,7 +151,7 @@ fn tooltip(bar: &Bar, value: fn(f64) -> String) -> String {
         let _ = write!(text, ": {}", value(number));
     }
     if let Some((min, max)) = bar.range {
-        let _ = write!(text, " (median; repeats {}–{})", value(min), value(max));
+        let _ = write!(text, " (the median run; repeats {}–{})", value(min), value(max));
     }
     if let Some(reason) = &bar.client_bound {
         let _ = write!(text, "; client-bound: {reason}");

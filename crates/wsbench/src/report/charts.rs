@@ -335,25 +335,19 @@ fn metrics(exchange: Exchange) -> [Metric; 4] {
     ]
 }
 
-/// The median of `values` (the lower middle one for an even count, as
-/// [`super::median_run`] picks) and their range; `None` when there are none.
-fn median_and_range(mut values: Vec<f64>) -> Option<(f64, (f64, f64))> {
-    values.sort_by(f64::total_cmp);
-    let median = *values.get(values.len().checked_sub(1)? / 2)?;
-    Some((median, (values[0], values[values.len() - 1])))
+/// The lowest and highest of `values`; `None` when there are none.
+fn range(values: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
+    values.into_iter().fold(None, |range, value| match range {
+        None => Some((value, value)),
+        Some((low, high)) => Some((f64::min(low, value), f64::max(high, value))),
+    })
 }
 
-/// One result's bar for `metric`: its value, or with repeats their median and range.
+/// One result's bar for `metric`: its value (with repeats, that of the median run, the one
+/// the table shows, so the bar and the table never disagree) and the range over the repeats.
 fn bar(c: &Charted, metric: &Metric) -> Bar {
-    let (value, range) = if c.repeats.len() >= 2 {
-        let values: Vec<f64> = c.repeats.iter().filter_map(metric.pick).collect();
-        match median_and_range(values) {
-            Some((median, range)) => (Some(median), Some(range)),
-            None => (None, None),
-        }
-    } else {
-        ((metric.pick)(c.result), None)
-    };
+    let value = (metric.pick)(c.result);
+    let range = (c.repeats.len() >= 2).then(|| range(c.repeats.iter().filter_map(metric.pick))).flatten();
     let client_bound = c.result.client.bound.then(|| {
         c.result.client.bound_reason.clone().unwrap_or_else(|| "a client worker was saturated".to_owned())
     });
@@ -387,7 +381,7 @@ pub(super) fn comparisons(charted: &[Charted]) -> Vec<Comparison> {
             better.push_str("; best first.");
             if repeated >= 2 {
                 better.push_str(
-                    &format!(" Bars: the median of this number over the repeats, whiskers: the lowest and highest (the table shows the run with the median {}/s).", exchange.many),
+                    &format!(" Bars: the run with the median {}/s (the one the table shows), whiskers: the lowest and highest of this number over the repeats.", exchange.many),
                 );
             }
             if bound {
@@ -423,9 +417,9 @@ mod tests {
     }
 
     #[test]
-    fn repeats_give_the_median_and_the_range() {
-        assert_eq!(median_and_range(vec![3.0, 1.0, 2.0]), Some((2.0, (1.0, 3.0))));
-        assert_eq!(median_and_range(vec![4.0, 1.0, 2.0, 3.0]), Some((2.0, (1.0, 4.0))));
-        assert_eq!(median_and_range(vec![]), None);
+    fn repeats_give_their_range() {
+        assert_eq!(range(vec![3.0, 1.0, 2.0]), Some((1.0, 3.0)));
+        assert_eq!(range(vec![4.0]), Some((4.0, 4.0)));
+        assert_eq!(range(vec![]), None);
     }
 }

@@ -1,6 +1,9 @@
 //! What `wsbench compare` prints and writes: the terminal table shaped like the seeds'
 //! tables, one row per server, and the HTML page of the comparison. A server measured
-//! several times is shown by its median run (by round trips/s), with the range of its rates.
+//! several times is shown by its median run (by round trips/s), with the range of its rates:
+//! every figure of the row, and every bar of the page, is that one run's, so they agree.
+//! `compare --repeat` is odd, so the median is one run; when fewer runs were made (a signal,
+//! a server that died), an even count shows the lower of the two middle runs and says so.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -21,7 +24,8 @@ pub struct Row<'a> {
     pub skipped: Option<&'a str>,
 }
 
-/// The run with the median round trips/s, whose other figures the table shows.
+/// The run with the median round trips/s, whose other figures the table and the bars show
+/// (of an even count, the lower of the two middle ones).
 pub fn median_run<'a>(row: &Row<'a>) -> Option<&'a RunResult> {
     let mut runs: Vec<&RunResult> = row.runs.iter().collect();
     runs.sort_by(|a, b| a.summary.exchanges_per_sec.total_cmp(&b.summary.exchanges_per_sec));
@@ -107,8 +111,9 @@ fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
     let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
     let max = rates.iter().copied().fold(0.0, f64::max);
     let s = &run.summary;
+    // Per connection only where the count makes it meaningful (`memory::MIN_CONNECTIONS`).
     let per_conn = match (run.server.rss_peak_bytes, run.server.rss_baseline_bytes) {
-        (Some(peak), Some(base)) if s.connections.established > 0 => {
+        (Some(peak), Some(base)) if s.connections.established >= super::memory::MIN_CONNECTIONS => {
             kib_tight(peak.saturating_sub(base) as f64 / s.connections.established as f64)
         }
         _ => "-".to_owned(),
@@ -118,7 +123,7 @@ fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
         "{:<22} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>17} {:>6}{}",
         row.name,
         row.language,
-        format!("{:.0} ({:.0}–{:.0})", s.exchanges_per_sec, min, max),
+        format!("{} ({}–{})", whole(s.exchanges_per_sec), whole(min), whole(max)),
         millis_tight(s.latency_us.mean),
         millis_tight(s.latency_us.p50 as f64),
         millis_tight(s.latency_us.p99 as f64),
@@ -135,6 +140,9 @@ fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
     );
     // The table shows the median run: what went wrong in any run is said beside it.
     let mut notes: Vec<String> = row.problems.to_vec();
+    if row.runs.len().is_multiple_of(2) {
+        notes.push(format!("the lower middle of {} runs shown", row.runs.len()));
+    }
     for (repeat, other) in row.runs.iter().enumerate().filter(|(_, other)| !other.summary.errors.is_empty()) {
         let errors: Vec<String> =
             other.summary.errors.iter().map(|(kind, n)| format!("{kind} {}", group(*n))).collect();
@@ -144,6 +152,11 @@ fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
         out.pop();
         let _ = writeln!(out, "  ({})", notes.join("; "));
     }
+}
+
+/// A rate as a whole number with thousands separators: `165,348`.
+fn whole(rate: f64) -> String {
+    group(rate.round().max(0.0) as u64)
 }
 
 #[cfg(test)]
@@ -162,5 +175,42 @@ mod tests {
         let table = render_compare_table(&[row]);
         let line = table.lines().find(|line| line.starts_with("srv")).unwrap();
         assert!(line.ends_with("  (repeat 2: reset 1,234)"), "{table}");
+    }
+
+    #[test]
+    fn rss_per_connection_only_from_the_connections_that_make_it_meaningful() {
+        let problems = Vec::new();
+        let cell = |established: u64| {
+            let mut run = RunResult::from_outcome(&fixture::closed_loop());
+            run.summary.connections.established = established;
+            let runs = [run];
+            let row = Row { name: "srv", language: "C", runs: &runs, problems: &problems, skipped: None };
+            let table = render_compare_table(&[row]);
+            let line = table.lines().find(|line| line.starts_with("srv")).unwrap().to_owned();
+            line.split_whitespace().nth(12).unwrap().to_owned()
+        };
+        assert_ne!(cell(super::super::memory::MIN_CONNECTIONS), "-");
+        assert_eq!(cell(super::super::memory::MIN_CONNECTIONS - 1), "-");
+    }
+
+    #[test]
+    fn the_row_is_the_median_run_with_grouped_rates_and_an_even_count_says_which() {
+        let run = |rate: f64| {
+            let mut run = RunResult::from_outcome(&fixture::closed_loop());
+            run.summary.exchanges_per_sec = rate;
+            run
+        };
+        let problems = Vec::new();
+        let three = [run(193_233.0), run(165_348.4), run(170_002.0)];
+        let row = Row { name: "srv", language: "C", runs: &three, problems: &problems, skipped: None };
+        assert_eq!(median_run(&row).unwrap().summary.exchanges_per_sec, 170_002.0);
+        let table = render_compare_table(&[row]);
+        assert!(table.contains("170,002 (165,348–193,233)"), "{table}");
+        assert!(!table.contains("lower middle"), "{table}");
+        let two = [run(193_233.0), run(165_348.0)];
+        let row = Row { name: "srv", language: "C", runs: &two, problems: &problems, skipped: None };
+        let table = render_compare_table(&[row]);
+        assert!(table.contains("165,348 (165,348–193,233)"), "{table}");
+        assert!(table.contains("(the lower middle of 2 runs shown)"), "{table}");
     }
 }

@@ -1,16 +1,25 @@
 //! The report's lines on what one connection costs in memory: the server's (its RSS growth),
 //! the client's (this process's RSS growth once every connection was open) and the kernel's
 //! (the machine's slab growth, which holds both ends' sockets when they share the machine).
-//! Figures of every run, shown whenever the result has them; they matter most where
-//! connections are held idle. Reads only the result file.
+//! Figures of every run; they matter most where connections are held idle. Per connection
+//! only from [`MIN_CONNECTIONS`] established connections: below, the fixed costs (a worker's
+//! buffers and stack, the allocator's arenas, the server's own start-up growth) are shared
+//! by too few connections and make the figure (433 KiB "per connection" at 10) say nothing
+//! of what one costs; the totals are printed instead. Reads only the result file.
 
 use crate::result::RunResult;
-use crate::units::format::bytes;
+use crate::units::format::{bytes, group};
+
+/// The fewest established connections whose memory figures are printed per connection.
+pub const MIN_CONNECTIONS: u64 = 1_000;
 
 /// `(label, text)` lines: `memory:` per connection, then the totals behind it; none when the
 /// result has no memory figure (older files, an unprobed server without client figures).
 pub fn memory_lines(result: &RunResult) -> Vec<(&'static str, String)> {
     let (server, client) = (&result.server, &result.client);
+    if result.summary.connections.established < MIN_CONNECTIONS {
+        return totals_only(result);
+    }
     let per_connection = |bytes_each: f64| bytes(bytes_each.round().max(0.0) as u64);
     let mut each = Vec::new();
     if let Some(server) = server.bytes_per_connection {
@@ -25,18 +34,41 @@ pub fn memory_lines(result: &RunResult) -> Vec<(&'static str, String)> {
     if each.is_empty() {
         return Vec::new();
     }
-    let mut totals = Vec::new();
-    if let (Some(baseline), Some(connected)) = (client.rss_baseline_bytes, client.rss_connected_bytes) {
-        totals.push(format!("client RSS {} → {} once connected", bytes(baseline), bytes(connected)));
-    }
-    if let Some(slab) = server.kernel_slab_delta_bytes {
-        totals.push(format!("kernel slab +{} (the machine's: both ends' sockets)", bytes(slab)));
-    }
+    let totals = totals(result);
     let mut lines = vec![("memory:", format!("per connection: {}", each.join(", ")))];
     if !totals.is_empty() {
         lines.push(("", totals.join("; ")));
     }
     lines
+}
+
+/// A run of too few connections: the totals, and why there is no figure per connection.
+fn totals_only(result: &RunResult) -> Vec<(&'static str, String)> {
+    let mut totals = totals(result);
+    if let (Some(baseline), Some(peak)) = (result.server.rss_baseline_bytes, result.server.rss_peak_bytes) {
+        totals.insert(0, format!("server RSS {} → {} peak", bytes(baseline), bytes(peak)));
+    }
+    if totals.is_empty() {
+        return Vec::new();
+    }
+    let why = format!(
+        "per connection from {} connections, where fixed costs no longer dominate",
+        group(MIN_CONNECTIONS)
+    );
+    vec![("memory:", totals.join("; ")), ("", why)]
+}
+
+/// The totals behind the figures per connection: the client's RSS and the kernel's slab.
+fn totals(result: &RunResult) -> Vec<String> {
+    let mut totals = Vec::new();
+    let client = &result.client;
+    if let (Some(baseline), Some(connected)) = (client.rss_baseline_bytes, client.rss_connected_bytes) {
+        totals.push(format!("client RSS {} → {} once connected", bytes(baseline), bytes(connected)));
+    }
+    if let Some(slab) = result.server.kernel_slab_delta_bytes {
+        totals.push(format!("kernel slab +{} (the machine's: both ends' sockets)", bytes(slab)));
+    }
+    totals
 }
 
 #[cfg(test)]
@@ -56,6 +88,18 @@ mod tests {
             lines[1].1,
             "client RSS 8.00 MiB → 8.58 MiB once connected; kernel slab +3.81 MiB (the machine's: both ends' sockets)"
         );
+    }
+
+    #[test]
+    fn too_few_connections_give_the_totals_and_the_rule_instead() {
+        let mut result = RunResult::from_outcome(&fixture::closed_loop());
+        result.summary.connections.established = MIN_CONNECTIONS - 1;
+        let lines = memory_lines(&result);
+        assert!(
+            lines[0].1.starts_with("server RSS ") && lines[0].1.contains("client RSS 8.00 MiB → 8.58 MiB")
+        );
+        assert!(!lines.iter().any(|(_, text)| text.contains("per connection:")), "{lines:?}");
+        assert_eq!(lines[1].1, "per connection from 1,000 connections, where fixed costs no longer dominate");
     }
 
     #[test]

@@ -132,7 +132,13 @@ fn headline(out: &mut String, result: &RunResult, paint: Paint) {
         headline.push_str(&suffix);
     }
     let _ = writeln!(out, "{}", paint.paint(BOLD, &headline));
-    if let (true, Some(reason)) = (result.client.bound, &result.client.bound_reason) {
+    let load = result.client.machine_load.as_ref();
+    let warnings = [
+        result.client.bound_reason.as_ref().filter(|_| result.client.bound),
+        load.and_then(|load| load.busy.as_ref()),
+        load.and_then(|load| load.shared_cpus.as_ref()),
+    ];
+    for reason in warnings.into_iter().flatten() {
         for line in wrap(&format!("WARNING: {reason}"), WIDTH, "         ") {
             let _ = writeln!(out, "{}", paint.paint(YELLOW, &line));
         }

@@ -156,6 +156,7 @@ impl ClientSummary {
             rss_baseline_bytes: None,
             rss_connected_bytes: None,
             bytes_per_connection: None,
+            machine_load: None,
         }
     }
 

@@ -1,4 +1,4 @@
-//! The C10K seed's statistics block (seed 003): beyond percentiles, the shape of a
+//! The C10K WebSocket test's statistics block: beyond percentiles, the shape of a
 //! distribution: arithmetic, geometric and harmonic means, variance, skewness, kurtosis and
 //! a ten-bin histogram, computed from an HdrHistogram (each recorded value weighted by its
 //! count, at the histogram's 3-digit precision).

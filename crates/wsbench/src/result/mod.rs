@@ -417,6 +417,10 @@ pub struct ClientSummary {
     /// open connection costs the client, fixed costs of its workers included.
     #[serde(default)]
     pub bytes_per_connection: Option<f64>,
+    /// What the machine did besides the run: other processes' CPU, the hypervisor's steal,
+    /// a server sharing the client's CPUs (absent in merged results and older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_load: Option<crate::machine_load::MachineLoad>,
 }
 
 /// One second of the run.

@@ -1,4 +1,4 @@
-//! `wsbench rtt`: the single-connection round-trip microbenchmark of seed 001, done the
+//! `wsbench rtt`: the single-connection round-trip microbenchmark of the HTTP/WS client round-trip benchmark, done the
 //! google-benchmark way. One connection per protocol — a raw TCP socket (the baseline),
 //! HTTP, HTTPS, ws and wss, and ws and wss over HTTP/2 (RFC 8441: `ws-h2`, `wss-h2`) —
 //! sends prepared requests one after another and waits for each

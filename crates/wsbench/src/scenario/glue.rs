@@ -95,7 +95,8 @@ pub fn unknown_scenario(name: &str) -> ConfigError {
         return invalid_setting("scenario", format!("`{name}` is not a scenario: did you mean ws://{name}?"));
     }
     let known: Vec<&str> = names().collect();
-    invalid_setting("scenario", format!("unknown scenario `{name}`: use {}", or_list(&known)))
+    let meant = crate::config::suggest::did_you_mean(name, known.iter().copied());
+    invalid_setting("scenario", format!("unknown scenario `{name}`{meant}: use {}", or_list(&known)))
 }
 
 /// `a, b or c`.

@@ -35,6 +35,8 @@ pub use glue::{
     unknown_scenario,
 };
 pub use presentation::Presentation;
+/// How long `scalability` holds its connections without `--hold` (for `--help`).
+pub use scalability::DEFAULT_HOLD;
 
 /// The scenario a run has when none is given.
 pub const DEFAULT: &str = "echo";

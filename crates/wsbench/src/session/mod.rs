@@ -244,10 +244,13 @@ impl Session {
         let pids = probe.as_ref().map_or(Vec::new(), |probe| probe.pids().to_vec());
         let hlog = config.outputs.hlog.as_deref().map(|path| HlogWriter::create(path, started_at_unix_ms));
         let hlog = hlog.transpose()?;
+        let shared = self.shared_cpus(&pids);
         let mut tracker = self.live.track(&config.load, &phases, scenario.exchange(), pids, hlog);
+        let clock = crate::machine_load::CpuClock::now();
         let output = engine::run(job, &self.cpus.client, interrupt, &mut |control, seen| {
             tracker.update(control, seen)
         });
+        let clock = clock.zip(crate::machine_load::CpuClock::now());
         // The probe samples on while the server releases the closed connections (a scenario
         // that measures the server's drift says how long).
         std::thread::sleep(scenario.settle());
@@ -286,10 +289,18 @@ impl Session {
             machine: crate::machine::machine_facts(),
         });
         result.run_id = Some(config.run_id.clone());
+        result.client.machine_load =
+            clock.map(|(before, after)| before.until(&after, result.server.cpu_seconds, shared));
         result.ended_early = output
             .ended_early
             .map(|planned| EndedEarly::new(planned, result.summary.connections.established));
         Ok(result)
+    }
+
+    /// The sentence on a local server allowed onto the client's CPUs, if it was.
+    fn shared_cpus(&self, server_pids: &[u32]) -> Option<String> {
+        let builtin = self.builtin.as_ref().map(|_| self.cpus.server.as_slice());
+        crate::machine_load::shared_cpus(builtin, server_pids, &self.cpus.client)
     }
 
     /// An unmeasured run before the measured one, when the scenario has one (churn's

@@ -1,4 +1,4 @@
-//! `c10k`, the C10K test of seed 003: a new client every `--arrival` (1 ms) up to
+//! `c10k`, the C10K WebSocket test: a new client every `--arrival` (1 ms) up to
 //! `--clients`, each sending one timestamped message every `--interval` (1 s) for
 //! `--duration` (300 s) on an open-loop schedule, whatever the replies; measured from the
 //! first client on, latency from each message's due time. Reports the seed's statistics
@@ -45,7 +45,7 @@ impl ScenarioRules for C10k {
 
 impl super::Descriptor for C10k {
     fn about(&self) -> &'static str {
-        "open loop: a new client every --arrival, each sending every --interval (seed 003)"
+        "open loop: a new client every --arrival, each sending every --interval (the C10K WebSocket test)"
     }
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         PhasePlan::from_start(load.duration)

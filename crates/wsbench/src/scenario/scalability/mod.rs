@@ -1,4 +1,4 @@
-//! `scalability`, uWebSockets' scalability benchmark (seed 004): open the connections as
+//! `scalability`, uWebSockets' scalability benchmark: open the connections as
 //! fast as allowed (or at `--ramp`), hold them `--hold`, send nothing; connections per
 //! millisecond, and the server's RSS growth per connection (connections/MB).
 

@@ -1,4 +1,4 @@
-//! `throughput`, uWebSockets' benchmark (seed 004): `--frames-per-send` frames of
+//! `throughput`, uWebSockets' throughput benchmark: `--frames-per-send` frames of
 //! `--payload-bytes` written in one send, the echoes of all of them awaited before the next
 //! send, as fast as the server echoes; reported in echoes per millisecond as the seed does.
 
