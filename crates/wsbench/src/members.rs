@@ -365,6 +365,23 @@ mod tests {
     }
 
     #[test]
+    fn a_table_option_is_a_scenario_file_key_and_no_flag() {
+        let command = <OptionValues as clap::Args>::augment_args(Command::new("run"));
+        let tables: Vec<_> =
+            by_key().into_values().filter(|(spec, _)| matches!(spec.kind, Kind::Table(_))).collect();
+        assert!(!tables.is_empty(), "no member declares a table");
+        for (spec, _) in tables {
+            assert!(command.get_arguments().all(|arg| arg.get_long() != Some(spec.flag)), "--{}", spec.flag);
+        }
+        let path = Path::new("s.toml");
+        let text = "target = \"ws://127.0.0.1:1/\"\n[[flow.steps]]\nsend = \"x\"\n";
+        let parsed = RunSettings::parse_toml(&format!("scenario = \"flow\"\n{text}"), path).unwrap();
+        parsed.validate().unwrap();
+        let echo = RunSettings::parse_toml(&format!("scenario = \"echo\"\n{text}"), path).unwrap();
+        assert_eq!(echo.validate().unwrap_err().to_string(), "--flow: applies to the flow scenario only");
+    }
+
+    #[test]
     fn help_shows_each_member_option_with_its_owner_default_and_bound() {
         let command = <OptionValues as clap::Args>::augment_args(Command::new("run"));
         for (_, (spec, owners)) in flags() {
