@@ -44,6 +44,11 @@ impl Owner {
     }
 }
 
+/// Every member option that is a flag (a table of a scenario file is none), by TOML key.
+fn flags() -> impl Iterator<Item = (&'static str, (&'static OptionSpec, Vec<Owner>))> {
+    by_key().into_iter().filter(|(_, (spec, _))| !matches!(spec.kind, Kind::Table(_)))
+}
+
 /// Every option of every member, with its owner, in the registries' order (scenarios,
 /// protocols, transports).
 pub fn declared() -> Vec<(&'static OptionSpec, Owner)> {
@@ -85,14 +90,14 @@ fn arg_of(spec: &'static OptionSpec, owners: &[Owner]) -> Arg {
     let arg = Arg::new(spec.key).long(spec.flag).help(help);
     match spec.kind {
         Kind::Count => arg.value_name(spec.value_name).value_parser(clap::value_parser!(u64)),
-        Kind::Text => arg.value_name(spec.value_name).allow_hyphen_values(true),
+        Kind::Text | Kind::Table(_) => arg.value_name(spec.value_name).allow_hyphen_values(true),
         Kind::Switch => arg.action(ArgAction::SetTrue),
     }
 }
 
 impl clap::Args for OptionValues {
     fn augment_args(mut command: Command) -> Command {
-        for (spec, owners) in by_key().into_values() {
+        for (_, (spec, owners)) in flags() {
             command = command.arg(arg_of(spec, &owners));
         }
         command
@@ -109,10 +114,12 @@ impl clap::FromArgMatches for OptionValues {
         Ok(values)
     }
     fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
-        for (key, (spec, _)) in by_key() {
+        for (key, (spec, _)) in flags() {
             let value = match spec.kind {
                 Kind::Count => matches.get_one::<u64>(key).map(|n| toml::Value::Integer(*n as i64)),
-                Kind::Text => matches.get_one::<String>(key).map(|text| toml::Value::String(text.clone())),
+                Kind::Text | Kind::Table(_) => {
+                    matches.get_one::<String>(key).map(|text| toml::Value::String(text.clone()))
+                }
                 Kind::Switch => matches.get_flag(key).then_some(toml::Value::Boolean(true)),
             };
             if let Some(value) = value {
@@ -358,9 +365,26 @@ mod tests {
     }
 
     #[test]
+    fn a_table_option_is_a_scenario_file_key_and_no_flag() {
+        let command = <OptionValues as clap::Args>::augment_args(Command::new("run"));
+        let tables: Vec<_> =
+            by_key().into_values().filter(|(spec, _)| matches!(spec.kind, Kind::Table(_))).collect();
+        assert!(!tables.is_empty(), "no member declares a table");
+        for (spec, _) in tables {
+            assert!(command.get_arguments().all(|arg| arg.get_long() != Some(spec.flag)), "--{}", spec.flag);
+        }
+        let path = Path::new("s.toml");
+        let text = "target = \"ws://127.0.0.1:1/\"\n[[flow.steps]]\nsend = \"x\"\n";
+        let parsed = RunSettings::parse_toml(&format!("scenario = \"flow\"\n{text}"), path).unwrap();
+        parsed.validate().unwrap();
+        let echo = RunSettings::parse_toml(&format!("scenario = \"echo\"\n{text}"), path).unwrap();
+        assert_eq!(echo.validate().unwrap_err().to_string(), "--flow: applies to the flow scenario only");
+    }
+
+    #[test]
     fn help_shows_each_member_option_with_its_owner_default_and_bound() {
         let command = <OptionValues as clap::Args>::augment_args(Command::new("run"));
-        for (spec, owners) in by_key().into_values() {
+        for (_, (spec, owners)) in flags() {
             let arg = command.get_arguments().find(|arg| arg.get_long() == Some(spec.flag)).unwrap();
             let help = arg.get_help().unwrap().to_string();
             assert!(help.starts_with(owners[0].name()), "{help}");

@@ -4,7 +4,8 @@
 //! travel as [`OptionValues`] (flags and scenario files alike) until the member reads them
 //! into its own typed settings once, before the run. Shared code collects the declarations
 //! through the registries and never names one; this module imports nothing of the crate, so
-//! every layer can use it.
+//! every layer can use it. An option may also be a whole table of a scenario file (no flag):
+//! its member reads it from the file's text itself, so that an error points at its line.
 
 use std::collections::BTreeMap;
 
@@ -31,7 +32,7 @@ pub struct OptionSpec {
 }
 
 /// The kind of value an option takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Kind {
     /// A whole number.
     Count,
@@ -39,7 +40,30 @@ pub enum Kind {
     Text,
     /// A flag without value: given means on.
     Switch,
+    /// A table of a scenario file, no flag (`[[NAME.steps]]`): the member checks the file's
+    /// text with this function before the settings are parsed, so that a table too large is
+    /// refused before parsing and a mistyped value is named at its line.
+    Table(fn(&str) -> Result<(), TableRefusal>),
 }
+
+/// Why a member refuses its table in a scenario file's text.
+#[derive(Debug)]
+pub enum TableRefusal {
+    /// Past a bound, counted before parsing: the table (`NAME.steps`) and the problem.
+    Bound { table: &'static str, problem: String },
+    /// The table is not what the member reads (its position is in the error's span).
+    Toml(toml::de::Error),
+}
+
+/// Kinds are alike when they take the same kind of value (two tables: each read by its own
+/// member's function).
+impl PartialEq for Kind {
+    fn eq(&self, other: &Kind) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+}
+
+impl Eq for Kind {}
 
 impl Kind {
     /// What a value of this kind is, in words (for an error).
@@ -48,6 +72,7 @@ impl Kind {
             Kind::Count => "a whole number",
             Kind::Text => "a string",
             Kind::Switch => "true or false",
+            Kind::Table(_) => "a table",
         }
     }
 
@@ -55,13 +80,16 @@ impl Kind {
     pub fn fits(&self, value: &toml::Value) -> bool {
         match (self, value) {
             (Kind::Count, toml::Value::Integer(n)) => *n >= 0,
-            (Kind::Text, toml::Value::String(_)) | (Kind::Switch, toml::Value::Boolean(_)) => true,
+            (Kind::Text, toml::Value::String(_))
+            | (Kind::Switch, toml::Value::Boolean(_))
+            | (Kind::Table(_), toml::Value::Table(_)) => true,
             _ => false,
         }
     }
 }
 
-/// The member options given, by TOML key, as given (a whole number, a string or a switch):
+/// The member options given, by TOML key, as given (a whole number, a string, a switch or a
+/// table):
 /// what flags and scenario files set besides the shared settings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -82,6 +110,11 @@ impl OptionValues {
     /// Whether the switch `spec` is on.
     pub fn switch(&self, spec: &OptionSpec) -> bool {
         self.0.get(spec.key).and_then(toml::Value::as_bool).unwrap_or(false)
+    }
+
+    /// The table given for `spec`.
+    pub fn table(&self, spec: &OptionSpec) -> Option<&toml::Value> {
+        self.0.get(spec.key).filter(|value| value.is_table())
     }
 
     /// Whether `spec` was given at all.

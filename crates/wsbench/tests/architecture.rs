@@ -435,10 +435,7 @@ const MEMBER_BLIND: [&str; 8] =
 
 /// What a shared layer still names, and why: (the layer, the word, the reason). Each must
 /// still be found (else the exception goes), so the list cannot go stale.
-const STILL_NAMED: [(&str, &str, &str); 5] = [
-    // A flow's steps are a nested table whose errors point at their line in the file; the
-    // typed steps are parsed with the rest of the settings.
-    ("config", "flow", "the [[flow.steps]] of a scenario file are read with the shared settings"),
+const STILL_NAMED: [(&str, &str, &str); 4] = [
     // WebSockets per TCP connection is the shape of every transport (1: one each): the
     // engine plans connections by it and result files record it under this key.
     ("config", "streams_per_connection", "the transport's shape, recorded in config.transport"),

@@ -15,7 +15,7 @@ pub enum ConfigError {
     /// The server URL (a word of `run`, or `target` in a scenario file).
     #[error("`{url}`: {problem}")]
     Url { url: String, problem: String },
-    /// A scenario-file table that has no flag (`[[flow.steps]]`).
+    /// A scenario-file table that has no flag (a member's `[[NAME.steps]]`).
     #[error("scenario file [[{table}]]: {problem}")]
     Table { table: &'static str, problem: String },
     /// A file past its limit ([`crate::input_file`]).

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::error::ConfigError;
 use super::toml_position::{key_at, key_offset, line_column};
 use crate::input_file::{InputFileError, InputKind};
-use crate::options::Kind;
+use crate::options::{Kind, TableRefusal};
 
 /// Where the `--dashboard` page listens when the flag is given without an address.
 pub const DEFAULT_DASHBOARD_ADDR: &str = "127.0.0.1:5665";
@@ -299,10 +299,6 @@ pub struct RunSettings {
     #[arg(skip)]
     #[serde(default, skip_serializing_if = "is_false")]
     pub progress_to_parent: bool,
-    /// flow: the `[[flow.steps]]` of a scenario file (no flag).
-    #[arg(skip)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub flow: Option<super::FlowSettings>,
     /// The client's socket I/O: `uring` (io_uring: batched submission, multishot receive)
     /// or `epoll` (default: uring where the kernel allows it; epoll for wss://).
     #[arg(long, value_name = "BACKEND")]
@@ -352,13 +348,12 @@ impl RunSettings {
         path: &Path,
         members: &BTreeMap<&'static str, Kind>,
     ) -> Result<RunSettings, ConfigError> {
-        super::flow::check_step_estimate(text)?;
         let parse_error = |offset: Option<usize>, message: String| ConfigError::ParseScenario {
             path: path.to_owned(),
             location: offset.map(|at| line_column(text, at)).unwrap_or_default(),
             message,
         };
-        let settings: RunSettings = toml::from_str(text).map_err(|e| {
+        let toml_error = |e: toml::de::Error| {
             let key = e.span().and_then(|span| key_at(text, span.start));
             let message = explain(e.message());
             let message = match key {
@@ -366,7 +361,18 @@ impl RunSettings {
                 _ => message,
             };
             parse_error(e.span().map(|span| span.start), message)
-        })?;
+        };
+        // A member's table is read by its member first: a bound before parsing, then its
+        // values where they stand in the text.
+        for kind in members.values() {
+            if let Kind::Table(check) = kind {
+                check(text).map_err(|refusal| match refusal {
+                    TableRefusal::Bound { table, problem } => ConfigError::Table { table, problem },
+                    TableRefusal::Toml(e) => toml_error(e),
+                })?;
+            }
+        }
+        let settings: RunSettings = toml::from_str(text).map_err(toml_error)?;
         for (key, value) in &settings.options.0 {
             let at = key_offset(text, key);
             match members.get(key.as_str()) {
@@ -424,7 +430,7 @@ fn unknown_key<'a>(unknown: &str, members: impl IntoIterator<Item = &'a str>) ->
     let shared: Vec<String> = <RunSettings as clap::Args>::augment_args(clap::Command::default())
         .get_arguments()
         .filter_map(|arg| arg.get_long().map(str::to_owned))
-        .chain(["scenario", "target", "flow"].map(str::to_owned))
+        .chain(["scenario", "target"].map(str::to_owned))
         .collect();
     let members: Vec<&str> = members.into_iter().collect();
     let known = shared.iter().map(String::as_str).chain(members.iter().copied());
@@ -514,9 +520,6 @@ mod tests {
             dashboard: some("127.0.0.1:5665"),
             html: Some("r.html".into()),
             progress_to_parent: true,
-            flow: Some(crate::config::FlowSettings {
-                steps: vec![crate::config::StepSettings { send: some("x"), ..Default::default() }],
-            }),
             io: some("epoll"),
             protocol: some("jsonrpc"),
             transport: some("h2"),
@@ -530,6 +533,7 @@ mod tests {
                     ("streams-per-connection", toml::Value::from(50)),
                     ("mqtt-version", toml::Value::from("5")),
                     ("qos", toml::Value::from(1)),
+                    ("flow", toml::Value::Table(toml::from_str("[[steps]]\nsend = \"x\"\n").unwrap())),
                 ]
                 .into_iter()
                 .map(|(key, value)| (key.to_owned(), value))

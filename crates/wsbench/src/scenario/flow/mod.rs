@@ -9,6 +9,7 @@ mod program;
 mod report;
 mod section;
 mod state;
+mod steps;
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -24,11 +25,13 @@ use crate::config::{
 };
 use crate::engine::{PhasePlan, Workload};
 use crate::metrics::Section;
+use crate::options::OptionSpec;
 use crate::result::{ResultError, RunResult};
 use figures::FlowSummary;
 use interpreter::FlowWorkload;
 use program::FlowProgram;
 use section::FlowSection;
+use steps::{FLOW, FlowSettings, StepSettings};
 
 #[derive(Debug)]
 pub struct Flow;
@@ -56,24 +59,27 @@ impl ScenarioRules for Flow {
     fn pacing(&self, _settings: &RunSettings) -> Result<Pacing, ConfigError> {
         Ok(Pacing::Refused("a flow sends as its steps say: drop --rate/--interval"))
     }
-    fn own_settings(&self) -> &'static [&'static str] {
-        &["flow"]
+    fn options(&self) -> &'static [OptionSpec] {
+        &[FLOW]
     }
     fn settings(
         &self,
         settings: &RunSettings,
         load: &LoadSpec,
     ) -> Result<Arc<dyn ScenarioSettings>, ConfigError> {
-        match &settings.flow {
-            Some(flow) => {
-                check_data(&flow.steps, load.handshake.data.as_deref())?;
-                Ok(Arc::new(Program(Arc::new(FlowProgram::compile(flow)?))))
-            }
-            None => Err(invalid_setting(
+        let Some(table) = settings.options.table(&FLOW) else {
+            return Err(invalid_setting(
                 "scenario",
                 "flow runs the [[flow.steps]] of a scenario file: give --scenario FILE",
-            )),
-        }
+            ));
+        };
+        // A scenario file's steps were read where they stand (`steps::check_text`); these
+        // are the same values again, as the settings carry them.
+        let flow: FlowSettings = table.clone().try_into().map_err(|e: toml::de::Error| {
+            ConfigError::Table { table: "flow.steps", problem: e.message().trim_end().to_owned() }
+        })?;
+        check_data(&flow.steps, load.handshake.data.as_deref())?;
+        Ok(Arc::new(Program(Arc::new(FlowProgram::compile(&flow)?))))
     }
 }
 
@@ -124,10 +130,7 @@ impl Presentation for Flow {
 
 /// Every `{data.COLUMN}` in the steps' sends names a column of the `--data` file; without
 /// one, none may be used.
-fn check_data(
-    steps: &[crate::config::StepSettings],
-    data: Option<&crate::config::DataTable>,
-) -> Result<(), ConfigError> {
+fn check_data(steps: &[StepSettings], data: Option<&crate::config::DataTable>) -> Result<(), ConfigError> {
     for step in steps {
         if let Some(send) = &step.send {
             match data {

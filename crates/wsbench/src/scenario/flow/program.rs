@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::{ConfigError, FlowSettings, MAX_FLOW_STEPS, StepSettings};
+use super::steps::{FlowSettings, MAX_FLOW_STEPS, StepSettings};
+use crate::config::ConfigError;
 use crate::units::format::group;
 use crate::units::parse_duration;
 

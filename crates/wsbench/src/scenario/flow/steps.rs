@@ -1,11 +1,38 @@
-//! The `[[flow.steps]]` of a TOML scenario file as given ([`FlowSettings`]): a settings
-//! section like the others, read with the file. The flow scenario checks and compiles them
-//! (`crate::scenario`).
+//! The `[[flow.steps]]` of a TOML scenario file as given ([`FlowSettings`]): the flow
+//! scenario's one option ([`FLOW`]), a table with no flag. The scenario reads it from the
+//! file's text itself ([`check_text`]): too many steps are refused before the text is
+//! parsed, and a mistyped value is named at its line. The compiler (`program`) checks and
+//! compiles the steps.
 
 use serde::{Deserialize, Serialize};
 
-use super::error::ConfigError;
+use crate::options::{Kind, OptionSpec, TableRefusal};
 use crate::units::format::group;
+
+/// `[[flow.steps]]`: the steps each connection runs.
+pub const FLOW: OptionSpec = OptionSpec {
+    flag: "flow",
+    key: "flow",
+    kind: Kind::Table(check_text),
+    value_name: "",
+    default: "",
+    bound: "",
+    help: "the [[flow.steps]] of a scenario file (no flag)",
+    scenarios: &[],
+};
+
+/// The table of a scenario file's text the flow reads (the rest is other settings').
+#[derive(Deserialize)]
+struct FileSteps {
+    flow: Option<FlowSettings>,
+}
+
+/// The flow's check of a scenario file's text: the step estimate, then its `[flow]` read as
+/// [`FlowSettings`], an error pointing where it is in the text.
+fn check_text(text: &str) -> Result<(), TableRefusal> {
+    check_step_estimate(text)?;
+    toml::from_str::<FileSteps>(text).map(|file| drop(file.flow)).map_err(TableRefusal::Toml)
+}
 
 /// Steps of a flow, counting those inside `repeat` blocks (each costs every connection
 /// its compiled form, and every named step a histogram).
@@ -17,10 +44,10 @@ pub const MAX_FLOW_STEPS: usize = 1_000;
 /// line's start, after `{` or `,`): each step has one, and text inside a template rarely
 /// looks like one, so twice the bound is left before the text is refused. The exact count
 /// is the flow compiler's.
-pub fn check_step_estimate(text: &str) -> Result<(), ConfigError> {
+fn check_step_estimate(text: &str) -> Result<(), TableRefusal> {
     let estimate = step_keys(text);
     if estimate > 2 * MAX_FLOW_STEPS {
-        return Err(ConfigError::Table {
+        return Err(TableRefusal::Bound {
             table: "flow.steps",
             problem: format!(
                 "about {} steps (counting those inside repeats): at most {}; loop with repeat = N \
@@ -49,25 +76,6 @@ fn step_keys(text: &str) -> usize {
         }
     }
     count
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn step_keys_count_keys_where_keys_stand_and_not_inside_templates() {
-        let text = "scenario = \"flow\"\n[[flow.steps]]\nsend = '{\"send\": \"x\", \"sleep\" : 1}'\n\
-                    [[flow.steps]]\nrepeat = 2\nsteps = [{ sleep = \"1s\" }, { expect-regex = 'a' },\n  { expect = \"x\" }]\n";
-        assert_eq!(step_keys(text), 5);
-    }
-
-    #[test]
-    fn far_too_many_steps_are_refused_before_parsing() {
-        check_step_estimate(&"[[flow.steps]]\nsend = 'x'\n".repeat(2 * MAX_FLOW_STEPS)).unwrap();
-        let error = check_step_estimate(&"[[flow.steps]]\nsend = 'x'\n".repeat(100_000)).unwrap_err();
-        assert!(error.to_string().contains("about 100,000 steps"), "{error}");
-    }
 }
 
 /// `[flow]` as written in the scenario file.
@@ -108,4 +116,41 @@ pub struct StepSettings {
     /// A count, or `"until-end"`.
     pub repeat: Option<toml::Value>,
     pub steps: Option<Vec<StepSettings>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_keys_count_keys_where_keys_stand_and_not_inside_templates() {
+        let text = "scenario = \"flow\"\n[[flow.steps]]\nsend = '{\"send\": \"x\", \"sleep\" : 1}'\n\
+                    [[flow.steps]]\nrepeat = 2\nsteps = [{ sleep = \"1s\" }, { expect-regex = 'a' },\n  { expect = \"x\" }]\n";
+        assert_eq!(step_keys(text), 5);
+    }
+
+    #[test]
+    fn far_too_many_steps_are_refused_before_parsing() {
+        check_step_estimate(&"[[flow.steps]]\nsend = 'x'\n".repeat(2 * MAX_FLOW_STEPS)).unwrap();
+        match check_step_estimate(&"[[flow.steps]]\nsend = 'x'\n".repeat(100_000)) {
+            Err(TableRefusal::Bound { table, problem }) => {
+                assert_eq!(table, "flow.steps");
+                assert!(problem.contains("about 100,000 steps"), "{problem}");
+            }
+            other => panic!("not refused by its bound: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_mistyped_step_value_is_refused_where_it_stands() {
+        check_text("scenario = \"flow\"\nconnections = 3\n[[flow.steps]]\nsend = \"x\"\n").unwrap();
+        let text = "[[flow.steps]]\nsend = \"x\"\n[[flow.steps]]\nrepeat = 2\nsteps = [ { send = \"a\", count = \"x\" } ]\n";
+        match check_text(text) {
+            Err(TableRefusal::Toml(error)) => {
+                assert!(error.message().contains("invalid type: string \"x\""), "{error}");
+                assert_eq!(&text[error.span().unwrap().start..][..3], "\"x\"");
+            }
+            other => panic!("not refused: {other:?}"),
+        }
+    }
 }
