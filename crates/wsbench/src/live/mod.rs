@@ -309,7 +309,8 @@ impl Tracker<'_> {
                 false => Phase::at(interval.second * 1_000_000 + 500_000, self.window, self.warmup_us),
             };
             let mut second = Second::of(interval, phase, counters, self.window.1);
-            second.stage = self.stages.as_ref().and_then(|plan| plan.stage_of(interval.second)).map(|i| i as u64 + 1);
+            second.stage =
+                self.stages.as_ref().and_then(|plan| plan.stage_of(interval.second)).map(|i| i as u64 + 1);
             self.publisher.write(&second, &interval.latency);
             if let Some(feed) = &self.live.feed {
                 feed.lock().unwrap_or_else(PoisonError::into_inner).write(&second, interval);
