@@ -72,6 +72,17 @@ impl DataTable {
         Ok(DataTable { path: path.to_owned(), columns, rows })
     }
 
+    /// Connection `conn`'s value of column `name` (`None`: the file has no such column).
+    pub fn value(&self, conn: u64, name: &str) -> Option<&str> {
+        let column = self.columns.iter().position(|c| c == name)?;
+        Some(&self.rows[(conn % self.rows.len() as u64) as usize][column])
+    }
+
+    /// How many rows (after the heading) the file has.
+    pub fn rows(&self) -> u64 {
+        self.rows.len() as u64
+    }
+
     /// Checks that every `{data.NAME}` in `text` (the value of `setting`) names a column.
     pub fn check(&self, setting: &'static str, text: &str) -> Result<(), ConfigError> {
         for name in placeholders(text) {
@@ -134,6 +145,12 @@ impl DataTable {
         }
         out.push_str(rest);
         Cow::Owned(out)
+    }
+}
+
+impl crate::protocol::DataRows for DataTable {
+    fn fill_row<'t>(&self, template: &'t str, conn: u64) -> Cow<'t, str> {
+        self.fill(template, conn)
     }
 }
 
