@@ -1,8 +1,9 @@
 //! `--data FILE.csv` (TOML `data`): per-connection values, as Artillery's `payload` CSV and
 //! k6's `SharedArray` give each virtual user its own credentials. The first row names the
 //! columns; row `i mod rows` belongs to connection `i`, and `{data.NAME}` in the upgrade
-//! request's header values, the URL's path and query and a flow's sends becomes that row's
-//! `NAME`. The file
+//! request's header values, the URL's path and query, a flow's sends, patterns and checks,
+//! and the protocols' templates (through [`crate::protocol::DataRows`], filled once per
+//! connection) becomes that row's `NAME`. The file
 //! is read within [`MAX_DATA_FILE_BYTES`] and [`MAX_DATA_ROWS`] (whatever it is), parsed as
 //! RFC 4180 CSV by the small parser below (quoted fields with commas, doubled quotes and
 //! line breaks; CRLF or LF), and every placeholder is checked before the run: a column the
