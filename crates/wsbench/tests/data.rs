@@ -192,6 +192,21 @@ fn a_flows_checks_hold_each_reply_to_its_connections_row() {
         "alice's pass: {}",
         result["summary"]
     );
+    let unknown = dir.join("unknown.toml");
+    std::fs::write(
+        &unknown,
+        "scenario = \"flow\"\n[[flow.steps]]\nsend = \"hi\"\n[[flow.steps]]\nexpect-regex = 'hi {data.floor}'\n",
+    )
+    .unwrap();
+    let args = [
+        "run",
+        "ws://127.0.0.1:9/",
+        "--scenario",
+        unknown.to_str().unwrap(),
+        "--data",
+        csv.to_str().unwrap(),
+    ];
+    refused(&args, 2, "has no column `floor`");
     std::fs::remove_dir_all(dir).unwrap();
 }
 
