@@ -1,7 +1,9 @@
 //! `run --data users.csv` end to end: a server that admits each user only with its own
 //! token (headers and URL query checked per connection) admits every connection of a run
 //! whose rows are right, each user once, and refuses a run whose file holds a wrong token;
-//! a placeholder naming a column the file lacks is a usage error naming it.
+//! a flow's sends, patterns and checks take each connection's row; a protocol's template
+//! whose row makes a topic the protocol refuses is a usage error naming the row; a
+//! placeholder naming a column the file lacks is a usage error naming it.
 
 mod support;
 
@@ -139,5 +141,97 @@ fn a_flows_sends_carry_each_connections_row() {
     let (code, result) = flow("erin");
     assert_ne!(code, Some(0));
     assert!(result["summary"]["errors"]["flow_unmatched"].as_u64() > Some(0), "{}", result["summary"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A flow's `check-json` and `check-regex` are filled with each connection's own row: echoes
+/// of sends carrying the row pass them all; sends all carrying alice's name pass only on
+/// alice's connection, every other connection's replies counted as mismatched.
+#[test]
+fn a_flows_checks_hold_each_reply_to_its_connections_row() {
+    let dir = fresh_dir("data-checks");
+    let csv = users_csv(&dir, "users.csv", 0);
+    let flow = |name: &str, sent_user: &str| {
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "scenario = \"flow\"\nconnections = 4\nduration = \"2s\"\n\n[[flow.steps]]\nrepeat = \"until-end\"\n\
+                 steps = [\n  {{ name = \"hi\", send = '{{\"id\":\"{{conn}}-{{seq}}\",\"user\":\"{sent_user}\"}}' }},\n  \
+                 {{ expect = \"hi\", match-field = \"id\", timeout = \"2s\", check-json = {{ \"/user\" = \"{{data.user}}\" }}, \
+                 check-regex = '\"user\":\"{{data.user}}\"' }},\n  {{ sleep = \"50ms\" }},\n]\n"
+            ),
+        )
+        .unwrap();
+        let json = path.with_extension("json");
+        let finished = run_with_timeout(
+            Command::new(wsbench_bin())
+                .arg("run")
+                .arg("--scenario")
+                .arg(&path)
+                .arg("--data")
+                .arg(&csv)
+                .arg("--json")
+                .arg(&json)
+                .arg("--quiet"),
+            Duration::from_secs(60),
+        );
+        let result: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        (finished.status.and_then(|s| s.code()), result)
+    };
+    let (code, result) = flow("own", "{data.user}");
+    assert_eq!(code, Some(0), "{}", result["summary"]);
+    assert!(result["summary"]["errors"].as_object().unwrap().is_empty(), "{}", result["summary"]);
+    assert!(result["summary"]["latency_us"]["count"].as_u64() > Some(0), "{}", result["summary"]);
+    let (code, result) = flow("alices", "alice");
+    assert_ne!(code, Some(0));
+    let errors = &result["summary"]["errors"];
+    assert!(errors["flow_mismatch"].as_u64() > Some(0), "bob's, carol's and dave's replies: {errors}");
+    assert!(
+        result["summary"]["latency_us"]["count"].as_u64() > Some(0),
+        "alice's pass: {}",
+        result["summary"]
+    );
+    let unknown = dir.join("unknown.toml");
+    std::fs::write(
+        &unknown,
+        "scenario = \"flow\"\n[[flow.steps]]\nsend = \"hi\"\n[[flow.steps]]\nexpect-regex = 'hi {data.floor}'\n",
+    )
+    .unwrap();
+    let args = [
+        "run",
+        "ws://127.0.0.1:9/",
+        "--scenario",
+        unknown.to_str().unwrap(),
+        "--data",
+        csv.to_str().unwrap(),
+    ];
+    refused(&args, 2, "has no column `floor`");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A protocol's templates take `{data.NAME}` as the handshake's do: a column the file lacks
+/// is named, a placeholder without `--data` is refused, and a row whose value would make a
+/// topic MQTT refuses (a wildcard) is named by its row before anything connects.
+#[test]
+fn a_protocols_templates_are_checked_against_every_row_before_load() {
+    let dir = fresh_dir("data-protocol");
+    let rooms = dir.join("rooms.csv");
+    std::fs::write(&rooms, "room\nlobby\nsport/+\n").unwrap();
+    let rooms = rooms.to_str().unwrap();
+    let mqtt = ["run", "pubsub", "ws://127.0.0.1:9/", "--protocol", "mqtt", "--topic"];
+    refused(
+        &[&mqtt[..], &["r/{data.floor}/{topic}", "--data", rooms]].concat(),
+        2,
+        "--topic: `{data.floor}`",
+    );
+    refused(&[&mqtt[..], &["r/{data.room}/{topic}"]].concat(), 2, "--topic: `{data.NAME}` needs --data");
+    refused(&[&mqtt[..], &["r/{data.room}/{topic}", "--data", rooms]].concat(), 2, "(with row 3 of");
+    let stomp = ["run", "pubsub", "ws://127.0.0.1:9/", "--protocol", "stomp", "--destination"];
+    refused(
+        &[&stomp[..], &["/topic/{data.floor}.{topic}", "--data", rooms]].concat(),
+        2,
+        "has no column `floor`",
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -188,3 +188,27 @@ fn stages_that_cannot_run_are_usage_errors_naming_the_conflict() {
     refused(&["run", "--stages", "1500ms:10c"], 2, "a stage lasts whole seconds");
     refused(&["run", "--scenario", "churn", "--stages", "5s:10c"], 2, "connection stages do not apply");
 }
+
+/// A staged run's `--stream` lines name the stage each second falls in (as the result
+/// names them), so the live view, the stream and the dashboard say where the plan is.
+#[test]
+fn a_staged_runs_stream_lines_carry_their_stage() {
+    let addr = shared_server(&[]);
+    let dir = fresh_dir("stages-stream");
+    let stream = dir.join("live.jsonl");
+    let args = ["--stages", "2s:50/s,2s:100/s", "--connections", "2", "--stream", stream.to_str().unwrap()];
+    let (code, stdout, _, _) = staged_run(&format!("ws://{addr}"), &args, &dir, "streamed");
+    assert_eq!(code, Some(0), "{stdout}");
+    let text = std::fs::read_to_string(&stream).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut seen = Vec::new();
+    for line in &lines {
+        let second = line["second"].as_u64().unwrap();
+        if second < 4 {
+            assert_eq!(line["stage"], format!("stage{}", second / 2 + 1), "{line}");
+            seen.push(second);
+        }
+    }
+    assert_eq!(seen, [0, 1, 2, 3], "every second of the plan streamed once:\n{text}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -1,8 +1,9 @@
 //! `--data FILE.csv` (TOML `data`): per-connection values, as Artillery's `payload` CSV and
 //! k6's `SharedArray` give each virtual user its own credentials. The first row names the
 //! columns; row `i mod rows` belongs to connection `i`, and `{data.NAME}` in the upgrade
-//! request's header values, the URL's path and query and a flow's sends becomes that row's
-//! `NAME`. The file
+//! request's header values, the URL's path and query, a flow's sends, patterns and checks,
+//! and the protocols' templates (through [`crate::protocol::DataRows`], filled once per
+//! connection) becomes that row's `NAME`. The file
 //! is read within [`MAX_DATA_FILE_BYTES`] and [`MAX_DATA_ROWS`] (whatever it is), parsed as
 //! RFC 4180 CSV by the small parser below (quoted fields with commas, doubled quotes and
 //! line breaks; CRLF or LF), and every placeholder is checked before the run: a column the
@@ -72,6 +73,17 @@ impl DataTable {
         Ok(DataTable { path: path.to_owned(), columns, rows })
     }
 
+    /// Connection `conn`'s value of column `name` (`None`: the file has no such column).
+    pub fn value(&self, conn: u64, name: &str) -> Option<&str> {
+        let column = self.columns.iter().position(|c| c == name)?;
+        Some(&self.rows[(conn % self.rows.len() as u64) as usize][column])
+    }
+
+    /// How many rows (after the heading) the file has.
+    pub fn rows(&self) -> u64 {
+        self.rows.len() as u64
+    }
+
     /// Checks that every `{data.NAME}` in `text` (the value of `setting`) names a column.
     pub fn check(&self, setting: &'static str, text: &str) -> Result<(), ConfigError> {
         for name in placeholders(text) {
@@ -134,6 +146,12 @@ impl DataTable {
         }
         out.push_str(rest);
         Cow::Owned(out)
+    }
+}
+
+impl crate::protocol::DataRows for DataTable {
+    fn fill_row<'t>(&self, template: &'t str, conn: u64) -> Cow<'t, str> {
+        self.fill(template, conn)
     }
 }
 

@@ -206,9 +206,10 @@ pub struct RunSettings {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub header: Vec<String>,
     /// CSV file of per-connection values (a heading row, then rows): row i mod rows belongs
-    /// to connection i, and `{data.COLUMN}` in header values, the URL's path and query and a
-    /// flow's sends becomes its value, e.g. 'Authorization: Bearer {data.token}' (at most
-    /// 64 MiB).
+    /// to connection i, and `{data.COLUMN}` in header values, the URL's path and query, a
+    /// flow's sends, patterns and checks, and the protocol's templates (--topic,
+    /// --destination, …) becomes its value, e.g. 'Authorization: Bearer {data.token}' (at
+    /// most 64 MiB).
     #[arg(long, value_name = "FILE.csv")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<PathBuf>,

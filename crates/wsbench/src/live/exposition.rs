@@ -161,6 +161,7 @@ mod tests {
         let second = Second {
             second: 0,
             phase: Phase::Measured,
+            stage: None,
             round_trips: 5,
             connections_open: 1,
             p50_us: 200,

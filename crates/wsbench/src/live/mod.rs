@@ -58,6 +58,9 @@ pub struct Second {
     /// Seconds since the run's start.
     pub second: u64,
     pub phase: Phase,
+    /// With `--stages`, the stage the second belongs to, numbered from 1 as the result
+    /// names them (`stage1`, …); `None` without stages or past the last.
+    pub stage: Option<u64>,
     /// Round trips completed in this second (exact).
     pub round_trips: u64,
     pub connections_open: u64,
@@ -102,6 +105,7 @@ impl Second {
         Second {
             second: interval.second,
             phase,
+            stage: None,
             round_trips: interval.exchanges,
             connections_open: interval.connections_open,
             p50_us: quantile(0.5),
@@ -113,6 +117,11 @@ impl Second {
             remaining_secs: (end_us != u64::MAX).then(|| end_us.saturating_sub(now_us).div_ceil(1_000_000)),
             shards: None,
         }
+    }
+
+    /// The second's stage as the result names it (`stage2`), when it has one.
+    pub fn stage_name(&self) -> Option<String> {
+        self.stage.map(|n| format!("stage{n}"))
     }
 
     /// Every error counted so far, of any kind.
@@ -227,6 +236,7 @@ impl Live {
             window: (u64::MAX, u64::MAX),
             warmup_us: phases.warmup().as_micros() as u64,
             warmup_run: false,
+            stages: load.stages.clone(),
             publisher: self.publisher(load.connections, server_pids),
             hlog,
         }
@@ -241,6 +251,7 @@ impl Live {
             window: (u64::MAX, u64::MAX),
             warmup_us: 0,
             warmup_run: true,
+            stages: None,
             publisher: self.publisher(load.connections, Vec::new()),
             hlog: None,
         }
@@ -259,6 +270,8 @@ pub struct Tracker<'a> {
     warmup_us: u64,
     /// The run is an unmeasured warm-up of its own: every second of it is warm-up.
     warmup_run: bool,
+    /// `--stages`: each second is named by the stage it falls in.
+    stages: Option<crate::config::StagePlan>,
     publisher: Publisher,
     /// `--hlog`, written a second at a time.
     hlog: Option<HlogWriter>,
@@ -295,7 +308,9 @@ impl Tracker<'_> {
                 true => Phase::Warmup,
                 false => Phase::at(interval.second * 1_000_000 + 500_000, self.window, self.warmup_us),
             };
-            let second = Second::of(interval, phase, counters, self.window.1);
+            let mut second = Second::of(interval, phase, counters, self.window.1);
+            second.stage =
+                self.stages.as_ref().and_then(|plan| plan.stage_of(interval.second)).map(|i| i as u64 + 1);
             self.publisher.write(&second, &interval.latency);
             if let Some(feed) = &self.live.feed {
                 feed.lock().unwrap_or_else(PoisonError::into_inner).write(&second, interval);

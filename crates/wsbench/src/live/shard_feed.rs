@@ -26,6 +26,8 @@ pub struct ShardSecond {
     pub step: u64,
     pub second: u64,
     pub phase: Phase,
+    /// With `--stages`, the stage (from 1) the second falls in.
+    pub stage: Option<u64>,
     pub round_trips: u64,
     pub connections_open: u64,
     pub remaining_secs: Option<u64>,
@@ -42,6 +44,8 @@ struct Wire {
     step: u64,
     second: u64,
     phase: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stage: Option<u64>,
     round_trips: u64,
     connections_open: u64,
     remaining_secs: Option<u64>,
@@ -73,6 +77,7 @@ pub fn line(second: &Second, interval: &Interval, step: u64) -> String {
         step,
         second: second.second,
         phase: second.phase.name().to_owned(),
+        stage: second.stage,
         round_trips: second.round_trips,
         connections_open: second.connections_open,
         remaining_secs: second.remaining_secs,
@@ -91,6 +96,7 @@ pub fn parse(line: &str) -> Option<ShardSecond> {
         step: wire.step,
         second: wire.second,
         phase: Phase::ALL.into_iter().find(|phase| phase.name() == wire.phase)?,
+        stage: wire.stage,
         round_trips: wire.round_trips,
         connections_open: wire.connections_open,
         remaining_secs: wire.remaining_secs,

@@ -137,6 +137,7 @@ impl ShardSeconds {
         let second = Second {
             second: key.1,
             phase: first.map_or(crate::engine::Phase::Ramp, |s| s.phase),
+            stage: first.and_then(|s| s.stage),
             round_trips,
             connections_open: open,
             p50_us: quantile(0.5),
@@ -266,6 +267,7 @@ mod tests {
             step,
             second,
             phase: Phase::Measured,
+            stage: None,
             round_trips,
             connections_open: 10,
             remaining_secs: Some(5 - second),

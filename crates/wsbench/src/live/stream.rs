@@ -1,7 +1,7 @@
 //! `--stream FILE`: one JSON object per line, one line per second of the run, flushed as it
 //! is written so `tail -f` or a collector sees each second when it ends. A line holds the
 //! second's round trips and latency (the per-second interval the result keeps too), its
-//! phase, and the run's counters so far. A `--find-max-rate` run appends every step's
+//! phase (and stage, with `--stages`), and the run's counters so far. A `--find-max-rate` run appends every step's
 //! seconds (each step counts its seconds from 0 again; `step` numbers them).
 
 use std::fs::File;
@@ -67,6 +67,9 @@ pub fn line(s: &Second, step: u64) -> serde_json::Value {
             "errors": s.errors,
         },
     });
+    if let Some(stage) = s.stage_name() {
+        line["stage"] = json!(stage);
+    }
     if let Some(spread) = &s.shards {
         line["shards"] = json!({
             "running": spread.running,
@@ -88,6 +91,7 @@ mod tests {
         Second {
             second: n,
             phase: Phase::Warmup,
+            stage: None,
             round_trips: 7,
             connections_open: 2,
             p50_us: 100,
@@ -119,5 +123,12 @@ mod tests {
         assert_eq!(lines[1]["counters"]["errors"]["reset"], 1);
         assert_eq!(lines.iter().map(|l| l["step"].as_u64().unwrap()).collect::<Vec<_>>(), [0, 0, 1]);
         drop(stream);
+    }
+
+    #[test]
+    fn a_staged_second_names_its_stage_and_an_unstaged_one_has_none() {
+        let staged = Second { stage: Some(2), ..second(3) };
+        assert_eq!(line(&staged, 0)["stage"], "stage2");
+        assert!(line(&second(3), 0).get("stage").is_none());
     }
 }

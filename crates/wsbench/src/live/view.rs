@@ -74,9 +74,10 @@ impl View {
 /// The terminal block for `second` (its first line follows the spinner).
 pub fn block(s: &Second, exchanges: &str) -> String {
     format!(
-        "{phase}  {elapsed} s elapsed{left}\n  connections  {up} up, {failed} failed\n  {exchanges:<11}  \
+        "{phase}{stage}  {elapsed} s elapsed{left}\n  connections  {up} up, {failed} failed\n  {exchanges:<11}  \
          {rate}/s this second   p50 {p50}   p99 {p99}\n  errors       {errors}{shards}",
         phase = s.phase.name(),
+        stage = s.stage_name().map_or(String::new(), |stage| format!(" · {stage}")),
         elapsed = s.second + 1,
         left = s.remaining_secs.map_or(String::new(), |left| format!(", {left} s left")),
         up = group(s.connections_open),
@@ -94,10 +95,11 @@ pub fn block(s: &Second, exchanges: &str) -> String {
 /// The plain line for `second`: one per second, each whole.
 pub fn line(s: &Second, exchanges: &str) -> String {
     format!(
-        "wsbench: {elapsed:>4} s {phase:<8}  {rate} {exchanges}/s  p50 {p50}  p99 {p99}  \
+        "wsbench: {elapsed:>4} s {phase:<8}{stage}  {rate} {exchanges}/s  p50 {p50}  p99 {p99}  \
          connections {up} up, {failed} failed  errors {errors}{left}{shards}",
         elapsed = s.second + 1,
         phase = s.phase.name(),
+        stage = s.stage_name().map_or(String::new(), |stage| format!("  {stage}")),
         rate = group(s.round_trips),
         p50 = latency(s.p50_us, s.round_trips),
         p99 = latency(s.p99_us, s.round_trips),
@@ -142,6 +144,7 @@ pub(super) mod tests {
         Second {
             second: 4,
             phase: Phase::Measured,
+            stage: None,
             round_trips: 12_345,
             connections_open: 10,
             p50_us: 210,

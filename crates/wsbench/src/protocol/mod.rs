@@ -96,6 +96,25 @@ pub struct Setup<'a> {
     pub options: &'a Options,
     /// How long the session may take to become ready, and the connect timeout the run uses.
     pub open_timeout: Duration,
+    /// `--data`: the table whose row `index mod rows` is this connection's, for the
+    /// `{data.NAME}` in the protocol's templates (filled once, when the session is made).
+    pub data: Option<&'a dyn DataRows>,
+}
+
+impl Setup<'_> {
+    /// `template` with each `{data.NAME}` replaced by the connection's row's value.
+    pub fn fill<'t>(&self, template: &'t str) -> std::borrow::Cow<'t, str> {
+        match self.data {
+            Some(data) => data.fill_row(template, self.index),
+            None => std::borrow::Cow::Borrowed(template),
+        }
+    }
+}
+
+/// The run's `--data` rows as a protocol sees them: what fills a template's `{data.NAME}`
+/// with connection `conn`'s row (row `conn mod rows`).
+pub trait DataRows: Sync + Debug {
+    fn fill_row<'t>(&self, template: &'t str, conn: u64) -> std::borrow::Cow<'t, str>;
 }
 
 /// A message protocol: its name, what it needs of the handshake, and a session for each
@@ -224,7 +243,7 @@ pub(crate) mod tests {
 
     /// Connection 0's setup for `usage`.
     pub fn setup(usage: Use, options: &Options) -> Setup<'_> {
-        Setup { index: 0, run: "r1", usage, options, open_timeout: Duration::from_secs(5) }
+        Setup { index: 0, run: "r1", usage, options, open_timeout: Duration::from_secs(5), data: None }
     }
 
     /// Everything a session sent and said.

@@ -60,6 +60,7 @@ pub fn settle_protocol(scenario: &dyn Descriptor, config: &mut RunConfig) -> Res
         ));
     }
     protocol.check(&load.protocol_options).map_err(|problem| invalid_setting("protocol", problem))?;
+    check_data_options(protocol, &load.protocol_options, load.handshake.data.as_deref())?;
     match config.target.as_mut() {
         Some(target) => {
             if let Some(path) = protocol.path(&target.path) {
@@ -138,9 +139,43 @@ impl Plan for ScenarioPlan {
             usage: self.scenario.protocol_use(),
             options: &self.load.protocol_options,
             open_timeout: self.load.connect_timeout,
+            data: self.load.handshake.data.as_deref().map(|data| data as &dyn crate::protocol::DataRows),
         };
         protocol.session(&setup)
     }
+}
+
+/// Every `{data.NAME}` in the protocol's options names a column of the `--data` file (none
+/// without one), and every row's values make options the protocol takes: a value that
+/// would make a topic or a header it refuses is a usage error naming its row, before load.
+fn check_data_options(
+    protocol: &dyn crate::protocol::Protocol,
+    options: &crate::protocol::Options,
+    data: Option<&crate::config::DataTable>,
+) -> Result<(), ConfigError> {
+    let templated: Vec<(&'static str, &str, &str)> = protocol
+        .options()
+        .iter()
+        .filter_map(|spec| Some((spec.flag, spec.key, options.given.text(spec)?)))
+        .filter(|(_, _, text)| text.contains("{data."))
+        .collect();
+    let Some(&(flag, ..)) = templated.first() else { return Ok(()) };
+    let Some(data) = data else {
+        return Err(invalid_setting(flag, "`{data.NAME}` needs --data FILE.csv, whose columns it names"));
+    };
+    for &(flag, _, text) in &templated {
+        data.check(flag, text)?;
+    }
+    let mut filled = options.clone();
+    for row in 0..data.rows() {
+        for &(_, key, text) in &templated {
+            filled.given.0.insert(key.to_owned(), toml::Value::String(data.fill(text, row).into_owned()));
+        }
+        protocol.check(&filled).map_err(|problem| {
+            invalid_setting(flag, format!("{problem} (with row {} of {})", row + 2, data.path.display()))
+        })?;
+    }
+    Ok(())
 }
 
 /// A result's metrics, losslessly, its scenario's section included (for a scenario this

@@ -351,3 +351,34 @@ fn a_subscriber_taken_over_mid_run_is_the_only_one_short_by_what_it_missed() {
     assert_eq!(errors.remove("pubsub_lost"), Some(lost), "{}", context());
     assert_eq!(errors.values().sum::<u64>(), 1, "the one disconnection alone\n{}", context());
 }
+
+/// `--topic` with `{data.room}`: each connection's topics are named with its `--data` row's
+/// room, filled once when its session is made. The test's own client, subscribed to the
+/// room's topics before the run, gets the run's publishes there; the fan-out is complete.
+#[test]
+fn a_topic_template_takes_each_connections_room_from_its_data_row_through_mosquitto() {
+    let Some(broker) = or_skip(start_mosquitto()) else { return };
+    let tcp = broker.port_of("tcp").expect("mosquitto's TCP listener");
+    let dir = scratch("mqtt-data-topic-rooms");
+    let room = format!("room-{}", std::process::id());
+    let rooms = dir.join("rooms.csv");
+    std::fs::write(&rooms, format!("room\n{room}\n")).unwrap();
+    let mut observer = TcpClient::connect(tcp, &format!("observer-{room}"));
+    observer.subscribe(&format!("wsbench-data/{room}/#"));
+    let shape = ["--subscribers", "20", "--topics", "2", "--publishers", "2", "--rate", "50/s"];
+    let load = ["--protocol", "mqtt", "--qos", "1", "--warmup", "1s", "--duration", "2s"];
+    let data = ["--topic", "wsbench-data/{data.room}/{topic}", "--data", arg(&rooms)];
+    let url = broker.url("/");
+    let args = [&["pubsub", &url][..], &shape, &load, &data, &["--threshold", "errors==0"]].concat();
+    let (finished, result) = run("mqtt-data-topic", &args, Duration::from_secs(120));
+    finished.assert_success();
+    let mut observed = 0u64;
+    while let Some(reading) = observer.next(Duration::from_millis(500)) {
+        observed += u64::from(matches!(reading, Reading::Publish(_)));
+    }
+    let delivered = uint(&result, "/pubsub/delivered");
+    assert!(delivered > 0, "{}", result["pubsub"]);
+    assert_eq!(delivered, uint(&result, "/pubsub/expected_deliveries"), "{}", result["pubsub"]);
+    assert!(observed > 0, "no publish reached wsbench-data/{room}/#: {}", result["pubsub"]);
+    assert_eq!(result["config"]["protocol_options"]["topic"], "wsbench-data/{data.room}/{topic}");
+}

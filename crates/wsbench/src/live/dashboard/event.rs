@@ -102,6 +102,7 @@ mod tests {
         Second {
             second: 3,
             phase: Phase::Measured,
+            stage: None,
             round_trips: 900,
             connections_open: 10,
             p50_us: 100,

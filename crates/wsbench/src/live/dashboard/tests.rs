@@ -11,6 +11,7 @@ fn second(n: u64) -> (Second, u64) {
     let second = Second {
         second: n,
         phase: Phase::Measured,
+        stage: None,
         round_trips: 100 + n,
         connections_open: 4,
         p50_us: 10,

@@ -83,7 +83,7 @@ impl Protocol for GraphqlWs {
         !options.given.given(&QUERY)
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
-        let query = setup.options.given.text(&QUERY).unwrap_or(DEFAULT_QUERY).to_owned();
+        let query = setup.fill(setup.options.given.text(&QUERY).unwrap_or(DEFAULT_QUERY)).into_owned();
         Box::new(GraphqlWsSession {
             flow: setup.usage == Use::Messages,
             query,

@@ -57,7 +57,7 @@ impl Protocol for JsonRpc {
         }
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
-        let method = setup.options.given.text(&METHOD).unwrap_or(DEFAULT_METHOD).to_owned();
+        let method = setup.fill(setup.options.given.text(&METHOD).unwrap_or(DEFAULT_METHOD)).into_owned();
         Box::new(JsonRpcSession {
             flow: setup.usage == Use::Messages,
             method,

@@ -103,7 +103,8 @@ impl Protocol for Mqtt {
         let qos = qos(setup.options).unwrap_or(QoS::AtMostOnce);
         let version = version(setup.options).unwrap_or(Version::V311);
         let client_id = client_id(setup.run, setup.index);
-        let template = topic_template(setup.options).unwrap_or_default();
+        let given = setup.options.given.text(&TOPIC).map(|template| setup.fill(template));
+        let template = split_topic(given.as_deref()).unwrap_or_default();
         Box::new(MqttSession::new(version, qos, setup.usage, client_id, template))
     }
 }
@@ -130,7 +131,12 @@ fn qos(options: &Options) -> Result<QoS, String> {
 /// `--topic` split around its `{topic}` (what comes before the topic's number and what
 /// after); `None` for the default, under which an MQTT topic is the workload's own name.
 fn topic_template(options: &Options) -> Result<Option<(String, String)>, String> {
-    let Some(template) = options.given.text(&TOPIC).filter(|given| *given != DEFAULT_TOPIC) else {
+    split_topic(options.given.text(&TOPIC))
+}
+
+/// [`topic_template`] of `given` as given, or with the connection's `{data.NAME}` filled in.
+fn split_topic(given: Option<&str>) -> Result<Option<(String, String)>, String> {
+    let Some(template) = given.filter(|given| *given != DEFAULT_TOPIC) else {
         return Ok(None);
     };
     if template.contains(['+', '#', '\0']) {

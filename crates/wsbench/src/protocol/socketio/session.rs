@@ -90,7 +90,7 @@ impl SocketIoSession {
     pub(super) fn new(setup: &Setup<'_>) -> SocketIoSession {
         SocketIoSession {
             usage: setup.usage,
-            event: setup.options.given.text(&super::EVENT).unwrap_or(DEFAULT_EVENT).to_owned(),
+            event: setup.fill(setup.options.given.text(&super::EVENT).unwrap_or(DEFAULT_EVENT)).into_owned(),
             binary: setup.options.binary,
             phase: Phase::AwaitingOpen,
             // A Socket.IO server sends the open packet together with the upgrade's answer;

@@ -104,16 +104,21 @@ impl Protocol for Stomp {
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         let heartbeat = heartbeat_ms(setup.options).unwrap_or(DEFAULT_HEARTBEAT.as_millis() as u32);
-        let vhost = setup.options.given.text(&VHOST).unwrap_or(DEFAULT_VHOST);
-        let destination = destination(setup.options).unwrap_or_default();
-        Box::new(StompSession::new(setup, vhost, heartbeat, destination))
+        let vhost = setup.fill(setup.options.given.text(&VHOST).unwrap_or(DEFAULT_VHOST));
+        let template = setup.options.given.text(&DESTINATION).unwrap_or(DEFAULT_DESTINATION);
+        let destination = split_destination(&setup.fill(template)).unwrap_or_default();
+        Box::new(StompSession::new(setup, &vhost, heartbeat, destination))
     }
 }
 
 /// `--destination` split around its `{topic}`: what comes before the topic's number and
 /// what after; or why the template cannot be one.
 fn destination(options: &Options) -> Result<(String, String), String> {
-    let template = options.given.text(&DESTINATION).unwrap_or(DEFAULT_DESTINATION);
+    split_destination(options.given.text(&DESTINATION).unwrap_or(DEFAULT_DESTINATION))
+}
+
+/// [`destination`] of `template` as given, or with the connection's `{data.NAME}` filled in.
+fn split_destination(template: &str) -> Result<(String, String), String> {
     if template.contains(['\r', '\n', '\0']) {
         return Err("--destination holds a line break or NUL, which a STOMP header cannot carry".into());
     }

@@ -277,3 +277,29 @@ fn options_it_cannot_honour_are_refused() {
     assert!(Stomp.check(&Options::with([("vhost", "a\nb".into())])).is_err());
     assert!(Stomp.serves(Use::Requests) && Stomp.serves(Use::PubSub) && !Stomp.serves(Use::Messages));
 }
+
+/// Rooms by connection, as a `--data` file with a `room` column gives them.
+#[derive(Debug)]
+struct Rooms(&'static [&'static str]);
+
+impl crate::protocol::DataRows for Rooms {
+    fn fill_row<'t>(&self, template: &'t str, conn: u64) -> std::borrow::Cow<'t, str> {
+        template.replace("{data.room}", self.0[(conn % self.0.len() as u64) as usize]).into()
+    }
+}
+
+#[test]
+fn a_destination_and_vhost_take_the_connections_data_row_once_at_setup() {
+    let options = Options::with([
+        ("destination", "/exchange/{data.room}/t{topic}".into()),
+        ("vhost", "{data.room}-vh".into()),
+    ]);
+    let rooms = Rooms(&["lobby", "sport"]);
+    let mut session = Stomp.session(&Setup { index: 3, data: Some(&rooms), ..setup(Use::PubSub, &options) });
+    let mut heard = Heard::default();
+    session.open(Instant::now(), &mut heard);
+    assert!(heard.sent_text(0).contains("\nhost:sport-vh\n"), "{}", heard.sent_text(0));
+    session.receive(CONNECTED, false, Instant::now(), &mut heard);
+    session.subscribe("t4", &mut heard);
+    assert!(heard.sent_text(1).contains("\ndestination:/exchange/sport/t4\n"), "{}", heard.sent_text(1));
+}

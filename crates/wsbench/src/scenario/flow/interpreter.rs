@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use wsbench_proto::OpCode;
 
-use super::program::{FlowProgram, Op as FlowOp, Piece as FlowPiece, Replies, Vars, render};
+use super::program::{FlowProgram, Op as FlowOp, Piece as FlowPiece, Replies, Vars, render_with};
 use super::section::FlowSection;
 use super::state::{FlowState, Outstanding, Wait};
 use crate::engine::conn::ClientConn;
@@ -138,10 +138,7 @@ impl FlowWorkload {
         now: Instant,
     ) {
         let vars = Vars::new(conn.index, flow.seq, now);
-        let mut text = render(template, &vars);
-        if let Some(data) = &self.data {
-            text = data.fill(&text, conn.index).into_owned();
-        }
+        let text = render_with(template, &vars, self.data.as_deref(), false);
         flow.seq += 1;
         flow.last_vars = vars;
         flow.sent(name, now);
@@ -196,13 +193,13 @@ impl FlowWorkload {
         let program = self.program.clone();
         if let Wait::Regex(pc, waited_since, _) = flow.wait
             && let FlowOp::ExpectRegex { name, pattern, since, checks, .. } = &program.ops[pc]
-            && pattern.regex(&flow.last_vars).is_match(&text)
+            && pattern.regex(&flow.last_vars, self.data.as_deref()).is_match(&text)
         {
             let from = since
                 .as_ref()
                 .and_then(|send| flow.sent_at.iter().find(|(known, _)| known == send))
                 .map_or(waited_since, |&(_, at)| at);
-            match (error, checks.pass(&text, &flow.last_vars)) {
+            match (error, checks.pass(&text, &flow.last_vars, self.data.as_deref())) {
                 (true, _) => *self.section.refused.entry(name.clone()).or_default() += 1,
                 (false, true) => self.record(cx, name, now.duration_since(from).as_micros() as u64, now),
                 (false, false) => *self.section.mismatched.entry(name.clone()).or_default() += 1,
@@ -241,6 +238,8 @@ impl FlowWorkload {
         now: Instant,
     ) {
         let program = self.program.clone();
+        let data = self.data.clone();
+        let data = data.as_deref();
         let outstanding = &mut flow.outstanding[index];
         let Some((_, replies, checks)) = program.send(&outstanding.name) else { return };
         let ends = match (error, replies) {
@@ -248,9 +247,9 @@ impl FlowWorkload {
                 *self.section.refused.entry(outstanding.name.clone()).or_default() += 1;
                 true
             }
-            (false, Replies::Until(pattern)) if pattern.regex(&outstanding.vars).is_match(text) => true,
+            (false, Replies::Until(pattern)) if pattern.regex(&outstanding.vars, data).is_match(text) => true,
             (false, _) => {
-                match checks.pass(text, &outstanding.vars) {
+                match checks.pass(text, &outstanding.vars, data) {
                     true => {
                         let micros = now.duration_since(outstanding.sent).as_micros() as u64;
                         let name = outstanding.name.clone();
@@ -387,7 +386,7 @@ mod tests {
             FlowPiece::Text("}".into()),
         ];
         let vars = Vars::new(7, 3, Instant::now());
-        assert_eq!(render(&template, &vars), "{\"id\":3,\"c\":7}");
-        assert_eq!(render(&[FlowPiece::RandU32], &vars), vars.rand_u32.to_string());
+        assert_eq!(render_with(&template, &vars, None, false), "{\"id\":3,\"c\":7}");
+        assert_eq!(render_with(&[FlowPiece::RandU32], &vars, None, false), vars.rand_u32.to_string());
     }
 }

@@ -128,17 +128,22 @@ impl Presentation for Flow {
     }
 }
 
-/// Every `{data.COLUMN}` in the steps' sends names a column of the `--data` file; without
-/// one, none may be used.
-fn check_data(steps: &[StepSettings], data: Option<&crate::config::DataTable>) -> Result<(), ConfigError> {
+/// Every `{data.COLUMN}` in the steps' templates (sends, patterns, checks) names a column of
+/// the `--data` file; without one, none may be used.
+fn check_data(
+    steps: &[StepSettings],
+    data: Option<&crate::config::DataTable>,
+) -> Result<(), ConfigError> {
     for step in steps {
-        if let Some(send) = &step.send {
+        let checked = step.check_json.iter().flatten().filter_map(|(_, value)| value.as_str());
+        let patterns = [&step.send, &step.until, &step.expect_regex, &step.check_regex];
+        for text in patterns.into_iter().flatten().map(String::as_str).chain(checked) {
             match data {
-                Some(data) => data.check("scenario", send)?,
-                None if send.contains("{data.") => {
+                Some(data) => data.check("scenario", text)?,
+                None if text.contains("{data.") => {
                     return Err(invalid_setting(
                         "scenario",
-                        "a send's `{data.NAME}` needs --data FILE.csv, whose columns it names",
+                        format!("`{text}`: `{{data.NAME}}` needs --data FILE.csv, whose columns it names"),
                     ));
                 }
                 None => {}

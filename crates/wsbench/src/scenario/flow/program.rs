@@ -4,7 +4,8 @@
 //! `count`, or every one `until` a regex matches) within a timeout, each checked by content
 //! (`check-json`, `check-regex`); wait for a message matching a regex (`expect-regex`, its
 //! latency from the wait or `since` a send); `sleep`; `repeat` a block N times or until the
-//! run ends. Templates (`{conn}`, `{seq}`, `{now_us}`, `{rand_u32}`) are filled in sends,
+//! run ends. Templates (`{conn}`, `{seq}`, `{now_us}`, `{rand_u32}`, and `{data.NAME}` from
+//! the connection's `--data` row) are filled in sends,
 //! and in patterns and checks with the values of the send they answer. A bad step is a
 //! one-line error naming it (exit 2).
 
@@ -15,7 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::steps::{FlowSettings, MAX_FLOW_STEPS, StepSettings};
-use crate::config::ConfigError;
+use crate::config::{ConfigError, DataTable};
 use crate::units::format::group;
 use crate::units::parse_duration;
 
@@ -41,6 +42,8 @@ pub enum Piece {
     Seq,
     NowUs,
     RandU32,
+    /// `{data.NAME}`: the connection's `--data` row's `NAME`.
+    Data(String),
 }
 
 /// The values a send filled into its template; the patterns and checks of the messages that
@@ -60,8 +63,9 @@ impl Vars {
     }
 }
 
-/// `pieces` filled in with `vars`.
-pub fn render(pieces: &[Piece], vars: &Vars) -> String {
+/// `pieces` filled in with `vars` and connection `vars.conn`'s row of `data` (a
+/// `{data.NAME}` stays as written without one); every value regex-escaped when `escape`.
+pub fn render_with(pieces: &[Piece], vars: &Vars, data: Option<&DataTable>, escape: bool) -> String {
     let mut text = String::new();
     for piece in pieces {
         match piece {
@@ -70,6 +74,14 @@ pub fn render(pieces: &[Piece], vars: &Vars) -> String {
             Piece::Seq => text.push_str(&vars.seq.to_string()),
             Piece::NowUs => text.push_str(&vars.now_us.to_string()),
             Piece::RandU32 => text.push_str(&vars.rand_u32.to_string()),
+            Piece::Data(name) => {
+                let placeholder = format!("{{data.{name}}}");
+                let value = data.and_then(|data| data.value(vars.conn, name)).unwrap_or(&placeholder);
+                match escape {
+                    true => text.push_str(&regex::escape(value)),
+                    false => text.push_str(value),
+                }
+            }
         }
     }
     text
@@ -95,16 +107,17 @@ impl Pattern {
         if let [Piece::Text(_)] = pieces.as_slice() {
             return Ok(Pattern::Fixed(build(text)?));
         }
-        // The fields are numbers: any values make a valid regex if these do.
-        build(&render(&pieces, &Vars::default()))?;
+        // The fields are numbers or escaped values: any make a valid regex if these do.
+        build(&render_with(&pieces, &Vars::default(), None, true))?;
         Ok(Pattern::Templated(pieces))
     }
 
     /// The regex for a message answering the send that filled in `vars`.
-    pub fn regex(&self, vars: &Vars) -> Cow<'_, regex::Regex> {
+    /// `data`: the `--data` table, whose row of `vars.conn` fills `{data.NAME}`.
+    pub fn regex(&self, vars: &Vars, data: Option<&DataTable>) -> Cow<'_, regex::Regex> {
         match self {
             Pattern::Fixed(regex) => Cow::Borrowed(regex),
-            Pattern::Templated(pieces) => match build(&render(pieces, vars)) {
+            Pattern::Templated(pieces) => match build(&render_with(pieces, vars, data, true)) {
                 Ok(regex) => Cow::Owned(regex),
                 // Checked at compile time with other numbers; cannot fail for these.
                 Err(_) => Cow::Owned(regex::Regex::new("$^").expect("a valid regex")),
@@ -118,13 +131,14 @@ impl Pattern {
             Pattern::Templated(pieces) => {
                 let mut text = String::new();
                 for piece in pieces {
-                    text.push_str(match piece {
-                        Piece::Text(literal) => literal,
-                        Piece::Conn => "{conn}",
-                        Piece::Seq => "{seq}",
-                        Piece::NowUs => "{now_us}",
-                        Piece::RandU32 => "{rand_u32}",
-                    });
+                    match piece {
+                        Piece::Text(literal) => text.push_str(literal),
+                        Piece::Conn => text.push_str("{conn}"),
+                        Piece::Seq => text.push_str("{seq}"),
+                        Piece::NowUs => text.push_str("{now_us}"),
+                        Piece::RandU32 => text.push_str("{rand_u32}"),
+                        Piece::Data(name) => text.push_str(&format!("{{data.{name}}}")),
+                    }
                 }
                 text
             }
@@ -170,9 +184,10 @@ impl Checks {
     }
 
     /// Whether `message` (parsed once as JSON when there are JSON checks) passes every check.
-    pub fn pass(&self, message: &str, vars: &Vars) -> bool {
+    /// `data`: the `--data` table, whose row of `vars.conn` fills `{data.NAME}`.
+    pub fn pass(&self, message: &str, vars: &Vars, data: Option<&DataTable>) -> bool {
         if let Some(pattern) = &self.regex
-            && !pattern.regex(vars).is_match(message)
+            && !pattern.regex(vars, data).is_match(message)
         {
             return false;
         }
@@ -185,7 +200,9 @@ impl Checks {
             match expected {
                 // A string with fields may stand for a number (`"{conn}"`).
                 Value::String(text) => {
-                    let filled = template(text).map(|pieces| render(&pieces, vars)).unwrap_or_default();
+                    let filled = template(text)
+                        .map(|pieces| render_with(&pieces, vars, data, false))
+                        .unwrap_or_default();
                     match found {
                         Some(Value::String(found)) => *found == filled,
                         Some(Value::Number(found)) => found.to_string() == filled,
@@ -524,7 +541,8 @@ fn first_line(error: &dyn std::fmt::Display) -> String {
     error.to_string().lines().last().unwrap_or("").trim().to_owned()
 }
 
-/// Splits `{conn}`, `{seq}`, `{now_us}`, `{rand_u32}` out of `text`; other braces (JSON) stay.
+/// Splits `{conn}`, `{seq}`, `{now_us}`, `{rand_u32}` and `{data.NAME}` out of `text`;
+/// other braces (JSON) stay.
 fn template(text: &str) -> Result<Vec<Piece>, String> {
     let fields = [
         ("{conn}", Piece::Conn),
@@ -536,12 +554,20 @@ fn template(text: &str) -> Result<Vec<Piece>, String> {
     let mut literal = String::new();
     let mut rest = text;
     while !rest.is_empty() {
-        match fields.iter().find(|(field, _)| rest.starts_with(field)) {
+        let data = rest.strip_prefix("{data.").and_then(|after| after.split_once('}'));
+        let field = match data {
+            Some((name, _)) => Some((format!("{{data.{name}}}"), Piece::Data(name.to_owned()))),
+            None => fields
+                .iter()
+                .find(|(field, _)| rest.starts_with(field))
+                .map(|(f, p)| ((*f).to_owned(), p.clone())),
+        };
+        match field {
             Some((field, piece)) => {
                 if !literal.is_empty() {
                     pieces.push(Piece::Text(std::mem::take(&mut literal)));
                 }
-                pieces.push(piece.clone());
+                pieces.push(piece);
                 rest = &rest[field.len()..];
             }
             None => {

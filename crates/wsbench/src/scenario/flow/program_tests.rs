@@ -35,12 +35,12 @@ fn replies_are_counted_and_checked_with_the_sends_values() {
     assert_eq!(field, "id");
     assert!(matches!(replies, Replies::Until(_)));
     let vars = Vars { conn: 4, seq: 9, ..Vars::default() };
-    assert!(checks.pass(r#"{"id":"s9","c":4}"#, &vars));
-    assert!(!checks.pass(r#"{"id":"s8","c":4}"#, &vars), "another send's reply");
-    assert!(!checks.pass(r#"{"id":"s9","c":5}"#, &vars), "another connection's");
-    assert!(!checks.pass("not json \"c\":4", &vars));
+    assert!(checks.pass(r#"{"id":"s9","c":4}"#, &vars, None));
+    assert!(!checks.pass(r#"{"id":"s8","c":4}"#, &vars, None), "another send's reply");
+    assert!(!checks.pass(r#"{"id":"s9","c":5}"#, &vars, None), "another connection's");
+    assert!(!checks.pass("not json \"c\":4", &vars, None));
     let pattern = Pattern::compile("seq {seq} of {conn}").unwrap();
-    assert!(pattern.regex(&vars).is_match("seq 9 of 4"));
+    assert!(pattern.regex(&vars, None).is_match("seq 9 of 4"));
     assert_eq!(serde_json::to_value(&pattern).unwrap(), "seq {seq} of {conn}");
 }
 
@@ -150,4 +150,29 @@ fn sends_repeated_before_their_expect_are_bounded() {
     let inside = "[[steps]]\nrepeat = \"until-end\"\nsteps = [{ name = \"call\", send = '{\"id\":{seq}}' }, \
                   { expect = \"call\", match-field = \"id\" }]\n";
     compile(inside).unwrap();
+}
+
+#[test]
+fn patterns_and_checks_take_the_connections_data_row_as_literal_text() {
+    let dir = std::env::temp_dir().join(format!("wsbench-flow-data-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("users.csv");
+    std::fs::write(&path, "user\nal.ice\nbob\n").unwrap();
+    let data = crate::config::DataTable::load(&path).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let program = compile(
+        "[[steps]]\nname = \"hi\"\nsend = '{\"id\":{seq},\"u\":\"{data.user}\"}'\n[[steps]]\nexpect = \"hi\"\n\
+         match-field = \"id\"\ncheck-json = { \"/u\" = \"{data.user}\" }\ncheck-regex = 'hello {data.user}'\n",
+    )
+    .unwrap();
+    let (_, _, checks) = program.send("hi").unwrap();
+    let vars = Vars { conn: 2, seq: 1, ..Vars::default() };
+    assert!(checks.pass(r#"{"id":1,"u":"al.ice","m":"hello al.ice"}"#, &vars, Some(&data)));
+    // The value is matched as written: its `.` is no regex wildcard.
+    assert!(!checks.pass(r#"{"id":1,"u":"al.ice","m":"hello alxice"}"#, &vars, Some(&data)));
+    let bob = Vars { conn: 3, ..vars };
+    assert!(!checks.pass(r#"{"id":1,"u":"al.ice","m":"hello al.ice"}"#, &bob, Some(&data)), "another row's");
+    let pattern = Pattern::compile("^{data.user}:{conn}$").unwrap();
+    assert!(pattern.regex(&bob, Some(&data)).is_match("bob:3"));
+    assert_eq!(serde_json::to_value(&pattern).unwrap(), "^{data.user}:{conn}$");
 }
