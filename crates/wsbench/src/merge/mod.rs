@@ -266,7 +266,12 @@ impl Sums {
             elapsed_secs: 0.0,
             connections: 0,
             workers: Vec::new(),
-            client_memory: ClientMemory { rss_baseline_bytes: Some(0), rss_connected_bytes: Some(0) },
+            client_memory: ClientMemory {
+                rss_baseline_bytes: Some(0),
+                rss_connected_bytes: Some(0),
+                heap_baseline_bytes: Some(0),
+                heap_connected_bytes: Some(0),
+            },
             shards: Vec::with_capacity(inputs.len()),
         };
         for (position, input) in inputs.iter().enumerate() {
@@ -287,6 +292,8 @@ impl Sums {
             sums.client_memory = sums.client_memory.plus(ClientMemory {
                 rss_baseline_bytes: result.client.rss_baseline_bytes,
                 rss_connected_bytes: result.client.rss_connected_bytes,
+                heap_baseline_bytes: result.client.heap_baseline_bytes,
+                heap_connected_bytes: result.client.heap_connected_bytes,
             });
             let label = shard_of(result).map_or(position as u64, |(index, _)| index);
             sums.workers.extend(
