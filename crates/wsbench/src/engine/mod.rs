@@ -269,8 +269,8 @@ pub struct EngineOutput {
     /// From the first connection attempt until every connection was established or failed.
     pub connect_phase_secs: f64,
     pub workers: Vec<WorkerCpu>,
-    /// This process's resident memory before the workers started and once every
-    /// connection was open (or had failed).
+    /// This process's resident memory and heap in use before the workers started and once
+    /// every connection was open (or had failed).
     pub client_memory: ClientMemory,
     pub interrupted: bool,
     /// The run stopped before its measured window ended because no connection was left

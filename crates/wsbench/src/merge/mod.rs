@@ -19,8 +19,8 @@
 //!   connections and echoes); otherwise it is the first shard's, as that shard saw it, with
 //!   `found_by` saying so. Every shard's own server and client sections are kept in `shards`.
 //! - **Client** workers are concatenated, named after their shard (`shard1/wsbench-w0`); the
-//!   shards' resident memory is summed (each is a process of its own), so the client's bytes
-//!   per connection are every process's growth over every connection.
+//!   shards' resident memory and heap in use are summed (each is a process of its own), so
+//!   the client's bytes per connection are every process's heap growth over every connection.
 //! - **Memory per connection** of the server and of the kernel (slab) follows the server
 //!   section: the growth one probe saw, over the merged connections. The kernel's slab is the
 //!   whole machine's, so shards on one machine each saw all of it: it is not summed.
