@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/idle-memory.sh: what one held, idle connection costs in memory, on each I/O backend:
-# the client's bytes (its processes' RSS growth from before the first connection to all
-# open), the server's (its processes' RSS growth) and the kernel's (the machine's slab
+# the client's bytes (its processes' heap in use, grown from before the first connection to
+# all open; their RSS printed beside), the server's (its processes' RSS growth) and the kernel's (the machine's slab
 # growth: both ends' sockets, as client and server share the machine), each per established
 # connection, as `wsbench run scalability` records them. The built-in server runs as
 # SERVER_PROCESSES processes pinned to SERVER_CPU (each process stays under the 20,000

@@ -212,10 +212,12 @@ pub fn closed_loop() -> RunOutcome {
                 io: "uring".to_owned(),
             },
         ],
-        // 612 bytes per connection once the 1,000 are open.
+        // 612 bytes of heap per connection once the 1,000 are open.
         client_memory: ClientMemory {
             rss_baseline_bytes: Some(8 * 1024 * 1024),
-            rss_connected_bytes: Some(8 * 1024 * 1024 + 612_000),
+            rss_connected_bytes: Some(8 * 1024 * 1024 + 700_000),
+            heap_baseline_bytes: Some(2 * 1024 * 1024),
+            heap_connected_bytes: Some(2 * 1024 * 1024 + 612_000),
         },
         machine: machine(),
         figures: None,

@@ -35,13 +35,15 @@ pub struct ServerReport {
     pub samples: Vec<ServerSample>,
 }
 
-/// The client process's own resident memory (`/proc/self/statm`): before its first
-/// connection opened, and once every connection was open (or had failed). `None` where it
-/// could not be read.
+/// The client process's own memory before its first connection opened, and once every
+/// connection was open (or had failed): its resident set (`/proc/self/statm`) and the bytes
+/// its allocator held in use (`mallinfo2`). `None` where it could not be read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ClientMemory {
     pub rss_baseline_bytes: Option<u64>,
     pub rss_connected_bytes: Option<u64>,
+    pub heap_baseline_bytes: Option<u64>,
+    pub heap_connected_bytes: Option<u64>,
 }
 
 impl ClientMemory {
@@ -51,6 +53,8 @@ impl ClientMemory {
         ClientMemory {
             rss_baseline_bytes: sum(self.rss_baseline_bytes, other.rss_baseline_bytes),
             rss_connected_bytes: sum(self.rss_connected_bytes, other.rss_connected_bytes),
+            heap_baseline_bytes: sum(self.heap_baseline_bytes, other.heap_baseline_bytes),
+            heap_connected_bytes: sum(self.heap_connected_bytes, other.heap_connected_bytes),
         }
     }
 }

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::{StagePlan, Target};
 use crate::metrics::{Metrics, StageTally, TimelineSecond, add_stage_second};
-use crate::probe::own_rss_bytes;
+use crate::probe::{own_heap_bytes, own_rss_bytes};
 use crate::samples::{ClientMemory, WorkerCpu};
 use worker::{Worker, WorkerOutput, WorkerPlan};
 
@@ -269,8 +269,8 @@ pub struct EngineOutput {
     /// From the first connection attempt until every connection was established or failed.
     pub connect_phase_secs: f64,
     pub workers: Vec<WorkerCpu>,
-    /// This process's resident memory before the workers started and once every
-    /// connection was open (or had failed).
+    /// This process's resident memory and heap in use before the workers started and once
+    /// every connection was open (or had failed).
     pub client_memory: ClientMemory,
     pub interrupted: bool,
     /// The run stopped before its measured window ended because no connection was left
@@ -292,7 +292,7 @@ pub fn run(
         wait_for_unix_ms(start_at, interrupt);
     }
     let control = Arc::new(Control::new());
-    let rss_baseline_bytes = own_rss_bytes();
+    let (rss_baseline_bytes, heap_baseline_bytes) = (own_rss_bytes(), own_heap_bytes());
     let handles = spawn_workers(&job, &control, cpus)?;
     let worker_count = handles.len();
     let tick = Duration::from_millis(100);
@@ -318,7 +318,8 @@ pub fn run(
     let all_connected = || control.workers_connected.load(Ordering::SeqCst) == worker_count;
     let connect_deadline = from_start.then(|| control.start + job.load.duration);
     wait_until(connect_deadline, &all_connected, progress);
-    let (connect_phase_secs, rss_connected_bytes) = (control.start.elapsed().as_secs_f64(), own_rss_bytes());
+    let connect_phase_secs = control.start.elapsed().as_secs_f64();
+    let (rss_connected_bytes, heap_connected_bytes) = (own_rss_bytes(), own_heap_bytes());
     // Load phase.
     let (measure_start_us, end_us) = control.load_phase(&phases);
     let mut ended_early = None;
@@ -349,7 +350,12 @@ pub fn run(
         elapsed_secs: control.start.elapsed().as_secs_f64(),
         connect_phase_secs,
         workers,
-        client_memory: ClientMemory { rss_baseline_bytes, rss_connected_bytes },
+        client_memory: ClientMemory {
+            rss_baseline_bytes,
+            rss_connected_bytes,
+            heap_baseline_bytes,
+            heap_connected_bytes,
+        },
         interrupted: control.interrupted.load(Ordering::Relaxed),
         ended_early,
     })

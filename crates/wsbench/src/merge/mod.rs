@@ -19,8 +19,8 @@
 //!   connections and echoes); otherwise it is the first shard's, as that shard saw it, with
 //!   `found_by` saying so. Every shard's own server and client sections are kept in `shards`.
 //! - **Client** workers are concatenated, named after their shard (`shard1/wsbench-w0`); the
-//!   shards' resident memory is summed (each is a process of its own), so the client's bytes
-//!   per connection are every process's growth over every connection.
+//!   shards' resident memory and heap in use are summed (each is a process of its own), so
+//!   the client's bytes per connection are every process's heap growth over every connection.
 //! - **Memory per connection** of the server and of the kernel (slab) follows the server
 //!   section: the growth one probe saw, over the merged connections. The kernel's slab is the
 //!   whole machine's, so shards on one machine each saw all of it: it is not summed.
@@ -266,7 +266,12 @@ impl Sums {
             elapsed_secs: 0.0,
             connections: 0,
             workers: Vec::new(),
-            client_memory: ClientMemory { rss_baseline_bytes: Some(0), rss_connected_bytes: Some(0) },
+            client_memory: ClientMemory {
+                rss_baseline_bytes: Some(0),
+                rss_connected_bytes: Some(0),
+                heap_baseline_bytes: Some(0),
+                heap_connected_bytes: Some(0),
+            },
             shards: Vec::with_capacity(inputs.len()),
         };
         for (position, input) in inputs.iter().enumerate() {
@@ -287,6 +292,8 @@ impl Sums {
             sums.client_memory = sums.client_memory.plus(ClientMemory {
                 rss_baseline_bytes: result.client.rss_baseline_bytes,
                 rss_connected_bytes: result.client.rss_connected_bytes,
+                heap_baseline_bytes: result.client.heap_baseline_bytes,
+                heap_connected_bytes: result.client.heap_connected_bytes,
             });
             let label = shard_of(result).map_or(position as u64, |(index, _)| index);
             sums.workers.extend(

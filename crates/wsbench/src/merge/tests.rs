@@ -45,10 +45,13 @@ fn shard(index: u64, count: u64, all: &mut Metrics) -> ShardInput {
     outcome.connections = 90 + index;
     outcome.started_at_unix_ms += index * 30; // started together, give or take
     outcome.client_workers.truncate(1);
-    // Each shard a process of its own: 10 MiB before, 1 KiB more per connection once open.
+    // Each shard a process of its own: 10 MiB resident and 4 MiB of heap before, 1 KiB more
+    // heap per connection once open.
     outcome.client_memory = crate::samples::ClientMemory {
         rss_baseline_bytes: Some(10 << 20),
-        rss_connected_bytes: Some((10 << 20) + (90 + index) * 1024),
+        rss_connected_bytes: Some((10 << 20) + (90 + index) * 2048),
+        heap_baseline_bytes: Some(4 << 20),
+        heap_connected_bytes: Some((4 << 20) + (90 + index) * 1024),
     };
     if let Some(config) = outcome.config.as_object_mut() {
         config.insert("shard".into(), serde_json::json!({ "index": index, "count": count }));
@@ -270,7 +273,9 @@ fn client_memory_of_the_shards_is_summed_and_per_connection_over_all_of_them() {
     let established = 90 + 91 + 92;
     assert_eq!(merged.summary.connections.established, established);
     assert_eq!(merged.client.rss_baseline_bytes, Some(3 * (10 << 20)));
-    assert_eq!(merged.client.rss_connected_bytes, Some(3 * (10 << 20) + established * 1024));
+    assert_eq!(merged.client.rss_connected_bytes, Some(3 * (10 << 20) + established * 2048));
+    assert_eq!(merged.client.heap_baseline_bytes, Some(3 * (4 << 20)));
+    assert_eq!(merged.client.heap_connected_bytes, Some(3 * (4 << 20) + established * 1024));
     assert_eq!(merged.client.bytes_per_connection, Some(1024.0));
     // One probe's view of the one server and machine, over every shard's connections.
     let server = &inputs[0].result.server;
@@ -284,9 +289,9 @@ fn client_memory_of_the_shards_is_summed_and_per_connection_over_all_of_them() {
 #[test]
 fn a_shard_without_client_memory_leaves_the_sum_unknown() {
     let (mut inputs, _) = shards(2);
-    inputs[1].result.client.rss_connected_bytes = None;
+    inputs[1].result.client.heap_connected_bytes = None;
     let merged = merge(&inputs).unwrap();
-    assert_eq!((merged.client.rss_connected_bytes, merged.client.bytes_per_connection), (None, None));
+    assert_eq!((merged.client.heap_connected_bytes, merged.client.bytes_per_connection), (None, None));
 }
 
 #[test]

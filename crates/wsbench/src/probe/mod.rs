@@ -7,7 +7,8 @@
 //! from `/proc` on a thread of its own. Linux only: everything is read from `/proc` directly.
 //! A long run's samples are thinned to a fixed number ([`thinning`]), peaks kept. With each
 //! sample goes the kernel's slab memory (`/proc/meminfo`), where the kernel keeps the sockets
-//! of both ends; and the client's own resident memory is read here too ([`own_rss_bytes`]).
+//! of both ends; and the client's own memory is read here too: its resident set
+//! ([`own_rss_bytes`]) and the bytes its allocator holds in use ([`own_heap_bytes`]).
 
 mod thinning;
 
@@ -252,6 +253,23 @@ fn slab_bytes() -> u64 {
 pub fn own_rss_bytes() -> Option<u64> {
     let text = fs::read_to_string("/proc/self/statm").ok()?;
     Some(parse_statm_resident_pages(&text)? * page_size())
+}
+
+/// The bytes this process's allocator holds in use now (glibc `mallinfo2`: every arena's
+/// allocated chunks plus its mmapped ones); `None` with another C library. Unlike the RSS,
+/// what earlier runs of the same process freed is not counted until it is in use again, so
+/// the growth between two reads is what was allocated and kept in between.
+#[cfg(target_env = "gnu")]
+pub fn own_heap_bytes() -> Option<u64> {
+    // SAFETY: mallinfo2 takes no arguments and only reads the allocator's statistics.
+    let info = unsafe { libc::mallinfo2() };
+    Some(info.uordblks as u64 + info.hblkhd as u64)
+}
+
+/// The bytes this process's allocator holds in use: known with glibc only.
+#[cfg(not(target_env = "gnu"))]
+pub fn own_heap_bytes() -> Option<u64> {
+    None
 }
 
 /// Reads a file under `/proc/PID`, mapping "the process is gone" to [`ProbeError::Gone`].

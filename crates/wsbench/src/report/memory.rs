@@ -1,5 +1,7 @@
 //! The report's lines on what one connection costs in memory: the server's (its RSS growth),
-//! the client's (this process's RSS growth once every connection was open) and the kernel's
+//! the client's (the growth of the heap this process held in use, from the run's start to
+//! every connection open: what earlier runs of the same process freed does not hide in it,
+//! as it does in the RSS) and the kernel's
 //! (the machine's slab growth, which holds both ends' sockets when they share the machine).
 //! Figures of every run; they matter most where connections are held idle. Per connection
 //! only from [`MIN_CONNECTIONS`] established connections: below, the fixed costs (a worker's
@@ -58,12 +60,26 @@ fn totals_only(result: &RunResult) -> Vec<(&'static str, String)> {
     vec![("memory:", totals.join("; ")), ("", why)]
 }
 
-/// The totals behind the figures per connection: the client's RSS and the kernel's slab.
+/// The totals behind the figures per connection: the client's heap in use (and its RSS)
+/// and the kernel's slab.
 fn totals(result: &RunResult) -> Vec<String> {
     let mut totals = Vec::new();
     let client = &result.client;
-    if let (Some(baseline), Some(connected)) = (client.rss_baseline_bytes, client.rss_connected_bytes) {
-        totals.push(format!("client RSS {} → {} once connected", bytes(baseline), bytes(connected)));
+    let rss = match (client.rss_baseline_bytes, client.rss_connected_bytes) {
+        (Some(baseline), Some(connected)) => Some(format!("RSS {} → {}", bytes(baseline), bytes(connected))),
+        _ => None,
+    };
+    match (client.heap_baseline_bytes, client.heap_connected_bytes, rss) {
+        (Some(baseline), Some(connected), rss) => {
+            let rss = rss.map_or(String::new(), |rss| format!(" ({rss})"));
+            totals.push(format!(
+                "client heap {} → {} once connected{rss}",
+                bytes(baseline),
+                bytes(connected)
+            ));
+        }
+        (_, _, Some(rss)) => totals.push(format!("client {rss} once connected")),
+        _ => {}
     }
     if let Some(slab) = result.server.kernel_slab_delta_bytes {
         totals.push(format!("kernel slab +{} (the machine's: both ends' sockets)", bytes(slab)));
@@ -86,7 +102,7 @@ mod tests {
         );
         assert_eq!(
             lines[1].1,
-            "client RSS 8.00 MiB → 8.58 MiB once connected; kernel slab +3.81 MiB (the machine's: both ends' sockets)"
+            "client heap 2.00 MiB → 2.58 MiB once connected (RSS 8.00 MiB → 8.67 MiB); kernel slab +3.81 MiB (the machine's: both ends' sockets)"
         );
     }
 
@@ -96,7 +112,7 @@ mod tests {
         result.summary.connections.established = MIN_CONNECTIONS - 1;
         let lines = memory_lines(&result);
         assert!(
-            lines[0].1.starts_with("server RSS ") && lines[0].1.contains("client RSS 8.00 MiB → 8.58 MiB")
+            lines[0].1.starts_with("server RSS ") && lines[0].1.contains("client heap 2.00 MiB → 2.58 MiB")
         );
         assert!(!lines.iter().any(|(_, text)| text.contains("per connection:")), "{lines:?}");
         assert_eq!(lines[1].1, "per connection from 1,000 connections, where fixed costs no longer dominate");

@@ -155,6 +155,8 @@ impl ClientSummary {
             cpu_us_per_paced_message: None,
             rss_baseline_bytes: None,
             rss_connected_bytes: None,
+            heap_baseline_bytes: None,
+            heap_connected_bytes: None,
             bytes_per_connection: None,
             machine_load: None,
         }
@@ -172,7 +174,9 @@ impl ClientSummary {
     pub fn with_memory(mut self, memory: &ClientMemory, established: u64) -> ClientSummary {
         self.rss_baseline_bytes = memory.rss_baseline_bytes;
         self.rss_connected_bytes = memory.rss_connected_bytes;
-        self.bytes_per_connection = match (memory.rss_baseline_bytes, memory.rss_connected_bytes) {
+        self.heap_baseline_bytes = memory.heap_baseline_bytes;
+        self.heap_connected_bytes = memory.heap_connected_bytes;
+        self.bytes_per_connection = match (memory.heap_baseline_bytes, memory.heap_connected_bytes) {
             (Some(baseline), Some(connected)) => {
                 crate::probe::per_connection(connected.saturating_sub(baseline), established)
             }

@@ -413,8 +413,17 @@ pub struct ClientSummary {
     pub rss_baseline_bytes: Option<u64>,
     #[serde(default)]
     pub rss_connected_bytes: Option<u64>,
-    /// (`rss_connected_bytes` − `rss_baseline_bytes`) ÷ established connections: what an
-    /// open connection costs the client, fixed costs of its workers included.
+    /// The bytes the client process's allocator held in use (glibc `mallinfo2`) at the same
+    /// two instants; of a merged run, its processes' summed (null with another C library,
+    /// and in older files).
+    #[serde(default)]
+    pub heap_baseline_bytes: Option<u64>,
+    #[serde(default)]
+    pub heap_connected_bytes: Option<u64>,
+    /// (`heap_connected_bytes` − `heap_baseline_bytes`) ÷ established connections: the heap
+    /// an open connection holds in the client, its workers' buffers included. Measured from
+    /// the run's own start, so memory earlier runs of the same process freed (and the RSS
+    /// still holds) neither hides nor inflates it. Older files took the RSS growth.
     #[serde(default)]
     pub bytes_per_connection: Option<f64>,
     /// What the machine did besides the run: other processes' CPU, the hypervisor's steal,
