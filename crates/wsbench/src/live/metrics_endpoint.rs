@@ -5,19 +5,20 @@
 //! connection (`Connection: close`), answered from a page rendered once a second, so a
 //! scrape never waits for the engine.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::http_head::read_request_line;
+
 /// How often the idle accept loop looks at its stop flag.
 const POLL: Duration = Duration::from_millis(50);
 /// A client gets this long to send its request.
 const READ_TIMEOUT: Duration = Duration::from_secs(2);
 /// Request heads longer than this are refused.
-const MAX_HEAD: usize = 8 * 1024;
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 #[derive(Debug)]
@@ -79,19 +80,9 @@ fn answer(stream: TcpStream, page: &Mutex<String>) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(READ_TIMEOUT))?;
     stream.set_write_timeout(Some(READ_TIMEOUT))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line)?;
-    let mut head = request_line.len();
-    loop {
-        let mut header = String::new();
-        let read = reader.read_line(&mut header)?;
-        head += read;
-        if read == 0 || header == "\r\n" || header == "\n" || head > MAX_HEAD {
-            break;
-        }
-    }
-    let (status, content_type, body) = respond(&request_line, head > MAX_HEAD, page);
+    let head = read_request_line(&stream)?;
+    let request_line = head.as_deref().unwrap_or("");
+    let (status, content_type, body) = respond(request_line, head.is_none(), page);
     let mut out = stream;
     write!(
         out,

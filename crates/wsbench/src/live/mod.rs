@@ -12,6 +12,7 @@
 
 pub mod dashboard;
 pub mod exposition;
+mod http_head;
 pub mod metrics_endpoint;
 pub mod shard_feed;
 pub mod shards;

@@ -18,7 +18,7 @@ pub mod event;
 pub mod history;
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use history::{Event, History};
 
+use super::http_head::read_request_line;
 use super::{Second, Steps};
 use crate::samples::ServerSample;
 
@@ -45,7 +46,6 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How often the idle accept loop looks at its stop flag.
 const POLL: Duration = Duration::from_millis(50);
 /// Request heads longer than this are refused.
-const MAX_HEAD: usize = 8 * 1024;
 
 /// The page of this process, while it is open.
 static CURRENT: Mutex<Option<Arc<Dashboard>>> = Mutex::new(None);
@@ -230,31 +230,12 @@ fn answer(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(WRITE_TIMEOUT))?;
     stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
-    let request_line = read_head(&stream)?;
+    let request_line = read_request_line(&stream)?.unwrap_or_default();
     let mut out = stream;
     match route(&request_line) {
         Route::Page => respond(&mut out, "200 OK", "text/html; charset=utf-8", PAGE),
         Route::Events => stream_events(out, shared),
         Route::Refused(status, body) => respond(&mut out, status, "text/plain; charset=utf-8", body),
-    }
-}
-
-/// The request line of a request head (the headers are read and dropped).
-fn read_head(stream: &TcpStream) -> std::io::Result<String> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line)?;
-    let mut head = request_line.len();
-    loop {
-        let mut header = String::new();
-        let read = reader.read_line(&mut header)?;
-        head += read;
-        if read == 0 || header == "\r\n" || header == "\n" {
-            return Ok(request_line);
-        }
-        if head > MAX_HEAD {
-            return Ok(String::new());
-        }
     }
 }
 

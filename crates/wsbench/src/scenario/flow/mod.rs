@@ -130,10 +130,7 @@ impl Presentation for Flow {
 
 /// Every `{data.COLUMN}` in the steps' templates (sends, patterns, checks) names a column of
 /// the `--data` file; without one, none may be used.
-fn check_data(
-    steps: &[StepSettings],
-    data: Option<&crate::config::DataTable>,
-) -> Result<(), ConfigError> {
+fn check_data(steps: &[StepSettings], data: Option<&crate::config::DataTable>) -> Result<(), ConfigError> {
     for step in steps {
         let checked = step.check_json.iter().flatten().filter_map(|(_, value)| value.as_str());
         let patterns = [&step.send, &step.until, &step.expect_regex, &step.check_regex];
