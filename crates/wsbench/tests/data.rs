@@ -118,21 +118,7 @@ fn a_flows_sends_carry_each_connections_row() {
             ),
         )
         .unwrap();
-        let json = path.with_extension("json");
-        let finished = run_with_timeout(
-            Command::new(wsbench_bin())
-                .arg("run")
-                .arg("--scenario")
-                .arg(&path)
-                .arg("--data")
-                .arg(&csv)
-                .arg("--json")
-                .arg(&json)
-                .arg("--quiet"),
-            Duration::from_secs(60),
-        );
-        let result: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-        (finished.status.and_then(|s| s.code()), result)
+        run_flow_file(&path, &csv)
     };
     let (code, result) = flow("alice|bob|carol|dave");
     assert_eq!(code, Some(0), "{}", result["summary"]);
@@ -163,21 +149,7 @@ fn a_flows_checks_hold_each_reply_to_its_connections_row() {
             ),
         )
         .unwrap();
-        let json = path.with_extension("json");
-        let finished = run_with_timeout(
-            Command::new(wsbench_bin())
-                .arg("run")
-                .arg("--scenario")
-                .arg(&path)
-                .arg("--data")
-                .arg(&csv)
-                .arg("--json")
-                .arg(&json)
-                .arg("--quiet"),
-            Duration::from_secs(60),
-        );
-        let result: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-        (finished.status.and_then(|s| s.code()), result)
+        run_flow_file(&path, &csv)
     };
     let (code, result) = flow("own", "{data.user}");
     assert_eq!(code, Some(0), "{}", result["summary"]);
@@ -234,4 +206,23 @@ fn a_protocols_templates_are_checked_against_every_row_before_load() {
         "has no column `floor`",
     );
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `wsbench run --scenario FLOW --data CSV`: its exit code and its result file.
+fn run_flow_file(path: &std::path::Path, csv: &std::path::Path) -> (Option<i32>, Value) {
+    let json = path.with_extension("json");
+    let finished = run_with_timeout(
+        Command::new(wsbench_bin())
+            .arg("run")
+            .arg("--scenario")
+            .arg(path)
+            .arg("--data")
+            .arg(csv)
+            .arg("--json")
+            .arg(&json)
+            .arg("--quiet"),
+        Duration::from_secs(60),
+    );
+    let result: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (finished.status.and_then(|s| s.code()), result)
 }
