@@ -45,7 +45,6 @@ const RECENT: usize = 1_024;
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How often the idle accept loop looks at its stop flag.
 const POLL: Duration = Duration::from_millis(50);
-/// Request heads longer than this are refused.
 
 /// The page of this process, while it is open.
 static CURRENT: Mutex<Option<Arc<Dashboard>>> = Mutex::new(None);
