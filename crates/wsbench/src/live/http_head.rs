@@ -25,3 +25,15 @@ pub fn read_request_line(stream: &TcpStream) -> std::io::Result<Option<String>> 
         }
     }
 }
+
+/// Test helper of both servers: sends `request` raw and reads the whole response (both
+/// servers close after answering).
+#[cfg(test)]
+pub fn exchange(addr: std::net::SocketAddr, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}

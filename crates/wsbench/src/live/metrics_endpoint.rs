@@ -121,15 +121,8 @@ pub fn respond(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
 
-    fn get(addr: SocketAddr, request: &str) -> String {
-        let mut stream = TcpStream::connect(addr).unwrap();
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        response
-    }
+    use crate::live::http_head::exchange as get;
 
     #[test]
     fn serves_the_latest_page_at_metrics_and_refuses_the_rest() {

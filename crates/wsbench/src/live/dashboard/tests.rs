@@ -26,13 +26,7 @@ fn second(n: u64) -> (Second, u64) {
     (second, 35)
 }
 
-fn get(addr: SocketAddr, request: &str) -> String {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-}
+use crate::live::http_head::exchange as get;
 
 /// Reads the stream until `text` has arrived (for at most a minute); what arrived.
 fn read_until(stream: &mut TcpStream, text: &str) -> String {
