@@ -11,23 +11,11 @@
 // usage: node check-dashboard.mjs URL MID-RUN.png END.png
 // Prints one line per check and "all checks passed" on success; exits 1 on any failure.
 
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { rmSync } from 'node:fs';
+import { resolve } from 'node:path';
 
-import { chromium } from 'playwright-core';
+import { freshProfile, launch } from './chromium.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 // How long wsbench may take to start listening, and the run to end.
 const TIMEOUT_MS = 120_000;
 
@@ -57,17 +45,10 @@ async function main() {
   }
   const origin = new URL(url).origin;
   const failures = [];
-  const userDataDir = mkdtempSync(join(tmpdir(), 'wsbench-chromium-'));
+  const userDataDir = freshProfile();
   let context;
   try {
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1360, height: 900 },
-      deviceScaleFactor: 1,
-      timeout: TIMEOUT_MS,
-    });
+    context = await launch(userDataDir, TIMEOUT_MS);
     const page = context.pages()[0] ?? (await context.newPage());
     page.on('console', (message) => {
       // The event stream is refused once wsbench has exited; the page says "disconnected".

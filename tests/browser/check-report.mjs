@@ -11,24 +11,12 @@
 // usage: node check-report.mjs REPORT.html SCREENSHOT.png [--charts NAME,NAME,...] [--results N]
 // Prints one line per check and "all checks passed" on success; exits 1 on any failure.
 
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { rmSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { chromium } from 'playwright-core';
+import { freshProfile, launch } from './chromium.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 // A report of two or more results has all of these.
 const DEFAULT_CHARTS = [
   'rate-over-time',
@@ -157,18 +145,10 @@ async function main() {
   const { report, screenshot, charts, results } = parseArgs(process.argv.slice(2));
   const reportUrl = pathToFileURL(report).href;
   const failures = [];
-  const userDataDir = mkdtempSync(join(tmpdir(), 'wsbench-chromium-'));
+  const userDataDir = freshProfile();
   let context;
   try {
-    // A persistent context is how Playwright takes a --user-data-dir; this one is fresh.
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1360, height: 900 },
-      deviceScaleFactor: 1,
-      timeout: TIMEOUT_MS,
-    });
+    context = await launch(userDataDir, TIMEOUT_MS);
     // Only the report itself may load; anything else is a leak.
     await context.route('**/*', (route) => {
       const url = route.request().url();
