@@ -163,6 +163,7 @@ impl Worker {
                 self.workload.each_second(now);
                 self.expire_requests(now);
             }
+            self.close_due_connections(now);
             self.open_due_connections(now);
             self.expire_connects(now);
             self.fire_wakeups(now);

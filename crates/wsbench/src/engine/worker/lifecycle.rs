@@ -17,7 +17,6 @@ impl Worker {
     /// [`MAX_CONNECTING`] connecting at once); once every connection has been tried, tells
     /// the coordinator this worker is connected.
     pub(super) fn open_due_connections(&mut self, now: Instant) {
-        self.close_due_connections(now);
         while self.connecting < MAX_CONNECTING && !self.control.stopping() {
             let Some(index) = self.pacer.pop_due_connection(now) else { break };
             self.rec.metrics.counters.connections_attempted += 1;
@@ -47,7 +46,7 @@ impl Worker {
     /// load's own closes (close 1000; the server's answer counted as `closes_answered`, or
     /// its absence past the close timeout as `close_unanswered`). Replies already on their
     /// way still count: they arrive before the server's close frame.
-    fn close_due_connections(&mut self, now: Instant) {
+    pub(super) fn close_due_connections(&mut self, now: Instant) {
         let mut closing = Vec::new();
         while let Some(index) = self.pacer.pop_due_close(now) {
             closing.push(index);
