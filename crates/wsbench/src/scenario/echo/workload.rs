@@ -52,6 +52,10 @@ const MAX_JSON_ECHO: usize = 256;
 /// socket has stopped taking bytes.
 const OUTBOX_HOLD_BYTES: usize = 1 << 20;
 
+/// The longest the end of a run waits for echoes still in flight (and no longer than
+/// their reply deadline): as long as pub/sub waits for its deliveries.
+const LONGEST_DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A message in flight.
 #[derive(Debug, Clone, Copy)]
 struct Sent {
@@ -503,6 +507,14 @@ impl Workload for EchoWorkload {
 
     fn busy(&self, _now: Instant) -> bool {
         self.outstanding > 0
+    }
+
+    /// A reply may still come until its request's deadline: the end of the run waits for
+    /// those in flight that long, up to [`LONGEST_DRAIN`] (a fifth of it when interrupted), so
+    /// that a server slowed by a busy machine is not charged with replies it was still
+    /// allowed to send.
+    fn drain(&self) -> std::time::Duration {
+        self.reply_timeout.min(LONGEST_DRAIN)
     }
 }
 
