@@ -145,9 +145,12 @@ pub fn decode(line: &[u8]) -> Result<Reply<'_>, DecodeError> {
         };
     }
     Ok(match raw.connect {
-        Some(connect) => {
-            Reply::Connected { id: raw.id, client: text(connect.client), ping: connect.ping, pong: connect.pong }
-        }
+        Some(connect) => Reply::Connected {
+            id: raw.id,
+            client: text(connect.client),
+            ping: connect.ping,
+            pong: connect.pong,
+        },
         None => Reply::Done { id: raw.id },
     })
 }
