@@ -228,7 +228,8 @@ fn compare_ranks_the_fleet_members_that_speak_centrifugo() {
         return;
     }
     let _slot = heavy(1);
-    let fleet = scratch("centrifugo-compare").join("fleet");
+    let scratch = scratch("centrifugo-compare");
+    let fleet = scratch.join("fleet");
     let member = repo.join("servers/centrifugo");
     for (name, threads) in [("centrifugo", "1"), ("centrifugo-2-threads", "2")] {
         let dir = fleet.join(name);
@@ -241,7 +242,7 @@ fn compare_ranks_the_fleet_members_that_speak_centrifugo() {
             .replace("GOMAXPROCS = \"1\"", &format!("GOMAXPROCS = \"{threads}\""));
         std::fs::write(dir.join("server.toml"), manifest).unwrap();
     }
-    let out = scratch("centrifugo-compare").join("results");
+    let out = scratch.join("results");
     let servers = "builtin,centrifugo,centrifugo-2-threads";
     let load = "--protocol centrifugo --connections 50 --warmup 0s --duration 2s --connect-timeout 30s";
     let mut args = vec!["compare", "--servers", servers, "--fleet-dir", arg(&fleet), "--out", arg(&out)];
