@@ -125,7 +125,8 @@ fn subscribers_the_server_disconnects_or_unsubscribes_mid_run_are_short_by_what_
     let url = server.url("");
     // Subscriber i listens to topic i mod 3: ten of them to topic 1, channel wsbench-1.
     let shape = ["--subscribers", "30", "--topics", "3", "--publishers", "3", "--rate", "150/s"];
-    let load = ["--protocol", "centrifugo", "--token", &token, "--warmup", "1s", "--duration", "4s"];
+    let load =
+        ["--protocol", "centrifugo", "--connection-token", &token, "--warmup", "1s", "--duration", "4s"];
     let outputs = ["--stream", arg(&stream), "--json", arg(&json), "--quiet"];
     let wsbench = Wsbench::spawn(&[&["run", "pubsub", &url], &shape[..], &load, &outputs].concat());
     wait_for_measured_second(&stream, &wsbench);
@@ -181,7 +182,7 @@ fn a_token_opens_what_anonymous_clients_may_not_and_a_wrong_one_is_refused_by_it
     let guarded = ["--channel", "guarded:{topic}"];
     let right = centrifugo_token(CENTRIFUGO_SECRET, "bench");
     let (finished, result) =
-        echo("centrifugo-token-right", &url, "20", &[&guarded[..], &["--token", &right]].concat());
+        echo("centrifugo-token-right", &url, "20", &[&guarded[..], &["--connection-token", &right]].concat());
     assert_clean_echo(&finished, &result, 20);
 
     let (finished, result) = echo("centrifugo-token-none", &url, "20", &guarded);
@@ -194,7 +195,7 @@ fn a_token_opens_what_anonymous_clients_may_not_and_a_wrong_one_is_refused_by_it
 
     let wrong = centrifugo_token("another-secret", "bench");
     let (finished, result) =
-        echo("centrifugo-token-wrong", &url, "20", &[&guarded[..], &["--token", &wrong]].concat());
+        echo("centrifugo-token-wrong", &url, "20", &[&guarded[..], &["--connection-token", &wrong]].concat());
     finished.assert_completed_with_failures();
     assert_eq!(uint(&result, "/summary/connections/established"), 0, "{}", summary_of(&result));
     assert_eq!(errors(&result), [("closed_3500".to_owned(), 20)].into(), "{}", summary_of(&result));
@@ -265,4 +266,31 @@ fn compare_ranks_the_fleet_members_that_speak_centrifugo() {
         assert_eq!(errors(&result), BTreeMap::new(), "{name}: {}", summary_of(&result));
         assert!(uint(&result, "/summary/latency_us/count") > 50, "{name}: {}", summary_of(&result));
     }
+}
+
+/// Options Centrifugo cannot honour are refused before any connection, in one line that
+/// names the option and what to give, with exit 2; its options under another protocol too.
+#[test]
+fn bad_centrifugo_options_are_refused_in_one_line_before_the_run() {
+    let _slot = heavy(1);
+    let url = "ws://127.0.0.1:9/";
+    let cases: [(&[&str], &str); 4] = [
+        (&["--channel", "room"], "--channel room: give {topic} exactly once"),
+        (&["--channel", "a{topic}{topic}"], "give {topic} exactly once"),
+        (&["--connection-token", ""], "--connection-token is empty"),
+        (&["--payload", "bytes:16"], "Centrifugo's JSON protocol is text: leave out --binary"),
+    ];
+    for (options, expected) in cases {
+        let args = [&["run", url, "--protocol", "centrifugo"][..], options].concat();
+        let finished = crate::harness::wsbench(&args, Duration::from_secs(60));
+        assert_eq!(finished.code, Some(2), "{}", finished.describe());
+        assert!(finished.stderr.contains(expected), "{expected}\n{}", finished.describe());
+        assert_eq!(finished.stderr.trim().lines().count(), 1, "{}", finished.describe());
+    }
+    let finished = crate::harness::wsbench(
+        &["run", url, "--protocol", "mqtt", "--channel", "x{topic}"],
+        Duration::from_secs(60),
+    );
+    assert_eq!(finished.code, Some(2), "{}", finished.describe());
+    assert!(finished.stderr.contains("applies to --protocol centrifugo only"), "{}", finished.describe());
 }

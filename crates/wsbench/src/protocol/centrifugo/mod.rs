@@ -1,8 +1,8 @@
 //! `centrifugo`: Centrifugo's client protocol v2 in JSON, as the Centrifugo server (and
 //! any server built on its `centrifuge` library) speaks it on `/connection/websocket` (the
 //! path asked for when the target names none). Every connection opens with a `connect`
-//! command carrying `--token` (a connection JWT) or none (anonymous, where the server
-//! allows it), and is ready at its result.
+//! command carrying `--connection-token` (a connection JWT) or none (anonymous, where the
+//! server allows it), and is ready at its result.
 //!
 //! Centrifugo has no echo: a client waits on the server delivering publications. An echo
 //! connection therefore subscribes to a channel of its own (`--channel` with
@@ -29,10 +29,10 @@ use super::{Options, Protocol, Session, Setup, Use};
 use crate::options::{Kind, OptionSpec};
 use session::CentrifugoSession;
 
-/// `--token`.
-pub const TOKEN: OptionSpec = OptionSpec {
-    flag: "token",
-    key: "token",
+/// `--connection-token`.
+pub const CONNECTION_TOKEN: OptionSpec = OptionSpec {
+    flag: "connection-token",
+    key: "connection-token",
     kind: Kind::Text,
     value_name: "JWT",
     default: "none (anonymous)",
@@ -73,7 +73,7 @@ impl Protocol for Centrifugo {
         "centrifugo"
     }
     fn about(&self) -> &'static str {
-        "Centrifugo's JSON protocol: connect with --token or anonymous; an echo is a publish delivered back on the connection's own --channel"
+        "Centrifugo's JSON protocol: connect with --connection-token or anonymous; an echo is a publish delivered back on the connection's own --channel"
     }
     fn serves(&self, usage: Use) -> bool {
         matches!(usage, Use::Requests | Use::PubSub)
@@ -82,15 +82,15 @@ impl Protocol for Centrifugo {
         (given.is_empty() || given == "/").then(|| DEFAULT_PATH.to_owned())
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[TOKEN, CHANNEL]
+        &[CONNECTION_TOKEN, CHANNEL]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         if options.binary {
             return Err("Centrifugo's JSON protocol is text: leave out --binary (a bytes:N payload is binary unless --text is given)".into());
         }
-        if options.given.text(&TOKEN).is_some_and(|token| token.trim().is_empty()) {
+        if options.given.text(&CONNECTION_TOKEN).is_some_and(|token| token.trim().is_empty()) {
             return Err(
-                "--token is empty: give the connection JWT, or leave --token out to connect anonymously"
+                "--connection-token is empty: give the connection JWT, or leave --connection-token out to connect anonymously"
                     .into(),
             );
         }
@@ -98,7 +98,7 @@ impl Protocol for Centrifugo {
         Ok(())
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
-        let token = setup.options.given.text(&TOKEN).map(|token| setup.fill(token).into_owned());
+        let token = setup.options.given.text(&CONNECTION_TOKEN).map(|token| setup.fill(token).into_owned());
         let template = setup.fill(setup.options.given.text(&CHANNEL).unwrap_or(DEFAULT_CHANNEL));
         // `check` refused a template without its one `{topic}` before the run.
         let (before, after) = split_channel(&template).unwrap_or_default();

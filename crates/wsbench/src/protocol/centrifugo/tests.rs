@@ -15,7 +15,7 @@ fn receive(session: &mut dyn Session, line: &str, heard: &mut Heard) {
 
 #[test]
 fn an_echo_connection_connects_subscribes_to_its_own_channel_then_publishes_into_it() {
-    let options = Options::with([("token", "a.b.c".into())]);
+    let options = Options::with([("connection-token", "a.b.c".into())]);
     let mut session = session(Use::Requests, &options);
     let mut heard = Heard::default();
     session.open(Instant::now(), &mut heard);
@@ -200,7 +200,10 @@ fn options_it_cannot_honour_are_refused_with_what_to_give() {
     let binary = Options { binary: true, ..Options::default() };
     assert!(Centrifugo.check(&binary).unwrap_err().contains("--binary"));
     assert!(
-        Centrifugo.check(&Options::with([("token", " ".into())])).unwrap_err().contains("--token is empty")
+        Centrifugo
+            .check(&Options::with([("connection-token", " ".into())]))
+            .unwrap_err()
+            .contains("--connection-token is empty")
     );
     for bad in ["room", "a-{topic}-{topic}", "my room {topic}"] {
         let error = Centrifugo.check(&Options::with([("channel", bad.into())])).unwrap_err();
