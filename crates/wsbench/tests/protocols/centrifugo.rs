@@ -218,7 +218,8 @@ fn the_servers_pings_are_answered() {
 
 /// A fleet of the repository's `servers/centrifugo` member twice (one Go thread, and two)
 /// beside the built-in server: `compare --protocol centrifugo` measures the two and skips
-/// the built-in server, which speaks raw only.
+/// the built-in server, which speaks raw only; `compare --scenario pubsub` measures the two
+/// with every delivery made.
 #[test]
 fn compare_ranks_the_fleet_members_that_speak_centrifugo() {
     let repo = crate::harness::repo_root();
@@ -265,6 +266,27 @@ fn compare_ranks_the_fleet_members_that_speak_centrifugo() {
         assert_eq!(result["config"]["protocol"], "centrifugo", "{}", finished.describe());
         assert_eq!(errors(&result), BTreeMap::new(), "{name}: {}", summary_of(&result));
         assert!(uint(&result, "/summary/latency_us/count") > 50, "{name}: {}", summary_of(&result));
+    }
+    // The same members in a pub/sub comparison: every delivery of every subscriber there.
+    let out = scratch.join("pubsub-results");
+    let shape = "--subscribers 100 --topics 2 --publishers 2 --rate 50/s --warmup 1s --duration 2s";
+    let mut args = vec!["compare", "--scenario", "pubsub", "--protocol", "centrifugo", "--servers"];
+    args.extend(["centrifugo,centrifugo-2-threads", "--fleet-dir", arg(&fleet), "--out", arg(&out)]);
+    args.extend(shape.split_whitespace().chain(["--connect-timeout", "30s"]));
+    let finished = crate::harness::wsbench(&args, Duration::from_secs(240));
+    assert_eq!(finished.code, Some(0), "{}", finished.describe());
+    for name in ["centrifugo", "centrifugo-2-threads"] {
+        let result = read_result(&out.join(format!("{name}-1.json")));
+        let context = || format!("{name}: {}\n{}", result["pubsub"], finished.describe());
+        assert_eq!(uint(&result, "/pubsub/subscribed"), 100, "{}", context());
+        assert!(uint(&result, "/pubsub/delivered") > 0, "{}", context());
+        assert_eq!(
+            uint(&result, "/pubsub/delivered"),
+            uint(&result, "/pubsub/expected_deliveries"),
+            "{}",
+            context()
+        );
+        assert_eq!(uint(&result, "/pubsub/lost") + uint(&result, "/pubsub/duplicated"), 0, "{}", context());
     }
 }
 

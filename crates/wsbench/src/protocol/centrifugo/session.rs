@@ -148,7 +148,7 @@ impl CentrifugoSession {
         }
     }
 
-    /// Sends what `write` encodes as command `id`'s message.
+    /// Sends the message `write` encodes.
     fn send(&mut self, out: &mut dyn Outbox, write: impl FnOnce(&mut Vec<u8>)) {
         self.encoding.clear();
         write(&mut self.encoding);
@@ -166,7 +166,7 @@ impl CentrifugoSession {
     /// The pending command `id` answers, taken (looked for from the oldest: replies come in
     /// order).
     fn take(&mut self, id: u32) -> Option<Pending> {
-        let at = self.pending.iter().position(|(pending, _)| *pending == id)?;
+        let at = self.pending.iter().position(|(awaiting, _)| *awaiting == id)?;
         self.pending.remove(at).map(|(_, pending)| pending)
     }
 
