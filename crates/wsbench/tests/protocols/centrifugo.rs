@@ -201,6 +201,25 @@ fn a_token_opens_what_anonymous_clients_may_not_and_a_wrong_one_is_refused_by_it
     assert_eq!(errors(&result), [("closed_3500".to_owned(), 20)].into(), "{}", summary_of(&result));
 }
 
+/// `--connection-token '{data.token}'`: each connection connects with its `--data` row's
+/// token (row `index mod rows`). Of two rows, one token signed with the server's secret and
+/// one with another, every other connection is refused: half established, half
+/// `closed_3500`.
+#[test]
+fn each_connection_takes_its_token_from_its_data_row() {
+    let Some(server) = or_skip(start_centrifugo()) else { return };
+    let rows = scratch("centrifugo-data-tokens").join("tokens.csv");
+    let (right, wrong) =
+        (centrifugo_token(CENTRIFUGO_SECRET, "u0"), centrifugo_token("another-secret", "u1"));
+    std::fs::write(&rows, format!("token\n{right}\n{wrong}\n")).unwrap();
+    let options = ["--connection-token", "{data.token}", "--data", arg(&rows)];
+    let (finished, result) = echo("centrifugo-data-tokens-run", &server.url(""), "10", &options);
+    finished.assert_completed_with_failures();
+    assert_eq!(uint(&result, "/summary/connections/established"), 5, "{}", summary_of(&result));
+    assert_eq!(errors(&result), [("closed_3500".to_owned(), 5)].into(), "{}", summary_of(&result));
+    assert!(uint(&result, "/summary/latency_us/count") > 5, "the five others echo\n{}", summary_of(&result));
+}
+
 /// Centrifugo pings every 2 s and disconnects a client whose pong is not back within 1.5 s
 /// (close code 3012): connections that last several pings and are never disconnected
 /// answered each one.
