@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the hand-made seed corpora of the application-protocol fuzz targets under
 fuzz/corpus/<target>/ (mqtt_decode, stomp_decode, socketio_decode, graphql_ws_decode,
-jsonrpc_decode).
+jsonrpc_decode, centrifugo_decode).
 
 The seeds are committed; this script documents how they were made and regenerates them.
 They are built here by hand from the specifications and from real servers' traffic, not
@@ -121,9 +121,25 @@ def jsonrpc_seeds():
     }
 
 
+def centrifugo_seeds():
+    return {
+        "ping": "{}",
+        "connect": '{"id":1,"connect":{"client":"4c1c","version":"6.9.1","ping":25,"pong":true}}',
+        "subscribe": '{"id":2,"subscribe":{}}',
+        "error": '{"id":3,"error":{"code":103,"message":"permission denied"}}',
+        "publication": '{"push":{"channel":"chat:room-1","pub":{"data":{"id":"0-1","ts":5},"offset":3}}}',
+        "batch": '{"id":3,"publish":{}}\n{"push":{"channel":"e","pub":{"data":"x \\"q\\""}}}\n{}',
+        "unsubscribe": '{"push":{"channel":"t1","unsubscribe":{"code":2000,"reason":"server unsubscribe"}}}',
+        "disconnect": '{"push":{"disconnect":{"code":3503,"reason":"force disconnect"}}}',
+        "join": '{"push":{"channel":"t1","join":{"info":{"user":"u","client":"c"}}}}',
+        "no-data": '{"push":{"channel":"t1","pub":{}}}',
+    }
+
+
 if __name__ == "__main__":
     write("mqtt_decode", mqtt_seeds())
     write("stomp_decode", stomp_seeds())
     write("socketio_decode", socketio_seeds())
     write("graphql_ws_decode", graphql_ws_seeds())
     write("jsonrpc_decode", jsonrpc_seeds())
+    write("centrifugo_decode", centrifugo_seeds())

@@ -19,6 +19,8 @@
 #   - socket.io, graphql-ws (+ graphql, ws) and rpc-websockets into tests/peers/node_modules
 #     (pinned in tests/peers/package-lock.json)
 #   - nats-server into <repo>/.tools (scripts/install-nats-server.sh, needs Go)
+#   - centrifugo into <repo>/.tools (scripts/install-centrifugo.sh, needs Go), also the
+#     fleet member servers/centrifugo
 # and the HTTP/2 fronts of the RFC 8441 tests (crates/wsbench/tests/engine/http2.rs):
 #   - haproxy (apt-get, only when missing; needs root or sudo); node's own http2 module needs
 #     nothing more than node
@@ -91,6 +93,7 @@ echo "install-test-peers: npm ci in tests/peers"
 node -e 'for (const p of ["socket.io", "graphql-ws", "graphql", "rpc-websockets"])
     console.log("install-test-peers:", p, require(`./tests/peers/node_modules/${p}/package.json`).version)'
 ./scripts/install-nats-server.sh
+./scripts/install-centrifugo.sh
 # The fleet's node.js `ws` server: the stages tests run against it (tests/stages.rs).
 echo "install-test-peers: npm ci in servers/node-ws"
 (cd servers/node-ws && npm ci --no-audit --no-fund --loglevel=error)

@@ -5,7 +5,7 @@
 //! incremental decoders must decode the same items whatever the input's split; views must
 //! answer every question asked of them; and what an encoder writes must decode back.
 
-use wsbench_appproto::{graphql_ws, jsonrpc, mqtt, socketio, stomp};
+use wsbench_appproto::{centrifugo, graphql_ws, jsonrpc, mqtt, socketio, stomp};
 
 /// Decodes everything `decode` finds in `input` (item, bytes used), stopping at the first
 /// error or incomplete item, after checking every item used some bytes within the input.
@@ -170,4 +170,23 @@ pub fn jsonrpc_decode(data: &[u8]) {
     let id_text = &request[request.rfind(",\"id\":").expect("the request has an id") + 6..request.len() - 1];
     let response = format!("{{\"jsonrpc\":\"2.0\",\"result\":null,\"id\":{id_text}}}");
     assert_eq!(jsonrpc::decode(response.as_bytes()), Ok(jsonrpc::Message::Result { id, result: "null" }));
+}
+
+/// The input as one Centrifugo message (its lines decoded each); then a subscribe and a
+/// publication on the input as a channel name decode back to it.
+pub fn centrifugo_decode(data: &[u8]) {
+    for line in centrifugo::lines(data) {
+        assert!(!line.is_empty() && !line.contains(&b'\n'));
+        let _ = centrifugo::decode(line);
+    }
+    let channel = String::from_utf8_lossy(data);
+    let mut wire = Vec::new();
+    centrifugo::encode_subscribe(&mut wire, 7, &channel);
+    let command = std::str::from_utf8(&wire).expect("a command is UTF-8");
+    let quoted = &command[command.find(":{\"channel\":").expect("the channel") + 12..command.len() - 2];
+    let push = format!("{{\"push\":{{\"channel\":{quoted},\"pub\":{{\"data\":[1]}}}}}}");
+    assert_eq!(
+        centrifugo::decode(push.as_bytes()),
+        Ok(centrifugo::Reply::Publication { channel: channel.clone(), data: "[1]" })
+    );
 }

@@ -12,8 +12,10 @@
 //! - [`socketio`]: Engine.IO v4 packets and Socket.IO v5 packets (socket.io 4.x).
 //! - [`graphql_ws`]: the graphql-transport-ws protocol of the graphql-ws library.
 //! - [`jsonrpc`]: JSON-RPC 2.0, with rpc-websockets' event notifications.
+//! - [`centrifugo`]: Centrifugo's client protocol v2 in JSON (commands, replies, pushes).
 //! - [`json`]: the JSON pieces they share (strings written and read without allocating).
 
+pub mod centrifugo;
 pub mod graphql_ws;
 pub mod json;
 pub mod jsonrpc;

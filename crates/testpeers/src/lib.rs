@@ -1,6 +1,6 @@
 //! Starts the real servers that wsbench's application-protocol tests talk to, on free
 //! loopback ports, and stops them when the returned [`Peer`] is dropped: mosquitto, NATS,
-//! RabbitMQ (web-stomp and web-mqtt), HAProxy as an HTTP/2 front, the fleet's axum server,
+//! RabbitMQ (web-stomp and web-mqtt), Centrifugo, HAProxy as an HTTP/2 front, the fleet's axum server,
 //! and the small socket.io,
 //! graphql-ws, rpc-websockets and node `http2` programs under `tests/peers/`. Test-only (`publish = false`): it may block, sleep and
 //! spawn, which the library crates never do.
@@ -12,6 +12,7 @@
 //! each peer's configuration and data live in a fresh temporary folder removed on drop.
 
 mod brokers;
+mod centrifugo;
 mod http2;
 mod node;
 mod process;
@@ -19,6 +20,9 @@ mod process;
 use std::path::PathBuf;
 
 pub use brokers::{start_mosquitto, start_nats, start_rabbitmq};
+pub use centrifugo::{
+    CENTRIFUGO_API_KEY, CENTRIFUGO_SECRET, centrifugo_token, start_centrifugo, start_centrifugo_pinging_every,
+};
 pub use http2::{NodeH2, start_axum, start_haproxy, start_node_h2};
 pub use node::{
     start_graphql_ws, start_rpc_websockets, start_socketio, start_socketio_pinging_every,

@@ -1,7 +1,7 @@
 //! The message protocols against their real servers: the `wsbench run` binary speaking
-//! Socket.IO, MQTT, STOMP, JSON-RPC and graphql-transport-ws to socket.io, mosquitto, NATS,
-//! RabbitMQ, rpc-websockets and graphql-ws, each started on a free port by
-//! `wsbench-testpeers` and stopped after. Every run is short and bounded; a server that is
+//! Socket.IO, MQTT, STOMP, JSON-RPC, graphql-transport-ws and Centrifugo's protocol to
+//! socket.io, mosquitto, NATS, RabbitMQ, rpc-websockets, graphql-ws and Centrifugo, each
+//! started on a free port by `wsbench-testpeers` and stopped after. Every run is short and bounded; a server that is
 //! not installed skips its tests unless `WSBENCH_REQUIRE_PEERS=1` (then it fails them).
 //!
 //! Run: `cargo test -p wsbench --test protocols` (after `scripts/install-test-peers.sh`).
@@ -49,6 +49,8 @@ pub fn run(test: &str, args: &[&str], timeout: Duration) -> (Finished, Value) {
     (finished, result)
 }
 
+#[path = "protocols/centrifugo.rs"]
+mod centrifugo;
 #[path = "protocols/flows.rs"]
 mod flows;
 #[path = "protocols/graphql_ws.rs"]

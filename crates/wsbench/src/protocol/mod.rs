@@ -9,6 +9,7 @@
 //! are, and the pub/sub JSON of docs/protocols.md — is the default. Adding a protocol is a
 //! folder and a line in [`PROTOCOLS`] (docs/architecture.md says how).
 
+pub mod centrifugo;
 pub mod graphql_ws;
 pub mod jsonrpc;
 pub mod mqtt;
@@ -25,8 +26,15 @@ use crate::options::{OptionSpec, OptionValues};
 pub const DEFAULT: &str = "raw";
 
 /// Every protocol, by name.
-pub static PROTOCOLS: &[&dyn Protocol] =
-    &[&raw::Raw, &mqtt::Mqtt, &stomp::Stomp, &socketio::SocketIo, &jsonrpc::JsonRpc, &graphql_ws::GraphqlWs];
+pub static PROTOCOLS: &[&dyn Protocol] = &[
+    &raw::Raw,
+    &mqtt::Mqtt,
+    &stomp::Stomp,
+    &socketio::SocketIo,
+    &jsonrpc::JsonRpc,
+    &graphql_ws::GraphqlWs,
+    &centrifugo::Centrifugo,
+];
 
 /// The protocol called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn Protocol> {

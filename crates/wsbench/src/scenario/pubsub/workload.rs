@@ -306,6 +306,8 @@ impl PubSub {
                 return None;
             }
             (Subscription::Closed, _) => return None,
+            // The server's error (a subscription it ended) is counted by its cause alone.
+            (Subscription::Subscribed, Incoming::Error { .. }) => return None,
             (Subscription::Subscribed, _) => {}
         }
         self.last_delivery = Some(now);
