@@ -190,6 +190,17 @@ pub fn only_field(data: &str) -> Option<&str> {
     serde_json::from_str::<OnlyMember<'_>>(data).ok()?.0.map(RawValue::get)
 }
 
+/// The value a result's `data` comes down to through objects of one field each
+/// (`{"room":{"body":"hi"}}` → `"hi"`), as JSON text: what an operation selecting one field
+/// answered, however deep. `data` itself when it has several fields.
+pub fn innermost_field(data: &str) -> &str {
+    let mut value = data;
+    while let Some(inner) = only_field(value) {
+        value = inner;
+    }
+    value
+}
+
 fn put_type(out: &mut Vec<u8>, kind: &str) {
     out.extend_from_slice(b"{\"type\":\"");
     out.extend_from_slice(kind.as_bytes());
@@ -238,6 +249,17 @@ pub fn encode_subscribe(out: &mut Vec<u8>, id: &str, subscribe: &Subscribe<'_>) 
         write_str(out, name);
     }
     out.extend_from_slice(b"}}");
+}
+
+/// `subscribe` operation `id` whose payload (`{"query":…,"variables":…}`, JSON text) is
+/// written by `payload`: an operation given whole, as a template filled in.
+pub fn encode_subscribe_payload(out: &mut Vec<u8>, id: &str, payload: impl FnOnce(&mut Vec<u8>)) {
+    put_type(out, "subscribe");
+    out.extend_from_slice(b",\"id\":");
+    write_str(out, id);
+    out.extend_from_slice(b",\"payload\":");
+    payload(out);
+    out.push(b'}');
 }
 
 /// `complete`: the client stops operation `id`.

@@ -102,3 +102,19 @@ fn close_codes_of_graphql_ws_are_named() {
     assert_eq!(close_code_name(4400), Some("bad_request"));
     assert_eq!(close_code_name(1000), None);
 }
+
+#[test]
+fn an_operation_given_whole_is_written_as_its_payload() {
+    let text = encoded(|out| encode_subscribe_payload(out, "t3", |out| out.extend_from_slice(br#"{"query":"subscription { m }"}"#)));
+    assert_eq!(text, r#"{"type":"subscribe","id":"t3","payload":{"query":"subscription { m }"}}"#);
+    let Message::Subscribe { id, payload } = decode(text.as_bytes()).unwrap() else { panic!("{text}") };
+    assert_eq!((id.as_ref(), payload), ("t3", r#"{"query":"subscription { m }"}"#));
+}
+
+#[test]
+fn the_innermost_field_is_found_through_objects_of_one_field() {
+    assert_eq!(innermost_field(r#"{"room":{"body":"a \"b\""}}"#), r#""a \"b\"""#);
+    assert_eq!(innermost_field(r#"{"messages":"x"}"#), r#""x""#);
+    assert_eq!(innermost_field(r#"{"room":{"body":"x","at":1}}"#), r#"{"body":"x","at":1}"#);
+    assert_eq!(innermost_field("{}"), "{}");
+}
