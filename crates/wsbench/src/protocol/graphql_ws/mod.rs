@@ -239,8 +239,8 @@ impl GraphqlWsSession {
         self.detail.clear();
         let _ = write!(self.detail, "the server refused connection_init (close {code} {reason:?}): ");
         self.detail.push_str(match self.init_payload {
-            Some(_) => "it did not accept the --init-payload given",
-            None => "does it want credentials? give them with --init-payload",
+            Some(_) => "check the --init-payload given",
+            None => "give credentials with --init-payload",
         });
         sink.incoming(Incoming::Error { cause, detail: &self.detail, seq: None, fatal: true });
     }

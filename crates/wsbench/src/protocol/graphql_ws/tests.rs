@@ -214,8 +214,8 @@ fn the_init_payload_is_connection_init_s_payload() {
 #[test]
 fn a_server_closing_4403_or_4401_at_init_is_a_refusal_by_its_cause() {
     let cases = [
-        (None, 4403, "graphql_ws_init_forbidden", "give them with --init-payload"),
-        (Some(r#"{"token":"wrong"}"#), 4401, "graphql_ws_init_unauthorized", "did not accept the --init-payload"),
+        (None, 4403, "graphql_ws_init_forbidden", "give credentials with --init-payload"),
+        (Some(r#"{"token":"wrong"}"#), 4401, "graphql_ws_init_unauthorized", "check the --init-payload given"),
     ];
     for (init, code, cause, hint) in cases {
         let options = match init {
