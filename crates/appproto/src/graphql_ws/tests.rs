@@ -105,7 +105,9 @@ fn close_codes_of_graphql_ws_are_named() {
 
 #[test]
 fn an_operation_given_whole_is_written_as_its_payload() {
-    let text = encoded(|out| encode_subscribe_payload(out, "t3", |out| out.extend_from_slice(br#"{"query":"subscription { m }"}"#)));
+    let text = encoded(|out| {
+        encode_subscribe_payload(out, "t3", |out| out.extend_from_slice(br#"{"query":"subscription { m }"}"#))
+    });
     assert_eq!(text, r#"{"type":"subscribe","id":"t3","payload":{"query":"subscription { m }"}}"#);
     let Message::Subscribe { id, payload } = decode(text.as_bytes()).unwrap() else { panic!("{text}") };
     assert_eq!((id.as_ref(), payload), ("t3", r#"{"query":"subscription { m }"}"#));

@@ -88,7 +88,8 @@ mod tests {
 
     #[test]
     fn placeholders_are_filled_where_they_stand_and_other_braces_kept() {
-        let template = Template::split(r#"{"t":"t{topic}","p":{payload},"again":{payload}}"#, &["{topic}", "{payload}"]);
+        let template =
+            Template::split(r#"{"t":"t{topic}","p":{payload},"again":{payload}}"#, &["{topic}", "{payload}"]);
         assert_eq!(filled(&template, &["3", r#""x""#]), r#"{"t":"t3","p":"x","again":"x"}"#);
         assert!(template.uses(0) && template.uses(1));
         let plain = Template::split("[]", &["{payload}"]);

@@ -149,8 +149,12 @@ fn the_init_payload_carries_the_token_the_server_checks() {
     assert_eq!(errors.get("closed_4403"), Some(&10), "{errors:?}");
     assert_eq!(errors.get("graphql_ws_init_forbidden"), Some(&10), "{errors:?}");
     assert_eq!(errors.len(), 2, "{errors:?}");
-    let detail = result["counters"]["protocol_error_details"]["graphql_ws_init_forbidden"].as_str().unwrap_or("");
-    assert_eq!(detail, r#"the server refused connection_init (close 4403 "Forbidden"): check the --init-payload given"#);
+    let detail =
+        result["counters"]["protocol_error_details"]["graphql_ws_init_forbidden"].as_str().unwrap_or("");
+    assert_eq!(
+        detail,
+        r#"the server refused connection_init (close 4403 "Forbidden"): check the --init-payload given"#
+    );
     assert!(errors_line(&finished).contains("graphql_ws_init_forbidden 10"), "{}", finished.describe());
 }
 

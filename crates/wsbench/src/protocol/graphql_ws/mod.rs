@@ -28,7 +28,9 @@ use wsbench_appproto::json::{parse_u64, unescape_into, write_str, write_u64};
 
 use super::{Incoming, Options, Outbox, Protocol, Session, Setup, Sink, Use};
 use crate::options::OptionSpec;
-pub use options::{DEFAULT_MUTATION, DEFAULT_QUERY, DEFAULT_SUBSCRIPTION, INIT_PAYLOAD, MUTATION, QUERY, SUBSCRIPTION};
+pub use options::{
+    DEFAULT_MUTATION, DEFAULT_QUERY, DEFAULT_SUBSCRIPTION, INIT_PAYLOAD, MUTATION, QUERY, SUBSCRIPTION,
+};
 use pubsub::PubSubOperations;
 
 /// Operations that answered and that the server has not completed yet, per connection; past

@@ -90,8 +90,14 @@ pub fn check(options: &Options) -> Result<(), String> {
         // Its value may be a secret: the error names what is wrong, never the value.
         match sample_json(init, &[], &[]) {
             Ok(value) if value.is_object() => {}
-            Ok(_) => return Err("--init-payload is not a JSON object: give one such as {\"token\":\"…\"}".into()),
-            Err(error) => return Err(format!("--init-payload is not JSON ({error}): give a JSON object such as {{\"token\":\"…\"}}")),
+            Ok(_) => {
+                return Err("--init-payload is not a JSON object: give one such as {\"token\":\"…\"}".into());
+            }
+            Err(error) => {
+                return Err(format!(
+                    "--init-payload is not JSON ({error}): give a JSON object such as {{\"token\":\"…\"}}"
+                ));
+            }
         }
     }
     operation(options, &SUBSCRIPTION)?;
@@ -107,7 +113,9 @@ fn operation(options: &Options, spec: &OptionSpec) -> Result<(), String> {
         .map_err(|error| format!("--{flag} is not JSON once {{topic}} and {{payload}} are filled in ({error}): give the subscribe payload, e.g. {{\"query\":\"…\",\"variables\":{{\"topic\":\"t{{topic}}\"}}}}"))?;
     match value.get("query").and_then(serde_json::Value::as_str) {
         Some(query) if !query.trim().is_empty() => Ok(()),
-        _ => Err(format!("--{flag} has no \"query\": give the subscribe payload, e.g. {{\"query\":\"…\",\"variables\":{{\"topic\":\"t{{topic}}\"}}}}")),
+        _ => Err(format!(
+            "--{flag} has no \"query\": give the subscribe payload, e.g. {{\"query\":\"…\",\"variables\":{{\"topic\":\"t{{topic}}\"}}}}"
+        )),
     }
 }
 
@@ -137,6 +145,9 @@ mod tests {
         assert!(error.starts_with("--mutation is not JSON"), "{error}");
         let error = checked("subscription", r#"{"variables":{"t":"{topic}"}}"#).unwrap_err();
         assert!(error.starts_with("--subscription has no \"query\""), "{error}");
-        assert!(checked("subscription", "subscription { messages }").is_err(), "a bare document is no payload");
+        assert!(
+            checked("subscription", "subscription { messages }").is_err(),
+            "a bare document is no payload"
+        );
     }
 }

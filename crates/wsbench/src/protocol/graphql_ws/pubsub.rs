@@ -16,8 +16,10 @@
 use wsbench_appproto::graphql_ws::{self, Message};
 use wsbench_appproto::json::{unescape_into, write_str, write_u64};
 
-use super::options::{DEFAULT_MUTATION, DEFAULT_SUBSCRIPTION, MUTATION, PAYLOAD_PLACEHOLDER, SUBSCRIPTION, TOPIC_PLACEHOLDER};
 use super::GraphqlWsSession;
+use super::options::{
+    DEFAULT_MUTATION, DEFAULT_SUBSCRIPTION, MUTATION, PAYLOAD_PLACEHOLDER, SUBSCRIPTION, TOPIC_PLACEHOLDER,
+};
 use crate::protocol::template::Template;
 use crate::protocol::{Incoming, Outbox, Setup, Sink};
 
@@ -116,7 +118,9 @@ impl GraphqlWsSession {
             subscribed: std::borrow::Cow<'a, str>,
         }
         let named = payload.and_then(|payload| serde_json::from_str::<Subscribed<'_>>(payload).ok());
-        let Some((pubsub, named)) = self.pubsub.as_mut().zip(named) else { return sink.incoming(Incoming::Other) };
+        let Some((pubsub, named)) = self.pubsub.as_mut().zip(named) else {
+            return sink.incoming(Incoming::Other);
+        };
         match pubsub.state(&named.subscribed) {
             Some(state) if *state == State::Pending => {
                 *state = State::Active;
@@ -132,7 +136,8 @@ impl GraphqlWsSession {
         match message {
             Message::Next { id, payload } => {
                 if let Some(message) = graphql_ws::execution_error(payload) {
-                    let error = Incoming::Error { cause: "graphql_error", detail: &message, seq: None, fatal: false };
+                    let error =
+                        Incoming::Error { cause: "graphql_error", detail: &message, seq: None, fatal: false };
                     return sink.incoming(error);
                 }
                 let Some(state) = pubsub.state(&id) else { return sink.incoming(Incoming::Other) };
@@ -151,13 +156,24 @@ impl GraphqlWsSession {
                 if let Some(state) = pubsub.state(&id) {
                     *state = State::Ended;
                 }
-                sink.incoming(Incoming::Error { cause: "graphql_error", detail: &message, seq: None, fatal: false });
+                sink.incoming(Incoming::Error {
+                    cause: "graphql_error",
+                    detail: &message,
+                    seq: None,
+                    fatal: false,
+                });
             }
             Message::Complete { id } => match pubsub.state(&id) {
                 Some(state) if *state != State::Ended => {
                     *state = State::Ended;
-                    let detail = "the server completed a subscription: what is published to its topic later is lost";
-                    let error = Incoming::Error { cause: "graphql_ws_subscription_completed", detail, seq: None, fatal: false };
+                    let detail =
+                        "the server completed a subscription: what is published to its topic later is lost";
+                    let error = Incoming::Error {
+                        cause: "graphql_ws_subscription_completed",
+                        detail,
+                        seq: None,
+                        fatal: false,
+                    };
                     sink.incoming(error);
                 }
                 _ => sink.incoming(Incoming::Other),

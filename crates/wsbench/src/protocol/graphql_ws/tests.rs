@@ -215,7 +215,12 @@ fn the_init_payload_is_connection_init_s_payload() {
 fn a_server_closing_4403_or_4401_at_init_is_a_refusal_by_its_cause() {
     let cases = [
         (None, 4403, "graphql_ws_init_forbidden", "give credentials with --init-payload"),
-        (Some(r#"{"token":"wrong"}"#), 4401, "graphql_ws_init_unauthorized", "check the --init-payload given"),
+        (
+            Some(r#"{"token":"wrong"}"#),
+            4401,
+            "graphql_ws_init_unauthorized",
+            "check the --init-payload given",
+        ),
     ];
     for (init, code, cause, hint) in cases {
         let options = match init {
@@ -228,7 +233,10 @@ fn a_server_closing_4403_or_4401_at_init_is_a_refusal_by_its_cause() {
         session.ended_while_opening(Some((code, "Forbidden")), &mut heard);
         let (said, detail, seq, fatal) = &heard.errors[0];
         assert_eq!((said.as_str(), *seq, *fatal), (cause, None, true));
-        assert!(detail.starts_with(&format!("the server refused connection_init (close {code} \"Forbidden\")")), "{detail}");
+        assert!(
+            detail.starts_with(&format!("the server refused connection_init (close {code} \"Forbidden\")")),
+            "{detail}"
+        );
         assert!(detail.contains(hint) && !detail.contains("wrong"), "{detail}");
     }
     let mut session = GraphqlWs.session(&setup(Use::Requests, &Options::default()));
@@ -266,7 +274,11 @@ fn a_subscription_is_acknowledged_by_the_pong_after_it_and_its_nexts_are_deliver
         r#"{"id":"t3","type":"next","payload":{"data":{"room":{"body":"{\"id\":\"0-1\"}"}}}}"#,
     );
     assert_eq!(heard.deliveries, [("t3".to_owned(), br#"{"id":"0-1"}"#.to_vec())]);
-    receive(session.as_mut(), &mut heard, r#"{"id":"t3","type":"next","payload":{"data":null,"errors":[{"message":"boom"}]}}"#);
+    receive(
+        session.as_mut(),
+        &mut heard,
+        r#"{"id":"t3","type":"next","payload":{"data":null,"errors":[{"message":"boom"}]}}"#,
+    );
     receive(session.as_mut(), &mut heard, r#"{"id":"t3","type":"complete"}"#);
     let causes: Vec<&str> = heard.errors.iter().map(|(cause, ..)| cause.as_str()).collect();
     assert_eq!(causes, ["graphql_error", "graphql_ws_subscription_completed"]);
@@ -283,7 +295,11 @@ fn a_delivery_before_the_pong_acknowledges_the_subscription_and_an_error_refuses
 
     let (mut session, mut heard) = pubsub(&Options::default());
     session.subscribe("t1", &mut heard);
-    receive(session.as_mut(), &mut heard, r#"{"id":"t1","type":"error","payload":[{"message":"Cannot query field \"messages\""}]}"#);
+    receive(
+        session.as_mut(),
+        &mut heard,
+        r#"{"id":"t1","type":"error","payload":[{"message":"Cannot query field \"messages\""}]}"#,
+    );
     receive(session.as_mut(), &mut heard, r#"{"type":"pong","payload":{"subscribed":"t1"}}"#);
     assert!(heard.subscribed.is_empty(), "a refused subscription is never acknowledged");
     assert_eq!(heard.errors[0].0, "graphql_error");
@@ -302,7 +318,11 @@ fn a_publish_is_the_mutation_with_the_message_as_a_json_string_and_its_result_is
     assert!(heard.sent_text(2).contains(r#""id":"p1""#));
     receive(session.as_mut(), &mut heard, r#"{"id":"p0","type":"next","payload":{"data":{"publish":true}}}"#);
     receive(session.as_mut(), &mut heard, r#"{"id":"p0","type":"complete"}"#);
-    receive(session.as_mut(), &mut heard, r#"{"id":"p1","type":"error","payload":[{"message":"unknown topic"}]}"#);
+    receive(
+        session.as_mut(),
+        &mut heard,
+        r#"{"id":"p1","type":"error","payload":[{"message":"unknown topic"}]}"#,
+    );
     assert_eq!(heard.other, 2);
     assert_eq!(heard.errors, [("graphql_error".into(), "unknown topic".into(), None, false)]);
     assert!(heard.deliveries.is_empty());

@@ -29,7 +29,12 @@ impl JsonRpcSession {
         for element in elements {
             let Ok(element) = element else {
                 let detail = "a batch reply that is not a JSON array of responses";
-                sink.incoming(Incoming::Error { cause: "jsonrpc_malformed", detail, seq: None, fatal: false });
+                sink.incoming(Incoming::Error {
+                    cause: "jsonrpc_malformed",
+                    detail,
+                    seq: None,
+                    fatal: false,
+                });
                 break;
             };
             let (id, error) = match jsonrpc::decode(element.as_bytes()) {
@@ -38,7 +43,12 @@ impl JsonRpcSession {
                 Ok(_) => continue,
                 Err(error) => {
                     let detail = error.to_string();
-                    let error = Incoming::Error { cause: "jsonrpc_malformed", detail: &detail, seq: None, fatal: false };
+                    let error = Incoming::Error {
+                        cause: "jsonrpc_malformed",
+                        detail: &detail,
+                        seq: None,
+                        fatal: false,
+                    };
                     sink.incoming(error);
                     continue;
                 }
@@ -54,7 +64,8 @@ impl JsonRpcSession {
             };
             let Some(slot) = slot.filter(|slot| !self.answered[*slot]) else {
                 let detail = "a response in a batch reply whose id is none of the batch's calls, or a call answered twice";
-                let error = Incoming::Error { cause: "jsonrpc_batch_unmatched", detail, seq: None, fatal: false };
+                let error =
+                    Incoming::Error { cause: "jsonrpc_batch_unmatched", detail, seq: None, fatal: false };
                 sink.incoming(error);
                 continue;
             };
@@ -77,7 +88,12 @@ impl JsonRpcSession {
         }
         self.detail.clear();
         let _ = write!(self.detail, "a batch reply answering {answered} of its {} calls", self.batch);
-        let error = Incoming::Error { cause: "jsonrpc_batch_incomplete", detail: &self.detail, seq: Some(seq), fatal: false };
+        let error = Incoming::Error {
+            cause: "jsonrpc_batch_incomplete",
+            detail: &self.detail,
+            seq: Some(seq),
+            fatal: false,
+        };
         sink.incoming(error);
     }
 
@@ -91,7 +107,8 @@ impl JsonRpcSession {
             }
             Ok(Message::Result { id, .. }) => (
                 "jsonrpc_batch_unbatched".to_owned(),
-                "a single response where a batch reply (an array) was due: does the server take batches?".to_owned(),
+                "a single response where a batch reply (an array) was due: does the server take batches?"
+                    .to_owned(),
                 Some(id),
             ),
             Ok(_) => return sink.incoming(Incoming::Other),

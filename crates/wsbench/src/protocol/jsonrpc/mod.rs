@@ -96,9 +96,9 @@ impl Protocol for JsonRpc {
         check_params(options)?;
         match options.given.count(&BATCH) {
             Some(0) => Err("--batch 0: a batch holds at least 1 call".into()),
-            Some(n) if n > MAX_BATCH => {
-                Err(format!("--batch {n} is more than {MAX_BATCH} calls in one message: give at most {MAX_BATCH}"))
-            }
+            Some(n) if n > MAX_BATCH => Err(format!(
+                "--batch {n} is more than {MAX_BATCH} calls in one message: give at most {MAX_BATCH}"
+            )),
             _ => Ok(()),
         }
     }
@@ -278,7 +278,9 @@ fn check_params(options: &Options) -> Result<(), String> {
         .map_err(|error| format!("--params {params:?} is not JSON with {{payload}} filled in ({error}): give a JSON array or object such as [] or [{{payload}}]"))?;
     match sample.is_array() || sample.is_object() {
         true => Ok(()),
-        false => Err(format!("--params {params:?} is not a JSON array or object, as JSON-RPC params must be: e.g. [] or [{{payload}}]")),
+        false => Err(format!(
+            "--params {params:?} is not a JSON array or object, as JSON-RPC params must be: e.g. [] or [{{payload}}]"
+        )),
     }
 }
 

@@ -37,10 +37,7 @@ fn an_error_reply_is_an_error_by_its_code_for_its_request() {
     session.receive(error, false, Instant::now(), &mut heard);
     session.receive(b"not json", false, Instant::now(), &mut heard);
     assert!(heard.replies.is_empty());
-    assert_eq!(
-        heard.errors[0],
-        ("jsonrpc_error_-32601".into(), "Method not found".into(), Some(4), false)
-    );
+    assert_eq!(heard.errors[0], ("jsonrpc_error_-32601".into(), "Method not found".into(), Some(4), false));
     assert_eq!(heard.errors[1].0, "jsonrpc_malformed");
 }
 
@@ -55,7 +52,8 @@ fn options_it_cannot_honour_are_refused() {
 #[test]
 fn each_error_of_a_batch_reply_counts() {
     let options = Options::default();
-    let batch = br#"[{"jsonrpc":"2.0","error":{"code":-32601,"message":"the method eth_x does not exist"},"id":"1"},
+    let batch =
+        br#"[{"jsonrpc":"2.0","error":{"code":-32601,"message":"the method eth_x does not exist"},"id":"1"},
         {"jsonrpc":"2.0","result":"0x10","id":"2"},
         {"jsonrpc":"2.0","error":{"code":-32602,"message":"invalid argument"},"id":"3"}]"#;
     let mut flow = JsonRpc.session(&setup(Use::Messages, &options));
@@ -101,7 +99,10 @@ fn params_of_the_user_s_are_sent_as_given_with_the_payload_filled_in() {
     let wrapped = Options::with([("params", r#"{"text":{payload},"n":2}"#.into())]);
     let mut session = JsonRpc.session(&setup(Use::Requests, &wrapped));
     session.request(1, b"a \"b\"", &mut heard);
-    assert_eq!(heard.sent_text(1), r#"{"jsonrpc":"2.0","method":"echo","params":{"text":"a \"b\"","n":2},"id":2}"#);
+    assert_eq!(
+        heard.sent_text(1),
+        r#"{"jsonrpc":"2.0","method":"echo","params":{"text":"a \"b\"","n":2},"id":2}"#
+    );
     assert!(JsonRpc.replies_echo(&Options::default()));
 }
 
@@ -132,7 +133,8 @@ fn a_batch_reply_s_errors_count_by_code_and_the_first_answers_its_request() {
     let refused = br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid array"},"id":null}"#;
     session.receive(refused, false, Instant::now(), &mut heard);
     assert!(heard.replies.is_empty());
-    let causes: Vec<(&str, Option<u64>)> = heard.errors.iter().map(|(cause, _, seq, _)| (cause.as_str(), *seq)).collect();
+    let causes: Vec<(&str, Option<u64>)> =
+        heard.errors.iter().map(|(cause, _, seq, _)| (cause.as_str(), *seq)).collect();
     assert_eq!(
         causes,
         [
