@@ -1,6 +1,8 @@
 // A graphql-ws 6 server (the graphql-transport-ws protocol) for `wsbench compare` (a fleet
 // server; the protocol tests start it too, through crates/testpeers). Schema:
 //   query        { echo(message: String!): String! }            the message back
+//   query        { secret: String }                             refused: a GraphQL error whose
+//                                                               extensions.code is FORBIDDEN
 //   subscription { echo(message: String!): String! }            yields the message once
 //   subscription { ticks(count: Int!): Int! }                   yields 1..count, then completes
 //   subscription { messages(topic: String!): String! }           what is published to topic
@@ -18,10 +20,13 @@
 'use strict';
 const { WebSocketServer } = require('ws');
 const { useServer } = require('graphql-ws/use/ws');
-const { buildSchema } = require('graphql');
+const { buildSchema, GraphQLError } = require('graphql');
 
 const schema = buildSchema(`
-  type Query { echo(message: String!): String! }
+  type Query {
+    echo(message: String!): String!
+    secret: String
+  }
   type Said { room: String!, body: String! }
   type Mutation {
     publish(topic: String!, payload: String!): Boolean!
@@ -80,7 +85,12 @@ class PubSub {
 const pubsub = new PubSub();
 
 const roots = {
-    query: { echo: ({ message }) => message },
+    query: {
+        echo: ({ message }) => message,
+        secret: () => {
+            throw new GraphQLError('not allowed to read the secret', { extensions: { code: 'FORBIDDEN' } });
+        },
+    },
     subscription: {
         echo: async function* ({ message }) {
             yield { echo: message };

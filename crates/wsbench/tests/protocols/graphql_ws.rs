@@ -208,3 +208,19 @@ fn a_subscription_the_server_refuses_is_a_graphql_error_and_its_deliveries_lost(
     let details = &result["counters"]["protocol_error_details"];
     assert_eq!(details["graphql_error"], r#"Cannot query field "nope" on type "Subscription"."#, "{details}");
 }
+
+#[test]
+fn an_error_with_an_extensions_code_is_counted_by_its_code() {
+    let Some(server) = or_skip(start_graphql_ws()) else { return };
+    // The peer's `secret` field throws a GraphQLError with extensions.code FORBIDDEN: the
+    // result is a `next` carrying it in `errors`.
+    let load = ["--query", "{ secret }", "--connections", "10", "--warmup", "0s", "--duration", "1s"];
+    let (finished, result) = graphql_run("graphql-ws-error-code", &server.url("/"), &load);
+    finished.assert_completed_with_failures();
+    let errors = errors(&result);
+    assert!(errors.get("graphql_error_forbidden").copied().unwrap_or(0) >= 10, "{errors:?}");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(uint(&result, "/summary/latency_us/count"), 0, "an error is no round trip");
+    let details = &result["counters"]["protocol_error_details"];
+    assert_eq!(details["graphql_error_forbidden"], "not allowed to read the secret", "{details}");
+}

@@ -7,7 +7,8 @@
 //! its reply is the first `next` for that id, whose one field's value is the payload back.
 //! A `--query` of the user's answers what it answers: its replies are not compared with the
 //! payload ([`Protocol::replies_echo`]). An `error` (or a `next` carrying `errors`) is no
-//! round trip: it is counted as `graphql_error` with the server's first message kept.
+//! round trip: it is counted as `graphql_error` (`graphql_error_CODE` when the first error
+//! has an `extensions.code`) with the server's first message kept.
 //!
 //! The server's `ping` is answered with `pong` at once; the client sends no pings of its
 //! own (graphql-ws servers keep connections alive with WebSocket pings, which the engine
@@ -82,6 +83,7 @@ impl Protocol for GraphqlWs {
             id: Vec::new(),
             decoded: Vec::new(),
             detail: String::new(),
+            cause: String::new(),
         })
     }
 }
@@ -111,6 +113,8 @@ struct GraphqlWsSession {
     id: Vec<u8>,
     decoded: Vec<u8>,
     detail: String,
+    /// An error's cause, `graphql_error` or `graphql_error_CODE`.
+    cause: String,
 }
 
 impl Session for GraphqlWsSession {
@@ -178,18 +182,15 @@ impl Session for GraphqlWsSession {
             Message::Next { .. } | Message::Complete { .. } if self.ready && self.flow => {
                 sink.incoming(Incoming::Message { payload: raw, error: None })
             }
-            Message::Error { message, .. } if self.ready && self.flow => {
-                sink.incoming(Incoming::Message { payload: raw, error: Some(("graphql_error", &message)) })
+            Message::Error { message, code, .. } if self.ready && self.flow => {
+                let cause = graphql_ws::error_cause(&mut self.cause, code.as_deref());
+                sink.incoming(Incoming::Message { payload: raw, error: Some((cause, &message)) })
             }
             Message::Next { id, payload } if self.ready => self.on_next(&id, payload, sink),
-            Message::Error { id, message, .. } if self.ready => {
+            Message::Error { id, message, code, .. } if self.ready => {
                 let seq = self.finish(&id);
-                sink.incoming(Incoming::Error {
-                    cause: "graphql_error",
-                    detail: &message,
-                    seq,
-                    fatal: false,
-                });
+                let cause = graphql_ws::error_cause(&mut self.cause, code.as_deref());
+                sink.incoming(Incoming::Error { cause, detail: &message, seq, fatal: false });
             }
             Message::Complete { id } if self.ready => match self.finish(&id) {
                 // Completed without a result: the request is answered, with nothing.
@@ -255,10 +256,9 @@ impl GraphqlWsSession {
             self.running.push_back(seq);
             self.complete_beyond_limit(sink);
         }
-        if let Some(message) = graphql_ws::execution_error(payload) {
-            let error =
-                Incoming::Error { cause: "graphql_error", detail: &message, seq: first, fatal: false };
-            return sink.incoming(error);
+        if let Some((message, code)) = graphql_ws::execution_error(payload) {
+            let cause = graphql_ws::error_cause(&mut self.cause, code.as_deref());
+            return sink.incoming(Incoming::Error { cause, detail: &message, seq: first, fatal: false });
         }
         let Some(seq) = first else { return sink.incoming(Incoming::Other) };
         let data = graphql_ws::result_data(payload);

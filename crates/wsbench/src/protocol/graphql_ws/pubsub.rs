@@ -10,7 +10,7 @@
 //! once with their payload (the protocol requires it), having read the `subscribe` before
 //! it, and the `pong` is taken as the acknowledgement. A delivery that comes first
 //! acknowledges it too. An `error` for an operation, or a `next` carrying `errors`, is
-//! `graphql_error` with the server's message; a subscription the server completes is
+//! `graphql_error` (`graphql_error_CODE` by its `extensions.code`) with the server's message; a subscription the server completes is
 //! `graphql_ws_subscription_completed` (what is published to it later is lost).
 
 use wsbench_appproto::graphql_ws::{self, Message};
@@ -135,10 +135,14 @@ impl GraphqlWsSession {
         let Some(pubsub) = self.pubsub.as_mut() else { return };
         match message {
             Message::Next { id, payload } => {
-                if let Some(message) = graphql_ws::execution_error(payload) {
-                    let error =
-                        Incoming::Error { cause: "graphql_error", detail: &message, seq: None, fatal: false };
-                    return sink.incoming(error);
+                if let Some((message, code)) = graphql_ws::execution_error(payload) {
+                    let cause = graphql_ws::error_cause(&mut self.cause, code.as_deref());
+                    return sink.incoming(Incoming::Error {
+                        cause,
+                        detail: &message,
+                        seq: None,
+                        fatal: false,
+                    });
                 }
                 let Some(state) = pubsub.state(&id) else { return sink.incoming(Incoming::Other) };
                 if *state == State::Pending {
@@ -152,16 +156,12 @@ impl GraphqlWsSession {
                 };
                 sink.incoming(Incoming::Delivery { topic: &id, payload: delivered });
             }
-            Message::Error { id, message, .. } => {
+            Message::Error { id, message, code, .. } => {
                 if let Some(state) = pubsub.state(&id) {
                     *state = State::Ended;
                 }
-                sink.incoming(Incoming::Error {
-                    cause: "graphql_error",
-                    detail: &message,
-                    seq: None,
-                    fatal: false,
-                });
+                let cause = graphql_ws::error_cause(&mut self.cause, code.as_deref());
+                sink.incoming(Incoming::Error { cause, detail: &message, seq: None, fatal: false });
             }
             Message::Complete { id } => match pubsub.state(&id) {
                 Some(state) if *state != State::Ended => {

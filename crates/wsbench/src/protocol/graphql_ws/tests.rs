@@ -327,3 +327,22 @@ fn a_publish_is_the_mutation_with_the_message_as_a_json_string_and_its_result_is
     assert_eq!(heard.errors, [("graphql_error".into(), "unknown topic".into(), None, false)]);
     assert!(heard.deliveries.is_empty());
 }
+
+#[test]
+fn an_error_with_an_extensions_code_is_counted_by_it() {
+    let (mut session, mut heard) = acked(&Options::default());
+    session.request(0, b"x", &mut heard);
+    session.request(1, b"y", &mut heard);
+    let refused =
+        r#"{"id":"0","type":"error","payload":[{"message":"no","extensions":{"code":"FORBIDDEN"}}]}"#;
+    let failed = r#"{"id":"1","type":"next","payload":{"data":null,"errors":[{"message":"bad","extensions":{"code":"BAD_USER_INPUT"}}]}}"#;
+    receive(session.as_mut(), &mut heard, refused);
+    receive(session.as_mut(), &mut heard, failed);
+    assert_eq!(
+        heard.errors,
+        [
+            ("graphql_error_forbidden".into(), "no".into(), Some(0), false),
+            ("graphql_error_bad_user_input".into(), "bad".into(), Some(1), false),
+        ]
+    );
+}
