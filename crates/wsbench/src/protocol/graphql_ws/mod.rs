@@ -1,7 +1,9 @@
 //! `graphql-ws`: the graphql-transport-ws protocol of the graphql-ws library (Apollo,
 //! GraphQL Yoga, Hasura and most GraphQL servers' subscriptions), subprotocol
-//! `graphql-transport-ws`. The session opens with `connection_init` and is ready at
-//! `connection_ack`. An echo request is the operation `--query` (default: the `echo`
+//! `graphql-transport-ws`. The session opens with `connection_init` (its payload
+//! `--init-payload`, where servers take credentials) and is ready at `connection_ack`; a
+//! server that closes 4403 or 4401 before it refused the connection, most often for those
+//! credentials, which the session names as its cause. An echo request is the operation `--query` (default: the `echo`
 //! subscription of [`DEFAULT_QUERY`]) with the payload as its variable `$payload`, started
 //! by `subscribe` with the request's sequence number as its id (unique on the connection);
 //! its reply is the first `next` for that id, whose one field's value is the payload back.
@@ -12,8 +14,9 @@
 //!
 //! The server's `ping` is answered with `pong` at once; the client sends no pings of its
 //! own (graphql-ws servers keep connections alive with WebSocket pings, which the engine
-//! answers, and a load keeps them busy). Pub/sub is not served: publishing needs a mutation
-//! each server defines for itself. Operations a server does not complete (a subscription
+//! answers, and a load keeps them busy), except the one that acknowledges a pub/sub
+//! subscription: pub/sub is a subscription fed by a mutation, both the user's operations
+//! (`pubsub.rs`). Operations a server does not complete (a subscription
 //! that keeps yielding) are completed by the client once [`MAX_RUNNING`] are running, so a
 //! long run does not pile them up on the server; nothing a server sends grows the session.
 
