@@ -137,9 +137,14 @@ pub fn socketio_decode(data: &[u8]) {
 /// id and query decodes back to them.
 pub fn graphql_ws_decode(data: &[u8]) {
     if let Ok(graphql_ws::Message::Next { payload, .. }) = graphql_ws::decode(data) {
-        let _ = graphql_ws::execution_error(payload);
+        if let Some((_, code)) = graphql_ws::execution_error(payload) {
+            let mut cause = String::new();
+            let cause = graphql_ws::error_cause(&mut cause, code.as_deref());
+            assert!(cause.len() <= "graphql_error_".len() + graphql_ws::MAX_CODE, "{cause}");
+        }
         if let Some(data) = graphql_ws::result_data(payload) {
             let _ = graphql_ws::only_field(data);
+            let _ = graphql_ws::innermost_field(data);
         }
     }
     let text = String::from_utf8_lossy(data);

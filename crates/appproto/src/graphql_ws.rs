@@ -16,7 +16,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::json::{Text, write_str};
+use crate::json::{Text, string_value, write_str};
 
 /// The WebSocket subprotocol to offer; without it a graphql-ws server closes with 4406.
 pub const SUBPROTOCOL: &str = "graphql-transport-ws";
@@ -55,10 +55,12 @@ pub enum Message<'a> {
         id: Cow<'a, str>,
         payload: &'a str,
     },
-    /// The operation failed before executing; `message` is the first error's.
+    /// The operation failed before executing; `message` is the first error's, `code` its
+    /// `extensions.code` when it has a string one.
     Error {
         id: Cow<'a, str>,
         message: Cow<'a, str>,
+        code: Option<Cow<'a, str>>,
         payload: &'a str,
     },
     Complete {
@@ -95,6 +97,26 @@ struct RawMessage<'a> {
 struct GraphQlError<'a> {
     #[serde(borrow)]
     message: Cow<'a, str>,
+    #[serde(default, borrow)]
+    extensions: Option<Extensions<'a>>,
+}
+
+/// A GraphQL error's `extensions`: servers put a machine-readable `code` there (Apollo's
+/// `FORBIDDEN`, `BAD_USER_INPUT`; Hasura's `validation-failed`). Any other value of it is
+/// read past.
+#[derive(serde::Deserialize)]
+struct Extensions<'a> {
+    #[serde(default, borrow, deserialize_with = "crate::json::some_raw")]
+    code: Option<&'a RawValue>,
+}
+
+impl<'a> GraphQlError<'a> {
+    /// Its message, and its `extensions.code` when that is a string.
+    fn into_parts(self) -> (Cow<'a, str>, Option<Cow<'a, str>>) {
+        let code =
+            self.extensions.and_then(|extensions| extensions.code).and_then(|code| string_value(code.get()));
+        (self.message, code)
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -158,8 +180,9 @@ pub fn decode(message: &[u8]) -> Result<Message<'_>, DecodeError> {
             let payload = payload("error")?;
             let errors: Vec<GraphQlError<'_>> =
                 serde_json::from_str(payload).map_err(|_| DecodeError::BadErrorPayload)?;
-            let message = errors.into_iter().next().map_or(Cow::Borrowed(""), |error| error.message);
-            Message::Error { id: id("error")?, message, payload }
+            let (message, code) =
+                errors.into_iter().next().map_or((Cow::Borrowed(""), None), GraphQlError::into_parts);
+            Message::Error { id: id("error")?, message, code, payload }
         }
         "complete" => Message::Complete { id: id("complete")? },
         other => return Err(DecodeError::UnknownType(other.to_owned())),
@@ -167,15 +190,36 @@ pub fn decode(message: &[u8]) -> Result<Message<'_>, DecodeError> {
 }
 
 /// The first error's message of an execution result that has `errors` (a `next` whose
-/// resolver failed), or `None`. Cheap when there are none: the payload is parsed only if it
-/// mentions `"errors"`.
-pub fn execution_error(payload: &str) -> Option<Cow<'_, str>> {
+/// resolver failed), with its `extensions.code` when it has a string one, or `None`. Cheap
+/// when there are none: the payload is parsed only if it mentions `"errors"`.
+pub fn execution_error(payload: &str) -> Option<(Cow<'_, str>, Option<Cow<'_, str>>)> {
     if !payload.contains("\"errors\"") {
         return None;
     }
     let result: ExecutionResult<'_> = serde_json::from_str(payload).ok()?;
-    result.errors?.into_iter().next().map(|error| error.message)
+    result.errors?.into_iter().next().map(GraphQlError::into_parts)
 }
+
+/// The error cause of a GraphQL error, written into `cause`: `graphql_error`, or with the
+/// error's `extensions.code` `graphql_error_CODE`, the code in snake case (`FORBIDDEN` →
+/// `graphql_error_forbidden`, `validation-failed` → `graphql_error_validation_failed`), at
+/// most [`MAX_CODE`] characters of it.
+pub fn error_cause<'c>(cause: &'c mut String, code: Option<&str>) -> &'c str {
+    cause.clear();
+    cause.push_str("graphql_error");
+    if let Some(code) = code.filter(|code| !code.is_empty()) {
+        cause.push('_');
+        let snake = code.chars().take(MAX_CODE).map(|c| match c.is_ascii_alphanumeric() {
+            true => c.to_ascii_lowercase(),
+            false => '_',
+        });
+        cause.extend(snake);
+    }
+    cause
+}
+
+/// How much of an error's code its cause keeps.
+pub const MAX_CODE: usize = 40;
 
 /// The `data` of an execution result (a `next`'s payload) as JSON text; `None` when it has
 /// none, or it is not an object.
@@ -188,6 +232,17 @@ pub fn result_data(payload: &str) -> Option<&str> {
 /// one-field operation answered. `None` when `data` is not an object of exactly one field.
 pub fn only_field(data: &str) -> Option<&str> {
     serde_json::from_str::<OnlyMember<'_>>(data).ok()?.0.map(RawValue::get)
+}
+
+/// The value a result's `data` comes down to through objects of one field each
+/// (`{"room":{"body":"hi"}}` → `"hi"`), as JSON text: what an operation selecting one field
+/// answered, however deep. `data` itself when it has several fields.
+pub fn innermost_field(data: &str) -> &str {
+    let mut value = data;
+    while let Some(inner) = only_field(value) {
+        value = inner;
+    }
+    value
 }
 
 fn put_type(out: &mut Vec<u8>, kind: &str) {
@@ -238,6 +293,17 @@ pub fn encode_subscribe(out: &mut Vec<u8>, id: &str, subscribe: &Subscribe<'_>) 
         write_str(out, name);
     }
     out.extend_from_slice(b"}}");
+}
+
+/// `subscribe` operation `id` whose payload (`{"query":…,"variables":…}`, JSON text) is
+/// written by `payload`: an operation given whole, as a template filled in.
+pub fn encode_subscribe_payload(out: &mut Vec<u8>, id: &str, payload: impl FnOnce(&mut Vec<u8>)) {
+    put_type(out, "subscribe");
+    out.extend_from_slice(b",\"id\":");
+    write_str(out, id);
+    out.extend_from_slice(b",\"payload\":");
+    payload(out);
+    out.push(b'}');
 }
 
 /// `complete`: the client stops operation `id`.

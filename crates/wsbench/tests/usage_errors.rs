@@ -218,3 +218,46 @@ fn streams_per_connection_is_bounded_and_needs_http2() {
         "applies to --transport h2 only (this run uses h1)",
     );
 }
+
+#[test]
+fn protocol_templates_and_batches_are_checked_before_the_load() {
+    let target = "ws://127.0.0.1:1/";
+    for (args, expected) in [
+        (
+            &["run", target, "--protocol", "graphql-ws", "--init-payload", r#"{"token":"s3cret""#][..],
+            "--init-payload is not JSON (EOF while parsing",
+        ),
+        (
+            &["run", target, "--protocol", "graphql-ws", "--init-payload", "[]"][..],
+            "--init-payload is not a JSON object",
+        ),
+        (
+            &["run", "pubsub", target, "--protocol", "graphql-ws", "--subscription", r#"{"variables":{}}"#][..],
+            "--subscription has no \"query\"",
+        ),
+        (
+            &[
+                "run",
+                "pubsub",
+                target,
+                "--protocol",
+                "graphql-ws",
+                "--mutation",
+                r#"{"query":"m","b":{payload}"#,
+            ][..],
+            "--mutation is not JSON once {topic} and {payload} are filled in",
+        ),
+        (&["run", target, "--protocol", "jsonrpc", "--params", "x"][..], "--params \"x\" is not JSON"),
+        (
+            &["run", target, "--protocol", "jsonrpc", "--batch", "0"][..],
+            "--batch 0: a batch holds at least 1 call",
+        ),
+        (
+            &["run", target, "--protocol", "jsonrpc", "--batch", "1001"][..],
+            "--batch 1001 is more than 1000 calls",
+        ),
+    ] {
+        let message = refused(args, 2, expected);
+        assert!(!message.contains("s3cret"), "the init payload may be a secret: {message}");
+    }
+}

@@ -82,7 +82,8 @@ fn a_result_s_data_and_its_only_field_are_found() {
 
 #[test]
 fn a_next_with_errors_names_the_first() {
-    assert_eq!(execution_error(r#"{"data":null,"errors":[{"message":"boom"}]}"#).as_deref(), Some("boom"));
+    let boom = execution_error(r#"{"data":null,"errors":[{"message":"boom"}]}"#);
+    assert_eq!(boom, Some((Cow::Borrowed("boom"), None)));
 }
 
 #[test]
@@ -101,4 +102,39 @@ fn close_codes_of_graphql_ws_are_named() {
     assert_eq!(close_code_name(4406), Some("subprotocol_not_acceptable"));
     assert_eq!(close_code_name(4400), Some("bad_request"));
     assert_eq!(close_code_name(1000), None);
+}
+
+#[test]
+fn an_operation_given_whole_is_written_as_its_payload() {
+    let text = encoded(|out| {
+        encode_subscribe_payload(out, "t3", |out| out.extend_from_slice(br#"{"query":"subscription { m }"}"#))
+    });
+    assert_eq!(text, r#"{"type":"subscribe","id":"t3","payload":{"query":"subscription { m }"}}"#);
+    let Message::Subscribe { id, payload } = decode(text.as_bytes()).unwrap() else { panic!("{text}") };
+    assert_eq!((id.as_ref(), payload), ("t3", r#"{"query":"subscription { m }"}"#));
+}
+
+#[test]
+fn the_innermost_field_is_found_through_objects_of_one_field() {
+    assert_eq!(innermost_field(r#"{"room":{"body":"a \"b\""}}"#), r#""a \"b\"""#);
+    assert_eq!(innermost_field(r#"{"messages":"x"}"#), r#""x""#);
+    assert_eq!(innermost_field(r#"{"room":{"body":"x","at":1}}"#), r#"{"body":"x","at":1}"#);
+    assert_eq!(innermost_field("{}"), "{}");
+}
+
+#[test]
+fn an_error_s_extensions_code_is_its_cause() {
+    let error = br#"{"id":"1","type":"error","payload":[{"message":"no","extensions":{"code":"FORBIDDEN","http":{"status":403}}}]}"#;
+    let Message::Error { message, code, .. } = decode(error).unwrap() else { panic!() };
+    assert_eq!((message.as_ref(), code.as_deref()), ("no", Some("FORBIDDEN")));
+    let numeric = br#"{"id":"1","type":"error","payload":[{"message":"no","extensions":{"code":403}}]}"#;
+    let Message::Error { code, .. } = decode(numeric).unwrap() else { panic!() };
+    assert_eq!(code, None, "a code that is no string is read past");
+    let next = r#"{"data":null,"errors":[{"message":"bad","extensions":{"code":"validation-failed"}}]}"#;
+    assert_eq!(execution_error(next), Some((Cow::Borrowed("bad"), Some(Cow::Borrowed("validation-failed")))));
+    let mut cause = String::new();
+    assert_eq!(error_cause(&mut cause, Some("validation-failed")), "graphql_error_validation_failed");
+    assert_eq!(error_cause(&mut cause, Some("FORBIDDEN")), "graphql_error_forbidden");
+    assert_eq!(error_cause(&mut cause, None), "graphql_error");
+    assert_eq!(error_cause(&mut cause, Some(&"X".repeat(500))).len(), "graphql_error_".len() + MAX_CODE);
 }

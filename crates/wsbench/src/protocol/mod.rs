@@ -16,6 +16,7 @@ pub mod mqtt;
 pub mod raw;
 pub mod socketio;
 pub mod stomp;
+pub mod template;
 
 use std::fmt::Debug;
 use std::time::{Duration, Instant};

@@ -118,3 +118,40 @@ steps = [
     assert!(finished.stdout.contains("unmatched:"), "{context}");
     assert!(finished.stdout.contains("(\"Method not found\")"), "{context}");
 }
+
+#[test]
+fn count_with_until_ends_at_whichever_comes_first() {
+    let Some(server) = or_skip(start_graphql_ws()) else { return };
+    let file = repo_root().join("target/flow-graphql-count-until.toml");
+    // `long` yields 5 results and `short` 2, each then its complete: `long` ends at its
+    // count (2), its 3 later results and complete ignored as its own; `short` ends at its
+    // complete before its count (4), not late.
+    let steps = r#"scenario = "flow"
+protocol = "graphql-ws"
+connections = 2
+
+[[flow.steps]]
+repeat = 5
+steps = [
+    { name = "long", send = '{"id":"l{seq}","type":"subscribe","payload":{"query":"subscription { ticks(count: 5) }"}}' },
+    { expect = "long", match-field = "id", count = 2, until = '"type":\s*"complete"', check-regex = '"type":\s*"next"', timeout = "5s" },
+    { name = "short", send = '{"id":"s{seq}","type":"subscribe","payload":{"query":"subscription { ticks(count: 2) }"}}' },
+    { expect = "short", match-field = "id", count = 4, until = '"type":\s*"complete"', check-regex = '"type":\s*"next"', timeout = "5s" },
+]
+"#;
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, steps).unwrap();
+    let url = server.url("/graphql");
+    let args = ["--scenario", file.to_str().unwrap(), &url, "--duration", "2s", "--threshold", "errors==0"];
+    let (finished, result) = run("flow-graphql-count-until", &args, Duration::from_secs(60));
+    finished.assert_success();
+    // 2 connections × 5 rounds × 2 results each.
+    assert_eq!(step_count(&result, "long"), 20, "{}", summary_of(&result));
+    assert_eq!(step_count(&result, "short"), 20, "{}", summary_of(&result));
+    for step in ["long", "short"] {
+        for key in ["late", "unmatched", "mismatched", "refused"] {
+            let counted = uint(&result, &format!("/flow/steps/{step}/{key}"));
+            assert_eq!(counted, 0, "{step} {key}\n{}", finished.describe());
+        }
+    }
+}

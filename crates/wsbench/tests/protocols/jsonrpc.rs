@@ -116,3 +116,52 @@ steps = [
     assert_eq!(errors.get("jsonrpc_error_-32601"), Some(&6), "{errors:?}");
     assert_eq!(errors.get("jsonrpc_error_-32602"), Some(&6), "{errors:?}");
 }
+
+/// `wsbench run URL --protocol jsonrpc ARGS…` of 10 connections for 1 s.
+fn jsonrpc_run(test: &str, url: &str, args: &[&str]) -> (crate::harness::Finished, serde_json::Value) {
+    let load = ["--protocol", "jsonrpc", "--connections", "10", "--warmup", "0s", "--duration", "1s"];
+    run(test, &[&[url], &load[..], args].concat(), Duration::from_secs(60))
+}
+
+#[test]
+fn a_method_without_params_is_called_with_params_of_the_user_s() {
+    let Some(server) = or_skip(start_rpc_websockets()) else { return };
+    let url = server.url("/");
+    // `block_number` refuses params as geth's eth_blockNumber does: the default params,
+    // the payload, are refused by the server's code.
+    let (finished, result) = jsonrpc_run("jsonrpc-default-params", &url, &["--method", "block_number"]);
+    finished.assert_completed_with_failures();
+    let errors = errors(&result);
+    assert!(errors.get("jsonrpc_error_-32602").copied().unwrap_or(0) >= 10, "{errors:?}");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(uint(&result, "/summary/latency_us/count"), 0, "{}", summary_of(&result));
+
+    let args = ["--method", "block_number", "--params", "[]", "--threshold", "errors==0"];
+    let (finished, result) = jsonrpc_run("jsonrpc-empty-params", &url, &args);
+    finished.assert_success();
+    assert!(uint(&result, "/summary/latency_us/count") >= 10, "{}", summary_of(&result));
+    assert_eq!(uint(&result, "/counters/payload_mismatches"), 0, "the result is the server's own answer");
+    assert_eq!(result["config"]["protocol_options"]["params"], "[]", "{}", result["config"]);
+}
+
+#[test]
+fn a_batch_of_calls_is_answered_by_a_batch_reply_matched_by_id() {
+    let Some(server) = or_skip(start_rpc_websockets()) else { return };
+    let url = server.url("/");
+    let args = ["--batch", "4", "--threshold", "errors==0"];
+    let (finished, result) = jsonrpc_run("jsonrpc-batch", &url, &args);
+    finished.assert_success();
+    let batches = uint(&result, "/summary/latency_us/count");
+    assert!(batches >= 10, "{}", summary_of(&result));
+    assert_eq!(uint(&result, "/counters/messages_unanswered"), 0, "{}", summary_of(&result));
+
+    // Each failed call of a batch counts: four errors per batch, none a round trip.
+    let args = ["--batch", "4", "--method", "block_number"];
+    let (finished, result) = jsonrpc_run("jsonrpc-batch-refused", &url, &args);
+    finished.assert_completed_with_failures();
+    let errors = errors(&result);
+    let refused = errors.get("jsonrpc_error_-32602").copied().unwrap_or(0);
+    assert!(refused >= 40 && refused % 4 == 0, "4 per batch: {errors:?}");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(uint(&result, "/summary/latency_us/count"), 0, "{}", summary_of(&result));
+}

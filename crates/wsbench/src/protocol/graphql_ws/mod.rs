@@ -1,20 +1,27 @@
 //! `graphql-ws`: the graphql-transport-ws protocol of the graphql-ws library (Apollo,
 //! GraphQL Yoga, Hasura and most GraphQL servers' subscriptions), subprotocol
-//! `graphql-transport-ws`. The session opens with `connection_init` and is ready at
-//! `connection_ack`. An echo request is the operation `--query` (default: the `echo`
+//! `graphql-transport-ws`. The session opens with `connection_init` (its payload
+//! `--init-payload`, where servers take credentials) and is ready at `connection_ack`; a
+//! server that closes 4403 or 4401 before it refused the connection, most often for those
+//! credentials, which the session names as its cause. An echo request is the operation `--query` (default: the `echo`
 //! subscription of [`DEFAULT_QUERY`]) with the payload as its variable `$payload`, started
 //! by `subscribe` with the request's sequence number as its id (unique on the connection);
 //! its reply is the first `next` for that id, whose one field's value is the payload back.
 //! A `--query` of the user's answers what it answers: its replies are not compared with the
 //! payload ([`Protocol::replies_echo`]). An `error` (or a `next` carrying `errors`) is no
-//! round trip: it is counted as `graphql_error` with the server's first message kept.
+//! round trip: it is counted as `graphql_error` (`graphql_error_CODE` when the first error
+//! has an `extensions.code`) with the server's first message kept.
 //!
 //! The server's `ping` is answered with `pong` at once; the client sends no pings of its
 //! own (graphql-ws servers keep connections alive with WebSocket pings, which the engine
-//! answers, and a load keeps them busy). Pub/sub is not served: publishing needs a mutation
-//! each server defines for itself. Operations a server does not complete (a subscription
+//! answers, and a load keeps them busy), except the one that acknowledges a pub/sub
+//! subscription: pub/sub is a subscription fed by a mutation, both the user's operations
+//! (`pubsub.rs`). Operations a server does not complete (a subscription
 //! that keeps yielding) are completed by the client once [`MAX_RUNNING`] are running, so a
 //! long run does not pile them up on the server; nothing a server sends grows the session.
+
+mod options;
+mod pubsub;
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -24,23 +31,11 @@ use wsbench_appproto::graphql_ws::{self, Message, Subscribe};
 use wsbench_appproto::json::{parse_u64, unescape_into, write_str, write_u64};
 
 use super::{Incoming, Options, Outbox, Protocol, Session, Setup, Sink, Use};
-use crate::options::{Kind, OptionSpec};
-
-/// The operation an echo request starts when `--query` is not given: the payload is its
-/// `$payload` variable and comes back as the `echo` field of the first result.
-pub const DEFAULT_QUERY: &str = "subscription($payload: String!) { echo(message: $payload) }";
-
-/// `--query`.
-pub const QUERY: OptionSpec = OptionSpec {
-    flag: "query",
-    key: "query",
-    kind: Kind::Text,
-    value_name: "QUERY",
-    default: "an echo subscription of $payload",
-    bound: "not empty",
-    help: "the operation an echo request starts; `$payload` is the payload",
-    scenarios: &[],
+use crate::options::OptionSpec;
+pub use options::{
+    DEFAULT_MUTATION, DEFAULT_QUERY, DEFAULT_SUBSCRIPTION, INIT_PAYLOAD, MUTATION, QUERY, SUBSCRIPTION,
 };
+use pubsub::PubSubOperations;
 
 /// Operations that answered and that the server has not completed yet, per connection; past
 /// this the client completes the oldest itself.
@@ -59,34 +54,30 @@ impl Protocol for GraphqlWs {
     fn about(&self) -> &'static str {
         "graphql-transport-ws (graphql-ws): an echo is the operation --query with $payload, answered by its first result"
     }
-    fn serves(&self, usage: Use) -> bool {
-        matches!(usage, Use::Requests | Use::Messages)
+    fn serves(&self, _usage: Use) -> bool {
+        true
     }
     fn subprotocols(&self) -> &'static [&'static str] {
         &[graphql_ws::SUBPROTOCOL]
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[QUERY]
+        options::ALL
     }
     fn check(&self, options: &Options) -> Result<(), String> {
-        if options.binary {
-            return Err("graphql-transport-ws messages are text: leave out --binary (a bytes:N payload is binary unless --text is given)".into());
-        }
-        match options.given.text(&QUERY) {
-            Some(query) if query.trim().is_empty() => {
-                Err("--query is empty: give the operation an echo request starts".into())
-            }
-            _ => Ok(()),
-        }
+        options::check(options)
     }
     fn replies_echo(&self, options: &Options) -> bool {
         !options.given.given(&QUERY)
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         let query = setup.fill(setup.options.given.text(&QUERY).unwrap_or(DEFAULT_QUERY)).into_owned();
+        let init_payload = setup.options.given.text(&INIT_PAYLOAD).map(|init| setup.fill(init).into_owned());
+        let pubsub = (setup.usage == Use::PubSub).then(|| PubSubOperations::new(setup));
         Box::new(GraphqlWsSession {
             flow: setup.usage == Use::Messages,
             query,
+            init_payload,
+            pubsub,
             ready: false,
             awaiting: VecDeque::new(),
             running: VecDeque::new(),
@@ -95,6 +86,7 @@ impl Protocol for GraphqlWs {
             id: Vec::new(),
             decoded: Vec::new(),
             detail: String::new(),
+            cause: String::new(),
         })
     }
 }
@@ -105,6 +97,10 @@ struct GraphqlWsSession {
     /// (it writes the `subscribe`s), an `error` marked as the error reply it is.
     flow: bool,
     query: String,
+    /// `--init-payload`, its `{data.NAME}` filled in.
+    init_payload: Option<String>,
+    /// A pub/sub session's operations: its subscriptions and publishes.
+    pubsub: Option<PubSubOperations>,
     /// `connection_ack` came.
     ready: bool,
     /// Operations started whose first result has not come, oldest first (as many as the
@@ -120,12 +116,14 @@ struct GraphqlWsSession {
     id: Vec<u8>,
     decoded: Vec<u8>,
     detail: String,
+    /// An error's cause, `graphql_error` or `graphql_error_CODE`.
+    cause: String,
 }
 
 impl Session for GraphqlWsSession {
     fn open(&mut self, _now: Instant, out: &mut dyn Outbox) {
         self.encoding.clear();
-        graphql_ws::encode_connection_init(&mut self.encoding, None);
+        graphql_ws::encode_connection_init(&mut self.encoding, self.init_payload.as_deref());
         out.text(&self.encoding);
     }
 
@@ -150,9 +148,13 @@ impl Session for GraphqlWsSession {
         self.awaiting.push_back(seq);
     }
 
-    fn subscribe(&mut self, _topic: &str, _out: &mut dyn Outbox) {}
+    fn subscribe(&mut self, topic: &str, out: &mut dyn Outbox) {
+        self.subscribe_topic(topic, out);
+    }
 
-    fn publish(&mut self, _topic: &str, _payload: &[u8], _out: &mut dyn Outbox) {}
+    fn publish(&mut self, topic: &str, payload: &[u8], out: &mut dyn Outbox) {
+        self.publish_to(topic, payload, out);
+    }
 
     fn receive(&mut self, message: &[u8], binary: bool, _now: Instant, sink: &mut dyn Sink) {
         if binary {
@@ -170,26 +172,28 @@ impl Session for GraphqlWsSession {
                 sink.text(&self.encoding);
                 sink.incoming(Incoming::Other);
             }
-            Message::Pong { .. } => sink.incoming(Incoming::Other),
+            Message::Pong { payload } => self.on_pong(payload, sink),
             Message::ConnectionAck { .. } if !self.ready => {
                 self.ready = true;
                 sink.incoming(Incoming::Ready);
             }
+            Message::Next { .. } | Message::Error { .. } | Message::Complete { .. }
+                if self.ready && self.pubsub.is_some() =>
+            {
+                self.on_pubsub_operation(message, sink)
+            }
             Message::Next { .. } | Message::Complete { .. } if self.ready && self.flow => {
                 sink.incoming(Incoming::Message { payload: raw, error: None })
             }
-            Message::Error { message, .. } if self.ready && self.flow => {
-                sink.incoming(Incoming::Message { payload: raw, error: Some(("graphql_error", &message)) })
+            Message::Error { message, code, .. } if self.ready && self.flow => {
+                let cause = graphql_ws::error_cause(&mut self.cause, code.as_deref());
+                sink.incoming(Incoming::Message { payload: raw, error: Some((cause, &message)) })
             }
             Message::Next { id, payload } if self.ready => self.on_next(&id, payload, sink),
-            Message::Error { id, message, .. } if self.ready => {
+            Message::Error { id, message, code, .. } if self.ready => {
                 let seq = self.finish(&id);
-                sink.incoming(Incoming::Error {
-                    cause: "graphql_error",
-                    detail: &message,
-                    seq,
-                    fatal: false,
-                });
+                let cause = graphql_ws::error_cause(&mut self.cause, code.as_deref());
+                sink.incoming(Incoming::Error { cause, detail: &message, seq, fatal: false });
             }
             Message::Complete { id } if self.ready => match self.finish(&id) {
                 // Completed without a result: the request is answered, with nothing.
@@ -221,9 +225,32 @@ impl Session for GraphqlWsSession {
             }
         }
     }
+
+    fn ended_while_opening(&mut self, close: Option<(u16, &str)>, sink: &mut dyn Sink) {
+        if let Some((code @ (4401 | 4403), reason)) = close {
+            self.refused_at_init(code, reason, sink);
+        }
+    }
 }
 
 impl GraphqlWsSession {
+    /// The server closed before `connection_ack` with 4401 or 4403: it refused the
+    /// connection (graphql-ws closes 4403 "Forbidden" when `onConnect` says no), most often
+    /// for the credentials in the init payload.
+    fn refused_at_init(&mut self, code: u16, reason: &str, sink: &mut dyn Sink) {
+        let cause = match code {
+            4401 => "graphql_ws_init_unauthorized",
+            _ => "graphql_ws_init_forbidden",
+        };
+        self.detail.clear();
+        let _ = write!(self.detail, "the server refused connection_init (close {code} {reason:?}): ");
+        self.detail.push_str(match self.init_payload {
+            Some(_) => "check the --init-payload given",
+            None => "give credentials with --init-payload",
+        });
+        sink.incoming(Incoming::Error { cause, detail: &self.detail, seq: None, fatal: true });
+    }
+
     /// A result for operation `id`: the first is its request's reply (or its error), later
     /// ones are nothing the load asked for.
     fn on_next(&mut self, id: &str, payload: &str, sink: &mut dyn Sink) {
@@ -232,10 +259,9 @@ impl GraphqlWsSession {
             self.running.push_back(seq);
             self.complete_beyond_limit(sink);
         }
-        if let Some(message) = graphql_ws::execution_error(payload) {
-            let error =
-                Incoming::Error { cause: "graphql_error", detail: &message, seq: first, fatal: false };
-            return sink.incoming(error);
+        if let Some((message, code)) = graphql_ws::execution_error(payload) {
+            let cause = graphql_ws::error_cause(&mut self.cause, code.as_deref());
+            return sink.incoming(Incoming::Error { cause, detail: &message, seq: first, fatal: false });
         }
         let Some(seq) = first else { return sink.incoming(Incoming::Other) };
         let data = graphql_ws::result_data(payload);

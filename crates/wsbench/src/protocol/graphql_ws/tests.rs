@@ -180,7 +180,7 @@ fn options_it_cannot_honour_are_refused() {
     let empty = Options::with([("query", "  ".into())]);
     assert!(GraphqlWs.check(&empty).unwrap_err().contains("--query"));
     assert!(GraphqlWs.serves(Use::Requests));
-    assert!(!GraphqlWs.serves(Use::PubSub));
+    assert!(GraphqlWs.serves(Use::PubSub));
     assert!(GraphqlWs.serves(Use::Messages));
 }
 
@@ -200,4 +200,149 @@ fn a_flows_messages_pass_whole_after_the_opening_with_errors_marked() {
     session.receive(br#"{"type":"ping"}"#, false, Instant::now(), &mut heard);
     assert_eq!(heard.messages, [(next.to_vec(), None), (error.to_vec(), Some("graphql_error".to_owned()))]);
     assert!(heard.sent_text(1).contains("pong"), "a ping is still answered");
+}
+
+#[test]
+fn the_init_payload_is_connection_init_s_payload() {
+    let options = Options::with([("init-payload", r#"{"token":"s3cret"}"#.into())]);
+    let mut session = GraphqlWs.session(&setup(Use::Requests, &options));
+    let mut heard = Heard::default();
+    session.open(Instant::now(), &mut heard);
+    assert_eq!(heard.sent_text(0), r#"{"type":"connection_init","payload":{"token":"s3cret"}}"#);
+}
+
+#[test]
+fn a_server_closing_4403_or_4401_at_init_is_a_refusal_by_its_cause() {
+    let cases = [
+        (None, 4403, "graphql_ws_init_forbidden", "give credentials with --init-payload"),
+        (
+            Some(r#"{"token":"wrong"}"#),
+            4401,
+            "graphql_ws_init_unauthorized",
+            "check the --init-payload given",
+        ),
+    ];
+    for (init, code, cause, hint) in cases {
+        let options = match init {
+            Some(init) => Options::with([("init-payload", init.into())]),
+            None => Options::default(),
+        };
+        let mut session = GraphqlWs.session(&setup(Use::Requests, &options));
+        let mut heard = Heard::default();
+        session.open(Instant::now(), &mut heard);
+        session.ended_while_opening(Some((code, "Forbidden")), &mut heard);
+        let (said, detail, seq, fatal) = &heard.errors[0];
+        assert_eq!((said.as_str(), *seq, *fatal), (cause, None, true));
+        assert!(
+            detail.starts_with(&format!("the server refused connection_init (close {code} \"Forbidden\")")),
+            "{detail}"
+        );
+        assert!(detail.contains(hint) && !detail.contains("wrong"), "{detail}");
+    }
+    let mut session = GraphqlWs.session(&setup(Use::Requests, &Options::default()));
+    let mut heard = Heard::default();
+    session.ended_while_opening(Some((4400, "Invalid message received")), &mut heard);
+    session.ended_while_opening(None, &mut heard);
+    assert!(heard.errors.is_empty(), "other closes are counted by their code alone");
+}
+
+/// A pub/sub session past its opening (`options`), and what it heard.
+fn pubsub(options: &Options) -> (Box<dyn Session>, Heard) {
+    let mut session = GraphqlWs.session(&setup(Use::PubSub, options));
+    let mut heard = Heard::default();
+    session.open(Instant::now(), &mut heard);
+    receive(session.as_mut(), &mut heard, r#"{"type":"connection_ack"}"#);
+    (session, heard)
+}
+
+#[test]
+fn a_subscription_is_acknowledged_by_the_pong_after_it_and_its_nexts_are_deliveries() {
+    let template = r#"{"query":"subscription($r: String!) { room(name: $r) { body } }","variables":{"r":"room-{topic}"}}"#;
+    let (mut session, mut heard) = pubsub(&Options::with([("subscription", template.into())]));
+    session.subscribe("t3", &mut heard);
+    assert_eq!(
+        heard.sent_text(1),
+        r#"{"type":"subscribe","id":"t3","payload":{"query":"subscription($r: String!) { room(name: $r) { body } }","variables":{"r":"room-3"}}}"#
+    );
+    assert_eq!(heard.sent_text(2), r#"{"type":"ping","payload":{"subscribed":"t3"}}"#);
+    receive(session.as_mut(), &mut heard, r#"{"type":"pong","payload":{"subscribed":"t3"}}"#);
+    receive(session.as_mut(), &mut heard, r#"{"type":"pong","payload":{"subscribed":"t3"}}"#);
+    assert_eq!(heard.subscribed, ["t3"]);
+    receive(
+        session.as_mut(),
+        &mut heard,
+        r#"{"id":"t3","type":"next","payload":{"data":{"room":{"body":"{\"id\":\"0-1\"}"}}}}"#,
+    );
+    assert_eq!(heard.deliveries, [("t3".to_owned(), br#"{"id":"0-1"}"#.to_vec())]);
+    receive(
+        session.as_mut(),
+        &mut heard,
+        r#"{"id":"t3","type":"next","payload":{"data":null,"errors":[{"message":"boom"}]}}"#,
+    );
+    receive(session.as_mut(), &mut heard, r#"{"id":"t3","type":"complete"}"#);
+    let causes: Vec<&str> = heard.errors.iter().map(|(cause, ..)| cause.as_str()).collect();
+    assert_eq!(causes, ["graphql_error", "graphql_ws_subscription_completed"]);
+    assert_eq!(heard.other, 1, "the second pong");
+}
+
+#[test]
+fn a_delivery_before_the_pong_acknowledges_the_subscription_and_an_error_refuses_it() {
+    let (mut session, mut heard) = pubsub(&Options::default());
+    session.subscribe("t0", &mut heard);
+    assert!(heard.sent_text(1).contains(r#""variables":{"topic":"t0"}"#), "{}", heard.sent_text(1));
+    receive(session.as_mut(), &mut heard, r#"{"id":"t0","type":"next","payload":{"data":{"messages":"x"}}}"#);
+    assert_eq!((heard.subscribed.len(), heard.deliveries.len()), (1, 1));
+
+    let (mut session, mut heard) = pubsub(&Options::default());
+    session.subscribe("t1", &mut heard);
+    receive(
+        session.as_mut(),
+        &mut heard,
+        r#"{"id":"t1","type":"error","payload":[{"message":"Cannot query field \"messages\""}]}"#,
+    );
+    receive(session.as_mut(), &mut heard, r#"{"type":"pong","payload":{"subscribed":"t1"}}"#);
+    assert!(heard.subscribed.is_empty(), "a refused subscription is never acknowledged");
+    assert_eq!(heard.errors[0].0, "graphql_error");
+    assert_eq!(heard.errors[0].1, r#"Cannot query field "messages""#);
+}
+
+#[test]
+fn a_publish_is_the_mutation_with_the_message_as_a_json_string_and_its_result_is_nothing() {
+    let (mut session, mut heard) = pubsub(&Options::default());
+    session.publish("t2", br#"{"id":"1-0","ts":5}"#, &mut heard);
+    session.publish("t2", b"{}", &mut heard);
+    assert_eq!(
+        heard.sent_text(1),
+        r#"{"type":"subscribe","id":"p0","payload":{"query":"mutation($topic: String!, $payload: String!) { publish(topic: $topic, payload: $payload) }","variables":{"topic":"t2","payload":"{\"id\":\"1-0\",\"ts\":5}"}}}"#
+    );
+    assert!(heard.sent_text(2).contains(r#""id":"p1""#));
+    receive(session.as_mut(), &mut heard, r#"{"id":"p0","type":"next","payload":{"data":{"publish":true}}}"#);
+    receive(session.as_mut(), &mut heard, r#"{"id":"p0","type":"complete"}"#);
+    receive(
+        session.as_mut(),
+        &mut heard,
+        r#"{"id":"p1","type":"error","payload":[{"message":"unknown topic"}]}"#,
+    );
+    assert_eq!(heard.other, 2);
+    assert_eq!(heard.errors, [("graphql_error".into(), "unknown topic".into(), None, false)]);
+    assert!(heard.deliveries.is_empty());
+}
+
+#[test]
+fn an_error_with_an_extensions_code_is_counted_by_it() {
+    let (mut session, mut heard) = acked(&Options::default());
+    session.request(0, b"x", &mut heard);
+    session.request(1, b"y", &mut heard);
+    let refused =
+        r#"{"id":"0","type":"error","payload":[{"message":"no","extensions":{"code":"FORBIDDEN"}}]}"#;
+    let failed = r#"{"id":"1","type":"next","payload":{"data":null,"errors":[{"message":"bad","extensions":{"code":"BAD_USER_INPUT"}}]}}"#;
+    receive(session.as_mut(), &mut heard, refused);
+    receive(session.as_mut(), &mut heard, failed);
+    assert_eq!(
+        heard.errors,
+        [
+            ("graphql_error_forbidden".into(), "no".into(), Some(0), false),
+            ("graphql_error_bad_user_input".into(), "bad".into(), Some(1), false),
+        ]
+    );
 }

@@ -1,18 +1,25 @@
 //! `jsonrpc`: JSON-RPC 2.0 over WebSocket (blockchain node APIs, tool servers,
-//! rpc-websockets). An echo request is the call `--method` (default `echo`) with the payload
-//! as its one parameter, `{"jsonrpc":"2.0","method":"echo","params":["…"],"id":N}`, numbered
-//! from 1 (rpc-websockets never answers id 0); its reply is the response with that id, whose
-//! result carries the payload back (the string itself, or an array holding it). A response
-//! with `error` is no round trip: it is counted as `jsonrpc_error_CODE` with the server's
-//! message kept; each response of a batch reply (an array) counts on its own. In a flow the messages are the flow's own (it writes the calls), and a
-//! response with `error` is marked as the error reply it is. The protocol has no opening and
-//! no heartbeat of its own.
+//! rpc-websockets). An echo request is the call `--method` (default `echo`) with the params
+//! `--params` (default `[{payload}]`: the payload as its one parameter),
+//! `{"jsonrpc":"2.0","method":"echo","params":["…"],"id":N}`, numbered from 1
+//! (rpc-websockets never answers id 0); its reply is the response with that id, whose result
+//! carries the payload back (the string itself, or an array holding it). With `--params` of
+//! the user's the result is the server's own answer, not compared with the payload. With
+//! `--batch N` a request is a batch (a JSON array) of N calls, answered by a batch reply
+//! whose responses are matched to the calls by id (`batch.rs`). A response with `error` is
+//! no round trip: it is counted as `jsonrpc_error_CODE` with the server's message kept; each
+//! response of a batch reply counts on its own. In a flow the messages are the flow's own
+//! (it writes the calls), and a response with `error` is marked as the error reply it is.
+//! The protocol has no opening and no heartbeat of its own.
+
+mod batch;
 
 use std::time::Instant;
 
 use wsbench_appproto::json::{ArrayElements, unescape_into, write_str};
 use wsbench_appproto::jsonrpc::{self, Id, Message};
 
+use super::template::{Template, sample_json};
 use super::{Incoming, Options, Outbox, Protocol, Session, Setup, Sink, Use};
 use crate::options::{Kind, OptionSpec};
 
@@ -31,6 +38,38 @@ pub const METHOD: OptionSpec = OptionSpec {
     scenarios: &[],
 };
 
+/// The params of an echo request's call when `--params` is not given: the payload alone.
+pub const DEFAULT_PARAMS: &str = "[{payload}]";
+/// What `--params` replaces with the payload, as a JSON string.
+pub const PAYLOAD_PLACEHOLDER: &str = "{payload}";
+
+/// `--params`.
+pub const PARAMS: OptionSpec = OptionSpec {
+    flag: "params",
+    key: "params",
+    kind: Kind::Text,
+    value_name: "TEMPLATE",
+    default: DEFAULT_PARAMS,
+    bound: "a JSON array or object",
+    help: "the params of an echo request's call, {payload} standing for the payload as a JSON string (e.g. [] for a method without params)",
+    scenarios: &[],
+};
+
+/// The most calls `--batch` puts in one message (geth refuses batches of more than 1,000).
+pub const MAX_BATCH: u64 = 1_000;
+
+/// `--batch`.
+pub const BATCH: OptionSpec = OptionSpec {
+    flag: "batch",
+    key: "batch",
+    kind: Kind::Count,
+    value_name: "N",
+    default: "1",
+    bound: "1 to 1,000",
+    help: "calls per echo request: a batch (JSON array) of N calls, its reply the batch of their N responses",
+    scenarios: &[],
+};
+
 #[derive(Debug)]
 pub struct JsonRpc;
 
@@ -45,26 +84,42 @@ impl Protocol for JsonRpc {
         matches!(usage, Use::Requests | Use::Messages)
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[METHOD]
+        &[METHOD, PARAMS, BATCH]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         if options.binary {
             return Err("JSON-RPC messages are text: leave out --binary (a bytes:N payload is binary unless --text is given)".into());
         }
-        match options.given.text(&METHOD) {
-            Some("") => Err("--method is empty: give the method an echo request calls".into()),
+        if options.given.text(&METHOD) == Some("") {
+            return Err("--method is empty: give the method an echo request calls".into());
+        }
+        check_params(options)?;
+        match options.given.count(&BATCH) {
+            Some(0) => Err("--batch 0: a batch holds at least 1 call".into()),
+            Some(n) if n > MAX_BATCH => Err(format!(
+                "--batch {n} is more than {MAX_BATCH} calls in one message: give at most {MAX_BATCH}"
+            )),
             _ => Ok(()),
         }
     }
+    fn replies_echo(&self, options: &Options) -> bool {
+        !options.given.given(&PARAMS) && batch_size(options) == 1
+    }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         let method = setup.fill(setup.options.given.text(&METHOD).unwrap_or(DEFAULT_METHOD)).into_owned();
+        let params = setup.fill(setup.options.given.text(&PARAMS).unwrap_or(DEFAULT_PARAMS));
+        let batch = batch_size(setup.options);
         Box::new(JsonRpcSession {
             flow: setup.usage == Use::Messages,
             method,
+            params_template: Template::split(&params, &[PAYLOAD_PLACEHOLDER]),
+            batch,
+            answered: vec![false; if batch > 1 { batch as usize } else { 0 }],
             encoding: Vec::new(),
             params: Vec::new(),
             decoded: Vec::new(),
             cause: String::new(),
+            detail: String::new(),
         })
     }
 }
@@ -74,25 +129,43 @@ struct JsonRpcSession {
     /// A flow's messages: passed on whole, error responses marked.
     flow: bool,
     method: String,
+    /// `--params`, split at `{payload}`.
+    params_template: Template,
+    /// Calls per echo request (`--batch`): 1 is a call alone, more a batch.
+    batch: u64,
+    /// Which calls of the batch reply being read were answered (a batch's size of them).
+    answered: Vec<bool>,
     /// The message being written, its params, and a reply's payload decoded (kept for their
     /// capacity).
     encoding: Vec<u8>,
     params: Vec<u8>,
     decoded: Vec<u8>,
-    /// An error's cause, `jsonrpc_error_CODE`.
+    /// An error's cause, `jsonrpc_error_CODE`, and a detail of the client's own.
     cause: String,
+    detail: String,
 }
 
 impl Session for JsonRpcSession {
     fn request(&mut self, seq: u64, payload: &[u8], out: &mut dyn Outbox) {
         self.params.clear();
-        self.params.push(b'[');
-        write_str(&mut self.params, &String::from_utf8_lossy(payload));
-        self.params.push(b']');
+        let payload = String::from_utf8_lossy(payload);
+        self.params_template.write(&mut self.params, |_, out| write_str(out, &payload));
         self.encoding.clear();
-        // Text payloads are UTF-8, so the params are too.
+        // Text payloads are UTF-8 and the template is a `str`, so the params are too.
         let params = std::str::from_utf8(&self.params).unwrap_or("[]");
-        jsonrpc::encode_request(&mut self.encoding, &Id::Number(seq + 1), &self.method, Some(params));
+        if self.batch == 1 {
+            jsonrpc::encode_request(&mut self.encoding, &Id::Number(seq + 1), &self.method, Some(params));
+        } else {
+            self.encoding.push(b'[');
+            for call in 0..self.batch {
+                if call > 0 {
+                    self.encoding.push(b',');
+                }
+                let id = Id::Number(batch::call_id(seq, call, self.batch));
+                jsonrpc::encode_request(&mut self.encoding, &id, &self.method, Some(params));
+            }
+            self.encoding.push(b']');
+        }
         out.text(&self.encoding);
     }
 
@@ -103,6 +176,9 @@ impl Session for JsonRpcSession {
     fn receive(&mut self, message: &[u8], _binary: bool, _now: Instant, sink: &mut dyn Sink) {
         // A batch reply (an array of responses, as geth answers a batch) holds one response
         // per call: each is read as if it had come alone, so each error counts.
+        if !self.flow && self.batch > 1 {
+            return self.receive_batch_reply(message, sink);
+        }
         if let Some(batch) = batch_elements(message) {
             return self.receive_batch(message, batch, sink);
         }
@@ -190,6 +266,24 @@ impl JsonRpcSession {
     }
 }
 
+/// `--batch`, 1 when not given (`check` refused 0 and past [`MAX_BATCH`]).
+fn batch_size(options: &Options) -> u64 {
+    options.given.count(&BATCH).unwrap_or(1).clamp(1, MAX_BATCH)
+}
+
+/// `--params` is a JSON array or object once `{payload}` is filled in.
+fn check_params(options: &Options) -> Result<(), String> {
+    let Some(params) = options.given.text(&PARAMS) else { return Ok(()) };
+    let sample = sample_json(params, &[PAYLOAD_PLACEHOLDER], &[r#""payload""#])
+        .map_err(|error| format!("--params {params:?} is not JSON with {{payload}} filled in ({error}): give a JSON array or object such as [] or [{{payload}}]"))?;
+    match sample.is_array() || sample.is_object() {
+        true => Ok(()),
+        false => Err(format!(
+            "--params {params:?} is not a JSON array or object, as JSON-RPC params must be: e.g. [] or [{{payload}}]"
+        )),
+    }
+}
+
 /// The responses of a batch reply: a message that is a JSON array.
 fn batch_elements(message: &[u8]) -> Option<ArrayElements<'_>> {
     if message.trim_ascii_start().first() != Some(&b'[') {
@@ -229,90 +323,4 @@ fn echoed(result: &str, out: &mut Vec<u8>) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::tests::{Heard, setup};
-
-    #[test]
-    fn an_echo_is_a_call_numbered_from_one_and_its_result() {
-        let options = Options::default();
-        let mut session = JsonRpc.session(&setup(Use::Requests, &options));
-        let mut heard = Heard::default();
-        session.request(0, b"a \"quoted\" line", &mut heard);
-        assert_eq!(
-            heard.sent_text(0),
-            r#"{"jsonrpc":"2.0","method":"echo","params":["a \"quoted\" line"],"id":1}"#
-        );
-        session.receive(
-            br#"{"jsonrpc":"2.0","result":["a \"quoted\" line"],"id":1}"#,
-            false,
-            Instant::now(),
-            &mut heard,
-        );
-        session.receive(br#"{"jsonrpc":"2.0","result":"plain","id":7}"#, false, Instant::now(), &mut heard);
-        assert_eq!(heard.replies, [(Some(0), b"a \"quoted\" line".to_vec()), (Some(6), b"plain".to_vec())]);
-    }
-
-    #[test]
-    fn an_error_reply_is_an_error_by_its_code_for_its_request() {
-        let options = Options::with([("method", "nope".into())]);
-        let mut session = JsonRpc.session(&setup(Use::Requests, &options));
-        let mut heard = Heard::default();
-        session.request(4, b"x", &mut heard);
-        assert!(heard.sent_text(0).contains(r#""method":"nope""#));
-        let error = br#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":5}"#;
-        session.receive(error, false, Instant::now(), &mut heard);
-        session.receive(b"not json", false, Instant::now(), &mut heard);
-        assert!(heard.replies.is_empty());
-        assert_eq!(
-            heard.errors[0],
-            ("jsonrpc_error_-32601".into(), "Method not found".into(), Some(4), false)
-        );
-        assert_eq!(heard.errors[1].0, "jsonrpc_malformed");
-    }
-
-    #[test]
-    fn options_it_cannot_honour_are_refused() {
-        let binary = Options { binary: true, ..Options::default() };
-        assert!(JsonRpc.check(&binary).unwrap_err().contains("--binary"));
-        assert!(JsonRpc.check(&Options::with([("method", "".into())])).is_err());
-        assert!(!JsonRpc.serves(Use::PubSub));
-    }
-
-    #[test]
-    fn each_error_of_a_batch_reply_counts() {
-        let options = Options::default();
-        let batch = br#"[{"jsonrpc":"2.0","error":{"code":-32601,"message":"the method eth_x does not exist"},"id":"1"},
-            {"jsonrpc":"2.0","result":"0x10","id":"2"},
-            {"jsonrpc":"2.0","error":{"code":-32602,"message":"invalid argument"},"id":"3"}]"#;
-        let mut flow = JsonRpc.session(&setup(Use::Messages, &options));
-        let mut heard = Heard::default();
-        flow.receive(batch, false, Instant::now(), &mut heard);
-        assert_eq!(heard.messages, [(batch.to_vec(), Some("jsonrpc_error_-32601".to_owned()))]);
-        assert_eq!(heard.errors, [("jsonrpc_error_-32602".into(), "invalid argument".into(), None, false)]);
-
-        let mut requests = JsonRpc.session(&setup(Use::Requests, &options));
-        let mut heard = Heard::default();
-        let batch = br#"[{"jsonrpc":"2.0","result":"a","id":1},{"jsonrpc":"2.0","error":{"code":-32000,"message":"busy"},"id":2}]"#;
-        requests.receive(batch, false, Instant::now(), &mut heard);
-        assert_eq!(heard.replies, [(Some(0), b"a".to_vec())]);
-        assert_eq!(heard.errors, [("jsonrpc_error_-32000".into(), "busy".into(), Some(1), false)]);
-    }
-
-    #[test]
-    fn a_flows_messages_pass_whole_with_error_replies_marked() {
-        let options = Options::default();
-        let mut session = JsonRpc.session(&setup(Use::Messages, &options));
-        let mut heard = Heard::default();
-        let result = br#"{"jsonrpc":"2.0","result":1,"id":"a"}"#;
-        let error = br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"busy"},"id":"b"}"#;
-        for message in [&result[..], error, b"hello"] {
-            session.receive(message, false, Instant::now(), &mut heard);
-        }
-        let marked = Some("jsonrpc_error_-32000".to_owned());
-        assert_eq!(
-            heard.messages,
-            [(result.to_vec(), None), (error.to_vec(), marked), (b"hello".to_vec(), None)]
-        );
-    }
-}
+mod tests;

@@ -148,7 +148,7 @@ impl FlowWorkload {
                 Some(value) => {
                     let left = match self.program.send(name).map(|(_, replies, _)| replies) {
                         Some(Replies::Until(_)) => None,
-                        Some(Replies::Count(count)) => Some(*count),
+                        Some(Replies::Count(count) | Replies::UpTo(count, _)) => Some(*count),
                         None => Some(1),
                     };
                     flow.outstanding.push(Outstanding { name: name.clone(), value, sent: now, vars, left });
@@ -227,7 +227,8 @@ impl FlowWorkload {
     }
 
     /// Outstanding send `index` got a reply: an error ends it; its `until` pattern ends it;
-    /// else the reply is checked, recorded (or counted wrong) and one fewer is awaited.
+    /// else the reply is checked, recorded (or counted wrong) and one fewer is awaited (with
+    /// `until` too, the count reached ends it first).
     fn answer(
         &mut self,
         cx: &mut Cx<'_>,
@@ -247,7 +248,11 @@ impl FlowWorkload {
                 *self.section.refused.entry(outstanding.name.clone()).or_default() += 1;
                 true
             }
-            (false, Replies::Until(pattern)) if pattern.regex(&outstanding.vars, data).is_match(text) => true,
+            (false, Replies::Until(pattern) | Replies::UpTo(_, pattern))
+                if pattern.regex(&outstanding.vars, data).is_match(text) =>
+            {
+                true
+            }
             (false, _) => {
                 match checks.pass(text, &outstanding.vars, data) {
                     true => {
@@ -266,6 +271,10 @@ impl FlowWorkload {
             return;
         }
         let done = flow.outstanding.remove(index);
+        if let (Replies::UpTo(..), Some(0)) = (replies, done.left) {
+            // Its count came before its `until`: what else answers it is its own, not counted.
+            flow.expire(done.name.clone(), done.value.clone());
+        }
         if let Wait::Reply(pc, _) = flow.wait
             && let FlowOp::ExpectReply { send, .. } = &program.ops[pc]
             && *send == done.name

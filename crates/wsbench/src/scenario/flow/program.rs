@@ -221,6 +221,9 @@ pub enum Replies {
     Count(u64),
     /// Every reply until one matches the pattern (which ends them and is no reply itself).
     Until(Pattern),
+    /// `count` with `until`: replies until the count is reached or one matches the pattern,
+    /// whichever comes first (later replies to the send are then its own, ignored).
+    UpTo(u64, Pattern),
 }
 
 /// One instruction of the compiled flow.
@@ -509,10 +512,10 @@ impl Compiler {
         }
         *expected_by = Some(place.to_owned());
         let replies = match (step.count, &step.until) {
-            (Some(_), Some(_)) => return Err("give count or until, not both".to_owned()),
-            (Some(count), None) if !(1..=MAX_COUNT).contains(&count) => {
+            (Some(count), _) if !(1..=MAX_COUNT).contains(&count) => {
                 return Err(format!("count is 1 to {MAX_COUNT}"));
             }
+            (Some(count), Some(until)) => Replies::UpTo(count, Pattern::compile(until)?),
             (Some(count), None) => Replies::Count(count),
             (None, Some(until)) => Replies::Until(Pattern::compile(until)?),
             (None, None) => Replies::Count(1),

@@ -34,6 +34,12 @@ fn replies_are_counted_and_checked_with_the_sends_values() {
     let (field, replies, checks) = program.send("sub").unwrap();
     assert_eq!(field, "id");
     assert!(matches!(replies, Replies::Until(_)));
+    let up_to = compile(
+        "[[steps]]\nname = \"sub\"\nsend = '{\"id\":1}'\n[[steps]]\nexpect = \"sub\"\nmatch-field = \"id\"\n\
+         count = 3\nuntil = 'complete'\n",
+    )
+    .unwrap();
+    assert!(matches!(up_to.send("sub").unwrap().1, Replies::UpTo(3, _)));
     let vars = Vars { conn: 4, seq: 9, ..Vars::default() };
     assert!(checks.pass(r#"{"id":"s9","c":4}"#, &vars, None));
     assert!(!checks.pass(r#"{"id":"s8","c":4}"#, &vars, None), "another send's reply");
@@ -73,8 +79,8 @@ fn bad_steps_are_named() {
         ),
         (
             "[[steps]]\nname = \"c\"\nsend = \"x\"\n[[steps]]\nexpect = \"c\"\nmatch-field = \"id\"\n\
-             count = 2\nuntil = \"done\"\n",
-            "give count or until, not both",
+             count = 0\nuntil = \"done\"\n",
+            "count is 1 to",
         ),
         ("[[steps]]\nexpect-regex = \"x\"\nsince = \"nope\"\n", "since `nope`, but no send"),
         ("[[steps]]\nsend = \"x\"\ncheck-regex = \"y\"\n", "check-json/check-regex does not apply"),

@@ -46,8 +46,8 @@ pub struct FlowState {
     pub seq: u64,
     pub wait: Wait,
     pub outstanding: Vec<Outstanding>,
-    /// Sends whose expectation timed out (already counted late), the latest
-    /// [`EXPIRED_KEPT`]: replies to them are not counted again.
+    /// Sends whose expectation timed out (already counted late), or reached its `count`
+    /// before its `until`, the latest [`EXPIRED_KEPT`]: replies to them are not counted again.
     pub expired: VecDeque<(String, Value)>,
     /// The latest send's values (an `expect-regex` is filled in with them).
     pub last_vars: Vars,
