@@ -12,6 +12,7 @@
 pub mod graphql_ws;
 pub mod jsonrpc;
 pub mod mqtt;
+pub mod nats;
 pub mod raw;
 pub mod socketio;
 pub mod stomp;
@@ -25,8 +26,15 @@ use crate::options::{OptionSpec, OptionValues};
 pub const DEFAULT: &str = "raw";
 
 /// Every protocol, by name.
-pub static PROTOCOLS: &[&dyn Protocol] =
-    &[&raw::Raw, &mqtt::Mqtt, &stomp::Stomp, &socketio::SocketIo, &jsonrpc::JsonRpc, &graphql_ws::GraphqlWs];
+pub static PROTOCOLS: &[&dyn Protocol] = &[
+    &raw::Raw,
+    &mqtt::Mqtt,
+    &stomp::Stomp,
+    &socketio::SocketIo,
+    &jsonrpc::JsonRpc,
+    &graphql_ws::GraphqlWs,
+    &nats::Nats,
+];
 
 /// The protocol called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn Protocol> {
