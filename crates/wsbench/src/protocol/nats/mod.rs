@@ -141,7 +141,7 @@ impl Protocol for Nats {
             ));
         }
         split_subject(options.given.text(&SUBJECT).unwrap_or(DEFAULT_SUBJECT))?;
-        credentials(options).map(drop)
+        check_credentials(options)
     }
     fn replies_echo(&self, options: &Options) -> bool {
         !options.given.switch(&EXTERNAL_RESPONDER)
@@ -200,8 +200,8 @@ fn split_subject(template: &str) -> Result<(String, String), String> {
     Ok((before.to_owned(), after.to_owned()))
 }
 
-/// The credentials given, or why they do not go together.
-fn credentials(options: &Options) -> Result<(Option<&str>, Option<&str>, Option<&str>), String> {
+/// Whether the credentials given go together, or why not.
+fn check_credentials(options: &Options) -> Result<(), String> {
     let given = &options.given;
     let (user, pass, token) = (given.text(&USER), given.text(&PASS), given.text(&TOKEN));
     match (user, pass, token) {
@@ -212,7 +212,7 @@ fn credentials(options: &Options) -> Result<(Option<&str>, Option<&str>, Option<
         }
         (Some(""), _, _) => Err("--user is empty: give the user to authenticate as".into()),
         (_, _, Some("")) => Err("--token is empty: give the server's authorization token".into()),
-        _ => Ok((user, pass, token)),
+        _ => Ok(()),
     }
 }
 
