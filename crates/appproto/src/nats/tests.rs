@@ -1,3 +1,6 @@
+//! The codec byte by byte: operations packed together and cut anywhere, HMSG headers, `-ERR`
+//! words, another protocol refused on its first bytes, the limits, and what the encoders write.
+
 use super::*;
 
 fn one(input: &[u8]) -> (ServerOp<'_>, usize) {

@@ -295,7 +295,7 @@ fn the_right_token_opens_every_connection_and_none_is_the_authorization_violatio
         return;
     };
     let url = broker.url("/");
-    let right = ["--token", "s3cret-token", "--threshold", "errors==0"];
+    let right = ["--auth-token", "s3cret-token", "--threshold", "errors==0"];
     let (finished, result) = authenticated("nats-token-right", &url, &right);
     finished.assert_success();
     assert_eq!(uint(&result, "/summary/connections/established"), 10, "{}", summary_of(&result));

@@ -1,7 +1,7 @@
 //! `nats`: NATS's own text protocol over WebSocket, as the `nats.ws` client speaks it to
 //! nats-server's websocket listener (binary messages, no subprotocol, any path but the
 //! listener's `/mqtt`). A connection waits for the server's INFO, sends CONNECT (not
-//! verbose, not pedantic; `--user`/`--pass` or `--token` when given; named
+//! verbose, not pedantic; `--user`/`--pass` or `--auth-token` when given; named
 //! `wsbench-<run id>-<index>` for the server's monitoring), then PING, and is ready on the
 //! PONG: every SUB sent before that PING is in place by then. The server's PINGs are
 //! answered with PONG; its `-ERR` is an error named after its words
@@ -98,12 +98,12 @@ pub const PASS: OptionSpec = OptionSpec {
     scenarios: &[],
 };
 
-/// `--token`.
-pub const TOKEN: OptionSpec = OptionSpec {
-    flag: "token",
-    key: "token",
+/// `--auth-token`.
+pub const AUTH_TOKEN: OptionSpec = OptionSpec {
+    flag: "auth-token",
+    key: "auth-token",
     kind: Kind::Text,
-    value_name: "TOKEN",
+    value_name: "AUTH_TOKEN",
     default: "none",
     bound: "not with --user",
     help: "the authorization token CONNECT gives",
@@ -128,7 +128,7 @@ impl Protocol for Nats {
         matches!(usage, Use::Requests | Use::PubSub)
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[REQUEST_SUBJECT, EXTERNAL_RESPONDER, SUBJECT, USER, PASS, TOKEN]
+        &[REQUEST_SUBJECT, EXTERNAL_RESPONDER, SUBJECT, USER, PASS, AUTH_TOKEN]
     }
     /// `--binary` is taken as it is: NATS over WebSocket is always binary messages.
     fn check(&self, options: &Options) -> Result<(), String> {
@@ -171,7 +171,7 @@ impl Protocol for Nats {
             problem,
         };
         let fill = |spec: &OptionSpec| given.text(spec).map(|text| setup.fill(text).into_owned());
-        let credentials = Credentials { user: fill(&USER), pass: fill(&PASS), token: fill(&TOKEN) };
+        let credentials = Credentials { user: fill(&USER), pass: fill(&PASS), token: fill(&AUTH_TOKEN) };
         let name = connection_name(setup.run, setup.index);
         Box::new(NatsSession::new(setup.usage, name, credentials, subjects))
     }
@@ -203,15 +203,15 @@ fn split_subject(template: &str) -> Result<(String, String), String> {
 /// Whether the credentials given go together, or why not.
 fn check_credentials(options: &Options) -> Result<(), String> {
     let given = &options.given;
-    let (user, pass, token) = (given.text(&USER), given.text(&PASS), given.text(&TOKEN));
+    let (user, pass, token) = (given.text(&USER), given.text(&PASS), given.text(&AUTH_TOKEN));
     match (user, pass, token) {
         (Some(_), None, _) => Err("--user needs --pass: give the user's password too".into()),
         (None, Some(_), _) => Err("--pass needs --user: give the user it is the password of".into()),
         (Some(_), Some(_), Some(_)) => {
-            Err("--token and --user are two ways to authenticate: give one of them".into())
+            Err("--auth-token and --user are two ways to authenticate: give one of them".into())
         }
         (Some(""), _, _) => Err("--user is empty: give the user to authenticate as".into()),
-        (_, _, Some("")) => Err("--token is empty: give the server's authorization token".into()),
+        (_, _, Some("")) => Err("--auth-token is empty: give the server's authorization token".into()),
         _ => Ok(()),
     }
 }

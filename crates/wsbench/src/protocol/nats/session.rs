@@ -389,7 +389,7 @@ impl Session for NatsSession {
             State::AwaitingPong => (
                 "nats_closed_before_pong",
                 "the server ended the connection after CONNECT, before answering PING: does it \
-                 want credentials (--user and --pass, or --token)?",
+                 want credentials (--user and --pass, or --auth-token)?",
             ),
             State::Ready | State::Done => return,
         };

@@ -1,3 +1,7 @@
+//! The NATS session without a server: the opening, request/reply through the inbox and the
+//! queue-group responder, subscriptions acknowledged by PONG, operations split over and packed
+//! into WebSocket messages, `-ERR` causes, and the options refused before a run.
+
 use std::time::Instant;
 
 use super::*;
@@ -142,7 +146,7 @@ fn err_is_counted_by_its_words_and_fatal_where_the_server_closes() {
 
 #[test]
 fn wrong_credentials_end_the_opening_with_the_authorization_violation() {
-    let mut session = session(Use::Requests, &Options::with([("token", "nope".into())]));
+    let mut session = session(Use::Requests, &Options::with([("auth-token", "nope".into())]));
     let mut heard = Heard::default();
     session.receive(INFO, true, Instant::now(), &mut heard);
     assert!(sent(&heard, 0).contains("\"auth_token\":\"nope\""));
@@ -169,12 +173,14 @@ fn options_that_cannot_be_spoken_are_refused_with_the_reason() {
     let refused = |given: Vec<(&str, toml::Value)>| Nats.check(&Options::with(given)).unwrap_err();
     assert!(refused(vec![("user", "a".into())]).contains("--user needs --pass"));
     assert!(refused(vec![("pass", "a".into())]).contains("--pass needs --user"));
-    let both = vec![("user", "a".into()), ("pass", "b".into()), ("token", "t".into())];
+    let both = vec![("user", "a".into()), ("pass", "b".into()), ("auth-token", "t".into())];
     assert!(refused(both).contains("give one of them"));
     assert!(refused(vec![("subject", "orders.new".into())]).contains("{topic} once"));
     assert!(refused(vec![("subject", "orders.*.{topic}".into())]).contains("without spaces or wildcards"));
     assert!(refused(vec![("request-subject", "svc time".into())]).contains("not a subject to publish to"));
-    assert!(Nats.check(&Options::with([("subject", "a.{topic}.b".into()), ("token", "t".into())])).is_ok());
+    assert!(
+        Nats.check(&Options::with([("subject", "a.{topic}.b".into()), ("auth-token", "t".into())])).is_ok()
+    );
 }
 
 #[test]
