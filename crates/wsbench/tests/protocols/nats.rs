@@ -1,7 +1,8 @@
 //! `--protocol nats` against the real nats-server (its WebSocket listener, the NATS text
 //! protocol), each test on a server of its own started on free ports: a thousand
 //! connections make requests answered through the broker by the run's own responders with
-//! no error; a thousand subscribers get every publish once; a subscriber the server kicks
+//! no error; requests and replies the server cuts into 4 KiB messages (as for a browser) are
+//! put back together; a thousand subscribers get every publish once; a subscriber the server kicks
 //! mid-run (its system account's KICK request, the connection found by its name in the
 //! monitoring endpoint's `/connz`) is the one subscriber found short, by exactly what it
 //! missed; the right user and password or token open every connection and a wrong one is
@@ -66,6 +67,26 @@ fn a_thousand_subscribers_get_every_publish_once_on_subjects_of_the_users_naming
     }
     assert_eq!(result["pubsub"]["cut_off"], false, "{}", context());
     assert_eq!(result["config"]["protocol_options"]["subject"], "orders.{topic}.new");
+}
+
+/// nats-server cuts what it sends a browser (a `User-Agent` with `Mozilla`) into WebSocket
+/// messages of at most 4 KiB: each 20,000-byte request and reply reaches its connection as
+/// several messages, and is put back together into one MSG, matched and checked.
+#[test]
+fn operations_the_server_cuts_over_websocket_messages_are_put_back_together() {
+    let Some(broker) = or_skip(start_nats_configured("")) else { return };
+    let load = ["--protocol", "nats", "--connections", "10", "--warmup", "0s", "--duration", "2s"];
+    let browser = ["--payload", "bytes:20000", "--header", "User-Agent: Mozilla/5.0 (X11; Linux x86_64)"];
+    let url = broker.url("/");
+    let args = [&[url.as_str()], &load[..], &browser, &["--threshold", "errors==0"]].concat();
+    let (finished, result) = run("nats-cut-messages", &args, Duration::from_secs(120));
+    finished.assert_success();
+    let round_trips = uint(&result, "/summary/latency_us/count");
+    assert!(round_trips > 10, "{}", summary_of(&result));
+    // A round trip is a request delivered to a responder and its reply delivered back.
+    let received = uint(&result, "/summary/messages/received");
+    assert!(received > 4 * 2 * round_trips, "{received} messages for {round_trips} round trips: not cut");
+    assert_eq!(uint(&result, "/counters/payload_mismatches"), 0, "{}", summary_of(&result));
 }
 
 /// A plain NATS client over the server's TCP listener: the test's own hand on the broker.
