@@ -35,16 +35,22 @@ fn jsonrpc_decode_corpus() {
     corpus::replay("jsonrpc_decode", appproto_checks::jsonrpc_decode);
 }
 
+#[test]
+fn nats_decode_corpus() {
+    corpus::replay("nats_decode", appproto_checks::nats_decode);
+}
+
 /// Every byte string up to two bytes, and some longer runs, through every check: the
 /// decoders' edges (empty input, lone bytes) without waiting for the fuzzer.
 #[test]
 fn short_inputs_pass_every_check() {
-    let checks: [fn(&[u8]); 5] = [
+    let checks: [fn(&[u8]); 6] = [
         appproto_checks::mqtt_decode,
         appproto_checks::stomp_decode,
         appproto_checks::socketio_decode,
         appproto_checks::graphql_ws_decode,
         appproto_checks::jsonrpc_decode,
+        appproto_checks::nats_decode,
     ];
     for check in checks {
         check(&[]);
