@@ -6,8 +6,9 @@
 //! mid-run (its system account's KICK request, the connection found by its name in the
 //! monitoring endpoint's `/connz`) is the one subscriber found short, by exactly what it
 //! missed; the right user and password or token open every connection and a wrong one is
-//! the server's "Authorization Violation", by name; `compare --protocol nats` ranks the
-//! fleet's NATS members.
+//! the server's "Authorization Violation", by name; an application's own responder answers
+//! `--external-responder` requests, and a subject nobody serves is `nats_no_responders`;
+//! `compare --protocol nats` ranks the fleet's NATS members.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -98,7 +99,8 @@ struct TcpClient {
 /// What the test's client read.
 #[derive(Debug)]
 enum Reading {
-    Msg(Vec<u8>),
+    /// A message: its payload, and its reply subject when it is a request.
+    Msg(Vec<u8>, Option<String>),
     Pong,
     Other,
 }
@@ -129,7 +131,7 @@ impl TcpClient {
         loop {
             if let Some((op, used)) = Decoder::default().decode(&self.input).expect("NATS from nats-server") {
                 let reading = match op {
-                    ServerOp::Msg(msg) => Reading::Msg(msg.payload.to_vec()),
+                    ServerOp::Msg(msg) => Reading::Msg(msg.payload.to_vec(), msg.reply_to.map(str::to_owned)),
                     ServerOp::Pong => Reading::Pong,
                     ServerOp::Err(words) => panic!("nats-server: -ERR {words}"),
                     _ => Reading::Other,
@@ -158,7 +160,7 @@ impl TcpClient {
         self.send(&wire);
         loop {
             match self.next(Duration::from_secs(30)) {
-                Some(Reading::Msg(reply)) => return reply,
+                Some(Reading::Msg(reply, _)) => return reply,
                 Some(_) => {}
                 None => panic!("no reply to {subject}"),
             }
@@ -214,7 +216,7 @@ fn a_subscriber_the_server_kicks_mid_run_is_the_only_one_short_by_what_it_missed
     let mut seen = 0u64;
     while seen < 20 {
         match observer.next(Duration::from_secs(60)) {
-            Some(Reading::Msg(payload)) => seen += u64::from(measured(&payload)),
+            Some(Reading::Msg(payload, _)) => seen += u64::from(measured(&payload)),
             Some(_) => {}
             None => panic!("no publish on room.1 within a minute; {seen} measured so far"),
         }
@@ -240,7 +242,7 @@ fn a_subscriber_the_server_kicks_mid_run_is_the_only_one_short_by_what_it_missed
             // Until the run has ended and nothing more is on its way.
             loop {
                 match observer.next(Duration::from_millis(200)) {
-                    Some(Reading::Msg(payload)) => seen += u64::from(measured(&payload)),
+                    Some(Reading::Msg(payload, _)) => seen += u64::from(measured(&payload)),
                     Some(_) => {}
                     None if done.load(Ordering::Relaxed) => return seen,
                     None => {}
@@ -276,6 +278,57 @@ fn a_subscriber_the_server_kicks_mid_run_is_the_only_one_short_by_what_it_missed
     assert_eq!(errors.remove("pubsub_lost"), Some(lost), "{}", context());
     // nats-server closes a kicked WebSocket with 1011 and the reason "Kicked".
     assert_eq!(errors, [("closed_1011".to_owned(), 1)].into(), "{}", context());
+}
+
+/// `--external-responder`: the test's own client answers requests on `svc.time` with a
+/// payload of its own, as an application's service would; every request is answered and
+/// none is checked against what was sent. Requests to a subject nobody serves come back as
+/// NATS's no-responders status, each an error by that cause and no round trip.
+#[test]
+fn an_applications_responder_answers_the_requests_and_a_subject_nobody_serves_is_no_responders() {
+    let Some(broker) = or_skip(start_nats_configured("")) else { return };
+    let mut service = TcpClient::connect(broker.port_of("client").expect("client port"), "", "");
+    let mut wire = Vec::new();
+    encode_sub(&mut wire, "svc.time", Some("service"), 1);
+    wire.extend_from_slice(b"PING\r\n");
+    service.send(&wire);
+    while !matches!(service.next(Duration::from_secs(30)), Some(Reading::Pong)) {}
+    let done = Arc::new(AtomicBool::new(false));
+    let answering = {
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let mut answered = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                if let Some(Reading::Msg(_, Some(reply_to))) = service.next(Duration::from_millis(200)) {
+                    let mut wire = Vec::new();
+                    encode_pub(&mut wire, &reply_to, None, b"{\"time\":\"now\"}");
+                    service.send(&wire);
+                    answered += 1;
+                }
+            }
+            answered
+        })
+    };
+    let url = broker.url("/");
+    let load = ["--protocol", "nats", "--external-responder", "--connections", "10", "--warmup", "0s"];
+    let served = ["--request-subject", "svc.time", "--duration", "1s", "--threshold", "errors==0"];
+    let (finished, result) =
+        run("nats-external", &[&[url.as_str()], &load[..], &served].concat(), Duration::from_secs(60));
+    done.store(true, Ordering::Relaxed);
+    let answered = answering.join().expect("the test's service");
+    finished.assert_success();
+    let round_trips = uint(&result, "/summary/latency_us/count");
+    assert!(round_trips > 10 && answered >= round_trips, "{answered} answered\n{}", summary_of(&result));
+    assert_eq!(uint(&result, "/counters/payload_mismatches"), 0, "{}", summary_of(&result));
+
+    let unserved = ["--request-subject", "svc.nobody", "--duration", "1s"];
+    let (finished, result) =
+        run("nats-no-responders", &[&[url.as_str()], &load[..], &unserved].concat(), Duration::from_secs(60));
+    finished.assert_completed_with_failures();
+    assert_eq!(uint(&result, "/summary/latency_us/count"), 0, "{}", summary_of(&result));
+    let errors = errors(&result);
+    assert!(errors.get("nats_no_responders").is_some_and(|&n| n >= 10), "{}", summary_of(&result));
+    assert_eq!(errors.len(), 1, "no responders alone: {errors:?}");
 }
 
 /// A run of 10 echo connections against `url` with `credentials`.
