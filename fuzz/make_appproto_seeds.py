@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the hand-made seed corpora of the application-protocol fuzz targets under
 fuzz/corpus/<target>/ (mqtt_decode, stomp_decode, socketio_decode, graphql_ws_decode,
-jsonrpc_decode, centrifugo_decode).
+jsonrpc_decode, centrifugo_decode, nats_decode).
 
 The seeds are committed; this script documents how they were made and regenerates them.
 They are built here by hand from the specifications and from real servers' traffic, not
@@ -133,6 +133,22 @@ def centrifugo_seeds():
         "disconnect": '{"push":{"disconnect":{"code":3503,"reason":"force disconnect"}}}',
         "join": '{"push":{"channel":"t1","join":{"info":{"user":"u","client":"c"}}}}',
         "no-data": '{"push":{"channel":"t1","pub":{}}}',
+def nats_seeds():
+    # The first byte picks the payload limit (bit 0: 64 bytes) and the split (the rest).
+    info = 'INFO {"server_id":"NDX","version":"2.15.2","proto":1,"headers":true,"max_payload":1048576}\r\n'
+    return {
+        "info": "\x00" + info,
+        "info-ping": "\x10" + info + "PING\r\n",
+        "msg": "\x04MSG t.1 3 11\r\nhello world\r\n",
+        "msg-reply": "\x06MSG wsbench.echo.r 2 _INBOX.wsbench.r.0.42 5\r\nhello\r\n",
+        "msg-double-space": "\x00MSG _INBOX.k 1  4\r\n{}{}\r\n",
+        "hmsg-no-responders": "\x08HMSG _INBOX.a.7 1 16 16\r\nNATS/1.0 503\r\n\r\n\r\n",
+        "hmsg-body": "\x0aHMSG s 2 r 12 15\r\nNATS/1.0\r\n\r\nabc\r\n",
+        "err": "\x02-ERR 'Authorization Violation'\r\n",
+        "err-subject": "\x00-ERR 'Permissions Violation for Publish to \"t.1\"'\r\n",
+        "pong-ok": "\x00PONG\r\n+OK\r\nping\r\n",
+        "too-large": "\x01MSG t 1 65\r\n" + "x" * 65 + "\r\n",
+        "packed": "\x0c" + info + "PONG\r\nMSG t1 3 7\r\n{\"n\":0}\r\nMSG t1 3 7\r\n{\"n\":1}\r\nPING\r\n",
     }
 
 
@@ -143,3 +159,4 @@ if __name__ == "__main__":
     write("graphql_ws_decode", graphql_ws_seeds())
     write("jsonrpc_decode", jsonrpc_seeds())
     write("centrifugo_decode", centrifugo_seeds())
+    write("nats_decode", nats_seeds())

@@ -5,7 +5,7 @@
 //! incremental decoders must decode the same items whatever the input's split; views must
 //! answer every question asked of them; and what an encoder writes must decode back.
 
-use wsbench_appproto::{centrifugo, graphql_ws, jsonrpc, mqtt, socketio, stomp};
+use wsbench_appproto::{centrifugo, graphql_ws, jsonrpc, mqtt, nats, socketio, stomp};
 
 /// Decodes everything `decode` finds in `input` (item, bytes used), stopping at the first
 /// error or incomplete item, after checking every item used some bytes within the input.
@@ -194,4 +194,23 @@ pub fn centrifugo_decode(data: &[u8]) {
         centrifugo::decode(push.as_bytes()),
         Ok(centrifugo::Reply::Publication { channel: channel.clone(), data: "[1]" })
     );
+/// First byte: a small payload limit (bit 0), where to split the rest. Every INFO's JSON is
+/// read, every message's payload is within the limit and its headers within it too.
+pub fn nats_decode(data: &[u8]) {
+    let Some((&control, body)) = data.split_first() else { return };
+    let limit = if control & 1 == 0 { nats::DEFAULT_MAX_PAYLOAD } else { 64 };
+    let decoder = nats::Decoder::new(limit);
+    let decode = |bytes| decoder.decode(bytes).map_err(|e| e.to_string());
+    let (whole, _) = drain(body, decode);
+    for op in &whole {
+        match op {
+            nats::ServerOp::Info(json) => _ = nats::Info::parse(json),
+            nats::ServerOp::Msg(msg) => {
+                let headers = msg.headers.map_or(0, <[u8]>::len);
+                assert!(headers + msg.payload.len() <= limit);
+            }
+            _ => {}
+        }
+    }
+    assert_split_decodes_the_same(body, control >> 1, &whole, decode);
 }

@@ -4,7 +4,7 @@
 //! [`server_checks`] does the same for the echo server's `server_conn`
 //! target and `crates/server/tests/fuzz_corpus.rs`, and [`appproto_checks`] for the
 //! application-protocol decoders (`mqtt_decode`, `stomp_decode`, `socketio_decode`,
-//! `graphql_ws_decode`, `jsonrpc_decode`) and `crates/appproto/tests/fuzz_corpus.rs`. The three
+//! `graphql_ws_decode`, `jsonrpc_decode`, `nats_decode`) and `crates/appproto/tests/fuzz_corpus.rs`. The three
 //! corpus tests replay the corpora with [`corpus::replay`].
 
 pub mod appproto_checks;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Starts the NATS server for `wsbench compare`: its WebSocket listener on 127.0.0.1:PORT
-# (MQTT 3.1.1 on the path /mqtt), the MQTT block it needs (JetStream, a server name; its own
-# TCP ports chosen by the server), data in a folder of its own that goes when it stops.
+# (MQTT 3.1.1 on the path /mqtt; NATS's own protocol on any other path, / for --protocol
+# nats), the MQTT block it needs (JetStream, a server name; its own TCP ports chosen by the
+# server), data in a folder of its own that goes when it stops.
 set -eu
 port=$1
 dir=$(mktemp -d)

@@ -9,6 +9,7 @@
 //!
 //! - [`mqtt`]: MQTT 3.1.1 and 5.0 packets; an incremental decoder (`Ok(None)` = need more bytes).
 //! - [`stomp`]: STOMP 1.2 frames and heart-beats; an incremental decoder.
+//! - [`nats`]: NATS's text protocol (the client's side); an incremental decoder.
 //! - [`socketio`]: Engine.IO v4 packets and Socket.IO v5 packets (socket.io 4.x).
 //! - [`graphql_ws`]: the graphql-transport-ws protocol of the graphql-ws library.
 //! - [`jsonrpc`]: JSON-RPC 2.0, with rpc-websockets' event notifications.
@@ -20,6 +21,7 @@ pub mod graphql_ws;
 pub mod json;
 pub mod jsonrpc;
 pub mod mqtt;
+pub mod nats;
 pub mod socketio;
 pub mod stomp;
 

@@ -38,6 +38,8 @@ fn jsonrpc_decode_corpus() {
 #[test]
 fn centrifugo_decode_corpus() {
     corpus::replay("centrifugo_decode", appproto_checks::centrifugo_decode);
+fn nats_decode_corpus() {
+    corpus::replay("nats_decode", appproto_checks::nats_decode);
 }
 
 /// Every byte string up to two bytes, and some longer runs, through every check: the
@@ -51,6 +53,7 @@ fn short_inputs_pass_every_check() {
         appproto_checks::graphql_ws_decode,
         appproto_checks::jsonrpc_decode,
         appproto_checks::centrifugo_decode,
+        appproto_checks::nats_decode,
     ];
     for check in checks {
         check(&[]);

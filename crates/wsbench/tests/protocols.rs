@@ -59,6 +59,8 @@ mod graphql_ws;
 mod jsonrpc;
 #[path = "protocols/mqtt.rs"]
 mod mqtt;
+#[path = "protocols/nats.rs"]
+mod nats;
 #[path = "protocols/socketio.rs"]
 mod socketio;
 #[path = "protocols/stomp.rs"]

@@ -13,6 +13,7 @@ pub mod centrifugo;
 pub mod graphql_ws;
 pub mod jsonrpc;
 pub mod mqtt;
+pub mod nats;
 pub mod raw;
 pub mod socketio;
 pub mod stomp;
@@ -35,6 +36,7 @@ pub static PROTOCOLS: &[&dyn Protocol] = &[
     &jsonrpc::JsonRpc,
     &graphql_ws::GraphqlWs,
     &centrifugo::Centrifugo,
+    &nats::Nats,
 ];
 
 /// The protocol called `name`.
