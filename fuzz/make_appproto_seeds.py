@@ -133,6 +133,9 @@ def centrifugo_seeds():
         "disconnect": '{"push":{"disconnect":{"code":3503,"reason":"force disconnect"}}}',
         "join": '{"push":{"channel":"t1","join":{"info":{"user":"u","client":"c"}}}}',
         "no-data": '{"push":{"channel":"t1","pub":{}}}',
+    }
+
+
 def nats_seeds():
     # The first byte picks the payload limit (bit 0: 64 bytes) and the split (the rest).
     info = 'INFO {"server_id":"NDX","version":"2.15.2","proto":1,"headers":true,"max_payload":1048576}\r\n'

@@ -194,6 +194,8 @@ pub fn centrifugo_decode(data: &[u8]) {
         centrifugo::decode(push.as_bytes()),
         Ok(centrifugo::Reply::Publication { channel: channel.clone(), data: "[1]" })
     );
+}
+
 /// First byte: a small payload limit (bit 0), where to split the rest. Every INFO's JSON is
 /// read, every message's payload is within the limit and its headers within it too.
 pub fn nats_decode(data: &[u8]) {

@@ -38,6 +38,9 @@ fn jsonrpc_decode_corpus() {
 #[test]
 fn centrifugo_decode_corpus() {
     corpus::replay("centrifugo_decode", appproto_checks::centrifugo_decode);
+}
+
+#[test]
 fn nats_decode_corpus() {
     corpus::replay("nats_decode", appproto_checks::nats_decode);
 }
@@ -46,7 +49,7 @@ fn nats_decode_corpus() {
 /// decoders' edges (empty input, lone bytes) without waiting for the fuzzer.
 #[test]
 fn short_inputs_pass_every_check() {
-    let checks: [fn(&[u8]); 6] = [
+    let checks: [fn(&[u8]); 7] = [
         appproto_checks::mqtt_decode,
         appproto_checks::stomp_decode,
         appproto_checks::socketio_decode,
