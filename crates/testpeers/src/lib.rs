@@ -21,7 +21,7 @@ use std::path::PathBuf;
 pub use brokers::{start_mosquitto, start_nats, start_rabbitmq};
 pub use http2::{NodeH2, start_axum, start_haproxy, start_node_h2};
 pub use node::{
-    start_graphql_ws, start_rpc_websockets, start_socketio, start_socketio_pinging_every,
+    start_graphql_ws, start_rpc_websockets, start_socketio, start_socketio_app, start_socketio_pinging_every,
     start_socketio_pinging_with_timeout,
 };
 pub use process::Peer;

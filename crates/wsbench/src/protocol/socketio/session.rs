@@ -404,6 +404,8 @@ impl Session for SocketIoSession {
         self.detail.clear();
         self.detail.push_str(CLOSED_AFTER_JOIN);
         let _ = match close {
+            // The engine's code for a close frame without a status code (1005).
+            Some((0, _)) => write!(self.detail, " (a close frame without a code)"),
             Some((code, "")) => write!(self.detail, " (close {code})"),
             Some((code, reason)) => write!(self.detail, " (close {code} {reason:?})"),
             None => write!(self.detail, " (no close frame)"),
