@@ -43,7 +43,7 @@ fn start_node_script(
     for arg in extra {
         launch = launch.arg(arg);
     }
-    launch.command_mut().current_dir(&folder).env("NODE_PATH", &modules);
+    launch.command_mut().current_dir(folder).env("NODE_PATH", &modules);
     let mut peer = Peer::spawn(peer, launch, temp_dir(peer)?)?;
     let port = peer.wait_for_log(Duration::from_secs(20), |log| {
         log.lines()
