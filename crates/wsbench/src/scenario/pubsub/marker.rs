@@ -8,7 +8,8 @@
 //!
 //! One pass over the message, no allocation: the objects open at each depth keep what they
 //! have of the marker in a fixed array, so objects nested deeper than [`MAX_DEPTH`] are
-//! not looked into. Strings are skipped by their quotes (a marker inside a JSON string, an
+//! not looked into. The pass stops as soon as an object has all four, so what follows them
+//! (wsbench's own `pad`, up to `--payload-bytes`) is never read. Strings are skipped by their quotes (a marker inside a JSON string, an
 //! object sent as text, is not found). Whatever the input, it never panics: what is not
 //! JSON just yields no marker.
 
@@ -105,11 +106,7 @@ impl Scanner<'_> {
             self.at += 1;
             match byte {
                 b'{' | b'[' => self.open(byte == b'{'),
-                b'}' | b']' => {
-                    if let Some(marker) = self.close() {
-                        return Some(marker);
-                    }
-                }
+                b'}' | b']' => self.depth = self.depth.saturating_sub(1),
                 b',' => {
                     if let Some(frame) = self.top() {
                         frame.expects_key = frame.object;
@@ -119,7 +116,10 @@ impl Scanner<'_> {
                 b'"' => self.string(),
                 b'-' | b'0'..=b'9' => self.number(byte),
                 b't' | b'f' => self.literal(byte == b't'),
-                _ => {}
+                _ => continue,
+            }
+            if let Some(marker) = self.top().filter(|frame| frame.object).and_then(|frame| frame.marker()) {
+                return Some(marker);
             }
         }
         None
@@ -138,12 +138,6 @@ impl Scanner<'_> {
             *frame = Frame { object, expects_key: object, ..Frame::EMPTY };
         }
         self.depth += 1;
-    }
-
-    fn close(&mut self) -> Option<Marker> {
-        let frame = self.top().copied();
-        self.depth = self.depth.saturating_sub(1);
-        frame.filter(|frame| frame.object).and_then(|frame| frame.marker())
     }
 
     /// A value other than one of the marker's began: the key before it is spent.
@@ -238,6 +232,9 @@ mod tests {
         assert_eq!(Marker::find(message), Some(MARKER));
         let warmup = br#"{"id":"12-4567","ts":1000,"sent":1,"measured":false}"#;
         assert!(!Marker::find(warmup).unwrap().measured);
+        // Found before the padding, which is then not read (even when it is cut off).
+        let cut = br#"{"id":"12-4567","ts":1000,"sent":1040,"measured":true,"pad":"xxxx"#;
+        assert_eq!(Marker::find(cut), Some(MARKER));
     }
 
     #[test]
@@ -267,7 +264,7 @@ mod tests {
             r#"{"id":"12-4567","ts":"1000","sent":1040,"measured":true}"#,
             r#""{\"id\":\"12-4567\",\"ts\":1000,\"sent\":1040,\"measured\":true}""#,
             r#"{"note":"\"id\":\"12-4567\",","ts":1000,"sent":1040,"measured":true}"#,
-            r#"{"id":"12-4567","ts":1000,"sent":1040,"measured":tru"#,
+            r#"{"id":"12-4567","ts":1000,"sent":1040,"measured":tru}"#,
         ] {
             assert_eq!(Marker::find(message.as_bytes()), None, "{message}");
         }
