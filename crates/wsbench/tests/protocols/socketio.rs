@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use wsbench_testpeers::{or_skip, start_socketio, start_socketio_app, start_socketio_pinging_with_timeout};
 
-use crate::harness::{Finished, errors, heavy, summary_of, uint};
+use crate::harness::{Finished, errors, heavy, summary_of, uint, wsbench};
 use crate::run;
 use crate::support::Server;
 
@@ -245,4 +245,33 @@ fn a_server_on_the_msgpack_parser_gets_the_parser_hint() {
         "{details}"
     );
     assert!(finished.stdout.contains("socketio_closed_after_join 10"), "{}", finished.describe());
+}
+
+/// Socket.IO options that cannot work are refused before anything connects: one line naming
+/// the flag and what to give, exit 2.
+#[test]
+fn socket_io_options_that_cannot_work_are_refused_before_the_run() {
+    let _slot = heavy(1);
+    let url = "ws://127.0.0.1:9/";
+    for (args, mentions) in [
+        (&["--auth", "token=s3cret"][..], "--auth is not JSON"),
+        (&["--auth", r#""s3cret""#], "--auth: the CONNECT's auth payload is a JSON object"),
+        (&["--namespace", "chat"], "a Socket.IO namespace starts with /"),
+        (&["--delivery-event", ""], "--delivery-event is empty"),
+        (&["--publish-args", r#"["{topic}", "{payload}"]"#], "not inside quotes"),
+        (&["--publish-args", r#"["{topic}"]"#], "give {payload} once"),
+        (&["--subscribe-args", "t{topic}"], "--subscribe-args"),
+    ] {
+        let run_args = [&["run", "pubsub", url, "--protocol", "socketio"][..], args].concat();
+        let run = wsbench(&run_args, Duration::from_secs(10));
+        assert_eq!(run.code, Some(2), "{}", run.describe());
+        let stderr = run.stderr.trim_end();
+        assert_eq!(stderr.lines().count(), 1, "{}", run.describe());
+        assert!(stderr.contains(mentions), "want {mentions:?}\n{}", run.describe());
+    }
+    // Pub/sub's options in an echo run are named as pub/sub's.
+    let run =
+        wsbench(&["run", url, "--protocol", "socketio", "--publish-event", "say"], Duration::from_secs(10));
+    assert_eq!(run.code, Some(2), "{}", run.describe());
+    assert!(run.stderr.contains("--publish-event") && run.stderr.contains("pubsub"), "{}", run.describe());
 }
