@@ -280,5 +280,16 @@ mod tests {
         for broken in ["}}}]]{", "\"", "\"\\", "{\"id\":\"1-", "-", "{\"ts\":99999999999999999999999"] {
             assert_eq!(Marker::find(broken.as_bytes()), None, "{broken}");
         }
+        // Every cut of a wrapped marker, and every byte changed, reads without a panic.
+        let wrapped = br#"[{"a":"\"}",b:[1e5,-2]},{"id":"1-2","ts":3,"sent":4,"measured":false}]"#;
+        for end in 0..wrapped.len() {
+            Marker::find(&wrapped[..end]);
+            let mut changed = wrapped.to_vec();
+            for byte in [b'"', b'\\', b'{', b'}', b'[', b']', b'-', b't', 0xff] {
+                changed[end] = byte;
+                Marker::find(&changed);
+            }
+        }
+        assert_eq!(Marker::find(wrapped).map(|marker| marker.measured), Some(false));
     }
 }
