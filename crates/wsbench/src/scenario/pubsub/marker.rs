@@ -6,7 +6,9 @@
 //! at any depth, that holds all four keys with values of their kind; an application's own
 //! `id` beside it (in the envelope) is another object's and does not confuse it.
 //!
-//! One pass over the message, no allocation: the objects open at each depth keep what they
+//! wsbench's own layout is looked for first, as a search for its first key (a publish
+//! forwarded as it came costs no more than that); anything else gets one pass over the
+//! message, no allocation: the objects open at each depth keep what they
 //! have of the marker in a fixed array, so objects nested deeper than [`MAX_DEPTH`] are
 //! not looked into. The pass stops as soon as an object has all four, so what follows them
 //! (wsbench's own `pad`, up to `--payload-bytes`) is never read. Strings are skipped by their quotes (a marker inside a JSON string, an
@@ -27,10 +29,39 @@ pub struct Marker {
 }
 
 impl Marker {
-    /// The first complete marker in `message`, if any.
+    /// The first complete marker in `message`, if any: where it sits as wsbench wrote it
+    /// (its four fields together, in order, without spaces: a server that forwards the
+    /// publish, or writes it again compactly as JSON.stringify does), found by a search for
+    /// its first key; else by the scan.
     pub fn find(message: &[u8]) -> Option<Marker> {
-        Scanner { message, at: 0, frames: [Frame::EMPTY; MAX_DEPTH], depth: 0 }.run()
+        Marker::as_written(message)
+            .or_else(|| Scanner { message, at: 0, frames: [Frame::EMPTY; MAX_DEPTH], depth: 0 }.run())
     }
+
+    /// `"id":"P-S","ts":DUE,"sent":SENT,"measured":BOOL`, after the first `"id":"`. No
+    /// object's braces can fall between the four, so they are one object's.
+    fn as_written(message: &[u8]) -> Option<Marker> {
+        const ID: &[u8] = br#""id":""#;
+        let at = message.windows(ID.len()).position(|window| window == ID)?;
+        let rest = &message[at + ID.len()..];
+        let (publisher, rest) = leading_whole(rest)?;
+        let (seq, rest) = leading_whole(rest.strip_prefix(b"-")?)?;
+        let (due_us, rest) = leading_whole(rest.strip_prefix(br#"","ts":"#)?)?;
+        let (sent_us, rest) = leading_whole(rest.strip_prefix(br#","sent":"#)?)?;
+        let rest = rest.strip_prefix(br#","measured":"#)?;
+        let measured = match () {
+            _ if rest.starts_with(b"true") => true,
+            _ if rest.starts_with(b"false") => false,
+            _ => return None,
+        };
+        Some(Marker { publisher, seq, due_us, sent_us, measured })
+    }
+}
+
+/// The decimal number at the start of `text`, and what follows it.
+fn leading_whole(text: &[u8]) -> Option<(u64, &[u8])> {
+    let digits = text.iter().take_while(|b| b.is_ascii_digit()).count();
+    Some((whole(&text[..digits])?, &text[digits..]))
 }
 
 /// One of the marker's keys, expected as the next value.
@@ -272,9 +303,13 @@ mod tests {
 
     #[test]
     fn deep_nesting_and_broken_json_neither_panic_nor_find_a_marker_too_deep() {
-        let inner = r#"{"id":"1-2","ts":3,"sent":4,"measured":true}"#;
+        // Written again with spaces, the marker is scanned for, down to MAX_DEPTH.
+        let inner = r#"{"id": "1-2", "ts": 3, "sent": 4, "measured": true}"#;
         let deep = format!("{}{inner}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
         assert_eq!(Marker::find(deep.as_bytes()), None);
+        // As wsbench writes it, it is found at any depth.
+        let compact = deep.replace(": ", ":").replace(", ", ",");
+        assert_eq!(Marker::find(compact.as_bytes()).map(|m| m.seq), Some(2));
         let shallow = format!("{}{inner}{}", "[".repeat(MAX_DEPTH - 1), "]".repeat(MAX_DEPTH - 1));
         assert_eq!(Marker::find(shallow.as_bytes()).map(|m| m.seq), Some(2));
         for broken in ["}}}]]{", "\"", "\"\\", "{\"id\":\"1-", "-", "{\"ts\":99999999999999999999999"] {
