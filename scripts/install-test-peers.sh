@@ -16,7 +16,8 @@
 # and the real servers of the application-protocol tests (crates/appproto/tests, started
 # by crates/testpeers; see docs/peers.md):
 #   - mosquitto and rabbitmq-server (apt-get, only when missing; needs root or sudo)
-#   - socket.io, graphql-ws (+ graphql, ws) and rpc-websockets into tests/peers/node_modules
+#   - socket.io (+ socket.io-msgpack-parser), graphql-ws (+ graphql, ws) and rpc-websockets
+#     into tests/peers/node_modules
 #     (pinned in tests/peers/package-lock.json)
 #   - nats-server into <repo>/.tools (scripts/install-nats-server.sh, needs Go)
 #   - centrifugo into <repo>/.tools (scripts/install-centrifugo.sh, needs Go), also the
@@ -90,7 +91,7 @@ echo "install-test-peers: mosquitto $(dpkg-query -W -f='${Version}' mosquitto),"
     "haproxy $(dpkg-query -W -f='${Version}' haproxy)"
 echo "install-test-peers: npm ci in tests/peers"
 (cd tests/peers && npm ci --no-audit --no-fund --loglevel=error)
-node -e 'for (const p of ["socket.io", "graphql-ws", "graphql", "rpc-websockets"])
+node -e 'for (const p of ["socket.io", "socket.io-msgpack-parser", "graphql-ws", "graphql", "rpc-websockets"])
     console.log("install-test-peers:", p, require(`./tests/peers/node_modules/${p}/package.json`).version)'
 ./scripts/install-nats-server.sh
 ./scripts/install-centrifugo.sh

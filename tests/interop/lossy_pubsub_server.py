@@ -3,7 +3,7 @@ purpose, so the pubsub scenario is tested to find exactly what a server loses or
 (crates/wsbench/tests/engine/pubsub.rs).
 
     python lossy_pubsub_server.py [--drop-conn N] [--duplicate-conn M] [--reorder-conn K]
-                                  [--deliveries-per-sec R]
+                                  [--deliveries-per-sec R] [--shape as-sent|payload|wrapped]
 
 Each connection is named by its `X-Conn` upgrade header (wsbench sends it with
 `--header "X-Conn: {conn}"`). --drop-conn: connection N is acknowledged its subscription but
@@ -12,6 +12,9 @@ gets none of the publishes. --duplicate-conn: connection M gets every publish tw
 been sent, or for 50 ms when no next comes), none lost. Everyone
 else gets every publish once, unchanged, with `broadcast`. --deliveries-per-sec: a slow server
 that queues every delivery and sends at most R per second, so it falls behind a higher rate.
+--shape: what a delivery is, as applications forward it: the publish `as-sent` (the default),
+the `payload` alone (its fields without `pub`, written again with spaces after `,` and `:`),
+or the payload `wrapped` in an envelope of the application's own that has an `id` too.
 
 Listens on 127.0.0.1 port 0, prints `listening on ws://127.0.0.1:PORT`, and exits when its
 stdin closes (so it never outlives the test).
@@ -49,7 +52,17 @@ class Swapper:
             self.held = None
 
 
-def handler(drop, duplicate, reorder, queue):
+def delivery(shape, command, message):
+    """What subscribers get of the publish `command` (as it came: `message`)."""
+    if shape == "as-sent":
+        return message
+    payload = {key: value for key, value in command.items() if key != "pub"}
+    if shape == "payload":
+        return json.dumps(payload)
+    return json.dumps({"id": "app-1", "event": "tick", "data": [payload]}, separators=(",", ":"))
+
+
+def handler(drop, duplicate, reorder, queue, shape):
     swapper = Swapper()
 
     async def pubsub(ws):
@@ -71,6 +84,7 @@ def handler(drop, duplicate, reorder, queue):
             await ws.send(json.dumps({"subscribed": command["sub"]}, separators=(",", ":")))
         elif isinstance(command.get("pub"), str):
             subscribers = TOPICS.get(command["pub"], {})
+            message = delivery(shape, command, message)
             receivers = [peer for peer, peer_name in subscribers.items() if peer_name != drop]
             if reorder is not None:
                 receivers = [peer for peer in receivers if subscribers[peer] != reorder]
@@ -104,12 +118,13 @@ async def main():
     parser.add_argument("--duplicate-conn")
     parser.add_argument("--reorder-conn")
     parser.add_argument("--deliveries-per-sec", type=float)
+    parser.add_argument("--shape", choices=["as-sent", "payload", "wrapped"], default="as-sent")
     args = parser.parse_args()
     queue = asyncio.Queue() if args.deliveries_per_sec else None
     if queue is not None:
         slow = asyncio.create_task(deliver_slowly(queue, args.deliveries_per_sec))
     async with serve(
-        handler(args.drop_conn, args.duplicate_conn, args.reorder_conn, queue),
+        handler(args.drop_conn, args.duplicate_conn, args.reorder_conn, queue, args.shape),
         "127.0.0.1",
         0,
         compression=None,

@@ -1,8 +1,9 @@
 //! The Node.js servers: the fleet's own programs (`servers/node-*/server.js`), run on the
 //! socket.io, graphql-ws and rpc-websockets pinned for the tests (`tests/peers/package-lock.json`,
 //! installed by `npm ci`, found through `NODE_PATH`), so a test measures the very program
-//! `wsbench compare` does. Each takes its port as an argument (0: the kernel picks one) and
-//! prints `listening on ws://127.0.0.1:PORT`.
+//! `wsbench compare` does; and socket.io applications shaped as real ones are
+//! (`tests/peers/socketio_app_server.js`). Each takes its port as an argument (0: the kernel
+//! picks one) and prints `listening on ws://127.0.0.1:PORT`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -20,15 +21,29 @@ fn start_fleet_node(
     package: &str,
     extra: &[String],
 ) -> Result<Peer, PeerError> {
-    let modules = repo_root().join("tests/peers/node_modules");
-    installed(peer, &modules.join(package).join("package.json"))?;
-    let node = which_node().ok_or(PeerError::NotInstalled { peer, missing: "node on PATH".into() })?;
     let folder = repo_root().join("servers").join(server);
-    let mut launch = Launch::new(peer, node).arg(folder.join("server.js")).arg("0");
+    start_node_script(peer, &folder.join("server.js"), &[package], extra)
+}
+
+/// Starts the node program `script` on a free port (its folder the working directory), with
+/// `packages` from the test peers' modules.
+fn start_node_script(
+    peer: &'static str,
+    script: &Path,
+    packages: &[&str],
+    extra: &[String],
+) -> Result<Peer, PeerError> {
+    let modules = repo_root().join("tests/peers/node_modules");
+    for package in packages {
+        installed(peer, &modules.join(package).join("package.json"))?;
+    }
+    let node = which_node().ok_or(PeerError::NotInstalled { peer, missing: "node on PATH".into() })?;
+    let folder = script.parent().unwrap_or(Path::new("."));
+    let mut launch = Launch::new(peer, node).arg(script).arg("0");
     for arg in extra {
         launch = launch.arg(arg);
     }
-    launch.command_mut().current_dir(&folder).env("NODE_PATH", &modules);
+    launch.command_mut().current_dir(folder).env("NODE_PATH", &modules);
     let mut peer = Peer::spawn(peer, launch, temp_dir(peer)?)?;
     let port = peer.wait_for_log(Duration::from_secs(20), |log| {
         log.lines()
@@ -63,6 +78,20 @@ pub fn start_socketio_pinging_with_timeout(
 ) -> Result<Peer, PeerError> {
     let args = [ping_interval_ms.to_string(), ping_timeout_ms.to_string()];
     start_fleet_node("socket.io", "node-socketio", "socket.io", &args)
+}
+
+/// A socket.io 4.8 application as applications are written (`tests/peers/socketio_app_server.js`):
+/// `config` is its JSON (a namespace behind an auth middleware checking
+/// `handshake.auth.token`, the pub/sub events' names, deliveries of the payload alone, the
+/// msgpack parser); the script's header says each key. Path:
+/// `/socket.io/?EIO=4&transport=websocket`.
+pub fn start_socketio_app(config: &str) -> Result<Peer, PeerError> {
+    let script = repo_root().join("tests/peers/socketio_app_server.js");
+    let mut packages = vec!["socket.io"];
+    if config.contains("msgpack") {
+        packages.push("socket.io-msgpack-parser");
+    }
+    start_node_script("socket.io", &script, &packages, &[config.to_owned()])
 }
 
 /// graphql-ws 6 (`servers/node-graphql-ws/server.js`): query and subscription `echo`,

@@ -435,7 +435,10 @@ const MEMBER_BLIND: [&str; 8] =
 
 /// What a shared layer still names, and why: (the layer, the word, the reason). Each must
 /// still be found (else the exception goes), so the list cannot go stale.
-const STILL_NAMED: [(&str, &str, &str); 7] = [
+const STILL_NAMED: [(&str, &str, &str); 8] = [
+    // A header whose name says auth is a secret the result hides: the word, not Socket.IO's
+    // `--auth`.
+    ("config", "auth", "a secret header's name may say auth (config/handshake.rs)"),
     // WebSockets per TCP connection is the shape of every transport (1: one each): the
     // engine plans connections by it and result files record it under this key.
     ("config", "streams_per_connection", "the transport's shape, recorded in config.transport"),

@@ -192,7 +192,9 @@ pub enum Incoming<'m> {
     Reply { seq: Option<u64>, payload: &'m [u8] },
     /// A subscription to `topic` was acknowledged.
     Subscribed { topic: &'m str },
-    /// A message published to `topic`, with what the publisher put in it.
+    /// A message published to `topic` (empty when the message does not name it: then
+    /// wsbench's marker in it tells), with what the publisher put in it, wherever in the
+    /// message that sits.
     Delivery { topic: &'m str, payload: &'m [u8] },
     /// The server's error: counted by its cause (`jsonrpc_error_-32601`, `mqtt_suback_failure`,
     /// `stomp_error`, …) with the server's own words kept once; `seq`: the request it answers

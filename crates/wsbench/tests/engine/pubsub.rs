@@ -2,7 +2,8 @@
 //! measured publish reaches every subscriber of its topic exactly once (in one process and
 //! split over two), the result validates and merges; against a Python `websockets` server
 //! that drops one subscriber's deliveries and doubles another's, exactly those two are
-//! found; against a plain echo server the subscriptions fail with a clear cause.
+//! found, as they are when the server forwards the payload alone or wraps it in an envelope
+//! of its own; against a plain echo server the subscriptions fail with a clear cause.
 
 use std::process::Command;
 use std::time::Duration;
@@ -166,6 +167,40 @@ fn a_server_that_drops_one_subscriber_doubles_another_and_reorders_a_third_is_ca
     assert_eq!(errors(&result).get("pubsub_lost"), Some(&topic_1), "{}", context());
     assert!(run.stdout.contains(&format!("short:        #7 (t1) 0 of {topic_1}")), "{}", run.describe());
     assert_matches_schema(&result);
+}
+
+/// A server that forwards the publish's payload alone (written again with other spacing), or
+/// wraps it in an envelope with an `id` of its own: every delivery is still known by the
+/// marker inside it, so a dropped subscriber and a doubled one are found as exactly as when
+/// it forwards the publish as it came, and nothing is unexpected.
+#[test]
+fn a_server_that_forwards_the_payload_alone_or_wrapped_is_judged_as_exactly() {
+    for shape in ["payload", "wrapped"] {
+        let args = ["--drop-conn", "7", "--duplicate-conn", "11", "--shape", shape];
+        let Some(server) = lossy_server(&args) else { return };
+        let _slot = heavy(1);
+        let json = scratch(&format!("pubsub-shape-{shape}")).join("r.json");
+        let flags = format!("{SHAPE} --duration 2s --warmup 1s");
+        let (run, result) = pubsub_run(Some(&server.url), &flags, &["--header", "X-Conn: {conn}"], &json);
+        run.assert_completed_with_failures();
+        let context = || format!("{shape}\n{}\n{}", summary_of(&result), run.describe());
+        let topic_1 = uint(&result, "/counters/pubsub/published/1");
+        let topic_2 = uint(&result, "/counters/pubsub/published/2");
+        assert!(topic_1 > 0 && topic_2 > 0, "{}", context());
+        assert_eq!(uint(&result, "/pubsub/lost"), topic_1, "subscriber 7 (t1) got nothing\n{}", context());
+        assert_eq!(uint(&result, "/pubsub/duplicated"), topic_2, "subscriber 11 (t2) twice\n{}", context());
+        assert_eq!(
+            result["pubsub"]["duplicated_subscribers"],
+            json!([{ "connection": 11, "count": topic_2 }]),
+            "{}",
+            context()
+        );
+        assert_eq!(uint(&result, "/pubsub/unexpected"), 0, "{}", context());
+        let expected = uint(&result, "/pubsub/expected_deliveries");
+        assert_eq!(uint(&result, "/pubsub/delivered"), expected - topic_1, "{}", context());
+        let causes: Vec<String> = errors(&result).into_keys().collect();
+        assert_eq!(causes, ["pubsub_duplicate", "pubsub_lost"], "{}", context());
+    }
 }
 
 /// A server that delivers 200 a second while 900 a second are due falls behind; when the

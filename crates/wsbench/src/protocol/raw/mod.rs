@@ -75,16 +75,15 @@ impl Session for RawSession {
     }
 }
 
-/// What a message of docs/protocols.md is: an acknowledged subscription, a delivery, or
-/// anything else (a reply).
+/// What a pub/sub message of docs/protocols.md is: an acknowledged subscription, or a
+/// delivery: of the topic it names (`{"pub":"tK",…}`), or, in any other shape (a server that
+/// forwards the payload alone, or wraps it), one whose topic its marker tells.
 pub fn classify(message: &[u8]) -> Incoming<'_> {
     if let Some(topic) = string_field(message, br#"{"subscribed":""#) {
         return Incoming::Subscribed { topic };
     }
-    if let Some(topic) = string_field(message, br#"{"pub":""#) {
-        return Incoming::Delivery { topic, payload: message };
-    }
-    Incoming::Reply { seq: None, payload: message }
+    let topic = string_field(message, br#"{"pub":""#).unwrap_or("");
+    Incoming::Delivery { topic, payload: message }
 }
 
 /// The string value of a message that begins `prefix` (up to its closing quote).
@@ -113,7 +112,8 @@ mod tests {
         assert_eq!(classify(br#"{"subscribed":"t3"}"#), Incoming::Subscribed { topic: "t3" });
         let delivery = br#"{"pub":"t3","id":"1-2","ts":5}"#;
         assert_eq!(classify(delivery), Incoming::Delivery { topic: "t3", payload: delivery });
-        assert_eq!(classify(b"echo"), Incoming::Reply { seq: None, payload: b"echo" });
+        let alone = br#"{"id":"1-2","ts":5}"#;
+        assert_eq!(classify(alone), Incoming::Delivery { topic: "", payload: alone });
         assert!(Raw.session(&setup(Use::Requests, &options)).passthrough(), "echoes are read as they stream");
     }
 }

@@ -3,38 +3,36 @@
 //! when the target names none, and a given path gets the `EIO`/`transport` query it lacks.
 //!
 //! The opening is the server's Engine.IO open packet (its heartbeat schedule kept), then the
-//! namespace `/` joined (`40` answered by `40{"sid":…}`). An echo request is
-//! `emit(--event, payload)` with an acknowledgement numbered by the request, the payload a JSON
-//! string, or a binary attachment with `--binary` (and whenever it is not UTF-8); the ack
-//! carries the payload back. Pub/sub is rooms, as docs/peers.md's peer serves them:
-//! `emit("subscribe", topic)` with an ack, `emit("publish", {topic, payload})`, and deliveries
-//! as the event `message` with that object. The server pings and the session answers at once;
-//! a ping that does not come within pingInterval + pingTimeout, the server's close, a refused
-//! namespace or a server that does not speak Engine.IO end the connection with an error by
-//! its cause. The wire format is `wsbench_appproto::socketio`'s; this folder never does I/O.
+//! namespace (`--namespace`, default `/`) joined with CONNECT, carrying `--auth` when given
+//! (`40/chat,{"token":…}` answered by `40/chat,{"sid":…}`; a refusal, `44`, is an error with
+//! the server's message). The URL's path is the Engine.IO path, never the namespace. An echo
+//! request is `emit(--event, payload)` in the namespace with an acknowledgement numbered by
+//! the request, the payload a JSON string, or a binary attachment with `--binary` (and
+//! whenever it is not UTF-8); the ack carries the payload back. Pub/sub is rooms: the
+//! subscribe event (`--subscribe-event`, arguments `--subscribe-args`) with an ack, the
+//! publish event (`--publish-event`, `--publish-args` with `{payload}` where wsbench's object
+//! goes), and deliveries as the delivery event (`--delivery-event`) in whatever shape the
+//! application emits them: the pub/sub scenario finds its marker in the arguments. The
+//! defaults are the rooms of docs/peers.md's peer. The server pings and the session answers
+//! at once; a ping that does not come within pingInterval + pingTimeout, the server's
+//! close, a refused namespace, a server that closes right after the join (another parser,
+//! such as msgpack) or a server that does not speak Engine.IO end the connection with an
+//! error by its cause. The wire format is `wsbench_appproto::socketio`'s; this folder never
+//! does I/O.
 
 mod session;
+mod settings;
 #[cfg(test)]
 mod tests;
 
 use wsbench_appproto::socketio::WEBSOCKET_PATH;
 
 use super::{Options, Protocol, Session, Setup, Use};
-use crate::options::{Kind, OptionSpec};
+use crate::options::OptionSpec;
 
-/// The event an echo request is emitted as when `--event` is not given.
-pub const DEFAULT_EVENT: &str = "echo";
-
-/// `--event`.
-pub const EVENT: OptionSpec = OptionSpec {
-    flag: "event",
-    key: "event",
-    kind: Kind::Text,
-    value_name: "EVENT",
-    default: DEFAULT_EVENT,
-    bound: "not empty",
-    help: "the event an echo request is emitted as",
-    scenarios: &[],
+pub use settings::{
+    AUTH, DEFAULT_EVENT, DELIVERY_EVENT, EVENT, NAMESPACE, PUBLISH_ARGS, PUBLISH_EVENT, SUBSCRIBE_ARGS,
+    SUBSCRIBE_EVENT,
 };
 
 #[derive(Debug)]
@@ -46,7 +44,7 @@ impl Protocol for SocketIo {
     }
     fn about(&self) -> &'static str {
         "Socket.IO 4 (Engine.IO 4): an echo is an emit of --event (default echo) answered by its \
-         ack; pub/sub is rooms (subscribe, publish, message)"
+         ack, in --namespace (with --auth); pub/sub is rooms (events and arguments as given)"
     }
     fn serves(&self, usage: Use) -> bool {
         matches!(usage, Use::Requests | Use::PubSub)
@@ -56,13 +54,10 @@ impl Protocol for SocketIo {
         (path != given).then_some(path)
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[EVENT]
+        &settings::OPTIONS
     }
     fn check(&self, options: &Options) -> Result<(), String> {
-        match options.given.text(&EVENT) {
-            Some("") => Err("--event is empty: give the event an echo request is emitted as".into()),
-            _ => Ok(()),
-        }
+        settings::check(options)
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         Box::new(session::SocketIoSession::new(setup))

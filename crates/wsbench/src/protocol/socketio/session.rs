@@ -6,18 +6,16 @@
 //! messages is a few counters, whatever the server announces. Buffers are the session's own
 //! and reused, so a message costs no allocation.
 
-use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use serde_json::value::RawValue;
 use wsbench_appproto::json::{unescape_into, write_str};
 use wsbench_appproto::socketio::{
     Arg, DecodeError, EnginePacket, Packet, PacketType, decode_engine, decode_packet, encode_connect,
     encode_disconnect, encode_emit, encode_pong, placeholder_num,
 };
 
-use super::DEFAULT_EVENT;
+use super::settings::Settings;
 use crate::protocol::{Incoming, Outbox, Session, Setup, Sink, Use};
 
 /// The attachments one packet may announce: wsbench's own need one; more is a server gone
@@ -25,10 +23,6 @@ use crate::protocol::{Incoming, Outbox, Session, Setup, Sink, Use};
 const MAX_ATTACHMENTS: usize = 16;
 /// How much of a message an error's detail quotes.
 const QUOTED: usize = 80;
-/// The events of rooms (docs/peers.md, "Socket.IO").
-const SUBSCRIBE: &str = "subscribe";
-const PUBLISH: &str = "publish";
-const DELIVERY: &str = "message";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -51,19 +45,11 @@ struct Attachments {
     count: usize,
 }
 
-/// A delivery's event argument, `{"topic":…,"payload":{…}}`.
-#[derive(serde::Deserialize)]
-struct RoomMessage<'a> {
-    #[serde(borrow)]
-    topic: Cow<'a, str>,
-    #[serde(borrow)]
-    payload: &'a RawValue,
-}
-
 #[derive(Debug)]
 pub(super) struct SocketIoSession {
     usage: Use,
-    event: String,
+    /// The options: events, namespace, auth, argument templates.
+    settings: Settings,
     /// `--binary`: payloads go as attachments.
     binary: bool,
     phase: Phase,
@@ -90,7 +76,7 @@ impl SocketIoSession {
     pub(super) fn new(setup: &Setup<'_>) -> SocketIoSession {
         SocketIoSession {
             usage: setup.usage,
-            event: setup.fill(setup.options.given.text(&super::EVENT).unwrap_or(DEFAULT_EVENT)).into_owned(),
+            settings: Settings::of(setup),
             binary: setup.options.binary,
             phase: Phase::AwaitingOpen,
             // A Socket.IO server sends the open packet together with the upgrade's answer;
@@ -108,12 +94,19 @@ impl SocketIoSession {
         }
     }
 
-    /// `emit(event, argument)` with `self.argument` as its JSON argument.
-    fn emit_argument(&mut self, event: &str, ack_id: Option<u64>, out: &mut dyn Outbox) {
+    /// `emit(event, arguments)` in the namespace, `self.argument` holding the arguments
+    /// (comma-separated JSON).
+    fn emit_argument(&mut self, event: Event, ack_id: Option<u64>, out: &mut dyn Outbox) {
+        let settings = &self.settings;
+        let event = match event {
+            Event::Echo => &settings.event,
+            Event::Subscribe => &settings.subscribe_event,
+            Event::Publish => &settings.publish_event,
+        };
         self.encoding.clear();
         // Arguments are written from UTF-8 text, so they are UTF-8.
         let argument = std::str::from_utf8(&self.argument).unwrap_or("null");
-        encode_emit(&mut self.encoding, "/", event, &[Arg::Json(argument)], ack_id);
+        encode_emit(&mut self.encoding, &settings.namespace, event, &[Arg::Json(argument)], ack_id);
         out.text(&self.encoding);
     }
 
@@ -126,7 +119,8 @@ impl SocketIoSession {
                 self.deadline = now.checked_add(self.heartbeat);
                 self.phase = Phase::Joining;
                 self.encoding.clear();
-                encode_connect(&mut self.encoding, "/", None);
+                let settings = &self.settings;
+                encode_connect(&mut self.encoding, &settings.namespace, settings.auth.as_deref());
                 sink.text(&self.encoding);
                 sink.incoming(Incoming::Other);
             }
@@ -149,13 +143,13 @@ impl SocketIoSession {
         }
     }
 
-    /// A Socket.IO packet of namespace `/` (others are not joined).
+    /// A Socket.IO packet of the namespace joined (others are not the load's).
     fn packet(&mut self, text: &str, sink: &mut dyn Sink) {
         let packet = match decode_packet(text) {
             Ok(packet) => packet,
             Err(error) => return self.malformed(sink, None, format_args!("{error}")),
         };
-        if packet.namespace != "/" {
+        if packet.namespace != self.settings.namespace {
             return sink.incoming(Incoming::Other);
         }
         if packet.attachments > MAX_ATTACHMENTS {
@@ -177,26 +171,26 @@ impl SocketIoSession {
                 let message = packet.error_message();
                 fatal(sink, "socketio_connect_error", message.as_deref().unwrap_or("(no message)"));
             }
-            PacketType::Disconnect => fatal(sink, "socketio_disconnect", "the server left namespace /"),
+            PacketType::Disconnect => {
+                self.detail.clear();
+                let _ = write!(self.detail, "the server left namespace {}", self.settings.namespace);
+                fatal(sink, "socketio_disconnect", &self.detail)
+            }
             PacketType::Event | PacketType::BinaryEvent => self.event(&packet, sink),
             PacketType::Ack | PacketType::BinaryAck => self.ack(&packet, sink),
         }
     }
 
-    /// An event: a delivery when it is a room's `message`, else nothing the load asked for.
+    /// An event: a delivery when it is the delivery event (its arguments as they came,
+    /// in whatever shape: the marker in them tells the publish), else nothing the load
+    /// asked for.
     fn event(&mut self, packet: &Packet<'_>, sink: &mut dyn Sink) {
         self.expect_attachments(packet.attachments, None, None);
-        let event = match packet.event() {
-            Ok(event) if self.usage == Use::PubSub && event.name == DELIVERY => event,
-            _ => return sink.incoming(Incoming::Other),
-        };
-        let mut args = event.args;
-        let message = args.next().and_then(Result::ok).and_then(|arg| serde_json::from_str(arg).ok());
-        match message {
-            Some(RoomMessage { topic, payload }) => {
-                sink.incoming(Incoming::Delivery { topic: &topic, payload: payload.get().as_bytes() })
+        match packet.event() {
+            Ok(event) if self.usage == Use::PubSub && event.name == self.settings.delivery_event => {
+                sink.incoming(Incoming::Delivery { topic: "", payload: event.args.rest().as_bytes() })
             }
-            None => self.malformed(sink, None, format_args!("a {DELIVERY} event without {{topic, payload}}")),
+            _ => sink.incoming(Incoming::Other),
         }
     }
 
@@ -289,41 +283,45 @@ impl Session for SocketIoSession {
             Ok(text) if !self.binary => {
                 self.argument.clear();
                 write_str(&mut self.argument, text);
-                let event = std::mem::take(&mut self.event);
-                self.emit_argument(&event, Some(seq), out);
-                self.event = event;
+                self.emit_argument(Event::Echo, Some(seq), out);
             }
             _ => {
                 self.encoding.clear();
-                encode_emit(&mut self.encoding, "/", &self.event, &[Arg::Attachment], Some(seq));
+                let settings = &self.settings;
+                encode_emit(
+                    &mut self.encoding,
+                    &settings.namespace,
+                    &settings.event,
+                    &[Arg::Attachment],
+                    Some(seq),
+                );
                 out.text(&self.encoding);
                 out.binary(payload);
             }
         }
     }
 
-    /// `42<ack>["subscribe","tK"]`: the room is the topic.
+    /// The subscribe event with its arguments for topic `tK` (by default
+    /// `42<ack>["subscribe","tK"]`: the room is the topic), acknowledged.
     fn subscribe(&mut self, topic: &str, out: &mut dyn Outbox) {
         let ack_id = self.next_ack;
         self.next_ack += 1;
         self.subscriptions.push((ack_id, topic.to_owned()));
         self.argument.clear();
-        write_str(&mut self.argument, topic);
-        self.emit_argument(SUBSCRIBE, Some(ack_id), out);
+        self.settings.subscribe_args.fill(&mut self.argument, topic_number(topic), b"null");
+        self.emit_argument(Event::Subscribe, Some(ack_id), out);
     }
 
-    /// `42["publish",{"topic":"tK","payload":{…}}]`, unacknowledged.
+    /// The publish event with its arguments for topic `tK` and `payload` (by default
+    /// `42["publish",{"topic":"tK","payload":{…}}]`), unacknowledged.
     fn publish(&mut self, topic: &str, payload: &[u8], out: &mut dyn Outbox) {
+        let payload = match std::str::from_utf8(payload) {
+            Ok(object) => object.as_bytes(),
+            Err(_) => b"null",
+        };
         self.argument.clear();
-        self.argument.extend_from_slice(br#"{"topic":"#);
-        write_str(&mut self.argument, topic);
-        self.argument.extend_from_slice(br#","payload":"#);
-        match std::str::from_utf8(payload) {
-            Ok(object) => self.argument.extend_from_slice(object.as_bytes()),
-            Err(_) => self.argument.extend_from_slice(b"null"),
-        }
-        self.argument.push(b'}');
-        self.emit_argument(PUBLISH, None, out);
+        self.settings.publish_args.fill(&mut self.argument, topic_number(topic), payload);
+        self.emit_argument(Event::Publish, None, out);
     }
 
     fn receive(&mut self, message: &[u8], binary: bool, now: Instant, sink: &mut dyn Sink) {
@@ -391,10 +389,46 @@ impl Session for SocketIoSession {
     fn close(&mut self, out: &mut dyn Outbox) {
         if self.phase == Phase::Ready {
             self.encoding.clear();
-            encode_disconnect(&mut self.encoding, "/");
+            encode_disconnect(&mut self.encoding, &self.settings.namespace);
             out.text(&self.encoding);
         }
     }
+
+    /// A server that closes as soon as the namespace's CONNECT comes most often reads
+    /// packets with another parser (socket.io-msgpack-parser drops a client whose text
+    /// packet it cannot decode).
+    fn ended_while_opening(&mut self, close: Option<(u16, &str)>, sink: &mut dyn Sink) {
+        if self.phase != Phase::Joining {
+            return;
+        }
+        self.detail.clear();
+        self.detail.push_str(CLOSED_AFTER_JOIN);
+        let _ = match close {
+            // The engine's code for a close frame without a status code (1005).
+            Some((0, _)) => write!(self.detail, " (a close frame without a code)"),
+            Some((code, "")) => write!(self.detail, " (close {code})"),
+            Some((code, reason)) => write!(self.detail, " (close {code} {reason:?})"),
+            None => write!(self.detail, " (no close frame)"),
+        };
+        fatal(sink, "socketio_closed_after_join", &self.detail);
+    }
+}
+
+/// What a server that closes right after the namespace join is told.
+pub(super) const CLOSED_AFTER_JOIN: &str =
+    "closed right after the namespace join: does the server use another parser (msgpack)?";
+
+/// The emits a session makes.
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    Echo,
+    Subscribe,
+    Publish,
+}
+
+/// The number K of the workload's topic `tK`, which a template's `{topic}` stands for.
+fn topic_number(topic: &str) -> &str {
+    topic.strip_prefix('t').unwrap_or(topic)
 }
 
 /// An error that ends the connection.

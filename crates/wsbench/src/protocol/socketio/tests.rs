@@ -216,13 +216,87 @@ fn rooms_are_subscribed_published_to_and_delivered_as_message_events() {
         &mut heard,
         br#"42["message",{"topic":"t3","payload":{"id":"1-2","ts":5,"s":"\""}}]"#,
     );
-    assert_eq!(heard.deliveries, [("t3".into(), br#"{"id":"1-2","ts":5,"s":"\""}"#.to_vec())]);
+    // The arguments as they came: the pub/sub scenario finds its marker in them.
+    let delivered = br#"{"topic":"t3","payload":{"id":"1-2","ts":5,"s":"\""}}"#;
+    assert_eq!(heard.deliveries, [(String::new(), delivered.to_vec())]);
     receive(&mut session, &mut heard, br#"42["news",{"topic":"t3"}]"#);
     receive(&mut session, &mut heard, br#"42/admin,["message",{"topic":"t3","payload":{}}]"#);
     assert_eq!(heard.other, 4, "other events and namespaces");
     receive(&mut session, &mut heard, br#"42["message","t3"]"#);
-    assert_eq!(heard.errors[0].0, "socketio_malformed");
-    assert_eq!(heard.deliveries.len(), 1);
+    assert_eq!(heard.deliveries[1], (String::new(), br#""t3""#.to_vec()), "the scenario judges it");
+    assert!(heard.errors.is_empty(), "{:?}", heard.errors);
+}
+
+/// `--namespace /chat --auth …` with the pub/sub events and arguments of an application
+/// that emits the payload alone to the room.
+fn chat_options() -> Options {
+    Options::with([
+        ("namespace", "/chat".into()),
+        ("auth", r#"{"token":"s3cret"}"#.into()),
+        ("subscribe-event", "join".into()),
+        ("publish-event", "say".into()),
+        ("delivery-event", "news".into()),
+        ("subscribe-args", r#"["room-{topic}"]"#.into()),
+        ("publish-args", r#"["room-{topic}", {payload}]"#.into()),
+    ])
+}
+
+#[test]
+fn the_namespace_is_joined_with_the_auth_payload_and_every_event_is_sent_in_it() {
+    let options = chat_options();
+    assert_eq!(SocketIo.check(&options), Ok(()));
+    let mut session = SocketIo.session(&setup(Use::PubSub, &options));
+    let mut heard = Heard::default();
+    let start = Instant::now();
+    session.open(start, &mut heard);
+    session.receive(OPEN, false, start, &mut heard);
+    assert_eq!(heard.sent_text(0), r#"40/chat,{"token":"s3cret"}"#);
+    receive(&mut session, &mut heard, br#"40{"sid":"main"}"#);
+    assert!(!session.ready(), "the main namespace's CONNECT is not the one asked for");
+    receive(&mut session, &mut heard, br#"40/chat,{"sid":"c1"}"#);
+    assert!(session.ready());
+    session.subscribe("t3", &mut heard);
+    assert_eq!(heard.sent_text(1), r#"42/chat,0["join","room-3"]"#);
+    receive(&mut session, &mut heard, b"430[]");
+    assert!(heard.subscribed.is_empty(), "an ack of the main namespace");
+    receive(&mut session, &mut heard, b"43/chat,0[]");
+    assert_eq!(heard.subscribed, ["t3"]);
+    session.publish("t3", br#"{"id":"1-2"}"#, &mut heard);
+    assert_eq!(heard.sent_text(2), r#"42/chat,["say","room-3", {"id":"1-2"}]"#);
+    receive(&mut session, &mut heard, br#"42/chat,["news",{"id":"1-2"}]"#);
+    receive(&mut session, &mut heard, br#"42/chat,["message",{"id":"1-2"}]"#);
+    receive(&mut session, &mut heard, br#"42["news",{"id":"1-2"}]"#);
+    assert_eq!(heard.deliveries, [(String::new(), br#"{"id":"1-2"}"#.to_vec())]);
+    session.close(&mut heard);
+    assert_eq!(heard.sent_text(3), "41/chat,");
+}
+
+#[test]
+fn a_refused_auth_is_a_connect_error_of_the_namespace_with_the_servers_words() {
+    let mut session = SocketIo.session(&setup(Use::Requests, &chat_options()));
+    let mut heard = Heard::default();
+    session.open(Instant::now(), &mut heard);
+    receive(&mut session, &mut heard, OPEN);
+    receive(&mut session, &mut heard, br#"44/chat,{"message":"invalid token"}"#);
+    let (cause, detail, _, fatal) = &heard.errors[0];
+    assert_eq!((cause.as_str(), detail.as_str(), *fatal), ("socketio_connect_error", "invalid token", true));
+}
+
+#[test]
+fn a_server_that_closes_right_after_the_join_is_asked_about_its_parser() {
+    let mut session = SocketIo.session(&setup(Use::Requests, &Options::default()));
+    let mut heard = Heard::default();
+    session.ended_while_opening(None, &mut heard);
+    assert!(heard.errors.is_empty(), "before the open packet it is no join");
+    session.open(Instant::now(), &mut heard);
+    receive(&mut session, &mut heard, OPEN);
+    session.ended_while_opening(Some((1005, "")), &mut heard);
+    let (cause, detail, _, fatal) = &heard.errors[0];
+    assert_eq!((cause.as_str(), *fatal), ("socketio_closed_after_join", true));
+    assert_eq!(
+        detail,
+        "closed right after the namespace join: does the server use another parser (msgpack)? (close 1005)"
+    );
 }
 
 #[test]
@@ -260,5 +334,24 @@ fn options_it_cannot_honour_are_refused() {
     assert!(SocketIo.check(&Options { binary: true, ..Options::default() }).is_ok());
     assert!(SocketIo.serves(Use::Requests) && SocketIo.serves(Use::PubSub));
     assert!(!SocketIo.serves(Use::Messages));
-    assert_eq!(SocketIo.options().iter().map(|o| o.flag).collect::<Vec<_>>(), ["event"]);
+    let refused = |key: &str, value: &str| SocketIo.check(&Options::with([(key, value.into())])).unwrap_err();
+    assert!(refused("namespace", "chat").contains("starts with /"));
+    assert!(refused("namespace", "/a,b").contains("no comma"));
+    assert!(refused("auth", "token").contains("--auth is not JSON"));
+    assert!(refused("auth", r#"["t"]"#).contains("JSON object"));
+    assert!(refused("delivery-event", "").contains("--delivery-event is empty"));
+    assert!(refused("subscribe-args", r#""t{topic}""#).contains("not a JSON array"));
+    assert!(refused("subscribe-args", "[]").contains("no argument"));
+    assert!(refused("subscribe-args", r#"["{topic}", {payload}]"#).contains("give no {payload}"));
+    assert!(refused("publish-args", r#"["{topic}"]"#).contains("give {payload} once"));
+    assert!(refused("publish-args", r#"["{payload}"]"#).contains("not inside quotes"));
+    assert!(refused("publish-args", r#"[{payload}, {payload}]"#).contains("has 2 {payload}"));
+    for (key, value) in [
+        ("namespace", "/"),
+        ("auth", "{}"),
+        ("subscribe-args", r#"[{"room":"t{topic}","since":0}]"#),
+        ("publish-args", r#"[{payload}]"#),
+    ] {
+        assert_eq!(SocketIo.check(&Options::with([(key, value.into())])), Ok(()), "{key} {value}");
+    }
 }

@@ -6,6 +6,7 @@
 //! publish from its first subscriber to its last. What the headline counts is deliveries.
 
 pub mod figures;
+mod marker;
 mod receipts;
 mod report;
 pub mod section;

@@ -2,7 +2,8 @@
 //! (`raw`: docs/protocols.md): subscribers
 //! send `{"sub":"tK"}` as soon as they open and wait for `{"subscribed":"tK"}`; publishers
 //! send `{"pub":"tK","id":"J-S","ts":…,"sent":…,"measured":…}` on the open-loop schedule.
-//! Every delivery is matched to its publisher and sequence number, so each subscriber knows
+//! Every delivery is matched to its publisher and sequence number by wsbench's marker, found
+//! wherever the delivered message carries it (`marker.rs`), so each subscriber knows
 //! what it got once, twice, late or not at all; its latency counts from the publish's due
 //! time (`ts`, coordinated omission corrected). Times are the machine's monotonic clock in
 //! µs, which every process on the machine shares, so shards publish and subscribe across
@@ -14,6 +15,7 @@ use std::io::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::marker::Marker;
 use super::receipts::SharedReceipts;
 use super::section::{PubSubCounters, PubSubSection, SlowSubscriber, Spread, keep_slowest};
 use super::settings::{PubSubSpec, Role as PubSubRole};
@@ -315,8 +317,13 @@ impl PubSub {
             tally.unexpected += 1;
             return None;
         };
-        let Some(fields) = Fields::parse(payload).filter(|_| topic_of(topic) == Some(subscriber.topic))
-        else {
+        // The delivery's topic is the one its publisher publishes to; a topic the protocol
+        // read from the message (none when the message does not name it) must agree.
+        let topics = self.spec.topics;
+        let Some(fields) = Marker::find(payload).filter(|marker| {
+            marker.publisher % topics == subscriber.topic
+                && (topic.is_empty() || topic_of(topic) == Some(subscriber.topic))
+        }) else {
             tally.unexpected += 1;
             return None;
         };
@@ -507,40 +514,6 @@ impl Workload for PubSub {
     }
 }
 
-/// The fields wsbench put in a publish.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Fields {
-    publisher: u64,
-    seq: u64,
-    due_us: u64,
-    sent_us: u64,
-    measured: bool,
-}
-
-impl Fields {
-    fn parse(message: &[u8]) -> Option<Fields> {
-        let (publisher, rest) = number(after(message, br#""id":""#)?)?;
-        let seq = number(rest.strip_prefix(b"-")?)?.0;
-        let due_us = number(after(message, br#""ts":"#)?)?.0;
-        let sent_us = number(after(message, br#""sent":"#)?)?.0;
-        let measured = after(message, br#""measured":"#)?.starts_with(b"true");
-        Some(Fields { publisher, seq, due_us, sent_us, measured })
-    }
-}
-
-/// What follows the first `key` in `message`.
-fn after<'a>(message: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
-    let at = message.windows(key.len()).position(|window| window == key)?;
-    Some(&message[at + key.len()..])
-}
-
-/// A decimal number at the start of `text`, and what follows it.
-fn number(text: &[u8]) -> Option<(u64, &[u8])> {
-    let digits = text.iter().take_while(|b| b.is_ascii_digit()).count();
-    let value = std::str::from_utf8(&text[..digits]).ok()?.parse().ok()?;
-    Some((value, &text[digits..]))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,16 +533,6 @@ mod tests {
         assert_eq!(seen.note(4), Note::Duplicate);
         assert_eq!(seen.note(0), Note::Duplicate);
         assert_eq!(seen.note(5), Note::InOrder);
-    }
-
-    #[test]
-    fn a_publish_parses_back_into_its_fields() {
-        let message = br#"{"id":"12-4567","ts":1000,"sent":1040,"measured":true,"pad":"xx"}"#;
-        let fields = Fields::parse(message).unwrap();
-        assert_eq!(fields, Fields { publisher: 12, seq: 4567, due_us: 1000, sent_us: 1040, measured: true });
-        assert!(!Fields::parse(br#"{"id":"12-4567","ts":1000,"sent":1,"measured":false}"#).unwrap().measured);
-        assert_eq!(Fields::parse(br#"{"id":"x-1","ts":1,"sent":1,"measured":true}"#), None);
-        assert_eq!(Fields::parse(b"hello"), None);
     }
 
     #[test]
