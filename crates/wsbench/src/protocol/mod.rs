@@ -47,6 +47,10 @@ pub enum Use {
     PubSub,
     /// Messages the scenario writes itself, read back by the protocol (flow).
     Messages,
+    /// A stream the server produces, subscribed to as the protocol's own options say
+    /// ([`Session::subscribe_stream`]); each message of it is an [`Incoming::Delivery`]
+    /// (stream).
+    Stream,
 }
 
 /// The protocol's own options as the user gave them (those it declares, checked to be of
@@ -181,7 +185,9 @@ pub enum Incoming<'m> {
     Reply { seq: Option<u64>, payload: &'m [u8] },
     /// A subscription to `topic` was acknowledged.
     Subscribed { topic: &'m str },
-    /// A message published to `topic`, with what the publisher put in it.
+    /// A message published to `topic`, with what the publisher put in it; in a stream
+    /// ([`Use::Stream`]), a message of the server's stream (`topic`: where it came from, when
+    /// the protocol says), as the docs/protocols.md section on streams says for each protocol.
     Delivery { topic: &'m str, payload: &'m [u8] },
     /// The server's error: counted by its cause (`jsonrpc_error_-32601`, `mqtt_suback_failure`,
     /// `stomp_error`, …) with the server's own words kept once; `seq`: the request it answers
@@ -213,6 +219,10 @@ pub trait Session: Send + Debug {
     fn request(&mut self, seq: u64, payload: &[u8], out: &mut dyn Outbox);
     /// Subscribes to `topic`.
     fn subscribe(&mut self, topic: &str, out: &mut dyn Outbox);
+    /// Subscribes to the stream the server produces ([`Use::Stream`]), as the protocol's own
+    /// options name it (a topic filter, a subscribe call, …); nothing for a server that
+    /// streams to every connection on its own.
+    fn subscribe_stream(&mut self, _out: &mut dyn Outbox) {}
     /// Publishes `payload` (a JSON object) to `topic`.
     fn publish(&mut self, topic: &str, payload: &[u8], out: &mut dyn Outbox);
     /// A whole message from the server (`binary`: a binary message): what it is goes to

@@ -5,8 +5,10 @@
 //! result carries the payload back (the string itself, or an array holding it). A response
 //! with `error` is no round trip: it is counted as `jsonrpc_error_CODE` with the server's
 //! message kept; each response of a batch reply (an array) counts on its own. In a flow the messages are the flow's own (it writes the calls), and a
-//! response with `error` is marked as the error reply it is. The protocol has no opening and
-//! no heartbeat of its own.
+//! response with `error` is marked as the error reply it is. In a stream a subscriber calls
+//! `--subscribe-method` with `--subscribe-params` once open (`eth_subscribe`, `["newHeads"]`),
+//! and every notification after (`eth_subscription`, an rpc-websockets event) is a delivery,
+//! the whole message. The protocol has no opening and no heartbeat of its own.
 
 use std::time::Instant;
 
@@ -31,6 +33,33 @@ pub const METHOD: OptionSpec = OptionSpec {
     scenarios: &[],
 };
 
+/// `--subscribe-method`.
+pub const SUBSCRIBE_METHOD: OptionSpec = OptionSpec {
+    flag: "subscribe-method",
+    key: "subscribe-method",
+    kind: Kind::Text,
+    value_name: "METHOD",
+    default: "none (the server notifies on connect)",
+    bound: "not empty",
+    help: "the method a stream subscriber calls once open (eth_subscribe)",
+    scenarios: &["stream"],
+};
+
+/// `--subscribe-params`.
+pub const SUBSCRIBE_PARAMS: OptionSpec = OptionSpec {
+    flag: "subscribe-params",
+    key: "subscribe-params",
+    kind: Kind::Text,
+    value_name: "JSON",
+    default: "none",
+    bound: "a JSON array or object, at most 65,536 bytes",
+    help: "the params of --subscribe-method ('[\"newHeads\"]')",
+    scenarios: &["stream"],
+};
+
+/// The longest `--subscribe-params`.
+const MAX_SUBSCRIBE_PARAMS: usize = 65_536;
+
 #[derive(Debug)]
 pub struct JsonRpc;
 
@@ -42,15 +71,16 @@ impl Protocol for JsonRpc {
         "JSON-RPC 2.0: an echo is a call of --method (default echo) answered by its result"
     }
     fn serves(&self, usage: Use) -> bool {
-        matches!(usage, Use::Requests | Use::Messages)
+        matches!(usage, Use::Requests | Use::Messages | Use::Stream)
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[METHOD]
+        &[METHOD, SUBSCRIBE_METHOD, SUBSCRIBE_PARAMS]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         if options.binary {
             return Err("JSON-RPC messages are text: leave out --binary (a bytes:N payload is binary unless --text is given)".into());
         }
+        check_subscribe(options)?;
         match options.given.text(&METHOD) {
             Some("") => Err("--method is empty: give the method an echo request calls".into()),
             _ => Ok(()),
@@ -58,8 +88,14 @@ impl Protocol for JsonRpc {
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         let method = setup.fill(setup.options.given.text(&METHOD).unwrap_or(DEFAULT_METHOD)).into_owned();
+        let subscribe = setup.options.given.text(&SUBSCRIBE_METHOD).map(|method| {
+            let params = setup.options.given.text(&SUBSCRIBE_PARAMS).map(|p| setup.fill(p).into_owned());
+            (setup.fill(method).into_owned(), params)
+        });
         Box::new(JsonRpcSession {
             flow: setup.usage == Use::Messages,
+            stream: setup.usage == Use::Stream,
+            subscribe,
             method,
             encoding: Vec::new(),
             params: Vec::new(),
@@ -73,6 +109,10 @@ impl Protocol for JsonRpc {
 struct JsonRpcSession {
     /// A flow's messages: passed on whole, error responses marked.
     flow: bool,
+    /// A stream: notifications are deliveries.
+    stream: bool,
+    /// `--subscribe-method` and its `--subscribe-params`, filled in for this connection.
+    subscribe: Option<(String, Option<String>)>,
     method: String,
     /// The message being written, its params, and a reply's payload decoded (kept for their
     /// capacity).
@@ -98,9 +138,20 @@ impl Session for JsonRpcSession {
 
     fn subscribe(&mut self, _topic: &str, _out: &mut dyn Outbox) {}
 
+    /// The subscribe call, id 1.
+    fn subscribe_stream(&mut self, out: &mut dyn Outbox) {
+        let Some((method, params)) = &self.subscribe else { return };
+        self.encoding.clear();
+        jsonrpc::encode_request(&mut self.encoding, &Id::Number(1), method, params.as_deref());
+        out.text(&self.encoding);
+    }
+
     fn publish(&mut self, _topic: &str, _payload: &[u8], _out: &mut dyn Outbox) {}
 
     fn receive(&mut self, message: &[u8], _binary: bool, _now: Instant, sink: &mut dyn Sink) {
+        if self.stream {
+            return self.receive_stream(message, sink);
+        }
         // A batch reply (an array of responses, as geth answers a batch) holds one response
         // per call: each is read as if it had come alone, so each error counts.
         if let Some(batch) = batch_elements(message) {
@@ -120,6 +171,21 @@ impl Session for JsonRpcSession {
 }
 
 impl JsonRpcSession {
+    /// A message of a stream: a notification is a delivery (the whole message, its method
+    /// as the topic), the subscribe call's result its acknowledgement, an error by its code.
+    fn receive_stream(&mut self, message: &[u8], sink: &mut dyn Sink) {
+        match jsonrpc::decode(message) {
+            Ok(Message::Notification { method: name, .. } | Message::Event { name, .. }) => {
+                sink.incoming(Incoming::Delivery { topic: &name, payload: message })
+            }
+            Ok(Message::Result { .. }) => {
+                let method = self.subscribe.as_ref().map_or("", |(method, _)| method.as_str());
+                sink.incoming(Incoming::Subscribed { topic: method })
+            }
+            _ => self.receive_response(message, sink),
+        }
+    }
+
     /// One response answering an echo request.
     fn receive_response(&mut self, message: &[u8], sink: &mut dyn Sink) {
         match jsonrpc::decode(message) {
@@ -187,6 +253,28 @@ impl JsonRpcSession {
             let error = first_error.as_ref().map(|(cause, words)| (cause.as_str(), words.as_str()));
             sink.incoming(Incoming::Message { payload: message, error });
         }
+    }
+}
+
+/// `--subscribe-params` without `--subscribe-method`, an empty method, or params that are
+/// no JSON array or object.
+fn check_subscribe(options: &Options) -> Result<(), String> {
+    let method = options.given.text(&SUBSCRIBE_METHOD);
+    if method == Some("") {
+        return Err("--subscribe-method is empty: give the method that subscribes (eth_subscribe)".into());
+    }
+    let Some(params) = options.given.text(&SUBSCRIBE_PARAMS) else { return Ok(()) };
+    if method.is_none() {
+        return Err("--subscribe-params without --subscribe-method: give the method they are for".into());
+    }
+    if params.len() > MAX_SUBSCRIBE_PARAMS {
+        return Err(format!("--subscribe-params is {} bytes: at most {MAX_SUBSCRIBE_PARAMS}", params.len()));
+    }
+    match serde_json::from_str::<serde_json::Value>(params) {
+        Ok(value) if value.is_array() || value.is_object() => Ok(()),
+        _ => Err(format!(
+            "--subscribe-params {params}: give a JSON array or object (e.g. '[\"newHeads\"]')"
+        )),
     }
 }
 
@@ -277,6 +365,34 @@ mod tests {
         assert!(JsonRpc.check(&binary).unwrap_err().contains("--binary"));
         assert!(JsonRpc.check(&Options::with([("method", "".into())])).is_err());
         assert!(!JsonRpc.serves(Use::PubSub));
+        let params_alone = Options::with([("subscribe-params", "[1]".into())]);
+        assert!(JsonRpc.check(&params_alone).unwrap_err().contains("--subscribe-method"));
+        let not_json = Options::with([("subscribe-method", "s".into()), ("subscribe-params", "newHeads".into())]);
+        assert!(JsonRpc.check(&not_json).unwrap_err().contains("JSON array or object"));
+    }
+
+    #[test]
+    fn a_stream_subscribes_once_and_takes_notifications_as_deliveries() {
+        let options = Options::with([
+            ("subscribe-method", "eth_subscribe".into()),
+            ("subscribe-params", r#"["newHeads"]"#.into()),
+        ]);
+        assert_eq!(JsonRpc.check(&options), Ok(()));
+        let mut session = JsonRpc.session(&setup(Use::Stream, &options));
+        let mut heard = Heard::default();
+        session.subscribe_stream(&mut heard);
+        assert_eq!(
+            heard.sent_text(0),
+            r#"{"jsonrpc":"2.0","method":"eth_subscribe","params":["newHeads"],"id":1}"#
+        );
+        session.receive(br#"{"jsonrpc":"2.0","result":"0xcd0c","id":1}"#, false, Instant::now(), &mut heard);
+        let head = br#"{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"0xcd0c","result":{"number":"0x1b4"}}}"#;
+        session.receive(head, false, Instant::now(), &mut heard);
+        let refused = br#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"no"},"id":1}"#;
+        session.receive(refused, false, Instant::now(), &mut heard);
+        assert_eq!(heard.subscribed, ["eth_subscribe"]);
+        assert_eq!(heard.deliveries, [("eth_subscription".to_owned(), head.to_vec())]);
+        assert_eq!(heard.errors[0].0, "jsonrpc_error_-32601");
     }
 
     #[test]
