@@ -272,9 +272,7 @@ fn check_subscribe(options: &Options) -> Result<(), String> {
     }
     match serde_json::from_str::<serde_json::Value>(params) {
         Ok(value) if value.is_array() || value.is_object() => Ok(()),
-        _ => Err(format!(
-            "--subscribe-params {params}: give a JSON array or object (e.g. '[\"newHeads\"]')"
-        )),
+        _ => Err(format!("--subscribe-params {params}: give a JSON array or object (e.g. '[\"newHeads\"]')")),
     }
 }
 
@@ -367,7 +365,8 @@ mod tests {
         assert!(!JsonRpc.serves(Use::PubSub));
         let params_alone = Options::with([("subscribe-params", "[1]".into())]);
         assert!(JsonRpc.check(&params_alone).unwrap_err().contains("--subscribe-method"));
-        let not_json = Options::with([("subscribe-method", "s".into()), ("subscribe-params", "newHeads".into())]);
+        let not_json =
+            Options::with([("subscribe-method", "s".into()), ("subscribe-params", "newHeads".into())]);
         assert!(JsonRpc.check(&not_json).unwrap_err().contains("JSON array or object"));
     }
 

@@ -18,7 +18,7 @@ pub const SUBSCRIBE_MESSAGE: OptionSpec = OptionSpec {
     value_name: "TEXT",
     default: "none (the server streams on connect)",
     bound: "not empty, at most 65,536 bytes",
-    help: "the text message a stream subscriber sends once open ({data.NAME} filled in)",
+    help: "the text message a stream subscriber sends once open ({conn} and {data.NAME} filled in)",
     scenarios: &["stream"],
 };
 
@@ -49,17 +49,20 @@ impl Protocol for Raw {
             Some("") => Err("--subscribe-message is empty: give the message that subscribes, or leave it \
                              out when the server streams on connect"
                 .into()),
-            Some(text) if text.len() > MAX_SUBSCRIBE_MESSAGE => Err(format!(
-                "--subscribe-message is {} bytes: at most {MAX_SUBSCRIBE_MESSAGE}",
-                text.len()
-            )),
+            Some(text) if text.len() > MAX_SUBSCRIBE_MESSAGE => {
+                Err(format!("--subscribe-message is {} bytes: at most {MAX_SUBSCRIBE_MESSAGE}", text.len()))
+            }
             _ => Ok(()),
         }
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         let stream = setup.usage == Use::Stream;
         let subscribe = match stream {
-            true => setup.options.given.text(&SUBSCRIBE_MESSAGE).map(|text| setup.fill(text).into_owned()),
+            true => setup
+                .options
+                .given
+                .text(&SUBSCRIBE_MESSAGE)
+                .map(|text| setup.fill(text).replace("{conn}", &setup.index.to_string())),
             false => None,
         };
         Box::new(RawSession {
@@ -77,7 +80,7 @@ struct RawSession {
     passthrough: bool,
     /// A stream: every message is a delivery.
     stream: bool,
-    /// `--subscribe-message`, filled in for this connection.
+    /// `--subscribe-message`, filled in for this connection (`{conn}`: its index).
     subscribe: Option<String>,
     /// The message being written (kept for its capacity).
     encoding: Vec<u8>,

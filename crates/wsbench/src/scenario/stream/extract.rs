@@ -70,8 +70,12 @@ pub fn read(message: &[u8], id: &Field, time: Option<&Field>) -> Read {
         Field::Regex(regex) => group(regex, message).and_then(bytes_id),
     };
     let time = time.and_then(|time| match time {
-        Field::Pointer(pointer) => json.as_ref().and_then(|json| json.pointer(pointer)).and_then(value_number),
-        Field::Regex(regex) => group(regex, message).and_then(|text| text_number(std::str::from_utf8(text).ok()?)),
+        Field::Pointer(pointer) => {
+            json.as_ref().and_then(|json| json.pointer(pointer)).and_then(value_number)
+        }
+        Field::Regex(regex) => {
+            group(regex, message).and_then(|text| text_number(std::str::from_utf8(text).ok()?))
+        }
     });
     Read { id, time }
 }

@@ -54,7 +54,11 @@ impl ScenarioRules for Stream {
     fn connections(&self, settings: &RunSettings) -> Result<Option<u64>, ConfigError> {
         Ok(Some(StreamSpec::of(settings)?.subscribers))
     }
-    fn settings(&self, settings: &RunSettings, _load: &LoadSpec) -> Result<Arc<dyn ScenarioSettings>, ConfigError> {
+    fn settings(
+        &self,
+        settings: &RunSettings,
+        _load: &LoadSpec,
+    ) -> Result<Arc<dyn ScenarioSettings>, ConfigError> {
         Ok(Arc::new(StreamSpec::of(settings)?))
     }
 }
@@ -72,8 +76,14 @@ impl Descriptor for Stream {
     fn phases(&self, load: &LoadSpec) -> PhasePlan {
         super::echo::after_connect(load)
     }
-    fn workload(&self, load: &LoadSpec, _connections: &[u64], shared: &super::SharedState) -> Box<dyn Workload> {
-        let spec = load.scenario_settings.get::<StreamSpec>().expect("a validated stream load has its settings");
+    fn workload(
+        &self,
+        load: &LoadSpec,
+        _connections: &[u64],
+        shared: &super::SharedState,
+    ) -> Box<dyn Workload> {
+        let spec =
+            load.scenario_settings.get::<StreamSpec>().expect("a validated stream load has its settings");
         let window = shared
             .as_ref()
             .and_then(|shared| shared.clone().downcast::<Mutex<Window>>().ok())
@@ -82,7 +92,8 @@ impl Descriptor for Stream {
     }
     /// The id window every worker's subscribers feed.
     fn shared_state(&self, load: &LoadSpec) -> super::SharedState {
-        let subscribers = load.scenario_settings.get::<StreamSpec>().map_or(load.connections, |spec| spec.subscribers);
+        let subscribers =
+            load.scenario_settings.get::<StreamSpec>().map_or(load.connections, |spec| spec.subscribers);
         Some(Arc::new(Mutex::new(Window::new(subscribers))))
     }
     fn read_section(
@@ -129,6 +140,10 @@ impl Presentation for Stream {
     }
     fn compare_cells(&self, result: &RunResult) -> Vec<String> {
         let Some(stream) = result.figures::<StreamSummary>("stream") else { return Vec::new() };
-        vec![stream.missing.to_string(), stream.duplicated.to_string(), millis_tight(stream.spread_us.p99 as f64)]
+        vec![
+            stream.missing.to_string(),
+            stream.duplicated.to_string(),
+            millis_tight(stream.spread_us.p99 as f64),
+        ]
     }
 }

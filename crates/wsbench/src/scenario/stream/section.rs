@@ -193,13 +193,18 @@ mod tests {
         assert_eq!((counters.tally.ids, counters.tally.delivered, counters.tally.missing), (2, 3, 1));
         let mut errors = BTreeMap::new();
         merged.errors(&mut errors);
-        assert_eq!(errors, BTreeMap::from([("stream_missing".into(), 1), ("stream_id_unreadable".into(), 3)]));
+        assert_eq!(
+            errors,
+            BTreeMap::from([("stream_missing".into(), 1), ("stream_id_unreadable".into(), 3)])
+        );
         // Written and read back, it is the same.
         let histograms: BTreeMap<String, Value> = merged
             .histograms()
             .into_iter()
             .map(|(key, h)| match h {
-                SectionHistograms::One(h) => (key.to_owned(), Value::from(crate::result::encode_histogram(h))),
+                SectionHistograms::One(h) => {
+                    (key.to_owned(), Value::from(crate::result::encode_histogram(h)))
+                }
                 SectionHistograms::Named(_) => unreachable!(),
             })
             .collect();

@@ -48,7 +48,8 @@ impl StreamWorkload {
     /// The latency from the server's timestamp `stamp` (in its unit) to now, by the wall
     /// clock; a stamp ahead of this machine's clock counts as 0.
     fn source_latency(&mut self, stamp: f64, unit: TimeUnit) -> u64 {
-        let now_us = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |since| since.as_micros() as f64);
+        let now_us =
+            SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |since| since.as_micros() as f64);
         let latency = now_us - unit.micros(stamp);
         if latency < 0.0 {
             self.counters.time_ahead += 1;
@@ -122,9 +123,10 @@ impl Workload for StreamWorkload {
 
     fn errors(&self) -> BTreeMap<String, u64> {
         let mut errors = BTreeMap::new();
-        for (kind, count) in
-            [("stream_id_unreadable", self.counters.unreadable), ("stream_time_unreadable", self.counters.time_unreadable)]
-        {
+        for (kind, count) in [
+            ("stream_id_unreadable", self.counters.unreadable),
+            ("stream_time_unreadable", self.counters.time_unreadable),
+        ] {
             if count > 0 {
                 errors.insert(kind.to_owned(), count);
             }

@@ -1,0 +1,124 @@
+//! The stream scenario against a server of the test's own (`support/stream_server.rs`) that
+//! broadcasts a numbered event every 10 ms to every subscriber and skips one event for one
+//! subscriber: that subscriber is the one named, missing exactly 1, every other missing
+//! nothing, and `--threshold missing==0` fails the run with its exit code. The result
+//! validates against the schema; bad stream settings are refused before any load.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::bad_input::assert_usage_error;
+use crate::harness::{
+    Finished, arg, assert_matches_schema, errors, heavy, read_result, scratch, summary_of, uint, wsbench,
+};
+use crate::support::stream_server::StreamServer;
+
+const SUBSCRIBERS: u64 = 8;
+/// The subscriber the server skips an event for.
+const SKIPPED: u64 = 5;
+
+/// `wsbench run stream URL` with the server's subscription message, the id and timestamp
+/// pointers, and `extra`.
+fn stream_run(url: &str, extra: &[&str], json: &std::path::Path) -> (Finished, Value) {
+    let _slot = heavy(1);
+    let subscribers = SUBSCRIBERS.to_string();
+    let mut args = vec![
+        "run",
+        "stream",
+        url,
+        "--subscribers",
+        &subscribers,
+        "--subscribe-message",
+        r#"{"subscribe":"ticks","as":{conn}}"#,
+        "--message-id",
+        "/seq",
+        "--message-time",
+        "/ts",
+        "--message-time-unit",
+        "ms",
+        "--warmup",
+        "0s",
+        "--duration",
+        "3s",
+        "--connect-timeout",
+        "10s",
+        "--quiet",
+    ];
+    args.extend(extra);
+    args.extend(["--json", arg(json)]);
+    let run = wsbench(&args, Duration::from_secs(90));
+    let result = read_result(json);
+    (run, result)
+}
+
+#[test]
+fn the_one_subscriber_a_stream_skipped_an_event_for_is_named_missing_exactly_one() {
+    let server = StreamServer::start(SUBSCRIBERS, SKIPPED);
+    let json = scratch("stream-skip").join("r.json");
+    let (run, result) = stream_run(&server.url(), &["--threshold", "missing==0"], &json);
+    let context = || format!("{}\n{}", run.describe(), summary_of(&result));
+    assert!(server.skipped().is_some(), "the server never skipped its event\n{}", context());
+    assert_eq!(run.code, Some(99), "the threshold missing==0 fails the run\n{}", context());
+    assert_matches_schema(&result);
+    let stream = &result["stream"];
+    assert_eq!(uint(&result, "/stream/missing"), 1, "{}", context());
+    assert_eq!(uint(&result, "/stream/missing_subscriber_count"), 1, "{}", context());
+    assert_eq!(
+        stream["worst_missing"],
+        serde_json::json!([{"connection": SKIPPED, "count": 1}]),
+        "{}",
+        context()
+    );
+    for key in ["duplicated", "late", "silent", "unreadable", "time_unreadable", "settled_early"] {
+        assert_eq!(uint(&result, &format!("/stream/{key}")), 0, "{key}\n{}", context());
+    }
+    assert_eq!(uint(&result, "/stream/joined"), SUBSCRIBERS, "{}", context());
+    let (ids, owed, delivered) =
+        (uint(&result, "/stream/ids"), uint(&result, "/stream/owed"), uint(&result, "/stream/delivered"));
+    // 3 s of an event every 10 ms: most of 300 ids, each owed by (nearly) every subscriber.
+    assert!(ids > 100, "{}", context());
+    assert!(owed > (ids - 2) * SUBSCRIBERS && owed <= ids * SUBSCRIBERS, "{}", context());
+    assert_eq!(delivered, owed - 1, "every owed receipt came but the skipped one\n{}", context());
+    assert_eq!(
+        uint(&result, "/summary/latency_us/count"),
+        delivered,
+        "one latency per delivery\n{}",
+        context()
+    );
+    // Each id's first receipt has no spread; every other subscriber's receipt has one.
+    assert_eq!(uint(&result, "/stream/spread_us/count"), delivered - ids, "{}", context());
+    assert_eq!(uint(&result, "/stream/source_latency_us/count"), delivered, "{}", context());
+    assert_eq!(errors(&result).get("stream_missing"), Some(&1), "{}", context());
+    assert!(
+        run.stdout.contains(&format!("missing:      #{SKIPPED} ×1"))
+            || run.stdout.contains(&format!("#{SKIPPED} ×1")),
+        "the report names the subscriber\n{}",
+        context()
+    );
+}
+
+#[test]
+fn stream_settings_are_checked_before_any_load() {
+    assert_usage_error(&["run", "stream", "ws://127.0.0.1:9/"], "--message-id");
+    assert_usage_error(
+        &["run", "stream", "ws://127.0.0.1:9/", "--message-id", "(a)(b)"],
+        "exactly one group",
+    );
+    assert_usage_error(
+        &["run", "stream", "ws://127.0.0.1:9/", "--message-id", "/n", "--processes", "2"],
+        "--processes: a stream runs in one process",
+    );
+    assert_usage_error(
+        &["run", "stream", "ws://127.0.0.1:9/", "--message-id", "/n", "--rate", "10/s"],
+        "--rate",
+    );
+    assert_usage_error(
+        &["run", "stream", "ws://127.0.0.1:9/", "--message-id", "/n", "--message-time-unit", "min"],
+        "--message-time-unit",
+    );
+    assert_usage_error(
+        &["run", "stream", "ws://127.0.0.1:9/", "--message-id", "/n", "--subscribe-method", "x"],
+        "--subscribe-method: applies to --protocol jsonrpc only",
+    );
+}
