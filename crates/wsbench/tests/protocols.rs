@@ -61,3 +61,5 @@ mod mqtt;
 mod socketio;
 #[path = "protocols/stomp.rs"]
 mod stomp;
+#[path = "protocols/stream.rs"]
+mod stream;
