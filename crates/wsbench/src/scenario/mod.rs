@@ -17,7 +17,7 @@ mod ping;
 mod presentation;
 pub mod pubsub;
 mod scalability;
-mod stream;
+pub mod stream;
 mod throughput;
 
 use std::collections::BTreeMap;

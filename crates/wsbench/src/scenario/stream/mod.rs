@@ -11,9 +11,9 @@
 mod extract;
 mod figures;
 mod report;
-mod section;
+pub mod section;
 mod settings;
-mod window;
+pub mod window;
 mod workload;
 
 use std::collections::BTreeMap;

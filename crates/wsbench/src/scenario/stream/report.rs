@@ -16,7 +16,7 @@ pub fn stream_lines(result: &RunResult) -> Vec<(&'static str, String)> {
     let Some(stream) = result.figures::<StreamSummary>("stream") else { return Vec::new() };
     let id = result.config.pointer("/stream/message_id").and_then(|v| v.as_str()).unwrap_or("?");
     let mut joined = format!(
-        "{} subscribed, {} received deliveries; id {id}",
+        "{}, {} received deliveries; id {id}",
         plural(stream.subscribers, "subscriber", "subscribers"),
         group(stream.joined)
     );
