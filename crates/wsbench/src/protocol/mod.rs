@@ -15,6 +15,8 @@ pub mod mqtt;
 pub mod raw;
 pub mod socketio;
 pub mod stomp;
+#[cfg(test)]
+mod stream_tests;
 
 use std::fmt::Debug;
 use std::time::{Duration, Instant};

@@ -15,6 +15,8 @@
 //! each server defines for itself. Operations a server does not complete (a subscription
 //! that keeps yielding) are completed by the client once [`MAX_RUNNING`] are running, so a
 //! long run does not pile them up on the server; nothing a server sends grows the session.
+//! In a stream a subscriber starts `--subscribe-query` (id `stream`) once acknowledged, and
+//! every `next` of it is a delivery, its payload (`{"data":…}`).
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -42,6 +44,21 @@ pub const QUERY: OptionSpec = OptionSpec {
     scenarios: &[],
 };
 
+/// `--subscribe-query`.
+pub const SUBSCRIBE_QUERY: OptionSpec = OptionSpec {
+    flag: "subscribe-query",
+    key: "subscribe-query",
+    kind: Kind::Text,
+    value_name: "QUERY",
+    default: "none (the server streams on its own)",
+    bound: "not empty",
+    help: "the subscription a stream subscriber starts, e.g. 'subscription { ticks { seq ts } }'",
+    scenarios: &["stream"],
+};
+
+/// The operation id of a stream's subscription.
+const STREAM_ID: &str = "stream";
+
 /// Operations that answered and that the server has not completed yet, per connection; past
 /// this the client completes the oldest itself.
 pub const MAX_RUNNING: usize = 64;
@@ -60,17 +77,20 @@ impl Protocol for GraphqlWs {
         "graphql-transport-ws (graphql-ws): an echo is the operation --query with $payload, answered by its first result"
     }
     fn serves(&self, usage: Use) -> bool {
-        matches!(usage, Use::Requests | Use::Messages)
+        matches!(usage, Use::Requests | Use::Messages | Use::Stream)
     }
     fn subprotocols(&self) -> &'static [&'static str] {
         &[graphql_ws::SUBPROTOCOL]
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[QUERY]
+        &[QUERY, SUBSCRIBE_QUERY]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         if options.binary {
             return Err("graphql-transport-ws messages are text: leave out --binary (a bytes:N payload is binary unless --text is given)".into());
+        }
+        if options.given.text(&SUBSCRIBE_QUERY).is_some_and(|query| query.trim().is_empty()) {
+            return Err("--subscribe-query is empty: give the subscription a stream subscriber starts".into());
         }
         match options.given.text(&QUERY) {
             Some(query) if query.trim().is_empty() => {
@@ -84,8 +104,12 @@ impl Protocol for GraphqlWs {
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         let query = setup.fill(setup.options.given.text(&QUERY).unwrap_or(DEFAULT_QUERY)).into_owned();
+        let stream_query =
+            setup.options.given.text(&SUBSCRIBE_QUERY).map(|query| setup.fill(query).into_owned());
         Box::new(GraphqlWsSession {
             flow: setup.usage == Use::Messages,
+            stream: setup.usage == Use::Stream,
+            stream_query,
             query,
             ready: false,
             awaiting: VecDeque::new(),
@@ -104,6 +128,9 @@ struct GraphqlWsSession {
     /// A flow's session: after its own opening, the operations' messages are the flow's
     /// (it writes the `subscribe`s), an `error` marked as the error reply it is.
     flow: bool,
+    /// A stream: every `next` is a delivery; `stream_query` is the subscription started.
+    stream: bool,
+    stream_query: Option<String>,
     query: String,
     /// `connection_ack` came.
     ready: bool,
@@ -152,6 +179,14 @@ impl Session for GraphqlWsSession {
 
     fn subscribe(&mut self, _topic: &str, _out: &mut dyn Outbox) {}
 
+    fn subscribe_stream(&mut self, out: &mut dyn Outbox) {
+        let Some(query) = &self.stream_query else { return };
+        let subscribe = Subscribe { query, variables: None, operation_name: None };
+        self.encoding.clear();
+        graphql_ws::encode_subscribe(&mut self.encoding, STREAM_ID, &subscribe);
+        out.text(&self.encoding);
+    }
+
     fn publish(&mut self, _topic: &str, _payload: &[u8], _out: &mut dyn Outbox) {}
 
     fn receive(&mut self, message: &[u8], binary: bool, _now: Instant, sink: &mut dyn Sink) {
@@ -181,6 +216,7 @@ impl Session for GraphqlWsSession {
             Message::Error { message, .. } if self.ready && self.flow => {
                 sink.incoming(Incoming::Message { payload: raw, error: Some(("graphql_error", &message)) })
             }
+            Message::Next { payload, .. } if self.ready && self.stream => on_stream_next(payload, sink),
             Message::Next { id, payload } if self.ready => self.on_next(&id, payload, sink),
             Message::Error { id, message, .. } if self.ready => {
                 let seq = self.finish(&id);
@@ -220,6 +256,19 @@ impl Session for GraphqlWsSession {
                 });
             }
         }
+    }
+}
+
+/// A result of a stream's subscription: a delivery, or the error it carries.
+fn on_stream_next(payload: &str, sink: &mut dyn Sink) {
+    match graphql_ws::execution_error(payload) {
+        Some(message) => sink.incoming(Incoming::Error {
+            cause: "graphql_error",
+            detail: &message,
+            seq: None,
+            fatal: false,
+        }),
+        None => sink.incoming(Incoming::Delivery { topic: STREAM_ID, payload: payload.as_bytes() }),
     }
 }
 

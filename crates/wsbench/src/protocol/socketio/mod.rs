@@ -37,6 +37,34 @@ pub const EVENT: OptionSpec = OptionSpec {
     scenarios: &[],
 };
 
+/// The event a stream's deliveries come as when `--stream-event` is not given (what
+/// `socket.send()` emits).
+pub const DEFAULT_STREAM_EVENT: &str = "message";
+
+/// `--stream-event`.
+pub const STREAM_EVENT: OptionSpec = OptionSpec {
+    flag: "stream-event",
+    key: "stream-event",
+    kind: Kind::Text,
+    value_name: "EVENT",
+    default: DEFAULT_STREAM_EVENT,
+    bound: "not empty",
+    help: "the event a stream's server emits: each one is a delivery (its arguments as a JSON array)",
+    scenarios: &["stream"],
+};
+
+/// `--subscribe-emit`.
+pub const SUBSCRIBE_EMIT: OptionSpec = OptionSpec {
+    flag: "subscribe-emit",
+    key: "subscribe-emit",
+    kind: Kind::Text,
+    value_name: "JSON",
+    default: "none (the server emits on connect)",
+    bound: "a JSON array: the event's name, then its arguments",
+    help: "what a stream subscriber emits once joined, e.g. '[\"subscribe\",\"ticks\"]'",
+    scenarios: &["stream"],
+};
+
 #[derive(Debug)]
 pub struct SocketIo;
 
@@ -49,16 +77,22 @@ impl Protocol for SocketIo {
          ack; pub/sub is rooms (subscribe, publish, message)"
     }
     fn serves(&self, usage: Use) -> bool {
-        matches!(usage, Use::Requests | Use::PubSub)
+        matches!(usage, Use::Requests | Use::PubSub | Use::Stream)
     }
     fn path(&self, given: &str) -> Option<String> {
         let path = websocket_path(given);
         (path != given).then_some(path)
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[EVENT]
+        &[EVENT, STREAM_EVENT, SUBSCRIBE_EMIT]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
+        if options.given.text(&STREAM_EVENT) == Some("") {
+            return Err("--stream-event is empty: give the event the server emits".into());
+        }
+        if let Some(given) = options.given.text(&SUBSCRIBE_EMIT) {
+            subscribe_emit(given)?;
+        }
         match options.given.text(&EVENT) {
             Some("") => Err("--event is empty: give the event an echo request is emitted as".into()),
             _ => Ok(()),
@@ -66,6 +100,21 @@ impl Protocol for SocketIo {
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         Box::new(session::SocketIoSession::new(setup))
+    }
+}
+
+/// `--subscribe-emit`: the event's name and each argument as JSON text.
+pub(crate) fn subscribe_emit(given: &str) -> Result<(String, Vec<String>), String> {
+    let refused =
+        || format!("--subscribe-emit {given}: give a JSON array, the event's name then its arguments");
+    let Ok(serde_json::Value::Array(items)) = serde_json::from_str::<serde_json::Value>(given) else {
+        return Err(refused());
+    };
+    match items.split_first() {
+        Some((serde_json::Value::String(event), args)) if !event.is_empty() => {
+            Ok((event.clone(), args.iter().map(|arg| arg.to_string()).collect()))
+        }
+        _ => Err(refused()),
     }
 }
 

@@ -84,6 +84,9 @@ pub(super) struct SocketIoSession {
     argument: Vec<u8>,
     decoded: Vec<u8>,
     detail: String,
+    /// A stream: the event its deliveries come as, and what is emitted to subscribe.
+    stream_event: String,
+    subscribe_emit: Option<(String, Vec<String>)>,
 }
 
 impl SocketIoSession {
@@ -105,7 +108,26 @@ impl SocketIoSession {
             argument: Vec::new(),
             decoded: Vec::new(),
             detail: String::new(),
+            stream_event: setup
+                .fill(setup.options.given.text(&super::STREAM_EVENT).unwrap_or(super::DEFAULT_STREAM_EVENT))
+                .into_owned(),
+            subscribe_emit: (setup.options.given.text(&super::SUBSCRIBE_EMIT))
+                .and_then(|given| super::subscribe_emit(&setup.fill(given)).ok()),
         }
+    }
+
+    /// A stream's event: its arguments as one JSON array are the delivery.
+    fn stream_delivery(&mut self, event: &str, args: &[&str], sink: &mut dyn Sink) {
+        self.decoded.clear();
+        self.decoded.push(b'[');
+        for (at, arg) in args.iter().enumerate() {
+            if at > 0 {
+                self.decoded.push(b',');
+            }
+            self.decoded.extend_from_slice(arg.as_bytes());
+        }
+        self.decoded.push(b']');
+        sink.incoming(Incoming::Delivery { topic: event, payload: &self.decoded })
     }
 
     /// `emit(event, argument)` with `self.argument` as its JSON argument.
@@ -187,6 +209,13 @@ impl SocketIoSession {
     fn event(&mut self, packet: &Packet<'_>, sink: &mut dyn Sink) {
         self.expect_attachments(packet.attachments, None, None);
         let event = match packet.event() {
+            Ok(event) if self.usage == Use::Stream && event.name == self.stream_event => {
+                let args: Vec<&str> = event.args.filter_map(Result::ok).collect();
+                let name = std::mem::take(&mut self.stream_event);
+                self.stream_delivery(&name, &args, sink);
+                self.stream_event = name;
+                return;
+            }
             Ok(event) if self.usage == Use::PubSub && event.name == DELIVERY => event,
             _ => return sink.incoming(Incoming::Other),
         };
@@ -300,6 +329,15 @@ impl Session for SocketIoSession {
                 out.binary(payload);
             }
         }
+    }
+
+    /// `42["EVENT",ARGS…]` of `--subscribe-emit`, if given.
+    fn subscribe_stream(&mut self, out: &mut dyn Outbox) {
+        let Some((event, args)) = &self.subscribe_emit else { return };
+        let args: Vec<Arg<'_>> = args.iter().map(|arg| Arg::Json(arg)).collect();
+        self.encoding.clear();
+        encode_emit(&mut self.encoding, "/", event, &args, None);
+        out.text(&self.encoding);
     }
 
     /// `42<ack>["subscribe","tK"]`: the room is the topic.

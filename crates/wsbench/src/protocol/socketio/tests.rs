@@ -260,5 +260,8 @@ fn options_it_cannot_honour_are_refused() {
     assert!(SocketIo.check(&Options { binary: true, ..Options::default() }).is_ok());
     assert!(SocketIo.serves(Use::Requests) && SocketIo.serves(Use::PubSub));
     assert!(!SocketIo.serves(Use::Messages));
-    assert_eq!(SocketIo.options().iter().map(|o| o.flag).collect::<Vec<_>>(), ["event"]);
+    assert_eq!(
+        SocketIo.options().iter().map(|o| o.flag).collect::<Vec<_>>(),
+        ["event", "stream-event", "subscribe-emit"]
+    );
 }
