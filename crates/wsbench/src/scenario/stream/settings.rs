@@ -177,7 +177,7 @@ mod tests {
         assert!(unit.contains("--message-time-unit: `min`"), "{unit}");
         let alone = error(&[id.clone(), ("message-time-unit", "s".into())]);
         assert!(alone.contains("--message-time"), "{alone}");
-        let mut sharded = settings(&[id.clone()]);
+        let mut sharded = settings(std::slice::from_ref(&id));
         sharded.processes = Some(2);
         let message = sharded.validate().unwrap_err().to_string();
         assert!(message.contains("--processes: a stream runs in one process"), "{message}");
