@@ -101,6 +101,7 @@ fn the_one_subscriber_a_stream_skipped_an_event_for_is_named_missing_exactly_one
 #[test]
 fn stream_settings_are_checked_before_any_load() {
     assert_usage_error(&["run", "stream", "ws://127.0.0.1:9/"], "--message-id");
+    assert_usage_error(&["run", "stream", "--message-id", "/n"], "the built-in server only echoes");
     assert_usage_error(
         &["run", "stream", "ws://127.0.0.1:9/", "--message-id", "(a)(b)"],
         "exactly one group",

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use super::{Descriptor, FiguresInput, Presentation};
+use super::{Descriptor, FiguresInput, FleetFeature, Presentation};
 use crate::config::{
     ConfigError, Defaults, Exchange, LoadSpec, Pacing, RunSettings, ScenarioRules, ScenarioSettings,
 };
@@ -95,6 +95,14 @@ impl Descriptor for Stream {
         let subscribers =
             load.scenario_settings.get::<StreamSpec>().map_or(load.connections, |spec| spec.subscribers);
         Some(Arc::new(Mutex::new(Window::new(subscribers))))
+    }
+    /// Fleet servers echo; none produces a stream of its own, so compare skips them by name.
+    fn fleet_feature(&self) -> Option<FleetFeature> {
+        Some(FleetFeature {
+            manifest_key: "stream",
+            env: "WSBENCH_STREAM",
+            skipped: "skipped: produces no stream of its own (`stream = true` is not in its server.toml)",
+        })
     }
     fn read_section(
         &self,

@@ -100,6 +100,13 @@ impl StreamSpec {
                  shards cannot share; drop --processes (one process opens up to 10,000,000 subscribers)",
             ));
         }
+        if settings.target.is_none() {
+            return Err(invalid(
+                "scenario",
+                "stream measures a stream the server produces: give that server's URL (wsbench run \
+                 stream ws://HOST:PORT/PATH …; the built-in server only echoes)",
+            ));
+        }
         let subscribers = settings.options.count(&SUBSCRIBERS).unwrap_or(DEFAULT_SUBSCRIBERS);
         if subscribers == 0 {
             return Err(invalid("subscribers", "must be at least 1"));
@@ -181,8 +188,11 @@ mod tests {
         sharded.processes = Some(2);
         let message = sharded.validate().unwrap_err().to_string();
         assert!(message.contains("--processes: a stream runs in one process"), "{message}");
-        let mut connections = settings(&[id]);
+        let mut connections = settings(std::slice::from_ref(&id));
         connections.connections = Some(3);
         assert!(connections.validate().unwrap_err().to_string().contains("--subscribers"));
+        let mut builtin = settings(&[id]);
+        builtin.target = None;
+        assert!(builtin.validate().unwrap_err().to_string().contains("the built-in server only echoes"));
     }
 }
