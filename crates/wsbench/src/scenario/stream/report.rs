@@ -15,14 +15,11 @@ const WORST_SHOWN: usize = 5;
 pub fn stream_lines(result: &RunResult) -> Vec<(&'static str, String)> {
     let Some(stream) = result.figures::<StreamSummary>("stream") else { return Vec::new() };
     let id = result.config.pointer("/stream/message_id").and_then(|v| v.as_str()).unwrap_or("?");
-    let mut joined = format!(
-        "{}, {} received deliveries; id {id}",
-        plural(stream.subscribers, "subscriber", "subscribers"),
-        group(stream.joined)
-    );
-    if stream.silent > 0 {
-        joined += &format!(", {} received nothing", group(stream.silent));
-    }
+    let heard = match stream.silent {
+        0 => "each received deliveries".to_owned(),
+        silent => format!("{} received deliveries, {} nothing", group(stream.joined), group(silent)),
+    };
+    let joined = format!("{}, {heard}; id {id}", plural(stream.subscribers, "subscriber", "subscribers"));
     let mut lines = vec![
         ("stream:", joined),
         (
