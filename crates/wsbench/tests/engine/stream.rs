@@ -1,8 +1,12 @@
 //! The stream scenario against a server of the test's own (`support/stream_server.rs`) that
 //! broadcasts a numbered event every 10 ms to every subscriber and skips one event for one
 //! subscriber: that subscriber is the one named, missing exactly 1, every other missing
-//! nothing, and `--threshold missing==0` fails the run with its exit code. The result
-//! validates against the schema; bad stream settings are refused before any load.
+//! nothing, and `--threshold missing==0` fails the run with its exit code. Against a node
+//! JSON-RPC server streaming Ethereum-style new heads (`tests/interop/eth_subscription_server.js`),
+//! `--subscribe-method eth_subscribe --subscribe-params '["newHeads"]'` gets every head to
+//! every subscriber, timed from the heads' own timestamps; a method the server lacks is its
+//! error by code. The result validates against the schema; bad stream settings are refused
+//! before any load.
 
 use std::time::Duration;
 
@@ -10,8 +14,10 @@ use serde_json::Value;
 
 use crate::bad_input::assert_usage_error;
 use crate::harness::{
-    Finished, arg, assert_matches_schema, errors, heavy, read_result, scratch, summary_of, uint, wsbench,
+    Finished, NodeEchoServer, arg, assert_matches_schema, errors, heavy, read_result, repo_root, scratch,
+    summary_of, uint, wsbench,
 };
+use crate::support::peer_missing;
 use crate::support::stream_server::StreamServer;
 
 const SUBSCRIBERS: u64 = 8;
@@ -96,6 +102,89 @@ fn the_one_subscriber_a_stream_skipped_an_event_for_is_named_missing_exactly_one
         "the report names the subscriber\n{}",
         context()
     );
+}
+
+/// The node server streaming new heads, or None (after saying why) without node `ws`.
+fn eth_subscription_server() -> Option<NodeEchoServer> {
+    let interop = repo_root().join("tests/interop");
+    if !interop.join("node_modules/ws/package.json").exists() {
+        peer_missing("peer node ws not installed (tests/interop/node_modules/ws)");
+        return None;
+    }
+    let mut command = std::process::Command::new("node");
+    command.arg(interop.join("eth_subscription_server.js"));
+    Some(NodeEchoServer::spawn(command, "node eth_subscription_server.js"))
+}
+
+/// `wsbench run stream URL --protocol jsonrpc` subscribing with `method`.
+fn new_heads_run(url: &str, method: &str, json: &std::path::Path) -> (Finished, Value) {
+    let _slot = heavy(1);
+    let args = [
+        "run",
+        "stream",
+        url,
+        "--protocol",
+        "jsonrpc",
+        "--subscribe-method",
+        method,
+        "--subscribe-params",
+        r#"["newHeads"]"#,
+        "--subscribers",
+        "20",
+        "--message-id",
+        "/params/result/number",
+        "--message-time",
+        "/params/result/timestamp",
+        "--message-time-unit",
+        "s",
+        "--warmup",
+        "1s",
+        "--duration",
+        "2s",
+        "--connect-timeout",
+        "10s",
+        "--threshold",
+        "missing==0",
+        "--quiet",
+        "--json",
+        arg(json),
+    ];
+    let run = wsbench(&args, Duration::from_secs(90));
+    let result = read_result(json);
+    (run, result)
+}
+
+#[test]
+fn every_subscriber_gets_every_new_head_of_a_json_rpc_node_once() {
+    let Some(server) = eth_subscription_server() else { return };
+    let json = scratch("stream-new-heads").join("r.json");
+    let (run, result) = new_heads_run(&server.url, "eth_subscribe", &json);
+    let context = || format!("{}\n{}", run.describe(), summary_of(&result));
+    assert_eq!(run.code, Some(0), "{}", context());
+    assert_matches_schema(&result);
+    let (ids, owed, delivered) =
+        (uint(&result, "/stream/ids"), uint(&result, "/stream/owed"), uint(&result, "/stream/delivered"));
+    // 2 measured seconds of a head every 20 ms.
+    assert!(ids > 50, "{}", context());
+    assert_eq!((owed, delivered), (ids * 20, ids * 20), "{}", context());
+    for key in ["missing", "duplicated", "late", "silent", "unreadable", "time_unreadable"] {
+        assert_eq!(uint(&result, &format!("/stream/{key}")), 0, "{key}\n{}", context());
+    }
+    // The heads are stamped in whole seconds: a latency from each, under a second and a bit.
+    assert_eq!(uint(&result, "/stream/source_latency_us/count"), delivered, "{}", context());
+    assert!(uint(&result, "/stream/source_latency_us/max") < 2_000_000, "{}", context());
+    assert!(errors(&result).is_empty(), "{}", context());
+}
+
+#[test]
+fn a_subscribe_method_the_node_lacks_is_its_error_and_every_subscriber_is_silent() {
+    let Some(server) = eth_subscription_server() else { return };
+    let json = scratch("stream-no-method").join("r.json");
+    let (run, result) = new_heads_run(&server.url, "eth_subscribeToHeads", &json);
+    let context = || format!("{}\n{}", run.describe(), summary_of(&result));
+    assert_eq!(run.code, Some(3), "the server's errors fail the run\n{}", context());
+    assert_eq!(errors(&result).get("jsonrpc_error_-32601"), Some(&20), "{}", context());
+    assert_eq!((uint(&result, "/stream/silent"), uint(&result, "/stream/ids")), (20, 0), "{}", context());
 }
 
 #[test]
