@@ -5,7 +5,9 @@
 //! JSON-RPC server streaming Ethereum-style new heads (`tests/interop/eth_subscription_server.js`),
 //! `--subscribe-method eth_subscribe --subscribe-params '["newHeads"]'` gets every head to
 //! every subscriber, timed from the heads' own timestamps; a method the server lacks is its
-//! error by code. The result validates against the schema; bad stream settings are refused
+//! error by code. Against a socket.io server emitting `tick` to a room every 10 ms
+//! (`tests/interop/socketio_stream_server.js`), subscribers that emit `subscribe` get every
+//! tick once. The result validates against the schema; bad stream settings are refused
 //! before any load.
 
 use std::time::Duration;
@@ -185,6 +187,67 @@ fn a_subscribe_method_the_node_lacks_is_its_error_and_every_subscriber_is_silent
     assert_eq!(run.code, Some(3), "the server's errors fail the run\n{}", context());
     assert_eq!(errors(&result).get("jsonrpc_error_-32601"), Some(&20), "{}", context());
     assert_eq!((uint(&result, "/stream/silent"), uint(&result, "/stream/ids")), (20, 0), "{}", context());
+}
+
+/// The socket.io server streaming ticks, or None (after saying why) without socket.io.
+fn socketio_stream_server() -> Option<NodeEchoServer> {
+    let modules = repo_root().join("tests/peers/node_modules");
+    if !modules.join("socket.io/package.json").exists() {
+        peer_missing("peer socket.io not installed (tests/peers/node_modules/socket.io)");
+        return None;
+    }
+    let mut command = std::process::Command::new("node");
+    command.arg(repo_root().join("tests/interop/socketio_stream_server.js")).env("NODE_PATH", modules);
+    Some(NodeEchoServer::spawn(command, "node socketio_stream_server.js"))
+}
+
+#[test]
+fn every_subscriber_of_a_socket_io_room_gets_every_tick_once() {
+    let Some(server) = socketio_stream_server() else { return };
+    let json = scratch("stream-socketio").join("r.json");
+    let _slot = heavy(1);
+    let args = [
+        "run",
+        "stream",
+        &server.url,
+        "--protocol",
+        "socketio",
+        "--subscribe-emit",
+        r#"["subscribe","ticks"]"#,
+        "--stream-event",
+        "tick",
+        "--subscribers",
+        "20",
+        "--message-id",
+        "/0/seq",
+        "--message-time",
+        "/0/ts",
+        "--warmup",
+        "1s",
+        "--duration",
+        "2s",
+        "--connect-timeout",
+        "10s",
+        "--threshold",
+        "missing==0",
+        "--quiet",
+        "--json",
+        arg(&json),
+    ];
+    let run = wsbench(&args, Duration::from_secs(90));
+    let result = read_result(&json);
+    let context = || format!("{}\n{}", run.describe(), summary_of(&result));
+    assert_eq!(run.code, Some(0), "{}", context());
+    assert_matches_schema(&result);
+    let (ids, owed, delivered) =
+        (uint(&result, "/stream/ids"), uint(&result, "/stream/owed"), uint(&result, "/stream/delivered"));
+    // 2 measured seconds of a tick every 10 ms.
+    assert!(ids > 100, "{}", context());
+    assert_eq!((owed, delivered), (ids * 20, ids * 20), "{}", context());
+    for key in ["missing", "duplicated", "late", "silent", "unreadable", "time_unreadable"] {
+        assert_eq!(uint(&result, &format!("/stream/{key}")), 0, "{key}\n{}", context());
+    }
+    assert_eq!(uint(&result, "/stream/source_latency_us/count"), delivered, "{}", context());
 }
 
 #[test]
