@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use crate::metrics::{Counters, Interval, Metrics, TimelineSecond, record_us};
 use crate::samples::{ClientMemory, MachineFacts, RunOutcome, ServerReport, ServerSample, WorkerCpu};
 use crate::scenario::pubsub::section::{PubSubCounters, PubSubSection};
+use crate::scenario::stream::section::{StreamCounters, StreamSection};
+use crate::scenario::stream::window::Window;
 
 /// SplitMix64: tiny, seeded, and the same everywhere.
 #[derive(Debug, Clone)]
@@ -395,6 +397,51 @@ pub fn pubsub_one_short() -> RunOutcome {
     })
 }
 
+/// A stream the server produces, 1,000 ids (a head every 10 ms) to 10 subscribers stamped
+/// with the server's time, in which subscriber 3 missed two ids and subscriber 7 got one
+/// twice.
+pub fn stream_one_missing() -> RunOutcome {
+    let mut rng = Rng::new(5);
+    let mut metrics = Metrics::default();
+    let measured = simulate(&mut rng, &mut metrics, 11, 1, 1_000, 40_000, 10);
+    for _ in 0..10 {
+        record_us(&mut metrics.connect, rng.latency_us(900));
+    }
+    let start = std::time::Instant::now();
+    let mut window = Window::new(10);
+    for id in 0..1_000u64 {
+        let first = start + std::time::Duration::from_millis(10 * id);
+        for subscriber in 0..10 {
+            if subscriber == 3 && (id == 400 || id == 401) {
+                continue;
+            }
+            let at = first + std::time::Duration::from_micros(subscriber * rng.latency_us(60));
+            window.receive(subscriber, id, at, true, Some(rng.latency_us(40_000)));
+        }
+    }
+    window.receive(7, 500, start + std::time::Duration::from_millis(5_001), true, None);
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(window));
+    let mut section = StreamSection::of_worker(shared, StreamCounters::default());
+    crate::metrics::Section::complete(&mut section);
+    metrics.counters.connections_attempted = 10;
+    metrics.counters.connections_established = 10;
+    metrics.section = Some(Box::new(section));
+    let mut outcome = pubsub_one_short();
+    let stream = serde_json::json!({ "stream": {
+        "subscribers": 10, "message_id": "/params/result/number",
+        "message_time": "/params/result/timestamp", "message_time_unit": "s",
+    }});
+    outcome.scenario = "stream".to_owned();
+    outcome.target_url = "ws://127.0.0.1:8546/".to_owned();
+    outcome.target_builtin = false;
+    outcome.server.found_by = Some("listening-port".to_owned());
+    outcome.config = config("stream", 10, stream);
+    outcome.measured_exchanges = measured;
+    outcome.connections = 10;
+    outcome.metrics = metrics;
+    with_figures(outcome)
+}
+
 /// `outcome` with the figures its scenario computes from it.
 fn with_figures(mut outcome: RunOutcome) -> RunOutcome {
     outcome.figures = crate::scenario::figures_for(
@@ -414,5 +461,6 @@ pub fn all() -> Vec<(&'static str, RunOutcome)> {
         ("open_loop_troubled", open_loop_troubled()),
         ("nothing_answered", nothing_answered()),
         ("pubsub_one_short", pubsub_one_short()),
+        ("stream_one_missing", stream_one_missing()),
     ]
 }

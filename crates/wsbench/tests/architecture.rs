@@ -341,6 +341,58 @@ fn mentions(code: &str, word: &str) -> usize {
         .count()
 }
 
+/// Scenario names that the shared layers use as words of their own, and why. Such a name is
+/// found by what only code reaching the scenario itself writes: its module path
+/// (`scenario::NAME`), a comparison with its name (`== "NAME"`), or a type its folder declares
+/// under its name (`StreamSpec`, `StreamSection`, …; not the bare `Stream`, a word of the live
+/// layer too).
+const EVERYDAY_NAMES: [(&str, &str); 1] =
+    [("stream", "a WebSocket's byte stream, HTTP/2's streams and the --stream output say it")];
+
+/// The types scenario `name`'s folder declares (`struct`, `enum`) whose names begin with its
+/// own, but its bare name.
+fn scenario_types(name: &str) -> Vec<String> {
+    let mut capitalised = name.to_owned();
+    capitalised[..1].make_ascii_uppercase();
+    let mut types = Vec::new();
+    for path in rust_files(&src_dir().join("scenario").join(name)) {
+        let code = production_code(&path);
+        for kind in ["struct ", "enum "] {
+            for (at, _) in code.match_indices(kind) {
+                let rest = &code[at + kind.len()..];
+                let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+                if rest[..end].starts_with(&capitalised) && rest[..end] != capitalised {
+                    types.push(rest[..end].to_owned());
+                }
+            }
+        }
+    }
+    types
+}
+
+/// Whether `code` names scenario (or member) `name`: as a whole word, or for an everyday
+/// name as [`EVERYDAY_NAMES`] says.
+fn names_scenario(code: &str, name: &str) -> bool {
+    if !EVERYDAY_NAMES.iter().any(|(everyday, _)| *everyday == name) {
+        return mentions(code, name) > 0;
+    }
+    code.contains(&format!("scenario::{name}"))
+        || code.contains(&format!("== \"{name}\""))
+        || scenario_types(name).iter().any(|kind| mentions(code, kind) > 0)
+}
+
+#[test]
+fn everyday_scenario_names_are_found_by_their_paths_and_types() {
+    let types = scenario_types("stream");
+    assert!(types.iter().any(|kind| kind == "StreamSpec"), "{types:?}");
+    assert!(!types.iter().any(|kind| kind == "Stream"), "{types:?}");
+    assert!(names_scenario("use crate::scenario::stream::section::StreamSection;", "stream"));
+    assert!(names_scenario("if load.scenario == \"stream\" {", "stream"));
+    assert!(names_scenario("let spec: &StreamSpec = todo!();", "stream"));
+    assert!(!names_scenario("let stream = ByteStream::Own(socket); live::stream::Stream::new();", "stream"));
+    assert!(names_scenario("pubsub::figures", "pubsub") && !names_scenario("pubsubs", "pubsub"));
+}
+
 #[test]
 fn only_the_scenario_folder_names_a_scenario() {
     let names = scenario_names();
@@ -352,7 +404,7 @@ fn only_the_scenario_folder_names_a_scenario() {
         }
         let code = production_code(&path);
         for name in &names {
-            if mentions(&code, name) > 0 {
+            if names_scenario(&code, name) {
                 found.push(format!("{} names the scenario `{name}`", path.display()));
             }
         }
@@ -453,7 +505,7 @@ const STILL_NAMED: [(&str, &str, &str); 8] = [
 
 /// Whole-word mentions of a member's name: its identifiers and its strings alike.
 fn names_member(code: &str, name: &str) -> bool {
-    mentions(code, name) > 0
+    names_scenario(code, name)
 }
 
 /// Whether `code` names the option `word` (a flag, a TOML key, a field): as a string of its

@@ -42,3 +42,5 @@ mod ping;
 mod pubsub;
 #[path = "engine/scripted.rs"]
 mod scripted;
+#[path = "engine/stream.rs"]
+mod stream;

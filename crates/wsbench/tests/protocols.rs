@@ -65,3 +65,5 @@ mod nats;
 mod socketio;
 #[path = "protocols/stomp.rs"]
 mod stomp;
+#[path = "protocols/stream.rs"]
+mod stream;

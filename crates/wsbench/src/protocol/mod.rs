@@ -18,6 +18,8 @@ pub mod raw;
 pub mod socketio;
 pub mod stomp;
 pub mod template;
+#[cfg(test)]
+mod stream_tests;
 
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
@@ -58,6 +60,10 @@ pub enum Use {
     PubSub,
     /// Messages the scenario writes itself, read back by the protocol (flow).
     Messages,
+    /// A stream the server produces, subscribed to as the protocol's own options say
+    /// ([`Session::subscribe_stream`]); each message of it is an [`Incoming::Delivery`]
+    /// (stream).
+    Stream,
 }
 
 /// The protocol's own options as the user gave them (those it declares, checked to be of
@@ -194,7 +200,9 @@ pub enum Incoming<'m> {
     Subscribed { topic: &'m str },
     /// A message published to `topic` (empty when the message does not name it: then
     /// wsbench's marker in it tells), with what the publisher put in it, wherever in the
-    /// message that sits.
+    /// message that sits; in a stream ([`Use::Stream`]), a message of the server's stream
+    /// (`topic`: where it came from, when the protocol says), as the docs/protocols.md
+    /// section on streams says for each protocol.
     Delivery { topic: &'m str, payload: &'m [u8] },
     /// The server's error: counted by its cause (`jsonrpc_error_-32601`, `mqtt_suback_failure`,
     /// `stomp_error`, …) with the server's own words kept once; `seq`: the request it answers
@@ -226,6 +234,10 @@ pub trait Session: Send + Debug {
     fn request(&mut self, seq: u64, payload: &[u8], out: &mut dyn Outbox);
     /// Subscribes to `topic`.
     fn subscribe(&mut self, topic: &str, out: &mut dyn Outbox);
+    /// Subscribes to the stream the server produces ([`Use::Stream`]), as the protocol's own
+    /// options name it (a topic filter, a subscribe call, …); nothing for a server that
+    /// streams to every connection on its own.
+    fn subscribe_stream(&mut self, _out: &mut dyn Outbox) {}
     /// Publishes `payload` (a JSON object) to `topic`.
     fn publish(&mut self, topic: &str, payload: &[u8], out: &mut dyn Outbox);
     /// A whole message from the server (`binary`: a binary message): what it is goes to

@@ -17,6 +17,7 @@ mod ping;
 mod presentation;
 pub mod pubsub;
 mod scalability;
+pub mod stream;
 mod throughput;
 
 use std::collections::BTreeMap;
@@ -51,6 +52,7 @@ pub static SCENARIOS: &[&dyn Descriptor] = &[
     &flow::Flow,
     &pubsub::PubSub,
     &ping::Ping,
+    &stream::Stream,
 ];
 
 /// The scenario called `name`.

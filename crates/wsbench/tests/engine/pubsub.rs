@@ -248,7 +248,7 @@ fn pubsub_flags_are_checked() {
     assert_usage_error(&["run", "pubsub", "--topics", "4", "--publishers", "2"], "--publishers");
     assert_usage_error(
         &["run", "echo", "--subscribers", "5"],
-        "--subscribers: applies to the pubsub scenario only",
+        "--subscribers: applies to the pubsub scenario or the stream scenario only",
     );
     assert_usage_error(&["run", "pubsub", "--server-processes", "2"], "--server-processes");
 }

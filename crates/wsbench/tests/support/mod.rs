@@ -17,6 +17,7 @@ pub mod raw_server;
 pub mod recording_proxy;
 pub mod scripted_server;
 pub mod silent_server;
+pub mod stream_server;
 pub mod unsolicited_server;
 pub mod user_check_server;
 

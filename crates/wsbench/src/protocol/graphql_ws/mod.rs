@@ -19,6 +19,8 @@
 //! (`pubsub.rs`). Operations a server does not complete (a subscription
 //! that keeps yielding) are completed by the client once [`MAX_RUNNING`] are running, so a
 //! long run does not pile them up on the server; nothing a server sends grows the session.
+//! In a stream a subscriber starts `--subscribe-query` (id `stream`) once acknowledged, and
+//! every `next` of it is a delivery, its payload (`{"data":…}`).
 
 mod options;
 mod pubsub;
@@ -33,9 +35,13 @@ use wsbench_appproto::json::{parse_u64, unescape_into, write_str, write_u64};
 use super::{Incoming, Options, Outbox, Protocol, Session, Setup, Sink, Use};
 use crate::options::OptionSpec;
 pub use options::{
-    DEFAULT_MUTATION, DEFAULT_QUERY, DEFAULT_SUBSCRIPTION, INIT_PAYLOAD, MUTATION, QUERY, SUBSCRIPTION,
+    DEFAULT_MUTATION, DEFAULT_QUERY, DEFAULT_SUBSCRIPTION, INIT_PAYLOAD, MUTATION, QUERY, SUBSCRIBE_QUERY,
+    SUBSCRIPTION,
 };
 use pubsub::PubSubOperations;
+
+/// The operation id of a stream's subscription.
+const STREAM_ID: &str = "stream";
 
 /// Operations that answered and that the server has not completed yet, per connection; past
 /// this the client completes the oldest itself.
@@ -73,8 +79,12 @@ impl Protocol for GraphqlWs {
         let query = setup.fill(setup.options.given.text(&QUERY).unwrap_or(DEFAULT_QUERY)).into_owned();
         let init_payload = setup.options.given.text(&INIT_PAYLOAD).map(|init| setup.fill(init).into_owned());
         let pubsub = (setup.usage == Use::PubSub).then(|| PubSubOperations::new(setup));
+        let stream_query =
+            setup.options.given.text(&SUBSCRIBE_QUERY).map(|query| setup.fill(query).into_owned());
         Box::new(GraphqlWsSession {
             flow: setup.usage == Use::Messages,
+            stream: setup.usage == Use::Stream,
+            stream_query,
             query,
             init_payload,
             pubsub,
@@ -96,6 +106,9 @@ struct GraphqlWsSession {
     /// A flow's session: after its own opening, the operations' messages are the flow's
     /// (it writes the `subscribe`s), an `error` marked as the error reply it is.
     flow: bool,
+    /// A stream: every `next` is a delivery; `stream_query` is the subscription started.
+    stream: bool,
+    stream_query: Option<String>,
     query: String,
     /// `--init-payload`, its `{data.NAME}` filled in.
     init_payload: Option<String>,
@@ -156,6 +169,14 @@ impl Session for GraphqlWsSession {
         self.publish_to(topic, payload, out);
     }
 
+    fn subscribe_stream(&mut self, out: &mut dyn Outbox) {
+        let Some(query) = &self.stream_query else { return };
+        let subscribe = Subscribe { query, variables: None, operation_name: None };
+        self.encoding.clear();
+        graphql_ws::encode_subscribe(&mut self.encoding, STREAM_ID, &subscribe);
+        out.text(&self.encoding);
+    }
+
     fn receive(&mut self, message: &[u8], binary: bool, _now: Instant, sink: &mut dyn Sink) {
         if binary {
             return self.broken("graphql_ws_malformed", "a binary message", message, sink);
@@ -189,6 +210,7 @@ impl Session for GraphqlWsSession {
                 let cause = graphql_ws::error_cause(&mut self.cause, code.as_deref());
                 sink.incoming(Incoming::Message { payload: raw, error: Some((cause, &message)) })
             }
+            Message::Next { payload, .. } if self.ready && self.stream => on_stream_next(payload, &mut self.cause, sink),
             Message::Next { id, payload } if self.ready => self.on_next(&id, payload, sink),
             Message::Error { id, message, code, .. } if self.ready => {
                 let seq = self.finish(&id);
@@ -230,6 +252,18 @@ impl Session for GraphqlWsSession {
         if let Some((code @ (4401 | 4403), reason)) = close {
             self.refused_at_init(code, reason, sink);
         }
+    }
+}
+
+/// A result of a stream's subscription: a delivery, or the error it carries (by its code,
+/// as other operations' errors are; `cause` is where that is written).
+fn on_stream_next(payload: &str, cause: &mut String, sink: &mut dyn Sink) {
+    match graphql_ws::execution_error(payload) {
+        Some((message, code)) => {
+            let cause = graphql_ws::error_cause(cause, code.as_deref());
+            sink.incoming(Incoming::Error { cause, detail: &message, seq: None, fatal: false })
+        }
+        None => sink.incoming(Incoming::Delivery { topic: STREAM_ID, payload: payload.as_bytes() }),
     }
 }
 

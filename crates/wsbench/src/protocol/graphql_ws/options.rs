@@ -76,7 +76,19 @@ pub const MUTATION: OptionSpec = OptionSpec {
 };
 
 /// Every option, as the protocol declares them.
-pub const ALL: &[OptionSpec] = &[QUERY, INIT_PAYLOAD, SUBSCRIPTION, MUTATION];
+/// `--subscribe-query`.
+pub const SUBSCRIBE_QUERY: OptionSpec = OptionSpec {
+    flag: "subscribe-query",
+    key: "subscribe-query",
+    kind: Kind::Text,
+    value_name: "QUERY",
+    default: "none (the server streams on its own)",
+    bound: "not empty",
+    help: "the subscription a stream subscriber starts, e.g. 'subscription { ticks { seq ts } }'",
+    scenarios: &["stream"],
+};
+
+pub const ALL: &[OptionSpec] = &[QUERY, INIT_PAYLOAD, SUBSCRIPTION, MUTATION, SUBSCRIBE_QUERY];
 
 /// Checks the options given; a one-line reason when they are wrong.
 pub fn check(options: &Options) -> Result<(), String> {
@@ -85,6 +97,9 @@ pub fn check(options: &Options) -> Result<(), String> {
     }
     if options.given.text(&QUERY).is_some_and(|query| query.trim().is_empty()) {
         return Err("--query is empty: give the operation an echo request starts".into());
+    }
+    if options.given.text(&SUBSCRIBE_QUERY).is_some_and(|query| query.trim().is_empty()) {
+        return Err("--subscribe-query is empty: give the subscription a stream subscriber starts".into());
     }
     if let Some(init) = options.given.text(&INIT_PAYLOAD) {
         // Its value may be a secret: the error names what is wrong, never the value.

@@ -10,7 +10,10 @@
 //! no round trip: it is counted as `jsonrpc_error_CODE` with the server's message kept; each
 //! response of a batch reply counts on its own. In a flow the messages are the flow's own
 //! (it writes the calls), and a response with `error` is marked as the error reply it is.
-//! The protocol has no opening and no heartbeat of its own.
+//! In a stream a subscriber calls `--subscribe-method` with `--subscribe-params` once open
+//! (`eth_subscribe`, `["newHeads"]`), and every notification after (`eth_subscription`, an
+//! rpc-websockets event) is a delivery, the whole message. The protocol has no opening and no
+//! heartbeat of its own.
 
 mod batch;
 
@@ -55,6 +58,33 @@ pub const PARAMS: OptionSpec = OptionSpec {
     scenarios: &[],
 };
 
+/// `--subscribe-method`.
+pub const SUBSCRIBE_METHOD: OptionSpec = OptionSpec {
+    flag: "subscribe-method",
+    key: "subscribe-method",
+    kind: Kind::Text,
+    value_name: "METHOD",
+    default: "none (the server notifies on connect)",
+    bound: "not empty",
+    help: "the method a stream subscriber calls once open (eth_subscribe)",
+    scenarios: &["stream"],
+};
+
+/// `--subscribe-params`.
+pub const SUBSCRIBE_PARAMS: OptionSpec = OptionSpec {
+    flag: "subscribe-params",
+    key: "subscribe-params",
+    kind: Kind::Text,
+    value_name: "JSON",
+    default: "none",
+    bound: "a JSON array or object, at most 65,536 bytes",
+    help: "the params of --subscribe-method ('[\"newHeads\"]')",
+    scenarios: &["stream"],
+};
+
+/// The longest `--subscribe-params`.
+const MAX_SUBSCRIBE_PARAMS: usize = 65_536;
+
 /// The most calls `--batch` puts in one message (geth refuses batches of more than 1,000).
 pub const MAX_BATCH: u64 = 1_000;
 
@@ -81,10 +111,10 @@ impl Protocol for JsonRpc {
         "JSON-RPC 2.0: an echo is a call of --method (default echo) answered by its result"
     }
     fn serves(&self, usage: Use) -> bool {
-        matches!(usage, Use::Requests | Use::Messages)
+        matches!(usage, Use::Requests | Use::Messages | Use::Stream)
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[METHOD, PARAMS, BATCH]
+        &[METHOD, PARAMS, BATCH, SUBSCRIBE_METHOD, SUBSCRIBE_PARAMS]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         if options.binary {
@@ -94,6 +124,7 @@ impl Protocol for JsonRpc {
             return Err("--method is empty: give the method an echo request calls".into());
         }
         check_params(options)?;
+        check_subscribe(options)?;
         match options.given.count(&BATCH) {
             Some(0) => Err("--batch 0: a batch holds at least 1 call".into()),
             Some(n) if n > MAX_BATCH => Err(format!(
@@ -109,8 +140,14 @@ impl Protocol for JsonRpc {
         let method = setup.fill(setup.options.given.text(&METHOD).unwrap_or(DEFAULT_METHOD)).into_owned();
         let params = setup.fill(setup.options.given.text(&PARAMS).unwrap_or(DEFAULT_PARAMS));
         let batch = batch_size(setup.options);
+        let subscribe = setup.options.given.text(&SUBSCRIBE_METHOD).map(|method| {
+            let params = setup.options.given.text(&SUBSCRIBE_PARAMS).map(|p| setup.fill(p).into_owned());
+            (setup.fill(method).into_owned(), params)
+        });
         Box::new(JsonRpcSession {
             flow: setup.usage == Use::Messages,
+            stream: setup.usage == Use::Stream,
+            subscribe,
             method,
             params_template: Template::split(&params, &[PAYLOAD_PLACEHOLDER]),
             batch,
@@ -128,6 +165,10 @@ impl Protocol for JsonRpc {
 struct JsonRpcSession {
     /// A flow's messages: passed on whole, error responses marked.
     flow: bool,
+    /// A stream's subscriber: notifications are deliveries.
+    stream: bool,
+    /// `--subscribe-method` and its `--subscribe-params`, filled.
+    subscribe: Option<(String, Option<String>)>,
     method: String,
     /// `--params`, split at `{payload}`.
     params_template: Template,
@@ -171,9 +212,19 @@ impl Session for JsonRpcSession {
 
     fn subscribe(&mut self, _topic: &str, _out: &mut dyn Outbox) {}
 
+    fn subscribe_stream(&mut self, out: &mut dyn Outbox) {
+        let Some((method, params)) = &self.subscribe else { return };
+        self.encoding.clear();
+        jsonrpc::encode_request(&mut self.encoding, &Id::Number(1), method, params.as_deref());
+        out.text(&self.encoding);
+    }
+
     fn publish(&mut self, _topic: &str, _payload: &[u8], _out: &mut dyn Outbox) {}
 
     fn receive(&mut self, message: &[u8], _binary: bool, _now: Instant, sink: &mut dyn Sink) {
+        if self.stream {
+            return self.receive_stream(message, sink);
+        }
         // A batch reply (an array of responses, as geth answers a batch) holds one response
         // per call: each is read as if it had come alone, so each error counts.
         if !self.flow && self.batch > 1 {
@@ -196,6 +247,21 @@ impl Session for JsonRpcSession {
 }
 
 impl JsonRpcSession {
+    /// A stream's message: a notification is a delivery, the subscription's result its
+    /// acknowledgement, anything else a response as in an echo (an error by its code).
+    fn receive_stream(&mut self, message: &[u8], sink: &mut dyn Sink) {
+        match jsonrpc::decode(message) {
+            Ok(Message::Notification { method: name, .. } | Message::Event { name, .. }) => {
+                sink.incoming(Incoming::Delivery { topic: &name, payload: message })
+            }
+            Ok(Message::Result { .. }) => {
+                let method = self.subscribe.as_ref().map_or("", |(method, _)| method.as_str());
+                sink.incoming(Incoming::Subscribed { topic: method })
+            }
+            _ => self.receive_response(message, sink),
+        }
+    }
+
     /// One response answering an echo request.
     fn receive_response(&mut self, message: &[u8], sink: &mut dyn Sink) {
         match jsonrpc::decode(message) {
@@ -319,6 +385,26 @@ fn echoed(result: &str, out: &mut Vec<u8>) -> bool {
     match (elements.next(), elements.next()) {
         (Some(Ok(only)), None) => unescape_into(only.as_bytes(), out),
         _ => false,
+    }
+}
+
+/// `--subscribe-params` without `--subscribe-method`, an empty method, or params that are
+/// no JSON array or object.
+fn check_subscribe(options: &Options) -> Result<(), String> {
+    let method = options.given.text(&SUBSCRIBE_METHOD);
+    if method == Some("") {
+        return Err("--subscribe-method is empty: give the method that subscribes (eth_subscribe)".into());
+    }
+    let Some(params) = options.given.text(&SUBSCRIBE_PARAMS) else { return Ok(()) };
+    if method.is_none() {
+        return Err("--subscribe-params without --subscribe-method: give the method they are for".into());
+    }
+    if params.len() > MAX_SUBSCRIBE_PARAMS {
+        return Err(format!("--subscribe-params is {} bytes: at most {MAX_SUBSCRIBE_PARAMS}", params.len()));
+    }
+    match serde_json::from_str::<serde_json::Value>(params) {
+        Ok(value) if value.is_array() || value.is_object() => Ok(()),
+        _ => Err(format!("--subscribe-params {params}: give a JSON array or object (e.g. '[\"newHeads\"]')")),
     }
 }
 

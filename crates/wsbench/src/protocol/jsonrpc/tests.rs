@@ -163,3 +163,30 @@ fn params_and_batches_out_of_bounds_are_refused_before_the_load() {
     assert!(error.contains("at most 1000"), "{error}");
     assert_eq!(JsonRpc.check(&Options::with([("batch", (MAX_BATCH as i64).into())])), Ok(()));
 }
+
+#[test]
+fn stream_options_it_cannot_honour_are_refused() {
+    let params_alone = Options::with([("subscribe-params", "[1]".into())]);
+    assert!(JsonRpc.check(&params_alone).unwrap_err().contains("--subscribe-method"));
+    let not_json = Options::with([("subscribe-method", "s".into()), ("subscribe-params", "newHeads".into())]);
+    assert!(JsonRpc.check(&not_json).unwrap_err().contains("JSON array or object"));
+}
+
+#[test]
+fn a_stream_subscribes_once_and_takes_notifications_as_deliveries() {
+    let options =
+        Options::with([("subscribe-method", "eth_subscribe".into()), ("subscribe-params", r#"["newHeads"]"#.into())]);
+    assert_eq!(JsonRpc.check(&options), Ok(()));
+    let mut session = JsonRpc.session(&setup(Use::Stream, &options));
+    let mut heard = Heard::default();
+    session.subscribe_stream(&mut heard);
+    assert_eq!(heard.sent_text(0), r#"{"jsonrpc":"2.0","method":"eth_subscribe","params":["newHeads"],"id":1}"#);
+    session.receive(br#"{"jsonrpc":"2.0","result":"0xcd0c","id":1}"#, false, Instant::now(), &mut heard);
+    let head = br#"{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"0xcd0c","result":{"number":"0x1b4"}}}"#;
+    session.receive(head, false, Instant::now(), &mut heard);
+    let refused = br#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"no"},"id":1}"#;
+    session.receive(refused, false, Instant::now(), &mut heard);
+    assert_eq!(heard.subscribed, ["eth_subscribe"]);
+    assert_eq!(heard.deliveries, [("eth_subscription".to_owned(), head.to_vec())]);
+    assert_eq!(heard.errors[0].0, "jsonrpc_error_-32601");
+}

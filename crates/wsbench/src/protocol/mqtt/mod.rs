@@ -5,7 +5,8 @@
 //! first subscribes to a topic of its own, `wsbench/echo/<client id>`, and is ready once that
 //! is acknowledged. An echo request is a PUBLISH to that topic and its reply the broker
 //! delivering it back; pub/sub topic `tK` is the MQTT topic `--topic` names with K for
-//! `{topic}` (default `t{topic}`: `tK` as it is). Whatever the
+//! `{topic}` (default `t{topic}`: `tK` as it is); a stream subscribes to the topic filter
+//! `--subscribe-topic` (wildcards allowed; default `#`, everything). Whatever the
 //! broker refuses (CONNACK, SUBACK, PUBACK codes, a DISCONNECT) is an error named after its
 //! code; what is not MQTT ends the connection with its cause. The wire format itself is
 //! `wsbench_appproto::mqtt`'s; the session lives in `session.rs`.
@@ -49,6 +50,18 @@ pub const TOPIC: OptionSpec = OptionSpec {
     scenarios: &["pubsub"],
 };
 
+/// `--subscribe-topic`.
+pub const SUBSCRIBE_TOPIC: OptionSpec = OptionSpec {
+    flag: "subscribe-topic",
+    key: "subscribe-topic",
+    kind: Kind::Text,
+    value_name: "FILTER",
+    default: "#",
+    bound: "not empty, no NUL",
+    help: "the topic filter a stream subscriber subscribes to (+ and # allowed; e.g. sensors/+/temp)",
+    scenarios: &["stream"],
+};
+
 /// `--mqtt-version`.
 pub const MQTT_VERSION: OptionSpec = OptionSpec {
     flag: "mqtt-version",
@@ -80,7 +93,7 @@ impl Protocol for Mqtt {
         "MQTT 3.1.1 or 5 (--mqtt-version) at QoS 0 or 1 (--qos): an echo is a PUBLISH delivered back"
     }
     fn serves(&self, usage: Use) -> bool {
-        matches!(usage, Use::Requests | Use::PubSub)
+        matches!(usage, Use::Requests | Use::PubSub | Use::Stream)
     }
     fn subprotocols(&self) -> &'static [&'static str] {
         &["mqtt"]
@@ -89,14 +102,19 @@ impl Protocol for Mqtt {
         (given.is_empty() || given == "/").then(|| DEFAULT_PATH.to_owned())
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[QOS, MQTT_VERSION, TOPIC]
+        &[QOS, MQTT_VERSION, TOPIC, SUBSCRIBE_TOPIC]
     }
     /// `--binary` is taken as it is: MQTT over WebSocket is always binary messages.
     fn check(&self, options: &Options) -> Result<(), String> {
         qos(options)?;
         version(options)?;
         topic_template(options)?;
-        Ok(())
+        match options.given.text(&SUBSCRIBE_TOPIC) {
+            Some(filter) if filter.is_empty() || filter.contains('\0') => {
+                Err(format!("--subscribe-topic {filter:?}: give a topic filter, not empty and without NUL"))
+            }
+            _ => Ok(()),
+        }
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         // `check` refused anything else before the run.
@@ -105,7 +123,8 @@ impl Protocol for Mqtt {
         let client_id = client_id(setup.run, setup.index);
         let given = setup.options.given.text(&TOPIC).map(|template| setup.fill(template));
         let template = split_topic(given.as_deref()).unwrap_or_default();
-        Box::new(MqttSession::new(version, qos, setup.usage, client_id, template))
+        let filter = setup.fill(setup.options.given.text(&SUBSCRIBE_TOPIC).unwrap_or("#")).into_owned();
+        Box::new(MqttSession::new(version, qos, setup.usage, client_id, template).with_stream_filter(filter))
     }
 }
 

@@ -75,6 +75,8 @@ pub(super) struct MqttSession {
     names: Vec<(String, String)>,
     /// The MQTT topic being written (kept for its capacity).
     topic: String,
+    /// A stream: the topic filter subscribed to (`--subscribe-topic`).
+    stream_filter: String,
 }
 
 impl MqttSession {
@@ -106,7 +108,14 @@ impl MqttSession {
             template,
             names: Vec::new(),
             topic: String::new(),
+            stream_filter: String::new(),
         }
+    }
+
+    /// A stream's session subscribes to `filter`.
+    pub(super) fn with_stream_filter(mut self, filter: String) -> MqttSession {
+        self.stream_filter = filter;
+        self
     }
 
     /// The MQTT topic of the workload's topic `name` (`tK`) into `self.topic`: the template
@@ -277,6 +286,7 @@ impl MqttSession {
                 Some((_, name)) => sink.incoming(Incoming::Delivery { topic: name, payload }),
                 None => sink.incoming(Incoming::Delivery { topic: publish.topic, payload }),
             },
+            Use::Stream => sink.incoming(Incoming::Delivery { topic: publish.topic, payload }),
             _ => sink.incoming(Incoming::Other),
         }
     }
@@ -359,6 +369,14 @@ impl Session for MqttSession {
             }
             self.send_subscribe(&mqtt_topic, topic, out);
             self.topic = mqtt_topic;
+        }
+    }
+
+    fn subscribe_stream(&mut self, out: &mut dyn Outbox) {
+        if self.phase == Phase::Ready {
+            let filter = std::mem::take(&mut self.stream_filter);
+            self.send_subscribe(&filter, &filter, out);
+            self.stream_filter = filter;
         }
     }
 

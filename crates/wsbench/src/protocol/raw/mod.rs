@@ -2,11 +2,28 @@
 //! echo, read by the workload as they stream (a passthrough session); pub/sub is the small
 //! JSON protocol of docs/protocols.md: `{"sub":"tK"}` answered by `{"subscribed":"tK"}`, and a
 //! publish `{"pub":"tK",…}` whose fields (the publisher's id and sequence, its due and send
-//! times) every subscriber of the topic receives as they were sent.
+//! times) every subscriber of the topic receives as they were sent. In a stream every message
+//! from the server is a delivery, after `--subscribe-message` (if given) is sent on opening.
 
 use std::time::Instant;
 
-use super::{Incoming, Outbox, Protocol, Session, Setup, Sink, Use};
+use super::{Incoming, Options, Outbox, Protocol, Session, Setup, Sink, Use};
+use crate::options::{Kind, OptionSpec};
+
+/// `--subscribe-message`.
+pub const SUBSCRIBE_MESSAGE: OptionSpec = OptionSpec {
+    flag: "subscribe-message",
+    key: "subscribe-message",
+    kind: Kind::Text,
+    value_name: "TEXT",
+    default: "none (the server streams on connect)",
+    bound: "not empty, at most 65,536 bytes",
+    help: "the text message a stream subscriber sends once open ({conn} and {data.NAME} filled in)",
+    scenarios: &["stream"],
+};
+
+/// The longest `--subscribe-message`.
+const MAX_SUBSCRIBE_MESSAGE: usize = 65_536;
 
 #[derive(Debug)]
 pub struct Raw;
@@ -24,8 +41,36 @@ impl Protocol for Raw {
     fn needs_target(&self) -> bool {
         false
     }
+    fn options(&self) -> &'static [OptionSpec] {
+        &[SUBSCRIBE_MESSAGE]
+    }
+    fn check(&self, options: &Options) -> Result<(), String> {
+        match options.given.text(&SUBSCRIBE_MESSAGE) {
+            Some("") => Err("--subscribe-message is empty: give the message that subscribes, or leave it \
+                             out when the server streams on connect"
+                .into()),
+            Some(text) if text.len() > MAX_SUBSCRIBE_MESSAGE => {
+                Err(format!("--subscribe-message is {} bytes: at most {MAX_SUBSCRIBE_MESSAGE}", text.len()))
+            }
+            _ => Ok(()),
+        }
+    }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
-        Box::new(RawSession { passthrough: setup.usage != Use::PubSub, encoding: Vec::new() })
+        let stream = setup.usage == Use::Stream;
+        let subscribe = match stream {
+            true => setup
+                .options
+                .given
+                .text(&SUBSCRIBE_MESSAGE)
+                .map(|text| setup.fill(text).replace("{conn}", &setup.index.to_string())),
+            false => None,
+        };
+        Box::new(RawSession {
+            passthrough: !matches!(setup.usage, Use::PubSub | Use::Stream),
+            stream,
+            subscribe,
+            encoding: Vec::new(),
+        })
     }
 }
 
@@ -33,6 +78,10 @@ impl Protocol for Raw {
 struct RawSession {
     /// Requests and flows: the workload reads the messages itself.
     passthrough: bool,
+    /// A stream: every message is a delivery.
+    stream: bool,
+    /// `--subscribe-message`, filled in for this connection (`{conn}`: its index).
+    subscribe: Option<String>,
     /// The message being written (kept for its capacity).
     encoding: Vec<u8>,
 }
@@ -54,6 +103,12 @@ impl Session for RawSession {
         out.text(&self.encoding);
     }
 
+    fn subscribe_stream(&mut self, out: &mut dyn Outbox) {
+        if let Some(message) = &self.subscribe {
+            out.text(message.as_bytes());
+        }
+    }
+
     /// `{"pub":"tK",…}`: the topic, then the payload's own fields.
     fn publish(&mut self, topic: &str, payload: &[u8], out: &mut dyn Outbox) {
         self.encoding.clear();
@@ -71,7 +126,10 @@ impl Session for RawSession {
     }
 
     fn receive(&mut self, message: &[u8], _binary: bool, _now: Instant, sink: &mut dyn Sink) {
-        sink.incoming(classify(message));
+        match self.stream {
+            true => sink.incoming(Incoming::Delivery { topic: "", payload: message }),
+            false => sink.incoming(classify(message)),
+        }
     }
 }
 
@@ -115,5 +173,23 @@ mod tests {
         let alone = br#"{"id":"1-2","ts":5}"#;
         assert_eq!(classify(alone), Incoming::Delivery { topic: "", payload: alone });
         assert!(Raw.session(&setup(Use::Requests, &options)).passthrough(), "echoes are read as they stream");
+    }
+
+    #[test]
+    fn a_stream_sends_its_subscribe_message_and_takes_every_message_as_a_delivery() {
+        let options = Options::with([("subscribe-message", r#"{"op":"sub","feed":"ticks"}"#.into())]);
+        assert_eq!(Raw.check(&options), Ok(()));
+        let mut session = Raw.session(&setup(Use::Stream, &options));
+        assert!(!session.passthrough());
+        let mut heard = Heard::default();
+        session.subscribe_stream(&mut heard);
+        assert_eq!(heard.sent_text(0), r#"{"op":"sub","feed":"ticks"}"#);
+        session.receive(br#"{"subscribed":"t1"}"#, false, Instant::now(), &mut heard);
+        assert_eq!(heard.deliveries, [(String::new(), br#"{"subscribed":"t1"}"#.to_vec())]);
+        let mut silent = Raw.session(&setup(Use::Stream, &Options::default()));
+        let mut heard = Heard::default();
+        silent.subscribe_stream(&mut heard);
+        assert!(heard.sent.is_empty(), "a server that streams on connect is sent nothing");
+        assert!(Raw.check(&Options::with([("subscribe-message", "".into())])).is_err());
     }
 }

@@ -31,8 +31,8 @@ use super::{Options, Protocol, Session, Setup, Use};
 use crate::options::OptionSpec;
 
 pub use settings::{
-    AUTH, DEFAULT_EVENT, DELIVERY_EVENT, EVENT, NAMESPACE, PUBLISH_ARGS, PUBLISH_EVENT, SUBSCRIBE_ARGS,
-    SUBSCRIBE_EVENT,
+    AUTH, DEFAULT_EVENT, DEFAULT_STREAM_EVENT, DELIVERY_EVENT, EVENT, NAMESPACE, PUBLISH_ARGS, PUBLISH_EVENT,
+    STREAM_EVENT, SUBSCRIBE_ARGS, SUBSCRIBE_EMIT, SUBSCRIBE_EVENT,
 };
 
 #[derive(Debug)]
@@ -47,7 +47,7 @@ impl Protocol for SocketIo {
          ack, in --namespace (with --auth); pub/sub is rooms (events and arguments as given)"
     }
     fn serves(&self, usage: Use) -> bool {
-        matches!(usage, Use::Requests | Use::PubSub)
+        matches!(usage, Use::Requests | Use::PubSub | Use::Stream)
     }
     fn path(&self, given: &str) -> Option<String> {
         let path = websocket_path(given);

@@ -190,6 +190,14 @@ impl SocketIoSession {
             Ok(event) if self.usage == Use::PubSub && event.name == self.settings.delivery_event => {
                 sink.incoming(Incoming::Delivery { topic: "", payload: event.args.rest().as_bytes() })
             }
+            // A stream's event: its arguments as one JSON array are the delivery.
+            Ok(event) if self.usage == Use::Stream && event.name == self.settings.stream_event => {
+                self.decoded.clear();
+                self.decoded.push(b'[');
+                self.decoded.extend_from_slice(event.args.rest().as_bytes());
+                self.decoded.push(b']');
+                sink.incoming(Incoming::Delivery { topic: &self.settings.stream_event, payload: &self.decoded })
+            }
             _ => sink.incoming(Incoming::Other),
         }
     }
@@ -303,6 +311,15 @@ impl Session for SocketIoSession {
 
     /// The subscribe event with its arguments for topic `tK` (by default
     /// `42<ack>["subscribe","tK"]`: the room is the topic), acknowledged.
+    /// `42/NAMESPACE,["EVENT",ARGS…]` of `--subscribe-emit`, if given.
+    fn subscribe_stream(&mut self, out: &mut dyn Outbox) {
+        let Some((event, args)) = &self.settings.subscribe_emit else { return };
+        let args: Vec<Arg<'_>> = args.iter().map(|arg| Arg::Json(arg)).collect();
+        self.encoding.clear();
+        encode_emit(&mut self.encoding, &self.settings.namespace, event, &args, None);
+        out.text(&self.encoding);
+    }
+
     fn subscribe(&mut self, topic: &str, out: &mut dyn Outbox) {
         let ack_id = self.next_ack;
         self.next_ack += 1;

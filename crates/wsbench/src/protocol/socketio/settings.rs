@@ -90,13 +90,44 @@ pub const PUBLISH_ARGS: OptionSpec = OptionSpec {
     ..text("publish-args", "JSON", DEFAULT_PUBLISH_ARGS)
 };
 
+/// The event a stream's deliveries come as when `--stream-event` is not given (what
+/// `socket.send()` emits).
+pub const DEFAULT_STREAM_EVENT: &str = "message";
+
+/// `--stream-event`.
+pub const STREAM_EVENT: OptionSpec = OptionSpec {
+    bound: "not empty",
+    help: "the event a stream's server emits: each one is a delivery (its arguments as a JSON array)",
+    scenarios: &["stream"],
+    ..text("stream-event", "EVENT", DEFAULT_STREAM_EVENT)
+};
+
+/// `--subscribe-emit`.
+pub const SUBSCRIBE_EMIT: OptionSpec = OptionSpec {
+    default: "none (the server emits on connect)",
+    bound: "a JSON array: the event's name, then its arguments",
+    help: "what a stream subscriber emits once joined, e.g. '[\"subscribe\",\"ticks\"]'",
+    scenarios: &["stream"],
+    ..text("subscribe-emit", "JSON", "")
+};
+
 /// Every option of the protocol.
-pub const OPTIONS: [OptionSpec; 8] =
-    [EVENT, NAMESPACE, AUTH, SUBSCRIBE_EVENT, PUBLISH_EVENT, DELIVERY_EVENT, SUBSCRIBE_ARGS, PUBLISH_ARGS];
+pub const OPTIONS: [OptionSpec; 10] = [
+    EVENT,
+    NAMESPACE,
+    AUTH,
+    SUBSCRIBE_EVENT,
+    PUBLISH_EVENT,
+    DELIVERY_EVENT,
+    SUBSCRIBE_ARGS,
+    PUBLISH_ARGS,
+    STREAM_EVENT,
+    SUBSCRIBE_EMIT,
+];
 
 /// Checks every option given; the reason names the flag and what to give instead.
 pub fn check(options: &Options) -> Result<(), String> {
-    for spec in [EVENT, SUBSCRIBE_EVENT, PUBLISH_EVENT, DELIVERY_EVENT] {
+    for spec in [EVENT, SUBSCRIBE_EVENT, PUBLISH_EVENT, DELIVERY_EVENT, STREAM_EVENT] {
         if options.given.text(&spec) == Some("") {
             return Err(format!("--{} is empty: give the event's name", spec.flag));
         }
@@ -124,9 +155,26 @@ pub fn check(options: &Options) -> Result<(), String> {
             }
         }
     }
+    if let Some(given) = options.given.text(&SUBSCRIBE_EMIT) {
+        subscribe_emit(given)?;
+    }
     Template::parse(&SUBSCRIBE_ARGS, options.given.text(&SUBSCRIBE_ARGS).unwrap_or(DEFAULT_SUBSCRIBE_ARGS))?;
     Template::parse(&PUBLISH_ARGS, options.given.text(&PUBLISH_ARGS).unwrap_or(DEFAULT_PUBLISH_ARGS))?;
     Ok(())
+}
+
+/// `--subscribe-emit`: the event's name and each argument as JSON text.
+pub fn subscribe_emit(given: &str) -> Result<(String, Vec<String>), String> {
+    let refused = || format!("--subscribe-emit {given}: give a JSON array, the event's name then its arguments");
+    let Ok(serde_json::Value::Array(items)) = serde_json::from_str::<serde_json::Value>(given) else {
+        return Err(refused());
+    };
+    match items.split_first() {
+        Some((serde_json::Value::String(event), args)) if !event.is_empty() => {
+            Ok((event.clone(), args.iter().map(|arg| arg.to_string()).collect()))
+        }
+        _ => Err(refused()),
+    }
 }
 
 /// A connection's options, read (and `{data.NAME}` filled) once.
@@ -140,6 +188,9 @@ pub struct Settings {
     pub delivery_event: String,
     pub subscribe_args: Template,
     pub publish_args: Template,
+    /// A stream: the event its deliveries come as, and what is emitted to subscribe.
+    pub stream_event: String,
+    pub subscribe_emit: Option<(String, Vec<String>)>,
 }
 
 impl Settings {
@@ -163,6 +214,9 @@ impl Settings {
             delivery_event: given(&DELIVERY_EVENT),
             subscribe_args: template(&SUBSCRIBE_ARGS),
             publish_args: template(&PUBLISH_ARGS),
+            stream_event: given(&STREAM_EVENT),
+            subscribe_emit: (setup.options.given.text(&SUBSCRIBE_EMIT))
+                .and_then(|emit| subscribe_emit(&setup.fill(emit)).ok()),
         }
     }
 }

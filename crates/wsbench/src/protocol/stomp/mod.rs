@@ -7,7 +7,9 @@
 //! reply the MESSAGE that comes back. For pub/sub topic `tK` is the destination
 //! `--destination` names with K for `{topic}` (default `/topic/t{topic}`, so `/topic/tK`;
 //! `/queue/q{topic}` or `/exchange/NAME/…` take RabbitMQ's other destinations): a
-//! subscription is acknowledged by its RECEIPT, a publish is a SEND, a delivery a MESSAGE. An ERROR frame
+//! subscription is acknowledged by its RECEIPT, a publish is a SEND, a delivery a MESSAGE. A
+//! stream subscribes to `--subscribe-destination` (default `/topic/#`: every routing key of
+//! RabbitMQ's amq.topic) and every MESSAGE of it is a delivery, its body. An ERROR frame
 //! ends the connection (`stomp_error`, with its `message`); so does a server silent for
 //! twice its heart-beat interval, or anything that is not STOMP. The session is in
 //! `session.rs`, the heart-beat clock in `heartbeat.rs`; the frames are
@@ -51,6 +53,21 @@ pub const DESTINATION: OptionSpec = OptionSpec {
     scenarios: &["pubsub"],
 };
 
+/// The destination a stream subscribes to when `--subscribe-destination` is not given.
+pub const DEFAULT_STREAM_DESTINATION: &str = "/topic/#";
+
+/// `--subscribe-destination`.
+pub const SUBSCRIBE_DESTINATION: OptionSpec = OptionSpec {
+    flag: "subscribe-destination",
+    key: "subscribe-destination",
+    kind: Kind::Text,
+    value_name: "DESTINATION",
+    default: DEFAULT_STREAM_DESTINATION,
+    bound: "not empty, one line",
+    help: "the destination a stream subscriber subscribes to (e.g. /exchange/feed/ticks, /queue/q)",
+    scenarios: &["stream"],
+};
+
 /// `--vhost`.
 pub const VHOST: OptionSpec = OptionSpec {
     flag: "vhost",
@@ -83,17 +100,25 @@ impl Protocol for Stomp {
          topic answered by its MESSAGE; topic tK is /topic/tK"
     }
     fn serves(&self, usage: Use) -> bool {
-        matches!(usage, Use::Requests | Use::PubSub)
+        matches!(usage, Use::Requests | Use::PubSub | Use::Stream)
     }
     fn subprotocols(&self) -> &'static [&'static str] {
         &["v12.stomp"]
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[HEARTBEAT, VHOST, DESTINATION]
+        &[HEARTBEAT, VHOST, DESTINATION, SUBSCRIBE_DESTINATION]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         heartbeat_ms(options)?;
         destination(options)?;
+        match options.given.text(&SUBSCRIBE_DESTINATION) {
+            Some(given) if given.is_empty() || given.contains(['\r', '\n', '\0']) => {
+                return Err(format!(
+                    "--subscribe-destination {given:?}: give one destination, not empty, without a line break"
+                ));
+            }
+            _ => {}
+        }
         match options.given.text(&VHOST) {
             Some("") => Err("--vhost is empty: give the virtual host to connect to (RabbitMQ's is /)".into()),
             Some(vhost) if vhost.contains(['\r', '\n', '\0']) => {
@@ -107,7 +132,9 @@ impl Protocol for Stomp {
         let vhost = setup.fill(setup.options.given.text(&VHOST).unwrap_or(DEFAULT_VHOST));
         let template = setup.options.given.text(&DESTINATION).unwrap_or(DEFAULT_DESTINATION);
         let destination = split_destination(&setup.fill(template)).unwrap_or_default();
-        Box::new(StompSession::new(setup, &vhost, heartbeat, destination))
+        let stream = setup.options.given.text(&SUBSCRIBE_DESTINATION).unwrap_or(DEFAULT_STREAM_DESTINATION);
+        let session = StompSession::new(setup, &vhost, heartbeat, destination);
+        Box::new(session.with_stream_destination(setup.fill(stream).into_owned()))
     }
 }
 

@@ -62,6 +62,8 @@ pub(super) struct StompSession {
     /// `--destination` around its `{topic}`: before and after the topic's number.
     template: (String, String),
     id: String,
+    /// A stream: the destination subscribed to (`--subscribe-destination`).
+    stream_destination: String,
 }
 
 impl StompSession {
@@ -84,7 +86,14 @@ impl StompSession {
             destination: String::new(),
             template,
             id: String::new(),
+            stream_destination: String::new(),
         }
+    }
+
+    /// A stream's session subscribes to `destination`.
+    pub fn with_stream_destination(mut self, destination: String) -> StompSession {
+        self.stream_destination = destination;
+        self
     }
 
     /// The destination of pub/sub topic `topic` (`tK`): the template with K for `{topic}`.
@@ -269,6 +278,19 @@ impl Session for StompSession {
         let send =
             Send { destination: &self.echo_destination, content_type: None, receipt: None, body: payload };
         stomp::encode_send(&mut self.encoding, &send);
+        self.emit(out);
+    }
+
+    /// SUBSCRIBE to the stream's destination, its MESSAGEs deliveries named after it.
+    fn subscribe_stream(&mut self, out: &mut dyn Outbox) {
+        if self.state != State::Ready {
+            return;
+        }
+        self.id.clear();
+        let _ = write!(self.id, "{TOPIC_ID}{}", self.topics.len());
+        self.topics.push(self.stream_destination.clone());
+        self.encoding.clear();
+        stomp::encode_subscribe(&mut self.encoding, &self.id, &self.stream_destination, Some(&self.id));
         self.emit(out);
     }
 

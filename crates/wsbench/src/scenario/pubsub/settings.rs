@@ -221,6 +221,6 @@ mod tests {
         let mut echo = settings(&[("subscribers", 3)]);
         echo.scenario = Some("echo".to_owned());
         let message = echo.validate().unwrap_err().to_string();
-        assert!(message.contains("--subscribers: applies to the pubsub scenario only"), "{message}");
+        assert!(message.contains("--subscribers: applies to the pubsub scenario"), "{message}");
     }
 }
