@@ -17,7 +17,7 @@ use super::ConfigError;
 
 /// Shown in the result file instead of a secret: a secret header's value, the password of the
 /// target URL.
-pub const REDACTED: &str = "<redacted>";
+pub const REDACTED: &str = crate::options::REDACTED;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Target {

@@ -32,6 +32,33 @@ pub const QOS: OptionSpec = OptionSpec {
     scenarios: &[],
 };
 
+/// `--username`.
+pub const USERNAME: OptionSpec = OptionSpec {
+    flag: "username",
+    key: "username",
+    kind: Kind::Text,
+    value_name: "NAME",
+    default: "",
+    bound: "up to 65,535 bytes, no NUL",
+    help: "the user name CONNECT gives ({data.NAME} filled in per connection)",
+    scenarios: &[],
+};
+
+/// `--password`, or `--password-env VAR`: a secret, never written.
+pub const PASSWORD: OptionSpec = OptionSpec {
+    flag: "password",
+    key: "password",
+    kind: Kind::Secret { env: "password-env" },
+    value_name: "PASSWORD",
+    default: "",
+    bound: "up to 65,535 bytes; 3.1.1: with --username",
+    help: "the password CONNECT gives (a secret: shown as <redacted>)",
+    scenarios: &[],
+};
+
+/// The longest string MQTT carries (a two-byte length).
+const MAX_STRING: usize = u16::MAX as usize;
+
 /// The pub/sub topic template when `--topic` is not given: topic `tK` is the MQTT topic `tK`.
 pub const DEFAULT_TOPIC: &str = "t{topic}";
 /// What `--topic` replaces with the topic's number.
@@ -89,24 +116,64 @@ impl Protocol for Mqtt {
         (given.is_empty() || given == "/").then(|| DEFAULT_PATH.to_owned())
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[QOS, MQTT_VERSION, TOPIC]
+        &[QOS, MQTT_VERSION, TOPIC, USERNAME, PASSWORD]
     }
     /// `--binary` is taken as it is: MQTT over WebSocket is always binary messages.
     fn check(&self, options: &Options) -> Result<(), String> {
         qos(options)?;
         version(options)?;
         topic_template(options)?;
+        credentials(options)?;
         Ok(())
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         // `check` refused anything else before the run.
         let qos = qos(setup.options).unwrap_or(QoS::AtMostOnce);
         let version = version(setup.options).unwrap_or(Version::V311);
-        let client_id = client_id(setup.run, setup.index);
+        let opening = Opening {
+            version,
+            qos,
+            client_id: client_id(setup.run, setup.index),
+            username: setup.options.given.text(&USERNAME).map(|name| setup.fill(name).into_owned()),
+            password: setup.options.secrets.get(&PASSWORD).map(|password| password.as_bytes().to_vec()),
+        };
         let given = setup.options.given.text(&TOPIC).map(|template| setup.fill(template));
         let template = split_topic(given.as_deref()).unwrap_or_default();
-        Box::new(MqttSession::new(version, qos, setup.usage, client_id, template))
+        Box::new(MqttSession::new(setup.usage, opening, template))
     }
+}
+
+/// What a connection's CONNECT says, and the QoS it then speaks at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Opening {
+    version: Version,
+    qos: QoS,
+    client_id: String,
+    username: Option<String>,
+    password: Option<Vec<u8>>,
+}
+
+/// `--username` and `--password`: strings MQTT can carry, and (3.1.1) no password without
+/// a user name. The password is never named.
+fn credentials(options: &Options) -> Result<(), String> {
+    let username = options.given.text(&USERNAME);
+    if let Some(name) = username
+        && (name.len() > MAX_STRING || name.contains('\0'))
+    {
+        return Err(format!(
+            "--username: {} bytes{}: MQTT carries up to 65,535 bytes and no NUL",
+            name.len(),
+            if name.contains('\0') { " with a NUL" } else { "" }
+        ));
+    }
+    let Some(password) = options.secrets.get(&PASSWORD) else { return Ok(()) };
+    if password.len() > MAX_STRING {
+        return Err(format!("--password: {} bytes: MQTT carries up to 65,535", password.len()));
+    }
+    if username.is_none() && version(options)? == Version::V311 {
+        return Err("--password needs --username under MQTT 3.1.1 (or give --mqtt-version 5)".to_owned());
+    }
+    Ok(())
 }
 
 /// The client id of connection `index` of run `run`: unique among the run's connections

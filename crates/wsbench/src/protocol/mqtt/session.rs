@@ -13,7 +13,7 @@ use wsbench_appproto::mqtt::{
     self, Connect, DecodeError, Decoder, Packet, Publish, PublishView, QoS, SubAck, Version,
 };
 
-use super::{KEEP_ALIVE, echo_topic};
+use super::{KEEP_ALIVE, Opening, echo_topic};
 use crate::protocol::{Incoming, Outbox, Session, Sink, Use};
 
 /// The largest packet a broker may send: the largest message the WebSocket layer takes, so
@@ -47,6 +47,8 @@ pub(super) struct MqttSession {
     qos: QoS,
     usage: Use,
     client_id: String,
+    /// CONNECT's user name and password (`Debug` shows neither).
+    credentials: Credentials,
     /// Echo: the connection's own topic.
     echo_topic: String,
     decoder: Decoder,
@@ -78,19 +80,15 @@ pub(super) struct MqttSession {
 }
 
 impl MqttSession {
-    pub(super) fn new(
-        version: Version,
-        qos: QoS,
-        usage: Use,
-        client_id: String,
-        template: Option<(String, String)>,
-    ) -> MqttSession {
+    pub(super) fn new(usage: Use, opening: Opening, template: Option<(String, String)>) -> MqttSession {
+        let Opening { version, qos, client_id, username, password } = opening;
         MqttSession {
             version,
             qos,
             usage,
             echo_topic: echo_topic(&client_id),
             client_id,
+            credentials: Credentials { username, password },
             decoder: Decoder::new(version, MAX_PACKET),
             phase: Phase::Connecting,
             partial: Vec::new(),
@@ -330,11 +328,11 @@ impl Session for MqttSession {
             client_id: &self.client_id,
             keep_alive: KEEP_ALIVE.as_secs() as u16,
             clean_start: true,
-            username: None,
-            password: None,
+            username: self.credentials.username.as_deref(),
+            password: self.credentials.password.as_deref(),
         };
         self.encoding.clear();
-        // A client id of at most 64 + 30 bytes always fits.
+        // A client id of at most 64 + 30 bytes, and credentials checked before the run, fit.
         if mqtt::encode_connect(&mut self.encoding, self.version, &connect).is_ok() {
             out.binary(&self.encoding);
         }
@@ -483,6 +481,19 @@ impl MqttSession {
             let detail = &self.detail;
             sink.incoming(Incoming::Error { cause: "mqtt_puback_missing", detail, seq: None, fatal: false });
         }
+    }
+}
+
+/// CONNECT's user name and password, kept out of `Debug` output.
+struct Credentials {
+    username: Option<String>,
+    password: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let password = self.password.as_ref().map(|_| crate::options::REDACTED);
+        f.debug_struct("Credentials").field("username", &self.username).field("password", &password).finish()
     }
 }
 

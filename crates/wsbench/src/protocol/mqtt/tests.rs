@@ -383,3 +383,40 @@ fn a_broker_that_ends_the_connection_before_connack_is_explained() {
     let detail = "the broker ended the connection before its SUBACK (no close frame)";
     assert_eq!(heard.errors, [("mqtt_closed_before_suback".into(), detail.into(), None, true)]);
 }
+
+#[test]
+fn connect_gives_the_user_name_filled_in_and_the_password_read_before_the_run() {
+    let mut options =
+        Options::with([("username", "u".into()), ("password", crate::options::REDACTED.into())]);
+    options.secrets = crate::options::Secrets::of([("password", "hunter2".to_owned())]);
+    Mqtt.check(&options).unwrap();
+    let mut session = Mqtt.session(&setup(Use::PubSub, &options));
+    assert!(!format!("{session:?}").contains("hunter2"), "{session:?}");
+    let mut heard = Heard::default();
+    session.open(Instant::now(), &mut heard);
+    let mut connect = Vec::new();
+    let expected = mqtt::Connect {
+        client_id: "wsbench-r1-0",
+        keep_alive: 30,
+        clean_start: true,
+        username: Some("u"),
+        password: Some(b"hunter2"),
+    };
+    mqtt::encode_connect(&mut connect, Version::V311, &expected).unwrap();
+    assert_eq!(heard.sent, [(false, connect)]);
+}
+
+#[test]
+fn credentials_mqtt_cannot_carry_are_refused_without_naming_the_password() {
+    let refused = |options: &Options| Mqtt.check(options).unwrap_err();
+    let mut alone = Options::with([]);
+    alone.secrets = crate::options::Secrets::of([("password", "hunter2".to_owned())]);
+    assert_eq!(refused(&alone), "--password needs --username under MQTT 3.1.1 (or give --mqtt-version 5)");
+    alone.given.0.insert("mqtt-version".into(), "5".into());
+    Mqtt.check(&alone).unwrap();
+    let mut long = Options::with([("username", "u".into())]);
+    long.secrets = crate::options::Secrets::of([("password", "x".repeat(65_536))]);
+    assert_eq!(refused(&long), "--password: 65536 bytes: MQTT carries up to 65,535");
+    let nul = Options::with([("username", "a\0b".into())]);
+    assert_eq!(refused(&nul), "--username: 3 bytes with a NUL: MQTT carries up to 65,535 bytes and no NUL");
+}
