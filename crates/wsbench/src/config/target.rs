@@ -30,6 +30,10 @@ pub struct Target {
     pub addr: SocketAddr,
     /// The path and query as sent in the request line (percent-encoded where needed).
     pub path: String,
+    /// Whether the URL names a path or a query (`ws://h:p/` does; `ws://h:p` does not, and
+    /// gets `/` or the protocol's usual path).
+    #[serde(skip)]
+    pub names_path: bool,
     /// The URL's `user:password`, as written (still percent-encoded): never recorded.
     #[serde(skip)]
     userinfo: Option<Secret>,
@@ -63,6 +67,7 @@ impl Target {
         };
         // The fragment is never sent; a query right after the authority gets the `/` path.
         let rest = rest.split_once('#').map_or(rest, |(before, _)| before);
+        let names_path = rest.contains(['/', '?']);
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) if rest[i..].starts_with('?') => (&rest[..i], format!("/{}", &rest[i..])),
             Some(i) => (&rest[..i], rest[i..].to_owned()),
@@ -101,7 +106,7 @@ impl Target {
                 .ok_or_else(|| bad(format!("`{host}` resolves to no address")))?,
         };
         let userinfo = userinfo.map(|userinfo| Secret(userinfo.to_owned()));
-        Ok(Target { url: shown.clone(), tls, host: host.to_owned(), addr, path, userinfo })
+        Ok(Target { url: shown.clone(), tls, host: host.to_owned(), addr, path, names_path, userinfo })
     }
 
     /// Requests `path` (with its query) instead, in the URL too.

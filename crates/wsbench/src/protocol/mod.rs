@@ -132,9 +132,10 @@ pub trait Protocol: Sync + Debug {
     fn subprotocols(&self) -> &'static [&'static str] {
         &[]
     }
-    /// The path to request instead of the target's `given` one (path and query): the one
-    /// a server of this protocol usually listens on when the target names none (`/`), or
-    /// the query the protocol needs added. None: `given` as it is.
+    /// The path to request instead of the target's `given` one (path and query; empty when
+    /// the URL names none, `ws://host:port`): the one a server of this protocol usually
+    /// listens on when the target names none, or the query the protocol needs added. None:
+    /// `given` as it is (`/` when empty). A path the user wrote, `/` too, is theirs.
     fn path(&self, _given: &str) -> Option<String> {
         None
     }

@@ -92,8 +92,9 @@ pub const MQTT_VERSION: OptionSpec = OptionSpec {
 /// half of it, and a PINGRESP not back within it ends the connection.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(30);
 
-/// The path asked for when the target names none: NATS serves MQTT on `/mqtt` alone, as
-/// EMQX and HiveMQ do by default; mosquitto takes any path (RabbitMQ's is `/ws`: give it).
+/// The path asked for when the target names none (`ws://host:port`; `ws://host:port/` asks
+/// for `/`): NATS serves MQTT on `/mqtt` alone, as EMQX and HiveMQ do by default; mosquitto
+/// takes any path (RabbitMQ's is `/ws`: give it).
 pub const DEFAULT_PATH: &str = "/mqtt";
 
 #[derive(Debug)]
@@ -113,7 +114,7 @@ impl Protocol for Mqtt {
         &["mqtt"]
     }
     fn path(&self, given: &str) -> Option<String> {
-        (given.is_empty() || given == "/").then(|| DEFAULT_PATH.to_owned())
+        given.is_empty().then(|| DEFAULT_PATH.to_owned())
     }
     fn options(&self) -> &'static [OptionSpec] {
         &[QOS, MQTT_VERSION, TOPIC, USERNAME, PASSWORD]

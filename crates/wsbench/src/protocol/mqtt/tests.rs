@@ -364,7 +364,8 @@ fn options_it_cannot_honour_are_refused_and_binary_is_taken() {
     assert!(Mqtt.check(&with(Some(2), None)).unwrap_err().contains("QoS 0 or 1"));
     assert!(Mqtt.check(&with(None, Some("3"))).unwrap_err().contains("3.1.1 or 5"));
     assert!(Mqtt.serves(Use::Requests) && Mqtt.serves(Use::PubSub) && !Mqtt.serves(Use::Messages));
-    assert_eq!(Mqtt.path("/"), Some("/mqtt".into()));
+    assert_eq!(Mqtt.path(""), Some("/mqtt".into()));
+    assert_eq!(Mqtt.path("/"), None, "a path the user wrote is theirs, / too");
     assert_eq!(Mqtt.path("/ws"), None);
     assert_eq!(Mqtt.subprotocols(), ["mqtt"]);
 }
@@ -419,4 +420,20 @@ fn credentials_mqtt_cannot_carry_are_refused_without_naming_the_password() {
     assert_eq!(refused(&long), "--password: 65536 bytes: MQTT carries up to 65,535");
     let nul = Options::with([("username", "a\0b".into())]);
     assert_eq!(refused(&nul), "--username: 3 bytes with a NUL: MQTT carries up to 65,535 bytes and no NUL");
+}
+
+#[test]
+fn only_a_url_without_a_path_gets_the_usual_mqtt_path() {
+    let url = |target: &str| {
+        let settings = crate::config::RunSettings {
+            target: Some(target.into()),
+            protocol: Some("mqtt".into()),
+            ..Default::default()
+        };
+        settings.validate().unwrap().target.unwrap().url
+    };
+    assert_eq!(url("ws://127.0.0.1:1"), "ws://127.0.0.1:1/mqtt");
+    assert_eq!(url("ws://127.0.0.1:1/"), "ws://127.0.0.1:1/");
+    assert_eq!(url("ws://127.0.0.1:1/ws"), "ws://127.0.0.1:1/ws");
+    assert_eq!(url("ws://127.0.0.1:1?x=1"), "ws://127.0.0.1:1?x=1");
 }
