@@ -18,7 +18,9 @@ mod process;
 
 use std::path::PathBuf;
 
-pub use brokers::{start_mosquitto, start_nats, start_rabbitmq};
+pub use brokers::{
+    add_rabbitmq_user, start_mosquitto, start_mosquitto_with_password, start_nats, start_rabbitmq,
+};
 pub use http2::{NodeH2, start_axum, start_haproxy, start_node_h2};
 pub use node::{
     start_graphql_ws, start_rpc_websockets, start_socketio, start_socketio_pinging_every,

@@ -109,6 +109,15 @@ pub fn secrets_to_environment(options: &mut OptionValues) -> Vec<(String, String
     environment
 }
 
+/// The flags whose value is a secret (`--password`), as typed (`--NAME`).
+pub fn secret_flags() -> Vec<String> {
+    by_key()
+        .into_values()
+        .filter(|(spec, _)| spec.kind.env_flag().is_some())
+        .map(|(spec, _)| format!("--{}", spec.flag))
+        .collect()
+}
+
 /// The declaration of the option of TOML key `key` (a secret's for its `NAME-env`), and its
 /// owners.
 fn declaration<'o>(

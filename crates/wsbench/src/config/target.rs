@@ -151,8 +151,9 @@ impl Target {
     }
 }
 
-/// `url` with the password of its `user:password@` replaced by `<redacted>`.
-fn redact_password(url: &str) -> String {
+/// `url` with the password of its `user:password@` replaced by `<redacted>` (any other
+/// text as it is).
+pub fn redact_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, after) = rest.split_at(authority_end);
