@@ -1,8 +1,8 @@
 //! Encoders of the packets a load client sends. Each appends one whole packet to the
 //! caller's buffer, computing the remaining length first so the packet is written in one
 //! pass; nothing is allocated when the buffer has room. A packet that cannot be encoded
-//! (a string over 65,535 bytes, a QoS 1 packet without an identifier) leaves the buffer as
-//! it was.
+//! (a string over 65,535 bytes, a QoS 1 or 2 packet without an identifier) leaves the
+//! buffer as it was.
 
 use super::{EncodeError, MAX_REMAINING_LENGTH, QoS, Version};
 
@@ -22,9 +22,8 @@ pub struct Connect<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Publish<'a> {
     pub topic: &'a str,
-    /// QoS 0 or 1 (QoS 2's handshake is not implemented, and is refused).
     pub qos: QoS,
-    /// Non-zero for QoS 1; ignored for QoS 0.
+    /// Non-zero for QoS 1 and 2; ignored for QoS 0.
     pub packet_id: u16,
     pub retain: bool,
     pub payload: &'a [u8],
@@ -139,12 +138,9 @@ pub fn encode_unsubscribe(
     Ok(())
 }
 
-/// PUBLISH at QoS 0 or 1 (never marked DUP: a benchmark does not retransmit).
+/// PUBLISH at any QoS (never marked DUP: a benchmark does not retransmit).
 pub fn encode_publish(out: &mut Vec<u8>, version: Version, publish: &Publish<'_>) -> Result<(), EncodeError> {
     let qos = publish.qos as u8;
-    if publish.qos == QoS::ExactlyOnce {
-        return Err(EncodeError::QoS2NotSupported);
-    }
     let packet_id = if qos > 0 { Some(non_zero(publish.packet_id, qos)?) } else { None };
     let remaining = string_len("topic", publish.topic.as_bytes())?
         + packet_id.map_or(0, |_| 2)
@@ -164,6 +160,24 @@ pub fn encode_publish(out: &mut Vec<u8>, version: Version, publish: &Publish<'_>
 pub fn encode_puback(out: &mut Vec<u8>, packet_id: u16) {
     let [high, low] = packet_id.to_be_bytes();
     out.extend_from_slice(&[0x40, 2, high, low]);
+}
+
+/// PUBREC of a QoS 2 PUBLISH received: stored, to be released by the broker's PUBREL.
+pub fn encode_pubrec(out: &mut Vec<u8>, packet_id: u16) {
+    let [high, low] = packet_id.to_be_bytes();
+    out.extend_from_slice(&[0x50, 2, high, low]);
+}
+
+/// PUBREL of a QoS 2 PUBLISH sent, once the broker's PUBREC came (flags 0010).
+pub fn encode_pubrel(out: &mut Vec<u8>, packet_id: u16) {
+    let [high, low] = packet_id.to_be_bytes();
+    out.extend_from_slice(&[0x62, 2, high, low]);
+}
+
+/// PUBCOMP of a QoS 2 PUBLISH received, answering the broker's PUBREL: the delivery is done.
+pub fn encode_pubcomp(out: &mut Vec<u8>, packet_id: u16) {
+    let [high, low] = packet_id.to_be_bytes();
+    out.extend_from_slice(&[0x70, 2, high, low]);
 }
 
 /// PINGREQ: keeps the connection alive within the keep-alive interval.

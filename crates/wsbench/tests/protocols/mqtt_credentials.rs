@@ -1,9 +1,10 @@
 //! `--protocol mqtt` against a mosquitto that checks a password file (`mosquitto_passwd`):
 //! the right user and password, read from the environment by `--password-env`, connect a
 //! run with no error; a wrong password fails every connection with the cause mosquitto's
-//! CONNACK names and exits 3; and a pub/sub run with the password given as it is, split over
-//! two processes, writes the password nowhere: not in its result, its shards' files, its
-//! stream, its interval log, its HTML report, nor what it prints.
+//! CONNACK names and exits 3; and a pub/sub run at QoS 2 on topics of the user's naming, with
+//! the password given as it is and split over two processes, delivers every publish exactly
+//! once and writes the password nowhere: not in its result, its shards' files, its stream,
+//! its interval log, its HTML report, nor what it prints.
 
 use std::path::Path;
 use std::time::Duration;
@@ -62,7 +63,7 @@ fn a_wrong_password_fails_every_connection_as_not_authorized_and_exits_3() {
 }
 
 #[test]
-fn a_password_given_as_it_is_is_written_nowhere_by_a_run_over_two_processes() {
+fn a_qos_2_fan_out_over_two_processes_is_exact_and_writes_the_password_nowhere() {
     let Some(broker) = broker() else { return };
     let url = broker.url("/");
     let secret = password();
@@ -71,13 +72,25 @@ fn a_password_given_as_it_is_is_written_nowhere_by_a_run_over_two_processes() {
     let template = format!("wsbench-test/{}/{{topic}}/secured", std::process::id());
     let shape = ["pubsub", "--subscribers", "100", "--topics", "10", "--publishers", "10", "--rate", "100/s"];
     let load =
-        ["--protocol", "mqtt", "--qos", "1", "--topic", &template, "--warmup", "1s", "--duration", "2s"];
+        ["--protocol", "mqtt", "--qos", "2", "--topic", &template, "--warmup", "1s", "--duration", "2s"];
     let outputs = ["--processes", "2", "--stream", arg(&stream), "--hlog", arg(&hlog), "--html", arg(&html)];
     let credentials = ["--username", USER, "--password", &secret, "--threshold", "errors==0"];
     let args = [&[shape[0], url.as_str()], &shape[1..], &load, &outputs, &credentials].concat();
     let (finished, result) = run("mqtt-password-nowhere", &args, Duration::from_secs(120));
     finished.assert_success();
-    assert_eq!(uint(&result, "/pubsub/lost"), 0, "{}", summary_of(&result));
+    let context = || format!("{}\n{}", result["pubsub"], finished.describe());
+    // 10 topics of 10 subscribers each: a publish is expected 10 times.
+    let by_topic = &result["counters"]["pubsub"]["published"];
+    let published: u64 = (0..10).map(|t| by_topic[t.to_string()].as_u64().unwrap_or(0)).sum();
+    assert!(published > 0, "{}", context());
+    assert_eq!(uint(&result, "/pubsub/subscribed"), 100, "{}", context());
+    assert_eq!(uint(&result, "/pubsub/expected_deliveries"), published * 10, "{}", context());
+    assert_eq!(uint(&result, "/pubsub/delivered"), published * 10, "{}", context());
+    for key in ["lost", "duplicated", "unexpected", "subscribe_failures"] {
+        assert_eq!(uint(&result, &format!("/pubsub/{key}")), 0, "{key}\n{}", context());
+    }
+    assert_eq!(result["config"]["protocol_options"]["topic"], template.as_str());
+    assert_eq!(result["config"]["protocol_options"]["qos"], 2);
     // `run` writes the result, and the shards' files beside it, in the test's scratch folder.
     let mut written =
         files_under(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("engine-tests/mqtt-password-nowhere"));

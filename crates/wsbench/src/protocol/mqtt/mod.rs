@@ -1,5 +1,5 @@
 //! `mqtt`: MQTT 3.1.1 and 5 over WebSocket (mosquitto, NATS, RabbitMQ web-mqtt, and the
-//! brokers IoT fleets talk to), at QoS 0 or 1. Every connection opens with CONNECT (clean
+//! brokers IoT fleets talk to), at QoS 0, 1 or 2. Every connection opens with CONNECT (clean
 //! session, client id `wsbench-<run id>-<connection index>`, keep-alive
 //! [`KEEP_ALIVE`]) and is ready once the broker accepts it with CONNACK; an echo connection
 //! first subscribes to a topic of its own, `wsbench/echo/<client id>`, and is ready once that
@@ -10,6 +10,7 @@
 //! code; what is not MQTT ends the connection with its cause. The wire format itself is
 //! `wsbench_appproto::mqtt`'s; the session lives in `session.rs`.
 
+mod inflight;
 mod session;
 
 use std::time::Duration;
@@ -27,8 +28,8 @@ pub const QOS: OptionSpec = OptionSpec {
     kind: Kind::Count,
     value_name: "QOS",
     default: "0",
-    bound: "0 or 1",
-    help: "the quality of service of publishes and subscriptions",
+    bound: "0, 1 or 2",
+    help: "the quality of service of publishes and subscriptions (2: each delivered exactly once)",
     scenarios: &[],
 };
 
@@ -105,7 +106,7 @@ impl Protocol for Mqtt {
         "mqtt"
     }
     fn about(&self) -> &'static str {
-        "MQTT 3.1.1 or 5 (--mqtt-version) at QoS 0 or 1 (--qos): an echo is a PUBLISH delivered back"
+        "MQTT 3.1.1 or 5 (--mqtt-version) at QoS 0, 1 or 2 (--qos): an echo is a PUBLISH delivered back"
     }
     fn serves(&self, usage: Use) -> bool {
         matches!(usage, Use::Requests | Use::PubSub)
@@ -192,7 +193,8 @@ fn qos(options: &Options) -> Result<QoS, String> {
     match options.given.count(&QOS) {
         None | Some(0) => Ok(QoS::AtMostOnce),
         Some(1) => Ok(QoS::AtLeastOnce),
-        Some(other) => Err(format!("--qos {other}: MQTT is spoken at QoS 0 or 1 (QoS 2 is not supported)")),
+        Some(2) => Ok(QoS::ExactlyOnce),
+        Some(other) => Err(format!("--qos {other}: MQTT's qualities of service are 0, 1 and 2")),
     }
 }
 

@@ -333,7 +333,7 @@ fn session_of_run(run: &str, index: u64) -> Box<dyn Session> {
 fn publishes_never_acknowledged_are_given_up_beyond_a_bound() {
     let (mut session, mut heard) = opened(Use::PubSub, 1, "3.1.1");
     feed(&mut session, &mut heard, &CONNACK_OK);
-    for _ in 0..super::session::MAX_UNACKED + 2 {
+    for _ in 0..super::inflight::MAX_UNACKED + 2 {
         session.publish("t0", b"{}", &mut heard);
     }
     feed(&mut session, &mut heard, &[0xD0, 0]);
@@ -361,7 +361,8 @@ fn options_it_cannot_honour_are_refused_and_binary_is_taken() {
     };
     assert!(Mqtt.check(&with(None, None)).is_ok());
     assert!(Mqtt.check(&with(Some(1), Some("5"))).is_ok());
-    assert!(Mqtt.check(&with(Some(2), None)).unwrap_err().contains("QoS 0 or 1"));
+    assert!(Mqtt.check(&with(Some(2), None)).is_ok());
+    assert!(Mqtt.check(&with(Some(3), None)).unwrap_err().contains("0, 1 and 2"));
     assert!(Mqtt.check(&with(None, Some("3"))).unwrap_err().contains("3.1.1 or 5"));
     assert!(Mqtt.serves(Use::Requests) && Mqtt.serves(Use::PubSub) && !Mqtt.serves(Use::Messages));
     assert_eq!(Mqtt.path(""), Some("/mqtt".into()));
@@ -436,4 +437,43 @@ fn only_a_url_without_a_path_gets_the_usual_mqtt_path() {
     assert_eq!(url("ws://127.0.0.1:1/"), "ws://127.0.0.1:1/");
     assert_eq!(url("ws://127.0.0.1:1/ws"), "ws://127.0.0.1:1/ws");
     assert_eq!(url("ws://127.0.0.1:1?x=1"), "ws://127.0.0.1:1?x=1");
+}
+
+#[test]
+fn qos_2_publishes_release_at_pubrec_and_deliveries_count_once_until_released() {
+    let (mut session, mut heard) = opened(Use::PubSub, 2, "3.1.1");
+    feed(&mut session, &mut heard, &CONNACK_OK);
+    session.publish("t1", b"{}", &mut heard);
+    assert_eq!(heard.sent[1].1, publish_packet(Version::V311, "t1", QoS::ExactlyOnce, 1, b"{}"));
+    feed(&mut session, &mut heard, &[0x50, 2, 0, 1]);
+    assert_eq!(heard.sent[2].1, [0x62, 2, 0, 1], "PUBREL at the PUBREC");
+    feed(&mut session, &mut heard, &[0x50, 2, 0, 1]);
+    assert_eq!(heard.sent[3].1, [0x62, 2, 0, 1], "a PUBREC again is released again");
+    feed(&mut session, &mut heard, &[0x70, 2, 0, 1]);
+    feed(&mut session, &mut heard, &[0x50, 2, 0, 1]);
+    assert_eq!(heard.sent.len(), 4, "after PUBCOMP the exchange is over");
+
+    let delivery = publish_packet(Version::V311, "t1", QoS::ExactlyOnce, 9, b"{}");
+    feed(&mut session, &mut heard, &delivery);
+    let mut again = delivery.clone();
+    again[0] |= 0x08; // DUP
+    feed(&mut session, &mut heard, &again);
+    assert_eq!(heard.deliveries.len(), 1, "the same delivery sent again before PUBREL counts once");
+    assert_eq!(&heard.sent[4..], [(false, vec![0x50, 2, 0, 9]), (false, vec![0x50, 2, 0, 9])]);
+    feed(&mut session, &mut heard, &[0x62, 2, 0, 9]);
+    assert_eq!(heard.sent[6].1, [0x70, 2, 0, 9], "PUBCOMP at the PUBREL");
+    feed(&mut session, &mut heard, &delivery);
+    assert_eq!(heard.deliveries.len(), 2, "released, the identifier carries a new delivery");
+    assert!(heard.errors.is_empty(), "{:?}", heard.errors);
+}
+
+#[test]
+fn a_refusing_pubrec_is_an_error_by_its_reason() {
+    let (mut session, mut heard) = opened(Use::PubSub, 2, "5");
+    feed(&mut session, &mut heard, &CONNACK_OK_5);
+    session.publish("t1", b"{}", &mut heard);
+    feed(&mut session, &mut heard, &[0x50, 3, 0, 1, 0x87]);
+    let refused = ("mqtt_pubrec_not_authorized".into(), "PUBREC reason code 0x87 (not_authorized)".into());
+    assert_eq!(heard.errors, [(refused.0, refused.1, None, false)]);
+    assert_eq!(heard.sent.len(), 2, "no PUBREL for a refused publish");
 }
