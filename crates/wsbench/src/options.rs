@@ -207,6 +207,16 @@ impl OptionValues {
     }
 }
 
+/// A secret a member holds (a session's password): `Debug` shows it as [`REDACTED`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
 /// Why a secret could not be read: the flag at fault and the problem (never the secret).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretRefusal {
