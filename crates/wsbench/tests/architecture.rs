@@ -452,16 +452,21 @@ fn names_member(code: &str, name: &str) -> bool {
 }
 
 /// Whether `code` names the option `word` (a flag, a TOML key, a field): as a string of its
-/// own (`"qos"`), as a flag (`--qos`), as a field read (`.qos`) or declared (`pub qos:`).
-/// Everyday words (`hold`, `event`, `method`) are otherwise free to use.
+/// own (`"qos"`), as a flag (`--qos`), as a field read (`.qos`, not the method call
+/// `.retain(`) or declared (`pub qos:`). Everyday words (`hold`, `event`, `method`) are
+/// otherwise free to use.
 fn names_option(code: &str, word: &str) -> bool {
     let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
-    let bounded = |at: usize, len: usize| !code[at + len..].chars().next().is_some_and(ident);
+    let after = |at: usize, len: usize| code[at + len..].chars().next();
+    let bounded = |at: usize, len: usize| !after(at, len).is_some_and(ident);
+    let flag = format!("--{word}");
+    let field = format!(".{word}");
     code.contains(&format!("\"{word}\""))
         || code.contains(&format!("pub {word}:"))
-        || [format!("--{word}"), format!(".{word}")]
-            .iter()
-            .any(|form| code.match_indices(form.as_str()).any(|(at, _)| bounded(at, form.len())))
+        || code.match_indices(flag.as_str()).any(|(at, _)| bounded(at, flag.len()))
+        || code
+            .match_indices(field.as_str())
+            .any(|(at, _)| bounded(at, field.len()) && after(at, field.len()) != Some('('))
 }
 
 /// Every member's name (scenario folders, protocols but the default, transports by their

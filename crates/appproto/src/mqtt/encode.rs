@@ -16,6 +16,9 @@ pub struct Connect<'a> {
     pub clean_start: bool,
     pub username: Option<&'a str>,
     pub password: Option<&'a [u8]>,
+    /// MQTT 5: the Session Expiry Interval property, in seconds (none: 0, the session ends
+    /// with the connection). Not sent under 3.1.1.
+    pub session_expiry: Option<u32>,
 }
 
 /// One application message to publish.
@@ -75,11 +78,13 @@ fn non_zero(packet_id: u16, qos: u8) -> Result<u16, EncodeError> {
     if packet_id == 0 { Err(EncodeError::MissingPacketId(qos)) } else { Ok(packet_id) }
 }
 
-/// CONNECT: protocol name `MQTT`, the version's level, the flags, keep-alive, (v5: empty
-/// properties), then client id, username and password.
+/// CONNECT: protocol name `MQTT`, the version's level, the flags, keep-alive, (v5: its
+/// properties, the session expiry alone if any), then client id, username and password.
 pub fn encode_connect(out: &mut Vec<u8>, version: Version, connect: &Connect<'_>) -> Result<(), EncodeError> {
     let username = connect.username.map(str::as_bytes);
-    let mut remaining = 10 + properties_len(version) + string_len("client id", connect.client_id.as_bytes())?;
+    let expiry = connect.session_expiry.filter(|_| version == Version::V5);
+    let properties = properties_len(version) + expiry.map_or(0, |_| 5);
+    let mut remaining = 10 + properties + string_len("client id", connect.client_id.as_bytes())?;
     if let Some(username) = username {
         remaining += string_len("username", username)?;
     }
@@ -92,7 +97,14 @@ pub fn encode_connect(out: &mut Vec<u8>, version: Version, connect: &Connect<'_>
     put_fixed_header(out, 0x10, remaining)?;
     out.extend_from_slice(&[0, 4, b'M', b'Q', b'T', b'T', version.level(), flags]);
     out.extend_from_slice(&connect.keep_alive.to_be_bytes());
-    put_empty_properties(out, version);
+    match expiry {
+        // Properties of 5 bytes: Session Expiry Interval (0x11), a four-byte integer.
+        Some(seconds) => {
+            out.extend_from_slice(&[5, 0x11]);
+            out.extend_from_slice(&seconds.to_be_bytes());
+        }
+        None => put_empty_properties(out, version),
+    }
     put_string(out, connect.client_id.as_bytes());
     if let Some(username) = username {
         put_string(out, username);

@@ -10,8 +10,14 @@ fn connect(version: Version, connect: &Connect<'_>) -> Vec<u8> {
     out
 }
 
-const PLAIN: Connect<'static> =
-    Connect { client_id: "c1", keep_alive: 60, clean_start: true, username: None, password: None };
+const PLAIN: Connect<'static> = Connect {
+    client_id: "c1",
+    keep_alive: 60,
+    clean_start: true,
+    username: None,
+    password: None,
+    session_expiry: None,
+};
 
 /// Decodes every packet of `wire`, failing on leftovers.
 fn decode_all(version: Version, wire: &[u8]) -> Vec<Packet<'_>> {
@@ -254,4 +260,20 @@ fn qos_2_flows_both_ways_encode_and_decode() {
         panic!("a PUBLISH")
     };
     assert_eq!((view.qos, view.packet_id, view.dup, view.retain), (QoS::ExactlyOnce, Some(7), true, true));
+}
+
+#[test]
+fn connect_carries_the_session_expiry_under_mqtt_5_alone() {
+    let connect = Connect { clean_start: false, session_expiry: Some(0x0102_0304), ..PLAIN };
+    let mut v5 = Vec::new();
+    encode_connect(&mut v5, Version::V5, &connect).unwrap();
+    assert_eq!(v5[..2], [0x10, 10 + 6 + 4]);
+    assert_eq!(
+        v5[8..18],
+        [5, 0, 0, 60, 5, 0x11, 1, 2, 3, 4],
+        "level, flags (no clean start), keep-alive, properties"
+    );
+    let mut v311 = Vec::new();
+    encode_connect(&mut v311, Version::V311, &connect).unwrap();
+    assert_eq!(v311[..2], [0x10, 10 + 4], "3.1.1 has no properties");
 }

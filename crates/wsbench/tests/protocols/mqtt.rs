@@ -207,8 +207,14 @@ impl TcpClient {
         let stream = TcpStream::connect(("127.0.0.1", port)).expect("mosquitto's TCP listener");
         let decoder = Decoder::new(Version::V311, DEFAULT_MAX_PACKET);
         let mut client = TcpClient { stream, input: Vec::new(), decoder };
-        let connect =
-            Connect { client_id, keep_alive: 60, clean_start: true, username: None, password: None };
+        let connect = Connect {
+            client_id,
+            keep_alive: 60,
+            clean_start: true,
+            username: None,
+            password: None,
+            session_expiry: None,
+        };
         client.send(|out| mqtt::encode_connect(out, Version::V311, &connect).unwrap());
         match client.next(Duration::from_secs(30)) {
             Some(Reading::ConnAck(0)) => client,

@@ -1,6 +1,6 @@
 //! `--protocol mqtt` against a mosquitto that checks a password file (`mosquitto_passwd`):
 //! the right user and password, read from the environment by `--password-env`, connect a
-//! run with no error; a wrong password fails every connection with the cause mosquitto's
+//! run with client ids of a `--client-id` template with no error; a wrong password fails every connection with the cause mosquitto's
 //! CONNACK names and exits 3; and a pub/sub run at QoS 2 on topics of the user's naming, with
 //! the password given as it is and split over two processes, delivers every publish exactly
 //! once and writes the password nowhere: not in its result, its shards' files, its stream,
@@ -31,7 +31,14 @@ fn the_right_password_read_from_the_environment_connects_every_connection() {
     let url = broker.url("/");
     let secret = password();
     let load = ["--protocol", "mqtt", "--connections", "200", "--warmup", "1s", "--duration", "2s"];
-    let credentials = ["--username", USER, "--password-env", "WSBENCH_TEST_MQTT_PASSWORD"];
+    let credentials = [
+        "--username",
+        USER,
+        "--password-env",
+        "WSBENCH_TEST_MQTT_PASSWORD",
+        "--client-id",
+        "bench-{run}-c{conn}",
+    ];
     let args = [&[url.as_str()], &load[..], &credentials, &["--threshold", "errors==0"]].concat();
     let env = [("WSBENCH_TEST_MQTT_PASSWORD", secret.as_str())];
     let (finished, result) = run_with_env("mqtt-password-env", &args, &env, Duration::from_secs(90));
@@ -41,6 +48,7 @@ fn the_right_password_read_from_the_environment_connects_every_connection() {
     let options = &result["config"]["protocol_options"];
     assert_eq!(options["password_env"], "WSBENCH_TEST_MQTT_PASSWORD", "{options}");
     assert_eq!(options["username"], USER, "{options}");
+    assert_eq!(options["client_id"], "bench-{run}-c{conn}", "{options}");
     assert!(!result.to_string().contains(&secret) && !printed(&finished).contains(&secret));
 }
 

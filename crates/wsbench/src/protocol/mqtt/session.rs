@@ -45,6 +45,10 @@ pub(super) struct MqttSession {
     qos: QoS,
     usage: Use,
     client_id: String,
+    clean_start: bool,
+    session_expiry: Option<u32>,
+    /// Publishes carry the retain flag.
+    retain: bool,
     /// CONNECT's user name and password (`Debug` shows neither).
     credentials: Credentials,
     /// Echo: the connection's own topic.
@@ -79,13 +83,17 @@ pub(super) struct MqttSession {
 
 impl MqttSession {
     pub(super) fn new(usage: Use, opening: Opening, template: Option<(String, String)>) -> MqttSession {
-        let Opening { version, qos, client_id, username, password } = opening;
+        let Opening { version, qos, client_id, clean_start, session_expiry, retain, username, password } =
+            opening;
         MqttSession {
             version,
             qos,
             usage,
             echo_topic: echo_topic(&client_id),
             client_id,
+            clean_start,
+            session_expiry,
+            retain,
             credentials: Credentials { username, password },
             decoder: Decoder::new(version, MAX_PACKET),
             phase: Phase::Connecting,
@@ -148,7 +156,7 @@ impl MqttSession {
             _ => self.packet_id(),
         };
         self.encoding.clear();
-        let publish = Publish { topic, qos: self.qos, packet_id, retain: false, payload };
+        let publish = Publish { topic, qos: self.qos, packet_id, retain: self.retain, payload };
         if mqtt::encode_publish(&mut self.encoding, self.version, &publish).is_err() {
             return;
         }
@@ -360,9 +368,10 @@ impl Session for MqttSession {
         let connect = Connect {
             client_id: &self.client_id,
             keep_alive: KEEP_ALIVE.as_secs() as u16,
-            clean_start: true,
+            clean_start: self.clean_start,
             username: self.credentials.username.as_deref(),
             password: self.credentials.password.as_deref(),
+            session_expiry: self.session_expiry,
         };
         self.encoding.clear();
         // A client id of at most 64 + 30 bytes, and credentials checked before the run, fit.

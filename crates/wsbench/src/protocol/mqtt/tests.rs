@@ -57,6 +57,7 @@ fn a_pubsub_connection_connects_cleanly_and_is_ready_at_its_connack() {
         clean_start: true,
         username: None,
         password: None,
+        session_expiry: None,
     };
     mqtt::encode_connect(&mut connect, Version::V311, &expected).unwrap();
     assert_eq!(heard.sent, [(false, connect)]);
@@ -403,6 +404,7 @@ fn connect_gives_the_user_name_filled_in_and_the_password_read_before_the_run() 
         clean_start: true,
         username: Some("u"),
         password: Some(b"hunter2"),
+        session_expiry: None,
     };
     mqtt::encode_connect(&mut connect, Version::V311, &expected).unwrap();
     assert_eq!(heard.sent, [(false, connect)]);
@@ -476,4 +478,46 @@ fn a_refusing_pubrec_is_an_error_by_its_reason() {
     let refused = ("mqtt_pubrec_not_authorized".into(), "PUBREC reason code 0x87 (not_authorized)".into());
     assert_eq!(heard.errors, [(refused.0, refused.1, None, false)]);
     assert_eq!(heard.sent.len(), 2, "no PUBREL for a refused publish");
+}
+
+#[test]
+fn client_id_retain_and_a_kept_session_are_what_connect_and_publish_say() {
+    let options = Options::with([
+        ("client-id", "sensor-{run}-{conn}".into()),
+        ("retain", true.into()),
+        ("clean-session", "false".into()),
+        ("mqtt-version", "5".into()),
+        ("session-expiry", 3600.into()),
+    ]);
+    Mqtt.check(&options).unwrap();
+    let mut session = Mqtt.session(&Setup { index: 7, ..setup(Use::PubSub, &options) });
+    let mut heard = Heard::default();
+    session.open(Instant::now(), &mut heard);
+    let mut connect = Vec::new();
+    let expected = mqtt::Connect {
+        client_id: "sensor-r1-7",
+        keep_alive: 30,
+        clean_start: false,
+        username: None,
+        password: None,
+        session_expiry: Some(3600),
+    };
+    mqtt::encode_connect(&mut connect, Version::V5, &expected).unwrap();
+    assert_eq!(heard.sent[0].1, connect);
+    feed(&mut session, &mut heard, &CONNACK_OK_5);
+    session.publish("t1", b"{}", &mut heard);
+    assert_eq!(heard.sent[1].1[0], 0x31, "PUBLISH at QoS 0 with the retain flag");
+}
+
+#[test]
+fn a_client_id_without_conn_and_a_session_expiry_under_3_1_1_are_refused() {
+    let refused = |given: Vec<(&'static str, toml::Value)>| Mqtt.check(&Options::with(given)).unwrap_err();
+    assert!(refused(vec![("client-id", "fixed".into())]).starts_with("--client-id fixed: give {conn} in it"));
+    assert_eq!(
+        refused(vec![("session-expiry", 60.into())]),
+        "--session-expiry is MQTT 5's: give --mqtt-version 5, or --clean-session false alone"
+    );
+    assert_eq!(refused(vec![("clean-session", "no".into())]), "--clean-session no: give true or false");
+    let too_long = vec![("mqtt-version", "5".into()), ("session-expiry", (1_i64 << 32).into())];
+    assert_eq!(refused(too_long), "--session-expiry 4294967296: give at most 4,294,967,295 seconds");
 }
