@@ -1,10 +1,11 @@
 //! `--protocol mqtt` against a mosquitto that checks a password file (`mosquitto_passwd`):
 //! the right user and password, read from the environment by `--password-env`, connect a
-//! run with client ids of a `--client-id` template with no error; a wrong password fails every connection with the cause mosquitto's
-//! CONNACK names and exits 3; and a pub/sub run at QoS 2 on topics of the user's naming, with
-//! the password given as it is and split over two processes, delivers every publish exactly
-//! once and writes the password nowhere: not in its result, its shards' files, its stream,
-//! its interval log, its HTML report, nor what it prints.
+//! run with client ids of a `--client-id` template with no error; a wrong password fails
+//! every connection as `mqtt_connack_not_authorized` (3.1.1 and 5) and exits 3; and a
+//! pub/sub run at QoS 2 on topics of the user's naming, with the password given as it is and
+//! split over two processes, delivers every publish exactly once and writes the password
+//! nowhere: not in its result, its shards' files, its stream, its interval log, its HTML
+//! report, nor what it prints.
 
 use std::path::Path;
 use std::time::Duration;
@@ -52,22 +53,37 @@ fn the_right_password_read_from_the_environment_connects_every_connection() {
     assert!(!result.to_string().contains(&secret) && !printed(&finished).contains(&secret));
 }
 
+/// mosquitto 2.0.11 answers a wrong password with 3.1.1's return code 5 and MQTT 5's reason
+/// code 0x87, both "not authorized" (not 4 or 0x86, "bad user name or password").
 #[test]
-fn a_wrong_password_fails_every_connection_as_not_authorized_and_exits_3() {
+fn a_wrong_password_fails_every_connection_as_not_authorized_under_3_1_1_and_5_and_exits_3() {
     let Some(broker) = broker() else { return };
     let url = broker.url("/");
     let wrong = format!("wrong-secret-{}", std::process::id());
-    let load = ["--protocol", "mqtt", "--connections", "20", "--warmup", "0s", "--duration", "1s"];
-    let args = [&[url.as_str()], &load[..], &["--username", USER, "--password", &wrong]].concat();
-    let (finished, result) = run("mqtt-password-wrong", &args, Duration::from_secs(60));
-    let context = || format!("{}\n{}", summary_of(&result), finished.describe());
-    finished.assert_completed_with_failures();
-    assert_eq!(uint(&result, "/summary/connections/established"), 0, "{}", context());
-    let errors = errors(&result);
-    assert_eq!(errors.get("mqtt_connack_not_authorized"), Some(&20), "{}", context());
-    assert_eq!(errors.len(), 1, "no other cause: {errors:?}");
-    assert_eq!(result["config"]["protocol_options"]["password"], "<redacted>");
-    assert!(!result.to_string().contains(&wrong) && !printed(&finished).contains(&wrong), "{}", context());
+    for (version, detail) in [
+        ("3.1.1", "CONNACK return code 0x05 (not_authorized)"),
+        ("5", "CONNACK reason code 0x87 (not_authorized)"),
+    ] {
+        let load = ["--protocol", "mqtt", "--mqtt-version", version, "--connections", "20", "--warmup", "0s"];
+        let credentials = ["--username", USER, "--password", &wrong, "--duration", "1s"];
+        let test = format!("mqtt-password-wrong-{version}");
+        let (finished, result) =
+            run(&test, &[&[url.as_str()], &load[..], &credentials].concat(), Duration::from_secs(60));
+        let context = || format!("{}\n{}", summary_of(&result), finished.describe());
+        finished.assert_completed_with_failures();
+        assert_eq!(uint(&result, "/summary/connections/established"), 0, "{}", context());
+        let errors = errors(&result);
+        assert_eq!(errors.get("mqtt_connack_not_authorized"), Some(&20), "{}", context());
+        let details = &result["counters"]["protocol_error_details"];
+        assert_eq!(details["mqtt_connack_not_authorized"], detail, "{}", context());
+        assert_eq!(errors.len(), 1, "no other cause: {errors:?}");
+        assert_eq!(result["config"]["protocol_options"]["password"], "<redacted>");
+        assert!(
+            !result.to_string().contains(&wrong) && !printed(&finished).contains(&wrong),
+            "{}",
+            context()
+        );
+    }
 }
 
 #[test]
