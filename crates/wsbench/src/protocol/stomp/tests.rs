@@ -263,6 +263,10 @@ fn a_destination_template_names_each_topic_by_its_number() {
     for bad in ["/queue/q", "/queue/{topic}/{topic}", "/queue/q{topic}\nx"] {
         assert!(with(bad).unwrap_err().contains("--destination"), "{bad}");
     }
+    for prefix in ["/queue/q{topic}", "/exchange/bench/t{topic}", "/amq/queue/q{topic}", "/topic/a.{topic}.b"]
+    {
+        assert_eq!(with(prefix), Ok(()), "any broker prefix: {prefix}");
+    }
 }
 
 #[test]
