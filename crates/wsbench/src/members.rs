@@ -109,6 +109,19 @@ pub fn secrets_to_environment(options: &mut OptionValues) -> Vec<(String, String
     environment
 }
 
+/// A secret the flags give, as it is or by variable, replaces the scenario file's either way:
+/// the settings merge key by key, and a file's `password-env` would otherwise meet the
+/// flag's `password` (two ways of one secret, refused).
+pub fn secrets_over(flags: &OptionValues, file: &mut OptionValues) {
+    for (key, (spec, _)) in by_key() {
+        let Some(env) = spec.kind.env_flag() else { continue };
+        if flags.0.contains_key(key) || flags.0.contains_key(env) {
+            file.0.remove(key);
+            file.0.remove(env);
+        }
+    }
+}
+
 /// The flags whose value is a secret (`--password`), as typed (`--NAME`).
 pub fn secret_flags() -> Vec<String> {
     by_key()
@@ -524,6 +537,18 @@ mod tests {
         by_variable.options.0.remove("password");
         by_variable.options.0.insert("password-env".into(), toml::Value::String("MY_PASS".into()));
         assert!(secrets_to_environment(&mut by_variable.options).is_empty(), "the child inherits MY_PASS");
+    }
+
+    #[test]
+    fn a_secret_flag_replaces_the_scenario_files_either_way() {
+        let path = Path::new("s.toml");
+        let mut file = RunSettings::parse_toml("password-env = \"P\"\nqos = 1\n", path).unwrap();
+        let flags = settings(&["--password", "hunter2"]).unwrap();
+        secrets_over(&flags.options, &mut file.options);
+        let merged = flags.over(file).unwrap();
+        assert_eq!(merged.options.0.get("password"), Some(&toml::Value::String("hunter2".into())));
+        assert!(!merged.options.0.contains_key("password-env"));
+        assert_eq!(merged.options.0.get("qos"), Some(&toml::Value::Integer(1)), "the rest is the file's");
     }
 
     #[test]
