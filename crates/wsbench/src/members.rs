@@ -163,7 +163,8 @@ fn arg_of(spec: &'static OptionSpec, owners: &[Owner]) -> Arg {
 fn env_arg_of(spec: &'static OptionSpec, env: &'static str, owners: &[Owner]) -> Arg {
     let whose: Vec<&str> = owners.iter().map(Owner::name).collect();
     let help = format!(
-        "{}: the environment variable to read --{} from when the run starts (kept out of shell history)",
+        "{}: the environment variable to read --{} from when the run starts, kept out of shell history \
+         (default none)",
         whose.join(", "),
         spec.flag
     );
