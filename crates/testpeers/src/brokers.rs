@@ -4,6 +4,7 @@
 //! (JetStream, Mnesia) in that folder.
 
 use std::ffi::CString;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use crate::process::{Peer, free_ports, installed, io, temp_dir};
 use crate::{PeerError, repo_root};
 
 const MOSQUITTO: &str = "/usr/sbin/mosquitto";
+const MOSQUITTO_PASSWD: &str = "/usr/bin/mosquitto_passwd";
 const RABBITMQ_SERVER: &str = "/usr/lib/rabbitmq/bin/rabbitmq-server";
 const RABBITMQCTL: &str = "/usr/lib/rabbitmq/bin/rabbitmqctl";
 const EPMD: &str = "/usr/bin/epmd";
@@ -49,6 +51,48 @@ pub fn start_mosquitto() -> Result<Peer, PeerError> {
         .with_port("tcp", tcp);
     peer.wait_for_ports(Duration::from_secs(10))?;
     Ok(peer)
+}
+
+/// mosquitto whose WebSocket listener takes only `user` with `password`, from a password
+/// file `mosquitto_passwd` writes (no anonymous clients: a wrong password is answered "not
+/// authorized"), beside the MQTT TCP listener mosquitto 2.0.11 needs. Ports: main
+/// (WebSocket), `tcp`.
+pub fn start_mosquitto_with_password(user: &str, password: &str) -> Result<Peer, PeerError> {
+    const PEER: &str = "mosquitto";
+    installed(PEER, Path::new(MOSQUITTO))?;
+    installed(PEER, Path::new(MOSQUITTO_PASSWD))?;
+    let dir = temp_dir(PEER)?;
+    let [port, tcp] = free_ports(PEER)?;
+    let passwords = dir.join("passwords");
+    let passwd = Launch::new("mosquitto_passwd", MOSQUITTO_PASSWD).arg("-b").arg("-c").arg(&passwords);
+    run_to_success(PEER, passwd.arg(user).arg(password))?;
+    let config = dir.join("mosquitto.conf");
+    write(
+        PEER,
+        &config,
+        &format!(
+            "per_listener_settings true\npersistence false\nlog_dest stderr\nlog_type error\nlog_type warning\n\
+             listener {port} 127.0.0.1\nprotocol websockets\nsocket_domain ipv4\nallow_anonymous false\n\
+             password_file {}\nlistener {tcp} 127.0.0.1\nsocket_domain ipv4\nallow_anonymous true\n",
+            passwords.display()
+        ),
+    )?;
+    let command = Launch::new(PEER, MOSQUITTO).arg("-c").arg(&config);
+    let mut peer = Peer::spawn(PEER, command, dir)?.with_port("websocket", port).with_port("tcp", tcp);
+    peer.wait_for_ports(Duration::from_secs(10))?;
+    Ok(peer)
+}
+
+/// Runs `launch` (a setup command of `peer`'s) to its successful end.
+fn run_to_success(peer: &'static str, launch: Launch) -> Result<(), PeerError> {
+    match launch.run_to_completion(Duration::from_secs(60)) {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(PeerError::DidNotStart {
+            peer,
+            reason: format!("a setup command {}", wsbench_supervisor::describe(status)),
+        }),
+        Err(error) => Err(PeerError::Start { peer, error }),
+    }
 }
 
 /// The NATS server with a WebSocket listener (path `/mqtt`: MQTT 3.1.1; other paths: the
@@ -164,7 +208,7 @@ fn rabbitmq_command(
 
 /// RabbitMQ with the web-stomp and web-mqtt plugins (both on the path `/ws`), as a node of
 /// its own (name, epmd, ports), stopped with `rabbitmqctl stop` and its epmd killed after.
-/// Takes ~11 s. Ports: main (web-stomp), `mqtt` (web-mqtt).
+/// Takes ~11 s. Ports: main (web-stomp), `mqtt` (web-mqtt), `epmd` and `dist` (the node's).
 pub fn start_rabbitmq() -> Result<Peer, PeerError> {
     const PEER: &str = "rabbitmq";
     installed(PEER, Path::new(RABBITMQ_SERVER))?;
@@ -185,5 +229,24 @@ pub fn start_rabbitmq() -> Result<Peer, PeerError> {
         .with_graceful_stop(stop)
         .with_clean_up(kill_epmd);
     peer.wait_for_ports(Duration::from_secs(60))?;
-    Ok(peer)
+    // Not waited for: what `add_rabbitmq_user`'s rabbitmqctl reaches the node by.
+    Ok(peer.with_port("epmd", epmd).with_port("dist", dist))
+}
+
+/// Adds the user `name` with `password` to the RabbitMQ `peer` (started by
+/// [`start_rabbitmq`]), with every permission on the virtual host `/`, by `rabbitmqctl`
+/// against that node. Takes a few seconds.
+pub fn add_rabbitmq_user(peer: &Peer, name: &str, password: &str) -> Result<(), PeerError> {
+    const PEER: &str = "rabbitmq";
+    let port = |which| {
+        peer.port_of(which).ok_or_else(|| io(PEER, format!("its {which} port"), ErrorKind::NotFound.into()))
+    };
+    let (stomp, epmd, dist) = (peer.port(), port("epmd")?, port("dist")?);
+    let node = format!("wsbench{stomp}@localhost");
+    let ctl = || rabbitmq_command(RABBITMQCTL, peer.dir(), &node, epmd, dist, rabbitmq_user());
+    run_to_success(PEER, ctl().arg("add_user").arg(name).arg(password))?;
+    run_to_success(
+        PEER,
+        ctl().arg("set_permissions").arg("-p").arg("/").arg(name).arg(".*").arg(".*").arg(".*"),
+    )
 }

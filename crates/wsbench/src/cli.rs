@@ -275,10 +275,11 @@ impl RunArgs {
                 }));
             }
         }
-        let base = match &self.scenario_file {
+        let mut base = match &self.scenario_file {
             Some(path) => RunSettings::from_scenario(path)?,
             None => RunSettings::default(),
         };
+        wsbench::members::secrets_over(&settings.options, &mut base.options);
         Ok(settings.over(base)?)
     }
 }

@@ -223,7 +223,69 @@ fn check_compare_html(path: &std::path::Path, out: Option<&std::path::Path>) -> 
     }
 }
 
-/// The command line as it was typed, for the HTML footer: `wsbench` and the arguments.
+/// The command line as it was typed, for the HTML footer: `wsbench` and the arguments, each
+/// secret shown as `<redacted>` (a protocol's secret option, `--bearer`, `--cookie`, a URL's
+/// password).
 fn command_line() -> String {
-    wsbench::units::format::command_line(std::env::args().skip(1))
+    wsbench::units::format::command_line(redacted_args(std::env::args().skip(1)))
+}
+
+/// `args` with the value of each secret flag (`--password X`, `--password=X`) and a URL's
+/// password replaced by `<redacted>`.
+fn redacted_args(args: impl Iterator<Item = String>) -> impl Iterator<Item = String> {
+    use wsbench::config::{REDACTED, redact_password};
+    let mut secret = wsbench::members::secret_flags();
+    secret.extend(["--bearer".to_owned(), "--cookie".to_owned()]);
+    let mut value_next = false;
+    args.map(move |arg| {
+        if std::mem::take(&mut value_next) {
+            return REDACTED.to_owned();
+        }
+        match arg.split_once('=') {
+            Some((flag, _)) if secret.iter().any(|s| s == flag) => format!("{flag}={REDACTED}"),
+            _ => {
+                value_next = secret.contains(&arg);
+                redact_password(&arg)
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted_args;
+
+    #[test]
+    fn the_command_line_shows_no_secret() {
+        let typed = [
+            "run",
+            "ws://u:pw@127.0.0.1:1/",
+            "--password",
+            "hunter2",
+            "--password-env",
+            "MQTT_PASS",
+            "--bearer=tok",
+            "--cookie",
+            "c=1",
+            "--username",
+            "u",
+        ];
+        let shown: Vec<String> = redacted_args(typed.iter().map(|arg| arg.to_string())).collect();
+        assert_eq!(
+            shown,
+            [
+                "run",
+                "ws://u:<redacted>@127.0.0.1:1/",
+                "--password",
+                "<redacted>",
+                "--password-env",
+                "MQTT_PASS",
+                "--bearer=<redacted>",
+                "--cookie",
+                "<redacted>",
+                "--username",
+                "u"
+            ]
+        );
+    }
 }

@@ -3,6 +3,10 @@
 //! (with its default and bound in `--help`) and a key of scenario files, and a value given is
 //! checked against the members the run uses: an option of another member is a usage error
 //! naming the member it belongs to. Nothing here names a member; it reads the registries.
+//! A protocol's secret option ([`Kind::Secret`]) is also a `--NAME-env VAR` flag and key; it
+//! is read when the settings are validated and kept out of everything written
+//! ([`OptionValues::take_secrets`]), and a shard process gets it through its environment
+//! ([`secrets_to_environment`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -72,9 +76,68 @@ fn by_key() -> BTreeMap<&'static str, (&'static OptionSpec, Vec<Owner>)> {
     options
 }
 
-/// The kind of value of every member option, by TOML key (what a scenario file is read with).
+/// The kind of value of every member option, by TOML key (what a scenario file is read with);
+/// a secret's `NAME-env` is text.
 pub fn kinds() -> BTreeMap<&'static str, Kind> {
-    by_key().into_iter().map(|(key, (spec, _))| (key, spec.kind)).collect()
+    let options = by_key();
+    let env_flags =
+        options.values().filter_map(|(spec, _)| spec.kind.env_flag()).map(|env| (env, Kind::Text));
+    let mut kinds: BTreeMap<&'static str, Kind> = env_flags.collect();
+    kinds.extend(options.into_iter().map(|(key, (spec, _))| (key, spec.kind)));
+    kinds
+}
+
+/// The environment variable a shard process reads the secret of key `key` from.
+fn shard_variable(key: &str) -> String {
+    format!("WSBENCH_SECRET_{}", key.to_uppercase().replace('-', "_"))
+}
+
+/// Moves each secret given as it is in `options` into the environment a shard process is
+/// started with: the value is replaced by `NAME-env = WSBENCH_SECRET_NAME`, and the variables
+/// to set are returned, so that the secret is in neither the shard's arguments nor its
+/// settings.
+pub fn secrets_to_environment(options: &mut OptionValues) -> Vec<(String, String)> {
+    let mut environment = Vec::new();
+    for (key, (spec, _)) in by_key() {
+        let Some(env_flag) = spec.kind.env_flag() else { continue };
+        if let Some(toml::Value::String(secret)) = options.0.remove(key) {
+            let variable = shard_variable(key);
+            options.0.insert(env_flag.to_owned(), toml::Value::String(variable.clone()));
+            environment.push((variable, secret));
+        }
+    }
+    environment
+}
+
+/// A secret the flags give, as it is or by variable, replaces the scenario file's either way:
+/// the settings merge key by key, and a file's `password-env` would otherwise meet the
+/// flag's `password` (two ways of one secret, refused).
+pub fn secrets_over(flags: &OptionValues, file: &mut OptionValues) {
+    for (key, (spec, _)) in by_key() {
+        let Some(env) = spec.kind.env_flag() else { continue };
+        if flags.0.contains_key(key) || flags.0.contains_key(env) {
+            file.0.remove(key);
+            file.0.remove(env);
+        }
+    }
+}
+
+/// The flags whose value is a secret (`--password`), as typed (`--NAME`).
+pub fn secret_flags() -> Vec<String> {
+    by_key()
+        .into_values()
+        .filter(|(spec, _)| spec.kind.env_flag().is_some())
+        .map(|(spec, _)| format!("--{}", spec.flag))
+        .collect()
+}
+
+/// The declaration of the option of TOML key `key` (a secret's for its `NAME-env`), and its
+/// owners.
+fn declaration<'o>(
+    options: &'o BTreeMap<&'static str, (&'static OptionSpec, Vec<Owner>)>,
+    key: &str,
+) -> Option<&'o (&'static OptionSpec, Vec<Owner>)> {
+    options.get(key).or_else(|| options.values().find(|(spec, _)| spec.kind.env_flag() == Some(key)))
 }
 
 /// The flag of a member option: its help says whose it is, its default and its bound.
@@ -91,14 +154,30 @@ fn arg_of(spec: &'static OptionSpec, owners: &[Owner]) -> Arg {
     match spec.kind {
         Kind::Count => arg.value_name(spec.value_name).value_parser(clap::value_parser!(u64)),
         Kind::Text | Kind::Table(_) => arg.value_name(spec.value_name).allow_hyphen_values(true),
+        Kind::Secret { env } => arg.value_name(spec.value_name).allow_hyphen_values(true).conflicts_with(env),
         Kind::Switch => arg.action(ArgAction::SetTrue),
     }
+}
+
+/// The `--NAME-env VAR` flag of secret `spec`.
+fn env_arg_of(spec: &'static OptionSpec, env: &'static str, owners: &[Owner]) -> Arg {
+    let whose: Vec<&str> = owners.iter().map(Owner::name).collect();
+    let help = format!(
+        "{}: the environment variable to read --{} from when the run starts, kept out of shell history \
+         (default none)",
+        whose.join(", "),
+        spec.flag
+    );
+    Arg::new(env).long(env).value_name("VAR").help(help)
 }
 
 impl clap::Args for OptionValues {
     fn augment_args(mut command: Command) -> Command {
         for (_, (spec, owners)) in flags() {
             command = command.arg(arg_of(spec, &owners));
+            if let Some(env) = spec.kind.env_flag() {
+                command = command.arg(env_arg_of(spec, env, &owners));
+            }
         }
         command
     }
@@ -117,11 +196,16 @@ impl clap::FromArgMatches for OptionValues {
         for (key, (spec, _)) in flags() {
             let value = match spec.kind {
                 Kind::Count => matches.get_one::<u64>(key).map(|n| toml::Value::Integer(*n as i64)),
-                Kind::Text | Kind::Table(_) => {
+                Kind::Text | Kind::Table(_) | Kind::Secret { .. } => {
                     matches.get_one::<String>(key).map(|text| toml::Value::String(text.clone()))
                 }
                 Kind::Switch => matches.get_flag(key).then_some(toml::Value::Boolean(true)),
             };
+            if let Some(env) = spec.kind.env_flag()
+                && let Some(variable) = matches.get_one::<String>(env)
+            {
+                self.0.insert(env.to_owned(), toml::Value::String(variable.clone()));
+            }
             if let Some(value) = value {
                 self.0.insert(key.to_owned(), value);
             }
@@ -140,9 +224,14 @@ impl RunSettings {
         let protocol = self.protocol()?;
         let transport = self.transport_chosen()?;
         check_applies(&self.options, scenario.name(), protocol.name(), transport)?;
+        let mut protocol_options = self.options.of(protocol.options());
+        let protocol_secrets = protocol_options
+            .take_secrets(protocol.options(), |name| std::env::var(name).ok())
+            .map_err(|refusal| invalid_setting(refusal.flag, refusal.problem))?;
         let members = Members {
             protocol: protocol.name(),
-            protocol_options: self.options.of(protocol.options()),
+            protocol_options,
+            protocol_secrets,
             transport: transport.spec(&self.options.of(transport.options()))?,
         };
         let all: Vec<&dyn ScenarioRules> = SCENARIOS.iter().map(|s| *s as &dyn ScenarioRules).collect();
@@ -261,7 +350,7 @@ pub fn check_applies(
 ) -> Result<(), ConfigError> {
     let options = by_key();
     for key in given.0.keys() {
-        let Some((spec, owners)) = options.get(key.as_str()) else {
+        let Some((spec, owners)) = declaration(&options, key) else {
             return Err(invalid_setting("scenario", format!("`{key}` is no option of wsbench run")));
         };
         let used = |owner: &Owner| match owner {
@@ -379,6 +468,88 @@ mod tests {
         parsed.validate().unwrap();
         let echo = RunSettings::parse_toml(&format!("scenario = \"echo\"\n{text}"), path).unwrap();
         assert_eq!(echo.validate().unwrap_err().to_string(), "--flow: applies to the flow scenario only");
+    }
+
+    #[test]
+    fn a_secret_is_a_flag_and_an_env_flag_of_one_protocol_declared_by_its_name() {
+        for (spec, owner) in declared() {
+            if let Some(env) = spec.kind.env_flag() {
+                assert_eq!(env, format!("{}-env", spec.flag), "--{}", spec.flag);
+                // Scenario and transport options are not taken out of their values.
+                assert!(
+                    matches!(owner, Owner::Protocol(_)),
+                    "--{} is a secret of {}",
+                    spec.flag,
+                    owner.name()
+                );
+            }
+        }
+        let error = refusal(&["--protocol", "stomp", "--password-env", "P"]);
+        assert_eq!(error, "--password: applies to --protocol mqtt only (this run speaks stomp)");
+        assert!(settings(&["--password", "a", "--password-env", "P"]).is_err(), "one or the other");
+        let path = Path::new("s.toml");
+        let parsed = RunSettings::parse_toml("password-env = \"P\"\n", path).unwrap();
+        assert_eq!(parsed.options, settings(&["--password-env", "P"]).unwrap().options);
+        let error = RunSettings::parse_toml("password = 12345\n", path).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "scenario file s.toml:1:1: key `password`: invalid type: integer, expected a string"
+        );
+    }
+
+    fn mqtt_with_password(more: &[&str]) -> RunSettings {
+        let args = [&["--protocol", "mqtt", "--username", "u", "--password", "hunter2"], more].concat();
+        RunSettings { target: Some("ws://127.0.0.1:1/".into()), ..settings(&args).unwrap() }
+    }
+
+    #[test]
+    fn a_secret_is_read_at_validation_and_written_nowhere() {
+        let config = mqtt_with_password(&[]).validate().unwrap();
+        let options = &config.load.protocol_options;
+        assert_eq!(options.secrets.get(&crate::protocol::mqtt::PASSWORD), Some("hunter2"));
+        let written = serde_json::to_value(&config).unwrap();
+        assert_eq!(written["protocol_options"]["password"], "<redacted>");
+        assert!(!written.to_string().contains("hunter2") && !format!("{config:?}").contains("hunter2"));
+        let mut unset = mqtt_with_password(&[]);
+        unset.options.0.remove("password");
+        unset.options.0.insert("password-env".into(), toml::Value::String("WSBENCH_TEST_UNSET".into()));
+        assert_eq!(
+            unset.validate().unwrap_err().to_string(),
+            "--password-env: the environment variable WSBENCH_TEST_UNSET is not set: export it with the \
+             password, or give --password"
+        );
+    }
+
+    #[test]
+    fn a_shard_gets_a_secret_through_its_environment_not_its_settings() {
+        let mut shard = mqtt_with_password(&[]);
+        let environment = secrets_to_environment(&mut shard.options);
+        assert_eq!(environment, [("WSBENCH_SECRET_PASSWORD".to_owned(), "hunter2".to_owned())]);
+        let handed = wsbench_supervisor::encode_settings(&shard).unwrap();
+        assert!(!String::from_utf8_lossy(&handed).contains("hunter2"));
+        let mut given = shard.options.of(crate::protocol::mqtt::Mqtt.options());
+        let secrets = given
+            .take_secrets(crate::protocol::mqtt::Mqtt.options(), |name| {
+                environment.iter().find(|(variable, _)| variable == name).map(|(_, value)| value.clone())
+            })
+            .unwrap();
+        assert_eq!(secrets.get(&crate::protocol::mqtt::PASSWORD), Some("hunter2"));
+        let mut by_variable = mqtt_with_password(&[]);
+        by_variable.options.0.remove("password");
+        by_variable.options.0.insert("password-env".into(), toml::Value::String("MY_PASS".into()));
+        assert!(secrets_to_environment(&mut by_variable.options).is_empty(), "the child inherits MY_PASS");
+    }
+
+    #[test]
+    fn a_secret_flag_replaces_the_scenario_files_either_way() {
+        let path = Path::new("s.toml");
+        let mut file = RunSettings::parse_toml("password-env = \"P\"\nqos = 1\n", path).unwrap();
+        let flags = settings(&["--password", "hunter2"]).unwrap();
+        secrets_over(&flags.options, &mut file.options);
+        let merged = flags.over(file).unwrap();
+        assert_eq!(merged.options.0.get("password"), Some(&toml::Value::String("hunter2".into())));
+        assert!(!merged.options.0.contains_key("password-env"));
+        assert_eq!(merged.options.0.get("qos"), Some(&toml::Value::Integer(1)), "the rest is the file's");
     }
 
     #[test]

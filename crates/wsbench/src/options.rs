@@ -6,6 +6,9 @@
 //! through the registries and never names one; this module imports nothing of the crate, so
 //! every layer can use it. An option may also be a whole table of a scenario file (no flag):
 //! its member reads it from the file's text itself, so that an error points at its line.
+//! An option may also hold a secret (a password): given as it is or read from an environment
+//! variable another flag names, it is then taken out of the values ([`Secrets`]), so that
+//! what the values are written as (result files, a shard's settings) never holds it.
 
 use std::collections::BTreeMap;
 
@@ -44,7 +47,14 @@ pub enum Kind {
     /// text with this function before the settings are parsed, so that a table too large is
     /// refused before parsing and a mistyped value is named at its line.
     Table(fn(&str) -> Result<(), TableRefusal>),
+    /// Text that is a secret: `--NAME VALUE` (key `NAME`), or `--NAME-env VAR` (key
+    /// `NAME-env`, the flag `env`) naming the environment variable it is read from when the
+    /// run starts. Wherever the values are shown or written it is [`REDACTED`].
+    Secret { env: &'static str },
 }
+
+/// Shown instead of a secret wherever one would be written or printed.
+pub const REDACTED: &str = "<redacted>";
 
 /// Why a member refuses its table in a scenario file's text.
 #[derive(Debug)]
@@ -70,7 +80,7 @@ impl Kind {
     pub fn expected(&self) -> &'static str {
         match self {
             Kind::Count => "a whole number",
-            Kind::Text => "a string",
+            Kind::Text | Kind::Secret { .. } => "a string",
             Kind::Switch => "true or false",
             Kind::Table(_) => "a table",
         }
@@ -80,10 +90,18 @@ impl Kind {
     pub fn fits(&self, value: &toml::Value) -> bool {
         match (self, value) {
             (Kind::Count, toml::Value::Integer(n)) => *n >= 0,
-            (Kind::Text, toml::Value::String(_))
+            (Kind::Text | Kind::Secret { .. }, toml::Value::String(_))
             | (Kind::Switch, toml::Value::Boolean(_))
             | (Kind::Table(_), toml::Value::Table(_)) => true,
             _ => false,
+        }
+    }
+
+    /// The flag (and key) naming the environment variable a secret is read from.
+    pub fn env_flag(&self) -> Option<&'static str> {
+        match self {
+            Kind::Secret { env } => Some(env),
+            _ => None,
         }
     }
 }
@@ -127,7 +145,11 @@ impl OptionValues {
         OptionValues(
             self.0
                 .iter()
-                .filter(|(key, _)| specs.iter().any(|spec| spec.key == key.as_str()))
+                .filter(|(key, _)| {
+                    specs
+                        .iter()
+                        .any(|spec| spec.key == key.as_str() || spec.kind.env_flag() == Some(key.as_str()))
+                })
                 .map(|(key, value)| (key.clone(), value.clone()))
                 .collect(),
         )
@@ -135,6 +157,93 @@ impl OptionValues {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Takes the secrets of `specs` out of these values: a secret given as it is is left
+    /// here as [`REDACTED`], one given by `--NAME-env VAR` keeps the variable's name, and the
+    /// secrets themselves are read (`env` looks a variable up) into what is returned. A
+    /// variable unset or empty, or a secret given both ways, is refused naming the flags.
+    pub fn take_secrets(
+        &mut self,
+        specs: &[OptionSpec],
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Secrets, SecretRefusal> {
+        let mut secrets = Secrets::default();
+        for spec in specs {
+            let Some(env_flag) = spec.kind.env_flag() else { continue };
+            let literal = self.0.get_mut(spec.key).and_then(|value| match value {
+                toml::Value::String(text) => Some(std::mem::replace(text, REDACTED.to_owned())),
+                _ => None,
+            });
+            let variable = self.0.get(env_flag).and_then(toml::Value::as_str);
+            let secret = match (literal, variable) {
+                (Some(_), Some(_)) => {
+                    return Err(SecretRefusal {
+                        flag: spec.flag,
+                        problem: format!("--{} and --{env_flag} both given: give one", spec.flag),
+                    });
+                }
+                (Some(literal), None) => literal,
+                (None, Some(variable)) => match env(variable) {
+                    Some(value) if !value.is_empty() => value,
+                    unset_or_empty => {
+                        let state = if unset_or_empty.is_some() { "is empty" } else { "is not set" };
+                        return Err(SecretRefusal {
+                            flag: env_flag,
+                            problem: format!(
+                                "the environment variable {variable} {state}: export it with the {}, \
+                                 or give --{}",
+                                spec.value_name.to_lowercase(),
+                                spec.flag
+                            ),
+                        });
+                    }
+                },
+                (None, None) => continue,
+            };
+            secrets.0.insert(spec.key, secret);
+        }
+        Ok(secrets)
+    }
+}
+
+/// A secret a member holds (a session's password): `Debug` shows it as [`REDACTED`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+/// Why a secret could not be read: the flag at fault and the problem (never the secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretRefusal {
+    pub flag: &'static str,
+    pub problem: String,
+}
+
+/// The secrets a member was given, by TOML key, read once before the run: what its
+/// sessions send. `Debug` shows each as [`REDACTED`], and they are never serialized.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secrets(BTreeMap<&'static str, String>);
+
+impl Secrets {
+    /// The secret given for `spec`.
+    pub fn get(&self, spec: &OptionSpec) -> Option<&str> {
+        self.0.get(spec.key).map(String::as_str)
+    }
+
+    /// Secrets with these values, by key (for tests and for members that build options).
+    pub fn of(secrets: impl IntoIterator<Item = (&'static str, String)>) -> Secrets {
+        Secrets(secrets.into_iter().collect())
+    }
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.0.keys().map(|key| (key, REDACTED))).finish()
     }
 }
 
@@ -167,5 +276,60 @@ mod tests {
         assert!(
             !Kind::Text.fits(&toml::Value::Integer(1)) && Kind::Switch.fits(&toml::Value::Boolean(false))
         );
+    }
+
+    const PASSWORD: OptionSpec = OptionSpec {
+        flag: "password",
+        key: "password",
+        kind: Kind::Secret { env: "password-env" },
+        value_name: "PASSWORD",
+        default: "",
+        bound: "",
+        help: "password",
+        scenarios: &[],
+    };
+
+    fn given(key: &str, text: &str) -> OptionValues {
+        OptionValues([(key.to_owned(), toml::Value::String(text.into()))].into_iter().collect())
+    }
+
+    #[test]
+    fn a_secret_given_as_it_is_is_taken_out_and_left_redacted() {
+        let mut values = given("password", "hunter2");
+        let secrets = values.take_secrets(&[PASSWORD], |_| None).unwrap();
+        assert_eq!(secrets.get(&PASSWORD), Some("hunter2"));
+        assert_eq!(values.text(&PASSWORD), Some(REDACTED));
+        assert_eq!(format!("{secrets:?}"), "{\"password\": \"<redacted>\"}");
+        assert_eq!(values.of(&[PASSWORD]), values, "its -env key is one of its member's too");
+    }
+
+    #[test]
+    fn a_secret_is_read_from_the_variable_its_env_flag_names() {
+        let mut values = given("password-env", "MQTT_PASS");
+        let env = |name: &str| (name == "MQTT_PASS").then(|| "s3cret".to_owned());
+        let secrets = values.take_secrets(&[PASSWORD], env).unwrap();
+        assert_eq!(secrets.get(&PASSWORD), Some("s3cret"));
+        assert_eq!(values, given("password-env", "MQTT_PASS"), "the variable's name alone is kept");
+        assert_eq!(values.of(&[PASSWORD]).0.len(), 1);
+    }
+
+    #[test]
+    fn a_variable_unset_or_empty_and_a_secret_given_twice_are_refused_by_name() {
+        let refusal = |mut values: OptionValues, env: Option<&str>| {
+            values.take_secrets(&[PASSWORD], |_| env.map(str::to_owned)).unwrap_err()
+        };
+        let unset = refusal(given("password-env", "NOPE"), None);
+        assert_eq!(unset.flag, "password-env");
+        assert_eq!(
+            unset.problem,
+            "the environment variable NOPE is not set: export it with the password, or give --password"
+        );
+        let empty = refusal(given("password-env", "NOPE"), Some(""));
+        assert!(empty.problem.starts_with("the environment variable NOPE is empty:"), "{}", empty.problem);
+        let mut both = given("password", "hunter2");
+        both.0.insert("password-env".into(), toml::Value::String("P".into()));
+        let twice = refusal(both.clone(), Some("x"));
+        assert_eq!(twice.problem, "--password and --password-env both given: give one");
+        assert!(!format!("{twice:?}").contains("hunter2"));
     }
 }

@@ -487,7 +487,7 @@ const MEMBER_BLIND: [&str; 8] =
 
 /// What a shared layer still names, and why: (the layer, the word, the reason). Each must
 /// still be found (else the exception goes), so the list cannot go stale.
-const STILL_NAMED: [(&str, &str, &str); 8] = [
+const STILL_NAMED: [(&str, &str, &str); 9] = [
     // A header whose name says auth is a secret the result hides: the word, not Socket.IO's
     // `--auth`.
     ("config", "auth", "a secret header's name may say auth (config/handshake.rs)"),
@@ -501,6 +501,8 @@ const STILL_NAMED: [(&str, &str, &str); 8] = [
     ("config", "params", "permessage-deflate's parameters (`.params`), not jsonrpc's --params"),
     ("engine", "params", "permessage-deflate's parameters (`.params`), not jsonrpc's --params"),
     ("engine", "batch", "the workload's batch of pending messages (`.batch()`), not jsonrpc's --batch"),
+    // A header whose name says password holds a secret, whatever protocol MQTT's shares it.
+    ("config", "password", "a word that makes a header's value a secret"),
 ];
 
 /// Whole-word mentions of a member's name: its identifiers and its strings alike.
@@ -509,16 +511,21 @@ fn names_member(code: &str, name: &str) -> bool {
 }
 
 /// Whether `code` names the option `word` (a flag, a TOML key, a field): as a string of its
-/// own (`"qos"`), as a flag (`--qos`), as a field read (`.qos`) or declared (`pub qos:`).
-/// Everyday words (`hold`, `event`, `method`) are otherwise free to use.
+/// own (`"qos"`), as a flag (`--qos`), as a field read (`.qos`, not the method call
+/// `.retain(`) or declared (`pub qos:`). Everyday words (`hold`, `event`, `method`) are
+/// otherwise free to use.
 fn names_option(code: &str, word: &str) -> bool {
     let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
-    let bounded = |at: usize, len: usize| !code[at + len..].chars().next().is_some_and(ident);
+    let after = |at: usize, len: usize| code[at + len..].chars().next();
+    let bounded = |at: usize, len: usize| !after(at, len).is_some_and(ident);
+    let flag = format!("--{word}");
+    let field = format!(".{word}");
     code.contains(&format!("\"{word}\""))
         || code.contains(&format!("pub {word}:"))
-        || [format!("--{word}"), format!(".{word}")]
-            .iter()
-            .any(|form| code.match_indices(form.as_str()).any(|(at, _)| bounded(at, form.len())))
+        || code.match_indices(flag.as_str()).any(|(at, _)| bounded(at, flag.len()))
+        || code
+            .match_indices(field.as_str())
+            .any(|(at, _)| bounded(at, field.len()) && after(at, field.len()) != Some('('))
 }
 
 /// Every member's name (scenario folders, protocols but the default, transports by their

@@ -16,7 +16,7 @@ mod harness;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use harness::{Finished, arg, assert_matches_schema, heavy, read_result, scratch, wsbench};
+use harness::{Finished, arg, assert_matches_schema, heavy, read_result, scratch};
 use serde_json::Value;
 
 /// How long each connection may take to open (upgrade, then the protocol's own opening:
@@ -32,6 +32,11 @@ const PATIENT_OPEN: &str = "10s";
 /// folder named `test` and `--quiet`. Returns how it ended and its result (read once the run
 /// wrote it, and checked against the result schema).
 pub fn run(test: &str, args: &[&str], timeout: Duration) -> (Finished, Value) {
+    run_with_env(test, args, &[], timeout)
+}
+
+/// [`run`] with these environment variables set (what `--password-env VAR` reads).
+pub fn run_with_env(test: &str, args: &[&str], env: &[(&str, &str)], timeout: Duration) -> (Finished, Value) {
     let _slot = heavy(1);
     let json: PathBuf = scratch(test).join("r.json");
     let mut all: Vec<&str> = vec!["run"];
@@ -40,7 +45,7 @@ pub fn run(test: &str, args: &[&str], timeout: Duration) -> (Finished, Value) {
         all.extend_from_slice(&["--connect-timeout", PATIENT_OPEN]);
     }
     all.extend_from_slice(&["--json", arg(&json), "--quiet"]);
-    let finished = wsbench(&all, timeout);
+    let finished = harness::Wsbench::spawn_with_env(&all, env).finish(timeout);
     let result = match json.exists() {
         true => read_result(&json),
         false => panic!("no result file\n{}", finished.describe()),
@@ -61,6 +66,8 @@ mod jsonrpc;
 mod mqtt;
 #[path = "protocols/nats.rs"]
 mod nats;
+#[path = "protocols/mqtt_credentials.rs"]
+mod mqtt_credentials;
 #[path = "protocols/socketio.rs"]
 mod socketio;
 #[path = "protocols/stomp.rs"]

@@ -162,6 +162,23 @@ fn bad_values_name_their_flag_and_the_rule() {
     }
 }
 
+/// A secret read from an unset variable is refused before anything connects, naming the
+/// variable; a secret given both ways too; neither error shows a secret.
+#[test]
+fn a_secret_from_an_unset_variable_or_given_twice_is_refused_by_name() {
+    let mqtt = ["run", "ws://127.0.0.1:1/", "--protocol", "mqtt", "--username", "u"];
+    let unset = [&mqtt[..], &["--password-env", "WSBENCH_TEST_SURELY_UNSET"]].concat();
+    refused(
+        &unset,
+        2,
+        "--password-env: the environment variable WSBENCH_TEST_SURELY_UNSET is not set: export it with \
+         the password, or give --password",
+    );
+    let twice = [&mqtt[..], &["--password", "hunter2", "--password-env", "P"]].concat();
+    let message = refused(&twice, 2, "--password");
+    assert!(!message.contains("hunter2"), "{message}");
+}
+
 #[test]
 fn a_url_that_is_no_websocket_is_named_without_a_flag_run_does_not_have() {
     let message = refused(

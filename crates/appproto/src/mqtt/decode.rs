@@ -75,6 +75,21 @@ pub enum Packet<'a> {
         packet_id: u16,
         code: u8,
     },
+    /// QoS 2, first answer to a PUBLISH sent: received (v5: a reason code, 0 when left out).
+    PubRec {
+        packet_id: u16,
+        code: u8,
+    },
+    /// QoS 2, the sender of a PUBLISH received releases it: answer PUBCOMP.
+    PubRel {
+        packet_id: u16,
+        code: u8,
+    },
+    /// QoS 2, the end of a PUBLISH sent: complete.
+    PubComp {
+        packet_id: u16,
+        code: u8,
+    },
     PingResp,
     /// `code`: the MQTT 5 reason code (0 when left out, and always for 3.1.1).
     Disconnect {
@@ -190,6 +205,9 @@ impl Decoder {
             2 => "CONNACK",
             3 => return self.publish(flags, bytes).map(Packet::Publish),
             4 => "PUBACK",
+            5 => "PUBREC",
+            6 => "PUBREL",
+            7 => "PUBCOMP",
             9 => "SUBACK",
             11 => "UNSUBACK",
             13 => "PINGRESP",
@@ -197,15 +215,21 @@ impl Decoder {
             _ => return Err(DecodeError::UnexpectedPacket(kind)),
         };
         let mut body = Body { bytes, packet };
-        if flags != 0 {
+        // PUBREL alone has flags 0010 (MQTT 3.1.1 §3.6.1).
+        if flags != if kind == 6 { 2 } else { 0 } {
             return Err(body.malformed("reserved flags are set"));
         }
         match kind {
             2 => self.connack(&mut body).map(Packet::ConnAck),
-            4 => {
+            4..=7 => {
                 let packet_id = body.u16()?;
                 let code = if body.bytes.is_empty() { 0 } else { body.byte()? };
-                Ok(Packet::PubAck { packet_id, code })
+                Ok(match kind {
+                    4 => Packet::PubAck { packet_id, code },
+                    5 => Packet::PubRec { packet_id, code },
+                    6 => Packet::PubRel { packet_id, code },
+                    _ => Packet::PubComp { packet_id, code },
+                })
             }
             9 => {
                 let packet_id = body.u16()?;

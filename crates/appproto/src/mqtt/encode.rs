@@ -1,8 +1,8 @@
 //! Encoders of the packets a load client sends. Each appends one whole packet to the
 //! caller's buffer, computing the remaining length first so the packet is written in one
 //! pass; nothing is allocated when the buffer has room. A packet that cannot be encoded
-//! (a string over 65,535 bytes, a QoS 1 packet without an identifier) leaves the buffer as
-//! it was.
+//! (a string over 65,535 bytes, a QoS 1 or 2 packet without an identifier) leaves the
+//! buffer as it was.
 
 use super::{EncodeError, MAX_REMAINING_LENGTH, QoS, Version};
 
@@ -16,15 +16,17 @@ pub struct Connect<'a> {
     pub clean_start: bool,
     pub username: Option<&'a str>,
     pub password: Option<&'a [u8]>,
+    /// MQTT 5: the Session Expiry Interval property, in seconds (none: 0, the session ends
+    /// with the connection). Not sent under 3.1.1.
+    pub session_expiry: Option<u32>,
 }
 
 /// One application message to publish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Publish<'a> {
     pub topic: &'a str,
-    /// QoS 0 or 1 (QoS 2's handshake is not implemented, and is refused).
     pub qos: QoS,
-    /// Non-zero for QoS 1; ignored for QoS 0.
+    /// Non-zero for QoS 1 and 2; ignored for QoS 0.
     pub packet_id: u16,
     pub retain: bool,
     pub payload: &'a [u8],
@@ -76,11 +78,13 @@ fn non_zero(packet_id: u16, qos: u8) -> Result<u16, EncodeError> {
     if packet_id == 0 { Err(EncodeError::MissingPacketId(qos)) } else { Ok(packet_id) }
 }
 
-/// CONNECT: protocol name `MQTT`, the version's level, the flags, keep-alive, (v5: empty
-/// properties), then client id, username and password.
+/// CONNECT: protocol name `MQTT`, the version's level, the flags, keep-alive, (v5: its
+/// properties, the session expiry alone if any), then client id, username and password.
 pub fn encode_connect(out: &mut Vec<u8>, version: Version, connect: &Connect<'_>) -> Result<(), EncodeError> {
     let username = connect.username.map(str::as_bytes);
-    let mut remaining = 10 + properties_len(version) + string_len("client id", connect.client_id.as_bytes())?;
+    let expiry = connect.session_expiry.filter(|_| version == Version::V5);
+    let properties = properties_len(version) + expiry.map_or(0, |_| 5);
+    let mut remaining = 10 + properties + string_len("client id", connect.client_id.as_bytes())?;
     if let Some(username) = username {
         remaining += string_len("username", username)?;
     }
@@ -93,7 +97,14 @@ pub fn encode_connect(out: &mut Vec<u8>, version: Version, connect: &Connect<'_>
     put_fixed_header(out, 0x10, remaining)?;
     out.extend_from_slice(&[0, 4, b'M', b'Q', b'T', b'T', version.level(), flags]);
     out.extend_from_slice(&connect.keep_alive.to_be_bytes());
-    put_empty_properties(out, version);
+    match expiry {
+        // Properties of 5 bytes: Session Expiry Interval (0x11), a four-byte integer.
+        Some(seconds) => {
+            out.extend_from_slice(&[5, 0x11]);
+            out.extend_from_slice(&seconds.to_be_bytes());
+        }
+        None => put_empty_properties(out, version),
+    }
     put_string(out, connect.client_id.as_bytes());
     if let Some(username) = username {
         put_string(out, username);
@@ -139,12 +150,9 @@ pub fn encode_unsubscribe(
     Ok(())
 }
 
-/// PUBLISH at QoS 0 or 1 (never marked DUP: a benchmark does not retransmit).
+/// PUBLISH at any QoS (never marked DUP: a benchmark does not retransmit).
 pub fn encode_publish(out: &mut Vec<u8>, version: Version, publish: &Publish<'_>) -> Result<(), EncodeError> {
     let qos = publish.qos as u8;
-    if publish.qos == QoS::ExactlyOnce {
-        return Err(EncodeError::QoS2NotSupported);
-    }
     let packet_id = if qos > 0 { Some(non_zero(publish.packet_id, qos)?) } else { None };
     let remaining = string_len("topic", publish.topic.as_bytes())?
         + packet_id.map_or(0, |_| 2)
@@ -164,6 +172,24 @@ pub fn encode_publish(out: &mut Vec<u8>, version: Version, publish: &Publish<'_>
 pub fn encode_puback(out: &mut Vec<u8>, packet_id: u16) {
     let [high, low] = packet_id.to_be_bytes();
     out.extend_from_slice(&[0x40, 2, high, low]);
+}
+
+/// PUBREC of a QoS 2 PUBLISH received: stored, to be released by the broker's PUBREL.
+pub fn encode_pubrec(out: &mut Vec<u8>, packet_id: u16) {
+    let [high, low] = packet_id.to_be_bytes();
+    out.extend_from_slice(&[0x50, 2, high, low]);
+}
+
+/// PUBREL of a QoS 2 PUBLISH sent, once the broker's PUBREC came (flags 0010).
+pub fn encode_pubrel(out: &mut Vec<u8>, packet_id: u16) {
+    let [high, low] = packet_id.to_be_bytes();
+    out.extend_from_slice(&[0x62, 2, high, low]);
+}
+
+/// PUBCOMP of a QoS 2 PUBLISH received, answering the broker's PUBREL: the delivery is done.
+pub fn encode_pubcomp(out: &mut Vec<u8>, packet_id: u16) {
+    let [high, low] = packet_id.to_be_bytes();
+    out.extend_from_slice(&[0x70, 2, high, low]);
 }
 
 /// PINGREQ: keeps the connection alive within the keep-alive interval.

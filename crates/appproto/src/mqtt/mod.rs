@@ -18,8 +18,8 @@ mod encode;
 pub use codes::{connack_code_name, reason_code_name, suback_code_name};
 pub use decode::{ConnAck, Decoder, Packet, PublishView, SubAck};
 pub use encode::{
-    Connect, Publish, encode_connect, encode_disconnect, encode_pingreq, encode_puback, encode_publish,
-    encode_subscribe, encode_unsubscribe,
+    Connect, Publish, encode_connect, encode_disconnect, encode_pingreq, encode_puback, encode_pubcomp,
+    encode_publish, encode_pubrec, encode_pubrel, encode_subscribe, encode_unsubscribe,
 };
 
 /// The protocol level a connection speaks.
@@ -75,8 +75,6 @@ pub enum EncodeError {
     PacketTooLarge(usize),
     #[error("a QoS {0} packet needs a non-zero packet identifier")]
     MissingPacketId(u8),
-    #[error("publishing at QoS 2 is not supported")]
-    QoS2NotSupported,
 }
 
 /// Why bytes from a broker are not an acceptable packet. The connection cannot go on.

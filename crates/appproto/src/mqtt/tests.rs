@@ -10,8 +10,14 @@ fn connect(version: Version, connect: &Connect<'_>) -> Vec<u8> {
     out
 }
 
-const PLAIN: Connect<'static> =
-    Connect { client_id: "c1", keep_alive: 60, clean_start: true, username: None, password: None };
+const PLAIN: Connect<'static> = Connect {
+    client_id: "c1",
+    keep_alive: 60,
+    clean_start: true,
+    username: None,
+    password: None,
+    session_expiry: None,
+};
 
 /// Decodes every packet of `wire`, failing on leftovers.
 fn decode_all(version: Version, wire: &[u8]) -> Vec<Packet<'_>> {
@@ -83,8 +89,8 @@ fn encoders_refuse_what_mqtt_cannot_say_and_leave_the_buffer_alone() {
     assert_eq!(error, Err(EncodeError::StringTooLong { field: "client id", len: 65_536 }));
     let publish = Publish { topic: "t", qos: QoS::AtLeastOnce, packet_id: 0, retain: false, payload: b"" };
     assert_eq!(encode_publish(&mut out, Version::V311, &publish), Err(EncodeError::MissingPacketId(1)));
-    let publish = Publish { qos: QoS::ExactlyOnce, packet_id: 1, ..publish };
-    assert_eq!(encode_publish(&mut out, Version::V311, &publish), Err(EncodeError::QoS2NotSupported));
+    let publish = Publish { qos: QoS::ExactlyOnce, ..publish };
+    assert_eq!(encode_publish(&mut out, Version::V311, &publish), Err(EncodeError::MissingPacketId(2)));
     assert_eq!(
         encode_subscribe(&mut out, Version::V5, 0, "t", QoS::AtMostOnce),
         Err(EncodeError::MissingPacketId(1))
@@ -222,6 +228,52 @@ fn malformed_and_unexpected_packets_are_errors() {
     assert!(malformed(&[0x20, 2, 2, 0])); // reserved acknowledge flags
     assert!(malformed(&[0x90, 3, 0, 1, 0])); // SUBACK without codes
     assert!(malformed(&[0x20, 3, 0, 0, 5])); // properties longer than the packet
-    assert_eq!(decoder.decode(&[0x50, 2, 0, 1]), Err(DecodeError::UnexpectedPacket(5)));
+    assert_eq!(decoder.decode(&[0x80, 2, 0, 1]), Err(DecodeError::UnexpectedPacket(8))); // SUBSCRIBE
     assert_eq!(decoder.decode(&[0x10, 0]), Err(DecodeError::UnexpectedPacket(1)));
+}
+
+#[test]
+fn qos_2_flows_both_ways_encode_and_decode() {
+    let mut out = Vec::new();
+    let publish = Publish { topic: "t", qos: QoS::ExactlyOnce, packet_id: 7, retain: true, payload: b"p" };
+    encode_publish(&mut out, Version::V311, &publish).unwrap();
+    assert_eq!(out, [0x35, 6, 0, 1, b't', 0, 7, b'p']);
+    out.clear();
+    encode_pubrec(&mut out, 0x0102);
+    encode_pubrel(&mut out, 0x0102);
+    encode_pubcomp(&mut out, 0x0102);
+    assert_eq!(out, [0x50, 2, 1, 2, 0x62, 2, 1, 2, 0x70, 2, 1, 2]);
+    let decoder = Decoder::new(Version::V5, DEFAULT_MAX_PACKET);
+    fn decode<'a>(decoder: &Decoder, bytes: &'a [u8]) -> Packet<'a> {
+        decoder.decode(bytes).unwrap().unwrap().0
+    }
+    assert_eq!(decode(&decoder, &[0x50, 2, 1, 2]), Packet::PubRec { packet_id: 0x0102, code: 0 });
+    assert_eq!(decode(&decoder, &[0x50, 3, 1, 2, 0x87]), Packet::PubRec { packet_id: 0x0102, code: 0x87 });
+    assert_eq!(decode(&decoder, &[0x62, 2, 0, 9]), Packet::PubRel { packet_id: 9, code: 0 });
+    assert_eq!(decode(&decoder, &[0x70, 2, 0, 9]), Packet::PubComp { packet_id: 9, code: 0 });
+    let wrong_flags = decoder.decode(&[0x60, 2, 0, 9]);
+    assert_eq!(
+        wrong_flags,
+        Err(DecodeError::Malformed { packet: "PUBREL", reason: "reserved flags are set" })
+    );
+    let Packet::Publish(view) = decode(&decoder, &[0x3D, 7, 0, 1, b't', 0, 7, 0, b'p']) else {
+        panic!("a PUBLISH")
+    };
+    assert_eq!((view.qos, view.packet_id, view.dup, view.retain), (QoS::ExactlyOnce, Some(7), true, true));
+}
+
+#[test]
+fn connect_carries_the_session_expiry_under_mqtt_5_alone() {
+    let connect = Connect { clean_start: false, session_expiry: Some(0x0102_0304), ..PLAIN };
+    let mut v5 = Vec::new();
+    encode_connect(&mut v5, Version::V5, &connect).unwrap();
+    assert_eq!(v5[..2], [0x10, 10 + 6 + 4]);
+    assert_eq!(
+        v5[8..18],
+        [5, 0, 0, 60, 5, 0x11, 1, 2, 3, 4],
+        "level, flags (no clean start), keep-alive, properties"
+    );
+    let mut v311 = Vec::new();
+    encode_connect(&mut v311, Version::V311, &connect).unwrap();
+    assert_eq!(v311[..2], [0x10, 10 + 4], "3.1.1 has no properties");
 }

@@ -41,8 +41,14 @@ impl MqttClient {
     /// Connects with a clean session and a 30 s keep-alive; panics unless accepted.
     pub fn connect(port: u16, path: &str, version: Version, client_id: &str) -> MqttClient {
         let mut wire = Vec::new();
-        let connect =
-            Connect { client_id, keep_alive: 30, clean_start: true, username: None, password: None };
+        let connect = Connect {
+            client_id,
+            keep_alive: 30,
+            clean_start: true,
+            username: None,
+            password: None,
+            session_expiry: None,
+        };
         encode_connect(&mut wire, version, &connect).unwrap();
         match MqttClient::open(port, path, version, &wire) {
             Connected::Accepted(client) => client,
@@ -133,7 +139,14 @@ pub fn round_trip(client: &mut MqttClient, topic: &str) {
 
 pub fn connect_bytes(version: Version, client_id: &str) -> Vec<u8> {
     let mut wire = Vec::new();
-    let connect = Connect { client_id, keep_alive: 30, clean_start: true, username: None, password: None };
+    let connect = Connect {
+        client_id,
+        keep_alive: 30,
+        clean_start: true,
+        username: None,
+        password: None,
+        session_expiry: None,
+    };
     mqtt::encode_connect(&mut wire, version, &connect).unwrap();
     wire
 }

@@ -54,7 +54,7 @@ pub use settings::{DEFAULT_DASHBOARD_ADDR, RunSettings};
 pub use slo::{Objective, Slo, Statistic};
 pub use source_addrs::parse_addr_range;
 pub use stages::{MAX_STAGES, Stage, StageKind, StageList, StagePlan, StageSettings};
-pub use target::{REDACTED, Target};
+pub use target::{REDACTED, Target, redact_password};
 pub use threshold::{Comparison, Metric, Threshold};
 pub use tls::{ClientIdentity, ClientKey, TlsOptions, TlsVersion};
 pub use transport::TransportSpec;

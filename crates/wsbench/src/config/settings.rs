@@ -379,7 +379,11 @@ impl RunSettings {
             match members.get(key.as_str()) {
                 None => return Err(parse_error(at, unknown_key(key, members.keys().copied()))),
                 Some(kind) if !kind.fits(value) => {
-                    let given = format!("{} {value}", value.type_str());
+                    // A secret of the wrong kind is named by its kind alone.
+                    let given = match kind {
+                        Kind::Secret { .. } => value.type_str().to_owned(),
+                        _ => format!("{} {value}", value.type_str()),
+                    };
                     let message = format!("key `{key}`: invalid type: {given}, expected {}", kind.expected());
                     return Err(parse_error(at, message));
                 }

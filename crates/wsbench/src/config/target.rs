@@ -17,7 +17,7 @@ use super::ConfigError;
 
 /// Shown in the result file instead of a secret: a secret header's value, the password of the
 /// target URL.
-pub const REDACTED: &str = "<redacted>";
+pub const REDACTED: &str = crate::options::REDACTED;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Target {
@@ -30,6 +30,10 @@ pub struct Target {
     pub addr: SocketAddr,
     /// The path and query as sent in the request line (percent-encoded where needed).
     pub path: String,
+    /// Whether the URL names a path or a query (`ws://h:p/` does; `ws://h:p` does not, and
+    /// gets `/` or the protocol's usual path).
+    #[serde(skip)]
+    pub names_path: bool,
     /// The URL's `user:password`, as written (still percent-encoded): never recorded.
     #[serde(skip)]
     userinfo: Option<Secret>,
@@ -63,6 +67,7 @@ impl Target {
         };
         // The fragment is never sent; a query right after the authority gets the `/` path.
         let rest = rest.split_once('#').map_or(rest, |(before, _)| before);
+        let names_path = rest.contains(['/', '?']);
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) if rest[i..].starts_with('?') => (&rest[..i], format!("/{}", &rest[i..])),
             Some(i) => (&rest[..i], rest[i..].to_owned()),
@@ -101,7 +106,7 @@ impl Target {
                 .ok_or_else(|| bad(format!("`{host}` resolves to no address")))?,
         };
         let userinfo = userinfo.map(|userinfo| Secret(userinfo.to_owned()));
-        Ok(Target { url: shown.clone(), tls, host: host.to_owned(), addr, path, userinfo })
+        Ok(Target { url: shown.clone(), tls, host: host.to_owned(), addr, path, names_path, userinfo })
     }
 
     /// Requests `path` (with its query) instead, in the URL too.
@@ -146,8 +151,9 @@ impl Target {
     }
 }
 
-/// `url` with the password of its `user:password@` replaced by `<redacted>`.
-fn redact_password(url: &str) -> String {
+/// `url` with the password of its `user:password@` replaced by `<redacted>` (any other
+/// text as it is).
+pub fn redact_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, after) = rest.split_at(authority_end);

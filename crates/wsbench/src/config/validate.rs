@@ -35,6 +35,8 @@ pub struct Members {
     pub protocol: &'static str,
     /// The protocol's own options as given.
     pub protocol_options: crate::options::OptionValues,
+    /// Its secrets, read (and taken out of `protocol_options`).
+    pub protocol_secrets: crate::options::Secrets,
     pub transport: TransportSpec,
 }
 
@@ -61,6 +63,7 @@ impl RunSettings {
         stages: Option<StagePlan>,
         members: Members,
     ) -> Result<RunConfig, ConfigError> {
+        let Members { protocol, protocol_options: given, protocol_secrets: secrets, transport } = members;
         let target = self.target.as_deref().map(Target::parse).transpose()?;
         let defaults = rules.defaults();
         let pacing = rules.pacing(self)?;
@@ -105,9 +108,9 @@ impl RunSettings {
             max_message: 0,
             max_message_memory: 0,
             io: self.io()?,
-            transport: members.transport,
-            protocol: members.protocol,
-            protocol_options: crate::protocol::Options { given: members.protocol_options, binary },
+            transport,
+            protocol,
+            protocol_options: crate::protocol::Options { given, secrets, binary },
             run_id: self.run_id()?,
             scenario_settings: OwnSettings(Arc::new(NoSettings)),
             stages,

@@ -24,7 +24,7 @@ mod stream_tests;
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
-use crate::options::{OptionSpec, OptionValues};
+use crate::options::{OptionSpec, OptionValues, Secrets};
 
 /// The protocol a run speaks when none is given.
 pub const DEFAULT: &str = "raw";
@@ -70,7 +70,10 @@ pub enum Use {
 /// their kind; the protocol reads them into its typed settings), and the run's message kind.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Options {
+    /// Each secret given as it is stands here as `<redacted>`.
     pub given: OptionValues,
+    /// The secrets given, read before the run (never serialized).
+    pub secrets: Secrets,
     /// The payload is binary (`--binary`, or a `bytes:N` payload without `--text`): Socket.IO
     /// sends it as an attachment; text-only protocols refuse it.
     pub binary: bool,
@@ -80,7 +83,7 @@ impl Options {
     /// Options with these values given (by TOML key), the payload text.
     pub fn with<'k>(given: impl IntoIterator<Item = (&'k str, toml::Value)>) -> Options {
         let given = given.into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
-        Options { given: OptionValues(given), binary: false }
+        Options { given: OptionValues(given), secrets: Secrets::default(), binary: false }
     }
 }
 
@@ -146,9 +149,10 @@ pub trait Protocol: Sync + Debug {
     fn subprotocols(&self) -> &'static [&'static str] {
         &[]
     }
-    /// The path to request instead of the target's `given` one (path and query): the one
-    /// a server of this protocol usually listens on when the target names none (`/`), or
-    /// the query the protocol needs added. None: `given` as it is.
+    /// The path to request instead of the target's `given` one (path and query; empty when
+    /// the URL names none, `ws://host:port`): the one a server of this protocol usually
+    /// listens on when the target names none, or the query the protocol needs added. None:
+    /// `given` as it is (`/` when empty). A path the user wrote, `/` too, is theirs.
     fn path(&self, _given: &str) -> Option<String> {
         None
     }

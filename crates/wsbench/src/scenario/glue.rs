@@ -63,7 +63,8 @@ pub fn settle_protocol(scenario: &dyn Descriptor, config: &mut RunConfig) -> Res
     check_data_options(protocol, &load.protocol_options, load.handshake.data.as_deref())?;
     match config.target.as_mut() {
         Some(target) => {
-            if let Some(path) = protocol.path(&target.path) {
+            let given = if target.names_path { target.path.as_str() } else { "" };
+            if let Some(path) = protocol.path(given) {
                 target.set_path(path);
             }
         }

@@ -15,7 +15,9 @@
 //! resolved URL, the shard, the common start, its own result file and its share of the
 //! client CPUs. Nothing holding them is written to disk: a `--bearer` token or a cookie
 //! (redacted in result files) never lands beside the results that CI jobs upload, and
-//! `NAME.shards/` holds the shards' result files and interval logs only.
+//! `NAME.shards/` holds the shards' result files and interval logs only. A protocol's
+//! secret (`--password`) is not even in those settings: each child reads it from an
+//! environment variable the parent sets for it alone (`crate::members::secrets_to_environment`).
 //!
 //! A loopback run of more than [`SOURCE_ADDRS_ABOVE`] connections would exhaust the ports
 //! of one source address towards one destination, so unless `--source-addrs` is given the
@@ -84,7 +86,8 @@ pub(super) fn run(
         if source_addrs.is_some() {
             child.source_addrs.clone_from(&source_addrs);
         }
-        shards.push(start_shard(&child, index, count, &view.events())?);
+        let secrets = crate::members::secrets_to_environment(&mut child.options);
+        shards.push(start_shard(&child, &secrets, index, count, &view.events())?);
     }
     let forwarded = shards.wait_all(interrupt);
     // The shards' last seconds and messages are shown before anything is said of them.
@@ -259,17 +262,18 @@ pub fn auto_source_addrs(config: &RunConfig, target: &Target) -> Option<String> 
 }
 
 /// Starts `wsbench run --settings-from-stdin` as shard `index`, handed `settings` on its
-/// stdin; what it writes on stdout (its seconds) and stderr goes to `events`, the parent's
+/// stdin and `secrets` as environment variables; what it writes on stdout (its seconds) and stderr goes to `events`, the parent's
 /// one view of all shards.
 fn start_shard(
     settings: &RunSettings,
+    secrets: &[(String, String)],
     index: u64,
     count: u64,
     events: &Sender<ShardEvent>,
 ) -> Result<Supervised, RunError> {
     let name = format!("shard {index}/{count}");
     let mut launch = Launch::this_program(name, "run", settings)?.grace(STOP_GRACE);
-    launch.command_mut().stdout(Stdio::piped()).stderr(Stdio::piped());
+    launch.command_mut().stdout(Stdio::piped()).stderr(Stdio::piped()).envs(secrets.iter().cloned());
     let mut process = launch.start()?;
     let shard = index as usize;
     if let Some(stderr) = process.take_stderr() {

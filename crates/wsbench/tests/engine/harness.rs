@@ -118,10 +118,17 @@ pub struct Finished {
 
 impl Wsbench {
     pub fn spawn(args: &[&str]) -> Wsbench {
+        Wsbench::spawn_with_env(args, &[])
+    }
+
+    /// As [`Wsbench::spawn`], with these environment variables set (a secret's
+    /// `--NAME-env VAR`).
+    pub fn spawn_with_env(args: &[&str], env: &[(&str, &str)]) -> Wsbench {
         assert_slot_held(args);
         let mut command = Command::new(env!("CARGO_BIN_EXE_wsbench"));
         command
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

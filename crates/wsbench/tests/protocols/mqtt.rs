@@ -61,6 +61,23 @@ fn a_thousand_connections_echo_through_mosquitto_over_mqtt_5() {
     assert_clean_echo(&finished, &result);
 }
 
+/// CONNECT asking mosquitto to keep each session (3.1.1; MQTT 5 with a Session Expiry
+/// Interval property) and PUBLISH with the retain flag: taken, and every echo comes back.
+#[test]
+fn kept_sessions_and_retained_publishes_echo_through_mosquitto_under_3_1_1_and_5() {
+    let Some(broker) = or_skip(start_mosquitto()) else { return };
+    for (version, expiry) in [("3.1.1", None), ("5", Some("60"))] {
+        let mut options =
+            vec!["--mqtt-version", version, "--qos", "1", "--clean-session", "false", "--retain"];
+        options.extend(expiry.iter().flat_map(|secs| ["--session-expiry", *secs]));
+        let test = format!("mqtt-kept-session-{version}");
+        let (finished, result) = echo(&test, &broker.url("/"), &options);
+        assert_clean_echo(&finished, &result);
+        let given = &result["config"]["protocol_options"];
+        assert_eq!((&given["clean_session"], &given["retain"]), (&json!("false"), &json!(true)), "{given}");
+    }
+}
+
 /// NATS speaks MQTT on `/mqtt` alone: the default path when the target names none.
 #[test]
 fn a_thousand_connections_echo_through_nats() {
@@ -207,8 +224,14 @@ impl TcpClient {
         let stream = TcpStream::connect(("127.0.0.1", port)).expect("mosquitto's TCP listener");
         let decoder = Decoder::new(Version::V311, DEFAULT_MAX_PACKET);
         let mut client = TcpClient { stream, input: Vec::new(), decoder };
-        let connect =
-            Connect { client_id, keep_alive: 60, clean_start: true, username: None, password: None };
+        let connect = Connect {
+            client_id,
+            keep_alive: 60,
+            clean_start: true,
+            username: None,
+            password: None,
+            session_expiry: None,
+        };
         client.send(|out| mqtt::encode_connect(out, Version::V311, &connect).unwrap());
         match client.next(Duration::from_secs(30)) {
             Some(Reading::ConnAck(0)) => client,

@@ -3,17 +3,20 @@
 //! pub/sub through queues a `--destination` template names; an
 //! ERROR frame (a virtual host RabbitMQ does not have, `--vhost`) an error by its cause with
 //! the broker's message; heart-beats of a second keep idle connections alive; an echo server
-//! is told apart as not STOMP at once. RabbitMQ takes ~11 s to start, so these tests share
-//! one broker, started by the first that needs it and stopped when the test binary exits.
+//! is told apart as not STOMP at once; a user of its own, added with rabbitmqctl, logs in
+//! with its passcode read from the environment and fans out through queues exactly, and a
+//! wrong passcode is the broker's ERROR ("Bad CONNECT"). RabbitMQ takes ~11 s to start, so
+//! these tests share one broker, started by the first that needs it and stopped when the
+//! test binary exits.
 
 use std::sync::{Mutex, PoisonError, mpsc};
 use std::time::Duration;
 
-use wsbench_testpeers::{Peer, or_skip, start_rabbitmq};
+use wsbench_testpeers::{Peer, add_rabbitmq_user, or_skip, start_rabbitmq};
 
 use crate::harness::{errors, summary_of, uint};
-use crate::run;
 use crate::support::shared_server;
+use crate::{run, run_with_env};
 
 /// The shared broker: not yet started, skipped (not installed), or running.
 static BROKER: Mutex<Option<Option<Peer>>> = Mutex::new(None);
@@ -41,6 +44,13 @@ fn broker_url() -> Option<String> {
         *broker = Some(started);
     }
     broker.as_ref().and_then(Option::as_ref).map(|peer| peer.url("/ws"))
+}
+
+/// Adds the user `name` with `password` to the shared broker (started by [`broker_url`]).
+fn add_user(name: &str, password: &str) {
+    let broker = BROKER.lock().unwrap_or_else(PoisonError::into_inner);
+    let peer = broker.as_ref().and_then(Option::as_ref).expect("the broker is started");
+    add_rabbitmq_user(peer, name, password).unwrap_or_else(|e| panic!("adding {name}: {e}"));
 }
 
 /// Stops the shared broker (rabbitmqctl stop, then its epmd) as the test binary exits.
@@ -169,4 +179,45 @@ fn an_echo_server_is_not_stomp_and_fails_each_connection_at_once() {
     assert_eq!(errors(&result), [("stomp_unexpected_frame".to_owned(), 5)].into(), "{}", summary_of(&result));
     let details = &result["counters"]["protocol_error_details"];
     assert_eq!(details["stomp_unexpected_frame"], "a client does not expect a CONNECT frame from a broker");
+}
+
+#[test]
+fn a_user_of_its_own_fans_out_through_queues_exactly_and_a_wrong_passcode_is_refused() {
+    let Some(url) = broker_url() else { return };
+    let (user, passcode) = ("wsbench-stomp-user", format!("stomp-secret-{}", std::process::id()));
+    add_user(user, &passcode);
+    let template = format!("/queue/wsbench-test-{}-user-q{{topic}}", std::process::id());
+    let shape = ["--subscribers", "10", "--topics", "10", "--publishers", "10", "--rate", "100/s"];
+    let login =
+        ["--login", user, "--passcode-env", "WSBENCH_TEST_STOMP_PASSCODE", "--threshold", "errors==0"];
+    let args =
+        [&["pubsub", url.as_str(), "--protocol", "stomp", "--destination", &template], &shape[..], &login]
+            .concat();
+    let env = [("WSBENCH_TEST_STOMP_PASSCODE", passcode.as_str())];
+    let (finished, result) = run_with_env("stomp-own-user", &args, &env, Duration::from_secs(90));
+    finished.assert_success();
+    let context = || format!("{}\n{}", summary_of(&result), finished.describe());
+    let published = uint(&result, "/pubsub/published");
+    assert!(published > 0, "nothing published\n{}", context());
+    assert_eq!(uint(&result, "/pubsub/expected_deliveries"), published, "{}", context());
+    assert_eq!(uint(&result, "/pubsub/delivered"), published, "{}", context());
+    for key in ["lost", "duplicated", "unexpected", "subscribe_failures"] {
+        assert_eq!(uint(&result, &format!("/pubsub/{key}")), 0, "{key}\n{}", context());
+    }
+    let options = &result["config"]["protocol_options"];
+    assert_eq!((options["login"].as_str(), options["passcode_env"].as_str()), (Some(user), Some(env[0].0)));
+    assert!(!result.to_string().contains(&passcode) && !finished.stdout.contains(&passcode));
+
+    let wrong = ["--protocol", "stomp", "--login", user, "--passcode", "wrong", "--connections", "5"];
+    let (finished, result) = run(
+        "stomp-wrong-passcode",
+        &[&[url.as_str()], &wrong[..], &["--warmup", "0s", "--duration", "1s"]].concat(),
+        Duration::from_secs(30),
+    );
+    finished.assert_completed_with_failures();
+    assert_eq!(errors(&result), [("stomp_error".to_owned(), 5)].into(), "{}", summary_of(&result));
+    let details = &result["counters"]["protocol_error_details"];
+    // RabbitMQ names a refused login as it names a refused virtual host.
+    assert_eq!(details["stomp_error"], "Bad CONNECT", "{details}");
+    assert_eq!(result["config"]["protocol_options"]["passcode"], "<redacted>");
 }

@@ -37,6 +37,7 @@ impl Publisher {
             clean_start: true,
             username: None,
             password: None,
+            session_expiry: None,
         };
         mqtt::encode_connect(&mut wire, Version::V311, &connect).unwrap();
         stream.write_all(&wire).expect("CONNECT");

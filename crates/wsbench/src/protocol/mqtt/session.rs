@@ -1,11 +1,12 @@
 //! One connection's side of MQTT: its opening (CONNECT → CONNACK, and for echo the
 //! SUBSCRIBE to its own topic → SUBACK), requests, subscriptions and publishes as packets,
-//! every packet the broker sends read and answered (PUBACK for a QoS 1 delivery), the
-//! keep-alive kept, DISCONNECT at the end. A WebSocket message may hold several packets or
+//! every packet the broker sends read and answered (PUBACK for a QoS 1 delivery; PUBREC,
+//! then PUBCOMP at the broker's PUBREL, for a QoS 2 one, delivered once; PUBREL at the
+//! broker's PUBREC of a QoS 2 publish), the keep-alive kept, DISCONNECT at the end; the
+//! open exchanges are `inflight.rs`'s. A WebSocket message may hold several packets or
 //! part of one: the bytes of an unfinished packet wait in a buffer no larger than the
 //! decoder's packet limit. Nothing here allocates per packet once the buffers have grown.
 
-use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::time::Instant;
 
@@ -13,17 +14,14 @@ use wsbench_appproto::mqtt::{
     self, Connect, DecodeError, Decoder, Packet, Publish, PublishView, QoS, SubAck, Version,
 };
 
-use super::{KEEP_ALIVE, echo_topic};
+use super::inflight::{MAX_UNACKED, Outgoing, Unreleased};
+use super::{KEEP_ALIVE, Opening, echo_topic};
 use crate::protocol::{Incoming, Outbox, Session, Sink, Use};
 
 /// The largest packet a broker may send: the largest message the WebSocket layer takes, so
 /// MQTT refuses nothing WebSocket would carry, and a hostile broker grows the buffer no
 /// further than it could grow a message.
 pub const MAX_PACKET: usize = wsbench_proto::DEFAULT_MAX_MESSAGE as usize;
-
-/// QoS 1 publishes whose PUBACK has not come yet that a session remembers; beyond, the
-/// oldest is given up, counted as `mqtt_puback_missing`.
-pub const MAX_UNACKED: usize = 4096;
 
 /// Subscriptions awaiting their SUBACK that a session remembers (a connection subscribes
 /// once: this is a bound, not a working size).
@@ -47,6 +45,12 @@ pub(super) struct MqttSession {
     qos: QoS,
     usage: Use,
     client_id: String,
+    clean_start: bool,
+    session_expiry: Option<u32>,
+    /// Publishes carry the retain flag.
+    retain: bool,
+    /// CONNECT's user name and password (`Debug` shows neither).
+    credentials: Credentials,
     /// Echo: the connection's own topic.
     echo_topic: String,
     decoder: Decoder,
@@ -58,10 +62,10 @@ pub(super) struct MqttSession {
     last_packet_id: u16,
     /// SUBSCRIBEs awaiting their SUBACK: packet id, the workload's topic.
     subscribing: Vec<(u16, String)>,
-    /// QoS 1 PUBLISHes awaiting their PUBACK: packet id, the echo request it carries.
-    unacked: VecDeque<(u16, Option<u64>)>,
-    /// Publishes forgotten unacknowledged since the last report (beyond [`MAX_UNACKED`]).
-    given_up: u64,
+    /// QoS 1 and 2 PUBLISHes sent and not yet acknowledged.
+    unacked: Outgoing,
+    /// QoS 2 deliveries received, awaiting the broker's PUBREL.
+    unreleased: Unreleased,
     /// When the next PINGREQ goes, once connected.
     next_ping: Option<Instant>,
     /// When the PINGRESP of the PINGREQ sent must have come.
@@ -80,27 +84,27 @@ pub(super) struct MqttSession {
 }
 
 impl MqttSession {
-    pub(super) fn new(
-        version: Version,
-        qos: QoS,
-        usage: Use,
-        client_id: String,
-        template: Option<(String, String)>,
-    ) -> MqttSession {
+    pub(super) fn new(usage: Use, opening: Opening, template: Option<(String, String)>) -> MqttSession {
+        let Opening { version, qos, client_id, clean_start, session_expiry, retain, username, password } =
+            opening;
         MqttSession {
             version,
             qos,
             usage,
             echo_topic: echo_topic(&client_id),
             client_id,
+            clean_start,
+            session_expiry,
+            retain,
+            credentials: Credentials { username, password },
             decoder: Decoder::new(version, MAX_PACKET),
             phase: Phase::Connecting,
             partial: Vec::new(),
             encoding: Vec::new(),
             last_packet_id: 0,
             subscribing: Vec::new(),
-            unacked: VecDeque::new(),
-            given_up: 0,
+            unacked: Outgoing::default(),
+            unreleased: Unreleased::default(),
             next_ping: None,
             pingresp_due: None,
             cause: String::new(),
@@ -161,16 +165,12 @@ impl MqttSession {
             _ => self.packet_id(),
         };
         self.encoding.clear();
-        let publish = Publish { topic, qos: self.qos, packet_id, retain: false, payload };
+        let publish = Publish { topic, qos: self.qos, packet_id, retain: self.retain, payload };
         if mqtt::encode_publish(&mut self.encoding, self.version, &publish).is_err() {
             return;
         }
         if self.qos != QoS::AtMostOnce {
-            if self.unacked.len() >= MAX_UNACKED {
-                self.unacked.pop_front();
-                self.given_up += 1;
-            }
-            self.unacked.push_back((packet_id, seq));
+            self.unacked.push(packet_id, seq);
         }
         sink.binary(&self.encoding);
     }
@@ -226,7 +226,14 @@ impl MqttSession {
             }
             (_, Packet::SubAck(suback)) => self.on_suback(suback, sink),
             (_, Packet::Publish(publish)) => self.on_publish(publish, sink),
-            (_, Packet::PubAck { packet_id, code }) => self.on_puback(packet_id, code, sink),
+            (_, Packet::PubAck { packet_id, code }) => self.on_ack("puback", packet_id, code, sink),
+            (_, Packet::PubComp { packet_id, code }) => self.on_ack("pubcomp", packet_id, code, sink),
+            (_, Packet::PubRec { packet_id, code }) => self.on_pubrec(packet_id, code, sink),
+            (_, Packet::PubRel { packet_id, .. }) => {
+                self.unreleased.release(packet_id);
+                self.answer(mqtt::encode_pubcomp, packet_id, sink);
+                sink.incoming(Incoming::Other);
+            }
             (_, Packet::PingResp) => {
                 self.pingresp_due = None;
                 sink.incoming(Incoming::Other);
@@ -268,11 +275,24 @@ impl MqttSession {
         }
     }
 
+    /// Writes the four-byte answer `encode` makes for `packet_id`.
+    fn answer(&mut self, encode: fn(&mut Vec<u8>, u16), packet_id: u16, out: &mut dyn Outbox) {
+        self.encoding.clear();
+        encode(&mut self.encoding, packet_id);
+        out.binary(&self.encoding);
+    }
+
     fn on_publish(&mut self, publish: PublishView<'_>, sink: &mut dyn Sink) {
-        if let Some(packet_id) = publish.packet_id {
-            self.encoding.clear();
-            mqtt::encode_puback(&mut self.encoding, packet_id);
-            sink.binary(&self.encoding);
+        match (publish.qos, publish.packet_id) {
+            (QoS::AtLeastOnce, Some(packet_id)) => self.answer(mqtt::encode_puback, packet_id, sink),
+            (QoS::ExactlyOnce, Some(packet_id)) => {
+                self.answer(mqtt::encode_pubrec, packet_id, sink);
+                // Sent again before the broker's PUBREL: the same delivery, counted once.
+                if !self.unreleased.first_time(packet_id) {
+                    return sink.incoming(Incoming::Other);
+                }
+            }
+            _ => {}
         }
         let payload = publish.payload;
         match self.usage {
@@ -291,21 +311,40 @@ impl MqttSession {
         }
     }
 
-    /// A PUBACK: the publish it acknowledges is forgotten; one the broker refused (MQTT 5
-    /// reason code 0x80 or more) is an error, freeing the echo request it carried.
-    fn on_puback(&mut self, packet_id: u16, code: u8, sink: &mut dyn Sink) {
-        let Some(at) = self.unacked.iter().position(|(id, _)| *id == packet_id) else {
+    /// The end of a publish's exchange (`packet`: `puback`, `pubcomp`): it is forgotten; one
+    /// the broker refused (MQTT 5 reason code 0x80 or more) is an error, freeing the echo
+    /// request it carried.
+    fn on_ack(&mut self, packet: &str, packet_id: u16, code: u8, sink: &mut dyn Sink) {
+        let Some(seq) = self.unacked.finish(packet_id) else {
             return sink.incoming(Incoming::Other);
         };
-        let seq = self.unacked.remove(at).and_then(|(_, seq)| seq);
         if code < 0x80 {
             return sink.incoming(Incoming::Other);
         }
+        self.refused(packet, code, seq, sink);
+    }
+
+    /// A PUBREC of a QoS 2 publish: answered with PUBREL, the exchange open until PUBCOMP;
+    /// a refusing one (0x80 or more) ends it as an error.
+    fn on_pubrec(&mut self, packet_id: u16, code: u8, sink: &mut dyn Sink) {
+        if !self.unacked.is_open(packet_id) {
+            return sink.incoming(Incoming::Other);
+        }
+        if code >= 0x80 {
+            let seq = self.unacked.finish(packet_id).flatten();
+            return self.refused("pubrec", code, seq, sink);
+        }
+        self.answer(mqtt::encode_pubrel, packet_id, sink);
+        sink.incoming(Incoming::Other);
+    }
+
+    /// The broker refused a publish by `packet`'s reason `code`: `mqtt_<packet>_<name>`.
+    fn refused(&mut self, packet: &str, code: u8, seq: Option<u64>, sink: &mut dyn Sink) {
         let name = mqtt::reason_code_name(code);
         self.cause.clear();
-        let _ = write!(self.cause, "mqtt_puback_{name}");
+        let _ = write!(self.cause, "mqtt_{packet}_{name}");
         self.detail.clear();
-        let _ = write!(self.detail, "PUBACK reason code {code:#04x} ({name})");
+        let _ = write!(self.detail, "{} reason code {code:#04x} ({name})", packet.to_uppercase());
         sink.incoming(Incoming::Error { cause: &self.cause, detail: &self.detail, seq, fatal: false });
     }
 
@@ -339,12 +378,13 @@ impl Session for MqttSession {
         let connect = Connect {
             client_id: &self.client_id,
             keep_alive: KEEP_ALIVE.as_secs() as u16,
-            clean_start: true,
-            username: None,
-            password: None,
+            clean_start: self.clean_start,
+            username: self.credentials.username.as_deref(),
+            password: self.credentials.password.as_deref(),
+            session_expiry: self.session_expiry,
         };
         self.encoding.clear();
-        // A client id of at most 64 + 30 bytes always fits.
+        // A client id of at most 64 + 30 bytes, and credentials checked before the run, fit.
         if mqtt::encode_connect(&mut self.encoding, self.version, &connect).is_ok() {
             out.binary(&self.encoding);
         }
@@ -487,20 +527,37 @@ impl Session for MqttSession {
 }
 
 impl MqttSession {
-    /// QoS 1 publishes given up without their PUBACK (beyond [`MAX_UNACKED`]), each an
+    /// QoS 1 or 2 publishes given up unacknowledged (beyond [`MAX_UNACKED`]), each an
     /// error. The request a given-up echo publish carried stays outstanding: its delivery
     /// may still come.
     fn report_given_up(&mut self, sink: &mut dyn Sink) {
-        let given_up = std::mem::take(&mut self.given_up);
+        let given_up = self.unacked.take_given_up();
         if given_up == 0 {
             return;
         }
+        let (cause, awaited) = match self.qos {
+            QoS::ExactlyOnce => ("mqtt_pubcomp_missing", "PUBCOMP"),
+            _ => ("mqtt_puback_missing", "PUBACK"),
+        };
         self.detail.clear();
-        let _ = write!(self.detail, "no PUBACK while {MAX_UNACKED} later QoS 1 publishes were sent");
+        let qos = self.qos as u8;
+        let _ = write!(self.detail, "no {awaited} while {MAX_UNACKED} later QoS {qos} publishes were sent");
         for _ in 0..given_up {
-            let detail = &self.detail;
-            sink.incoming(Incoming::Error { cause: "mqtt_puback_missing", detail, seq: None, fatal: false });
+            sink.incoming(Incoming::Error { cause, detail: &self.detail, seq: None, fatal: false });
         }
+    }
+}
+
+/// CONNECT's user name and password, kept out of `Debug` output.
+struct Credentials {
+    username: Option<String>,
+    password: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let password = self.password.as_ref().map(|_| crate::options::REDACTED);
+        f.debug_struct("Credentials").field("username", &self.username).field("password", &password).finish()
     }
 }
 
@@ -512,6 +569,9 @@ fn packet_name(packet: &Packet<'_>) -> &'static str {
         Packet::UnsubAck { .. } => "UNSUBACK",
         Packet::Publish(_) => "PUBLISH",
         Packet::PubAck { .. } => "PUBACK",
+        Packet::PubRec { .. } => "PUBREC",
+        Packet::PubRel { .. } => "PUBREL",
+        Packet::PubComp { .. } => "PUBCOMP",
         Packet::PingResp => "PINGRESP",
         Packet::Disconnect { .. } => "DISCONNECT",
     }

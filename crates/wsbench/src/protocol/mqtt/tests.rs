@@ -57,6 +57,7 @@ fn a_pubsub_connection_connects_cleanly_and_is_ready_at_its_connack() {
         clean_start: true,
         username: None,
         password: None,
+        session_expiry: None,
     };
     mqtt::encode_connect(&mut connect, Version::V311, &expected).unwrap();
     assert_eq!(heard.sent, [(false, connect)]);
@@ -333,7 +334,7 @@ fn session_of_run(run: &str, index: u64) -> Box<dyn Session> {
 fn publishes_never_acknowledged_are_given_up_beyond_a_bound() {
     let (mut session, mut heard) = opened(Use::PubSub, 1, "3.1.1");
     feed(&mut session, &mut heard, &CONNACK_OK);
-    for _ in 0..super::session::MAX_UNACKED + 2 {
+    for _ in 0..super::inflight::MAX_UNACKED + 2 {
         session.publish("t0", b"{}", &mut heard);
     }
     feed(&mut session, &mut heard, &[0xD0, 0]);
@@ -361,10 +362,12 @@ fn options_it_cannot_honour_are_refused_and_binary_is_taken() {
     };
     assert!(Mqtt.check(&with(None, None)).is_ok());
     assert!(Mqtt.check(&with(Some(1), Some("5"))).is_ok());
-    assert!(Mqtt.check(&with(Some(2), None)).unwrap_err().contains("QoS 0 or 1"));
+    assert!(Mqtt.check(&with(Some(2), None)).is_ok());
+    assert!(Mqtt.check(&with(Some(3), None)).unwrap_err().contains("0, 1 and 2"));
     assert!(Mqtt.check(&with(None, Some("3"))).unwrap_err().contains("3.1.1 or 5"));
     assert!(Mqtt.serves(Use::Requests) && Mqtt.serves(Use::PubSub) && !Mqtt.serves(Use::Messages));
-    assert_eq!(Mqtt.path("/"), Some("/mqtt".into()));
+    assert_eq!(Mqtt.path(""), Some("/mqtt".into()));
+    assert_eq!(Mqtt.path("/"), None, "a path the user wrote is theirs, / too");
     assert_eq!(Mqtt.path("/ws"), None);
     assert_eq!(Mqtt.subprotocols(), ["mqtt"]);
 }
@@ -382,4 +385,139 @@ fn a_broker_that_ends_the_connection_before_connack_is_explained() {
     session.ended_while_opening(None, &mut heard);
     let detail = "the broker ended the connection before its SUBACK (no close frame)";
     assert_eq!(heard.errors, [("mqtt_closed_before_suback".into(), detail.into(), None, true)]);
+}
+
+#[test]
+fn connect_gives_the_user_name_filled_in_and_the_password_read_before_the_run() {
+    let mut options =
+        Options::with([("username", "u".into()), ("password", crate::options::REDACTED.into())]);
+    options.secrets = crate::options::Secrets::of([("password", "hunter2".to_owned())]);
+    Mqtt.check(&options).unwrap();
+    let mut session = Mqtt.session(&setup(Use::PubSub, &options));
+    assert!(!format!("{session:?}").contains("hunter2"), "{session:?}");
+    let mut heard = Heard::default();
+    session.open(Instant::now(), &mut heard);
+    let mut connect = Vec::new();
+    let expected = mqtt::Connect {
+        client_id: "wsbench-r1-0",
+        keep_alive: 30,
+        clean_start: true,
+        username: Some("u"),
+        password: Some(b"hunter2"),
+        session_expiry: None,
+    };
+    mqtt::encode_connect(&mut connect, Version::V311, &expected).unwrap();
+    assert_eq!(heard.sent, [(false, connect)]);
+}
+
+#[test]
+fn credentials_mqtt_cannot_carry_are_refused_without_naming_the_password() {
+    let refused = |options: &Options| Mqtt.check(options).unwrap_err();
+    let mut alone = Options::with([]);
+    alone.secrets = crate::options::Secrets::of([("password", "hunter2".to_owned())]);
+    assert_eq!(refused(&alone), "--password needs --username under MQTT 3.1.1 (or give --mqtt-version 5)");
+    alone.given.0.insert("mqtt-version".into(), "5".into());
+    Mqtt.check(&alone).unwrap();
+    let mut long = Options::with([("username", "u".into())]);
+    long.secrets = crate::options::Secrets::of([("password", "x".repeat(65_536))]);
+    assert_eq!(refused(&long), "--password: 65536 bytes: MQTT carries up to 65,535");
+    let nul = Options::with([("username", "a\0b".into())]);
+    assert_eq!(refused(&nul), "--username: 3 bytes with a NUL: MQTT carries up to 65,535 bytes and no NUL");
+}
+
+#[test]
+fn only_a_url_without_a_path_gets_the_usual_mqtt_path() {
+    let url = |target: &str| {
+        let settings = crate::config::RunSettings {
+            target: Some(target.into()),
+            protocol: Some("mqtt".into()),
+            ..Default::default()
+        };
+        settings.validate().unwrap().target.unwrap().url
+    };
+    assert_eq!(url("ws://127.0.0.1:1"), "ws://127.0.0.1:1/mqtt");
+    assert_eq!(url("ws://127.0.0.1:1/"), "ws://127.0.0.1:1/");
+    assert_eq!(url("ws://127.0.0.1:1/ws"), "ws://127.0.0.1:1/ws");
+    assert_eq!(url("ws://127.0.0.1:1?x=1"), "ws://127.0.0.1:1?x=1");
+}
+
+#[test]
+fn qos_2_publishes_release_at_pubrec_and_deliveries_count_once_until_released() {
+    let (mut session, mut heard) = opened(Use::PubSub, 2, "3.1.1");
+    feed(&mut session, &mut heard, &CONNACK_OK);
+    session.publish("t1", b"{}", &mut heard);
+    assert_eq!(heard.sent[1].1, publish_packet(Version::V311, "t1", QoS::ExactlyOnce, 1, b"{}"));
+    feed(&mut session, &mut heard, &[0x50, 2, 0, 1]);
+    assert_eq!(heard.sent[2].1, [0x62, 2, 0, 1], "PUBREL at the PUBREC");
+    feed(&mut session, &mut heard, &[0x50, 2, 0, 1]);
+    assert_eq!(heard.sent[3].1, [0x62, 2, 0, 1], "a PUBREC again is released again");
+    feed(&mut session, &mut heard, &[0x70, 2, 0, 1]);
+    feed(&mut session, &mut heard, &[0x50, 2, 0, 1]);
+    assert_eq!(heard.sent.len(), 4, "after PUBCOMP the exchange is over");
+
+    let delivery = publish_packet(Version::V311, "t1", QoS::ExactlyOnce, 9, b"{}");
+    feed(&mut session, &mut heard, &delivery);
+    let mut again = delivery.clone();
+    again[0] |= 0x08; // DUP
+    feed(&mut session, &mut heard, &again);
+    assert_eq!(heard.deliveries.len(), 1, "the same delivery sent again before PUBREL counts once");
+    assert_eq!(&heard.sent[4..], [(false, vec![0x50, 2, 0, 9]), (false, vec![0x50, 2, 0, 9])]);
+    feed(&mut session, &mut heard, &[0x62, 2, 0, 9]);
+    assert_eq!(heard.sent[6].1, [0x70, 2, 0, 9], "PUBCOMP at the PUBREL");
+    feed(&mut session, &mut heard, &delivery);
+    assert_eq!(heard.deliveries.len(), 2, "released, the identifier carries a new delivery");
+    assert!(heard.errors.is_empty(), "{:?}", heard.errors);
+}
+
+#[test]
+fn a_refusing_pubrec_is_an_error_by_its_reason() {
+    let (mut session, mut heard) = opened(Use::PubSub, 2, "5");
+    feed(&mut session, &mut heard, &CONNACK_OK_5);
+    session.publish("t1", b"{}", &mut heard);
+    feed(&mut session, &mut heard, &[0x50, 3, 0, 1, 0x87]);
+    let refused = ("mqtt_pubrec_not_authorized".into(), "PUBREC reason code 0x87 (not_authorized)".into());
+    assert_eq!(heard.errors, [(refused.0, refused.1, None, false)]);
+    assert_eq!(heard.sent.len(), 2, "no PUBREL for a refused publish");
+}
+
+#[test]
+fn client_id_retain_and_a_kept_session_are_what_connect_and_publish_say() {
+    let options = Options::with([
+        ("client-id", "sensor-{run}-{conn}".into()),
+        ("retain", true.into()),
+        ("clean-session", "false".into()),
+        ("mqtt-version", "5".into()),
+        ("session-expiry", 3600.into()),
+    ]);
+    Mqtt.check(&options).unwrap();
+    let mut session = Mqtt.session(&Setup { index: 7, ..setup(Use::PubSub, &options) });
+    let mut heard = Heard::default();
+    session.open(Instant::now(), &mut heard);
+    let mut connect = Vec::new();
+    let expected = mqtt::Connect {
+        client_id: "sensor-r1-7",
+        keep_alive: 30,
+        clean_start: false,
+        username: None,
+        password: None,
+        session_expiry: Some(3600),
+    };
+    mqtt::encode_connect(&mut connect, Version::V5, &expected).unwrap();
+    assert_eq!(heard.sent[0].1, connect);
+    feed(&mut session, &mut heard, &CONNACK_OK_5);
+    session.publish("t1", b"{}", &mut heard);
+    assert_eq!(heard.sent[1].1[0], 0x31, "PUBLISH at QoS 0 with the retain flag");
+}
+
+#[test]
+fn a_client_id_without_conn_and_a_session_expiry_under_3_1_1_are_refused() {
+    let refused = |given: Vec<(&'static str, toml::Value)>| Mqtt.check(&Options::with(given)).unwrap_err();
+    assert!(refused(vec![("client-id", "fixed".into())]).starts_with("--client-id fixed: give {conn} in it"));
+    assert_eq!(
+        refused(vec![("session-expiry", 60.into())]),
+        "--session-expiry is MQTT 5's: give --mqtt-version 5, or --clean-session false alone"
+    );
+    assert_eq!(refused(vec![("clean-session", "no".into())]), "--clean-session no: give true or false");
+    let too_long = vec![("mqtt-version", "5".into()), ("session-expiry", (1_i64 << 32).into())];
+    assert_eq!(refused(too_long), "--session-expiry 4294967296: give at most 4,294,967,295 seconds");
 }

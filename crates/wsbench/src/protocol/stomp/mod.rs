@@ -1,6 +1,7 @@
 //! `stomp`: STOMP 1.2 over WebSocket, as RabbitMQ's web-stomp plugin serves it (subprotocol
 //! `v12.stomp`; the path is the user's, `/ws` for RabbitMQ). A connection opens with
-//! CONNECT (virtual host `--vhost`, default `/`; `guest`/`guest`; heart-beats of
+//! CONNECT (virtual host `--vhost`, default `/`, as its host header; `--login` and
+//! `--passcode`, default `guest`/`guest`; heart-beats of
 //! `--heartbeat`, default 10 s each way) answered by CONNECTED. For echo it then subscribes
 //! to a destination of its own, `/topic/wsbench-echo-PID-INDEX`, and is ready on the
 //! subscription's RECEIPT: a request is a SEND there with the payload as its body, and its
@@ -80,13 +81,41 @@ pub const VHOST: OptionSpec = OptionSpec {
     scenarios: &[],
 };
 
+/// `--login`.
+pub const LOGIN: OptionSpec = OptionSpec {
+    flag: "login",
+    key: "login",
+    kind: Kind::Text,
+    value_name: "USER",
+    default: DEFAULT_LOGIN,
+    bound: "one line, up to 4,096 bytes",
+    help: "the user CONNECT logs in as ({data.NAME} filled in per connection)",
+    scenarios: &[],
+};
+
+/// `--passcode`, or `--passcode-env VAR`: a secret, never written.
+pub const PASSCODE: OptionSpec = OptionSpec {
+    flag: "passcode",
+    key: "passcode",
+    kind: Kind::Secret { env: "passcode-env" },
+    value_name: "PASSCODE",
+    default: DEFAULT_PASSCODE,
+    bound: "one line, up to 4,096 bytes; none sent with --login alone",
+    help: "the passcode CONNECT gives (a secret: shown as <redacted>)",
+    scenarios: &[],
+};
+
+/// The longest login or passcode taken: far more than any broker's, far less than a frame.
+const MAX_CREDENTIAL: usize = 4096;
+
 /// The heart-beat interval asked for each way when `--heartbeat` is not given.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
 /// The virtual host CONNECT names when `--vhost` is not given (RabbitMQ's default).
 pub const DEFAULT_VHOST: &str = "/";
-/// The credentials CONNECT gives (RabbitMQ's default user, allowed from loopback).
-pub const LOGIN: &str = "guest";
-pub const PASSCODE: &str = "guest";
+/// The credentials CONNECT gives when neither `--login` nor `--passcode` is (RabbitMQ's
+/// default user, allowed from loopback).
+pub const DEFAULT_LOGIN: &str = "guest";
+pub const DEFAULT_PASSCODE: &str = "guest";
 
 #[derive(Debug)]
 pub struct Stomp;
@@ -106,11 +135,12 @@ impl Protocol for Stomp {
         &["v12.stomp"]
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[HEARTBEAT, VHOST, DESTINATION, SUBSCRIBE_DESTINATION]
+        &[HEARTBEAT, VHOST, DESTINATION, LOGIN, PASSCODE, SUBSCRIBE_DESTINATION]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         heartbeat_ms(options)?;
         destination(options)?;
+        credentials(options)?;
         match options.given.text(&SUBSCRIBE_DESTINATION) {
             Some(given) if given.is_empty() || given.contains(['\r', '\n', '\0']) => {
                 return Err(format!(
@@ -136,6 +166,33 @@ impl Protocol for Stomp {
         let session = StompSession::new(setup, &vhost, heartbeat, destination);
         Box::new(session.with_stream_destination(setup.fill(stream).into_owned()))
     }
+}
+
+/// What CONNECT logs in with: `--login` (filled with the connection's `{data.NAME}`) and
+/// `--passcode`; `guest`/`guest` when neither is given, no passcode for a login alone.
+pub(super) fn login_of(setup: &Setup<'_>) -> (String, Option<crate::options::Secret>) {
+    let given = setup.options.given.text(&LOGIN);
+    let passcode = setup.options.secrets.get(&PASSCODE);
+    let passcode = match (given, passcode) {
+        (_, Some(passcode)) => Some(passcode),
+        (None, None) => Some(DEFAULT_PASSCODE),
+        (Some(_), None) => None,
+    };
+    let login = setup.fill(given.unwrap_or(DEFAULT_LOGIN)).into_owned();
+    (login, passcode.map(|passcode| crate::options::Secret(passcode.to_owned())))
+}
+
+/// `--login` and `--passcode`: one line each (CONNECT's headers are not escaped), of a
+/// bounded length. The passcode is never named.
+fn credentials(options: &Options) -> Result<(), String> {
+    let unfit = |text: &str| text.len() > MAX_CREDENTIAL || text.contains(['\r', '\n', '\0']);
+    if options.given.text(&LOGIN).is_some_and(unfit) {
+        return Err("--login: give one line of at most 4,096 bytes, without NUL".into());
+    }
+    if options.secrets.get(&PASSCODE).is_some_and(unfit) {
+        return Err("--passcode: give one line of at most 4,096 bytes, without NUL".into());
+    }
+    Ok(())
 }
 
 /// `--destination` split around its `{topic}`: what comes before the topic's number and

@@ -14,7 +14,6 @@ use std::time::Instant;
 use wsbench_appproto::stomp::{self, Connect, DecodeError, Decoder, Frame, Item, Send, ServerFrame};
 
 use super::heartbeat::{Due, HeartBeats};
-use super::{LOGIN, PASSCODE};
 use crate::protocol::{Incoming, Outbox, Session, Setup, Sink, Use};
 
 /// The most of a frame cut over messages that is kept while its rest is awaited.
@@ -46,6 +45,9 @@ pub(super) struct StompSession {
     binary: bool,
     state: State,
     vhost: String,
+    /// `--login`, and `--passcode` (`Debug` shows it redacted).
+    login: String,
+    passcode: Option<crate::options::Secret>,
     /// The heart-beat interval CONNECT asks for each way (ms; 0: none).
     heartbeat: u32,
     beats: HeartBeats,
@@ -68,11 +70,14 @@ pub(super) struct StompSession {
 
 impl StompSession {
     pub fn new(setup: &Setup<'_>, vhost: &str, heartbeat: u32, template: (String, String)) -> StompSession {
+        let (login, passcode) = super::login_of(setup);
         StompSession {
             usage: setup.usage,
             binary: setup.options.binary,
             state: State::Connecting,
             vhost: vhost.to_owned(),
+            login,
+            passcode,
             heartbeat,
             beats: HeartBeats::default(),
             // The process id keeps two runs against one broker apart.
@@ -257,10 +262,10 @@ impl Session for StompSession {
         let connect = Connect {
             host: &self.vhost,
             heart_beat: (self.heartbeat, self.heartbeat),
-            login: Some(LOGIN),
-            passcode: Some(PASSCODE),
+            login: Some(&self.login),
+            passcode: self.passcode.as_ref().map(|passcode| passcode.0.as_str()),
         };
-        // The protocol's check refused a virtual host CONNECT cannot carry.
+        // The protocol's check refused a virtual host or credentials CONNECT cannot carry.
         if stomp::encode_connect(&mut self.encoding, &connect).is_ok() {
             self.emit(out);
         }

@@ -263,6 +263,10 @@ fn a_destination_template_names_each_topic_by_its_number() {
     for bad in ["/queue/q", "/queue/{topic}/{topic}", "/queue/q{topic}\nx"] {
         assert!(with(bad).unwrap_err().contains("--destination"), "{bad}");
     }
+    for prefix in ["/queue/q{topic}", "/exchange/bench/t{topic}", "/amq/queue/q{topic}", "/topic/a.{topic}.b"]
+    {
+        assert_eq!(with(prefix), Ok(()), "any broker prefix: {prefix}");
+    }
 }
 
 #[test]
@@ -302,4 +306,31 @@ fn a_destination_and_vhost_take_the_connections_data_row_once_at_setup() {
     session.receive(CONNECTED, false, Instant::now(), &mut heard);
     session.subscribe("t4", &mut heard);
     assert!(heard.sent_text(1).contains("\ndestination:/exchange/sport/t4\n"), "{}", heard.sent_text(1));
+}
+
+#[test]
+fn connect_logs_in_with_the_login_and_passcode_given() {
+    let opened = |options: &Options| {
+        Stomp.check(options).unwrap();
+        let mut session = Stomp.session(&setup(Use::PubSub, options));
+        let mut heard = Heard::default();
+        session.open(Instant::now(), &mut heard);
+        (format!("{session:?}"), heard.sent_text(0))
+    };
+    let mut options =
+        Options::with([("login", "bench".into()), ("passcode", crate::options::REDACTED.into())]);
+    options.secrets = crate::options::Secrets::of([("passcode", "hunter2".to_owned())]);
+    let (debug, connect) = opened(&options);
+    assert!(connect.contains("\nlogin:bench\npasscode:hunter2\n"), "{connect}");
+    assert!(!debug.contains("hunter2"), "{debug}");
+    let (_, alone) = opened(&Options::with([("login", "bench".into())]));
+    assert!(alone.contains("\nlogin:bench\n\n") && !alone.contains("passcode"), "{alone}");
+    let mut broken = Options::with([]);
+    broken.secrets = crate::options::Secrets::of([("passcode", "a\nb".to_owned())]);
+    assert_eq!(
+        Stomp.check(&broken).unwrap_err(),
+        "--passcode: give one line of at most 4,096 bytes, without NUL"
+    );
+    let long = Options::with([("login", "x".repeat(4097).into())]);
+    assert_eq!(Stomp.check(&long).unwrap_err(), "--login: give one line of at most 4,096 bytes, without NUL");
 }
