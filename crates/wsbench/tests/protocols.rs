@@ -64,10 +64,10 @@ mod graphql_ws;
 mod jsonrpc;
 #[path = "protocols/mqtt.rs"]
 mod mqtt;
-#[path = "protocols/nats.rs"]
-mod nats;
 #[path = "protocols/mqtt_credentials.rs"]
 mod mqtt_credentials;
+#[path = "protocols/nats.rs"]
+mod nats;
 #[path = "protocols/socketio.rs"]
 mod socketio;
 #[path = "protocols/stomp.rs"]

@@ -17,10 +17,11 @@ pub mod nats;
 pub mod raw;
 pub mod socketio;
 pub mod stomp;
-pub mod template;
 #[cfg(test)]
 mod stream_tests;
+pub mod template;
 
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
@@ -80,10 +81,28 @@ pub struct Options {
 }
 
 impl Options {
-    /// Options with these values given (by TOML key), the payload text.
+    /// Options with these values given (by TOML key), the payload text. The value of a key
+    /// some protocol declares secret is kept with the secrets, as the settings' validation
+    /// keeps it (`<redacted>` among the values given).
     pub fn with<'k>(given: impl IntoIterator<Item = (&'k str, toml::Value)>) -> Options {
-        let given = given.into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
-        Options { given: OptionValues(given), secrets: Secrets::default(), binary: false }
+        let mut values = BTreeMap::new();
+        let mut secrets = Vec::new();
+        for (key, value) in given {
+            let secret = PROTOCOLS
+                .iter()
+                .flat_map(|protocol| protocol.options())
+                .find(|spec| spec.key == key && matches!(spec.kind, crate::options::Kind::Secret { .. }));
+            match (secret, value) {
+                (Some(spec), toml::Value::String(text)) => {
+                    secrets.push((spec.key, text));
+                    values.insert(key.to_owned(), toml::Value::String(crate::options::REDACTED.to_owned()));
+                }
+                (_, value) => {
+                    values.insert(key.to_owned(), value);
+                }
+            }
+        }
+        Options { given: OptionValues(values), secrets: Secrets::of(secrets), binary: false }
     }
 }
 

@@ -33,11 +33,11 @@ use session::CentrifugoSession;
 pub const CONNECTION_TOKEN: OptionSpec = OptionSpec {
     flag: "connection-token",
     key: "connection-token",
-    kind: Kind::Text,
+    kind: Kind::Secret { env: "connection-token-env" },
     value_name: "JWT",
     default: "none (anonymous)",
     bound: "not empty",
-    help: "the connection token (JWT) the connect command carries; {data.NAME} takes it from --data",
+    help: "the connection token (JWT) the connect command carries; {data.NAME} takes it from --data (a secret: shown as <redacted>)",
     scenarios: &[],
 };
 
@@ -88,7 +88,7 @@ impl Protocol for Centrifugo {
         if options.binary {
             return Err("Centrifugo's JSON protocol is text: leave out --binary (a bytes:N payload is binary unless --text is given)".into());
         }
-        if options.given.text(&CONNECTION_TOKEN).is_some_and(|token| token.trim().is_empty()) {
+        if options.secrets.get(&CONNECTION_TOKEN).is_some_and(|token| token.trim().is_empty()) {
             return Err(
                 "--connection-token is empty: give the connection JWT, or leave --connection-token out to connect anonymously"
                     .into(),
@@ -98,7 +98,7 @@ impl Protocol for Centrifugo {
         Ok(())
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
-        let token = setup.options.given.text(&CONNECTION_TOKEN).map(|token| setup.fill(token).into_owned());
+        let token = setup.options.secrets.get(&CONNECTION_TOKEN).map(|token| setup.fill(token).into_owned());
         let template = setup.fill(setup.options.given.text(&CHANNEL).unwrap_or(DEFAULT_CHANNEL));
         // `check` refused a template without its one `{topic}` before the run.
         let (before, after) = split_channel(&template).unwrap_or_default();

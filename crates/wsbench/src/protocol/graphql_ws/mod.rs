@@ -77,7 +77,7 @@ impl Protocol for GraphqlWs {
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         let query = setup.fill(setup.options.given.text(&QUERY).unwrap_or(DEFAULT_QUERY)).into_owned();
-        let init_payload = setup.options.given.text(&INIT_PAYLOAD).map(|init| setup.fill(init).into_owned());
+        let init_payload = setup.options.secrets.get(&INIT_PAYLOAD).map(|init| setup.fill(init).into_owned());
         let pubsub = (setup.usage == Use::PubSub).then(|| PubSubOperations::new(setup));
         let stream_query =
             setup.options.given.text(&SUBSCRIBE_QUERY).map(|query| setup.fill(query).into_owned());
@@ -210,7 +210,9 @@ impl Session for GraphqlWsSession {
                 let cause = graphql_ws::error_cause(&mut self.cause, code.as_deref());
                 sink.incoming(Incoming::Message { payload: raw, error: Some((cause, &message)) })
             }
-            Message::Next { payload, .. } if self.ready && self.stream => on_stream_next(payload, &mut self.cause, sink),
+            Message::Next { payload, .. } if self.ready && self.stream => {
+                on_stream_next(payload, &mut self.cause, sink)
+            }
             Message::Next { id, payload } if self.ready => self.on_next(&id, payload, sink),
             Message::Error { id, message, code, .. } if self.ready => {
                 let seq = self.finish(&id);

@@ -30,11 +30,11 @@ pub const QUERY: OptionSpec = OptionSpec {
 pub const INIT_PAYLOAD: OptionSpec = OptionSpec {
     flag: "init-payload",
     key: "init-payload",
-    kind: Kind::Text,
+    kind: Kind::Secret { env: "init-payload-env" },
     value_name: "JSON",
     default: "none",
     bound: "a JSON object",
-    help: "the payload of connection_init, e.g. credentials the server checks ({\"token\":\"…\"})",
+    help: "the payload of connection_init, e.g. credentials the server checks ({\"token\":\"…\"}; a secret: shown as <redacted>)",
     scenarios: &[],
 };
 
@@ -101,7 +101,7 @@ pub fn check(options: &Options) -> Result<(), String> {
     if options.given.text(&SUBSCRIBE_QUERY).is_some_and(|query| query.trim().is_empty()) {
         return Err("--subscribe-query is empty: give the subscription a stream subscriber starts".into());
     }
-    if let Some(init) = options.given.text(&INIT_PAYLOAD) {
+    if let Some(init) = options.secrets.get(&INIT_PAYLOAD) {
         // Its value may be a secret: the error names what is wrong, never the value.
         match sample_json(init, &[], &[]) {
             Ok(value) if value.is_object() => {}

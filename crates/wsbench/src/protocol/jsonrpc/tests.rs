@@ -174,13 +174,18 @@ fn stream_options_it_cannot_honour_are_refused() {
 
 #[test]
 fn a_stream_subscribes_once_and_takes_notifications_as_deliveries() {
-    let options =
-        Options::with([("subscribe-method", "eth_subscribe".into()), ("subscribe-params", r#"["newHeads"]"#.into())]);
+    let options = Options::with([
+        ("subscribe-method", "eth_subscribe".into()),
+        ("subscribe-params", r#"["newHeads"]"#.into()),
+    ]);
     assert_eq!(JsonRpc.check(&options), Ok(()));
     let mut session = JsonRpc.session(&setup(Use::Stream, &options));
     let mut heard = Heard::default();
     session.subscribe_stream(&mut heard);
-    assert_eq!(heard.sent_text(0), r#"{"jsonrpc":"2.0","method":"eth_subscribe","params":["newHeads"],"id":1}"#);
+    assert_eq!(
+        heard.sent_text(0),
+        r#"{"jsonrpc":"2.0","method":"eth_subscribe","params":["newHeads"],"id":1}"#
+    );
     session.receive(br#"{"jsonrpc":"2.0","result":"0xcd0c","id":1}"#, false, Instant::now(), &mut heard);
     let head = br#"{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"0xcd0c","result":{"number":"0x1b4"}}}"#;
     session.receive(head, false, Instant::now(), &mut heard);

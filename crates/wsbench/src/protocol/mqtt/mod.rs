@@ -189,7 +189,18 @@ impl Protocol for Mqtt {
         given.is_empty().then(|| DEFAULT_PATH.to_owned())
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[QOS, MQTT_VERSION, TOPIC, USERNAME, PASSWORD, CLIENT_ID, RETAIN, CLEAN_SESSION, SESSION_EXPIRY, SUBSCRIBE_TOPIC]
+        &[
+            QOS,
+            MQTT_VERSION,
+            TOPIC,
+            USERNAME,
+            PASSWORD,
+            CLIENT_ID,
+            RETAIN,
+            CLEAN_SESSION,
+            SESSION_EXPIRY,
+            SUBSCRIBE_TOPIC,
+        ]
     }
     /// `--binary` is taken as it is: MQTT over WebSocket is always binary messages.
     fn check(&self, options: &Options) -> Result<(), String> {

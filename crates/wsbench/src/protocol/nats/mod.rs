@@ -90,11 +90,11 @@ pub const USER: OptionSpec = OptionSpec {
 pub const PASS: OptionSpec = OptionSpec {
     flag: "pass",
     key: "pass",
-    kind: Kind::Text,
+    kind: Kind::Secret { env: "pass-env" },
     value_name: "PASSWORD",
     default: "none",
     bound: "with --user",
-    help: "the password CONNECT gives with --user",
+    help: "the password CONNECT gives with --user (a secret: shown as <redacted>)",
     scenarios: &[],
 };
 
@@ -102,11 +102,11 @@ pub const PASS: OptionSpec = OptionSpec {
 pub const AUTH_TOKEN: OptionSpec = OptionSpec {
     flag: "auth-token",
     key: "auth-token",
-    kind: Kind::Text,
+    kind: Kind::Secret { env: "auth-token-env" },
     value_name: "AUTH_TOKEN",
     default: "none",
     bound: "not with --user",
-    help: "the authorization token CONNECT gives",
+    help: "the authorization token CONNECT gives (a secret: shown as <redacted>)",
     scenarios: &[],
 };
 
@@ -170,8 +170,13 @@ impl Protocol for Nats {
             topic,
             problem,
         };
-        let fill = |spec: &OptionSpec| given.text(spec).map(|text| setup.fill(text).into_owned());
-        let credentials = Credentials { user: fill(&USER), pass: fill(&PASS), token: fill(&AUTH_TOKEN) };
+        let fill = |text: Option<&str>| text.map(|text| setup.fill(text).into_owned());
+        let secrets = &setup.options.secrets;
+        let credentials = Credentials {
+            user: fill(given.text(&USER)),
+            pass: fill(secrets.get(&PASS)),
+            token: fill(secrets.get(&AUTH_TOKEN)),
+        };
         let name = connection_name(setup.run, setup.index);
         Box::new(NatsSession::new(setup.usage, name, credentials, subjects))
     }
@@ -202,8 +207,8 @@ fn split_subject(template: &str) -> Result<(String, String), String> {
 
 /// Whether the credentials given go together, or why not.
 fn check_credentials(options: &Options) -> Result<(), String> {
-    let given = &options.given;
-    let (user, pass, token) = (given.text(&USER), given.text(&PASS), given.text(&AUTH_TOKEN));
+    let (user, pass, token) =
+        (options.given.text(&USER), options.secrets.get(&PASS), options.secrets.get(&AUTH_TOKEN));
     match (user, pass, token) {
         (Some(_), None, _) => Err("--user needs --pass: give the user's password too".into()),
         (None, Some(_), _) => Err("--pass needs --user: give the user it is the password of".into()),

@@ -196,7 +196,10 @@ impl SocketIoSession {
                 self.decoded.push(b'[');
                 self.decoded.extend_from_slice(event.args.rest().as_bytes());
                 self.decoded.push(b']');
-                sink.incoming(Incoming::Delivery { topic: &self.settings.stream_event, payload: &self.decoded })
+                sink.incoming(Incoming::Delivery {
+                    topic: &self.settings.stream_event,
+                    payload: &self.decoded,
+                })
             }
             _ => sink.incoming(Incoming::Other),
         }

@@ -46,7 +46,8 @@ pub const NAMESPACE: OptionSpec = OptionSpec {
 pub const AUTH: OptionSpec = OptionSpec {
     bound: "a JSON object",
     help: "the auth payload of the namespace's CONNECT, as socket.io-client's `auth` \
-           (e.g. '{\"token\":\"…\"}')",
+           (e.g. '{\"token\":\"…\"}'; a secret: shown as <redacted>)",
+    kind: Kind::Secret { env: "auth-env" },
     ..text("auth", "JSON", "none")
 };
 
@@ -139,7 +140,7 @@ pub fn check(options: &Options) -> Result<(), String> {
             "--namespace {namespace:?}: a Socket.IO namespace starts with / and has no comma (e.g. /chat)"
         ));
     }
-    if let Some(auth) = options.given.text(&AUTH) {
+    if let Some(auth) = options.secrets.get(&AUTH) {
         let object = serde_json::from_str::<serde_json::Value>(auth).map(|auth| auth.is_object());
         match object {
             Ok(true) => {}
@@ -165,7 +166,8 @@ pub fn check(options: &Options) -> Result<(), String> {
 
 /// `--subscribe-emit`: the event's name and each argument as JSON text.
 pub fn subscribe_emit(given: &str) -> Result<(String, Vec<String>), String> {
-    let refused = || format!("--subscribe-emit {given}: give a JSON array, the event's name then its arguments");
+    let refused =
+        || format!("--subscribe-emit {given}: give a JSON array, the event's name then its arguments");
     let Ok(serde_json::Value::Array(items)) = serde_json::from_str::<serde_json::Value>(given) else {
         return Err(refused());
     };
@@ -208,7 +210,7 @@ impl Settings {
         Settings {
             event: given(&EVENT),
             namespace: given(&NAMESPACE),
-            auth: setup.options.given.text(&AUTH).map(|auth| setup.fill(auth).into_owned()),
+            auth: setup.options.secrets.get(&AUTH).map(|auth| setup.fill(auth).into_owned()),
             subscribe_event: given(&SUBSCRIBE_EVENT),
             publish_event: given(&PUBLISH_EVENT),
             delivery_event: given(&DELIVERY_EVENT),
