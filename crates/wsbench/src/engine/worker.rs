@@ -98,8 +98,8 @@ pub struct Worker {
     traffic_started: bool,
     draining_since: Option<Instant>,
     closing_since: Option<Instant>,
-    /// The drain at the end ran out while the workload was still busy.
-    cut_off: bool,
+    /// When the drain at the end ran out while the workload was still busy.
+    cut_off: Option<Instant>,
     /// The open connections' keys, while their requests are checked against the reply
     /// deadline (kept to reuse its allocation).
     expiring: Vec<usize>,
@@ -142,7 +142,7 @@ impl Worker {
             traffic_started: false,
             draining_since: None,
             closing_since: None,
-            cut_off: false,
+            cut_off: None,
             expiring: Vec::new(),
             open: 0,
             outbox_bound: outbox_bound(&job.load, workload_batch_len),
@@ -363,7 +363,7 @@ impl Worker {
         let drain = self.workload.drain();
         let drain = if self.control.interrupted.load(Ordering::Relaxed) { drain / 5 } else { drain };
         if self.closing_since.is_none() && (!busy || now >= draining_since + drain) {
-            self.cut_off = busy;
+            self.cut_off = busy.then_some(now);
             self.closing_since = Some(now);
             let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
             for key in keys {

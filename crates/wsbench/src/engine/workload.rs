@@ -197,9 +197,9 @@ pub trait Workload: Send + std::fmt::Debug {
     fn errors(&self) -> BTreeMap<String, u64> {
         BTreeMap::new()
     }
-    /// The end: its section, if it keeps one. `cut_off`: the drain ran out while it was
+    /// The end: its section, if it keeps one. `cut_off`: when the drain ran out while it was
     /// still busy.
-    fn finish(self: Box<Self>, _cut_off: bool) -> Option<Box<dyn Section>> {
+    fn finish(self: Box<Self>, _cut_off: Option<Instant>) -> Option<Box<dyn Section>> {
         None
     }
 }

@@ -85,7 +85,7 @@ impl Workload for ChurnWorkload {
     fn busy(&self, now: Instant) -> bool {
         self.echo.busy(now)
     }
-    fn finish(self: Box<Self>, _cut_off: bool) -> Option<Box<dyn Section>> {
+    fn finish(self: Box<Self>, _cut_off: Option<Instant>) -> Option<Box<dyn Section>> {
         Some(Box::new(self.section))
     }
 }

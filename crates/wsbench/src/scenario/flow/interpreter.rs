@@ -359,7 +359,7 @@ impl Workload for FlowWorkload {
         self.section.errors(&mut errors);
         errors
     }
-    fn finish(self: Box<Self>, _cut_off: bool) -> Option<Box<dyn Section>> {
+    fn finish(self: Box<Self>, _cut_off: Option<Instant>) -> Option<Box<dyn Section>> {
         Some(Box::new(self.section))
     }
 }

@@ -366,13 +366,16 @@ impl PubSub {
 
     /// The worker's end: every subscriber that was acknowledged goes into the counters
     /// with what it received, beside the receipts of each publish it saw.
-    /// `cut_off`: the drain ran out while this worker was busy; what is missing is then
-    /// undelivered only if deliveries were still arriving (a subscriber owed publishes that
-    /// got nothing for the whole drain lost them).
-    fn into_section(self, cut_off: bool) -> PubSubSection {
+    /// `cut_off`: when the drain ran out while this worker was busy; what is missing is then
+    /// undelivered only if deliveries were still arriving then (a subscriber owed publishes
+    /// that got nothing for the whole drain lost them). Judged at that moment, not now: the
+    /// closing handshakes after it may take longer than [`QUIET`].
+    fn into_section(self, cut_off: Option<Instant>) -> PubSubSection {
         let mut counters = self.tally;
-        let arriving = self.last_delivery.is_some_and(|at| at.elapsed() < QUIET);
-        counters.cut_off += u64::from(cut_off && arriving);
+        let arriving = |cut_at: Instant| {
+            self.last_delivery.is_some_and(|at| cut_at.saturating_duration_since(at) < QUIET)
+        };
+        counters.cut_off += u64::from(cut_off.is_some_and(arriving));
         for (index, subscriber) in self.subscribers {
             if subscriber.accounted {
                 counters.received.insert(index, (subscriber.topic, subscriber.received));
@@ -509,7 +512,7 @@ impl Workload for PubSub {
         errors
     }
 
-    fn finish(self: Box<Self>, cut_off: bool) -> Option<Box<dyn Section>> {
+    fn finish(self: Box<Self>, cut_off: Option<Instant>) -> Option<Box<dyn Section>> {
         Some(Box::new(self.into_section(cut_off)))
     }
 }

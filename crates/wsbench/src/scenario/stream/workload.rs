@@ -134,7 +134,7 @@ impl Workload for StreamWorkload {
         errors
     }
 
-    fn finish(self: Box<Self>, _cut_off: bool) -> Option<Box<dyn Section>> {
+    fn finish(self: Box<Self>, _cut_off: Option<Instant>) -> Option<Box<dyn Section>> {
         Some(Box::new(StreamSection::of_worker(self.window, self.counters)))
     }
 }
