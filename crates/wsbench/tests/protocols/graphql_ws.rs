@@ -41,11 +41,12 @@ fn failing_run(test: &str, url: &str, extra: &[&str]) -> (Finished, Value) {
 #[test]
 fn a_thousand_connections_echo_through_graphql_ws_without_an_error() {
     let Some(server) = or_skip(start_graphql_ws()) else { return };
-    let load = ["--connections", "1000", "--warmup", "1s", "--duration", "2s", "--threshold", "errors==0"];
+    let load = ["--connections", "1000", "--warmup", "1s", "--duration", "4s", "--threshold", "errors==0"];
     let (finished, result) = graphql_run("graphql-ws-echo", &server.url("/graphql"), &load);
     finished.assert_success();
     assert_eq!(uint(&result, "/summary/connections/established"), 1000, "{}", summary_of(&result));
-    assert!(uint(&result, "/summary/latency_us/count") > 1000, "{}", summary_of(&result));
+    // Every connection echoed in the measured window (not a rate: a busy machine is slower).
+    assert_eq!(uint(&result, "/counters/connections_in_window"), 1000, "{}", summary_of(&result));
     assert_eq!(uint(&result, "/counters/payload_mismatches"), 0, "{}", summary_of(&result));
     assert_eq!(result["counters"]["subprotocols_chosen"]["graphql-transport-ws"], 1000);
     assert_eq!(result["config"]["protocol"], "graphql-ws");

@@ -15,7 +15,7 @@ use crate::support::raw_server::{RawServer, read_upgrade};
 fn a_thousand_connections_echo_through_rpc_websockets_without_an_error() {
     let Some(server) = or_skip(start_rpc_websockets()) else { return };
     let url = server.url("/");
-    let load = ["--protocol", "jsonrpc", "--connections", "1000", "--warmup", "1s", "--duration", "2s"];
+    let load = ["--protocol", "jsonrpc", "--connections", "1000", "--warmup", "1s", "--duration", "4s"];
     let (finished, result) = run(
         "jsonrpc-echo",
         &[&[url.as_str()], &load[..], &["--threshold", "errors==0"]].concat(),
@@ -23,7 +23,8 @@ fn a_thousand_connections_echo_through_rpc_websockets_without_an_error() {
     );
     finished.assert_success();
     assert_eq!(uint(&result, "/summary/connections/established"), 1000, "{}", summary_of(&result));
-    assert!(uint(&result, "/summary/latency_us/count") > 1000, "{}", summary_of(&result));
+    // Every connection echoed in the measured window (not a rate: a busy machine is slower).
+    assert_eq!(uint(&result, "/counters/connections_in_window"), 1000, "{}", summary_of(&result));
     assert_eq!(uint(&result, "/counters/payload_mismatches"), 0, "{}", summary_of(&result));
     assert_eq!(result["config"]["protocol"], "jsonrpc");
 }

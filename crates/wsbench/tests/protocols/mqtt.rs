@@ -22,7 +22,7 @@ use crate::run;
 
 /// `run` of an echo over MQTT: a thousand connections with `--threshold errors==0`.
 fn echo(test: &str, url: &str, options: &[&str]) -> (crate::harness::Finished, Value) {
-    let load = ["--protocol", "mqtt", "--connections", "1000", "--warmup", "1s", "--duration", "2s"];
+    let load = ["--protocol", "mqtt", "--connections", "1000", "--warmup", "1s", "--duration", "4s"];
     let args =
         [&[url], &load[..], options, &["--threshold", "errors==0", "--connect-timeout", "20s"]].concat();
     run(test, &args, Duration::from_secs(120))
@@ -32,7 +32,8 @@ fn echo(test: &str, url: &str, options: &[&str]) -> (crate::harness::Finished, V
 fn assert_clean_echo(finished: &crate::harness::Finished, result: &Value) {
     finished.assert_success();
     assert_eq!(uint(result, "/summary/connections/established"), 1000, "{}", summary_of(result));
-    assert!(uint(result, "/summary/latency_us/count") > 1000, "{}", summary_of(result));
+    // Every connection echoed in the measured window (not a rate: a busy machine is slower).
+    assert_eq!(uint(result, "/counters/connections_in_window"), 1000, "{}", summary_of(result));
     assert_eq!(uint(result, "/counters/payload_mismatches"), 0, "{}", summary_of(result));
     assert_eq!(result["config"]["protocol"], "mqtt");
 }

@@ -31,7 +31,7 @@ fn the_right_password_read_from_the_environment_connects_every_connection() {
     let Some(broker) = broker() else { return };
     let url = broker.url("/");
     let secret = password();
-    let load = ["--protocol", "mqtt", "--connections", "200", "--warmup", "1s", "--duration", "2s"];
+    let load = ["--protocol", "mqtt", "--connections", "200", "--warmup", "1s", "--duration", "4s"];
     let credentials = [
         "--username",
         USER,
@@ -45,7 +45,8 @@ fn the_right_password_read_from_the_environment_connects_every_connection() {
     let (finished, result) = run_with_env("mqtt-password-env", &args, &env, Duration::from_secs(90));
     finished.assert_success();
     assert_eq!(uint(&result, "/summary/connections/established"), 200, "{}", summary_of(&result));
-    assert!(uint(&result, "/summary/latency_us/count") > 200, "{}", summary_of(&result));
+    // Every connection echoed in the measured window (not a rate: a busy machine is slower).
+    assert_eq!(uint(&result, "/counters/connections_in_window"), 200, "{}", summary_of(&result));
     let options = &result["config"]["protocol_options"];
     assert_eq!(options["password_env"], "WSBENCH_TEST_MQTT_PASSWORD", "{options}");
     assert_eq!(options["username"], USER, "{options}");

@@ -31,14 +31,15 @@ use crate::run;
 #[test]
 fn a_thousand_connections_make_requests_answered_through_the_broker_with_no_error() {
     let Some(broker) = or_skip(start_nats_configured("")) else { return };
-    let load = ["--protocol", "nats", "--connections", "1000", "--warmup", "1s", "--duration", "2s"];
+    let load = ["--protocol", "nats", "--connections", "1000", "--warmup", "1s", "--duration", "4s"];
     let checks = ["--threshold", "errors==0", "--connect-timeout", "20s"];
     let url = broker.url("/");
     let (finished, result) =
         run("nats-echo", &[&[url.as_str()], &load[..], &checks].concat(), Duration::from_secs(120));
     finished.assert_success();
     assert_eq!(uint(&result, "/summary/connections/established"), 1000, "{}", summary_of(&result));
-    assert!(uint(&result, "/summary/latency_us/count") > 1000, "{}", summary_of(&result));
+    // Every connection echoed in the measured window (not a rate: a busy machine is slower).
+    assert_eq!(uint(&result, "/counters/connections_in_window"), 1000, "{}", summary_of(&result));
     assert_eq!(uint(&result, "/counters/payload_mismatches"), 0, "{}", summary_of(&result));
     assert_eq!(result["config"]["protocol"], "nats");
 }

@@ -9,7 +9,7 @@
 //! these tests share one broker, started by the first that needs it and stopped when the
 //! test binary exits.
 
-use std::sync::{Mutex, PoisonError, mpsc};
+use std::sync::{Mutex, MutexGuard, PoisonError, mpsc};
 use std::time::Duration;
 
 use wsbench_testpeers::{Peer, add_rabbitmq_user, or_skip, start_rabbitmq};
@@ -23,7 +23,14 @@ static BROKER: Mutex<Option<Option<Peer>>> = Mutex::new(None);
 
 /// The web-stomp URL of the shared RabbitMQ, started on first use; None when it is not
 /// installed (the test is skipped).
-fn broker_url() -> Option<String> {
+/// Held by the test using the broker: one test at a time, so that a test of heart-beat timing
+/// or of exact deliveries never shares the broker with another's thousand connections (on a
+/// busy machine the broker then falls seconds behind).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// The broker's URL, started on first use, and the turn of the test that uses it.
+fn broker_url() -> Option<(String, MutexGuard<'static, ()>)> {
+    let alone = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
     let mut broker = BROKER.lock().unwrap_or_else(PoisonError::into_inner);
     if broker.is_none() {
         // The broker dies with the thread that started it (PR_SET_PDEATHSIG), so it is
@@ -43,7 +50,7 @@ fn broker_url() -> Option<String> {
         }
         *broker = Some(started);
     }
-    broker.as_ref().and_then(Option::as_ref).map(|peer| peer.url("/ws"))
+    broker.as_ref().and_then(Option::as_ref).map(|peer| (peer.url("/ws"), alone))
 }
 
 /// Adds the user `name` with `password` to the shared broker (started by [`broker_url`]).
@@ -61,8 +68,8 @@ extern "C" fn stop_broker() {
 
 #[test]
 fn a_thousand_connections_echo_through_rabbitmq_without_an_error() {
-    let Some(url) = broker_url() else { return };
-    let load = ["--protocol", "stomp", "--connections", "1000", "--warmup", "1s", "--duration", "2s"];
+    let Some((url, _alone)) = broker_url() else { return };
+    let load = ["--protocol", "stomp", "--connections", "1000", "--warmup", "1s", "--duration", "4s"];
     let (finished, result) = run(
         "stomp-echo",
         &[&[url.as_str()], &load[..], &["--threshold", "errors==0"]].concat(),
@@ -70,7 +77,8 @@ fn a_thousand_connections_echo_through_rabbitmq_without_an_error() {
     );
     finished.assert_success();
     assert_eq!(uint(&result, "/summary/connections/established"), 1000, "{}", summary_of(&result));
-    assert!(uint(&result, "/summary/latency_us/count") > 1000, "{}", summary_of(&result));
+    // Every connection echoed in the measured window (not a rate: a busy machine is slower).
+    assert_eq!(uint(&result, "/counters/connections_in_window"), 1000, "{}", summary_of(&result));
     assert_eq!(uint(&result, "/counters/payload_mismatches"), 0, "{}", summary_of(&result));
     assert_eq!(result["counters"]["subprotocols_chosen"]["v12.stomp"], 1000, "{}", summary_of(&result));
     // DISCONNECT at the end: RabbitMQ closes 1000 "STOMP died", the answer to our close.
@@ -79,8 +87,8 @@ fn a_thousand_connections_echo_through_rabbitmq_without_an_error() {
 
 #[test]
 fn pubsub_through_rabbitmq_topics_delivers_every_publish_to_a_thousand_subscribers_once() {
-    let Some(url) = broker_url() else { return };
-    let shape = ["--subscribers", "1000", "--topics", "10", "--publishers", "10", "--rate", "100/s"];
+    let Some((url, _alone)) = broker_url() else { return };
+    let shape = ["--subscribers", "1000", "--topics", "10", "--publishers", "10", "--rate", "50/s"];
     let gates = ["--threshold", "errors==0", "--threshold", "lost==0", "--threshold", "duplicated==0"];
     let (finished, result) = run(
         "stomp-pubsub",
@@ -103,7 +111,7 @@ fn pubsub_through_rabbitmq_topics_delivers_every_publish_to_a_thousand_subscribe
 
 #[test]
 fn pubsub_through_queues_named_by_a_destination_template_delivers_every_publish() {
-    let Some(url) = broker_url() else { return };
+    let Some((url, _alone)) = broker_url() else { return };
     // One subscriber a queue: a RabbitMQ queue hands each message to one of its consumers.
     // The queues are this run's own (they outlive it in the broker).
     let template = format!("/queue/wsbench-test-{}-q{{topic}}", std::process::id());
@@ -132,7 +140,7 @@ fn pubsub_through_queues_named_by_a_destination_template_delivers_every_publish(
 
 #[test]
 fn an_error_frame_is_an_error_by_its_cause_with_rabbitmqs_message() {
-    let Some(url) = broker_url() else { return };
+    let Some((url, _alone)) = broker_url() else { return };
     let load = ["--protocol", "stomp", "--vhost", "no-such-vhost", "--connections", "10", "--warmup", "0s"];
     let (finished, result) = run(
         "stomp-error",
@@ -151,7 +159,7 @@ fn an_error_frame_is_an_error_by_its_cause_with_rabbitmqs_message() {
 /// seconds of one-second heart-beats stay up only if both directions beat.
 #[test]
 fn heart_beats_of_a_second_keep_idle_connections_alive() {
-    let Some(url) = broker_url() else { return };
+    let Some((url, _alone)) = broker_url() else { return };
     // 20 connections sharing 2 messages/s: each sends one every 10 s.
     let load = ["--protocol", "stomp", "--heartbeat", "1s", "--connections", "20", "--rate", "2/s"];
     let (finished, result) = run(
@@ -183,7 +191,7 @@ fn an_echo_server_is_not_stomp_and_fails_each_connection_at_once() {
 
 #[test]
 fn a_user_of_its_own_fans_out_through_queues_exactly_and_a_wrong_passcode_is_refused() {
-    let Some(url) = broker_url() else { return };
+    let Some((url, _alone)) = broker_url() else { return };
     let (user, passcode) = ("wsbench-stomp-user", format!("stomp-secret-{}", std::process::id()));
     add_user(user, &passcode);
     let template = format!("/queue/wsbench-test-{}-user-q{{topic}}", std::process::id());
