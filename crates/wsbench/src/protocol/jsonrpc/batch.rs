@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 use wsbench_appproto::jsonrpc::{self, Message};
 
-use super::{JsonRpcSession, batch_elements, error_cause, request_seq};
+use super::{JsonRpcSession, batch_elements, error_cause, malformed_batch, request_seq};
 use crate::protocol::{Incoming, Sink};
 
 /// The id of call `call` (from 0) of request `seq`, in batches of `size`.
@@ -28,13 +28,7 @@ impl JsonRpcSession {
         let (mut seq, mut answered, mut failed) = (None, 0, false);
         for element in elements {
             let Ok(element) = element else {
-                let detail = "a batch reply that is not a JSON array of responses";
-                sink.incoming(Incoming::Error {
-                    cause: "jsonrpc_malformed",
-                    detail,
-                    seq: None,
-                    fatal: false,
-                });
+                malformed_batch(sink);
                 break;
             };
             let (id, error) = match jsonrpc::decode(element.as_bytes()) {

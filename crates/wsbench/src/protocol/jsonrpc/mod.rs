@@ -299,13 +299,7 @@ impl JsonRpcSession {
         let mut first_error: Option<(String, String)> = None;
         for element in batch {
             let Ok(element) = element else {
-                let detail = "a batch reply that is not a JSON array of responses";
-                sink.incoming(Incoming::Error {
-                    cause: "jsonrpc_malformed",
-                    detail,
-                    seq: None,
-                    fatal: false,
-                });
+                malformed_batch(sink);
                 break;
             };
             if !self.flow {
@@ -386,6 +380,12 @@ fn echoed(result: &str, out: &mut Vec<u8>) -> bool {
         (Some(Ok(only)), None) => unescape_into(only.as_bytes(), out),
         _ => false,
     }
+}
+
+/// A batch reply that is no JSON array of responses: counted once, the rest of it unread.
+fn malformed_batch(sink: &mut dyn Sink) {
+    let detail = "a batch reply that is not a JSON array of responses";
+    sink.incoming(Incoming::Error { cause: "jsonrpc_malformed", detail, seq: None, fatal: false });
 }
 
 /// `--subscribe-params` without `--subscribe-method`, an empty method, or params that are
