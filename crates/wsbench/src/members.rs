@@ -515,8 +515,8 @@ mod tests {
         unset.options.0.insert("password-env".into(), toml::Value::String("WSBENCH_TEST_UNSET".into()));
         assert_eq!(
             unset.validate().unwrap_err().to_string(),
-            "--password-env: the environment variable WSBENCH_TEST_UNSET is not set: export it with the \
-             password, or give --password"
+            "--password-env: the environment variable WSBENCH_TEST_UNSET is not set: export it holding \
+             the value of --password, or give --password"
         );
     }
 

@@ -191,10 +191,9 @@ impl OptionValues {
                         return Err(SecretRefusal {
                             flag: env_flag,
                             problem: format!(
-                                "the environment variable {variable} {state}: export it with the {}, \
-                                 or give --{}",
-                                spec.value_name.to_lowercase(),
-                                spec.flag
+                                "the environment variable {variable} {state}: export it holding the \
+                                 value of --{flag}, or give --{flag}",
+                                flag = spec.flag
                             ),
                         });
                     }
@@ -322,7 +321,7 @@ mod tests {
         assert_eq!(unset.flag, "password-env");
         assert_eq!(
             unset.problem,
-            "the environment variable NOPE is not set: export it with the password, or give --password"
+            "the environment variable NOPE is not set: export it holding the value of --password, or give --password"
         );
         let empty = refusal(given("password-env", "NOPE"), Some(""));
         assert!(empty.problem.starts_with("the environment variable NOPE is empty:"), "{}", empty.problem);

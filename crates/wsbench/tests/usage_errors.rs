@@ -171,8 +171,8 @@ fn a_secret_from_an_unset_variable_or_given_twice_is_refused_by_name() {
     refused(
         &unset,
         2,
-        "--password-env: the environment variable WSBENCH_TEST_SURELY_UNSET is not set: export it with \
-         the password, or give --password",
+        "--password-env: the environment variable WSBENCH_TEST_SURELY_UNSET is not set: export it \
+         holding the value of --password, or give --password",
     );
     let twice = [&mqtt[..], &["--password", "hunter2", "--password-env", "P"]].concat();
     let message = refused(&twice, 2, "--password");
