@@ -16,7 +16,7 @@ mod harness;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use harness::{Finished, arg, assert_matches_schema, heavy, read_result, scratch};
+use harness::{Finished, arg, assert_matches_schema, heavy, read_result, scratch, uint};
 use serde_json::Value;
 
 /// How long each connection may take to open (upgrade, then the protocol's own opening:
@@ -74,3 +74,22 @@ mod socketio;
 mod stomp;
 #[path = "protocols/stream.rs"]
 mod stream;
+
+/// A pub/sub run of 1,000 subscribers on 10 topics, one publisher each, succeeded and every
+/// subscriber got each measured publish of its topic once (each topic's publishes reach 100
+/// subscribers), nothing else: returns the deliveries expected.
+pub fn assert_a_thousand_subscribers_got_every_publish_once(finished: &Finished, result: &Value) -> u64 {
+    let context = || format!("{}\n{}", result["pubsub"], finished.describe());
+    finished.assert_success();
+    assert_eq!(uint(result, "/pubsub/subscribed"), 1000, "{}", context());
+    let by_topic = &result["counters"]["pubsub"]["published"];
+    let published: Vec<u64> = (0..10).map(|t| by_topic[t.to_string()].as_u64().unwrap_or(0)).collect();
+    assert!(published.iter().all(|&count| count > 0), "a topic had no publish: {published:?}\n{}", context());
+    let expected: u64 = published.iter().map(|count| count * 100).sum();
+    assert_eq!(uint(result, "/pubsub/expected_deliveries"), expected, "{}", context());
+    assert_eq!(uint(result, "/pubsub/delivered"), expected, "{}", context());
+    for key in ["lost", "duplicated", "unexpected", "subscribe_failures", "short_subscriber_count"] {
+        assert_eq!(uint(result, &format!("/pubsub/{key}")), 0, "{key}\n{}", context());
+    }
+    expected
+}

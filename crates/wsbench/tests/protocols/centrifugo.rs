@@ -58,19 +58,7 @@ fn a_thousand_subscribers_get_every_publish_once_through_centrifugo() {
     let url = server.url("");
     let args = [&["pubsub", url.as_str()], &shape[..], &load, &channel].concat();
     let (finished, result) = run("centrifugo-pubsub", &args, Duration::from_secs(180));
-    let context = || format!("{}\n{}", result["pubsub"], finished.describe());
-    finished.assert_success();
-    assert_eq!(uint(&result, "/pubsub/subscribed"), 1000, "{}", context());
-    let by_topic = &result["counters"]["pubsub"]["published"];
-    let published: Vec<u64> = (0..10).map(|t| by_topic[t.to_string()].as_u64().unwrap_or(0)).collect();
-    assert!(published.iter().all(|&count| count > 0), "a topic had no publish: {published:?}\n{}", context());
-    // Ten topics, a hundred subscribers each.
-    let expected: u64 = published.iter().map(|count| count * 100).sum();
-    assert_eq!(uint(&result, "/pubsub/expected_deliveries"), expected, "{}", context());
-    assert_eq!(uint(&result, "/pubsub/delivered"), expected, "{}", context());
-    for key in ["lost", "duplicated", "unexpected", "subscribe_failures", "short_subscriber_count"] {
-        assert_eq!(uint(&result, &format!("/pubsub/{key}")), 0, "{key}\n{}", context());
-    }
+    crate::assert_a_thousand_subscribers_got_every_publish_once(&finished, &result);
     assert_eq!(result["config"]["protocol_options"]["channel"], "bench.{topic}.load");
 }
 
