@@ -218,12 +218,9 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
     merged.shards = shards;
     merged.partial = check_whole_run(inputs)?;
     // Every shard ran out of connections: so did the run, for the reasons all of them say.
-    if inputs.iter().all(|input| input.result.ended_early.is_some()) {
-        merged.ended_early = first
-            .result
-            .ended_early
-            .as_ref()
-            .map(|early| EndedEarly::new(early.planned_measured_s, &merged.counters));
+    let early = |input: &ShardInput| input.result.ended_early.as_ref().map(|e| e.planned_measured_s);
+    if let Some(Some(planned)) = inputs.iter().map(early).reduce(|all, one| all.and(one)) {
+        merged.ended_early = Some(EndedEarly::new(planned, &merged.counters));
     }
     Ok(merged)
 }
