@@ -94,10 +94,13 @@ pub fn parse() -> Cli {
 pub fn command() -> clap::Command {
     Cli::command()
         .mut_subcommand("run", |run| {
-            crate::help::with_defaults(run).after_help(scenarios_help()).allow_negative_numbers(true)
+            let after = format!("{}\n{}", scenarios_help(), crate::help::protocols_help());
+            crate::help::with_defaults(run).after_help(after).allow_negative_numbers(true)
         })
         .mut_subcommand("compare", |compare| {
-            crate::help::without_refused(crate::help::with_defaults(compare)).allow_negative_numbers(true)
+            crate::help::without_refused(crate::help::with_defaults(compare))
+                .after_help(crate::help::protocols_help())
+                .allow_negative_numbers(true)
         })
         .mut_subcommand("serve", |serve| serve.allow_negative_numbers(true))
         .mut_subcommand("rtt", |rtt| rtt.allow_negative_numbers(true))
@@ -163,14 +166,15 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a benchmark scenario (default: echo against the built-in server).
+    /// Run a benchmark scenario: echo against the built-in server unless told otherwise.
     Run(Box<RunArgs>),
     /// Render result files (terminal text, JSON, CSV, Markdown; an HTML page with --html).
     Report(ReportArgs),
     /// Merge the result files of a run's shards (`--shard I/N`) losslessly into one.
     Merge(MergeArgs),
-    /// Run the built-in echo server (the default benchmark target). On SIGUSR1, and when it
-    /// stops, it prints `echoed N messages, C connections open` (not with --processes).
+    /// Run the built-in echo server (the benchmark target when no URL is given). On SIGUSR1,
+    /// and when it stops, it prints `echoed N messages, C connections open` (not with
+    /// --processes).
     Serve(ServeArgs),
     /// Single-connection round-trip times (the HTTP/WS client round-trip benchmark): raw TCP,
     /// HTTP, HTTPS, ws, wss, and ws and wss over HTTP/2.
@@ -198,19 +202,19 @@ pub enum Command {
 pub enum FleetCommand {
     /// Name, language, version, and whether each server is installed.
     List {
-        /// The fleet folder (default: ./servers).
+        /// The fleet folder [default: ./servers]
         #[arg(long, value_name = "DIR")]
         fleet_dir: Option<PathBuf>,
     },
     /// Install servers from their registries (all when no name is given); idempotent.
     Install {
-        /// Servers to install, by the names `wsbench fleet list` shows (default: all).
+        /// Servers to install, by the names `wsbench fleet list` shows [default: all]
         #[arg(value_name = "NAME")]
         names: Vec<String>,
         /// Run the install steps even when the server looks installed.
         #[arg(long)]
         force: bool,
-        /// The fleet folder, one subfolder with a server.toml per server (default: ./servers).
+        /// The fleet folder, one subfolder with a server.toml per server [default: ./servers]
         #[arg(long, value_name = "DIR")]
         fleet_dir: Option<PathBuf>,
     },
@@ -221,7 +225,7 @@ pub struct CompareArgs {
     /// Servers to compare, comma-separated (builtin, node-ws, …), or `all`.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     pub servers: Vec<String>,
-    /// Scenario: echo (default), throughput, scalability, c10k, churn or pubsub.
+    /// Scenario: echo, throughput, scalability, c10k, churn or pubsub [default: echo]
     #[arg(long = "scenario", value_name = "NAME")]
     pub scenario_name: Option<String>,
     /// Measure every server this many times, interleaved (an odd count, at most 999): the
@@ -234,7 +238,7 @@ pub struct CompareArgs {
     /// Also print the table as Markdown (for a README).
     #[arg(long)]
     pub markdown: bool,
-    /// The fleet folder (default: ./servers).
+    /// The fleet folder [default: ./servers]
     #[arg(long)]
     pub fleet_dir: Option<PathBuf>,
     #[command(flatten)]
@@ -247,9 +251,9 @@ pub struct RunArgs {
     /// starts its built-in server.
     #[arg(value_name = "SCENARIO|URL", num_args = 0..=2)]
     pub positional: Vec<String>,
-    /// A preset or a scenario name (both listed below), or a TOML scenario file (e.g.
+    /// A scenario or a preset by name (both listed below), or a TOML scenario file (e.g.
     /// my-run.toml); flags override it.
-    #[arg(long = "scenario", value_name = "FILE")]
+    #[arg(long = "scenario", value_name = "NAME|FILE")]
     pub scenario_file: Option<PathBuf>,
     #[command(flatten)]
     pub settings: RunSettings,
@@ -386,8 +390,8 @@ pub struct ServeArgs {
     /// would pass it is closed with 1009.
     #[arg(long, value_parser = max_message_memory, default_value = "1GiB")]
     pub max_message_memory: u64,
-    /// Refuse connections beyond this many (default: the open-file limit; at most
-    /// 10,000,000).
+    /// Refuse connections beyond this many (at most 10,000,000) [default: the open-file
+    /// limit]
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub max_connections: Option<u64>,
     /// Close connections that have not completed their handshake by then (at most 7 days).

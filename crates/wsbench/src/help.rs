@@ -1,13 +1,15 @@
 //! What `--help` adds to the flags clap derives (not part of the library): the default of each
-//! core option of `run` and `compare`, taken from the library's constants and the scenario
-//! registry (so it cannot drift from what a run does), and `compare --help` without the
-//! `run` flags compare refuses. The settings are `Option`s so that a scenario file can set
-//! them and a scenario can pick its own default; clap's `default_value` would override both,
-//! so the default is written into the help instead.
+//! core option of `run` and `compare`, taken from the library's constants and the registries
+//! (so it cannot drift from what a run does), the protocols `--protocol` takes, and `compare
+//! --help` without the `run` flags compare refuses. The settings are `Option`s so that a
+//! scenario file can set them and a scenario can pick its own default; clap's `default_value`
+//! would override both, so the default is written into the help instead, as clap writes one:
+//! `[default: X]` at the end, the one way every option of every command says its default.
 
 use clap::Command;
 use wsbench::config::{self, Defaults, Pace, Pacing, Payload, RunSettings};
 use wsbench::scenario::SCENARIOS;
+use wsbench::units::format::bytes;
 use wsbench::units::format_duration;
 
 /// Each core option of `run` whose own help does not already say its default, with the text
@@ -37,7 +39,6 @@ fn core_defaults() -> Vec<(&'static str, String)> {
         ("wait_for_target", "no waiting".to_owned()),
         ("duration", differing(&|d| format_duration(d.duration))),
         ("warmup", differing(&|d| format_duration(d.warmup))),
-        ("hold", format_duration(wsbench::scenario::DEFAULT_HOLD)),
         ("in_flight", config::DEFAULT_IN_FLIGHT.to_string()),
         ("payload", differing(&|d| payload(&d.payload))),
         ("payload_bytes", "the scenario's payload".to_owned()),
@@ -50,7 +51,33 @@ fn core_defaults() -> Vec<(&'static str, String)> {
         ("processes", "1".to_owned()),
         ("stages", "none: one load for the whole --duration".to_owned()),
         ("server_processes", "1".to_owned()),
+        ("send_window", format_duration(config::DEFAULT_SEND_WINDOW)),
+        ("run_id", "a new one".to_owned()),
+        ("ramp", "as fast as possible".to_owned()),
+        ("reply_timeout", format_duration(config::DEFAULT_REPLY_TIMEOUT)),
+        ("tls_version", "either".to_owned()),
+        (
+            "max_message",
+            format!(
+                "{}, or the largest message the run sends if larger",
+                bytes(wsbench_proto::DEFAULT_MAX_MESSAGE)
+            ),
+        ),
+        (
+            "max_message_memory",
+            format!("{}, or --max-message if larger", bytes(wsbench_server::DEFAULT_MAX_MESSAGE_MEMORY)),
+        ),
+        ("dashboard", format!("off; --dashboard alone: {}", config::DEFAULT_DASHBOARD_ADDR)),
+        ("io", format!("{} where the kernel allows it; epoll for wss://", config::IoBackend::DEFAULT.name())),
+        ("protocol", wsbench::protocol::DEFAULT.to_owned()),
+        ("transport", wsbench::engine::dial::DIALS[0].flag_name().to_owned()),
     ]
+}
+
+/// What an option's help names of a registry, after its own words: `--protocol`'s protocols.
+fn core_choices() -> Vec<(&'static str, String)> {
+    let protocols = wsbench::scenario::or_list(&wsbench::protocol::names());
+    vec![("protocol", format!(": {protocols} (each described under Protocols below)"))]
 }
 
 /// `name: value` for each scenario that has a value, joined.
@@ -96,17 +123,27 @@ fn payload(payload: &Payload) -> String {
     }
 }
 
-/// `command` (`run` or `compare`) with each core option's default at the end of its help.
+/// `command` (`run` or `compare`) with the choices a registry gives an option after its
+/// help, and each core option's default at the end of it.
 pub fn with_defaults(command: Command) -> Command {
-    core_defaults().into_iter().fold(command, |command, (id, default)| {
+    let defaults = core_defaults().into_iter().map(|(id, default)| (id, format!(" [default: {default}]")));
+    core_choices().into_iter().chain(defaults).fold(command, |command, (id, text)| {
         if command.get_arguments().all(|arg| arg.get_id() != id) {
             return command;
         }
         command.mut_arg(id, |arg| {
             let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
-            arg.help(format!("{help} [default: {default}]"))
+            arg.help(format!("{help}{text}"))
         })
     })
+}
+
+/// The protocols `--protocol` takes, each with what it is: the end of `run --help`.
+pub fn protocols_help() -> String {
+    let lines = wsbench::protocol::PROTOCOLS
+        .iter()
+        .map(|protocol| format!("  {:<12} {}", protocol.name(), protocol.about()));
+    std::iter::once("Protocols (--protocol NAME):".to_owned()).chain(lines).collect::<Vec<_>>().join("\n")
 }
 
 /// `compare` without the flags of `run` it refuses (it still names them if given), nor
@@ -126,18 +163,59 @@ pub fn completions(shell: clap_complete::Shell) -> String {
     String::from_utf8_lossy(&script).into_owned()
 }
 
-/// The man page (roff): the top-level page, then a section per subcommand (`WSBENCH RUN`,
-/// `WSBENCH FLEET INSTALL`, …) with its synopsis, description and options.
+/// The man page (roff): one page, `wsbench(1)`: the top of it, a list of the subcommands
+/// naming the section each has further down, then those sections (`WSBENCH RUN`, `WSBENCH
+/// FLEET INSTALL`, …) with their synopsis, description and options. There are no pages of
+/// their own (`wsbench-run(1)`), so the list names none.
 pub fn man_page() -> Result<String, std::io::Error> {
     let mut command = crate::cli::command();
     command.build();
+    let man = clap_mangen::Man::new(command.clone());
     let mut page = Vec::new();
-    clap_mangen::Man::new(command.clone()).render(&mut page)?;
+    man.render_title(&mut page)?;
+    man.render_name_section(&mut page)?;
+    man.render_synopsis_section(&mut page)?;
+    man.render_description_section(&mut page)?;
+    man.render_options_section(&mut page)?;
     let mut text = String::from_utf8_lossy(&page).into_owned();
-    for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set() && sub.get_name() != "help") {
+    let subcommands = sections_of(&command);
+    text.push_str(".SH SUBCOMMANDS\n");
+    for sub in &subcommands {
+        let name = format!("wsbench {}", sub.get_name());
+        let about = sub.get_about().map(ToString::to_string).unwrap_or_default();
+        let section = name.to_uppercase();
+        text.push_str(&format!(
+            ".TP\n\\fB{}\\fR\n{} (section {} below)\n",
+            roff(&name),
+            roff(&about),
+            roff(&section)
+        ));
+    }
+    let mut version = Vec::new();
+    man.render_version_section(&mut version)?;
+    text.push_str(&String::from_utf8_lossy(&version));
+    for sub in subcommands {
         man_sections(sub, &mut text)?;
     }
     Ok(text)
+}
+
+/// `command`'s subcommands that have a section, in the order `--help` lists them.
+fn sections_of(command: &Command) -> Vec<&Command> {
+    let mut subs: Vec<&Command> =
+        command.get_subcommands().filter(|sub| !sub.is_hide_set() && sub.get_name() != "help").collect();
+    subs.sort_by_key(|sub| sub.get_display_order());
+    subs
+}
+
+/// `text` safe in the body of a roff line: backslashes and hyphens escaped, a leading dot
+/// or quote made text.
+fn roff(text: &str) -> String {
+    let escaped = text.replace('\\', "\\e").replace('-', "\\-");
+    match escaped.starts_with(['.', '\'']) {
+        true => format!("\\&{escaped}"),
+        false => escaped,
+    }
 }
 
 /// `command`'s section of the man page, and its subcommands' after it.
@@ -164,7 +242,7 @@ fn man_sections(command: &Command, text: &mut String) -> Result<(), std::io::Err
             }
         }
     }
-    for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set() && sub.get_name() != "help") {
+    for sub in sections_of(command) {
         man_sections(sub, text)?;
     }
     Ok(())
@@ -219,20 +297,102 @@ mod tests {
         entries
     }
 
+    /// `text` without its `[default: …]` parts, and how many it had.
+    fn without_defaults(text: &str) -> (String, usize) {
+        let (mut rest, mut count) = (text.to_owned(), 0);
+        while let Some(start) = rest.find("[default: ") {
+            // The default may hold brackets of its own (`[{payload}]`): the one that closes it
+            // ends the entry or is followed by a space.
+            let after = &rest[start..];
+            let end = after
+                .match_indices(']')
+                .map(|(at, _)| at)
+                .find(|&at| after[at + 1..].is_empty() || after[at + 1..].starts_with(char::is_whitespace));
+            let end = start + end.unwrap_or(after.len() - 1) + 1;
+            rest.replace_range(start..end, "");
+            count += 1;
+        }
+        (rest, count)
+    }
+
     #[test]
-    fn every_option_of_run_that_takes_a_value_says_its_default() {
+    fn every_option_of_run_that_takes_a_value_says_its_default_once_and_one_way() {
         let help = help_of("run");
-        let mut missing = Vec::new();
+        let (mut missing, mut twice) = (Vec::new(), Vec::new());
         for (flag, text) in entries(&help) {
             let takes_value = text.contains('<');
-            if takes_value && !WITHOUT_DEFAULT.contains(&flag.as_str()) && !text.contains("default") {
-                missing.push(flag);
+            let (_, defaults) = without_defaults(&text);
+            if takes_value && !WITHOUT_DEFAULT.contains(&flag.as_str()) && defaults == 0 {
+                missing.push(flag.clone());
+            }
+            if defaults > 1 {
+                twice.push(flag);
             }
         }
-        assert!(missing.is_empty(), "options of run without a default in --help: {missing:?}");
+        assert!(missing.is_empty(), "options of run without a [default: …] in --help: {missing:?}");
+        assert!(twice.is_empty(), "options of run that say their default twice: {twice:?}");
         assert!(help.contains("--connections <CONNECTIONS>") && help.contains("[default: 1000]"), "{help}");
         let duration = entries(&help).into_iter().find(|(flag, _)| flag == "--duration").unwrap().1;
         assert!(duration.contains("[default: 10s; c10k: 300s]"), "{duration}");
+    }
+
+    /// Every argument of `command` and its subcommands, by path, with its help as `--help`
+    /// shows it (clap's own `[default: …]` included).
+    fn every_help(command: &Command, path: &str, found: &mut Vec<(String, String)>) {
+        let mut command = command.clone();
+        command.build();
+        for arg in command.get_arguments().filter(|arg| !arg.is_hide_set()) {
+            let mut help =
+                arg.get_long_help().or(arg.get_help()).map(ToString::to_string).unwrap_or_default();
+            let defaults: Vec<String> =
+                arg.get_default_values().iter().map(|value| value.to_string_lossy().into_owned()).collect();
+            if !defaults.is_empty() && arg.get_action().takes_values() && !arg.is_hide_default_value_set() {
+                help.push_str(&format!(" [default: {}]", defaults.join(",")));
+            }
+            found.push((format!("{path} {}", arg.get_id()), help));
+        }
+        for sub in command.get_subcommands() {
+            every_help(sub, &format!("{path} {}", sub.get_name()), found);
+        }
+    }
+
+    #[test]
+    fn every_default_in_every_help_is_written_one_way() {
+        let mut helps = Vec::new();
+        every_help(&crate::cli::command(), "wsbench", &mut helps);
+        let mut other_ways = Vec::new();
+        for (arg, help) in &helps {
+            let (rest, count) = without_defaults(help);
+            // A switch says what happens without it ("by default they are accepted").
+            if rest.replace("by default", "").contains("default") {
+                other_ways.push(format!("{arg}: {help}"));
+            }
+            if count > 1 {
+                other_ways.push(format!("{arg} (twice): {help}"));
+            }
+        }
+        assert!(
+            other_ways.is_empty(),
+            "defaults not written as [default: X] once:\n{}",
+            other_ways.join("\n")
+        );
+        let hold = helps.iter().find(|(arg, _)| arg == "wsbench run hold").unwrap();
+        assert!(hold.1.ends_with("(at most 7 days) [default: 5s]"), "{hold:?}");
+    }
+
+    #[test]
+    fn the_protocols_are_listed_where_protocol_is_described() {
+        let help = help_of("run");
+        let protocol = entries(&help).into_iter().find(|(flag, _)| flag == "--protocol").unwrap().1;
+        let protocol = protocol.trim_end();
+        let names = wsbench::protocol::names();
+        assert!(protocol.contains(&wsbench::scenario::or_list(&names)), "{protocol}");
+        assert!(protocol.ends_with("[default: raw]") && !protocol.contains("--help"), "{protocol}");
+        for name in names {
+            assert!(help.contains(&format!("\n  {name:<12} ")), "{name} is not described below: {help}");
+        }
+        let scenario = entries(&help).into_iter().find(|(flag, _)| flag == "--scenario").unwrap().1;
+        assert!(scenario.starts_with("--scenario <NAME|FILE>"), "{scenario}");
     }
 
     #[test]
@@ -259,6 +419,21 @@ mod tests {
         for shell in [clap_complete::Shell::Zsh, clap_complete::Shell::Fish] {
             assert!(completions(shell).contains("in-flight"), "{shell}");
         }
+    }
+
+    #[test]
+    fn the_man_page_lists_its_sections_and_no_page_that_does_not_exist() {
+        let page = man_page().unwrap();
+        assert!(!page.contains("wsbench\\-run(1)") && !page.contains("(1)\n"), "pages of their own named");
+        let list = &page[page.find(".SH SUBCOMMANDS").unwrap()..page.find(".SH VERSION").unwrap()];
+        assert!(list.contains(".TP\n\\fBwsbench run\\fR\nRun a benchmark scenario"), "{list}");
+        let command = crate::cli::command();
+        for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set() && sub.get_name() != "help") {
+            let section = format!("WSBENCH {}", sub.get_name().to_uppercase());
+            assert!(list.contains(&format!("(section {section} below)")), "{section} not listed: {list}");
+            assert!(page.contains(&format!(".SH \"{section}\"")), "{section} listed but missing");
+        }
+        assert!(!list.contains("wsbench help"), "clap's help subcommand has no section: {list}");
     }
 
     #[test]

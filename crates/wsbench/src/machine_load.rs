@@ -97,11 +97,14 @@ impl CpuClock {
 pub fn busy_sentence(others_cores: f64, steal_share: f64) -> Option<String> {
     let mut what = Vec::new();
     if others_cores > BUSY_CORES {
-        what.push(format!("other processes used {others_cores:.2} cores on average (bound {BUSY_CORES})"));
+        what.push(format!(
+            "other processes used {others_cores:.2} cores on average (more than the {BUSY_CORES} of a core \
+             wsbench tolerates)"
+        ));
     }
     if steal_share > BUSY_STEAL {
         what.push(format!(
-            "the hypervisor stole {:.1}% of the CPU time (bound {:.0}%)",
+            "the hypervisor stole {:.1}% of the CPU time (more than the {:.0}% wsbench tolerates)",
             steal_share * 100.0,
             BUSY_STEAL * 100.0
         ));
@@ -198,9 +201,17 @@ mod tests {
     fn the_warnings_name_what_passed_its_bound() {
         assert_eq!(busy_sentence(0.1, 0.01), None);
         let busy = busy_sentence(0.93, 0.0).unwrap();
-        assert!(busy.contains("other processes used 0.93 cores on average (bound 0.25)"), "{busy}");
+        assert!(
+            busy.contains(
+                "other processes used 0.93 cores on average (more than the 0.25 of a core wsbench tolerates)"
+            ),
+            "{busy}"
+        );
         let stolen = busy_sentence(0.0, 0.12).unwrap();
-        assert!(stolen.contains("stole 12.0% of the CPU time (bound 5%)"), "{stolen}");
+        assert!(
+            stolen.contains("stole 12.0% of the CPU time (more than the 5% wsbench tolerates)"),
+            "{stolen}"
+        );
         assert_eq!(shared_sentence(&[0], &[1]), None);
         assert!(
             shared_sentence(&[0, 1], &[1]).unwrap().starts_with("the server and the client shared CPU 1:")

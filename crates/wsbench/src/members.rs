@@ -144,11 +144,11 @@ fn declaration<'o>(
 fn arg_of(spec: &'static OptionSpec, owners: &[Owner]) -> Arg {
     let whose: Vec<&str> = owners.iter().map(Owner::name).collect();
     let mut help = format!("{}: {}", whose.join(", "), spec.help);
-    match (spec.default, spec.bound) {
-        ("", "") => {}
-        (default, "") => help.push_str(&format!(" (default {default})")),
-        ("", bound) => help.push_str(&format!(" ({bound})")),
-        (default, bound) => help.push_str(&format!(" (default {default}; {bound})")),
+    if !spec.bound.is_empty() {
+        help.push_str(&format!(" ({})", spec.bound));
+    }
+    if !spec.default.is_empty() {
+        help.push_str(&format!(" [default: {}]", spec.default));
     }
     let arg = Arg::new(spec.key).long(spec.flag).help(help);
     match spec.kind {
@@ -164,7 +164,7 @@ fn env_arg_of(spec: &'static OptionSpec, env: &'static str, owners: &[Owner]) ->
     let whose: Vec<&str> = owners.iter().map(Owner::name).collect();
     let help = format!(
         "{}: the environment variable to read --{} from when the run starts, kept out of shell history \
-         (default none)",
+         [default: none]",
         whose.join(", "),
         spec.flag
     );
@@ -220,7 +220,15 @@ impl RunSettings {
     /// options each declares.
     pub fn validate(&self) -> Result<RunConfig, ConfigError> {
         let name = self.scenario.as_deref().unwrap_or(scenario::DEFAULT);
-        let scenario = scenario::by_name(name).ok_or_else(|| scenario::unknown_scenario(name))?;
+        let scenario = scenario::by_name(name).ok_or_else(|| {
+            match PRESETS.iter().any(|(preset, _)| *preset == name) {
+                true => ConfigError::NotAScenario {
+                    word: name.to_owned(),
+                    hint: format!(" but a preset: give --scenario {name}"),
+                },
+                false => scenario::unknown_scenario(name),
+            }
+        })?;
         let protocol = self.protocol()?;
         let transport = self.transport_chosen()?;
         check_applies(&self.options, scenario.name(), protocol.name(), transport)?;

@@ -6,6 +6,9 @@
 //! A second page of sixteen results (one real run, fifteen copies given other numbers) is
 //! checked for one colour per result and comparison bars drawn best first.
 //!
+//! The live page (`--dashboard`) is watched in the browser too, once alone and once after
+//! fifty clients that never read have asked for its events.
+//!
 //! The check saves a full-page screenshot, and the run files and page next to it, in
 //! `target/browser-artifacts/` for people (and CI artifacts) to look at.
 //!
@@ -218,6 +221,15 @@ impl Watcher {
         Watcher { child, lines, stderr, seen: Vec::new() }
     }
 
+    /// Every line it printed once it ended, shown; panics unless it said "all checks passed".
+    fn passed(self) -> Vec<String> {
+        let (lines, stderr) = self.finish();
+        let shown = lines.join("\n");
+        println!("{shown}");
+        assert!(lines.iter().any(|l| l == "all checks passed"), "the page check failed:\n{shown}\n{stderr}");
+        lines
+    }
+
     /// Waits for the line `wanted`; false when the script ended or took too long.
     fn wait_for(&mut self, wanted: &str) -> bool {
         while let Ok(line) = self.lines.recv_timeout(COMMAND_TIMEOUT) {
@@ -281,12 +293,20 @@ fn the_live_page_connects_grows_during_a_run_and_ends_with_the_result_files_figu
         .arg("--html")
         .arg(&html));
     assert!(run.stderr.contains(&format!("wsbench: live page at {url}")), "{}", run.stderr);
-    let (lines, stderr) = watcher.finish();
-    let shown = lines.join("\n");
-    println!("{shown}");
-    assert!(lines.iter().any(|l| l == "all checks passed"), "the page check failed:\n{shown}\n{stderr}");
+    let lines = watcher.passed();
+    assert_page_shows_the_result(&lines, &json);
+    let link = lines.iter().find_map(|l| l.strip_prefix("html link: ")).unwrap();
+    assert_eq!(link, format!("HTML report: {}", html.display()), "the page links the --html report");
+    for png in [&mid_run, &end] {
+        let bytes = std::fs::read(png).unwrap_or_else(|e| panic!("no screenshot at {}: {e}", png.display()));
+        assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 10_000, "{}", png.display());
+    }
+}
 
-    let result: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+/// The figures the page check printed at the end (`figures: {...}`), each equal to the
+/// result file's at `json`.
+fn assert_page_shows_the_result(lines: &[String], json: &Path) {
+    let result: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     let figures = lines.iter().find_map(|l| l.strip_prefix("figures: ")).expect("the page's figures");
     let figures: serde_json::Map<String, serde_json::Value> = serde_json::from_str(figures).unwrap();
     for key in
@@ -302,12 +322,31 @@ fn the_live_page_connects_grows_during_a_run_and_ends_with_the_result_files_figu
             "{key}: the page shows {shown}, the result file has {file}"
         );
     }
-    let link = lines.iter().find_map(|l| l.strip_prefix("html link: ")).unwrap();
-    assert_eq!(link, format!("HTML report: {}", html.display()), "the page links the --html report");
-    for png in [&mid_run, &end] {
-        let bytes = std::fs::read(png).unwrap_or_else(|e| panic!("no screenshot at {}: {e}", png.display()));
-        assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 10_000, "{}", png.display());
+}
+
+/// Fifty clients that ask for the events and never read hold every place a page has before
+/// the browser comes: the browser still gets the page, watches it grow and sees it end.
+#[test]
+fn the_live_page_reaches_chromium_past_fifty_pages_that_never_read() {
+    let Some(script) = require_browser_script("check-dashboard.mjs") else { return };
+    let dir = artifacts_dir().join("dashboard-past-fifty");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, mid_run, end) = (dir.join("r.json"), dir.join("mid-run.png"), dir.join("end.png"));
+    for old in [&json, &mid_run, &end] {
+        let _ = std::fs::remove_file(old);
     }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (url, dashboard) = (format!("http://127.0.0.1:{port}/"), format!("127.0.0.1:{port}"));
+    let args = ["run", "--duration", "15s", "--connections", "20", "--dashboard", &dashboard, "--json"];
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wsbench"));
+    command.args(args).arg(&json);
+    let wsbench = std::thread::spawn(move || run(&mut command));
+    let hogs = support::pages_that_never_read(&dashboard, 50);
+    let mut watcher = Watcher::start(&script, &[url.as_ref(), mid_run.as_os_str(), end.as_os_str()]);
+    assert!(watcher.wait_for("browser ready"), "the browser did not start: {:?}", watcher.finish());
+    wsbench.join().expect("the run");
+    assert_page_shows_the_result(&watcher.passed(), &json);
+    drop(hogs);
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! tested in `browser.rs`): the parent of a `--processes` run sends the seconds it sums over
 //! its shards and ends with the merged result's figures; a comparison sends every run, one
 //! after another, with its progress lines, and ends with its table; a taken port is a usage
-//! error before any load; and a page left open holds up no exit.
+//! error before any load; a page left open holds up no exit; and fifty clients that ask for
+//! the events and never read lock no reader out, nor hold up the exit.
 
 mod support;
 
@@ -162,4 +163,22 @@ fn a_page_left_open_holds_up_no_exit() {
     let (code, stdout) = finish(child);
     assert_eq!(code, Some(0), "{stdout}");
     assert!(std::net::TcpListener::bind(&addr).is_ok(), "the page's port is still taken after exit");
+}
+
+#[test]
+fn fifty_pages_that_never_read_lock_no_reader_out_and_hold_up_no_exit() {
+    let started = Instant::now();
+    let (child, addr) = start(&["run", "--connections", "2", "--duration", "4s", "--quiet"]);
+    // More than the pages served at once, each asking for the events and never reading.
+    let _hogs = support::pages_that_never_read(&addr, 50);
+    // A page that reads gets the stream: its seconds as they come, and the end.
+    let events = events(&addr);
+    assert!(!seconds(&events).is_empty(), "no second reached the reading page: {events:?}");
+    assert_eq!(events.last().map(|(name, _)| name.as_str()), Some("end"), "{events:?}");
+    let (code, stdout) = finish(child);
+    assert_eq!(code, Some(0), "{stdout}");
+    // The run's 4 s and its set-up, with room for a busy machine; never the fifty pages'
+    // timeouts one after another, nor a wait for them to read.
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(30), "the run took {took:?} with fifty pages that never read");
 }

@@ -126,11 +126,26 @@ enum Misbehaviour {
     Refuse(&'static [u8]),
     /// Completes the upgrade, then sends these bytes at once (in the same write).
     AfterUpgrade(Vec<u8>),
+    /// Completes the upgrade, then sends the connection's turn of these: the first
+    /// connection accepted the first bytes, the next the second, and round again.
+    AfterUpgradeByTurns(Vec<Vec<u8>>),
     /// Accepts, reads the request, and never says anything.
     Silent,
     /// Answers whatever the client sends first (even a TLS client hello) with these bytes,
     /// then closes.
     AnswerAnything(&'static [u8]),
+}
+
+impl Misbehaviour {
+    /// What the `n`th connection accepted gets.
+    fn for_connection(&self, n: usize) -> Misbehaviour {
+        match self {
+            Misbehaviour::AfterUpgradeByTurns(turns) => {
+                Misbehaviour::AfterUpgrade(turns[n % turns.len()].clone())
+            }
+            other => other.clone(),
+        }
+    }
 }
 
 /// A server that fails on purpose; stopped (every connection shut down) on drop.
@@ -149,6 +164,7 @@ impl BadServer {
         let streams = Arc::new(Mutex::new(Vec::new()));
         let (accept_stop, accept_streams) = (stop.clone(), streams.clone());
         let acceptor = thread::spawn(move || {
+            let mut accepted = 0;
             for stream in listener.incoming() {
                 if accept_stop.load(Ordering::SeqCst) {
                     return;
@@ -157,7 +173,8 @@ impl BadServer {
                 if let Ok(clone) = stream.try_clone() {
                     accept_streams.lock().unwrap_or_else(|e| e.into_inner()).push(clone);
                 }
-                let misbehaviour = misbehaviour.clone();
+                let misbehaviour = misbehaviour.for_connection(accepted);
+                accepted += 1;
                 thread::spawn(move || {
                     let _ = misbehave(stream, &misbehaviour);
                 });
@@ -214,12 +231,16 @@ fn misbehave(mut stream: TcpStream, misbehaviour: &Misbehaviour) -> std::io::Res
             return stream.shutdown(Shutdown::Write);
         }
         (Misbehaviour::AfterUpgrade(bytes), Request::Upgrade(upgrade)) => {
-            let mut out = server_response(&upgrade, None);
+            // The client's first subprotocol, when it offers one (the message protocol's).
+            let mut out = server_response(&upgrade, upgrade.protocols.first().map(String::as_str));
             out.extend_from_slice(bytes);
             stream.write_all(&out)?;
         }
         (Misbehaviour::AfterUpgrade(_), Request::Http { .. }) => return Ok(()),
-        (Misbehaviour::Silent | Misbehaviour::AnswerAnything(_), _) => {}
+        (
+            Misbehaviour::Silent | Misbehaviour::AnswerAnything(_) | Misbehaviour::AfterUpgradeByTurns(_),
+            _,
+        ) => {}
     }
     // Keep the connection open (and read what comes) until the client ends it: the fault
     // must be the only thing the client sees.
@@ -327,6 +348,70 @@ fn assert_protocol_error_after_upgrade(name: &str, bytes: Vec<u8>, cause: &str) 
     assert!(!detail.is_empty(), "what broke is kept\n{context}");
     let line = run.stdout.lines().find(|l| l.starts_with("errors:")).unwrap_or_default();
     assert!(line.contains(detail), "the errors line {line:?} shows what broke ({detail:?})\n{context}");
+    let blamed = format!("wsbench closed every one because the server broke RFC 6455: {cause} {CONNECTIONS}");
+    assert_ended_early_because(&run, &result, &blamed);
+}
+
+/// The run ended early for want of connections, and its result and report header say it
+/// was because `who` (what ended the connections, as the reason puts it).
+fn assert_ended_early_because(run: &Finished, result: &Value, who: &str) {
+    let context = format!("{}\n{}", summary_of(result), run.describe());
+    let reason = format!("no connection left ({who})");
+    assert_eq!(result["ended_early"]["reason"].as_str(), Some(reason.as_str()), "{context}");
+    let header = run.stdout.lines().next().unwrap_or_default();
+    assert!(
+        header.contains(&format!("[ENDED EARLY: {reason}, ")),
+        "the report's header: {header:?}\n{context}"
+    );
+}
+
+/// An MQTT "broker" that accepts the session and the echo topic's subscription, then sends
+/// DISCONNECT: the session's error is fatal, and wsbench, not the server, closes each
+/// connection.
+#[test]
+fn connections_closed_after_a_fatal_message_protocol_error_are_blamed_on_that_error() {
+    let mut bytes = Vec::new();
+    let connack_suback_disconnect: [&[u8]; 3] =
+        [&[0x20, 0x02, 0x00, 0x00], &[0x90, 0x03, 0x00, 0x01, 0x00], &[0xE0, 0x00]];
+    for packet in connack_suback_disconnect {
+        write_frame(&mut bytes, true, OpCode::Binary, None, packet);
+    }
+    let (run, result) =
+        run_against("faults-blame-mqtt", Misbehaviour::AfterUpgrade(bytes), &["--protocol", "mqtt"]);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(uint(&result, "/summary/connections/established"), CONNECTIONS, "{context}");
+    assert_eq!(uint(&result, "/counters/closed_on_protocol_error"), CONNECTIONS, "{context}");
+    let disconnects: u64 =
+        errors(&result).iter().filter(|(kind, _)| kind.starts_with("mqtt_disconnect_")).map(|(_, n)| n).sum();
+    assert_eq!(disconnects, CONNECTIONS, "{context}");
+    assert_ended_early_because(
+        &run,
+        &result,
+        "wsbench closed every one after a fatal error of the message protocol",
+    );
+}
+
+#[test]
+fn connections_wsbench_failed_and_the_server_closed_are_each_blamed_for_their_share() {
+    let mut masked = Vec::new();
+    write_frame(&mut masked, true, OpCode::Binary, Some([1, 2, 3, 4]), b"server frames are never masked");
+    let mut going_away = Vec::new();
+    write_frame(&mut going_away, true, OpCode::Close, None, &1001u16.to_be_bytes());
+    let (run, result) =
+        run_against("faults-blame-mix", Misbehaviour::AfterUpgradeByTurns(vec![masked, going_away]), &[]);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    let half = CONNECTIONS / 2;
+    assert_eq!(errors(&result).get("closed_1001").copied(), Some(half), "{context}");
+    assert_eq!(
+        errors(&result).get("protocol_error_1002_masked_server_frame").copied(),
+        Some(half),
+        "{context}"
+    );
+    let who = format!(
+        "the server closed or reset {half}; wsbench closed {half} because the server broke RFC 6455: \
+         protocol_error_1002_masked_server_frame {half}"
+    );
+    assert_ended_early_because(&run, &result, &who);
 }
 
 #[test]

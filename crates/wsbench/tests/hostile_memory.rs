@@ -136,7 +136,14 @@ fn deflate_bombs_on_30_connections_stay_within_the_process_budget() {
         "--json",
         arg(&json),
     ]);
-    assert_closed_too_big(&run, &json, 30);
+    let result = assert_closed_too_big(&run, &json, 30);
+    // wsbench closed every connection, for a message past its limit: the server closed none.
+    let reason = format!(
+        "no connection left (wsbench closed every one because the server sent past a limit of this run: {TOO_BIG} 30)"
+    );
+    assert_eq!(result["ended_early"]["reason"].as_str(), Some(reason.as_str()), "{}", run.describe());
+    let header = run.stdout.lines().next().unwrap_or_default();
+    assert!(header.contains(&format!("[ENDED EARLY: {reason}, ")), "{header}\n{}", run.describe());
     eprintln!("wsbench run peaked at {} KiB", run.peak_kib);
     let ceiling = 64 * 1024 + HEADROOM_KIB;
     assert!(run.peak_kib <= ceiling, "peak RSS {} KiB > {ceiling} KiB\n{}", run.peak_kib, run.describe());

@@ -150,7 +150,6 @@ fn bad_values_name_their_flag_and_the_rule() {
         (&["run", "--bearer", ""][..], "--bearer: is empty: give the token"),
         (&["run", "--connections", "-5"][..], "invalid value '-5' for '--connections <CONNECTIONS>'"),
         (&["run", "--conections", "5"][..], "did you mean '--connections'"),
-        (&["run", "ehco"][..], "unknown scenario `ehco` (did you mean `echo`?): use echo, "),
         (&["run", "--protocol", "mqt"][..], "`mqt` (did you mean `mqtt`?) is not a protocol"),
         (
             &["run", "--scenario", "uws-thruput"][..],
@@ -160,6 +159,29 @@ fn bad_values_name_their_flag_and_the_rule() {
         let message = refused(args, 2, expected);
         assert!(!message.contains("tip:") && !message.contains("-- -1"), "{message}");
     }
+}
+
+/// A mistyped scenario word is named as the word it is, not as a `--scenario` that was never
+/// given: what it is not, what it may have meant, and the scenarios there are.
+#[test]
+fn a_mistyped_scenario_word_is_named_as_a_word_not_as_a_flag() {
+    let message = refused(
+        &["run", "ehco"],
+        2,
+        "wsbench: `ehco` is not a scenario (did you mean `echo`?): the scenarios are echo, throughput, ",
+    );
+    assert!(!message.contains("--scenario:"), "{message}");
+    assert!(message.contains("a preset or a scenario file goes after --scenario"), "{message}");
+    refused(
+        &["run", "uws-throughput"],
+        2,
+        "`uws-throughput` is not a scenario but a preset: give --scenario uws-throughput",
+    );
+    refused(
+        &["run", "localhost:8080"],
+        2,
+        "`localhost:8080` is not a scenario: did you mean ws://localhost:8080?",
+    );
 }
 
 /// A secret read from an unset variable is refused before anything connects, naming the

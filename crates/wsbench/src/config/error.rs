@@ -12,6 +12,10 @@ pub enum ConfigError {
     Unit(#[from] UnitError),
     #[error("--{setting}: {problem}")]
     Invalid { setting: &'static str, problem: String },
+    /// A word of `run` (or `scenario` in a scenario file) that names no scenario: the word,
+    /// never a flag it was not given with; `hint` says what it may have meant.
+    #[error("`{word}` is not a scenario{hint}")]
+    NotAScenario { word: String, hint: String },
     /// The server URL (a word of `run`, or `target` in a scenario file).
     #[error("`{url}`: {problem}")]
     Url { url: String, problem: String },

@@ -56,8 +56,8 @@ pub struct RunSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_send_lag: Option<String>,
     /// Open loop: sends due within this window after the first due one go out with it, in
-    /// one batch, at most the window early (0 to 10ms; default 500us; 0: each at its own
-    /// instant). An early send's latency counts from when it went out.
+    /// one batch, at most the window early (0 to 10ms; 0: each at its own instant). An early
+    /// send's latency counts from when it went out.
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub send_window: Option<String>,
@@ -89,8 +89,8 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_at: Option<u64>,
-    /// The id of the run this result belongs to (default: a new one; shards started by hand
-    /// on several machines give them all the same id so `wsbench merge` knows them).
+    /// The id of the run this result belongs to (shards started by hand on several machines
+    /// give them all the same id so `wsbench merge` knows them).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
@@ -99,8 +99,7 @@ pub struct RunSettings {
     #[arg(long, value_name = "DURATION")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_for_target: Option<String>,
-    /// Connection rate while ramping up, e.g. 75/s (default: as fast as possible; above zero,
-    /// at most 10,000,000/s).
+    /// Connection rate while ramping up, e.g. 75/s (above zero, at most 10,000,000/s).
     #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ramp: Option<String>,
@@ -144,7 +143,7 @@ pub struct RunSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_timeout: Option<String>,
     /// A request still unanswered this long after it was due is the error reply_timeout and
-    /// is given up (default 10s, at most 7 days; checked about once a second).
+    /// is given up (at most 7 days; checked about once a second).
     #[arg(long, allow_hyphen_values = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_timeout: Option<String>,
@@ -250,7 +249,7 @@ pub struct RunSettings {
     #[arg(long, value_name = "NAME")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sni: Option<String>,
-    /// wss: use only this TLS version, 1.2 or 1.3 (default: either).
+    /// wss: use only this TLS version, 1.2 or 1.3.
     #[arg(long, value_name = "VERSION")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_version: Option<String>,
@@ -259,15 +258,14 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compression: Option<String>,
-    /// Largest message accepted from the server, reassembled or inflated, e.g. 16MiB
-    /// (default 128 MiB, or the largest message the run sends if larger; at most 1 GiB): a
-    /// longer one closes its connection with 1009.
+    /// Largest message accepted from the server, reassembled or inflated, e.g. 16MiB (at most
+    /// 1 GiB): a longer one closes its connection with 1009.
     #[arg(long, value_name = "SIZE")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_message: Option<String>,
     /// What all connections of this process may hold together in messages still arriving,
-    /// reassembled or inflated (default 1 GiB, or --max-message if larger; at most 64 GiB):
-    /// a connection that would pass it is closed with 1009.
+    /// reassembled or inflated (at most 64 GiB): a connection that would pass it is closed
+    /// with 1009.
     #[arg(long, value_name = "SIZE")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_message_memory: Option<String>,
@@ -285,8 +283,8 @@ pub struct RunSettings {
     #[arg(long, value_name = "FILE")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<PathBuf>,
-    /// Serve a live web page of the run at http://ADDR/ (default 127.0.0.1:5665; port 0: any
-    /// free port): its charts, then the final figures. Nothing waits for a browser.
+    /// Serve a live web page of the run at http://ADDR/ (port 0: any free port): its charts,
+    /// then the final figures. Nothing waits for a browser.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = DEFAULT_DASHBOARD_ADDR)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dashboard: Option<String>,
@@ -301,17 +299,16 @@ pub struct RunSettings {
     #[serde(default, skip_serializing_if = "is_false")]
     pub progress_to_parent: bool,
     /// The client's socket I/O: `uring` (io_uring: batched submission, multishot receive)
-    /// or `epoll` (default: uring where the kernel allows it; epoll for wss://).
+    /// or `epoll`.
     #[arg(long, value_name = "BACKEND")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub io: Option<String>,
-    /// The message protocol spoken over WebSocket: raw (default), socketio, mqtt, stomp,
-    /// jsonrpc or graphql-ws (`wsbench run --help` lists them).
+    /// The message protocol spoken over WebSocket.
     #[arg(long, value_name = "NAME")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
-    /// How the WebSockets reach the server: h1 (an HTTP/1.1 upgrade per TCP connection,
-    /// default) or h2 (RFC 8441 extended CONNECT, many per TCP connection).
+    /// How the WebSockets reach the server: h1 (an HTTP/1.1 upgrade per TCP connection) or h2
+    /// (RFC 8441 extended CONNECT, many per TCP connection).
     #[arg(long, value_name = "NAME")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transport: Option<String>,

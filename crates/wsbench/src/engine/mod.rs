@@ -274,7 +274,8 @@ pub struct EngineOutput {
     pub client_memory: ClientMemory,
     pub interrupted: bool,
     /// The run stopped before its measured window ended because no connection was left
-    /// (the server closed, reset or refused them all): the window it was to have, s.
+    /// (the server closed, reset or refused them all, or wsbench failed them for what the
+    /// server sent; the counters say which): the window it was to have, s.
     pub ended_early: Option<f64>,
 }
 
@@ -324,7 +325,7 @@ pub fn run(
     let (measure_start_us, end_us) = control.load_phase(&phases);
     let mut ended_early = None;
     if !control.interrupted.load(Ordering::Relaxed) {
-        // With every connection gone (refused, or the server died) there is nothing left
+        // With every connection gone (refused, failed, or the server died) there is nothing left
         // to measure: the run ends now instead of idling to the end of its window, and
         // says so.
         let end = control.start + Duration::from_micros(end_us);

@@ -43,7 +43,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::metrics::Metrics;
-use crate::result::{LittlesLaw, PartialRun, ResultError, RunResult, ServerSummary, ShardSummary};
+use crate::result::{
+    EndedEarly, LittlesLaw, PartialRun, ResultError, RunResult, ServerSummary, ShardSummary,
+};
 use crate::samples::{ClientMemory, RunOutcome, ServerReport, WorkerCpu};
 
 /// Configuration keys that may differ between shards of one scenario.
@@ -215,9 +217,10 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
     }
     merged.shards = shards;
     merged.partial = check_whole_run(inputs)?;
-    // Every shard ran out of connections: so did the run.
-    if inputs.iter().all(|input| input.result.ended_early.is_some()) {
-        merged.ended_early = first.result.ended_early.clone();
+    // Every shard ran out of connections: so did the run, for the reasons all of them say.
+    let early = |input: &ShardInput| input.result.ended_early.as_ref().map(|e| e.planned_measured_s);
+    if let Some(Some(planned)) = inputs.iter().map(early).reduce(|all, one| all.and(one)) {
+        merged.ended_early = Some(EndedEarly::new(planned, &merged.counters));
     }
     Ok(merged)
 }

@@ -171,6 +171,27 @@ fn interrupted_if_any_shard_was() {
     assert_eq!(merged.shards[1].died.as_deref(), Some("exit status 3"));
 }
 
+/// Every shard ran out of connections: the merged reason counts what ended them over all
+/// of them (each shard's server closed 1 or 2 with 1001; the second also failed 5 itself).
+#[test]
+fn ended_early_if_every_shard_did_for_the_reasons_of_all_of_them() {
+    let (mut inputs, _) = shards(2);
+    inputs[0].result.ended_early = Some(EndedEarly::new(10.0, &inputs[0].result.counters));
+    assert_eq!(merge(&inputs).unwrap().ended_early, None, "one shard ran its window");
+    let masked = "protocol_error_1002_masked_server_frame";
+    inputs[1].result.counters.framing_errors_by_cause.insert(masked.into(), 5);
+    inputs[1].result.ended_early = Some(EndedEarly::new(10.0, &inputs[1].result.counters));
+    let early = merge(&inputs).unwrap().ended_early.unwrap();
+    assert_eq!(
+        early.reason,
+        format!(
+            "no connection left (the server closed or reset 3; wsbench closed 5 because the server broke \
+             RFC 6455: {masked} 5)"
+        )
+    );
+    assert_eq!(early.planned_measured_s, 10.0);
+}
+
 #[test]
 fn different_scenarios_are_refused_naming_the_key_and_files() {
     let (mut inputs, _) = shards(2);

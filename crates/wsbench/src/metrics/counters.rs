@@ -54,6 +54,11 @@ pub struct Counters {
     pub protocol_errors_by_cause: BTreeMap<String, u64>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub protocol_error_details: BTreeMap<String, String>,
+    /// Open connections wsbench closed because an error of the message protocol was fatal
+    /// (an MQTT DISCONNECT, a STOMP ERROR frame, …; the cause is counted in
+    /// `protocol_errors_by_cause`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub closed_on_protocol_error: u64,
     /// An echo that did not match what was sent.
     pub payload_mismatches: u64,
     pub messages_sent: u64,
@@ -257,6 +262,10 @@ impl Counters {
     }
 }
 
+fn is_zero(count: &u64) -> bool {
+    *count == 0
+}
+
 /// The most protocol error causes one worker counts apart.
 pub const PROTOCOL_ERROR_CAUSES: usize = 64;
 
@@ -286,6 +295,7 @@ impl AddAssign<&Counters> for Counters {
         for (cause, count) in &other.protocol_errors_by_cause {
             *self.protocol_errors_by_cause.entry(cause.clone()).or_default() += count;
         }
+        self.closed_on_protocol_error += other.closed_on_protocol_error;
         for (cause, detail) in &other.protocol_error_details {
             self.protocol_error_details.entry(cause.clone()).or_insert_with(|| detail.clone());
         }

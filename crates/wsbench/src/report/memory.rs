@@ -44,7 +44,7 @@ pub fn memory_lines(result: &RunResult) -> Vec<(&'static str, String)> {
     lines
 }
 
-/// A run of too few connections: the totals, and why there is no figure per connection.
+/// A run of too few connections: the totals, and why this run has no figure per connection.
 fn totals_only(result: &RunResult) -> Vec<(&'static str, String)> {
     let mut totals = totals(result);
     if let (Some(baseline), Some(peak)) = (result.server.rss_baseline_bytes, result.server.rss_peak_bytes) {
@@ -54,7 +54,11 @@ fn totals_only(result: &RunResult) -> Vec<(&'static str, String)> {
         return Vec::new();
     }
     let why = format!(
-        "per connection from {} connections, where fixed costs no longer dominate",
+        "no figure per connection from {}: below {}, fixed costs dominate it",
+        match result.summary.connections.established {
+            1 => "1 connection".to_owned(),
+            n => format!("{} connections", group(n)),
+        },
         group(MIN_CONNECTIONS)
     );
     vec![("memory:", totals.join("; ")), ("", why)]
@@ -115,7 +119,16 @@ mod tests {
             lines[0].1.starts_with("server RSS ") && lines[0].1.contains("client heap 2.00 MiB → 2.58 MiB")
         );
         assert!(!lines.iter().any(|(_, text)| text.contains("per connection:")), "{lines:?}");
-        assert_eq!(lines[1].1, "per connection from 1,000 connections, where fixed costs no longer dominate");
+        assert_eq!(
+            lines[1].1,
+            "no figure per connection from 999 connections: below 1,000, fixed costs dominate it"
+        );
+        result.summary.connections.established = 20;
+        let twenty = memory_lines(&result);
+        assert_eq!(
+            twenty[1].1,
+            "no figure per connection from 20 connections: below 1,000, fixed costs dominate it"
+        );
     }
 
     #[test]

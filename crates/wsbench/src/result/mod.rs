@@ -13,6 +13,7 @@ mod build;
 mod codec;
 mod compression;
 mod distribution;
+mod ended_early;
 pub mod search;
 mod stages;
 mod transport;
@@ -31,6 +32,7 @@ pub(crate) use atomic::write_atomically;
 pub use codec::{decode_histogram, encode_histogram};
 pub use compression::CompressionSummary;
 pub use distribution::Distribution;
+pub use ended_early::EndedEarly;
 pub use stages::StageFigures;
 pub use transport::TransportSummary;
 pub use unanswered::{NO_REQUEST_ANSWERED, reason as no_request_answered_reason};
@@ -154,27 +156,6 @@ impl PartialRun {
     /// "1 of 2 shards (missing 1/2)".
     pub fn describe(&self) -> String {
         format!("{} of {} shards (missing {})", self.shards, self.of, self.missing.join(", "))
-    }
-}
-
-/// Why and when a run ended before its measured window did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EndedEarly {
-    /// In words: `no connection left` (the server closed or reset every one), or `no
-    /// connection could be opened`.
-    pub reason: String,
-    /// The measured window the run was to have, s (`measured_s` is what it had).
-    pub planned_measured_s: f64,
-}
-
-impl EndedEarly {
-    /// A run that was to measure `planned_s` and had `established` connections at all.
-    pub fn new(planned_s: f64, established: u64) -> EndedEarly {
-        let reason = match established {
-            0 => "no connection could be opened",
-            _ => "no connection left (the server closed or reset every one)",
-        };
-        EndedEarly { reason: reason.to_owned(), planned_measured_s: planned_s }
     }
 }
 

@@ -21,7 +21,7 @@ pub struct RttSettings {
     /// Without any, wsbench starts its built-in servers.
     #[arg(long = "target", value_name = "PROTO=HOST:PORT")]
     pub targets: Vec<String>,
-    /// Protocols to measure, comma-separated (default: all seven, or those given a --target).
+    /// Protocols to measure, comma-separated [default: all seven, or those given a --target]
     #[arg(long, value_delimiter = ',', value_name = "tcp,http,https,ws,wss,ws-h2,wss-h2")]
     pub protocols: Vec<String>,
     /// Timed repeats per protocol (after one untimed warm-up repeat; at most 10,000).

@@ -91,14 +91,20 @@ pub fn names() -> impl Iterator<Item = &'static str> {
     SCENARIOS.iter().map(|scenario| scenario.name())
 }
 
-/// `--scenario` names no scenario: the known ones, or the `ws://` a host:port was meant as.
+/// The word `name` (of `run`, or a scenario file's `scenario`) names no scenario: the known
+/// ones and the one it most resembles, or the `ws://` a host:port was meant as.
 pub fn unknown_scenario(name: &str) -> ConfigError {
+    let word = name.to_owned();
     if looks_like_host_port(name) {
-        return invalid_setting("scenario", format!("`{name}` is not a scenario: did you mean ws://{name}?"));
+        return ConfigError::NotAScenario { word, hint: format!(": did you mean ws://{name}?") };
     }
     let known: Vec<&str> = names().collect();
     let meant = crate::config::suggest::did_you_mean(name, known.iter().copied());
-    invalid_setting("scenario", format!("unknown scenario `{name}`{meant}: use {}", or_list(&known)))
+    let hint = format!(
+        "{meant}: the scenarios are {}; a preset or a scenario file goes after --scenario",
+        known.join(", ")
+    );
+    ConfigError::NotAScenario { word, hint }
 }
 
 /// `a, b or c`.

@@ -291,9 +291,7 @@ impl Session {
         result.run_id = Some(config.run_id.clone());
         result.client.machine_load =
             clock.map(|(before, after)| before.until(&after, result.server.cpu_seconds, shared));
-        result.ended_early = output
-            .ended_early
-            .map(|planned| EndedEarly::new(planned, result.summary.connections.established));
+        result.ended_early = output.ended_early.map(|planned| EndedEarly::new(planned, &result.counters));
         Ok(result)
     }
 

@@ -264,3 +264,29 @@ pub fn describe(output: &std::process::Output) -> String {
         text(&output.stderr)
     )
 }
+
+/// Connects `count` clients to the live page at `addr` (retrying until it listens, for at
+/// most two minutes), each asking for the events and never reading them; returns once each
+/// has been answered or ended (peeked at, not read: what it was sent stays unread in its
+/// buffer, as for a client that never reads).
+pub fn pages_that_never_read(addr: &str, count: usize) -> Vec<std::net::TcpStream> {
+    use std::io::Write;
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let mut pages = Vec::new();
+    while pages.len() < count {
+        match std::net::TcpStream::connect(addr) {
+            Ok(mut page) => {
+                page.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+                pages.push(page);
+            }
+            Err(e) if std::time::Instant::now() > deadline => panic!("nothing listens at {addr}: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    for page in &pages {
+        page.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+        // Bytes, or the end of a page that gave its place to a later one.
+        page.peek(&mut [0u8; 12]).unwrap();
+    }
+    pages
+}

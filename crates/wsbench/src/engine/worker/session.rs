@@ -156,6 +156,9 @@ impl Worker {
     fn after_session(&mut self, key: usize, after: After, now: Instant) {
         let Some(conn) = self.conns.get_mut(key) else { return };
         if after.fatal {
+            if conn.state == State::Open {
+                self.rec.metrics.counters.closed_on_protocol_error += 1;
+            }
             count_unanswered(&mut self.rec, self.workload.as_mut(), conn);
             conn.write_control(OpCode::Close, &CloseCode::NORMAL.to_be_bytes());
             self.flush(key);

@@ -10,12 +10,15 @@
 //! search's steps, a warm-up run): it is opened by the command before any load ([`serve`],
 //! a taken port is a usage error then, not a lost run) and every [`super::Publisher`] of
 //! the process writes to it ([`current`]). It never holds the command up: nothing waits for
-//! a browser to connect, a page that does not read is dropped after [`WRITE_TIMEOUT`], and
-//! at the end the pages still open get at most [`CLOSE_GRACE`] to take the last event
-//! before the listener closes.
+//! a browser to connect, a page that takes nothing for [`STALL`] while bytes wait for it, or
+//! leaves more than [`BACKLOG`] untaken, is dropped, and at the end the pages still open get
+//! at most [`CLOSE_GRACE`] to take the last event before the listener closes. Nor can pages
+//! that never read keep another out: when [`MAX_PAGES`] are open, a new one takes the place of
+//! the one furthest behind ([`pages`]).
 
 pub mod event;
 pub mod history;
+mod pages;
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -26,6 +29,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use history::{Event, History};
+pub use pages::{BACKLOG, MAX_PAGES, STALL};
+use pages::{Pages, Progress};
 
 use super::http_head::read_request_line;
 use super::{Second, Steps};
@@ -33,10 +38,6 @@ use crate::samples::ServerSample;
 
 /// The page: HTML, styles, script and charts in one file.
 pub const PAGE: &str = include_str!("page.html");
-/// Pages open at once; one more is answered 503.
-pub const MAX_PAGES: usize = 32;
-/// A page that takes no bytes for this long is dropped (its browser reconnects).
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// At the end, how long the pages still open get to take the last event.
 pub const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// Events kept for the open pages to catch up on; one further behind starts again.
@@ -131,7 +132,7 @@ struct State {
     seq: u64,
     steps: Steps,
     /// Pages open now.
-    pages: usize,
+    pages: Pages,
 }
 
 impl Shared {
@@ -194,7 +195,7 @@ impl Dashboard {
         self.shared.changed.notify_all();
         let deadline = Instant::now() + CLOSE_GRACE;
         let mut state = self.shared.lock();
-        while state.pages > 0 {
+        while state.pages.len() > 0 {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
@@ -227,8 +228,8 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
 /// Reads one request head and answers it: the page, the event stream, or an error.
 fn answer(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(WRITE_TIMEOUT))?;
-    stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
+    stream.set_read_timeout(Some(STALL))?;
+    stream.set_write_timeout(Some(STALL))?;
     let request_line = read_request_line(&stream)?.unwrap_or_default();
     let mut out = stream;
     match route(&request_line) {
@@ -273,56 +274,60 @@ fn respond(out: &mut TcpStream, status: &str, content_type: &str, body: &str) ->
 }
 
 /// One page's event stream: the history, then each event as it comes, until the command
-/// ends (or the page stops reading, or falls [`RECENT`] events behind: its browser then
-/// reconnects and is sent the history again).
+/// ends (or the page stops taking what it is sent, falls [`RECENT`] events behind, or gives
+/// its place to a new page: its browser then reconnects and is sent the history again).
 fn stream_events(mut out: TcpStream, shared: &Shared) -> std::io::Result<()> {
-    let (backlog, mut next) = {
+    let (id, backlog, mut next) = {
         let mut state = shared.lock();
-        if state.pages >= MAX_PAGES || shared.stop.load(Ordering::Relaxed) {
+        if shared.stop.load(Ordering::Relaxed) {
             drop(state);
-            return respond(
-                &mut out,
-                "503 Service Unavailable",
-                "text/plain; charset=utf-8",
-                "too many pages\n",
-            );
+            return respond(&mut out, "503 Service Unavailable", "text/plain; charset=utf-8", "ended\n");
         }
-        state.pages += 1;
+        let id = state.pages.admit(out.try_clone()?);
         let backlog: String = state.history.events().map(|(_, event)| event.wire()).collect();
-        (backlog, state.seq)
+        (id, backlog, state.seq)
+    };
+    // A page that gave its place to this one ends now, not at its next event.
+    shared.changed.notify_all();
+    let mut progress = Progress::start(&out);
+    let mut send = |out: &mut TcpStream, bytes: &[u8]| {
+        out.write_all(bytes)?;
+        out.flush()?;
+        progress.wrote(bytes.len());
+        progress.check(out, Instant::now())
     };
     let streamed = (|| {
-        out.write_all(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n\
-              Connection: close\r\n\r\nevent: hello\ndata: {}\n\n",
-        )?;
-        out.write_all(backlog.as_bytes())?;
-        out.flush()?;
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n\
+                     Connection: close\r\n\r\nevent: hello\ndata: {}\n\n";
+        send(&mut out, &[&head[..], backlog.as_bytes()].concat())?;
         loop {
-            let (batch, stopping) = wait_for_events(shared, &mut next)?;
-            out.write_all(batch.as_bytes())?;
-            out.flush()?;
+            let (batch, stopping) = wait_for_events(shared, id, &mut next)?;
+            send(&mut out, batch.as_bytes())?;
             if stopping {
                 return Ok(());
             }
         }
     })();
-    shared.lock().pages -= 1;
+    shared.lock().pages.close(id);
     shared.changed.notify_all();
     streamed
 }
 
 /// The events from number `next` on, once there are any (a keep-alive comment after
-/// [`KEEP_ALIVE`] without one), and whether the page is closing.
-fn wait_for_events(shared: &Shared, next: &mut u64) -> std::io::Result<(String, bool)> {
+/// [`KEEP_ALIVE`] without one), and whether the page is closing; an error once page `id`
+/// gave its place to another.
+fn wait_for_events(shared: &Shared, id: u64, next: &mut u64) -> std::io::Result<(String, bool)> {
     let mut state = shared.lock();
     let waited = Instant::now();
-    while state.seq == *next && !shared.stop.load(Ordering::Relaxed) {
+    while state.seq == *next && !shared.stop.load(Ordering::Relaxed) && state.pages.holds(id) {
         let left = KEEP_ALIVE.saturating_sub(waited.elapsed());
         if left.is_zero() {
             return Ok((": still running\n\n".to_owned(), false));
         }
         state = shared.changed.wait_timeout(state, left).unwrap_or_else(PoisonError::into_inner).0;
+    }
+    if !state.pages.holds(id) {
+        return Err(std::io::Error::other("the page gave its place to another"));
     }
     if state.recent.front().is_some_and(|(seq, _)| *seq > *next) {
         return Err(std::io::Error::other("the page fell behind"));

@@ -108,7 +108,7 @@ impl Protocol for JsonRpc {
         "jsonrpc"
     }
     fn about(&self) -> &'static str {
-        "JSON-RPC 2.0: an echo is a call of --method (default echo) answered by its result"
+        "JSON-RPC 2.0: an echo is a call of --method answered by its result"
     }
     fn serves(&self, usage: Use) -> bool {
         matches!(usage, Use::Requests | Use::Messages | Use::Stream)

@@ -33,7 +33,7 @@ impl Protocol for Raw {
         "raw"
     }
     fn about(&self) -> &'static str {
-        "WebSocket messages as they are; pub/sub as the JSON of docs/protocols.md (the default)"
+        "WebSocket messages as they are; pub/sub as the JSON of docs/protocols.md"
     }
     fn serves(&self, _usage: Use) -> bool {
         true

@@ -43,7 +43,7 @@ impl Protocol for SocketIo {
         "socketio"
     }
     fn about(&self) -> &'static str {
-        "Socket.IO 4 (Engine.IO 4): an echo is an emit of --event (default echo) answered by its \
+        "Socket.IO 4 (Engine.IO 4): an echo is an emit of --event answered by its \
          ack, in --namespace (with --auth); pub/sub is rooms (events and arguments as given)"
     }
     fn serves(&self, usage: Use) -> bool {
