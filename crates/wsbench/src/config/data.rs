@@ -49,7 +49,7 @@ impl DataTable {
             InputFileError::Read { source, .. } => {
                 invalid("data", format!("{}: {source}: give a readable CSV file", path.display()))
             }
-            too_big => ConfigError::InputFile(too_big),
+            too_big => invalid("data", too_big.to_string()),
         })?;
         let bad = |why: String| invalid("data", format!("{}: {why}", path.display()));
         let mut records = parse_csv(&text).map_err(&bad)?.into_iter();
