@@ -3,8 +3,12 @@
 //! and `merge` read) is read through [`read`]: at most a limit per kind of file,
 //! whatever the file is. A regular file's length is no promise (`/dev/zero`, a FIFO fed
 //! without end, `/proc` files all say 0), so the limit is on the bytes actually read: one
-//! past it and the file is refused with one line naming it, the limit and what to do.
-//! Nothing here may read a user's file without a limit.
+//! past it and the file is refused with one line naming it, the limit and what to do. A file
+//! whose length is not known before it is read (a device, a pipe, a `/proc` file) is read to
+//! [`MAX_UNSIZED_BYTES`] at most whatever its kind may hold, so an endless one is refused
+//! after a moment and a few MiB, not after a payload file's whole 1 GiB; a bigger input goes
+//! in a regular file, whose length is checked before it is read. Nothing here may read a
+//! user's file without a limit.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -25,6 +29,10 @@ pub const MAX_RESULT_FILE_BYTES: u64 = 256 << 20;
 
 /// Bytes of a `--data` CSV file (read whole before the run, a row per connection).
 pub const MAX_DATA_FILE_BYTES: u64 = 64 << 20;
+
+/// Bytes read of a file whose length is not known before reading (a pipe, a device, a
+/// `/proc` file), whatever its kind may hold: what can be refused in a moment.
+pub const MAX_UNSIZED_BYTES: u64 = 16 << 20;
 
 /// What a file is to wsbench: its limit and what to say when it is past it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,13 +100,24 @@ pub enum InputFileError {
         kind.advice()
     )]
     TooBig { path: PathBuf, kind: InputKind },
+    #[error(
+        "{} is not a regular file and gave more than {}, the most wsbench reads of a pipe or device: \
+         write it to a regular file ({} may hold {})",
+        path.display(),
+        limit_text(MAX_UNSIZED_BYTES),
+        kind.what(),
+        limit_text(kind.limit())
+    )]
+    TooBigUnsized { path: PathBuf, kind: InputKind },
 }
 
 impl InputFileError {
     /// The file at fault.
     pub fn path(&self) -> &Path {
         match self {
-            InputFileError::Read { path, .. } | InputFileError::TooBig { path, .. } => path,
+            InputFileError::Read { path, .. }
+            | InputFileError::TooBig { path, .. }
+            | InputFileError::TooBigUnsized { path, .. } => path,
         }
     }
 }
@@ -130,19 +149,21 @@ pub fn read_text(path: &Path, kind: InputKind) -> Result<String, InputFileError>
 fn read_limited(path: &Path, kind: InputKind, limit: u64) -> Result<Vec<u8>, InputFileError> {
     let failed = |source| InputFileError::Read { path: path.to_owned(), source };
     let file = std::fs::File::open(path).map_err(failed)?;
+    let meta = file.metadata().ok();
     // A regular file that says it is too big is refused before it is read.
-    if let Ok(meta) = file.metadata()
-        && meta.is_file()
-        && meta.len() > limit
-    {
+    if meta.as_ref().is_some_and(|meta| meta.is_file() && meta.len() > limit) {
         return Err(InputFileError::TooBig { path: path.to_owned(), kind });
     }
+    // One that says nothing (0 bytes, not a regular file) is read to a bound of its own.
+    let sized = meta.is_some_and(|meta| meta.is_file() && meta.len() > 0);
+    let bound = if sized { limit } else { limit.min(MAX_UNSIZED_BYTES) };
     let mut bytes = Vec::new();
-    file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(failed)?;
-    if bytes.len() as u64 > limit {
-        return Err(InputFileError::TooBig { path: path.to_owned(), kind });
+    file.take(bound.saturating_add(1)).read_to_end(&mut bytes).map_err(failed)?;
+    match bytes.len() as u64 {
+        read if read <= bound => Ok(bytes),
+        _ if bound < limit => Err(InputFileError::TooBigUnsized { path: path.to_owned(), kind }),
+        _ => Err(InputFileError::TooBig { path: path.to_owned(), kind }),
     }
-    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -166,6 +187,20 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("give a TOML scenario file"), "{text}");
+    }
+
+    #[test]
+    fn a_device_is_read_only_to_the_bound_of_a_file_of_unknown_length() {
+        let error = read(Path::new("/dev/zero"), InputKind::PayloadText).unwrap_err();
+        assert!(matches!(error, InputFileError::TooBigUnsized { .. }), "{error}");
+        assert_eq!(
+            error.to_string(),
+            "/dev/zero is not a regular file and gave more than 16 MiB, the most wsbench reads of a pipe or \
+             device: write it to a regular file (a text: payload file may hold 1 GiB)"
+        );
+        assert_eq!(error.path(), Path::new("/dev/zero"));
+        let empty = read(Path::new("/dev/null"), InputKind::PayloadText).unwrap();
+        assert!(empty.is_empty(), "a device that ends is read as it is");
     }
 
     #[test]

@@ -318,7 +318,9 @@ impl RunSettings {
         }
         match crate::input_file::read_text(name, InputKind::Scenario) {
             Ok(text) => RunSettings::parse_toml(&text, name),
-            Err(too_big @ InputFileError::TooBig { .. }) => Err(ConfigError::InputFile(too_big)),
+            Err(too_big @ (InputFileError::TooBig { .. } | InputFileError::TooBigUnsized { .. })) => {
+                Err(ConfigError::InputFile(too_big))
+            }
             Err(InputFileError::Read { source, .. }) => Err(ConfigError::UnknownScenario {
                 meant: crate::config::suggest::did_you_mean(
                     &word,

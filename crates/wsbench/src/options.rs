@@ -234,6 +234,11 @@ impl Secrets {
         self.0.get(spec.key).map(String::as_str)
     }
 
+    /// Sets the secret of `spec` (a template filled in, to check what a session would send).
+    pub fn set(&mut self, spec: &OptionSpec, value: String) {
+        self.0.insert(spec.key, value);
+    }
+
     /// Secrets with these values, by key (for tests and for members that build options).
     pub fn of(secrets: impl IntoIterator<Item = (&'static str, String)>) -> Secrets {
         Secrets(secrets.into_iter().collect())

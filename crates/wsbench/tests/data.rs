@@ -3,15 +3,20 @@
 //! whose rows are right, each user once, and refuses a run whose file holds a wrong token;
 //! a flow's sends, patterns and checks take each connection's row; a protocol's template
 //! whose row makes a topic the protocol refuses is a usage error naming the row; a
-//! placeholder naming a column the file lacks is a usage error naming it.
+//! placeholder naming a column the file lacks is a usage error naming it; a row whose value
+//! would end a header (CR, LF, NUL) is refused with exit 2 before anything reaches the wire,
+//! which a listener of the test's own, capturing every byte, shows.
 
 mod support;
 
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
+use support::raw_server::RawServer;
 use support::user_check_server::UserCheckServer;
 use support::{fresh_dir, refused, run_with_timeout, wsbench_bin};
 
@@ -183,8 +188,10 @@ fn a_flows_checks_hold_each_reply_to_its_connections_row() {
 }
 
 /// A protocol's templates take `{data.NAME}` as the handshake's do: a column the file lacks
-/// is named, a placeholder without `--data` is refused, and a row whose value would make a
-/// topic MQTT refuses (a wildcard) is named by its row before anything connects.
+/// is named (a secret's template too), a placeholder without `--data` is refused, and a row
+/// whose value would make a topic MQTT refuses (a wildcard, a control character), a STOMP
+/// header or a NATS subject that a line break would end, is named by its row, its column and
+/// the option it fills before anything connects.
 #[test]
 fn a_protocols_templates_are_checked_against_every_row_before_load() {
     let dir = fresh_dir("data-protocol");
@@ -198,13 +205,152 @@ fn a_protocols_templates_are_checked_against_every_row_before_load() {
         "--topic: `{data.floor}`",
     );
     refused(&[&mqtt[..], &["r/{data.room}/{topic}"]].concat(), 2, "--topic: `{data.NAME}` needs --data");
-    refused(&[&mqtt[..], &["r/{data.room}/{topic}", "--data", rooms]].concat(), 2, "(with row 3 of");
+    refused(
+        &[&mqtt[..], &["r/{data.room}/{topic}", "--data", rooms]].concat(),
+        2,
+        &format!(
+            "--data: {rooms}: row 3, column room fills --topic, which the mqtt protocol refuses: --topic"
+        ),
+    );
     let stomp = ["run", "pubsub", "ws://127.0.0.1:9/", "--protocol", "stomp", "--destination"];
     refused(
         &[&stomp[..], &["/topic/{data.floor}.{topic}", "--data", rooms]].concat(),
         2,
         "has no column `floor`",
     );
+    // A line break or NUL would end a STOMP header or frame, and MQTT carries no control
+    // character in a topic: each row is named with its line, the column and the option.
+    let framed = dir.join("framed.csv");
+    std::fs::write(&framed, "room\nlobby\n\"two\nlines\"\n\"a\rb\"\nnul\u{0}room\n").unwrap();
+    let framed = framed.to_str().unwrap();
+    refused(
+        &[&mqtt[..], &["r/{data.room}/{topic}", "--data", framed]].concat(),
+        2,
+        "row 3, column room fills --topic, which the mqtt protocol refuses",
+    );
+    refused(
+        &[&stomp[..], &["/topic/{data.room}.{topic}", "--data", framed]].concat(),
+        2,
+        "row 3, column room fills --destination, which the stomp protocol refuses: --destination holds a line break or NUL",
+    );
+    let nats = ["run", "pubsub", "ws://127.0.0.1:9/", "--protocol", "nats", "--subject"];
+    refused(
+        &[&nats[..], &["rooms.{data.room}.{topic}", "--data", framed]].concat(),
+        2,
+        "row 3, column room fills --subject, which the nats protocol refuses",
+    );
+    // A secret's template is checked as the others are (its value never shown).
+    let socketio = ["run", "ws://127.0.0.1:9/", "--protocol", "socketio", "--auth"];
+    refused(
+        &[&socketio[..], &[r#"{"token":"{data.nope}"}"#, "--data", framed]].concat(),
+        2,
+        "--auth: `{data.nope}`",
+    );
+    let later = dir.join("later.csv");
+    std::fs::write(&later, "room,note\nlobby,\"two\nlines\"\nhall,x\n\"a\rb\",y\n").unwrap();
+    let later = later.to_str().unwrap();
+    let mqtt_alone = refused(
+        &[&mqtt[..], &["r/{data.room}/{topic}", "--data", later]].concat(),
+        2,
+        "row 4 (line 5), column room fills --topic",
+    );
+    assert!(
+        mqtt_alone.contains("\\r") && !mqtt_alone.contains('\r'),
+        "a control character shown escaped: {mqtt_alone}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A listener on port 0 that keeps every byte each connection sends before its request's
+/// blank line (at most 64 KiB), then refuses it with 403: what reached the wire.
+fn capturing_server() -> (RawServer, Arc<Mutex<Vec<Vec<u8>>>>) {
+    let captured = Arc::new(Mutex::new(Vec::new()));
+    let kept = captured.clone();
+    let server = RawServer::start(move |mut stream, _| {
+        let mut head = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&chunk[..n]),
+            }
+        }
+        kept.lock().unwrap_or_else(|e| e.into_inner()).push(head);
+        let _ = stream.write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    });
+    (server, captured)
+}
+
+/// A CSV value holding CR LF, LF or NUL in a column a header names is refused with exit 2
+/// naming the file, the row, the column and the header, and no request reaches the wire
+/// (before, `X-User: al` and `X-Injected: yes` went out as two headers). The same file with
+/// clean values does reach the listener, so the listener would have seen an injection; the
+/// URL's query carries a CR LF percent-encoded (it cannot end the request line).
+#[test]
+fn a_row_that_would_end_a_header_is_refused_before_anything_reaches_the_wire() {
+    let dir = fresh_dir("data-injection");
+    let (server, captured) = capturing_server();
+    let url = format!("ws://{}/feed", server.addr());
+    let cases: [(&str, &str, &str); 3] = [
+        (
+            "crlf.csv",
+            "user,token\r\nalice,t1\r\n\"al\r\nX-Injected: yes\",t2\r\n",
+            "row 3, column user holds a carriage return (CR), which would end the X-User header",
+        ),
+        (
+            "lf.csv",
+            "user,token\n\"bob\nX-Injected: yes\",t1\n",
+            "row 2, column user holds a line feed (LF), which would end the X-User header",
+        ),
+        (
+            "nul.csv",
+            "user,token\nal\u{0}ice,t1\n",
+            "row 2, column user holds a NUL, which the X-User header cannot carry",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let csv = dir.join(name);
+        std::fs::write(&csv, text).unwrap();
+        let csv = csv.to_str().unwrap().to_owned();
+        let args = ["run", &url, "--connections", "2", "--duration", "1s", "--header", "X-User: {data.user}"];
+        let line = refused(&[&args[..], &["--data", &csv]].concat(), 2, expected);
+        assert!(line.contains(&format!("--data: {csv}: ")), "the file named: {line}");
+    }
+    assert_eq!(
+        captured.lock().unwrap().len(),
+        0,
+        "nothing reached the wire: {:?}",
+        captured.lock().unwrap().iter().map(|h| String::from_utf8_lossy(h).into_owned()).collect::<Vec<_>>()
+    );
+
+    let clean = dir.join("clean.csv");
+    std::fs::write(&clean, "user,token\n\"al ice\",t1\n").unwrap();
+    let crlf_in_query = dir.join("query.csv");
+    std::fs::write(&crlf_in_query, "user,token\n\"al\r\nX-Injected: yes\",t1\n").unwrap();
+    for (csv, target) in [(&clean, url.clone()), (&crlf_in_query, format!("{url}?u={{data.user}}"))] {
+        let finished = run_with_timeout(
+            Command::new(wsbench_bin())
+                .args(["run", &target, "--connections", "1", "--duration", "1s", "--quiet"])
+                .args(["--header", "X-User: [{data.token}]", "--data"])
+                .arg(csv),
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            finished.status.and_then(|s| s.code()),
+            Some(3),
+            "{}",
+            finished.describe("a refused upgrade")
+        );
+    }
+    let heads: Vec<String> =
+        captured.lock().unwrap().iter().map(|h| String::from_utf8_lossy(h).into_owned()).collect();
+    assert!(heads.len() >= 2, "the clean runs reached the listener: {heads:?}");
+    assert!(heads.iter().all(|h| h.contains("\r\nX-User: [t1]\r\n")), "{heads:?}");
+    assert!(
+        heads.iter().any(|h| h.starts_with("GET /feed?u=al%0D%0AX-Injected%3A%20yes HTTP/1.1\r\n")),
+        "the query's value percent-encoded: {heads:?}"
+    );
+    assert!(heads.iter().all(|h| !h.contains("\nX-Injected")), "{heads:?}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -315,6 +315,25 @@ fn an_answer_that_is_not_http_is_not_websocket() {
     assert_handshake_failed(&run, &result, "not_websocket");
 }
 
+/// A `101` followed by 1 MB of headers is an answer too large to read, not an answer that
+/// is not WebSocket: `handshake_response_too_large`, its detail naming the bound.
+#[test]
+fn an_upgrade_answer_with_a_megabyte_of_headers_is_a_response_too_large_naming_the_bound() {
+    let mut response =
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Filler: "
+            .to_vec();
+    response.resize(response.len() + (1 << 20), b'a');
+    response.extend_from_slice(b"\r\n\r\n");
+    let (run, result) = run_against("faults-huge-head", Misbehaviour::Refuse(response.leak()), &[]);
+    assert_handshake_failed(&run, &result, "response_too_large");
+    let detail = result["counters"]["handshake_responses"]["response_too_large"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains(&format!("{DEFAULT_MAX_HEADER_BYTES} bytes")),
+        "the bound named: {detail:?}\n{}",
+        run.describe()
+    );
+}
+
 #[test]
 fn a_server_that_closes_without_answering_is_handshake_closed() {
     let (run, result) = run_against("faults-closed", Misbehaviour::Refuse(b""), &[]);

@@ -6,7 +6,8 @@
 //! that sends without end to a server that never reads (it queued 75 MB/s), and a result
 //! file whose histogram inflates to 1 GiB (`merge` and `report --html` took 1 GiB). Each
 //! must end with its exit code and one line naming the file or bound, and its peak resident
-//! memory (the kernel's `ru_maxrss` of the child) must stay small.
+//! memory (the kernel's `ru_maxrss` of the child) must stay small. A device or a pipe is read
+//! to a bound of its own, far below a payload file's 1 GiB (`text:/dev/zero` once read it all).
 
 mod support;
 
@@ -180,6 +181,34 @@ fn a_payload_file_past_its_limit_is_refused_unread() {
             path.display()
         ),
     );
+}
+
+/// A file whose length is not known before it is read (a device, a pipe) is read to 16 MiB
+/// at most, whatever its kind may hold: `text:/dev/zero` once read its whole 1 GiB bound
+/// (1 GiB resident) before it was refused, a `--data` of it 64 MiB, and a pipe fed without end
+/// as much. Each is refused promptly, naming the bound and saying to use a regular file.
+#[test]
+fn an_endless_device_or_pipe_is_refused_at_the_bound_of_an_unsized_file_not_its_kinds() {
+    let not_sized = "is not a regular file and gave more than 16 MiB, the most wsbench reads of a pipe or device: \
+                   write it to a regular file";
+    let run = refused_small(
+        &["run", "echo", NOWHERE, "--payload", "text:/dev/zero"],
+        &format!("--payload: text:/dev/zero {not_sized} (a text: payload file may hold 1 GiB)"),
+    );
+    assert!(run.peak_rss_kib < 64 * 1024, "{}", run.describe("text:/dev/zero"));
+    refused_small(
+        &["run", NOWHERE, "--data", "/dev/zero"],
+        &format!("--data: /dev/zero {not_sized} (a --data CSV file may hold 64 MiB)"),
+    );
+    let dir = fresh_dir("input-bounds-payload-fifo");
+    let fifo = dir.join("messages.txt");
+    let writer = endless_fifo(&fifo, b"{\"a message\":\"again and again\"}\n");
+    let payload = format!("text:{}", fifo.display());
+    refused_small(
+        &["run", "echo", NOWHERE, "--payload", &payload],
+        &format!("--payload: {payload} {not_sized}"),
+    );
+    writer.join().unwrap();
 }
 
 /// A flow scenario file of `steps` (TOML) against `url`, in `dir`.

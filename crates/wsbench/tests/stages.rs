@@ -2,8 +2,9 @@
 //! three-stage rate run sends what its plan says, stage by stage; a ramp up, hold and ramp
 //! down of connections opens them all and closes every one cleanly (close 1000 answered);
 //! each stage has its row in the result (valid against the schema), the terminal report and
-//! the HTML page; a threshold on one stage fails the run with 99; bad stages are usage
-//! errors. Stages last a few seconds and the assertions are on what was sent, opened and
+//! the HTML page; Little's law is given per stage, never for the whole run; a threshold on
+//! one stage fails the run with 99; bad stages (a target without its unit, an empty stage)
+//! are usage errors. Stages last a few seconds and the assertions are on what was sent, opened and
 //! closed, never on how fast.
 
 mod support;
@@ -17,6 +18,8 @@ use serde_json::Value;
 use support::{fresh_dir, refused, result_schema_errors, run_with_timeout, shared_server, wsbench_bin};
 
 const LIMIT: Duration = Duration::from_secs(120);
+/// A URL nothing listens on: runs refused before load never reach it.
+const NOWHERE: &str = "ws://127.0.0.1:9/";
 
 /// `wsbench run TARGET ARGS… --json DIR/NAME.json --quiet`: exit code, stdout, the result.
 fn staged_run(target: &str, args: &[&str], dir: &Path, name: &str) -> (Option<i32>, String, Value, PathBuf) {
@@ -103,6 +106,46 @@ fn ramp_up_hold_down(target: &str, dir: &Path, probed: bool) {
     }
     assert!(stdout.contains("stage3  2s:0c"), "{stdout}");
     assert_eq!(html_page(&json).matches("<td>stage").count(), 3);
+    littles_law_per_stage(&stdout, &result);
+}
+
+/// A staged closed loop's concurrency changes from stage to stage: Little's law is given per
+/// stage, and never for the run as a whole (the run used to predict from the peak's 20
+/// connections, ramps included). The ramps (stage 1 opens connection k at k/10 s, stage 3
+/// closes them likewise) predict nothing, their counts changing; the held stage predicts
+/// from its 20 when every second of it saw them all.
+fn littles_law_per_stage(stdout: &str, result: &Value) {
+    let law = &result["summary"]["littles_law"];
+    assert!(
+        law["predicted_mean_latency_us"].is_null() && law["ratio"].is_null(),
+        "no run-wide prediction: {law}"
+    );
+    assert!(!stdout.contains("Little's law: "), "no run-wide line:\n{stdout}");
+    let block = stdout
+        .split("Little's law per stage")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no per-stage block:\n{stdout}"));
+    for (i, stage) in stages(result).iter().enumerate() {
+        let mean =
+            stage["connections_mean"].as_f64().unwrap_or_else(|| panic!("no connections_mean: {stage}"));
+        assert!(mean > 0.0 && mean <= 20.0, "{stage}");
+        let name = stage["name"].as_str().unwrap();
+        let line = block
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("{name}:\n{block}"));
+        let steady = mean == stage["connections_open"].as_f64().unwrap();
+        assert!(i == 1 || !steady, "a ramp's count changes: {stage}");
+        match steady {
+            true => assert!(
+                line.contains("20 × 1 ÷ ") && line.contains("predicted") && line.contains("measured"),
+                "{line}"
+            ),
+            false => {
+                assert!(line.contains("no prediction (the connections open changed over the stage"), "{line}")
+            }
+        }
+    }
 }
 
 #[test]
@@ -186,6 +229,14 @@ fn stages_that_cannot_run_are_usage_errors_naming_the_conflict() {
     refused(&["run", "--threshold", "stage1.p99<1ms"], 2, "names a stage: give --stages");
     refused(&["run", "--stages", "10s:10c,10s:0c,10s:5c"], 2, "stage3: connections rise again after falling");
     refused(&["run", "--stages", "1500ms:10c"], 2, "a stage lasts whole seconds");
+    // A bare number could be connections or a rate (it was taken as 10/s with the default
+    // 1,000 connections), and an empty stage could be anything: both refused before load.
+    refused(
+        &["run", NOWHERE, "--stages", "1s:10"],
+        2,
+        "stage1: `10` has no unit: write 10c for 10 connections or 10/s",
+    );
+    refused(&["run", NOWHERE, "--stages", "1s:10c,,1s:0c"], 2, "stage2 of `1s:10c,,1s:0c` is empty");
     refused(&["run", "--scenario", "churn", "--stages", "5s:10c"], 2, "connection stages do not apply");
 }
 

@@ -8,6 +8,15 @@
 //! RFC 4180 CSV by the small parser below (quoted fields with commas, doubled quotes and
 //! line breaks; CRLF or LF), and every placeholder is checked before the run: a column the
 //! file lacks is a usage error naming it and the columns there are.
+//!
+//! A CSV file is often someone else's data, and a value must never change a request's
+//! framing: where a value lands in something framed by characters (a header of the upgrade
+//! request), [`DataTable::check_framing`] checks every row's value of each column used there
+//! once, before any load, and a value holding CR, LF, NUL (or another character the place
+//! cannot carry) is a usage error naming the file, the row, the column and the place. In the
+//! URL's path and query a value is percent-encoded ([`DataTable::fill_path`]), so it cannot
+//! end the request line; a protocol's templates are checked by the protocol's own rules with
+//! each row filled in (`scenario::glue`).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -28,6 +37,8 @@ pub struct DataTable {
     pub path: PathBuf,
     pub columns: Vec<String>,
     rows: Vec<Vec<String>>,
+    /// The line of the file each row starts on (a quoted value may span lines).
+    lines: Vec<usize>,
 }
 
 impl DataTable {
@@ -38,11 +49,11 @@ impl DataTable {
             InputFileError::Read { source, .. } => {
                 invalid("data", format!("{}: {source}: give a readable CSV file", path.display()))
             }
-            too_big => ConfigError::InputFile(too_big),
+            too_big => invalid("data", too_big.to_string()),
         })?;
         let bad = |why: String| invalid("data", format!("{}: {why}", path.display()));
         let mut records = parse_csv(&text).map_err(&bad)?.into_iter();
-        let columns =
+        let (_, columns) =
             records.next().ok_or_else(|| bad("is empty: give a heading row of column names".into()))?;
         if columns.len() > MAX_DATA_COLUMNS {
             return Err(bad(format!("{} columns: at most {MAX_DATA_COLUMNS}", columns.len())));
@@ -55,7 +66,7 @@ impl DataTable {
                 )));
             }
         }
-        let rows: Vec<Vec<String>> = records.collect();
+        let (lines, rows): (Vec<usize>, Vec<Vec<String>>) = records.unzip();
         if rows.is_empty() {
             return Err(bad("has no row after its heading: give one row per user".into()));
         }
@@ -70,7 +81,7 @@ impl DataTable {
                 columns.len()
             )));
         }
-        Ok(DataTable { path: path.to_owned(), columns, rows })
+        Ok(DataTable { path: path.to_owned(), columns, rows, lines })
     }
 
     /// Connection `conn`'s value of column `name` (`None`: the file has no such column).
@@ -99,6 +110,48 @@ impl DataTable {
             }
         }
         Ok(())
+    }
+
+    /// Every row's value of each column `template` names, for a character `refuses` (one that
+    /// would change the framing of `place`, e.g. `the X-User header`): the first found is a
+    /// usage error naming the file, the row (and its line when they differ), the column, the
+    /// character and the place. Run once before the load, so the hot path fills unchecked.
+    pub fn check_framing(
+        &self,
+        template: &str,
+        place: &str,
+        refuses: impl Fn(char) -> bool,
+    ) -> Result<(), ConfigError> {
+        for name in placeholders(template) {
+            let Some(column) = self.columns.iter().position(|c| c == name) else { continue };
+            for (n, row) in self.rows.iter().enumerate() {
+                let Some(bad) = row[column].chars().find(|&c| refuses(c)) else { continue };
+                let effect = match bad {
+                    '\r' | '\n' => format!("which would end {place}"),
+                    _ => format!("which {place} cannot carry"),
+                };
+                return Err(invalid(
+                    "data",
+                    format!(
+                        "{}: {}, column {name} holds {}, {effect}: give values without CR, LF, NUL or \
+                         other control characters there",
+                        self.path.display(),
+                        self.row_name(n),
+                        character_name(bad)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Row `n` (0-based, after the heading) as a user finds it: `row 3`, the heading being row
+    /// 1, with its line when a value spanning lines before it moved it (`row 3 (line 4)`).
+    pub fn row_name(&self, n: usize) -> String {
+        match self.lines.get(n) {
+            Some(&line) if line != n + 2 => format!("row {} (line {line})", n + 2),
+            _ => format!("row {}", n + 2),
+        }
     }
 
     /// The URL's path and query (percent-encoded, so a placeholder reads `%7Bdata.NAME%7D`)
@@ -155,6 +208,18 @@ impl crate::protocol::DataRows for DataTable {
     }
 }
 
+/// A character in words, for an error: `a line feed (LF)`, `the control character U+001B`.
+fn character_name(c: char) -> String {
+    match c {
+        '\r' => "a carriage return (CR)".to_owned(),
+        '\n' => "a line feed (LF)".to_owned(),
+        '\0' => "a NUL".to_owned(),
+        '\t' => "a tab".to_owned(),
+        c if c.is_control() => format!("the control character U+{:04X}", c as u32),
+        c => format!("the character {c:?} (U+{:04X})", c as u32),
+    }
+}
+
 /// Fills `{data.NAME}` from `data` (when there is one) in `text`.
 pub fn fill_data<'a>(data: Option<&DataTable>, text: &'a str, conn: u64) -> Cow<'a, str> {
     data.map_or(Cow::Borrowed(text), |data| data.fill(text, conn))
@@ -190,13 +255,14 @@ pub fn placeholders(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// RFC 4180 records: fields split at commas, a quoted field may hold commas, line breaks
-/// and doubled quotes; records end at LF or CRLF; blank lines are skipped.
-fn parse_csv(text: &str) -> Result<Vec<Vec<String>>, String> {
+/// RFC 4180 records, each with the line it starts on: fields split at commas, a quoted
+/// field may hold commas, line breaks and doubled quotes; records end at LF or CRLF; blank
+/// lines are skipped.
+fn parse_csv(text: &str) -> Result<Vec<(usize, Vec<String>)>, String> {
     let mut records = Vec::new();
     let (mut record, mut field) = (Vec::new(), String::new());
     let mut chars = text.chars().peekable();
-    let (mut line, mut quoted, mut was_quoted) = (1, false, false);
+    let (mut line, mut start, mut quoted, mut was_quoted) = (1, 1, false, false);
     while let Some(c) = chars.next() {
         match (quoted, c) {
             (true, '"') if chars.peek() == Some(&'"') => {
@@ -221,9 +287,9 @@ fn parse_csv(text: &str) -> Result<Vec<Vec<String>>, String> {
                 line += 1;
                 if !(record.is_empty() && field.is_empty() && !was_quoted) {
                     record.push(std::mem::take(&mut field));
-                    records.push(std::mem::take(&mut record));
+                    records.push((start, std::mem::take(&mut record)));
                 }
-                was_quoted = false;
+                (start, was_quoted) = (line, false);
             }
             (false, c) if was_quoted => {
                 return Err(format!("line {line}: `{c}` after a closing quote: end the field there"));
@@ -236,7 +302,7 @@ fn parse_csv(text: &str) -> Result<Vec<Vec<String>>, String> {
     }
     if !(record.is_empty() && field.is_empty() && !was_quoted) {
         record.push(field);
-        records.push(record);
+        records.push((start, record));
     }
     Ok(records)
 }
@@ -261,9 +327,18 @@ mod tests {
         let records = parse_csv("a,b,c\r\n\"x, y\",\"say \"\"hi\"\"\",\"two\nlines\"\n\n1,,3").unwrap();
         assert_eq!(
             records,
-            [vec!["a", "b", "c"], vec!["x, y", "say \"hi\"", "two\nlines"], vec!["1", "", "3"]]
+            [
+                (1, vec!["a".to_owned(), "b".into(), "c".into()]),
+                (2, vec!["x, y".into(), "say \"hi\"".into(), "two\nlines".into()]),
+                (5, vec!["1".into(), "".into(), "3".into()])
+            ],
+            "each record with the line it starts on"
         );
-        assert_eq!(parse_csv("\"\"\n").unwrap(), [vec![""]], "a quoted empty field is a record");
+        assert_eq!(
+            parse_csv("\"\"\n").unwrap(),
+            [(1, vec![String::new()])],
+            "a quoted empty field is a record"
+        );
         assert!(parse_csv("a,\"b\nc").unwrap_err().contains("never closed"));
         assert!(parse_csv("a,b\"c\n").unwrap_err().contains("line 1: a quote inside an unquoted field"));
         assert!(parse_csv("a,b\n\"c\"d\n").unwrap_err().contains("line 2: `d` after a closing quote"));
@@ -290,6 +365,42 @@ mod tests {
                 && error.ends_with("has no column `name` (its columns: user, token)"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_value_that_would_change_a_places_framing_is_refused_naming_its_row_and_column() {
+        let header = |c: char| (c.is_control() && c != '\t') || c == '\u{7f}';
+        let data =
+            table("user,token\r\nalice,t1\r\n\"al\r\nX-Injected: yes\",t2\r\nbob,\"t\u{0}3\"\r\n").unwrap();
+        let error = data.check_framing("u-{data.user}", "the X-User header", header).unwrap_err().to_string();
+        assert!(
+            error.starts_with("--data: ")
+                && error.ends_with(
+                    ".csv: row 3, column user holds a carriage return (CR), which would end the \
+                     X-User header: give values without CR, LF, NUL or other control characters there"
+                ),
+            "{error}"
+        );
+        let error =
+            data.check_framing("Bearer {data.token}", "the Authorization header", header).unwrap_err();
+        assert!(
+            error.to_string().contains(
+                "row 4 (line 5), column token holds a NUL, which the Authorization header cannot carry"
+            ),
+            "the row after a value spanning two lines starts a line later: {error}"
+        );
+        let tabs = table("user\n\"a\tb\"\n").unwrap();
+        assert!(
+            tabs.check_framing("{data.user}", "the X-User header", header).is_ok(),
+            "a header may hold a tab"
+        );
+        assert!(data.check_framing("no placeholder", "the X-User header", header).is_ok());
+        assert!(
+            data.check_framing("{data.user}", "a STOMP destination", |c| c == '\0').is_ok(),
+            "each place refuses what it cannot carry"
+        );
+        // The URL's path and query carry a value percent-encoded: it cannot end the request line.
+        assert_eq!(data.fill_path("/feed?u=%7Bdata.user%7D", 1), "/feed?u=al%0D%0AX-Injected%3A%20yes");
     }
 
     #[test]

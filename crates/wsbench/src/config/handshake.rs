@@ -5,7 +5,8 @@
 //! replaced by the connection's number, so that each connection carries its own token.
 //!
 //! Nothing here may let a value break the request: names are HTTP tokens, values have no
-//! control characters (no CR/LF injection), and the headers wsbench writes itself (`Host`,
+//! control characters (no CR/LF injection), whether given or filled from a `--data` row
+//! (every row is checked before the run), and the headers wsbench writes itself (`Host`,
 //! `Upgrade`, `Sec-WebSocket-Key`, …) cannot be given. The result file records what was sent
 //! with secrets replaced by `<redacted>` ([`HandshakeOptions`]'s `Serialize`).
 
@@ -174,7 +175,9 @@ impl HandshakeSettings<'_> {
 }
 
 /// Every `{data.NAME}` in the header values and the URL names a column of the data file;
-/// without one, none may be used.
+/// without one, none may be used. A header value is checked against every row's value of
+/// the columns it names, as `--header` is: no row may end the header or add one (the URL's
+/// values are percent-encoded when filled, so no row can end its request line).
 fn check_data(
     data: Option<&super::DataTable>,
     headers: &[Header],
@@ -189,6 +192,11 @@ fn check_data(
                 return Err(invalid(setting, "`{data.NAME}` needs --data FILE.csv, whose columns it names"));
             }
             None => {}
+        }
+    }
+    if let Some(data) = data {
+        for header in headers {
+            data.check_framing(&header.value, &format!("the {} header", header.name), is_forbidden_in_value)?;
         }
     }
     Ok(())
@@ -252,11 +260,17 @@ fn check_value(setting: &'static str, value: &str) -> Result<(), ConfigError> {
 /// Why a header value cannot be sent: a control character (CR and LF would end the header
 /// and let the value inject more).
 fn value_problem(value: &str) -> Option<String> {
-    let bad = value.chars().find(|&c| (c.is_control() && c != '\t') || c == '\u{7f}')?;
+    let bad = value.chars().find(|&c| is_forbidden_in_value(c))?;
     Some(format!(
         "the value holds the control character {:?}: header values cannot hold CR, LF or other control characters",
         bad
     ))
+}
+
+/// A character a header value cannot hold: a control character but the tab (RFC 9110's
+/// `field-vchar` and whitespace; CR, LF and NUL among them).
+fn is_forbidden_in_value(c: char) -> bool {
+    c.is_control() && c != '\t'
 }
 
 /// RFC 9110 `tchar`.
@@ -411,6 +425,42 @@ mod tests {
         assert!(both.unwrap_err().starts_with("--bearer: "));
         let bearer = validate(HandshakeSettings { bearer: Some("Bearer t"), ..HandshakeSettings::default() });
         assert!(bearer.unwrap_err().contains("without `Bearer `"));
+    }
+
+    #[test]
+    fn a_data_row_that_would_end_a_header_is_refused_before_load() {
+        let dir = std::env::temp_dir().join(format!("wsbench-handshake-data-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let csv = dir.join("users.csv");
+        std::fs::write(&csv, "user,token\nalice,t1\n\"al\nX-Injected: yes\",t2\n").unwrap();
+        let headers = ["X-User: {data.user}".to_owned()];
+        let refused = validate(HandshakeSettings {
+            headers: &headers,
+            data: Some(&csv),
+            ..HandshakeSettings::default()
+        })
+        .unwrap_err();
+        assert_eq!(
+            refused,
+            format!(
+                "--data: {}: row 3, column user holds a line feed (LF), which would end the X-User header: \
+                 give values without CR, LF, NUL or other control characters there",
+                csv.display()
+            )
+        );
+        let target = super::super::Target::parse("ws://127.0.0.1:1/feed?u={data.user}").unwrap();
+        let options = validate(HandshakeSettings {
+            target: Some(&target),
+            data: Some(&csv),
+            ..HandshakeSettings::default()
+        })
+        .unwrap();
+        assert_eq!(
+            options.path_for(&target.path, 1),
+            "/feed?u=al%0AX-Injected%3A%20yes",
+            "the URL carries the value percent-encoded"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

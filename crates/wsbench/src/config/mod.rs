@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use crate::units::parse_bytes;
 pub use bounds::{MAX_DURATION, bounded as bounded_duration_setting, duration as duration_setting};
 pub use compression::CompressionOffer;
-pub use data::{DataTable, MAX_DATA_COLUMNS, MAX_DATA_ROWS, fill_data};
+pub use data::{DataTable, MAX_DATA_COLUMNS, MAX_DATA_ROWS, fill_data, placeholders};
 pub use error::ConfigError;
 use error::invalid;
 pub(crate) use error::invalid as invalid_setting;

@@ -76,7 +76,8 @@ pub struct RunSettings {
     pub threshold: Vec<String>,
     /// Load in stages DURATION:TARGET[:ramp][:warmup]: connections ('30s:1000c,2m:1000c,30s:0c',
     /// opened or closed linearly) or the open loop's rate ('1m:1000/s,1m:5000/s:ramp', held or
-    /// ramped); each stage's figures reported (at most 100 stages, whole seconds, 7 days).
+    /// ramped), the unit (c or /s) always written; each stage's figures reported (at most 100
+    /// stages, whole seconds, 7 days).
     #[arg(long, value_name = "STAGES", value_parser = parse_stages)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stages: Option<super::StageList>,

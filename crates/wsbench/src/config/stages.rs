@@ -46,13 +46,24 @@ pub struct StageList(pub Vec<StageSettings>);
 impl FromStr for StageList {
     type Err = String;
     /// `30s:1000c,2m:1000c,30s:0c` or `1m:1000/s,1m:5000/s:ramp`: split only; the values
-    /// are checked by [`StageList::validate`].
+    /// are checked by [`StageList::validate`]. An empty stage (`1s:10c,,1s:0c`, a comma at
+    /// either end) is refused: what was meant there cannot be known.
     fn from_str(text: &str) -> Result<StageList, String> {
+        if text.trim().is_empty() {
+            return Ok(StageList(Vec::new()));
+        }
         let stages = text
             .split(',')
             .map(str::trim)
-            .filter(|entry| !entry.is_empty())
-            .map(|entry| {
+            .enumerate()
+            .map(|(n, entry)| {
+                if entry.is_empty() {
+                    return Err(format!(
+                        "stage{} of `{text}` is empty: give DURATION:TARGET between commas, e.g. \
+                         30s:1000c,2m:1000c,30s:0c",
+                        n + 1
+                    ));
+                }
                 let mut parts = entry.split(':').map(str::trim);
                 let (Some(duration), Some(target)) = (parts.next(), parts.next()) else {
                     return Err(format!(
@@ -183,8 +194,15 @@ fn whole_seconds(name: &str, text: &str) -> Result<u64, ConfigError> {
     Ok(duration.as_secs())
 }
 
-/// `1000c` or `5000/s`, within the bounds every run has.
+/// `1000c` or `5000/s`, within the bounds every run has. The unit is required: a bare
+/// number could mean either.
 fn target(text: &str) -> Result<(StageKind, f64), String> {
+    if !text.is_empty() && text.trim().parse::<f64>().is_ok() {
+        return Err(format!(
+            "`{text}` has no unit: write {n}c for {n} connections or {n}/s for {n} messages per second",
+            n = text.trim()
+        ));
+    }
     if let Some(count) = text.strip_suffix('c') {
         let count: u64 =
             count.trim().parse().map_err(|_| format!("`{text}` is not a count of connections like 1000c"))?;
@@ -420,6 +438,14 @@ mod tests {
             ("10s:5/s,10s:6/s:warmup", "stage2: only the first stages may be warm-up"),
             ("10s:5/s:warmup", "every stage is a warm-up"),
             ("10s:many", "targets are 1000c or 5000/s"),
+            (
+                "1s:10",
+                "stage1: `10` has no unit: write 10c for 10 connections or 10/s for 10 messages per second",
+            ),
+            ("1s:10c,1s:2.5", "stage2: `2.5` has no unit"),
+            ("1s:10c,,1s:0c", "stage2 of `1s:10c,,1s:0c` is empty: give DURATION:TARGET between commas"),
+            ("1s:10c,", "stage2 of `1s:10c,` is empty"),
+            (",1s:10c", "stage1 of `,1s:10c` is empty"),
         ];
         for (text, expected) in cases {
             let error = plan(text).unwrap_err();

@@ -1,8 +1,9 @@
 //! Why an opening handshake failed, in a word a report can count by (docs/failure-counters.md):
 //! the HTTP status the server answered with (and the first line of what it said), the TLS
-//! alert or certificate problem, an answer that is not an upgrade response, a wrong
-//! `Sec-WebSocket-Accept`, no complete answer in time, or a connection that ended before
-//! any answer. The worker counts them with `Counters::count_handshake_failure`; the result
+//! alert or certificate problem (with rustls' words for it: which name was expected and
+//! which the certificate holds), an answer that is not an upgrade response, one whose head
+//! is past what wsbench reads of it, a wrong `Sec-WebSocket-Accept`, no complete answer in
+//! time, or a connection that ended before any answer. The worker counts them with `Counters::count_handshake_failure`; the result
 //! shows each as `handshake_CAUSE`. Every transport of `dial/` judges its answers with these, and
 //! the compression negotiation refuses an answer with them too, so they sit beside both, below
 //! them, and import neither.
@@ -14,6 +15,8 @@ use wsbench_proto::handshake::parse_response;
 
 /// Longest first line of a refused upgrade's body that is kept, in bytes.
 const MAX_RESPONSE_LINE: usize = 200;
+/// Longest TLS failure's detail that is kept, in characters (a certificate's names included).
+const MAX_TLS_DETAIL: usize = 400;
 
 /// One failed handshake: its cause (`http_status_403`, `tls_unknown_ca`, …) and, for a
 /// refused upgrade, the first line of the server's answer.
@@ -57,13 +60,17 @@ impl HandshakeFailure {
     }
 
     /// The TLS handshake failed with `error` (rustls' error inside an `InvalidData`). A
-    /// certificate no trusted CA signed says what to do about it.
+    /// certificate no trusted CA signed says what to do about it; any other failure keeps
+    /// rustls' words for it (a certificate for other names: the name expected and the ones
+    /// it holds).
     pub fn of_tls(error: &io::Error) -> HandshakeFailure {
-        let reason = error
-            .get_ref()
-            .and_then(|e| e.downcast_ref::<rustls::Error>())
-            .map_or_else(|| "error".to_owned(), tls_reason);
-        let response = (reason == "unknown_ca").then(|| UNKNOWN_CA_HINT.to_owned());
+        let tls = error.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>());
+        let reason = tls.map_or_else(|| "error".to_owned(), tls_reason);
+        let response = match (reason.as_str(), tls) {
+            ("unknown_ca", _) => Some(UNKNOWN_CA_HINT.to_owned()),
+            (_, Some(tls)) => Some(shortened(&tls_detail(tls), MAX_TLS_DETAIL)),
+            (_, None) => None,
+        };
         HandshakeFailure { cause: format!("tls_{reason}"), response }
     }
 }
@@ -83,7 +90,48 @@ pub fn answer(data: &[u8], key: &str, ended: bool) -> Upgrade {
             }),
         },
         Err(HandshakeError::BadAccept) => Upgrade::Refused(HandshakeFailure::of("bad_accept")),
+        Err(HandshakeError::HeaderTooLarge(bound)) => Upgrade::Refused(HandshakeFailure {
+            cause: "response_too_large".to_owned(),
+            response: Some(format!("the answer's head is past {bound} bytes, the most wsbench reads of it")),
+        }),
+        Err(HandshakeError::TooManyHeaders(bound)) => Upgrade::Refused(HandshakeFailure {
+            cause: "response_too_large".to_owned(),
+            response: Some(format!("the answer has more than {bound} header fields, the most wsbench reads")),
+        }),
         Err(_) => Upgrade::Refused(HandshakeFailure::of("not_websocket")),
+    }
+}
+
+/// What went wrong in rustls' words; a certificate for other names, shorter (the report
+/// shows the first hundred characters): the name expected and the names it holds.
+fn tls_detail(error: &rustls::Error) -> String {
+    let rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForNameContext {
+        expected,
+        presented,
+    }) = error
+    else {
+        return error.to_string();
+    };
+    // rustls writes each name as its kind around it: `DnsName("localhost")`.
+    let bare = |name: &str| {
+        let inner = name.split_once('(').map_or(name, |(_, inner)| inner.strip_suffix(')').unwrap_or(inner));
+        inner.trim_matches('"').to_owned()
+    };
+    match presented.as_slice() {
+        [] => format!("expected {}, the certificate names no host (no subjectAltName)", expected.to_str()),
+        names => format!(
+            "expected {}, the certificate is for {}",
+            expected.to_str(),
+            names.iter().map(|name| bare(name)).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// `text` cut to `most` characters, an ellipsis saying so.
+fn shortened(text: &str, most: usize) -> String {
+    match text.char_indices().nth(most) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
     }
 }
 
@@ -224,5 +272,41 @@ mod tests {
         assert_eq!(tls(alert), "tls_handshake_failure");
         let garbage = rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType);
         assert_eq!(tls(garbage), "tls_not_tls");
+    }
+
+    #[test]
+    fn a_certificate_for_other_names_keeps_its_cause_and_says_which_names() {
+        let wrong_name =
+            rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForNameContext {
+                expected: rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap().to_owned(),
+                presented: vec!["DnsName(\"localhost\")".to_owned()],
+            });
+        let failure = HandshakeFailure::of_tls(&io::Error::new(io::ErrorKind::InvalidData, wrong_name));
+        assert_eq!(failure.cause, "tls_bad_certificate");
+        assert_eq!(failure.response.as_deref(), Some("expected 127.0.0.1, the certificate is for localhost"));
+        let expired = rustls::Error::InvalidCertificate(rustls::CertificateError::Expired);
+        let failure = HandshakeFailure::of_tls(&io::Error::new(io::ErrorKind::InvalidData, expired));
+        assert_eq!(failure.cause, "tls_certificate_expired");
+        assert_eq!(failure.response.as_deref(), Some("invalid peer certificate: Expired"), "rustls' words");
+        let long = "x".repeat(MAX_TLS_DETAIL + 10);
+        assert_eq!(shortened(&long, MAX_TLS_DETAIL).chars().count(), MAX_TLS_DETAIL + 1);
+        assert_eq!(shortened("short", MAX_TLS_DETAIL), "short");
+    }
+
+    #[test]
+    fn an_answer_whose_head_is_past_the_bound_is_too_large_naming_it() {
+        let mut huge = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nX-Filler: ".to_vec();
+        huge.resize(huge.len() + (1 << 20), b'a');
+        let Upgrade::Refused(failure) = answer(&huge, KEY, false) else { panic!("refused") };
+        assert_eq!(failure.cause, "response_too_large");
+        assert_eq!(
+            failure.response.as_deref(),
+            Some("the answer's head is past 8192 bytes, the most wsbench reads of it")
+        );
+        let many: String = (0..100).map(|n| format!("X-{n}: a\r\n")).collect();
+        let many = format!("HTTP/1.1 101 Switching Protocols\r\n{many}\r\n");
+        let Upgrade::Refused(failure) = answer(many.as_bytes(), KEY, false) else { panic!("refused") };
+        assert_eq!(failure.cause, "response_too_large");
+        assert!(failure.response.unwrap_or_default().contains("more than 64 header fields"));
     }
 }

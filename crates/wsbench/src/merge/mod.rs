@@ -205,7 +205,8 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
     merged.run_id.clone_from(&first.result.run_id);
     merged.summary.exchanges_per_sec = exchanges_per_sec;
     merged.summary.littles_law =
-        LittlesLaw::new(connections, in_flight, exchanges_per_sec, merged.summary.latency_us.mean);
+        LittlesLaw::new(connections, in_flight, exchanges_per_sec, merged.summary.latency_us.mean)
+            .varying_if(!merged.stages.is_empty());
     if let Some(note) = note {
         // The first shard's figures as it measured them: its server served other shards too.
         let mut server = first.result.server.clone();

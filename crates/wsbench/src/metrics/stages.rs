@@ -1,7 +1,8 @@
 //! Each stage of a `--stages` run, measured as the run goes: the exact sum of the
 //! per-second histograms of its seconds (stages last whole seconds, so every second belongs
-//! to one), its exchanges, the connections open at its last second and the errors counted
-//! by then. The engine's coordinator adds each second once every worker has finished it,
+//! to one), its exchanges, the connections open at its last second and over its seconds
+//! (their mean is the concurrency Little's law needs per stage) and the errors counted by
+//! then. The engine's coordinator adds each second once every worker has finished it,
 //! off the message path; a run holds one histogram per stage (at most 100) whatever its
 //! length.
 
@@ -24,6 +25,11 @@ pub struct StageTally {
     pub exchanges: u64,
     /// Connections open in the stage's last second.
     pub connections_open: u64,
+    /// The sum over the stage's seconds of the connections open in each: divided by
+    /// `seconds`, the stage's mean concurrency.
+    pub connection_seconds: u64,
+    /// The stage's seconds tallied (fewer than its length when the run ended early).
+    pub seconds: u64,
     /// Errors of every kind counted by the end of the stage (the run's so far).
     pub errors_by_end: u64,
 }
@@ -39,6 +45,8 @@ impl StageTally {
             latency: new_histogram(),
             exchanges: 0,
             connections_open: 0,
+            connection_seconds: 0,
+            seconds: 0,
             errors_by_end: 0,
         }
     }
@@ -48,6 +56,9 @@ impl StageTally {
         self.latency.add(&other.latency).expect("histograms share bounds");
         self.exchanges += other.exchanges;
         self.connections_open += other.connections_open;
+        self.connection_seconds += other.connection_seconds;
+        // The same seconds, each process's share of them.
+        self.seconds = self.seconds.max(other.seconds);
         self.errors_by_end += other.errors_by_end;
     }
 }
@@ -62,6 +73,8 @@ pub fn add_second(stages: &mut [StageTally], second: &Interval, errors: &BTreeMa
     stage.latency.add(&second.latency).expect("histograms share bounds");
     stage.exchanges += second.exchanges;
     stage.connections_open = second.connections_open;
+    stage.connection_seconds += second.connections_open;
+    stage.seconds += 1;
     stage.errors_by_end = errors.values().sum();
 }
 
@@ -88,6 +101,14 @@ mod tests {
             add_second(&mut stages, &second, &[("lost".to_owned(), s)].into());
         }
         assert_eq!((stages[0].exchanges, stages[0].connections_open, stages[0].errors_by_end), (21, 9, 1));
+        assert_eq!((stages[0].connection_seconds, stages[0].seconds), (19, 2), "10 then 9 open");
+        let mut two = stages[0].clone();
+        two.add(&stages[0]);
+        assert_eq!(
+            (two.connection_seconds, two.seconds),
+            (38, 2),
+            "two processes' shares of the same seconds"
+        );
         assert_eq!((stages[1].exchanges, stages[1].connections_open, stages[1].errors_by_end), (12, 8, 2));
         let mut merged = stages[0].latency.clone();
         merged.add(&stages[1].latency).unwrap();

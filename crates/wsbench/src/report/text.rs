@@ -420,6 +420,10 @@ fn littles_law(out: &mut String, result: &RunResult) {
     let open_loop = result.config.get("message_interval").is_some_and(|v| !v.is_null());
     match law.predicted_mean_latency_us {
         _ if open_loop => {}
+        // The concurrency changes from stage to stage: one prediction per stage.
+        _ if !result.stages.is_empty() => {
+            out.push_str(&super::stages::littles_law_block(result, law.in_flight))
+        }
         Some(predicted) => {
             let _ = writeln!(
                 out,

@@ -81,6 +81,18 @@ impl LittlesLaw {
     }
 }
 
+impl LittlesLaw {
+    /// The law without its prediction when `varying`: a run whose concurrency changed over
+    /// it (stages) has no one concurrency to predict its mean latency from; each stage's
+    /// mean connections are in its figures, and the report predicts per stage.
+    pub fn varying_if(self, varying: bool) -> LittlesLaw {
+        match varying {
+            true => LittlesLaw { predicted_mean_latency_us: None, ratio: None, ..self },
+            false => self,
+        }
+    }
+}
+
 impl ServerSummary {
     /// Derives the server's numbers from the probe's raw samples. `established` and
     /// `measured_exchanges` come from the client side.
@@ -263,7 +275,8 @@ impl Summary {
                 outcome.in_flight,
                 exchanges_per_sec,
                 latency_us.mean,
-            ),
+            )
+            .varying_if(!metrics.stages.is_empty()),
             thresholds: Vec::new(),
             compression: super::compression::CompressionSummary::of(counters),
             transport: super::transport::TransportSummary::of(&outcome.config, counters),

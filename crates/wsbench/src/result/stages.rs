@@ -1,6 +1,7 @@
 //! A `--stages` run's figures per stage, beside the whole run's: the stage's rate of
 //! exchanges, its latency (percentiles, and its histogram losslessly encoded), the errors
-//! counted during it, the connections open at its end, and the server's memory at its end
+//! counted during it, the connections open at its end and on average over it (what Little's
+//! law per stage is computed from), and the server's memory at its end
 //! and CPU over it (from the probe's samples). Readers of the result (reports, thresholds,
 //! `wsbench diff`) find them under `stages`, in order, named `stage1`, `stage2`, ….
 
@@ -31,6 +32,10 @@ pub struct StageFigures {
     pub errors: u64,
     /// Connections open in the stage's last second.
     pub connections_open: u64,
+    /// The mean over the stage's seconds of the connections open in each (absent from
+    /// results that predate it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections_mean: Option<f64>,
     /// The server's resident memory at the stage's end (the last sample in it); absent
     /// when the server was not sampled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,6 +77,10 @@ pub fn figures(tallies: &[StageTally], samples: &[ServerSample]) -> Vec<StageFig
                 latency_us: LatencyStats::from_histogram(&tally.latency),
                 errors,
                 connections_open: tally.connections_open,
+                connections_mean: Some(match tally.seconds {
+                    0 => 0.0,
+                    seconds => tally.connection_seconds as f64 / seconds as f64,
+                }),
                 server_rss_bytes: last.map(|s| s.rss_bytes),
                 server_cpu_percent: cpu.filter(|c| c.is_finite()),
                 latency_histogram: encode_histogram(&tally.latency),
@@ -110,6 +119,7 @@ mod tests {
             (100.0, 1, 10)
         );
         assert_eq!((stages[1].errors, stages[1].connections_open), (5, 0));
+        assert_eq!((stages[0].connections_mean, stages[1].connections_mean), (Some(10.0), Some(0.5)));
         assert_eq!(stages[0].latency_us.max, 2000);
         assert_eq!(stages[1].latency_us.min, 3000);
         assert_eq!((stages[0].server_rss_bytes, stages[1].server_rss_bytes), (Some(50), Some(20)));

@@ -13,6 +13,7 @@ use crate::config::{
 };
 use crate::engine::{PhasePlan, Plan, Workload};
 use crate::metrics::Metrics;
+use crate::options::{Kind, OptionSpec};
 use crate::protocol::{Session, Setup};
 use crate::result::{ResultError, RunResult};
 use crate::samples::ServerReport;
@@ -152,37 +153,102 @@ impl Plan for ScenarioPlan {
     }
 }
 
-/// Every `{data.NAME}` in the protocol's options names a column of the `--data` file (none
-/// without one), and every row's values make options the protocol takes: a value that
-/// would make a topic or a header it refuses is a usage error naming its row, before load.
+/// Every `{data.NAME}` in the protocol's options, its secrets too, names a column of the
+/// `--data` file (none without one), and every row's values make options the protocol takes:
+/// a value that would make a topic, a subject or a frame header it refuses (among them a CR,
+/// LF or NUL where its wire format is framed by them) is a usage error naming the file, the
+/// row, the column and the option it fills, before load. The protocol's own `check` is the
+/// rule, so each wire format keeps its rules in its own folder.
 fn check_data_options(
     protocol: &dyn crate::protocol::Protocol,
     options: &crate::protocol::Options,
     data: Option<&crate::config::DataTable>,
 ) -> Result<(), ConfigError> {
-    let templated: Vec<(&'static str, &str, &str)> = protocol
+    let templated: Vec<(&OptionSpec, &str)> = protocol
         .options()
         .iter()
-        .filter_map(|spec| Some((spec.flag, spec.key, options.given.text(spec)?)))
-        .filter(|(_, _, text)| text.contains("{data."))
+        .filter_map(|spec| Some((spec, template_of(options, spec)?)))
+        .filter(|(_, text)| text.contains("{data."))
         .collect();
-    let Some(&(flag, ..)) = templated.first() else { return Ok(()) };
+    let Some(&(first, _)) = templated.first() else { return Ok(()) };
     let Some(data) = data else {
-        return Err(invalid_setting(flag, "`{data.NAME}` needs --data FILE.csv, whose columns it names"));
+        return Err(invalid_setting(
+            first.flag,
+            "`{data.NAME}` needs --data FILE.csv, whose columns it names",
+        ));
     };
-    for &(flag, _, text) in &templated {
-        data.check(flag, text)?;
+    for &(spec, text) in &templated {
+        data.check(spec.flag, text)?;
     }
     let mut filled = options.clone();
     for row in 0..data.rows() {
-        for &(_, key, text) in &templated {
-            filled.given.0.insert(key.to_owned(), toml::Value::String(data.fill(text, row).into_owned()));
+        for &(spec, text) in &templated {
+            fill_option(&mut filled, spec, data.fill(text, row).into_owned());
         }
-        protocol.check(&filled).map_err(|problem| {
-            invalid_setting(flag, format!("{problem} (with row {} of {})", row + 2, data.path.display()))
-        })?;
+        if let Err(problem) = protocol.check(&filled) {
+            return Err(refused_row(protocol, options, data, &templated, row, &problem));
+        }
     }
     Ok(())
+}
+
+/// The text of option `spec` as given (a secret's as read), when it is text.
+fn template_of<'o>(options: &'o crate::protocol::Options, spec: &OptionSpec) -> Option<&'o str> {
+    match spec.kind {
+        Kind::Secret { .. } => options.secrets.get(spec),
+        _ => options.given.text(spec),
+    }
+}
+
+fn fill_option(options: &mut crate::protocol::Options, spec: &OptionSpec, value: String) {
+    match spec.kind {
+        Kind::Secret { .. } => options.secrets.set(spec, value),
+        _ => {
+            options.given.0.insert(spec.key.to_owned(), toml::Value::String(value));
+        }
+    }
+}
+
+/// Row `row` made the protocol refuse its options (`problem`): the error names the option
+/// the row refills alone to the same refusal (every templated one when none does alone),
+/// the file, the row and the columns, and shows control characters escaped.
+fn refused_row(
+    protocol: &dyn crate::protocol::Protocol,
+    options: &crate::protocol::Options,
+    data: &crate::config::DataTable,
+    templated: &[(&OptionSpec, &str)],
+    row: u64,
+    problem: &str,
+) -> ConfigError {
+    let alone = templated.iter().find(|&&(spec, text)| {
+        let mut one = options.clone();
+        fill_option(&mut one, spec, data.fill(text, row).into_owned());
+        protocol.check(&one).is_err()
+    });
+    let culprits = alone.map_or(templated, std::slice::from_ref);
+    let mut columns: Vec<&str> =
+        culprits.iter().flat_map(|(_, text)| crate::config::placeholders(text)).collect();
+    columns.dedup();
+    let flags: Vec<String> = culprits.iter().map(|(spec, _)| format!("--{}", spec.flag)).collect();
+    let problem: String = problem
+        .chars()
+        .flat_map(|c| match c.is_control() {
+            true => c.escape_debug().collect::<Vec<char>>(),
+            false => vec![c],
+        })
+        .collect();
+    invalid_setting(
+        "data",
+        format!(
+            "{}: {}, {} {} fills {}, which the {} protocol refuses: {problem}",
+            data.path.display(),
+            data.row_name(row as usize),
+            if columns.len() == 1 { "column" } else { "columns" },
+            columns.join(", "),
+            flags.join(" and "),
+            protocol.name()
+        ),
+    )
 }
 
 /// A result's metrics, losslessly, its scenario's section included (for a scenario this

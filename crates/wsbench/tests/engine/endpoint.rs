@@ -273,6 +273,36 @@ fn tls_version_pin_negotiates_1_2_and_the_sni_arrives() {
     assert_eq!(count("tls TLSv1.2 alpn http/1.1"), CONNECTIONS, "{seen}");
 }
 
+/// A certificate for other names keeps its cause, `handshake_tls_bad_certificate`, and says
+/// why: the name wsbench expected (the URL's 127.0.0.1) and the names the certificate holds,
+/// kept in `handshake_responses` and shown on the report's errors line (it was a bare cause).
+#[test]
+fn a_certificate_for_other_names_is_a_bad_certificate_naming_the_expected_and_presented_names() {
+    let dir = scratch("endpoint-wrong-name");
+    let pki = make_pki(&dir);
+    let server =
+        crate::support::Server::spawn(&["--cert", arg(&pki.server_cert), "--key", arg(&pki.server_key)]);
+    let url = server.urls.iter().find(|u| u.starts_with("wss://127.0.0.1:")).expect("a wss:// listener");
+    let _slot = heavy(1);
+    let json = dir.join("r.json");
+    let finished = assert_every_handshake_fails(
+        url,
+        &json,
+        &["--cacert", arg(&pki.ca)],
+        "handshake_tls_bad_certificate",
+    );
+    let result = read_result(&json);
+    let detail =
+        result["counters"]["handshake_responses"]["tls_bad_certificate"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("127.0.0.1") && detail.contains("localhost") && detail.contains("wsbench.test"),
+        "the expected name and the certificate's: {detail:?}\n{}",
+        finished.describe()
+    );
+    let line = finished.stdout.lines().find(|l| l.starts_with("errors:")).unwrap_or_default();
+    assert!(line.contains(detail), "the errors line shows it: {line:?}");
+}
+
 /// Every file under `dir`, relative to it, sorted.
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();

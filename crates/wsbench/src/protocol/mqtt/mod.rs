@@ -42,7 +42,7 @@ pub const USERNAME: OptionSpec = OptionSpec {
     kind: Kind::Text,
     value_name: "NAME",
     default: "none",
-    bound: "up to 65,535 bytes, no NUL",
+    bound: "up to 65,535 bytes, no control characters",
     help: "the user name CONNECT gives ({data.NAME} filled in per connection)",
     scenarios: &[],
 };
@@ -69,7 +69,7 @@ pub const CLIENT_ID: OptionSpec = OptionSpec {
     kind: Kind::Text,
     value_name: "TEMPLATE",
     default: DEFAULT_CLIENT_ID,
-    bound: "{conn} in it; up to 60,000 bytes, no NUL",
+    bound: "{conn} in it; up to 60,000 bytes, no control characters",
     help: "each connection's client id: {conn} its number, {run} the run's id, {data.NAME} its row's value",
     scenarios: &[],
 };
@@ -131,7 +131,7 @@ pub const TOPIC: OptionSpec = OptionSpec {
     kind: Kind::Text,
     value_name: "TEMPLATE",
     default: DEFAULT_TOPIC,
-    bound: "{topic} once, no + or #",
+    bound: "{topic} once, no + or # or control characters",
     help: "the MQTT topic of pub/sub topic K, {topic} standing for K (e.g. bench/{topic}/load)",
     scenarios: &["pubsub"],
 };
@@ -143,7 +143,7 @@ pub const SUBSCRIBE_TOPIC: OptionSpec = OptionSpec {
     kind: Kind::Text,
     value_name: "FILTER",
     default: "#",
-    bound: "not empty, no NUL",
+    bound: "not empty, no control characters",
     help: "the topic filter a stream subscriber subscribes to (+ and # allowed; e.g. sensors/+/temp)",
     scenarios: &["stream"],
 };
@@ -211,9 +211,10 @@ impl Protocol for Mqtt {
         client_id_template(options)?;
         session_kept(options)?;
         match options.given.text(&SUBSCRIBE_TOPIC) {
-            Some(filter) if filter.is_empty() || filter.contains('\0') => {
-                Err(format!("--subscribe-topic {filter:?}: give a topic filter, not empty and without NUL"))
-            }
+            Some(filter) if filter.is_empty() || filter.contains(char::is_control) => Err(format!(
+                "--subscribe-topic {filter:?}: give a topic filter, not empty and without NUL or other \
+                 control characters"
+            )),
             _ => Ok(()),
         }
     }
@@ -258,12 +259,12 @@ struct Opening {
 fn credentials(options: &Options) -> Result<(), String> {
     let username = options.given.text(&USERNAME);
     if let Some(name) = username
-        && (name.len() > MAX_STRING || name.contains('\0'))
+        && (name.len() > MAX_STRING || name.contains(char::is_control))
     {
         return Err(format!(
-            "--username: {} bytes{}: MQTT carries up to 65,535 bytes and no NUL",
+            "--username: {} bytes{}: MQTT carries up to 65,535 bytes and no NUL or other control character",
             name.len(),
-            if name.contains('\0') { " with a NUL" } else { "" }
+            if name.contains(char::is_control) { " with a control character" } else { "" }
         ));
     }
     let Some(password) = options.secrets.get(&PASSWORD) else { return Ok(()) };
@@ -297,8 +298,8 @@ fn client_id_template(options: &Options) -> Result<(), String> {
              of its own (a broker ends the older connection of a client id taken again)"
         ));
     }
-    if template.len() > MAX_CLIENT_ID_TEMPLATE || template.contains('\0') {
-        return Err("--client-id: give at most 60,000 bytes, without NUL".into());
+    if template.len() > MAX_CLIENT_ID_TEMPLATE || template.contains(char::is_control) {
+        return Err("--client-id: give at most 60,000 bytes, without NUL or other control characters".into());
     }
     Ok(())
 }
@@ -347,9 +348,10 @@ fn split_topic(given: Option<&str>) -> Result<Option<(String, String)>, String> 
     let Some(template) = given.filter(|given| *given != DEFAULT_TOPIC) else {
         return Ok(None);
     };
-    if template.contains(['+', '#', '\0']) {
+    if template.contains(['+', '#']) || template.contains(char::is_control) {
         return Err(format!(
-            "--topic {template}: a topic a client publishes to holds no wildcard (+, #) or NUL"
+            "--topic {template:?}: a topic a client publishes to holds no wildcard (+, #), NUL or other \
+             control character"
         ));
     }
     match template.split_once(TOPIC_PLACEHOLDER) {

@@ -422,7 +422,13 @@ fn credentials_mqtt_cannot_carry_are_refused_without_naming_the_password() {
     long.secrets = crate::options::Secrets::of([("password", "x".repeat(65_536))]);
     assert_eq!(refused(&long), "--password: 65536 bytes: MQTT carries up to 65,535");
     let nul = Options::with([("username", "a\0b".into())]);
-    assert_eq!(refused(&nul), "--username: 3 bytes with a NUL: MQTT carries up to 65,535 bytes and no NUL");
+    assert_eq!(
+        refused(&nul),
+        "--username: 3 bytes with a control character: MQTT carries up to 65,535 bytes and no NUL or other \
+         control character"
+    );
+    let line_break = Options::with([("username", "a\r\nb".into())]);
+    assert!(refused(&line_break).contains("with a control character"), "{}", refused(&line_break));
 }
 
 #[test]
