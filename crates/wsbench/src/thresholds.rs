@@ -41,6 +41,8 @@ fn value_of(metric: &Metric, result: &RunResult) -> Option<f64> {
         Metric::Connect(statistic) => Some(connect_value(statistic, &summary.connect_us)),
         Metric::Errors => Some(summary.errors.values().sum::<u64>() as f64),
         Metric::RoundTripsPerSec => Some(summary.exchanges_per_sec),
+        Metric::Stalls => Some(summary.stalls.count as f64),
+        Metric::LongestStall => Some(summary.stalls.longest_s() as f64 * 1e6),
         Metric::Scenario(ref name) => crate::scenario::of_result(result)?.threshold_value(name, result),
     }
 }
@@ -54,7 +56,7 @@ fn stage_value(metric: &Metric, stage: Option<&crate::result::StageFigures>) -> 
         Metric::Latency(statistic) => Some(latency_value(statistic, &stage.latency_us)),
         Metric::Errors => Some(stage.errors as f64),
         Metric::RoundTripsPerSec => Some(stage.exchanges_per_sec),
-        Metric::Connect(_) | Metric::Scenario(_) => None,
+        Metric::Connect(_) | Metric::Scenario(_) | Metric::Stalls | Metric::LongestStall => None,
     }
 }
 

@@ -44,6 +44,15 @@ const ALARM_MARGIN: Duration = Duration::from_millis(1);
 /// The least a connection's outbox may hold before it stops reading.
 const OUTBOX_BYTES: usize = 4 << 20;
 
+/// What `conn` had sent and still awaited: the workload's requests in flight (forgotten)
+/// less those still queued, which the socket never took (counted unsent as the connection
+/// goes). Requests are queued in the order they are made, so the queued ones are the
+/// newest in flight.
+fn unanswered(workload: &mut dyn Workload, conn: &ClientConn) -> u64 {
+    let queued = conn.unsent(workload.batch());
+    workload.unanswered(conn).saturating_sub(queued)
+}
+
 /// Bytes a connection's outbox (output and batches not yet written) may hold before it
 /// stops reading: [`OUTBOX_BYTES`], or twice what `--in-flight` batches of `batch_len`
 /// bytes take, if more (a closed loop of large messages queues that much by design, and
@@ -71,6 +80,8 @@ pub struct WorkerOutput {
     pub cpu: crate::client_cpu::ThreadCpu,
     /// `uring` or `epoll`: the I/O it ran on.
     pub io: &'static str,
+    /// How long the end of the run waited for replies still in flight (the drain), s.
+    pub drain_secs: f64,
 }
 
 pub struct Worker {
@@ -159,7 +170,8 @@ impl Worker {
         self.io.start_ring(self.job.load.io, on_epoll, self.conns.capacity(), open_loop);
         loop {
             let now = Instant::now();
-            if self.rec.tick(now, self.open, || self.workload.errors()) {
+            let awaiting = self.workload.awaiting(now);
+            if self.rec.tick(now, self.open, awaiting, || self.workload.errors()) {
                 self.workload.each_second(now);
                 self.expire_requests(now);
             }
@@ -215,7 +227,11 @@ impl Worker {
         let errors = self.workload.errors();
         let section = self.workload.finish(self.cut_off);
         let (metrics, measured_exchanges) = self.rec.finish(section, &errors);
-        WorkerOutput { metrics, measured_exchanges, cpu: crate::client_cpu::thread_cpu_self(), io }
+        let drain_secs = match (self.draining_since, self.closing_since) {
+            (Some(from), Some(to)) => to.saturating_duration_since(from).as_secs_f64(),
+            _ => 0.0,
+        };
+        WorkerOutput { metrics, measured_exchanges, cpu: crate::client_cpu::thread_cpu_self(), io, drain_secs }
     }
 
     /// One thing the wait found.
@@ -273,12 +289,14 @@ impl Worker {
         let conn = &mut self.conns[key];
         let written = conn.ledger.take_written();
         self.rec.sent(written);
-        self.rec.metrics.counters.messages_unsent += conn.take_unsent(self.workload.batch());
-        let conn = &self.conns[key];
         if !matches!(conn.state, State::Open | State::Closing) {
+            self.rec.metrics.counters.messages_unsent += conn.take_unsent(self.workload.batch());
             return;
         }
-        self.rec.metrics.counters.messages_unanswered += self.workload.unanswered(conn);
+        self.count_unanswered_at_end(key);
+        let conn = &mut self.conns[key];
+        let counters = &mut self.rec.metrics.counters;
+        counters.messages_unsent += conn.take_unsent(self.workload.batch()) + self.workload.held_back(conn);
         if conn.state == State::Closing && conn.closing_by_load {
             self.rec.metrics.counters.closes_unanswered += 1;
             self.workload.on_closed(conn, false);
@@ -386,10 +404,19 @@ impl Worker {
             }
             return;
         }
-        self.rec.metrics.counters.messages_unanswered += self.workload.unanswered(conn);
+        self.count_unanswered_at_end(key);
         self.close_session(key, Instant::now());
         self.conns[key].start_close(false);
         self.flush(key);
+    }
+
+    /// The run ended with `key` open: what it had sent and still awaited is unanswered, an
+    /// error of its own (the drain gave the server its time).
+    fn count_unanswered_at_end(&mut self, key: usize) {
+        let unanswered = unanswered(self.workload.as_mut(), &self.conns[key]);
+        let counters = &mut self.rec.metrics.counters;
+        counters.messages_unanswered += unanswered;
+        counters.unanswered_at_end += unanswered;
     }
 
     /// `read_closed`: the peer's FIN is already in, and no later event will say so.

@@ -189,6 +189,7 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         measured_exchanges,
         // Shards connect at the same time: the slowest one's connect phase is the run's.
         connect_phase_secs: inputs.iter().map(|i| i.result.summary.connect_phase_s).fold(0.0, f64::max),
+        drain_secs: inputs.iter().map(|i| i.result.drain_s).fold(0.0, f64::max),
         interrupted: inputs.iter().any(|i| i.result.interrupted),
         connections,
         in_flight,

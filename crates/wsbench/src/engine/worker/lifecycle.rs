@@ -174,7 +174,7 @@ impl Worker {
             }
             State::Open => {
                 counters.resets += 1;
-                counters.messages_unanswered += self.workload.unanswered(conn);
+                counters.messages_unanswered += super::unanswered(self.workload.as_mut(), conn);
             }
             State::Closing if conn.closing_by_load => {
                 counters.closes_unanswered += 1;
@@ -201,8 +201,10 @@ impl Worker {
                 self.let_go(carrier, stream, &mut conn);
             }
             self.rec.sent(conn.ledger.take_written());
-            self.rec.metrics.counters.messages_unsent += conn.take_unsent(self.workload.batch());
+            let unsent = conn.take_unsent(self.workload.batch());
+            self.rec.metrics.counters.messages_unsent += unsent;
             if matches!(conn.state, State::Open | State::Closing) {
+                self.rec.metrics.counters.messages_unsent += self.workload.held_back(&conn);
                 self.workload.on_drop(&conn);
             }
             if conn.state != State::Closing {

@@ -105,6 +105,8 @@ mod tests {
             stage: None,
             round_trips: 900,
             connections_open: 10,
+            awaiting: false,
+            stall_s: 0,
             p50_us: 100,
             p90_us: 200,
             p99_us: 300,

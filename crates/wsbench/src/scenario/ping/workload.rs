@@ -121,6 +121,11 @@ impl Workload for PingWorkload {
         }
     }
 
+    #[inline]
+    fn awaiting(&self, _now: Instant) -> bool {
+        self.outstanding > 0
+    }
+
     fn busy(&self, _now: Instant) -> bool {
         self.outstanding > 0
     }
