@@ -24,7 +24,7 @@ use super::rx_time;
 use super::timers::{Due, Timers};
 use super::workload::{Assembly, Cx, PhasePlan, Workload};
 use super::{Control, Job};
-use crate::metrics::Metrics;
+use crate::metrics::{Counters, Metrics};
 
 mod carried;
 mod frames;
@@ -44,13 +44,19 @@ const ALARM_MARGIN: Duration = Duration::from_millis(1);
 /// The least a connection's outbox may hold before it stops reading.
 const OUTBOX_BYTES: usize = 4 << 20;
 
-/// What `conn` had sent and still awaited: the workload's requests in flight (forgotten)
-/// less those still queued, which the socket never took (counted unsent as the connection
-/// goes). Requests are queued in the order they are made, so the queued ones are the
-/// newest in flight.
-fn unanswered(workload: &mut dyn Workload, conn: &ClientConn) -> u64 {
+/// `conn`'s requests in flight will not be answered (its connection went, or the run
+/// ended): the workload forgets them, and they count as unanswered but for those still
+/// queued, which the socket never took: those are unsent requests (the socket's
+/// `messages_unsent` counts them when the connection goes, with anything else queued).
+/// Requests are queued in the order they are made, so the queued ones are the newest in
+/// flight. Returns the unanswered ones.
+fn count_unanswered(counters: &mut Counters, workload: &mut dyn Workload, conn: &ClientConn) -> u64 {
     let queued = conn.unsent(workload.batch());
-    workload.unanswered(conn).saturating_sub(queued)
+    let in_flight = workload.unanswered(conn);
+    let unsent = queued.min(in_flight);
+    counters.unsent_requests += unsent;
+    counters.messages_unanswered += in_flight - unsent;
+    in_flight - unsent
 }
 
 /// Bytes a connection's outbox (output and batches not yet written) may hold before it
@@ -296,7 +302,9 @@ impl Worker {
         self.count_unanswered_at_end(key);
         let conn = &mut self.conns[key];
         let counters = &mut self.rec.metrics.counters;
-        counters.messages_unsent += conn.take_unsent(self.workload.batch()) + self.workload.held_back(conn);
+        let held_back = self.workload.held_back(conn);
+        counters.messages_unsent += conn.take_unsent(self.workload.batch()) + held_back;
+        counters.unsent_requests += held_back;
         if conn.state == State::Closing && conn.closing_by_load {
             self.rec.metrics.counters.closes_unanswered += 1;
             self.workload.on_closed(conn, false);
@@ -413,10 +421,8 @@ impl Worker {
     /// The run ended with `key` open: what it had sent and still awaited is unanswered, an
     /// error of its own (the drain gave the server its time).
     fn count_unanswered_at_end(&mut self, key: usize) {
-        let unanswered = unanswered(self.workload.as_mut(), &self.conns[key]);
         let counters = &mut self.rec.metrics.counters;
-        counters.messages_unanswered += unanswered;
-        counters.unanswered_at_end += unanswered;
+        counters.unanswered_at_end += count_unanswered(counters, self.workload.as_mut(), &self.conns[key]);
     }
 
     /// `read_closed`: the peer's FIN is already in, and no later event will say so.

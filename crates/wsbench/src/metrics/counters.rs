@@ -72,9 +72,15 @@ pub struct Counters {
     /// the run ended or the connection went): not in `messages_sent`.
     #[serde(default)]
     pub messages_unsent: u64,
+    /// Requests never taken by the socket (queued, or held back by an open loop) and not
+    /// given up, when their connection went or the run ended: of `messages_unsent`, those
+    /// that were still requests awaited.
+    #[serde(default)]
+    pub unsent_requests: u64,
     /// Open loop: messages the schedule made due. Each ends in exactly one of: answered
     /// (`warmup_messages`, the measured round trips, `answered_after_window`),
-    /// `requests_refused`, `reply_timeouts`, `messages_unanswered`, `messages_unsent`.
+    /// `requests_refused`, `reply_timeouts` (sent or not), `messages_unanswered`,
+    /// `unsent_requests`.
     #[serde(default)]
     pub sends_due: u64,
     /// Exchanges completed after the measured window (replies the end of the run drained).
@@ -322,6 +328,7 @@ impl AddAssign<&Counters> for Counters {
         self.unanswered_at_end += other.unanswered_at_end;
         self.messages_unsent += other.messages_unsent;
         self.sends_due += other.sends_due;
+        self.unsent_requests += other.unsent_requests;
         self.answered_after_window += other.answered_after_window;
         self.requests_refused += other.requests_refused;
         self.unexpected_messages += other.unexpected_messages;

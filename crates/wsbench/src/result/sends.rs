@@ -24,7 +24,8 @@ pub struct SendLedger {
     pub answered: u64,
     /// Answered by an error reply.
     pub refused: u64,
-    /// Sent, and unanswered past `--reply-timeout`.
+    /// In flight (sent, or queued and not yet taken by the socket), and unanswered past
+    /// `--reply-timeout`.
     pub timed_out: u64,
     /// Held back unsent (the connection could take no more) until `--reply-timeout` passed.
     pub given_up_unsent: u64,
@@ -56,7 +57,7 @@ impl SendLedger {
             given_up_unsent: counters.reply_timeouts_unsent,
             lost_with_connection: counters.messages_unanswered.saturating_sub(counters.unanswered_at_end),
             unanswered_at_end: counters.unanswered_at_end,
-            unsent: counters.messages_unsent,
+            unsent: counters.unsent_requests,
             achieved: answered as f64 / due as f64,
         })
     }
@@ -121,7 +122,7 @@ mod tests {
             reply_timeouts_unsent: 200,
             messages_unanswered: 30,
             unanswered_at_end: 20,
-            messages_unsent: 55,
+            unsent_requests: 55,
             ..Counters::default()
         };
         let ledger = SendLedger::of(&counters, 500).unwrap();

@@ -174,7 +174,7 @@ impl Worker {
             }
             State::Open => {
                 counters.resets += 1;
-                counters.messages_unanswered += super::unanswered(self.workload.as_mut(), conn);
+                super::count_unanswered(counters, self.workload.as_mut(), conn);
             }
             State::Closing if conn.closing_by_load => {
                 counters.closes_unanswered += 1;
@@ -204,7 +204,9 @@ impl Worker {
             let unsent = conn.take_unsent(self.workload.batch());
             self.rec.metrics.counters.messages_unsent += unsent;
             if matches!(conn.state, State::Open | State::Closing) {
-                self.rec.metrics.counters.messages_unsent += self.workload.held_back(&conn);
+                let held_back = self.workload.held_back(&conn);
+                self.rec.metrics.counters.messages_unsent += held_back;
+                self.rec.metrics.counters.unsent_requests += held_back;
                 self.workload.on_drop(&conn);
             }
             if conn.state != State::Closing {
