@@ -97,6 +97,24 @@ mod tests {
     }
 
     #[test]
+    fn stalls_are_judged_by_their_count_and_the_longest_one() {
+        let mut result = RunResult::from_outcome(&fixture::closed_loop());
+        let healthy = judged(&["stalls==0", "longest_stall<1s"], &result);
+        assert_eq!(
+            healthy.iter().map(|(_, value, passed)| (*value, *passed)).collect::<Vec<_>>(),
+            [(Some(0.0), true), (Some(0.0), true)]
+        );
+        let stall = crate::result::Stall { from_s: 3, seconds: 2 };
+        result.summary.stalls =
+            crate::result::Stalls { count: 1, seconds: 2, longest: Some(stall), first: vec![stall] };
+        let stalled = judged(&["stalls==0", "longest_stall<1s", "longest_stall<=2s"], &result);
+        assert_eq!(
+            stalled.iter().map(|(_, value, passed)| (*value, *passed)).collect::<Vec<_>>(),
+            [(Some(1.0), false), (Some(2_000_000.0), false), (Some(2_000_000.0), true)]
+        );
+    }
+
+    #[test]
     fn each_threshold_is_judged_on_its_figure() {
         let mut result = RunResult::from_outcome(&fixture::closed_loop());
         result.summary.latency_us.p99 = 9_000;

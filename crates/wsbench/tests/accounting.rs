@@ -153,7 +153,9 @@ fn every_send_an_open_loop_made_due_ends_in_exactly_one_counter_whatever_the_rep
         assert!(sent < due / 2, "the buffers held a fraction of it: {messages}");
         match timeout {
             // Given up a second after they were due: held back or in flight.
-            "1s" => assert!(count(&sends["given_up_unsent"]) > 0 && count(&sends["timed_out"]) > 0, "{sends}"),
+            "1s" => {
+                assert!(count(&sends["given_up_unsent"]) > 0 && count(&sends["timed_out"]) > 0, "{sends}")
+            }
             // Nothing was due long enough to be given up: all of it awaited at the end.
             _ => {
                 assert_eq!(count(&sends["timed_out"]) + count(&sends["given_up_unsent"]), 0, "{sends}");
@@ -162,7 +164,10 @@ fn every_send_an_open_loop_made_due_ends_in_exactly_one_counter_whatever_the_rep
         }
         let stdout = text(&output.stdout);
         assert!(stdout.contains("\nsends:        "), "{stdout}");
-        assert!(stdout.contains("WARNING: achieved ÷ asked is 0.00: the server answered 0 of the "), "{stdout}");
+        assert!(
+            stdout.contains("WARNING: achieved ÷ asked is 0.00: the server answered 0 of the "),
+            "{stdout}"
+        );
     }
 }
 
@@ -171,7 +176,8 @@ fn a_healthy_open_loop_answers_every_send_it_made_due() {
     let addr = shared_server(&[]);
     let dir = fresh_dir("accounting-healthy");
     let url = format!("ws://{addr}");
-    let args = [url.as_str(), "--connections", "10", "--rate", "2000/s", "--warmup", "1s", "--duration", "2s"];
+    let args =
+        [url.as_str(), "--connections", "10", "--rate", "2000/s", "--warmup", "1s", "--duration", "2s"];
     let (output, result) = run(&dir, &args);
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     let sends = &result["summary"]["sends"];

@@ -64,8 +64,7 @@ pub struct Threshold {
     pub stage: Option<usize>,
 }
 
-const FORMS: &str =
-    "write e.g. 'p99<10ms', 'connect_p99<50ms', 'errors==0', 'stalls==0', 'longest_stall<1s' or 'echoes_per_sec>5000'";
+const FORMS: &str = "write e.g. 'p99<10ms', 'connect_p99<50ms', 'errors==0', 'stalls==0', 'longest_stall<1s' or 'echoes_per_sec>5000'";
 /// Connect times keep fewer percentiles than round trips (`summary.connect_us`).
 const CONNECT_NAMES: &str = "connect_mean, connect_p50, connect_p90, connect_p99, connect_max";
 
@@ -95,12 +94,17 @@ impl std::str::FromStr for Threshold {
             ))
         })?;
         if stage.is_some()
-            && matches!(metric, Metric::Connect(_) | Metric::Scenario(_) | Metric::Stalls | Metric::LongestStall)
+            && matches!(
+                metric,
+                Metric::Connect(_) | Metric::Scenario(_) | Metric::Stalls | Metric::LongestStall
+            )
         {
             return Err(bad(format!("a stage has latency, errors and echoes_per_sec figures, not `{name}`")));
         }
         let bound = match metric {
-            Metric::Latency(_) | Metric::Connect(_) | Metric::LongestStall => latency_limit_us(bound).map_err(bad)?,
+            Metric::Latency(_) | Metric::Connect(_) | Metric::LongestStall => {
+                latency_limit_us(bound).map_err(bad)?
+            }
             Metric::Errors | Metric::RoundTripsPerSec | Metric::Stalls | Metric::Scenario(_) => bound
                 .parse::<f64>()
                 .ok()

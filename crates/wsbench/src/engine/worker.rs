@@ -237,7 +237,13 @@ impl Worker {
             (Some(from), Some(to)) => to.saturating_duration_since(from).as_secs_f64(),
             _ => 0.0,
         };
-        WorkerOutput { metrics, measured_exchanges, cpu: crate::client_cpu::thread_cpu_self(), io, drain_secs }
+        WorkerOutput {
+            metrics,
+            measured_exchanges,
+            cpu: crate::client_cpu::thread_cpu_self(),
+            io,
+            drain_secs,
+        }
     }
 
     /// One thing the wait found.

@@ -204,8 +204,16 @@ pub(super) mod tests {
     #[test]
     fn a_stalled_second_says_for_how_long() {
         let stalled = Second { round_trips: 0, stall_s: 3, ..second() };
-        assert!(line(&stalled, "round trips").contains("errors 2  STALLED 3 s  3 s left"), "{}", line(&stalled, "round trips"));
-        assert!(block(&stalled, "round trips").contains("p99 -   STALLED 3 s\n"), "{}", block(&stalled, "round trips"));
+        assert!(
+            line(&stalled, "round trips").contains("errors 2  STALLED 3 s  3 s left"),
+            "{}",
+            line(&stalled, "round trips")
+        );
+        assert!(
+            block(&stalled, "round trips").contains("p99 -   STALLED 3 s\n"),
+            "{}",
+            block(&stalled, "round trips")
+        );
         assert!(!line(&second(), "round trips").contains("STALLED"));
     }
 

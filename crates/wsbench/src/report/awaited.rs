@@ -48,10 +48,7 @@ pub fn stalls_text(result: &RunResult) -> Option<String> {
             whole(longest.from_s)
         ),
     };
-    Some(format!(
-        "{} ({when}): whole seconds with replies awaited and none received",
-        group(stalls.count)
-    ))
+    Some(format!("{} ({when}): whole seconds with replies awaited and none received", group(stalls.count)))
 }
 
 /// What follows "N unanswered" on the messages line: how many the drain left awaited, and
@@ -125,7 +122,10 @@ mod tests {
             lines[1].1,
             "160,000 due, achieved ÷ asked 0.00: 0 answered, 97,849 held back and given up, 10,328 unanswered at the end, 51,823 unsent at the end"
         );
-        assert_eq!(unanswered_note(&result), " (20 were still awaited when the 5.00 s drain at the end ran out)");
+        assert_eq!(
+            unanswered_note(&result),
+            " (20 were still awaited when the 5.00 s drain at the end ran out)"
+        );
         assert_eq!(warnings(&result).len(), 1);
     }
 }

@@ -246,7 +246,10 @@ impl Summary {
             disconnections: counters.disconnections(),
             errors: errors_of(
                 metrics,
-                super::unanswered::Window { seconds: outcome.measured_secs, exchanges: outcome.measured_exchanges },
+                super::unanswered::Window {
+                    seconds: outcome.measured_secs,
+                    exchanges: outcome.measured_exchanges,
+                },
             ),
             stalls: super::Stalls::of(&metrics.timeline),
             sends: super::SendLedger::of(counters, outcome.measured_exchanges),

@@ -90,7 +90,8 @@ impl SendLedger {
         ];
         rest.retain(|(count, _)| *count > 0);
         rest.sort_by(|a, b| b.0.cmp(&a.0));
-        let rest: Vec<String> = rest.iter().map(|(count, what)| format!("{} {what}", group(*count))).collect();
+        let rest: Vec<String> =
+            rest.iter().map(|(count, what)| format!("{} {what}", group(*count))).collect();
         Some(format!(
             "achieved ÷ asked is {:.2}: the server answered {} of the {} sends due; {}",
             self.achieved,

@@ -79,6 +79,7 @@ fn figures(result: &RunResult) -> Value {
             "failed": summary.connections.failed,
         },
         "errors": summary.errors,
+        "stalls": summary.stalls,
         "server": {
             "rss_peak_bytes": result.server.rss_peak_bytes,
             "cpu_seconds": result.server.cpu_seconds,
