@@ -87,7 +87,6 @@ impl NetCounters {
 impl MachineNetwork {
     /// "the kernel dropped N packets … : latency includes them", when it did.
     fn sentence(&self) -> Option<String> {
-        let group = crate::units::format::group;
         let plural = crate::units::format::plural;
         let mut drops = Vec::new();
         if self.backlog_drops > 0 {
@@ -105,19 +104,27 @@ impl MachineNetwork {
         if drops.is_empty() && self.rto_timeouts == 0 {
             return None;
         }
-        let dropped = match drops.is_empty() {
-            true => String::new(),
-            false => format!("the kernel dropped {} and ", drops.join(" and ")),
+        let mut happened = Vec::new();
+        if !drops.is_empty() {
+            happened.push(format!("the kernel dropped {}", drops.join(" and ")));
+        }
+        if self.rto_timeouts > 0 {
+            happened.push(format!(
+                "TCP waited out {}",
+                plural(self.rto_timeouts, "retransmission timeout", "retransmission timeouts")
+            ));
+        }
+        let resent = match self.retransmitted_segments {
+            0 => String::new(),
+            n => format!(" ({} sent again)", plural(n, "segment", "segments")),
         };
         let advice = match self.backlog_drops {
             0 => "",
             _ => "; as root, `sysctl -w net.core.netdev_max_backlog=16384` makes room for bursts",
         };
         Some(format!(
-            "on this machine during the run {dropped}TCP waited out {} ({} segments sent again): \
-             latency and stalls include them{advice}",
-            plural(self.rto_timeouts, "retransmission timeout", "retransmission timeouts"),
-            group(self.retransmitted_segments)
+            "on this machine during the run {}{resent}: latency and stalls include them{advice}",
+            happened.join(" and ")
         ))
     }
 }
@@ -193,5 +200,21 @@ mod tests {
                  net.core.netdev_max_backlog=16384` makes room for bursts"
             )
         );
+    }
+
+    #[test]
+    fn drops_without_a_timeout_say_only_what_happened() {
+        let before = NetCounters::default();
+        let later = NetCounters { backlog_drops: 356, retransmitted_segments: 2, ..before };
+        assert_eq!(
+            before.until(&later).warning.as_deref(),
+            Some(
+                "on this machine during the run the kernel dropped 356 packets at a full receive backlog \
+                 (net.core.netdev_max_backlog) (2 segments sent again): latency and stalls include them; as \
+                 root, `sysctl -w net.core.netdev_max_backlog=16384` makes room for bursts"
+            )
+        );
+        let resent_only = NetCounters { retransmitted_segments: 5, ..before };
+        assert_eq!(before.until(&resent_only).warning, None, "a fast retransmit costs no timeout");
     }
 }

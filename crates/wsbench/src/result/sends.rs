@@ -89,7 +89,7 @@ impl SendLedger {
             (self.refused, "refused by the server"),
         ];
         rest.retain(|(count, _)| *count > 0);
-        rest.sort_by(|a, b| b.0.cmp(&a.0));
+        rest.sort_by_key(|(count, _)| std::cmp::Reverse(*count));
         let rest: Vec<String> =
             rest.iter().map(|(count, what)| format!("{} {what}", group(*count))).collect();
         Some(format!(
