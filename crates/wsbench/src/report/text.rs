@@ -223,7 +223,7 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
         super::awaited::unanswered_note(result)
     );
     if messages.unsent > 0 {
-        text.push_str(&format!(", {} unsent (due, never taken by the socket)", group(messages.unsent)));
+        text.push_str(&format!(", {} unsent (queued, never taken by the socket)", group(messages.unsent)));
     }
     line(out, "messages:", &text);
     transfer(out, result);

@@ -174,7 +174,7 @@ impl Worker {
             }
             State::Open => {
                 counters.resets += 1;
-                super::count_unanswered(counters, self.workload.as_mut(), conn);
+                super::ending::count_unanswered(counters, self.workload.as_mut(), conn);
             }
             State::Closing if conn.closing_by_load => {
                 counters.closes_unanswered += 1;
