@@ -190,10 +190,9 @@ impl FlowWorkload {
     /// A whole message from the server: matched to what the connection waits for.
     /// `error`: the message protocol read it as an error reply (already counted by cause).
     fn on_reply(&mut self, cx: &mut Cx<'_>, flow: &mut FlowState, message: &[u8], error: bool, now: Instant) {
-        if !cx.rec.sending_allowed(now) && matches!(flow.wait, Wait::Done | Wait::Nothing) {
-            // The run is over: what still arrives answers nothing the flow waits for.
-            return;
-        }
+        // Once the run is over and the flow waits for nothing, a reply may still answer a
+        // send in flight (the drain waits for those); anything else is no longer unmatched.
+        let over = !cx.rec.sending_allowed(now) && matches!(flow.wait, Wait::Done | Wait::Nothing);
         let text = String::from_utf8_lossy(message);
         let program = self.program.clone();
         if let Wait::Regex(pc, waited_since, _) = flow.wait
@@ -226,7 +225,7 @@ impl FlowWorkload {
         if flow.expired.iter().any(|(name, value)| answers(name, value)) {
             return;
         }
-        if !error {
+        if !error && !over {
             self.unmatched(flow, &text);
         }
     }
