@@ -9,6 +9,22 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 scripts/install-test-peers.sh
+
+# The kernel's receive backlog (net.core.netdev_max_backlog, 1,000 by default) overflows under
+# the bursts of connections the tests make on loopback, and every packet it drops costs a TCP
+# retransmission timeout (200 ms and up), during which a test's measured window can pass with
+# nothing measured. Raise it where we may (root); say so either way.
+wanted_backlog=16384
+backlog=$(sysctl -n net.core.netdev_max_backlog 2>/dev/null || echo unknown)
+if [ "$backlog" = unknown ]; then
+    echo "test.sh: cannot read net.core.netdev_max_backlog; tests may stall on dropped packets"
+elif [ "$backlog" -lt "$wanted_backlog" ]; then
+    if [ "$(id -u)" -eq 0 ] && sysctl -qw net.core.netdev_max_backlog="$wanted_backlog" 2>/dev/null; then
+        echo "test.sh: raised net.core.netdev_max_backlog from $backlog to $wanted_backlog (sysctl -w; it stays until reboot)"
+    else
+        echo "test.sh: net.core.netdev_max_backlog is $backlog and could not be raised (not root?): tests may stall on dropped packets"
+    fi
+fi
 log="$(mktemp -t wsbench-test.XXXXXX.log)"
 echo "test.sh: WSBENCH_REQUIRE_PEERS=1 cargo test --workspace --no-fail-fast $* (log: $log)"
 status=0

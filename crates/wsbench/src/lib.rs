@@ -37,6 +37,7 @@ pub mod input_file;
 pub mod live;
 pub mod machine;
 pub mod machine_load;
+pub mod machine_net;
 pub mod members;
 pub mod merge;
 pub mod metrics;

@@ -108,6 +108,8 @@ pub struct RunOutcome {
     pub measured_exchanges: u64,
     /// From the first connection attempt until every connection was established or failed.
     pub connect_phase_secs: f64,
+    /// How long the end of the run waited for replies still in flight, s.
+    pub drain_secs: f64,
     pub interrupted: bool,
     /// Connections × in-flight messages the run aimed to keep busy (Little's law).
     pub connections: u64,

@@ -41,6 +41,8 @@ fn value_of(metric: &Metric, result: &RunResult) -> Option<f64> {
         Metric::Connect(statistic) => Some(connect_value(statistic, &summary.connect_us)),
         Metric::Errors => Some(summary.errors.values().sum::<u64>() as f64),
         Metric::RoundTripsPerSec => Some(summary.exchanges_per_sec),
+        Metric::Stalls => Some(summary.stalls.count as f64),
+        Metric::LongestStall => Some(summary.stalls.longest_s() as f64 * 1e6),
         Metric::Scenario(ref name) => crate::scenario::of_result(result)?.threshold_value(name, result),
     }
 }
@@ -54,7 +56,7 @@ fn stage_value(metric: &Metric, stage: Option<&crate::result::StageFigures>) -> 
         Metric::Latency(statistic) => Some(latency_value(statistic, &stage.latency_us)),
         Metric::Errors => Some(stage.errors as f64),
         Metric::RoundTripsPerSec => Some(stage.exchanges_per_sec),
-        Metric::Connect(_) | Metric::Scenario(_) => None,
+        Metric::Connect(_) | Metric::Scenario(_) | Metric::Stalls | Metric::LongestStall => None,
     }
 }
 
@@ -92,6 +94,24 @@ mod tests {
     fn judged(texts: &[&str], result: &RunResult) -> Vec<(String, Option<f64>, bool)> {
         let thresholds: Vec<Threshold> = texts.iter().map(|t| t.parse().unwrap()).collect();
         judge(&thresholds, result).into_iter().map(|o| (o.expression, o.value, o.passed)).collect()
+    }
+
+    #[test]
+    fn stalls_are_judged_by_their_count_and_the_longest_one() {
+        let mut result = RunResult::from_outcome(&fixture::closed_loop());
+        let healthy = judged(&["stalls==0", "longest_stall<1s"], &result);
+        assert_eq!(
+            healthy.iter().map(|(_, value, passed)| (*value, *passed)).collect::<Vec<_>>(),
+            [(Some(0.0), true), (Some(0.0), true)]
+        );
+        let stall = crate::result::Stall { from_s: 3, seconds: 2 };
+        result.summary.stalls =
+            crate::result::Stalls { count: 1, seconds: 2, longest: Some(stall), first: vec![stall] };
+        let stalled = judged(&["stalls==0", "longest_stall<1s", "longest_stall<=2s"], &result);
+        assert_eq!(
+            stalled.iter().map(|(_, value, passed)| (*value, *passed)).collect::<Vec<_>>(),
+            [(Some(1.0), false), (Some(2_000_000.0), false), (Some(2_000_000.0), true)]
+        );
     }
 
     #[test]

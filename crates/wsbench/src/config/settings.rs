@@ -69,8 +69,8 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slo: Option<String>,
-    /// Pass/fail criterion judged on the result, e.g. 'p99<10ms', 'errors==0',
-    /// 'echoes_per_sec>5000' (repeatable); any failed one exits 99.
+    /// Pass/fail criterion judged on the result, e.g. 'p99<10ms', 'errors==0', 'stalls==0',
+    /// 'longest_stall<1s', 'echoes_per_sec>5000' (repeatable); any failed one exits 99.
     #[arg(long = "threshold", value_name = "EXPR")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threshold: Vec<String>,

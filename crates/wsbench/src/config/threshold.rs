@@ -18,6 +18,11 @@ pub enum Metric {
     Errors,
     /// Measured round trips per second (`summary.echoes_per_sec`).
     RoundTripsPerSec,
+    /// Stalls (`summary.stalls.count`): runs of whole seconds with requests awaited and no
+    /// reply.
+    Stalls,
+    /// The longest stall (`summary.stalls.longest`), in µs.
+    LongestStall,
     /// A figure of the scenario's own (a fan-out's `lost`, ping's `unanswered`): which ones
     /// a scenario has is checked with the rest of its settings.
     Scenario(String),
@@ -59,7 +64,7 @@ pub struct Threshold {
     pub stage: Option<usize>,
 }
 
-const FORMS: &str = "write e.g. 'p99<10ms', 'connect_p99<50ms', 'errors==0' or 'echoes_per_sec>5000'";
+const FORMS: &str = "write e.g. 'p99<10ms', 'connect_p99<50ms', 'errors==0', 'stalls==0', 'longest_stall<1s' or 'echoes_per_sec>5000'";
 /// Connect times keep fewer percentiles than round trips (`summary.connect_us`).
 const CONNECT_NAMES: &str = "connect_mean, connect_p50, connect_p90, connect_p99, connect_max";
 
@@ -84,16 +89,23 @@ impl std::str::FromStr for Threshold {
         .ok_or_else(|| bad(format!("`{rest}` does not start with <, <=, >, >= or ==")))?;
         let metric = metric(name).ok_or_else(|| {
             bad(format!(
-                "unknown figure `{name}` (latency: {}; {CONNECT_NAMES}; errors; echoes_per_sec; or one of the scenario's)",
+                "unknown figure `{name}` (latency: {}; {CONNECT_NAMES}; errors; stalls; longest_stall; echoes_per_sec; or one of the scenario's)",
                 Statistic::NAMES
             ))
         })?;
-        if stage.is_some() && matches!(metric, Metric::Connect(_) | Metric::Scenario(_)) {
+        if stage.is_some()
+            && matches!(
+                metric,
+                Metric::Connect(_) | Metric::Scenario(_) | Metric::Stalls | Metric::LongestStall
+            )
+        {
             return Err(bad(format!("a stage has latency, errors and echoes_per_sec figures, not `{name}`")));
         }
         let bound = match metric {
-            Metric::Latency(_) | Metric::Connect(_) => latency_limit_us(bound).map_err(bad)?,
-            Metric::Errors | Metric::RoundTripsPerSec | Metric::Scenario(_) => bound
+            Metric::Latency(_) | Metric::Connect(_) | Metric::LongestStall => {
+                latency_limit_us(bound).map_err(bad)?
+            }
+            Metric::Errors | Metric::RoundTripsPerSec | Metric::Stalls | Metric::Scenario(_) => bound
                 .parse::<f64>()
                 .ok()
                 .filter(|n| n.is_finite() && *n >= 0.0)
@@ -118,6 +130,8 @@ fn stage_of(name: &str) -> Result<(Option<usize>, &str), String> {
 fn metric(name: &str) -> Option<Metric> {
     match name {
         "errors" => Some(Metric::Errors),
+        "stalls" => Some(Metric::Stalls),
+        "longest_stall" => Some(Metric::LongestStall),
         // pubsub's headline counts deliveries in the same field.
         "echoes_per_sec" | "round_trips_per_sec" | "deliveries_per_sec" => Some(Metric::RoundTripsPerSec),
         _ => match name.strip_prefix("connect_") {
@@ -163,6 +177,8 @@ mod tests {
             ("echoes_per_sec>5000", Metric::RoundTripsPerSec, Comparison::Greater, 5000.0),
             ("round_trips_per_sec>=1e3", Metric::RoundTripsPerSec, Comparison::GreaterOrEqual, 1000.0),
             ("out_of_order==0", Metric::Scenario("out_of_order".to_owned()), Comparison::Equal, 0.0),
+            ("stalls==0", Metric::Stalls, Comparison::Equal, 0.0),
+            ("longest_stall<1s", Metric::LongestStall, Comparison::Less, 1_000_000.0),
         ];
         for (text, metric, comparison, bound) in cases {
             let threshold = parse(text);
@@ -194,6 +210,8 @@ mod tests {
             ("stage0.p99<1ms", "`stage0` is not a stage"),
             ("phase2.p99<1ms", "`phase2` is not a stage"),
             ("stage2.connect_p99<1ms", "a stage has latency, errors and echoes_per_sec"),
+            ("stage2.stalls==0", "a stage has latency, errors and echoes_per_sec"),
+            ("longest_stall<1", "`1` has no unit"),
         ];
         for (text, why) in cases {
             let error = text.parse::<Threshold>().unwrap_err().to_string();

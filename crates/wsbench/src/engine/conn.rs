@@ -208,11 +208,18 @@ impl ClientConn {
         self.output.len() - self.output_sent + batches
     }
 
-    /// Messages queued and never taken by the socket (those of a send in flight included):
-    /// forgotten, as the connection ends.
-    pub fn take_unsent(&mut self, batch: Option<&Batch>) -> u64 {
+    /// Messages queued and not yet known taken by the socket (a send in flight's included).
+    pub fn unsent(&self, batch: Option<&Batch>) -> u64 {
         let batches = batch.map_or(0, |batch| self.batches_pending * batch.frames());
-        let unsent = self.ledger.take_unsent() + batches;
+        let ledger = &self.ledger;
+        ledger.in_send.messages + ledger.marks.iter().map(|mark| mark.tally.messages).sum::<u64>() + batches
+    }
+
+    /// [`ClientConn::unsent`], forgotten, as the connection ends.
+    pub fn take_unsent(&mut self, batch: Option<&Batch>) -> u64 {
+        let unsent = self.unsent(batch);
+        self.ledger.marks.clear();
+        self.ledger.in_send = Tally::default();
         self.batches_pending = 0;
         self.batch_pos = 0;
         unsent
@@ -293,14 +300,6 @@ impl Ledger {
     #[inline]
     pub fn take_written(&mut self) -> Tally {
         std::mem::take(&mut self.written)
-    }
-
-    /// Messages queued or in a send, never known written; forgotten.
-    fn take_unsent(&mut self) -> u64 {
-        let unsent = self.in_send.messages + self.marks.iter().map(|mark| mark.tally.messages).sum::<u64>();
-        self.marks.clear();
-        self.in_send = Tally::default();
-        unsent
     }
 }
 

@@ -31,6 +31,14 @@ struct Board {
     taken: u64,
 }
 
+/// What a worker's seconds without a loop turn had: what the last turn left.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Carried {
+    pub open: u64,
+    /// Requests awaited replies.
+    pub awaiting: bool,
+}
+
 /// Seconds every worker has finished, merged, and the counters summed over workers.
 #[derive(Debug, Clone, Default)]
 pub struct LiveSeconds {
@@ -73,9 +81,9 @@ impl LiveBoard {
 
     /// Worker `worker` finished `interval` and every second after it until `next` (not
     /// included). Those between saw no loop turn of the worker (it was stalled, or the whole
-    /// process was stopped): they completed nothing, and the `open` connections it had
-    /// before stayed open through them.
-    pub(super) fn publish_second(&self, worker: usize, interval: &Interval, next: u64, open: u64) {
+    /// process was stopped): they completed nothing, and what it had before (`carried`:
+    /// connections open, requests awaiting replies) stayed through them.
+    pub(super) fn publish_second(&self, worker: usize, interval: &Interval, next: u64, carried: Carried) {
         let mut board = self.lock();
         board.grow_to(worker + 1);
         // A second is taken only once every worker published it: never one of these.
@@ -84,7 +92,8 @@ impl LiveBoard {
         }
         for second in interval.second + 1..next {
             if let Some(merged) = board.pending(second) {
-                merged.connections_open += open;
+                merged.connections_open += carried.open;
+                merged.awaiting |= carried.awaiting;
             }
         }
         board.next_second[worker] = board.next_second[worker].max(next);
@@ -144,19 +153,23 @@ mod tests {
         interval
     }
 
+    fn open(open: u64) -> Carried {
+        Carried { open, awaiting: false }
+    }
+
     #[test]
     fn a_second_is_complete_only_once_every_worker_published_it() {
         let board = LiveBoard::default();
         board.expect_workers(2);
-        board.publish_second(0, &second(0, 3, 1), 1, 1);
-        board.publish_second(0, &second(1, 4, 1), 2, 1);
+        board.publish_second(0, &second(0, 3, 1), 1, open(1));
+        board.publish_second(0, &second(1, 4, 1), 2, open(1));
         board.publish_counters(
             0,
             &Counters { messages_received: 7, ..Counters::default() },
             &BTreeMap::new(),
         );
         assert!(board.take_complete().intervals.is_empty(), "worker 1 has published nothing");
-        board.publish_second(1, &second(0, 5, 1), 1, 1);
+        board.publish_second(1, &second(0, 5, 1), 1, open(1));
         board.publish_counters(
             1,
             &Counters { messages_received: 5, ..Counters::default() },
@@ -179,11 +192,29 @@ mod tests {
         let board = LiveBoard::default();
         board.expect_workers(1);
         // Second 1 was the last loop turn before a stall; the next was in second 4.
-        board.publish_second(0, &second(0, 10, 50), 1, 50);
-        board.publish_second(0, &second(1, 10, 50), 4, 50);
+        board.publish_second(0, &second(0, 10, 50), 1, open(50));
+        board.publish_second(0, &second(1, 10, 50), 4, open(50));
         let seen = board.take_complete();
         let open: Vec<(u64, u64, u64)> =
             seen.intervals.iter().map(|i| (i.second, i.exchanges, i.connections_open)).collect();
         assert_eq!(open, [(0, 10, 50), (1, 10, 50), (2, 0, 50), (3, 0, 50)]);
+    }
+
+    #[test]
+    fn seconds_a_worker_skipped_while_awaiting_replies_are_stalls_of_the_run() {
+        let board = LiveBoard::default();
+        board.expect_workers(2);
+        // Worker 0 awaited replies when its loop stopped turning in second 1 (until 4);
+        // worker 1 answered in second 2 only.
+        board.publish_second(0, &second(1, 10, 5), 4, Carried { open: 5, awaiting: true });
+        board.publish_second(1, &second(1, 0, 5), 2, open(5));
+        board.publish_second(1, &second(2, 3, 5), 4, open(5));
+        let seen = board.take_complete();
+        let stalled: Vec<(u64, bool)> = seen
+            .intervals
+            .iter()
+            .map(|i| (i.second, crate::metrics::TimelineSecond::of(i).stalled()))
+            .collect();
+        assert_eq!(stalled, [(0, false), (1, false), (2, false), (3, true)]);
     }
 }

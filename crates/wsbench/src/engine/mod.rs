@@ -277,6 +277,9 @@ pub struct EngineOutput {
     /// (the server closed, reset or refused them all, or wsbench failed them for what the
     /// server sent; the counters say which): the window it was to have, s.
     pub ended_early: Option<f64>,
+    /// How long the end of the run waited for replies still in flight (the longest any
+    /// worker waited), s.
+    pub drain_secs: f64,
 }
 
 /// Runs the scenario. `cpus` gives one entry per worker (its CPU, or None to leave it
@@ -338,7 +341,7 @@ pub fn run(
     }
     let stopped_us = control.start.elapsed().as_micros() as u64;
     control.stop.store(true, Ordering::SeqCst);
-    let (mut metrics, measured_exchanges, workers) =
+    let (mut metrics, measured_exchanges, workers, drain_secs) =
         join_workers(handles, control.start.elapsed().as_secs_f64())?;
     // Every worker has ended: its last seconds are on the board.
     let last_seconds = take_seconds(&mut timeline);
@@ -359,6 +362,7 @@ pub fn run(
         },
         interrupted: control.interrupted.load(Ordering::Relaxed),
         ended_early,
+        drain_secs,
     })
 }
 
@@ -443,14 +447,16 @@ fn spawn_workers(
 fn join_workers(
     handles: Vec<JoinHandle<WorkerOutput>>,
     elapsed_secs: f64,
-) -> std::io::Result<(Metrics, u64, Vec<WorkerCpu>)> {
+) -> std::io::Result<(Metrics, u64, Vec<WorkerCpu>, f64)> {
     let mut metrics = Metrics::default();
     let mut measured_exchanges = 0;
+    let mut drain_secs: f64 = 0.0;
     let mut workers = Vec::with_capacity(handles.len());
     for (id, handle) in handles.into_iter().enumerate() {
         let output = handle.join().map_err(|_| std::io::Error::other(format!("worker {id} panicked")))?;
         metrics.merge(&output.metrics);
         measured_exchanges += output.measured_exchanges;
+        drain_secs = drain_secs.max(output.drain_secs);
         workers.push(WorkerCpu {
             name: format!("wsbench-w{id}"),
             cpu_seconds: output.cpu.total(),
@@ -463,7 +469,7 @@ fn join_workers(
     if let Some(section) = metrics.section.as_mut() {
         section.complete();
     }
-    Ok((metrics, measured_exchanges, workers))
+    Ok((metrics, measured_exchanges, workers, drain_secs))
 }
 
 /// Sleeps until the wall clock reaches `unix_ms` (shards of one run start together);

@@ -34,6 +34,9 @@ pub struct Recorder {
     /// Connections open at the last loop turn: what the seconds without one (a stalled
     /// worker, a stopped process) had too.
     last_open: u64,
+    /// Whether the workload awaited replies at the last loop turn: what the seconds without
+    /// one began with too.
+    last_awaiting: bool,
     /// The second in which the counters were last published.
     counters_published: u64,
     /// Open loop: sends have due times, and the uncorrected latency is its own figure.
@@ -50,6 +53,7 @@ impl Recorder {
             worker,
             current: Interval::new(0),
             last_open: 0,
+            last_awaiting: false,
             counters_published: 0,
             open_loop,
             metrics: Metrics::default(),
@@ -115,7 +119,7 @@ impl Recorder {
     pub fn exchange(&mut self, now: Instant, latency_us: u64, uncorrected_us: Option<u64>, counted: Counted) {
         let second = self.micros(now) / 1_000_000;
         if second > self.current.second {
-            self.advance(second);
+            self.advance(second, self.last_awaiting);
         }
         self.current.exchanges += 1;
         record_us(&mut self.current.latency, latency_us);
@@ -128,7 +132,7 @@ impl Recorder {
                 self.measured += 1;
             }
             Counted::Warmup => self.metrics.counters.warmup_messages += 1,
-            Counted::Neither => {}
+            Counted::Neither => self.metrics.counters.answered_after_window += 1,
         }
     }
 
@@ -151,20 +155,24 @@ impl Recorder {
         }
     }
 
-    /// Once per loop: notes the connections open in this second; when a new second begins,
-    /// publishes the finished one, and once a second the counters (off the per-message path).
-    /// `scenario_errors` gives the scenario's own errors, asked for once a second. Returns
-    /// whether this was the first turn of a new second.
+    /// Once per loop, before the turn's events: notes the connections open in this second
+    /// and whether the workload awaits replies (`awaiting`: as the last turn left it, which
+    /// is how a new second begins); when a new second begins, publishes the finished one,
+    /// and once a second the counters (off the per-message path). `scenario_errors` gives the
+    /// scenario's own errors, asked for once a second. Returns whether this was the first
+    /// turn of a new second.
     pub fn tick(
         &mut self,
         now: Instant,
         open: u64,
+        awaiting: bool,
         scenario_errors: impl FnOnce() -> BTreeMap<String, u64>,
     ) -> bool {
         let second = self.micros(now) / 1_000_000;
         if second > self.current.second {
-            self.advance(second);
+            self.advance(second, awaiting);
         }
+        self.last_awaiting = awaiting;
         self.last_open = open;
         self.current.connections_open = self.current.connections_open.max(open);
         if second > self.counters_published {
@@ -175,14 +183,17 @@ impl Recorder {
         false
     }
 
-    /// Second `second` has begun: the one being recorded is published (with the seconds
-    /// between, which saw no loop turn), and its histogram reused for the new one.
+    /// Second `second` has begun, `awaiting` replies or not: the one being recorded is
+    /// published (with the seconds between, which saw no loop turn and began as the last
+    /// turn left them), and its histogram reused for the new one.
     #[cold]
-    fn advance(&mut self, second: u64) {
-        self.control.live.publish_second(self.worker, &self.current, second, self.last_open);
+    fn advance(&mut self, second: u64, awaiting: bool) {
+        let carried = super::live_board::Carried { open: self.last_open, awaiting };
+        self.control.live.publish_second(self.worker, &self.current, second, carried);
         self.current.second = second;
         self.current.exchanges = 0;
         self.current.connections_open = self.last_open;
+        self.current.awaiting = awaiting;
         self.current.latency.reset();
     }
 
@@ -195,7 +206,8 @@ impl Recorder {
     ) -> (Metrics, u64) {
         self.metrics.section = section;
         let next = self.current.second + 1;
-        self.control.live.publish_second(self.worker, &self.current, next, self.last_open);
+        let carried = super::live_board::Carried { open: self.last_open, awaiting: self.last_awaiting };
+        self.control.live.publish_second(self.worker, &self.current, next, carried);
         self.control.live.publish_counters(self.worker, &self.metrics.counters, errors);
         self.control.live.worker_done(self.worker);
         if !self.open_loop {

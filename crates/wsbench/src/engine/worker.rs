@@ -9,7 +9,6 @@
 
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use slab::Slab;
@@ -27,6 +26,7 @@ use super::{Control, Job};
 use crate::metrics::Metrics;
 
 mod carried;
+mod ending;
 mod frames;
 mod lifecycle;
 mod session;
@@ -71,6 +71,8 @@ pub struct WorkerOutput {
     pub cpu: crate::client_cpu::ThreadCpu,
     /// `uring` or `epoll`: the I/O it ran on.
     pub io: &'static str,
+    /// How long the end of the run waited for replies still in flight (the drain), s.
+    pub drain_secs: f64,
 }
 
 pub struct Worker {
@@ -159,7 +161,8 @@ impl Worker {
         self.io.start_ring(self.job.load.io, on_epoll, self.conns.capacity(), open_loop);
         loop {
             let now = Instant::now();
-            if self.rec.tick(now, self.open, || self.workload.errors()) {
+            let awaiting = self.workload.awaiting(now);
+            if self.rec.tick(now, self.open, awaiting, || self.workload.errors()) {
                 self.workload.each_second(now);
                 self.expire_requests(now);
             }
@@ -215,7 +218,17 @@ impl Worker {
         let errors = self.workload.errors();
         let section = self.workload.finish(self.cut_off);
         let (metrics, measured_exchanges) = self.rec.finish(section, &errors);
-        WorkerOutput { metrics, measured_exchanges, cpu: crate::client_cpu::thread_cpu_self(), io }
+        let drain_secs = match (self.draining_since, self.closing_since) {
+            (Some(from), Some(to)) => to.saturating_duration_since(from).as_secs_f64(),
+            _ => 0.0,
+        };
+        WorkerOutput {
+            metrics,
+            measured_exchanges,
+            cpu: crate::client_cpu::thread_cpu_self(),
+            io,
+            drain_secs,
+        }
     }
 
     /// One thing the wait found.
@@ -264,24 +277,6 @@ impl Worker {
                 continue;
             }
             self.flush(key);
-        }
-    }
-
-    /// A connection still there when the worker stops: what it had outstanding is
-    /// unanswered, and a close the load started was not answered.
-    fn count_left_open(&mut self, key: usize) {
-        let conn = &mut self.conns[key];
-        let written = conn.ledger.take_written();
-        self.rec.sent(written);
-        self.rec.metrics.counters.messages_unsent += conn.take_unsent(self.workload.batch());
-        let conn = &self.conns[key];
-        if !matches!(conn.state, State::Open | State::Closing) {
-            return;
-        }
-        self.rec.metrics.counters.messages_unanswered += self.workload.unanswered(conn);
-        if conn.state == State::Closing && conn.closing_by_load {
-            self.rec.metrics.counters.closes_unanswered += 1;
-            self.workload.on_closed(conn, false);
         }
     }
 
@@ -351,45 +346,6 @@ impl Worker {
             },
             _ => wake,
         }
-    }
-
-    /// Handles the end of the run. Returns true when the worker is done.
-    fn finish_phase(&mut self, now: Instant) -> bool {
-        if !self.control.stopping() {
-            return false;
-        }
-        let draining_since = *self.draining_since.get_or_insert(now);
-        let busy = self.workload.busy(now);
-        let drain = self.workload.drain();
-        let drain = if self.control.interrupted.load(Ordering::Relaxed) { drain / 5 } else { drain };
-        if self.closing_since.is_none() && (!busy || now >= draining_since + drain) {
-            self.cut_off = busy.then_some(now);
-            self.closing_since = Some(now);
-            let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
-            for key in keys {
-                self.start_close(key);
-            }
-        }
-        match self.closing_since {
-            Some(since) => self.conns.is_empty() || now >= since + CLOSE_WAIT,
-            None => false,
-        }
-    }
-
-    /// End of run: count what is unanswered and send close 1000.
-    fn start_close(&mut self, key: usize) {
-        let conn = &mut self.conns[key];
-        if conn.state != State::Open {
-            if matches!(conn.state, State::Connecting | State::Upgrading | State::Opening) {
-                self.rec.metrics.counters.connects_unfinished += 1;
-                self.drop_conn(key);
-            }
-            return;
-        }
-        self.rec.metrics.counters.messages_unanswered += self.workload.unanswered(conn);
-        self.close_session(key, Instant::now());
-        self.conns[key].start_close(false);
-        self.flush(key);
     }
 
     /// `read_closed`: the peer's FIN is already in, and no later event will say so.

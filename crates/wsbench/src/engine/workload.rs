@@ -168,6 +168,12 @@ pub trait Workload: Send + std::fmt::Debug {
     fn unanswered(&mut self, _conn: &ClientConn) -> u64 {
         0
     }
+    /// Open loop: the sends due that the connection held back, never queued (it could take
+    /// no more), as it goes or the run ends: forgets them and says how many messages they
+    /// were (they count as unsent).
+    fn held_back(&mut self, _conn: &ClientConn) -> u64 {
+        0
+    }
     /// The connection is gone (its slot may be reused).
     fn on_drop(&mut self, _conn: &ClientConn) {}
     /// Once a second, off the message path: state the workload is done with (e.g. what
@@ -180,6 +186,12 @@ pub trait Workload: Send + std::fmt::Debug {
     /// frees may be sent. A workload whose requests wait in send order checks only the
     /// oldest, so this costs one comparison per connection when nothing is late.
     fn expire_requests(&mut self, _cx: &mut Cx<'_>, _conn: &mut ClientConn, _now: Instant) {}
+    /// Whether requests are outstanding, awaiting their replies (sent, or due and held
+    /// back): asked once per loop turn, so it must cost no more than a comparison. A second
+    /// that begins with requests awaited and completes no exchange is a stall.
+    fn awaiting(&self, _now: Instant) -> bool {
+        false
+    }
     /// Whether replies are still on their way (the end of the run waits, up to
     /// [`Workload::drain`]).
     fn busy(&self, _now: Instant) -> bool {

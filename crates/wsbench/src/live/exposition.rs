@@ -164,6 +164,8 @@ mod tests {
             stage: None,
             round_trips: 5,
             connections_open: 1,
+            awaiting: false,
+            stall_s: 0,
             p50_us: 200,
             p90_us: 900,
             p99_us: 40_000,

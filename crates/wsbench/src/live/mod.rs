@@ -65,6 +65,11 @@ pub struct Second {
     /// Round trips completed in this second (exact).
     pub round_trips: u64,
     pub connections_open: u64,
+    /// Replies were awaited when the second began: with no round trip in it, it stalled.
+    pub awaiting: bool,
+    /// Seconds the stall going on has lasted, this one included (0: not stalled), as the
+    /// [`Publisher`] that wrote the second counted them.
+    pub stall_s: u64,
     /// Latency of this second's round trips, µs (0 when there were none).
     pub p50_us: u64,
     pub p90_us: u64,
@@ -109,6 +114,8 @@ impl Second {
             stage: None,
             round_trips: interval.exchanges,
             connections_open: interval.connections_open,
+            awaiting: interval.awaiting,
+            stall_s: 0,
             p50_us: quantile(0.5),
             p90_us: quantile(0.9),
             p99_us: quantile(0.99),
@@ -118,6 +125,11 @@ impl Second {
             remaining_secs: (end_us != u64::MAX).then(|| end_us.saturating_sub(now_us).div_ceil(1_000_000)),
             shards: None,
         }
+    }
+
+    /// Whether replies were awaited through the second and none came.
+    pub fn stalled(&self) -> bool {
+        self.awaiting && self.round_trips == 0
     }
 
     /// The second's stage as the result names it (`stage2`), when it has one.
@@ -200,6 +212,7 @@ impl Live {
             server_pids,
             dashboard: dashboard::current(),
             unpaged: Vec::new(),
+            stall_s: 0,
         };
         if let Some(endpoint) = &publisher.endpoint {
             endpoint.publish(publisher.totals.render());
@@ -312,7 +325,7 @@ impl Tracker<'_> {
             let mut second = Second::of(interval, phase, counters, self.window.1);
             second.stage =
                 self.stages.as_ref().and_then(|plan| plan.stage_of(interval.second)).map(|i| i as u64 + 1);
-            self.publisher.write(&second, &interval.latency);
+            self.publisher.write(&mut second, &interval.latency);
             if let Some(feed) = &self.live.feed {
                 feed.lock().unwrap_or_else(PoisonError::into_inner).write(&second, interval);
             }
@@ -342,12 +355,17 @@ pub struct Publisher {
     /// their p99.9).
     dashboard: Option<Arc<dashboard::Dashboard>>,
     unpaged: Vec<(Second, u64)>,
+    /// Seconds the stall going on has lasted so far.
+    stall_s: u64,
 }
 
 impl Publisher {
     /// Writes `second`, whose round trips took `latency`, to the stream, and adds it to the
-    /// page's totals ([`Publisher::publish`] serves them).
-    pub fn write(&mut self, second: &Second, latency: &Histogram<u64>) {
+    /// page's totals ([`Publisher::publish`] serves them); first says how long the stall
+    /// going on has lasted, if the second stalled ([`Second::stall_s`]).
+    pub fn write(&mut self, second: &mut Second, latency: &Histogram<u64>) {
+        self.stall_s = if second.stalled() { self.stall_s + 1 } else { 0 };
+        second.stall_s = self.stall_s;
         if let Some(stream) = &self.stream {
             stream.lock().unwrap_or_else(PoisonError::into_inner).write(second);
         }
@@ -377,6 +395,7 @@ impl Publisher {
     /// A new measurement: the page's totals count from nothing again.
     pub fn restart(&mut self) {
         self.totals = Totals::new(self.totals.connections_planned());
+        self.stall_s = 0;
     }
 
     /// Puts what the stream buffered on disk.

@@ -30,6 +30,8 @@ pub struct ShardSecond {
     pub stage: Option<u64>,
     pub round_trips: u64,
     pub connections_open: u64,
+    /// Replies were awaited when the second began.
+    pub awaiting: bool,
     pub remaining_secs: Option<u64>,
     /// The shard's counters and errors so far.
     pub counters: Counters,
@@ -48,6 +50,8 @@ struct Wire {
     stage: Option<u64>,
     round_trips: u64,
     connections_open: u64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    awaiting: bool,
     remaining_secs: Option<u64>,
     counters: Counters,
     errors: BTreeMap<String, u64>,
@@ -80,6 +84,7 @@ pub fn line(second: &Second, interval: &Interval, step: u64) -> String {
         stage: second.stage,
         round_trips: second.round_trips,
         connections_open: second.connections_open,
+        awaiting: second.awaiting,
         remaining_secs: second.remaining_secs,
         counters: second.counters.clone(),
         errors: second.errors.clone(),
@@ -99,6 +104,7 @@ pub fn parse(line: &str) -> Option<ShardSecond> {
         stage: wire.stage,
         round_trips: wire.round_trips,
         connections_open: wire.connections_open,
+        awaiting: wire.awaiting,
         remaining_secs: wire.remaining_secs,
         counters: wire.counters,
         errors: wire.errors,

@@ -109,7 +109,7 @@ impl ShardSeconds {
         let mut latency = new_histogram();
         let mut counters = Counters::default();
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-        let (mut round_trips, mut open) = (0, 0);
+        let (mut round_trips, mut open, mut awaiting) = (0, 0, false);
         let (mut rates, mut opens) = (Vec::new(), Vec::new());
         for ((report, latest), ended) in reports.iter().zip(&self.latest).zip(&self.ended) {
             let Some(at) = report.as_ref().or(latest.as_ref()) else { continue };
@@ -124,6 +124,7 @@ impl ShardSeconds {
             }
             if let Some(report) = report {
                 round_trips += report.round_trips;
+                awaiting |= report.awaiting;
                 rates.push(report.round_trips);
                 // Both come from wsbench's own bounds.
                 let _ = latency.add(&report.latency);
@@ -140,6 +141,8 @@ impl ShardSeconds {
             stage: first.and_then(|s| s.stage),
             round_trips,
             connections_open: open,
+            awaiting,
+            stall_s: 0,
             p50_us: quantile(0.5),
             p90_us: quantile(0.9),
             p99_us: quantile(0.99),
@@ -206,7 +209,7 @@ fn follow(
     let mut ended = 0;
     while ended < count {
         let Ok(event) = received.recv() else { break };
-        let shown = match event {
+        let mut shown = match event {
             ShardEvent::Stdout(shard, line) => parse(&line).map_or_else(Vec::new, |s| seconds.add(shard, s)),
             ShardEvent::Ended(shard) => {
                 ended += 1;
@@ -221,13 +224,13 @@ fn follow(
                 Vec::new()
             }
         };
-        for summed in &shown {
+        for summed in &mut shown {
             // Each measurement's page counts from nothing, as a tracker's does.
             if summed.step != step {
                 step = summed.step;
                 publisher.restart();
             }
-            publisher.write(&summed.second, &summed.latency);
+            publisher.write(&mut summed.second, &summed.latency);
         }
         if let Some(last) = shown.last() {
             publisher.publish(last.second.second + 1);
@@ -270,6 +273,7 @@ mod tests {
             stage: None,
             round_trips,
             connections_open: 10,
+            awaiting: false,
             remaining_secs: Some(5 - second),
             counters: Counters {
                 connections_attempted: 10,

@@ -55,6 +55,7 @@ pub fn line(s: &Second, step: u64) -> serde_json::Value {
         "phase": s.phase.name(),
         "round_trips": s.round_trips,
         "connections_open": s.connections_open,
+        "stall_s": s.stall_s,
         "latency_us": { "p50": s.p50_us, "p90": s.p90_us, "p99": s.p99_us, "max": s.max_us },
         "remaining_secs": s.remaining_secs,
         "counters": {
@@ -94,6 +95,8 @@ mod tests {
             stage: None,
             round_trips: 7,
             connections_open: 2,
+            awaiting: false,
+            stall_s: 0,
             p50_us: 100,
             p90_us: 150,
             p99_us: 200,

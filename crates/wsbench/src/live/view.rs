@@ -75,7 +75,7 @@ impl View {
 pub fn block(s: &Second, exchanges: &str) -> String {
     format!(
         "{phase}{stage}  {elapsed} s elapsed{left}\n  connections  {up} up, {failed} failed\n  {exchanges:<11}  \
-         {rate}/s this second   p50 {p50}   p99 {p99}\n  errors       {errors}{shards}",
+         {rate}/s this second   p50 {p50}   p99 {p99}{stall}\n  errors       {errors}{shards}",
         phase = s.phase.name(),
         stage = s.stage_name().map_or(String::new(), |stage| format!(" · {stage}")),
         elapsed = s.second + 1,
@@ -86,6 +86,7 @@ pub fn block(s: &Second, exchanges: &str) -> String {
         p50 = latency(s.p50_us, s.round_trips),
         p99 = latency(s.p99_us, s.round_trips),
         errors = group(s.error_count()),
+        stall = stall_text(s).map_or(String::new(), |stall| format!("   {stall}")),
         shards = s
             .shards
             .map_or(String::new(), |spread| format!("\n  shards       {}", spread_text(&spread, exchanges))),
@@ -96,7 +97,7 @@ pub fn block(s: &Second, exchanges: &str) -> String {
 pub fn line(s: &Second, exchanges: &str) -> String {
     format!(
         "wsbench: {elapsed:>4} s {phase:<8}{stage}  {rate} {exchanges}/s  p50 {p50}  p99 {p99}  \
-         connections {up} up, {failed} failed  errors {errors}{left}{shards}",
+         connections {up} up, {failed} failed  errors {errors}{stall}{left}{shards}",
         elapsed = s.second + 1,
         phase = s.phase.name(),
         stage = s.stage_name().map_or(String::new(), |stage| format!("  {stage}")),
@@ -106,9 +107,15 @@ pub fn line(s: &Second, exchanges: &str) -> String {
         up = group(s.connections_open),
         failed = group(s.counters.connect_failures()),
         errors = group(s.error_count()),
+        stall = stall_text(s).map_or(String::new(), |stall| format!("  {stall}")),
         left = s.remaining_secs.map_or(String::new(), |left| format!("  {left} s left")),
         shards = s.shards.map_or(String::new(), |spread| format!("  {}", spread_text(&spread, exchanges))),
     )
+}
+
+/// `STALLED 3 s`: replies awaited and none for that long, this second included.
+fn stall_text(s: &Second) -> Option<String> {
+    (s.stall_s > 0).then(|| format!("STALLED {} s", group(s.stall_s)))
 }
 
 /// How a `--processes` run's shards compare: `50 shards (2 behind): 626–809 round trips/s,
@@ -147,6 +154,8 @@ pub(super) mod tests {
             stage: None,
             round_trips: 12_345,
             connections_open: 10,
+            awaiting: true,
+            stall_s: 0,
             p50_us: 210,
             p90_us: 300,
             p99_us: 1_500,
@@ -190,6 +199,22 @@ pub(super) mod tests {
         assert!(block(&of_shards, "round trips").ends_with(
             "\n  shards       55 shards (3 behind): 900–1,250 round trips/s, 18,000–18,200 up each"
         ));
+    }
+
+    #[test]
+    fn a_stalled_second_says_for_how_long() {
+        let stalled = Second { round_trips: 0, stall_s: 3, ..second() };
+        assert!(
+            line(&stalled, "round trips").contains("errors 2  STALLED 3 s  3 s left"),
+            "{}",
+            line(&stalled, "round trips")
+        );
+        assert!(
+            block(&stalled, "round trips").contains("p99 -   STALLED 3 s\n"),
+            "{}",
+            block(&stalled, "round trips")
+        );
+        assert!(!line(&second(), "round trips").contains("STALLED"));
     }
 
     #[test]

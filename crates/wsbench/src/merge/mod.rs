@@ -146,16 +146,7 @@ pub fn command(files: &[PathBuf], output: Option<&Path>, partial: bool) -> Resul
 
 /// Merges the results of a run's shards (see the module documentation for the rules).
 pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
-    let first = inputs.first().ok_or(MergeError::Empty)?;
-    check_not_merged(inputs)?;
-    for other in &inputs[1..] {
-        check_same_scenario(first, other)?;
-    }
-    for (n, input) in inputs.iter().enumerate() {
-        for other in &inputs[n + 1..] {
-            check_one_run(input, other)?;
-        }
-    }
+    let first = check_mergeable(inputs)?;
     let start_ms = inputs.iter().map(|i| i.result.started_at_unix_ms).min().unwrap_or(0);
     let Sums {
         metrics,
@@ -191,6 +182,7 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         measured_exchanges,
         // Shards connect at the same time: the slowest one's connect phase is the run's.
         connect_phase_secs: inputs.iter().map(|i| i.result.summary.connect_phase_s).fold(0.0, f64::max),
+        drain_secs: inputs.iter().map(|i| i.result.drain_s).fold(0.0, f64::max),
         interrupted: inputs.iter().any(|i| i.result.interrupted),
         connections,
         in_flight,
@@ -224,6 +216,22 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         merged.ended_early = Some(EndedEarly::new(planned, &merged.counters));
     }
     Ok(merged)
+}
+
+/// The first of `inputs`, once they are shown to be shards of one run of one scenario, none
+/// of them merged already.
+fn check_mergeable(inputs: &[ShardInput]) -> Result<&ShardInput, MergeError> {
+    let first = inputs.first().ok_or(MergeError::Empty)?;
+    check_not_merged(inputs)?;
+    for other in &inputs[1..] {
+        check_same_scenario(first, other)?;
+    }
+    for (n, input) in inputs.iter().enumerate() {
+        for other in &inputs[n + 1..] {
+            check_one_run(input, other)?;
+        }
+    }
+    Ok(first)
 }
 
 /// What the shards add up to: their metrics on one clock, counts, rates and workers.

@@ -65,13 +65,35 @@ pub struct Counters {
     pub messages_received: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
-    /// Messages sent but never answered when the run ended (younger than the reply
-    /// deadline: older ones are `reply_timeouts`).
+    /// Messages sent and never answered: when their connection went (the server closed or
+    /// broke it: counted there) or when the run ended (`unanswered_at_end`); younger than the
+    /// reply deadline (older ones are `reply_timeouts`).
     pub messages_unanswered: u64,
-    /// Messages queued that the socket never took (still queued when the run ended or the
-    /// connection went): not in `messages_sent`.
+    /// Of `messages_unanswered`, those still awaited when the run's drain ran out: an error
+    /// (`unanswered_at_end`), since a server that answers sends them within the drain.
+    #[serde(default)]
+    pub unanswered_at_end: u64,
+    /// Messages due that the socket never took (queued, or held back by an open loop, when
+    /// the run ended or the connection went): not in `messages_sent`.
     #[serde(default)]
     pub messages_unsent: u64,
+    /// Requests never taken by the socket (queued, or held back by an open loop) and not
+    /// given up, when their connection went or the run ended: of `messages_unsent`, those
+    /// that were still requests awaited.
+    #[serde(default)]
+    pub unsent_requests: u64,
+    /// Open loop: messages the schedule made due. Each ends in exactly one of: answered
+    /// (`warmup_messages`, the measured round trips, `answered_after_window`),
+    /// `requests_refused`, `reply_timeouts` (sent or not), `messages_unanswered`,
+    /// `unsent_requests`.
+    #[serde(default)]
+    pub sends_due: u64,
+    /// Exchanges completed after the measured window (replies the end of the run drained).
+    #[serde(default)]
+    pub answered_after_window: u64,
+    /// Requests the server answered with an error reply (counted by its cause too).
+    #[serde(default)]
+    pub requests_refused: u64,
     /// Messages that answered no request in flight (an unsolicited message, or an echo of
     /// something never sent or already answered): an error, never a round trip.
     #[serde(default)]
@@ -80,6 +102,10 @@ pub struct Counters {
     /// due (sent, or held back unsent while the connection could take no more).
     #[serde(default)]
     pub reply_timeouts: u64,
+    /// Of `reply_timeouts`, those held back unsent (an open loop whose connection could take
+    /// no more) when their deadline passed.
+    #[serde(default)]
+    pub reply_timeouts_unsent: u64,
     /// Messages answered during warm-up (not in the latency histogram).
     pub warmup_messages: u64,
     /// Connections that completed at least one round trip in the measured window (the echo
@@ -241,6 +267,7 @@ impl Counters {
         put("payload_mismatch", self.payload_mismatches);
         put("unexpected", self.unexpected_messages);
         put("reply_timeout", self.reply_timeouts);
+        put("unanswered_at_end", self.unanswered_at_end);
         put("close_unanswered", self.closes_unanswered);
         for (code, count) in &self.closed_by_server {
             put(&format!("closed_{code}"), *count);
@@ -308,9 +335,15 @@ impl AddAssign<&Counters> for Counters {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.messages_unanswered += other.messages_unanswered;
+        self.unanswered_at_end += other.unanswered_at_end;
         self.messages_unsent += other.messages_unsent;
+        self.sends_due += other.sends_due;
+        self.unsent_requests += other.unsent_requests;
+        self.answered_after_window += other.answered_after_window;
+        self.requests_refused += other.requests_refused;
         self.unexpected_messages += other.unexpected_messages;
         self.reply_timeouts += other.reply_timeouts;
+        self.reply_timeouts_unsent += other.reply_timeouts_unsent;
         self.warmup_messages += other.warmup_messages;
         self.connections_in_window += other.connections_in_window;
         self.reconnections += other.reconnections;

@@ -19,19 +19,23 @@ pub struct Interval {
     /// completed in this second, warm-up included.
     pub exchanges: u64,
     pub connections_open: u64,
+    /// Requests were outstanding, awaiting replies, when the second began (on any worker):
+    /// with no exchange in it, the second is a stall.
+    pub awaiting: bool,
     pub latency: Histogram<u64>,
 }
 
 impl Interval {
     /// Second `second`, nothing recorded yet.
     pub fn new(second: u64) -> Interval {
-        Interval { second, exchanges: 0, connections_open: 0, latency: new_histogram() }
+        Interval { second, exchanges: 0, connections_open: 0, awaiting: false, latency: new_histogram() }
     }
 
     /// Adds `other` (the same second, another worker's share) into this one.
     pub fn add(&mut self, other: &Interval) {
         self.exchanges += other.exchanges;
         self.connections_open += other.connections_open;
+        self.awaiting |= other.awaiting;
         self.latency.add(&other.latency).expect("histograms share bounds");
     }
 
@@ -49,6 +53,8 @@ pub struct TimelineSecond {
     /// Exchanges completed in this second, warm-up included.
     pub exchanges: u64,
     pub connections_open: u64,
+    /// Requests were outstanding when the second began ([`Interval::awaiting`]).
+    pub awaiting: bool,
     /// Latency of this second's exchanges, µs (0 when there were none).
     pub p50_us: u64,
     pub p99_us: u64,
@@ -61,9 +67,15 @@ impl TimelineSecond {
             second: interval.second,
             exchanges: interval.exchanges,
             connections_open: interval.connections_open,
+            awaiting: interval.awaiting,
             p50_us: interval.quantile_us(0.5),
             p99_us: interval.quantile_us(0.99),
         }
+    }
+
+    /// Whether nothing was answered in this second while requests awaited replies.
+    pub fn stalled(&self) -> bool {
+        self.awaiting && self.exchanges == 0
     }
 
     /// Adds the same second of another process (a shard): counts sum; each percentile is
@@ -73,6 +85,7 @@ impl TimelineSecond {
     pub fn add(&mut self, other: &TimelineSecond) {
         self.exchanges += other.exchanges;
         self.connections_open += other.connections_open;
+        self.awaiting |= other.awaiting;
         self.p50_us = self.p50_us.max(other.p50_us);
         self.p99_us = self.p99_us.max(other.p99_us);
     }

@@ -259,6 +259,15 @@ fn notes(results: &[(String, RunResult)]) -> Vec<(&'static str, &str, String)> {
                 .collect();
             notes.push(("bad", label.as_str(), format!("errors: {}.", errors.join(", "))));
         }
+        if let Some(stalls) = super::awaited::stalls_text(result) {
+            notes.push(("bad", label.as_str(), format!("stalls: {stalls}.")));
+        }
+        for warning in super::awaited::warnings(result) {
+            notes.push(("warn", label.as_str(), format!("{warning}.")));
+        }
+        if let Some(warning) = result.client.machine_network.as_ref().and_then(|n| n.warning.as_ref()) {
+            notes.push(("warn", label.as_str(), format!("{warning}.")));
+        }
         if result.client.bound {
             let reason = result.client.bound_reason.as_deref().unwrap_or("a client worker was saturated");
             notes.push(("warn", label.as_str(), format!("client-bound: {reason}")));

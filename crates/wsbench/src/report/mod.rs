@@ -5,6 +5,7 @@
 //! formatted by [`crate::units::format`] alone. This module reads the files and dispatches by their kind
 //! (see [`input`]).
 
+mod awaited;
 mod bars;
 mod charts;
 mod compare;

@@ -137,8 +137,10 @@ fn headline(out: &mut String, result: &RunResult, paint: Paint) {
         result.client.bound_reason.as_ref().filter(|_| result.client.bound),
         load.and_then(|load| load.busy.as_ref()),
         load.and_then(|load| load.shared_cpus.as_ref()),
+        result.client.machine_network.as_ref().and_then(|network| network.warning.as_ref()),
     ];
-    for reason in warnings.into_iter().flatten() {
+    let awaited = super::awaited::warnings(result);
+    for reason in warnings.into_iter().flatten().chain(&awaited) {
         for line in wrap(&format!("WARNING: {reason}"), WIDTH, "         ") {
             let _ = writeln!(out, "{}", paint.paint(YELLOW, &line));
         }
@@ -209,12 +211,16 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
             summary.errors.iter().map(|(kind, n)| error_with_detail(result, kind, *n)).collect();
         line(out, "errors:", &paint.paint(RED, &errors.join(", ")));
     }
+    for (label, text) in super::awaited::awaited_lines(result) {
+        line(out, label, &text);
+    }
     let messages = &summary.messages;
     let mut text = format!(
-        "{} sent, {} received, {} unanswered",
+        "{} sent, {} received, {} unanswered{}",
         group(messages.sent),
         group(messages.received),
-        group(messages.unanswered)
+        group(messages.unanswered),
+        super::awaited::unanswered_note(result)
     );
     if messages.unsent > 0 {
         text.push_str(&format!(", {} unsent (queued, never taken by the socket)", group(messages.unsent)));

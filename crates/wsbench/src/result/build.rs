@@ -171,6 +171,7 @@ impl ClientSummary {
             heap_connected_bytes: None,
             bytes_per_connection: None,
             machine_load: None,
+            machine_network: None,
         }
     }
 
@@ -255,7 +256,15 @@ impl Summary {
                 unfinished: counters.connects_unfinished,
             },
             disconnections: counters.disconnections(),
-            errors: errors_of(metrics),
+            errors: errors_of(
+                metrics,
+                super::unanswered::Window {
+                    seconds: outcome.measured_secs,
+                    exchanges: outcome.measured_exchanges,
+                },
+            ),
+            stalls: super::Stalls::of(&metrics.timeline),
+            sends: super::SendLedger::of(counters, outcome.measured_exchanges),
             messages: MessageCounts {
                 sent: counters.messages_sent,
                 received: counters.messages_received,
@@ -286,9 +295,9 @@ impl Summary {
 
 /// The run's errors by kind: its counters' and its scenario's, and whether it asked and was
 /// never answered.
-fn errors_of(metrics: &Metrics) -> BTreeMap<String, u64> {
+fn errors_of(metrics: &Metrics, window: super::unanswered::Window) -> BTreeMap<String, u64> {
     let mut errors = metrics.errors();
-    if super::unanswered::none_answered(metrics) {
+    if super::unanswered::none_answered(metrics, window) {
         errors.insert(super::NO_REQUEST_ANSWERED.to_owned(), 1);
     }
     errors
@@ -300,6 +309,7 @@ impl TimelinePoint {
             second: second.second,
             exchanges: second.exchanges,
             connections_open: second.connections_open,
+            awaiting: second.awaiting,
             p50_us: second.p50_us,
             p99_us: second.p99_us,
         }
@@ -338,6 +348,7 @@ impl RunResult {
             started_at_unix_ms: outcome.started_at_unix_ms,
             elapsed_s: finite(outcome.elapsed_secs),
             measured_s: finite(outcome.measured_secs),
+            drain_s: finite(outcome.drain_secs),
             interrupted: outcome.interrupted,
             ended_early: None,
             summary: Summary::from_outcome(outcome),

@@ -245,6 +245,7 @@ impl RunResult {
                 second: point.second,
                 exchanges: point.exchanges,
                 connections_open: point.connections_open,
+                awaiting: point.awaiting,
                 p50_us: point.p50_us,
                 p99_us: point.p99_us,
             })

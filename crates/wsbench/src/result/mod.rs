@@ -15,7 +15,9 @@ mod compression;
 mod distribution;
 mod ended_early;
 pub mod search;
+mod sends;
 mod stages;
+mod stalls;
 mod transport;
 mod unanswered;
 
@@ -33,7 +35,9 @@ pub use codec::{decode_histogram, encode_histogram};
 pub use compression::CompressionSummary;
 pub use distribution::Distribution;
 pub use ended_early::EndedEarly;
+pub use sends::{ACHIEVED_WARNING, SendLedger};
 pub use stages::StageFigures;
+pub use stalls::{STALLS_KEPT, Stall, Stalls};
 pub use transport::TransportSummary;
 pub use unanswered::{NO_REQUEST_ANSWERED, reason as no_request_answered_reason};
 
@@ -101,6 +105,10 @@ pub struct RunResult {
     pub elapsed_s: f64,
     /// Wall time over which `summary.exchanges_per_sec` is computed (after ramp and warm-up).
     pub measured_s: f64,
+    /// How long the end of the run waited for replies still in flight (the drain), s: what
+    /// was still awaited after it is `unanswered_at_end`. Absent from older files.
+    #[serde(default)]
+    pub drain_s: f64,
     /// The run was stopped early (Ctrl-C, fatal error); the numbers cover what ran.
     pub interrupted: bool,
     /// The run ended before its measured window did, on its own: no connection was left.
@@ -213,6 +221,12 @@ pub struct Summary {
     pub disconnections: u64,
     /// Every non-zero error counter by kind (`connect_timeout`, `closed_1001`, …).
     pub errors: BTreeMap<String, u64>,
+    /// Whole seconds in which requests awaited replies and none came (from the timeline).
+    #[serde(default)]
+    pub stalls: Stalls,
+    /// An open loop's sends due and where each ended; absent for a closed loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sends: Option<SendLedger>,
     pub messages: MessageCounts,
     pub bytes: ByteCounts,
     pub littles_law: LittlesLaw,
@@ -411,6 +425,10 @@ pub struct ClientSummary {
     /// a server sharing the client's CPUs (absent in merged results and older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_load: Option<crate::machine_load::MachineLoad>,
+    /// What the kernel's network stack dropped and retransmitted on this machine during the
+    /// run (absent in merged results and older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_network: Option<crate::machine_net::MachineNetwork>,
 }
 
 /// One second of the run.
@@ -422,6 +440,9 @@ pub struct TimelinePoint {
     #[serde(rename = "echoes")]
     pub exchanges: u64,
     pub connections_open: u64,
+    /// Requests awaited replies when the second began: with no exchange in it, a stall.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub awaiting: bool,
     pub p50_us: u64,
     pub p99_us: u64,
 }

@@ -247,10 +247,12 @@ impl Session {
         let shared = self.shared_cpus(&pids);
         let mut tracker = self.live.track(&config.load, &phases, scenario.exchange(), pids, hlog);
         let clock = crate::machine_load::CpuClock::now();
+        let net = crate::machine_net::NetCounters::now();
         let output = engine::run(job, &self.cpus.client, interrupt, &mut |control, seen| {
             tracker.update(control, seen)
         });
         let clock = clock.zip(crate::machine_load::CpuClock::now());
+        let net = net.zip(crate::machine_net::NetCounters::now());
         // The probe samples on while the server releases the closed connections (a scenario
         // that measures the server's drift says how long).
         std::thread::sleep(scenario.settle());
@@ -278,6 +280,7 @@ impl Session {
             measured_secs: output.measured_secs,
             measured_exchanges: output.measured_exchanges,
             connect_phase_secs: output.connect_phase_secs,
+            drain_secs: output.drain_secs,
             interrupted: output.interrupted,
             connections: output.metrics.counters.connections_established,
             in_flight: config.load.in_flight,
@@ -291,6 +294,7 @@ impl Session {
         result.run_id = Some(config.run_id.clone());
         result.client.machine_load =
             clock.map(|(before, after)| before.until(&after, result.server.cpu_seconds, shared));
+        result.client.machine_network = net.map(|(before, after)| before.until(&after));
         result.ended_early = output.ended_early.map(|planned| EndedEarly::new(planned, &result.counters));
         Ok(result)
     }

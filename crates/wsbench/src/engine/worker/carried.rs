@@ -156,7 +156,7 @@ impl Worker {
             State::Open => {
                 let counters = &mut self.rec.metrics.counters;
                 *counters.transport_errors_by_cause.entry(cause.to_owned()).or_default() += 1;
-                counters.messages_unanswered += self.workload.unanswered(conn);
+                super::ending::count_unanswered(counters, self.workload.as_mut(), conn);
                 self.drop_conn(key);
             }
             State::Closing => self.on_broken(key),

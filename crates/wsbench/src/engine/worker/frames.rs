@@ -82,7 +82,7 @@ impl Worker {
         conn.budget.release();
         let counters = &mut self.rec.metrics.counters;
         counters.count_framing_error(&framing_cause(error), &framing_detail(error));
-        counters.messages_unanswered += self.workload.unanswered(conn);
+        super::ending::count_unanswered(counters, self.workload.as_mut(), conn);
         conn.write_control(OpCode::Close, &error.close_code().to_be_bytes());
         let _ = conn.flush(None);
         None
@@ -109,7 +109,7 @@ impl Worker {
             counters.close_reasons.entry(code).or_insert_with(|| reason.chars().take(200).collect());
         }
         if conn.state == State::Open {
-            counters.messages_unanswered += self.workload.unanswered(conn);
+            super::ending::count_unanswered(counters, self.workload.as_mut(), conn);
         }
         let opening = conn.state == State::Opening;
         let reply = if code == 0 { Vec::new() } else { code.to_be_bytes().to_vec() };

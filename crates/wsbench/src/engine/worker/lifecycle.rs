@@ -174,7 +174,7 @@ impl Worker {
             }
             State::Open => {
                 counters.resets += 1;
-                counters.messages_unanswered += self.workload.unanswered(conn);
+                super::ending::count_unanswered(counters, self.workload.as_mut(), conn);
             }
             State::Closing if conn.closing_by_load => {
                 counters.closes_unanswered += 1;
@@ -201,8 +201,12 @@ impl Worker {
                 self.let_go(carrier, stream, &mut conn);
             }
             self.rec.sent(conn.ledger.take_written());
-            self.rec.metrics.counters.messages_unsent += conn.take_unsent(self.workload.batch());
+            let unsent = conn.take_unsent(self.workload.batch());
+            self.rec.metrics.counters.messages_unsent += unsent;
             if matches!(conn.state, State::Open | State::Closing) {
+                let held_back = self.workload.held_back(&conn);
+                self.rec.metrics.counters.messages_unsent += held_back;
+                self.rec.metrics.counters.unsent_requests += held_back;
                 self.workload.on_drop(&conn);
             }
             if conn.state != State::Closing {

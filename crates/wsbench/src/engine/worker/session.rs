@@ -176,6 +176,6 @@ impl Worker {
 /// What an open connection had outstanding is unanswered.
 fn count_unanswered(rec: &mut Recorder, workload: &mut dyn Workload, conn: &ClientConn) {
     if conn.state == State::Open {
-        rec.metrics.counters.messages_unanswered += workload.unanswered(conn);
+        super::ending::count_unanswered(&mut rec.metrics.counters, workload, conn);
     }
 }

@@ -79,6 +79,7 @@ fn figures(result: &RunResult) -> Value {
             "failed": summary.connections.failed,
         },
         "errors": summary.errors,
+        "stalls": summary.stalls,
         "server": {
             "rss_peak_bytes": result.server.rss_peak_bytes,
             "cpu_seconds": result.server.cpu_seconds,
@@ -105,6 +106,8 @@ mod tests {
             stage: None,
             round_trips: 900,
             connections_open: 10,
+            awaiting: false,
+            stall_s: 0,
             p50_us: 100,
             p90_us: 200,
             p99_us: 300,

@@ -14,6 +14,8 @@ fn second(n: u64) -> (Second, u64) {
         stage: None,
         round_trips: 100 + n,
         connections_open: 4,
+        awaiting: false,
+        stall_s: 0,
         p50_us: 10,
         p90_us: 20,
         p99_us: 30,

@@ -82,6 +82,9 @@ impl Workload for ChurnWorkload {
     fn on_drop(&mut self, conn: &ClientConn) {
         self.echo.on_drop(conn);
     }
+    fn awaiting(&self, now: Instant) -> bool {
+        self.echo.awaiting(now)
+    }
     fn busy(&self, now: Instant) -> bool {
         self.echo.busy(now)
     }

@@ -413,6 +413,7 @@ impl Workload for EchoWorkload {
 
     fn on_due(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, due: Instant, now: Instant) {
         let Some(mut state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
+        cx.rec.metrics.counters.sends_due += self.frames_per_send;
         if state.backlog.is_empty() && self.can_send(&state, conn) {
             self.send_batch(cx, conn, &mut state, due, now);
         } else {
@@ -433,7 +434,9 @@ impl Workload for EchoWorkload {
         }
         let (in_flight, unsent_batches) = state.expire(deadline);
         self.outstanding -= in_flight;
-        cx.rec.metrics.counters.reply_timeouts += in_flight + unsent_batches * self.frames_per_send;
+        let counters = &mut cx.rec.metrics.counters;
+        counters.reply_timeouts += in_flight + unsent_batches * self.frames_per_send;
+        counters.reply_timeouts_unsent += unsent_batches * self.frames_per_send;
         let Some(state) = self.conns.get_mut(conn.slot).and_then(Option::take) else { return };
         match conn.state {
             State::Open => self.send_more(cx, conn, state, now),
@@ -482,6 +485,7 @@ impl Workload for EchoWorkload {
             Incoming::Error { seq: Some(seq), .. } => match state.take(Some(seq)) {
                 Some(_) => {
                     state.refused += 1;
+                    cx.rec.metrics.counters.requests_refused += 1;
                     self.outstanding -= 1;
                     self.send_more(cx, conn, state, now);
                 }
@@ -499,10 +503,22 @@ impl Workload for EchoWorkload {
         count
     }
 
+    fn held_back(&mut self, conn: &ClientConn) -> u64 {
+        let Some(state) = self.conns.get_mut(conn.slot).and_then(Option::as_mut) else { return 0 };
+        let batches = state.backlog.len() as u64;
+        state.backlog.clear();
+        batches * self.frames_per_send
+    }
+
     fn on_drop(&mut self, conn: &ClientConn) {
         if let Some(state) = self.conns.get_mut(conn.slot).and_then(Option::take) {
             self.outstanding -= state.outstanding();
         }
+    }
+
+    #[inline]
+    fn awaiting(&self, _now: Instant) -> bool {
+        self.outstanding > 0
     }
 
     fn busy(&self, _now: Instant) -> bool {

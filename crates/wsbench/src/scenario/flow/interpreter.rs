@@ -48,11 +48,14 @@ pub struct FlowWorkload {
     /// By slot: each connection's place in the program.
     states: Vec<Option<FlowState>>,
     section: FlowSection,
+    /// Sends awaiting their replies over every connection (each connection's
+    /// `outstanding`, summed): what the end of the run drains and a stall is judged by.
+    awaited: u64,
 }
 
 impl FlowWorkload {
     pub fn new(program: Arc<FlowProgram>, data: Option<Arc<crate::config::DataTable>>) -> FlowWorkload {
-        FlowWorkload { program, data, states: Vec::new(), section: FlowSection::default() }
+        FlowWorkload { program, data, states: Vec::new(), section: FlowSection::default(), awaited: 0 }
     }
 
     /// Runs `conn`'s program from where it is until it waits.
@@ -152,6 +155,7 @@ impl FlowWorkload {
                         None => Some(1),
                     };
                     flow.outstanding.push(Outstanding { name: name.clone(), value, sent: now, vars, left });
+                    self.awaited += 1;
                 }
                 // The template did not make JSON with that field: nothing can match.
                 None => *self.section.unmatched.entry(name.clone()).or_default() += 1,
@@ -167,6 +171,7 @@ impl FlowWorkload {
                 let FlowOp::ExpectReply { send, .. } = &self.program.ops[pc] else { return };
                 let late: Vec<Outstanding> = flow.outstanding.extract_if(.., |o| o.name == *send).collect();
                 *self.section.late.entry(send.clone()).or_default() += late.len() as u64;
+                self.awaited -= late.len() as u64;
                 for outstanding in late {
                     flow.expire(outstanding.name, outstanding.value);
                 }
@@ -185,10 +190,9 @@ impl FlowWorkload {
     /// A whole message from the server: matched to what the connection waits for.
     /// `error`: the message protocol read it as an error reply (already counted by cause).
     fn on_reply(&mut self, cx: &mut Cx<'_>, flow: &mut FlowState, message: &[u8], error: bool, now: Instant) {
-        if !cx.rec.sending_allowed(now) && matches!(flow.wait, Wait::Done | Wait::Nothing) {
-            // The run is over: what still arrives answers nothing the flow waits for.
-            return;
-        }
+        // Once the run is over and the flow waits for nothing, a reply may still answer a
+        // send in flight (the drain waits for those); anything else is no longer unmatched.
+        let over = !cx.rec.sending_allowed(now) && matches!(flow.wait, Wait::Done | Wait::Nothing);
         let text = String::from_utf8_lossy(message);
         let program = self.program.clone();
         if let Wait::Regex(pc, waited_since, _) = flow.wait
@@ -221,7 +225,7 @@ impl FlowWorkload {
         if flow.expired.iter().any(|(name, value)| answers(name, value)) {
             return;
         }
-        if !error {
+        if !error && !over {
             self.unmatched(flow, &text);
         }
     }
@@ -271,6 +275,7 @@ impl FlowWorkload {
             return;
         }
         let done = flow.outstanding.remove(index);
+        self.awaited -= 1;
         if let (Replies::UpTo(..), Some(0)) = (replies, done.left) {
             // Its count came before its `until`: what else answers it is its own, not counted.
             flow.expire(done.name.clone(), done.value.clone());
@@ -347,12 +352,21 @@ impl Workload for FlowWorkload {
         let Some(flow) = self.states.get_mut(conn.slot).and_then(Option::as_mut) else { return 0 };
         let count = flow.outstanding.len() as u64;
         flow.outstanding.clear();
+        self.awaited -= count;
         count
     }
     fn on_drop(&mut self, conn: &ClientConn) {
-        if let Some(state) = self.states.get_mut(conn.slot) {
-            *state = None;
+        if let Some(state) = self.states.get_mut(conn.slot).and_then(Option::take) {
+            self.awaited -= state.outstanding.len() as u64;
         }
+    }
+    #[inline]
+    fn awaiting(&self, _now: Instant) -> bool {
+        self.awaited > 0
+    }
+    /// Replies still awaited: the end of the run waits for them (up to its drain).
+    fn busy(&self, _now: Instant) -> bool {
+        self.awaited > 0
     }
     fn errors(&self) -> BTreeMap<String, u64> {
         let mut errors = BTreeMap::new();
