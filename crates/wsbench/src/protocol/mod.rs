@@ -10,6 +10,7 @@
 //! folder and a line in [`PROTOCOLS`] (docs/architecture.md says how).
 
 pub mod centrifugo;
+pub mod error_text;
 pub mod graphql_ws;
 pub mod jsonrpc;
 pub mod mqtt;
