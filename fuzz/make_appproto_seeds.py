@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the hand-made seed corpora of the application-protocol fuzz targets under
 fuzz/corpus/<target>/ (mqtt_decode, stomp_decode, socketio_decode, graphql_ws_decode,
-jsonrpc_decode, centrifugo_decode, nats_decode).
+jsonrpc_decode, centrifugo_decode, nats_decode, actioncable_decode).
 
 The seeds are committed; this script documents how they were made and regenerates them.
 They are built here by hand from the specifications and from real servers' traffic, not
@@ -155,6 +155,24 @@ def nats_seeds():
     }
 
 
+def actioncable_seeds():
+    # As Action Cable 6.1 (Debian's ruby-actioncable under puma) sent them.
+    ident = '"{\\"channel\\":\\"BenchChannel\\",\\"room\\":\\"1\\"}"'
+    return {
+        "welcome": '{"type":"welcome"}',
+        "ping": '{"type":"ping","message":1795887365}',
+        "confirm": '{"identifier":' + ident + ',"type":"confirm_subscription"}',
+        "reject": '{"identifier":"{\\"channel\\":\\"GuardedChannel\\"}","type":"reject_subscription"}',
+        "message": '{"identifier":' + ident + ',"message":{"action":"echo","seq":7,"payload":"hi \\"x\\""}}',
+        "broadcast": '{"identifier":' + ident + ',"message":{"action":"broadcast","payload":{"id":"0-1","ts":5}}}',
+        "disconnect": '{"type":"disconnect","reason":"unauthorized","reconnect":false}',
+        "unknown-type": '{"type":"confirm_subscription_v2"}',
+        "no-identifier": '{"type":"confirm_subscription"}',
+        "null-message": '{"identifier":"x","message":null}',
+        "array": '["welcome"]',
+    }
+
+
 if __name__ == "__main__":
     write("mqtt_decode", mqtt_seeds())
     write("stomp_decode", stomp_seeds())
@@ -163,3 +181,4 @@ if __name__ == "__main__":
     write("jsonrpc_decode", jsonrpc_seeds())
     write("centrifugo_decode", centrifugo_seeds())
     write("nats_decode", nats_seeds())
+    write("actioncable_decode", actioncable_seeds())

@@ -22,6 +22,8 @@
 #   - nats-server into <repo>/.tools (scripts/install-nats-server.sh, needs Go)
 #   - centrifugo into <repo>/.tools (scripts/install-centrifugo.sh, needs Go), also the
 #     fleet member servers/centrifugo
+#   - ruby-actioncable and puma (apt-get, only when missing; needs root or sudo): Action Cable
+#     for the fleet member servers/ruby-actioncable, whose config.ru the tests start
 # and the HTTP/2 fronts of the RFC 8441 tests (crates/wsbench/tests/engine/http2.rs):
 #   - haproxy (apt-get, only when missing; needs root or sudo); node's own http2 module needs
 #     nothing more than node
@@ -85,10 +87,12 @@ echo "install-test-peers: $(/usr/bin/chromium --version 2>/dev/null)," \
 
 ./scripts/install-toxiproxy.sh
 
-apt_install mosquitto rabbitmq-server haproxy
+apt_install mosquitto rabbitmq-server haproxy ruby-actioncable puma
 echo "install-test-peers: mosquitto $(dpkg-query -W -f='${Version}' mosquitto)," \
     "rabbitmq-server $(dpkg-query -W -f='${Version}' rabbitmq-server)," \
-    "haproxy $(dpkg-query -W -f='${Version}' haproxy)"
+    "haproxy $(dpkg-query -W -f='${Version}' haproxy)," \
+    "ruby-actioncable $(dpkg-query -W -f='${Version}' ruby-actioncable)," \
+    "puma $(dpkg-query -W -f='${Version}' puma)"
 echo "install-test-peers: npm ci in tests/peers"
 (cd tests/peers && npm ci --no-audit --no-fund --loglevel=error)
 node -e 'for (const p of ["socket.io", "socket.io-msgpack-parser", "graphql-ws", "graphql", "rpc-websockets"])

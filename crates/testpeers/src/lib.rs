@@ -1,6 +1,6 @@
 //! Starts the real servers that wsbench's application-protocol tests talk to, on free
 //! loopback ports, and stops them when the returned [`Peer`] is dropped: mosquitto, NATS,
-//! RabbitMQ (web-stomp and web-mqtt), Centrifugo, HAProxy as an HTTP/2 front, the fleet's axum server,
+//! RabbitMQ (web-stomp and web-mqtt), Centrifugo, Action Cable (puma), HAProxy as an HTTP/2 front, the fleet's axum server,
 //! and the small socket.io,
 //! graphql-ws, rpc-websockets and node `http2` programs under `tests/peers/`. Test-only (`publish = false`): it may block, sleep and
 //! spawn, which the library crates never do.
@@ -11,6 +11,7 @@
 //! started in a process group of its own and stopped by that group's id, never by name;
 //! each peer's configuration and data live in a fresh temporary folder removed on drop.
 
+mod actioncable;
 mod brokers;
 mod centrifugo;
 mod http2;
@@ -20,6 +21,7 @@ mod process;
 
 use std::path::PathBuf;
 
+pub use actioncable::{ActionCableSettings, start_actioncable};
 pub use brokers::{
     add_rabbitmq_user, start_mosquitto, start_mosquitto_with_password, start_nats, start_rabbitmq,
 };

@@ -9,6 +9,7 @@
 //! are, and the pub/sub JSON of docs/protocols.md — is the default. Adding a protocol is a
 //! folder and a line in [`PROTOCOLS`] (docs/architecture.md says how).
 
+pub mod actioncable;
 pub mod centrifugo;
 pub mod error_text;
 pub mod graphql_ws;
@@ -41,6 +42,7 @@ pub static PROTOCOLS: &[&dyn Protocol] = &[
     &graphql_ws::GraphqlWs,
     &centrifugo::Centrifugo,
     &nats::Nats,
+    &actioncable::ActionCable,
 ];
 
 /// The protocol called `name`.
