@@ -21,6 +21,7 @@ pub mod socketio;
 pub mod stomp;
 #[cfg(test)]
 mod stream_tests;
+pub mod subscriptions;
 pub mod template;
 
 use std::collections::BTreeMap;
@@ -177,6 +178,11 @@ pub trait Protocol: Sync + Debug {
     /// `given` as it is (`/` when empty). A path the user wrote, `/` too, is theirs.
     fn path(&self, _given: &str) -> Option<String> {
         None
+    }
+    /// [`Protocol::path`] for a protocol whose path holds one of its options (Pusher's
+    /// `/app/<app key>`): the run asks this one, with the options given.
+    fn path_for(&self, given: &str, _options: &Options) -> Option<String> {
+        self.path(given)
     }
     /// Whether it needs a `--target` (the built-in server speaks `raw` alone).
     fn needs_target(&self) -> bool {

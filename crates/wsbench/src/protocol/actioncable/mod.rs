@@ -31,7 +31,7 @@ use wsbench_appproto::actioncable::{PATH, SUBPROTOCOLS};
 use super::template::sample_json;
 use super::{Options, Protocol, Session, Setup, Use};
 use crate::options::{Kind, OptionSpec};
-use session::{ActionCableSession, Subscriptions};
+use session::{ActionCableSession, Identifiers};
 
 /// The channel when `--channel` is not given (the fleet member's).
 pub const DEFAULT_CHANNEL: &str = "BenchChannel";
@@ -126,8 +126,8 @@ impl Protocol for ActionCable {
             _ => DEFAULT_ECHO_ACTION,
         };
         let action = setup.fill(given.text(&ACTION).unwrap_or(default_action)).into_owned();
-        let subscriptions = Subscriptions::new(channel, &params, echo_name(setup.run, setup.index));
-        Box::new(ActionCableSession::new(setup.usage, subscriptions, action, setup.open_timeout))
+        let identifiers = Identifiers::new(channel, &params, echo_name(setup.run, setup.index));
+        Box::new(ActionCableSession::new(setup.usage, identifiers, action, setup.open_timeout))
     }
 }
 

@@ -7,7 +7,6 @@
 //! subscription's record (one per subscribed topic) and a publish waiting for its
 //! subscription (a bounded few).
 
-use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
@@ -16,12 +15,9 @@ use wsbench_appproto::json::{unescape_into, write_str, write_u64};
 
 use super::{MAX_PING_DELAY, TOPIC_PLACEHOLDER};
 use crate::protocol::error_text::ErrorText;
+use crate::protocol::subscriptions::{MAX_WAITING, Purpose, Subscriptions};
 use crate::protocol::template::Template;
 use crate::protocol::{Incoming, Outbox, Session, Sink, Use};
-
-/// Publishes a publisher keeps while its subscription awaits the server's confirmation;
-/// beyond, each is given up as an error (`actioncable_unconfirmed`).
-pub const MAX_WAITING: usize = 1024;
 
 /// What `{topic}` stands for in a stream's parameters.
 const STREAM_TOPIC: &str = "0";
@@ -38,96 +34,39 @@ enum Phase {
     Over,
 }
 
-/// What a subscription is for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Purpose {
-    /// The echo connection's own.
-    Echo,
-    /// A subscriber's, to the workload's topic (`tK`).
-    Topic(String),
-    /// A publisher's, to perform its publishes on topic `tK`.
-    Publishing(String),
-    Stream,
-}
-
-/// Whether the server has answered a subscription.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Answer {
-    /// Awaited until this time.
-    Awaited(Instant),
-    Confirmed,
-    Rejected,
-}
-
+/// How a connection's identifiers are made: `--channel`, and `--channel-params` split at
+/// its `{topic}`.
 #[derive(Debug)]
-struct Subscription {
-    identifier: String,
-    purpose: Purpose,
-    answer: Answer,
-    /// A publisher's publishes (their action's data) waiting for the confirmation.
-    waiting: VecDeque<Vec<u8>>,
-    /// A publisher's publishes not sent since the last report: past [`MAX_WAITING`], or
-    /// after the subscription was rejected or given up.
-    dropped: u64,
-}
-
-/// The subscriptions of a connection and how their identifiers are made: `--channel`, and
-/// `--channel-params` split at its `{topic}`.
-#[derive(Debug)]
-pub(super) struct Subscriptions {
+pub(super) struct Identifiers {
     channel: String,
     params: Template,
     echo_name: String,
-    list: Vec<Subscription>,
 }
 
-impl Subscriptions {
-    pub(super) fn new(channel: String, params: &str, echo_name: String) -> Subscriptions {
-        let params = Template::split(params, &[TOPIC_PLACEHOLDER]);
-        Subscriptions { channel, params, echo_name, list: Vec::new() }
+impl Identifiers {
+    pub(super) fn new(channel: String, params: &str, echo_name: String) -> Identifiers {
+        Identifiers { channel, params: Template::split(params, &[TOPIC_PLACEHOLDER]), echo_name }
     }
 
-    /// The identifier of the subscription whose `{topic}` is `topic`.
-    fn identifier(&self, topic: &str) -> String {
+    /// The identifier of the subscription for `purpose`.
+    fn of(&self, purpose: &Purpose) -> String {
+        let topic = match purpose {
+            Purpose::Echo => self.echo_name.as_str(),
+            Purpose::Stream => STREAM_TOPIC,
+            other => other.topic_number().unwrap_or_default(),
+        };
         let mut params = Vec::new();
         self.params.write(&mut params, |_, out| out.extend_from_slice(topic.as_bytes()));
         let mut identifier = Vec::new();
         cable::write_identifier(&mut identifier, &self.channel, &String::from_utf8_lossy(&params));
         String::from_utf8(identifier).unwrap_or_default()
     }
-
-    /// Records a subscription for `purpose`, answer awaited until `deadline`; returns its
-    /// identifier.
-    fn add(&mut self, purpose: Purpose, deadline: Instant) -> &str {
-        let topic = match &purpose {
-            Purpose::Echo => self.echo_name.clone(),
-            Purpose::Topic(name) | Purpose::Publishing(name) => {
-                name.strip_prefix('t').unwrap_or(name).to_owned()
-            }
-            Purpose::Stream => STREAM_TOPIC.to_owned(),
-        };
-        let identifier = self.identifier(&topic);
-        let answer = Answer::Awaited(deadline);
-        self.list.push(Subscription { identifier, purpose, answer, waiting: VecDeque::new(), dropped: 0 });
-        self.list.last().map_or("", |subscription| subscription.identifier.as_str())
-    }
-
-    fn find(&self, identifier: &str) -> Option<usize> {
-        self.list.iter().position(|subscription| subscription.identifier == identifier)
-    }
-
-    fn publishing(&self, topic: &str) -> Option<usize> {
-        self.list.iter().position(|s| matches!(&s.purpose, Purpose::Publishing(t) if t == topic))
-    }
-
-    fn echo(&self) -> Option<usize> {
-        self.list.iter().position(|subscription| subscription.purpose == Purpose::Echo)
-    }
 }
 
 #[derive(Debug)]
 pub(super) struct ActionCableSession {
     usage: Use,
+    identifiers: Identifiers,
     subscriptions: Subscriptions,
     action: String,
     phase: Phase,
@@ -150,13 +89,14 @@ pub(super) struct ActionCableSession {
 impl ActionCableSession {
     pub(super) fn new(
         usage: Use,
-        subscriptions: Subscriptions,
+        identifiers: Identifiers,
         action: String,
         open_timeout: Duration,
     ) -> ActionCableSession {
         ActionCableSession {
             usage,
-            subscriptions,
+            identifiers,
+            subscriptions: Subscriptions::default(),
             action,
             phase: Phase::Welcoming,
             now: Instant::now(),
@@ -172,8 +112,12 @@ impl ActionCableSession {
 
     /// Subscribes for `purpose`, its answer due within the open timeout.
     fn subscribe_for(&mut self, purpose: Purpose, out: &mut dyn Outbox) {
-        let deadline = self.now + self.open_timeout;
-        let identifier = self.subscriptions.add(purpose, deadline);
+        let identifier = self.identifiers.of(&purpose);
+        self.send_subscribe(&identifier, out);
+        self.subscriptions.add(identifier, purpose, self.now + self.open_timeout);
+    }
+
+    fn send_subscribe(&mut self, identifier: &str, out: &mut dyn Outbox) {
         self.encoding.clear();
         cable::encode_subscribe(&mut self.encoding, identifier);
         out.text(&self.encoding);
@@ -253,13 +197,10 @@ impl ActionCableSession {
     }
 
     fn on_confirmed(&mut self, identifier: &str, sink: &mut dyn Sink) {
-        let Some(at) = self.subscriptions.find(identifier) else { return sink.incoming(Incoming::Other) };
-        let subscription = &mut self.subscriptions.list[at];
-        if subscription.answer == Answer::Confirmed {
+        let Some((purpose, waited)) = self.subscriptions.confirm(identifier) else {
             return sink.incoming(Incoming::Other);
-        }
-        subscription.answer = Answer::Confirmed;
-        match subscription.purpose.clone() {
+        };
+        match purpose {
             Purpose::Echo => {
                 self.phase = Phase::Ready;
                 sink.incoming(Incoming::Ready);
@@ -267,9 +208,8 @@ impl ActionCableSession {
             Purpose::Topic(topic) => sink.incoming(Incoming::Subscribed { topic: &topic }),
             Purpose::Stream => sink.incoming(Incoming::Subscribed { topic: identifier }),
             Purpose::Publishing(_) => {
-                let subscription = &mut self.subscriptions.list[at];
-                for data in std::mem::take(&mut subscription.waiting) {
-                    Self::perform(&mut self.encoding, &subscription.identifier, &data, sink);
+                for data in waited {
+                    Self::perform(&mut self.encoding, identifier, &data, sink);
                 }
                 sink.incoming(Incoming::Other);
             }
@@ -277,18 +217,11 @@ impl ActionCableSession {
     }
 
     fn on_rejected(&mut self, identifier: &str, sink: &mut dyn Sink) {
-        let Some(at) = self.subscriptions.find(identifier) else { return sink.incoming(Incoming::Other) };
-        let subscription = &mut self.subscriptions.list[at];
-        subscription.answer = Answer::Rejected;
-        let unsent = std::mem::take(&mut subscription.waiting).len();
-        let (fatal, what) = match subscription.purpose {
-            Purpose::Echo => (true, "the echo's"),
-            Purpose::Stream => (true, "the stream's"),
-            Purpose::Topic(_) => (false, "a subscriber's"),
-            Purpose::Publishing(_) => (false, "a publisher's"),
+        let Some((purpose, unsent)) = self.subscriptions.refuse(identifier) else {
+            return sink.incoming(Incoming::Other);
         };
-        self.error(sink, format_args!("actioncable_rejected"), fatal, |detail| {
-            let _ = write!(detail, "the channel rejected {what} subscription {identifier}");
+        self.error(sink, format_args!("actioncable_rejected"), purpose.is_vital(), |detail| {
+            let _ = write!(detail, "the channel rejected {} subscription {identifier}", purpose.whose());
             if unsent > 0 {
                 let _ = write!(detail, " ({unsent} publishes waiting for it not sent)");
             }
@@ -297,8 +230,7 @@ impl ActionCableSession {
 
     /// What a channel transmitted, or a stream broadcast, on subscription `identifier`.
     fn on_transmitted(&mut self, identifier: &str, message: &str, sink: &mut dyn Sink) {
-        let purpose = self.subscriptions.find(identifier).map(|at| &self.subscriptions.list[at].purpose);
-        match purpose {
+        match self.subscriptions.purpose(identifier) {
             Some(Purpose::Echo) => {
                 let (seq, payload) = cable::action_fields(message);
                 let payload = match payload {
@@ -347,22 +279,14 @@ impl ActionCableSession {
     /// the echo's and the stream's); a publisher's waiting publishes go with it.
     fn give_up_unanswered(&mut self, now: Instant, sink: &mut dyn Sink) {
         let timeout = self.open_timeout.as_secs_f64();
-        let mut at = 0;
-        while at < self.subscriptions.list.len() {
-            let subscription = &mut self.subscriptions.list[at];
-            at += 1;
-            if !matches!(subscription.answer, Answer::Awaited(due) if due <= now) {
-                continue;
-            }
-            subscription.answer = Answer::Rejected;
-            let unsent = std::mem::take(&mut subscription.waiting).len();
-            let fatal = matches!(subscription.purpose, Purpose::Echo | Purpose::Stream);
-            let identifier = subscription.identifier.clone();
+        for overdue in self.subscriptions.overdue(now) {
+            let fatal = overdue.purpose.is_vital();
             self.error(sink, format_args!("actioncable_unconfirmed"), fatal, |detail| {
                 let _ = write!(
                     detail,
-                    "the server neither confirmed nor rejected the subscription {identifier} within {timeout} s \
-                     (is its channel a class of the application?); {unsent} publishes waiting for it not sent"
+                    "the server neither confirmed nor rejected the subscription {} within {timeout} s \
+                     (is its channel a class of the application?); {} publishes waiting for it not sent",
+                    overdue.name, overdue.unsent
                 );
             });
             if fatal {
@@ -370,30 +294,24 @@ impl ActionCableSession {
             }
         }
     }
-}
 
-impl ActionCableSession {
     /// Each publish not sent since the last report, an error by why: its subscription was
     /// rejected or given up, or too many wait for its confirmation.
     fn report_dropped(&mut self, sink: &mut dyn Sink) {
-        for at in 0..self.subscriptions.list.len() {
-            let subscription = &mut self.subscriptions.list[at];
-            let dropped = std::mem::take(&mut subscription.dropped);
-            if dropped == 0 || self.phase == Phase::Over {
-                continue;
-            }
-            let rejected = subscription.answer == Answer::Rejected;
-            let identifier = subscription.identifier.clone();
-            for _ in 0..dropped {
-                let cause = if rejected { "actioncable_rejected" } else { "actioncable_unconfirmed" };
+        for dropped in self.subscriptions.dropped() {
+            let cause = if dropped.refused { "actioncable_rejected" } else { "actioncable_unconfirmed" };
+            for _ in 0..dropped.count {
+                if self.phase == Phase::Over {
+                    return;
+                }
                 self.error(sink, format_args!("{cause}"), false, |detail| {
-                    let why = match rejected {
+                    let why = match dropped.refused {
                         true => "its subscription was rejected or never answered".to_owned(),
                         false => format!(
                             "{MAX_WAITING} publishes already wait for its subscription's confirmation"
                         ),
                     };
-                    let _ = write!(detail, "a publish on {identifier} not sent: {why}");
+                    let _ = write!(detail, "a publish on {} not sent: {why}", dropped.name);
                 });
             }
         }
@@ -415,14 +333,16 @@ impl Session for ActionCableSession {
     }
 
     fn request(&mut self, seq: u64, payload: &[u8], out: &mut dyn Outbox) {
-        let Some(echo) = self.subscriptions.echo().filter(|_| self.phase == Phase::Ready) else { return };
+        if self.phase != Phase::Ready {
+            return;
+        }
         self.fields.clear();
         self.fields.extend_from_slice(b"\"seq\":");
         write_u64(&mut self.fields, seq);
         self.fields.extend_from_slice(b",\"payload\":");
         write_str(&mut self.fields, &String::from_utf8_lossy(payload));
         self.write_data();
-        let identifier = &self.subscriptions.list[echo].identifier;
+        let Some(identifier) = self.subscriptions.name_of(&Purpose::Echo) else { return };
         Self::perform(&mut self.encoding, identifier, &self.data, out);
     }
 
@@ -447,21 +367,18 @@ impl Session for ActionCableSession {
         self.fields.extend_from_slice(b"\"payload\":");
         self.fields.extend_from_slice(payload);
         self.write_data();
-        let at = match self.subscriptions.publishing(topic) {
-            Some(at) => at,
-            None => {
-                self.subscribe_for(Purpose::Publishing(topic.to_owned()), out);
-                self.subscriptions.list.len() - 1
-            }
+        let (identifiers, deadline) = (&self.identifiers, self.now + self.open_timeout);
+        let mut new = None;
+        let subscribe = || {
+            let identifier = identifiers.of(&Purpose::Publishing(topic.to_owned()));
+            new = Some(identifier.clone());
+            (identifier, deadline)
         };
-        let subscription = &mut self.subscriptions.list[at];
-        match subscription.answer {
-            Answer::Confirmed => Self::perform(&mut self.encoding, &subscription.identifier, &self.data, out),
-            Answer::Awaited(_) if subscription.waiting.len() < MAX_WAITING => {
-                subscription.waiting.push_back(self.data.clone())
-            }
-            // Each an error at the next message or timer (`report_dropped`).
-            Answer::Awaited(_) | Answer::Rejected => subscription.dropped += 1,
+        if let Some(identifier) = self.subscriptions.publish(topic, &self.data, subscribe) {
+            Self::perform(&mut self.encoding, identifier, &self.data, out);
+        }
+        if let Some(identifier) = new {
+            self.send_subscribe(&identifier, out);
         }
     }
 
@@ -484,11 +401,7 @@ impl Session for ActionCableSession {
         if !matches!(self.phase, Phase::Subscribing | Phase::Ready) {
             return None;
         }
-        let awaited = self.subscriptions.list.iter().filter_map(|subscription| match subscription.answer {
-            Answer::Awaited(due) => Some(due),
-            _ => None,
-        });
-        awaited.chain(self.silence_due).min()
+        self.subscriptions.next_deadline().into_iter().chain(self.silence_due).min()
     }
 
     /// A subscription unanswered too long is given up; a server silent for longer than its
