@@ -36,6 +36,23 @@ impl ErrorText {
         sink.incoming(Incoming::Error { cause: &self.cause, detail: &self.detail, seq, fatal });
     }
 
+    /// [`ErrorText::report`] for a session whose state `phase` becomes `over` when the error
+    /// is fatal (the session reads and sends nothing more).
+    pub fn report_in<P>(
+        &mut self,
+        phase: &mut P,
+        over: P,
+        sink: &mut dyn Sink,
+        cause: Arguments<'_>,
+        fatal: bool,
+        detail: impl FnOnce(&mut String),
+    ) {
+        if fatal {
+            *phase = over;
+        }
+        self.report(sink, cause, None, fatal, detail);
+    }
+
     /// `message` is not the protocol's: counted by `cause`, with `why` and the start of it.
     pub fn malformed(&mut self, sink: &mut dyn Sink, cause: &str, why: &str, message: &[u8], fatal: bool) {
         self.report(sink, format_args!("{cause}"), None, fatal, |detail| {

@@ -4,11 +4,15 @@
 //! publisher's, a stream's), whether the server answered it and by when it must, and a
 //! publisher's publishes held until its subscription is confirmed (at most
 //! [`MAX_WAITING`]; the others, and those for a subscription refused or never answered, are
-//! counted as not sent, for the session to report). The names themselves are the
-//! protocol's to make.
+//! counted as not sent, each an error by the protocol's causes). The names themselves are
+//! the protocol's to make.
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use super::Sink;
+use super::error_text::ErrorText;
 
 /// Publishes a publisher holds while its subscription awaits the server's confirmation.
 pub const MAX_WAITING: usize = 1024;
@@ -86,6 +90,19 @@ pub struct Overdue {
     pub purpose: Purpose,
     /// Publishes that waited for it, not sent.
     pub unsent: usize,
+}
+
+/// The causes a protocol counts its subscriptions' lapses by.
+#[derive(Debug)]
+pub struct LapseCauses {
+    /// A subscription the server answered neither way in time.
+    pub unconfirmed: &'static str,
+    /// A publish not sent: its subscription was refused or given up.
+    pub refused: &'static str,
+    /// A publish not sent: [`MAX_WAITING`] already waited for its subscription.
+    pub crowded: &'static str,
+    /// Where to look when a subscription is never answered (in its error's detail).
+    pub hint: &'static str,
 }
 
 /// A connection's subscriptions, in the order they were made.
@@ -203,6 +220,52 @@ impl Subscriptions {
             }
         }
         dropped
+    }
+}
+
+impl Subscriptions {
+    /// Says, as errors by `causes`, each subscription given up at `now` (it waited
+    /// `timeout`; fatal for the echo's and the stream's, after which nothing more is said)
+    /// and each publish not sent since the last report. Returns whether a fatal one was.
+    pub fn report_lapses(
+        &mut self,
+        now: Instant,
+        timeout: Duration,
+        causes: &LapseCauses,
+        words: &mut ErrorText,
+        sink: &mut dyn Sink,
+    ) -> bool {
+        for overdue in self.overdue(now) {
+            let fatal = overdue.purpose.is_vital();
+            words.report(sink, format_args!("{}", causes.unconfirmed), None, fatal, |detail| {
+                let _ = write!(
+                    detail,
+                    "the server neither confirmed nor refused the subscription {} within {} s ({}); \
+                     {} publishes waiting for it not sent",
+                    overdue.name,
+                    timeout.as_secs_f64(),
+                    causes.hint,
+                    overdue.unsent
+                );
+            });
+            if fatal {
+                return true;
+            }
+        }
+        for dropped in self.dropped() {
+            let (cause, why) = match dropped.refused {
+                true => (causes.refused, "its subscription was refused or never answered".to_owned()),
+                false => {
+                    (causes.crowded, format!("{MAX_WAITING} publishes already wait for its subscription"))
+                }
+            };
+            for _ in 0..dropped.count {
+                words.report(sink, format_args!("{cause}"), None, false, |detail| {
+                    let _ = write!(detail, "a publish on {} not sent: {why}", dropped.name);
+                });
+            }
+        }
+        false
     }
 }
 

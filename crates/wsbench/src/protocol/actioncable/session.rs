@@ -15,9 +15,17 @@ use wsbench_appproto::json::{unescape_into, write_str, write_u64};
 
 use super::{MAX_PING_DELAY, TOPIC_PLACEHOLDER};
 use crate::protocol::error_text::ErrorText;
-use crate::protocol::subscriptions::{MAX_WAITING, Purpose, Subscriptions};
+use crate::protocol::subscriptions::{LapseCauses, Purpose, Subscriptions};
 use crate::protocol::template::Template;
 use crate::protocol::{Incoming, Outbox, Session, Sink, Use};
+
+/// How Action Cable's subscription lapses are counted.
+const LAPSES: LapseCauses = LapseCauses {
+    unconfirmed: "actioncable_unconfirmed",
+    refused: "actioncable_rejected",
+    crowded: "actioncable_unconfirmed",
+    hint: "is its channel a class of the application?",
+};
 
 /// What `{topic}` stands for in a stream's parameters.
 const STREAM_TOPIC: &str = "0";
@@ -190,10 +198,17 @@ impl ActionCableSession {
             .take(40)
             .collect();
         let word = if word.is_empty() { "unknown".to_owned() } else { word };
-        self.error(sink, format_args!("actioncable_disconnect_{word}"), true, |detail| {
-            let again = if reconnect { "it may reconnect" } else { "it may not reconnect" };
-            let _ = write!(detail, "the server disconnected the client: {reason:?} ({again})");
-        });
+        self.words.report_in(
+            &mut self.phase,
+            Phase::Over,
+            sink,
+            format_args!("actioncable_disconnect_{word}"),
+            true,
+            |detail| {
+                let again = if reconnect { "it may reconnect" } else { "it may not reconnect" };
+                let _ = write!(detail, "the server disconnected the client: {reason:?} ({again})");
+            },
+        );
     }
 
     fn on_confirmed(&mut self, identifier: &str, sink: &mut dyn Sink) {
@@ -220,12 +235,19 @@ impl ActionCableSession {
         let Some((purpose, unsent)) = self.subscriptions.refuse(identifier) else {
             return sink.incoming(Incoming::Other);
         };
-        self.error(sink, format_args!("actioncable_rejected"), purpose.is_vital(), |detail| {
-            let _ = write!(detail, "the channel rejected {} subscription {identifier}", purpose.whose());
-            if unsent > 0 {
-                let _ = write!(detail, " ({unsent} publishes waiting for it not sent)");
-            }
-        });
+        self.words.report_in(
+            &mut self.phase,
+            Phase::Over,
+            sink,
+            format_args!("actioncable_rejected"),
+            purpose.is_vital(),
+            |detail| {
+                let _ = write!(detail, "the channel rejected {} subscription {identifier}", purpose.whose());
+                if unsent > 0 {
+                    let _ = write!(detail, " ({unsent} publishes waiting for it not sent)");
+                }
+            },
+        );
     }
 
     /// What a channel transmitted, or a stream broadcast, on subscription `identifier`.
@@ -260,60 +282,16 @@ impl ActionCableSession {
         }
         self.words.malformed(sink, "actioncable_malformed", why, message, fatal);
     }
+}
 
-    /// An error counted by `cause`; a `fatal` one closes the connection.
-    fn error(
-        &mut self,
-        sink: &mut dyn Sink,
-        cause: std::fmt::Arguments<'_>,
-        fatal: bool,
-        detail: impl FnOnce(&mut String),
-    ) {
-        if fatal {
+impl ActionCableSession {
+    /// Subscriptions unanswered too long and publishes not sent, each an error.
+    fn lapses(&mut self, now: Instant, sink: &mut dyn Sink) {
+        let words = &mut self.words;
+        if self.phase != Phase::Over
+            && self.subscriptions.report_lapses(now, self.open_timeout, &LAPSES, words, sink)
+        {
             self.phase = Phase::Over;
-        }
-        self.words.report(sink, cause, None, fatal, detail);
-    }
-
-    /// Subscriptions whose answer did not come by their deadline, each an error (fatal for
-    /// the echo's and the stream's); a publisher's waiting publishes go with it.
-    fn give_up_unanswered(&mut self, now: Instant, sink: &mut dyn Sink) {
-        let timeout = self.open_timeout.as_secs_f64();
-        for overdue in self.subscriptions.overdue(now) {
-            let fatal = overdue.purpose.is_vital();
-            self.error(sink, format_args!("actioncable_unconfirmed"), fatal, |detail| {
-                let _ = write!(
-                    detail,
-                    "the server neither confirmed nor rejected the subscription {} within {timeout} s \
-                     (is its channel a class of the application?); {} publishes waiting for it not sent",
-                    overdue.name, overdue.unsent
-                );
-            });
-            if fatal {
-                return;
-            }
-        }
-    }
-
-    /// Each publish not sent since the last report, an error by why: its subscription was
-    /// rejected or given up, or too many wait for its confirmation.
-    fn report_dropped(&mut self, sink: &mut dyn Sink) {
-        for dropped in self.subscriptions.dropped() {
-            let cause = if dropped.refused { "actioncable_rejected" } else { "actioncable_unconfirmed" };
-            for _ in 0..dropped.count {
-                if self.phase == Phase::Over {
-                    return;
-                }
-                self.error(sink, format_args!("{cause}"), false, |detail| {
-                    let why = match dropped.refused {
-                        true => "its subscription was rejected or never answered".to_owned(),
-                        false => format!(
-                            "{MAX_WAITING} publishes already wait for its subscription's confirmation"
-                        ),
-                    };
-                    let _ = write!(detail, "a publish on {} not sent: {why}", dropped.name);
-                });
-            }
         }
     }
 }
@@ -394,7 +372,7 @@ impl Session for ActionCableSession {
             self.silence_due = Some(now + silence_allowed());
         }
         self.on_message(message, now, sink);
-        self.report_dropped(sink);
+        self.lapses(now, sink);
     }
 
     fn next_timer(&self) -> Option<Instant> {
@@ -411,19 +389,25 @@ impl Session for ActionCableSession {
         if !matches!(self.phase, Phase::Subscribing | Phase::Ready) {
             return;
         }
-        self.give_up_unanswered(now, sink);
-        self.report_dropped(sink);
+        self.lapses(now, sink);
         if self.phase == Phase::Over || self.silence_due.is_none_or(|due| due > now) {
             return;
         }
-        self.error(sink, format_args!("actioncable_no_ping"), true, |detail| {
-            let _ = write!(
-                detail,
-                "the server sent nothing for {} s, its ping interval and {} s (is it overloaded?)",
-                silence_allowed().as_secs(),
-                MAX_PING_DELAY.as_secs()
-            );
-        });
+        self.words.report_in(
+            &mut self.phase,
+            Phase::Over,
+            sink,
+            format_args!("actioncable_no_ping"),
+            true,
+            |detail| {
+                let _ = write!(
+                    detail,
+                    "the server sent nothing for {} s, its ping interval and {} s (is it overloaded?)",
+                    silence_allowed().as_secs(),
+                    MAX_PING_DELAY.as_secs()
+                );
+            },
+        );
     }
 
     fn close(&mut self, _out: &mut dyn Outbox) {
