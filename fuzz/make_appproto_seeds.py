@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the hand-made seed corpora of the application-protocol fuzz targets under
 fuzz/corpus/<target>/ (mqtt_decode, stomp_decode, socketio_decode, graphql_ws_decode,
-jsonrpc_decode, centrifugo_decode, nats_decode, actioncable_decode).
+jsonrpc_decode, centrifugo_decode, nats_decode, actioncable_decode, pusher_decode).
 
 The seeds are committed; this script documents how they were made and regenerates them.
 They are built here by hand from the specifications and from real servers' traffic, not
@@ -173,6 +173,24 @@ def actioncable_seeds():
     }
 
 
+def pusher_seeds():
+    # As sockudo 5.2 sent them.
+    return {
+        "established": '{"event":"pusher:connection_established","data":"{\\"socket_id\\":\\"341576051.1131946837\\",\\"activity_timeout\\":120}"}',
+        "succeeded": '{"event":"pusher_internal:subscription_succeeded","channel":"private-t1","data":"{}"}',
+        "presence": '{"event":"pusher_internal:subscription_succeeded","channel":"presence-t2","data":"{\\"presence\\":{\\"hash\\":{\\"u7\\":{}},\\"count\\":1,\\"ids\\":[\\"u7\\"]}}"}',
+        "auth-error": '{"event":"pusher:error","data":{"message":"Authentication error: Channel requires authentication","code":4009}}',
+        "client-event-refused": '{"event":"pusher:error","data":{"code":4301,"message":"Client event error: Client events can only be sent to private or presence channels"}}',
+        "client-event": '{"event":"client-x","channel":"private-t1","data":{"id":"0-1","n":[1]}}',
+        "api-event": '{"event":"tick","channel":"pub-1","data":"{\\"seq\\": 1}"}',
+        "pong": '{"event":"pusher:pong"}',
+        "ping": '{"event":"pusher:ping","data":{}}',
+        "subscription-error": '{"event":"pusher:subscription_error","channel":"private-x","data":{"type":"AuthError","error":"no","status":401}}',
+        "error-string": '{"event":"pusher:error","data":"{\\"code\\":4100,\\"message\\":\\"Over capacity\\"}"}',
+        "no-event": '{"channel":"x"}',
+    }
+
+
 if __name__ == "__main__":
     write("mqtt_decode", mqtt_seeds())
     write("stomp_decode", stomp_seeds())
@@ -182,3 +200,4 @@ if __name__ == "__main__":
     write("centrifugo_decode", centrifugo_seeds())
     write("nats_decode", nats_seeds())
     write("actioncable_decode", actioncable_seeds())
+    write("pusher_decode", pusher_seeds())

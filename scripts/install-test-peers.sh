@@ -24,6 +24,9 @@
 #     fleet member servers/centrifugo
 #   - ruby-actioncable and puma (apt-get, only when missing; needs root or sudo): Action Cable
 #     for the fleet member servers/ruby-actioncable, whose config.ru the tests start
+#   - sockudo, a Pusher server, into <repo>/.tools (scripts/install-sockudo.sh: cargo install,
+#     needs protobuf-compiler from apt-get; 30 minutes or more once per machine, its binary
+#     then kept in ~/.cache/wsbench-tools), also the fleet member servers/sockudo
 # and the HTTP/2 fronts of the RFC 8441 tests (crates/wsbench/tests/engine/http2.rs):
 #   - haproxy (apt-get, only when missing; needs root or sudo); node's own http2 module needs
 #     nothing more than node
@@ -87,7 +90,7 @@ echo "install-test-peers: $(/usr/bin/chromium --version 2>/dev/null)," \
 
 ./scripts/install-toxiproxy.sh
 
-apt_install mosquitto rabbitmq-server haproxy ruby-actioncable puma
+apt_install mosquitto rabbitmq-server haproxy ruby-actioncable puma protobuf-compiler
 echo "install-test-peers: mosquitto $(dpkg-query -W -f='${Version}' mosquitto)," \
     "rabbitmq-server $(dpkg-query -W -f='${Version}' rabbitmq-server)," \
     "haproxy $(dpkg-query -W -f='${Version}' haproxy)," \
@@ -99,6 +102,7 @@ node -e 'for (const p of ["socket.io", "socket.io-msgpack-parser", "graphql-ws",
     console.log("install-test-peers:", p, require(`./tests/peers/node_modules/${p}/package.json`).version)'
 ./scripts/install-nats-server.sh
 ./scripts/install-centrifugo.sh
+./scripts/install-sockudo.sh
 # The fleet's node.js `ws` server: the stages tests run against it (tests/stages.rs).
 echo "install-test-peers: npm ci in servers/node-ws"
 (cd servers/node-ws && npm ci --no-audit --no-fund --loglevel=error)

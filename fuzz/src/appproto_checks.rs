@@ -5,7 +5,7 @@
 //! incremental decoders must decode the same items whatever the input's split; views must
 //! answer every question asked of them; and what an encoder writes must decode back.
 
-use wsbench_appproto::{actioncable, centrifugo, graphql_ws, jsonrpc, mqtt, nats, socketio, stomp};
+use wsbench_appproto::{actioncable, centrifugo, graphql_ws, jsonrpc, mqtt, nats, pusher, socketio, stomp};
 
 /// Decodes everything `decode` finds in `input` (item, bytes used), stopping at the first
 /// error or incomplete item, after checking every item used some bytes within the input.
@@ -236,5 +236,25 @@ pub fn actioncable_decode(data: &[u8]) {
     assert_eq!(
         actioncable::decode(confirmation.as_bytes()),
         Ok(actioncable::ServerMessage::Confirmed { identifier: identifier.into() })
+    );
+}
+
+/// The input as a Pusher message; then a subscription to the input as a channel name comes
+/// back as the server's `subscription_succeeded` for that channel.
+pub fn pusher_decode(data: &[u8]) {
+    let _ = pusher::decode(data);
+    let channel = String::from_utf8_lossy(data);
+    let mut wire = Vec::new();
+    pusher::encode_subscribe(&mut wire, &channel, Some("k:s"), None);
+    let command = std::str::from_utf8(&wire).expect("a command is UTF-8");
+    let start = command.find("{\"channel\":").expect("the channel") + 11;
+    let end = command.rfind(",\"auth\":").expect("the auth");
+    let succeeded = format!(
+        "{{\"event\":\"pusher_internal:subscription_succeeded\",\"channel\":{}}}",
+        &command[start..end]
+    );
+    assert_eq!(
+        pusher::decode(succeeded.as_bytes()),
+        Ok(pusher::ServerEvent::Subscribed { channel: channel.clone() })
     );
 }

@@ -1,7 +1,8 @@
 //! The message protocols against their real servers: the `wsbench run` binary speaking
-//! Socket.IO, MQTT, STOMP, JSON-RPC, graphql-transport-ws, Centrifugo's protocol and Action
-//! Cable's to socket.io, mosquitto, NATS, RabbitMQ, rpc-websockets, graphql-ws, Centrifugo and
-//! Action Cable (puma), each started on a free port by `wsbench-testpeers` and stopped after.
+//! Socket.IO, MQTT, STOMP, JSON-RPC, graphql-transport-ws, Centrifugo's protocol, Action
+//! Cable's and Pusher's to socket.io, mosquitto, NATS, RabbitMQ, rpc-websockets, graphql-ws,
+//! Centrifugo, Action Cable (puma) and sockudo, each started on a free port by
+//! `wsbench-testpeers` and stopped after.
 //! Every run is short and bounded; a server that is not installed skips its tests unless
 //! `WSBENCH_REQUIRE_PEERS=1` (then it fails them).
 //!
@@ -74,6 +75,8 @@ mod mqtt;
 mod mqtt_credentials;
 #[path = "protocols/nats.rs"]
 mod nats;
+#[path = "protocols/pusher.rs"]
+mod pusher;
 #[path = "protocols/socketio.rs"]
 mod socketio;
 #[path = "protocols/stomp.rs"]

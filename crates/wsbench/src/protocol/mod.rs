@@ -16,6 +16,7 @@ pub mod graphql_ws;
 pub mod jsonrpc;
 pub mod mqtt;
 pub mod nats;
+pub mod pusher;
 pub mod raw;
 pub mod socketio;
 pub mod stomp;
@@ -44,6 +45,7 @@ pub static PROTOCOLS: &[&dyn Protocol] = &[
     &centrifugo::Centrifugo,
     &nats::Nats,
     &actioncable::ActionCable,
+    &pusher::Pusher,
 ];
 
 /// The protocol called `name`.
