@@ -18,6 +18,7 @@ pub mod search;
 mod sends;
 mod stages;
 mod stalls;
+pub mod sweep;
 mod transport;
 mod unanswered;
 
