@@ -57,8 +57,12 @@ pub struct SweepPlan {
     pub duration: Duration,
 }
 
+/// The settings of `wsbench run` a sweep refuses (`sweep --help` does not list them).
+pub const REFUSED_SETTINGS: [&str; 8] =
+    ["find-max-rate", "slo", "stages", "shard", "start-at", "hlog", "print-result", "dashboard"];
+
 /// The settings of `wsbench run` a sweep has no use for, with what to do instead.
-const REFUSED: [(&str, &str); 8] = [
+const REFUSED: [(&str, &str); REFUSED_SETTINGS.len()] = [
     (
         "find-max-rate",
         "a sweep measures every step it is given: search one rate with `wsbench run --find-max-rate`",

@@ -93,19 +93,29 @@ fn one(unit: Unit, text: &str) -> Result<f64, String> {
 fn geometric(unit: Unit, low: f64, high: f64, steps: usize) -> Result<Vec<f64>, String> {
     check_count(steps)?;
     let ratio = (high / low).powf(1.0 / (steps - 1) as f64);
-    let mut values: Vec<f64> = (0..steps)
-        .map(|i| match i {
+    let mut values: Vec<f64> = Vec::with_capacity(steps);
+    for i in 0..steps {
+        let value = match i {
             0 => low,
             i if i == steps - 1 => high,
             i => round(unit, low * ratio.powi(i as i32)),
-        })
-        .collect();
+        };
+        // Whole connections crowd at the low end (1, 1.4, 2…): each step is at least one more.
+        let least = values.last().map_or(value, |last| match unit {
+            Unit::Connections => last + 1.0,
+            Unit::Rate => *last,
+        });
+        values.push(value.max(least));
+    }
     values.dedup();
-    if values.len() < steps {
+    if values.len() < steps || values.windows(2).any(|pair| pair[1] <= pair[0]) || values[steps - 1] > high {
+        let fit = match unit {
+            Unit::Connections => (high - low + 1.0) as usize,
+            Unit::Rate => values.len(),
+        }
+        .min(steps - 1);
         return Err(format!(
-            "{steps} steps do not fit: only {} different loads lie between its ends; give --steps {} or fewer",
-            values.len(),
-            values.len()
+            "{steps} steps do not fit: only {fit} different loads lie between its ends; give --steps {fit} or fewer"
         ));
     }
     Ok(values)
@@ -167,6 +177,12 @@ mod tests {
             [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0]
         );
         assert_eq!(series(Unit::Connections, "1..10000", None).len(), DEFAULT_STEPS);
+        // Whole connections at the crowded low end are each one more than the last.
+        assert_eq!(
+            series(Unit::Connections, "1..100", Some(8)),
+            [1.0, 2.0, 4.0, 7.0, 14.0, 27.0, 52.0, 100.0]
+        );
+        assert_eq!(series(Unit::Connections, "1..5", Some(5)), [1.0, 2.0, 3.0, 4.0, 5.0]);
         assert_eq!(series(Unit::Rate, "1000/s..200000/s", Some(4)), [1_000.0, 5_850.0, 34_200.0, 200_000.0]);
         assert_eq!(series(Unit::Connections, "1, 2,4,8", None), [1.0, 2.0, 4.0, 8.0]);
         assert_eq!(series(Unit::Rate, "500/s,2/ms", None), [500.0, 2_000.0]);
