@@ -87,7 +87,8 @@ fn report_from_a_written_file_matches_the_golden_file() {
 fn a_sweeps_table_and_page_match_golden_files() {
     let sweep = fixture::sweep();
     check_golden("sweep", &wsbench::report::render_sweep(&sweep));
-    let page = wsbench::report::render_sweep_page(&[sweep], "wsbench sweep --connections 1..4096 --holdout 2");
+    let page =
+        wsbench::report::render_sweep_page(&[sweep], "wsbench sweep --connections 1..4096 --holdout 2");
     check_golden("sweep.html", &page);
 }
 
