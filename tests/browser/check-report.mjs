@@ -11,12 +11,9 @@
 // usage: node check-report.mjs REPORT.html SCREENSHOT.png [--charts NAME,NAME,...] [--results N]
 // Prints one line per check and "all checks passed" on success; exits 1 on any failure.
 
-import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 
-import { freshProfile, launch } from './chromium.mjs';
-import { inspectCharts, openOffline } from './page-checks.mjs';
+import { checkCharts, checkPage } from './page-checks.mjs';
 
 // A report of two or more results has all of these.
 const DEFAULT_CHARTS = [
@@ -112,13 +109,7 @@ function inspectOrder() {
 
 async function main() {
   const { report, screenshot, charts, results } = parseArgs(process.argv.slice(2));
-  const reportUrl = pathToFileURL(report).href;
-  const failures = [];
-  const userDataDir = freshProfile();
-  let context;
-  try {
-    context = await launch(userDataDir, TIMEOUT_MS);
-    const page = await openOffline(context, reportUrl, failures, TIMEOUT_MS);
+  await checkPage(report, TIMEOUT_MS, async (page, failures) => {
     const title = await page.title();
     console.log(`page: ${title}`);
     if (!title.startsWith('wsbench report')) {
@@ -129,13 +120,7 @@ async function main() {
     if (rows === 0) {
       failures.push('the summary table has no rows');
     }
-    for (const chart of await page.evaluate(inspectCharts, charts)) {
-      if (chart.problems.length === 0) {
-        console.log(`chart ${chart.name}: ok (${chart.size}, ${chart.marks} marks)`);
-      } else {
-        failures.push(`chart ${chart.name}: ${chart.problems.join('; ')}`);
-      }
-    }
+    await checkCharts(page, charts, failures);
     const colours = await page.evaluate(inspectColours, results);
     console.log(`colours: ${JSON.stringify(colours.counts)}`);
     failures.push(...colours.problems.map((problem) => `colours: ${problem}`));
@@ -147,21 +132,7 @@ async function main() {
     failures.push(...order.problems.map((problem) => `bar order: ${problem}`));
     await page.screenshot({ path: screenshot, fullPage: true });
     console.log(`screenshot: ${screenshot}`);
-  } catch (error) {
-    failures.push(`browser: ${error.stack ?? error}`);
-  } finally {
-    if (context) {
-      await context.close();
-    }
-    rmSync(userDataDir, { recursive: true, force: true });
-  }
-  if (failures.length > 0) {
-    for (const failure of failures) {
-      console.error(`FAIL ${failure}`);
-    }
-    process.exit(1);
-  }
-  console.log('all checks passed');
+  });
 }
 
 await main();

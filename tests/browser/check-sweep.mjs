@@ -1,7 +1,7 @@
 // Opens a sweep page written by `wsbench sweep --html` (or `compare --sweep --html`, or
 // `wsbench report --html` of sweep files) in a real browser (the system Chromium, driven
 // by the pinned playwright-core) and checks what a reader would see: both curves
-// (`sweep-throughput`, `sweep-latency`) drawn with marks, the page loading nothing but
+// (`sweep-rate`, `sweep-latency`) drawn with marks, the page loading nothing but
 // itself and logging no error; one table of steps per sweep; one colour per sweep in the
 // measured lines (as the browser computed them); and, when asked, at least N fitted USL
 // curves drawn, N knee rings and N predicted peaks, each on screen inside its chart.
@@ -10,14 +10,11 @@
 // usage: node check-sweep.mjs PAGE.html SCREENSHOT.png --sweeps N [--fits N] [--knees N] [--peaks N]
 // Prints one line per check and "all checks passed" on success; exits 1 on any failure.
 
-import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 
-import { freshProfile, launch } from './chromium.mjs';
-import { inspectCharts, openOffline } from './page-checks.mjs';
+import { checkCharts, checkPage } from './page-checks.mjs';
 
-const CHARTS = ['sweep-throughput', 'sweep-latency'];
+const CHARTS = ['sweep-rate', 'sweep-latency'];
 const TIMEOUT_MS = 60_000;
 
 function parseArgs(argv) {
@@ -41,14 +38,14 @@ function parseArgs(argv) {
 /// In the page: the sweeps' tables, the measured lines' colours, and the fitted curves,
 /// knees and peaks drawn (each inside its chart's box).
 function inspectSweeps() {
-  const throughput = document.querySelector('svg[data-chart="sweep-throughput"]');
+  const rate = document.querySelector('svg[data-chart="sweep-rate"]');
   const latency = document.querySelector('svg[data-chart="sweep-latency"]');
   const inside = (mark, svg) => {
     const box = mark.getBoundingClientRect();
     const frame = svg.getBoundingClientRect();
     return box.width > 0 && box.left >= frame.left && box.right <= frame.right && box.top >= frame.top && box.bottom <= frame.bottom;
   };
-  const series = [...(throughput?.querySelectorAll('g.series') ?? [])];
+  const series = [...(rate?.querySelectorAll('g.series') ?? [])];
   const measured = series.filter((g) => g.querySelector('title')?.textContent.endsWith(' measured'));
   const fits = series.filter((g) => g.querySelector('title')?.textContent.endsWith(' USL fit'));
   const drawn = (marks, svg) => marks.filter((mark) => inside(mark, svg)).length;
@@ -56,33 +53,21 @@ function inspectSweeps() {
     tables: document.querySelectorAll('section.sweep table.summary').length,
     rows: document.querySelectorAll('section.sweep table.summary tbody tr').length,
     colours: measured.map((g) => getComputedStyle(g.querySelector('polyline.mark')).stroke),
-    fits: drawn(fits.map((g) => g.querySelector('polyline.mark')), throughput),
+    fits: drawn(fits.map((g) => g.querySelector('polyline.mark')), rate),
     knees: latency ? drawn([...latency.querySelectorAll('g.marker[data-marker="knee"] .mark')], latency) : 0,
-    peaks: throughput ? drawn([...throughput.querySelectorAll('g.marker[data-marker="peak"] .mark')], throughput) : 0,
+    peaks: rate ? drawn([...rate.querySelectorAll('g.marker[data-marker="peak"] .mark')], rate) : 0,
   };
 }
 
 async function main() {
   const { page: pagePath, screenshot, wanted } = parseArgs(process.argv.slice(2));
-  const url = pathToFileURL(pagePath).href;
-  const failures = [];
-  const userDataDir = freshProfile();
-  let context;
-  try {
-    context = await launch(userDataDir, TIMEOUT_MS);
-    const page = await openOffline(context, url, failures, TIMEOUT_MS);
+  await checkPage(pagePath, TIMEOUT_MS, async (page, failures) => {
     const title = await page.title();
     console.log(`page: ${title}`);
     if (!title.startsWith('wsbench sweep')) {
       failures.push(`unexpected page title: ${title}`);
     }
-    for (const chart of await page.evaluate(inspectCharts, CHARTS)) {
-      if (chart.problems.length === 0) {
-        console.log(`chart ${chart.name}: ok (${chart.size}, ${chart.marks} marks)`);
-      } else {
-        failures.push(`chart ${chart.name}: ${chart.problems.join('; ')}`);
-      }
-    }
+    await checkCharts(page, CHARTS, failures);
     const seen = await page.evaluate(inspectSweeps);
     console.log(`sweeps: ${seen.tables} tables, ${seen.rows} steps; colours ${seen.colours.join(' ')}; fits ${seen.fits}, knees ${seen.knees}, peaks ${seen.peaks}`);
     if (seen.tables !== wanted.sweeps || seen.rows === 0) {
@@ -98,21 +83,7 @@ async function main() {
     }
     await page.screenshot({ path: screenshot, fullPage: true });
     console.log(`screenshot: ${screenshot}`);
-  } catch (error) {
-    failures.push(`browser: ${error.stack ?? error}`);
-  } finally {
-    if (context) {
-      await context.close();
-    }
-    rmSync(userDataDir, { recursive: true, force: true });
-  }
-  if (failures.length > 0) {
-    for (const failure of failures) {
-      console.error(`FAIL ${failure}`);
-    }
-    process.exit(1);
-  }
-  console.log('all checks passed');
+  });
 }
 
 await main();

@@ -1,6 +1,11 @@
-// What more than one browser check does: open a page that may load nothing but itself,
-// and look at its charts (a function run inside the page by `page.evaluate`, which takes
+// What more than one browser check does: open a page in a fresh browser where it may load
+// nothing but itself, report the failures found in it and exit, and look at its charts (a function run inside the page by `page.evaluate`, which takes
 // only what it is handed). Shared by check-report.mjs and check-sweep.mjs.
+
+import { rmSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+
+import { freshProfile, launch } from './chromium.mjs';
 
 /// In the page: what each expected chart looks like.
 export function inspectCharts(names) {
@@ -62,4 +67,45 @@ export async function openOffline(context, url, failures, timeoutMs) {
     failures.push(`loading ${url} failed (${response ? response.status() : 'no response'})`);
   }
   return page;
+}
+
+/// Opens the page file `path` offline in a fresh Chromium (see [`openOffline`]), runs
+/// `check(page, failures)` on it, closes the browser, then prints each failure and exits 1,
+/// or prints "all checks passed".
+export async function checkPage(path, timeoutMs, check) {
+  const url = pathToFileURL(path).href;
+  const failures = [];
+  const userDataDir = freshProfile();
+  let context;
+  try {
+    context = await launch(userDataDir, timeoutMs);
+    const page = await openOffline(context, url, failures, timeoutMs);
+    await check(page, failures);
+  } catch (error) {
+    failures.push(`browser: ${error.stack ?? error}`);
+  } finally {
+    if (context) {
+      await context.close();
+    }
+    rmSync(userDataDir, { recursive: true, force: true });
+  }
+  if (failures.length > 0) {
+    for (const failure of failures) {
+      console.error(`FAIL ${failure}`);
+    }
+    process.exit(1);
+  }
+  console.log('all checks passed');
+}
+
+/// Each chart of `names` in `page` checked by [`inspectCharts`]: a line each, its problems
+/// added to `failures`.
+export async function checkCharts(page, names, failures) {
+  for (const chart of await page.evaluate(inspectCharts, names)) {
+    if (chart.problems.length === 0) {
+      console.log(`chart ${chart.name}: ok (${chart.size}, ${chart.marks} marks)`);
+    } else {
+      failures.push(`chart ${chart.name}: ${chart.problems.join('; ')}`);
+    }
+  }
 }

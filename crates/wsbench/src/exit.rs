@@ -62,7 +62,7 @@ pub fn of_search(search: &crate::result::search::Search) -> u8 {
 /// fit refused is the sweep's answer, not a failure.
 pub fn of_sweep(sweep: &crate::result::sweep::Sweep, ctrl_c: bool) -> u8 {
     match (sweep.interrupted, ctrl_c) {
-        (true, true) | (false, true) => INTERRUPTED,
+        (_, true) => INTERRUPTED,
         (true, false) => FAILED,
         _ if sweep.thresholds.iter().any(|t| !t.passed) => THRESHOLDS_FAILED,
         _ if sweep.usable().next().is_none() => RUN_FAILURES,

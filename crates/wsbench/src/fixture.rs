@@ -486,7 +486,7 @@ pub fn sweep() -> crate::result::sweep::Sweep {
         .enumerate()
         .map(|(index, (&n, wobble))| {
             let mut result = RunResult::from_outcome(&closed_loop());
-            let throughput = (model.throughput(n) * wobble).round();
+            let throughput = (model.rate_at(n) * wobble).round();
             let mean_us = n / throughput * 1e6;
             let summary = &mut result.summary;
             summary.exchanges_per_sec = throughput;

@@ -42,7 +42,7 @@ pub struct Model {
 
 impl Model {
     /// X(N), exchanges per second at `n` connections.
-    pub fn throughput(&self, n: f64) -> f64 {
+    pub fn rate_at(&self, n: f64) -> f64 {
         self.lambda * n / (1.0 + self.sigma * (n - 1.0) + self.kappa * n * (n - 1.0))
     }
 
@@ -169,9 +169,9 @@ fn judge(points: &[Point], found: &Found) -> Fit {
     let model = found.model;
     let mean = points.iter().map(|p| p.throughput).sum::<f64>() / points.len() as f64;
     let total: f64 = points.iter().map(|p| (p.throughput - mean).powi(2)).sum();
-    let residual: f64 = points.iter().map(|p| (p.throughput - model.throughput(p.n)).powi(2)).sum();
+    let residual: f64 = points.iter().map(|p| (p.throughput - model.rate_at(p.n)).powi(2)).sum();
     let r_squared = if total > 0.0 { 1.0 - residual / total } else { 0.0 };
-    if !(r_squared >= MIN_R_SQUARED) {
+    if r_squared.is_nan() || r_squared < MIN_R_SQUARED {
         return Fit::refused(format!(
             "R² {r_squared:.2} is under {MIN_R_SQUARED:.2}: the Universal Scalability Law does not \
              describe these steps (noisy steps, or a server that changes behaviour within the range)"
@@ -214,7 +214,7 @@ fn judge(points: &[Point], found: &Found) -> Fit {
             };
             let peak = Peak {
                 connections,
-                throughput_per_sec: model.throughput(n_star),
+                throughput_per_sec: model.rate_at(n_star),
                 beyond_measured: n_star > largest,
             };
             (Some(peak), None)
@@ -300,7 +300,7 @@ impl MPFitter for Problem<'_> {
     fn eval(&mut self, params: &[f64], deviates: &mut [f64]) -> MPResult<()> {
         let model = Model { sigma: params[0], kappa: params[1], lambda: params[2] };
         for (deviate, point) in deviates.iter_mut().zip(self.points) {
-            *deviate = (point.throughput - model.throughput(point.n)) / point.throughput;
+            *deviate = (point.throughput - model.rate_at(point.n)) / point.throughput;
         }
         Ok(())
     }
@@ -372,7 +372,7 @@ pub fn holdout(points: &[Point], k: usize) -> Holdout {
         Some(fitted) => points[split..]
             .iter()
             .map(|point| {
-                let predicted = fitted.model().throughput(point.n);
+                let predicted = fitted.model().rate_at(point.n);
                 Prediction {
                     connections: point.n,
                     measured_per_sec: point.throughput,

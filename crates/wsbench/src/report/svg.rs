@@ -342,35 +342,40 @@ pub(super) fn marked_line_chart(
         out.push_str("</g>\n");
     }
     for marker in markers {
-        let (cx, cy) = (px(marker.at.0), py(marker.at.1));
-        let shape = match marker.kind {
-            "peak" => format!(
-                "<path class=\"mark marker\" stroke=\"{0}\" fill=\"#fff\" d=\"M{cx:.1} {1:.1}L{2:.1} {cy:.1}L{cx:.1} {3:.1}L{4:.1} {cy:.1}Z\"/>",
-                marker.color,
-                cy - 7.0,
-                cx + 7.0,
-                cy + 7.0,
-                cx - 7.0
-            ),
-            "excluded" => format!(
-                "<circle class=\"mark marker\" stroke=\"{}\" fill=\"#fff\" cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"4\"/>",
-                marker.color
-            ),
-            _ => format!(
-                "<circle class=\"mark marker\" stroke=\"{}\" fill=\"none\" stroke-width=\"2.5\" cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"8\"/>",
-                marker.color
-            ),
-        };
-        let _ = writeln!(
-            out,
-            "<g class=\"marker\" data-marker=\"{}\" data-color=\"{}\"><title>{}</title>{shape}</g>",
-            marker.kind,
-            marker.color,
-            escape(&marker.label)
-        );
+        draw_marker(&mut out, marker, (px(marker.at.0), py(marker.at.1)));
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// `marker` at `(cx, cy)` on the plot: a diamond for a peak, a hollow dot for a step left
+/// out, a ring for a knee.
+fn draw_marker(out: &mut String, marker: &Marker, (cx, cy): (f64, f64)) {
+    let shape = match marker.kind {
+        "peak" => format!(
+            "<path class=\"mark marker\" stroke=\"{0}\" fill=\"#fff\" d=\"M{cx:.1} {1:.1}L{2:.1} {cy:.1}L{cx:.1} {3:.1}L{4:.1} {cy:.1}Z\"/>",
+            marker.color,
+            cy - 7.0,
+            cx + 7.0,
+            cy + 7.0,
+            cx - 7.0
+        ),
+        "excluded" => format!(
+            "<circle class=\"mark marker\" stroke=\"{}\" fill=\"#fff\" cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"4\"/>",
+            marker.color
+        ),
+        _ => format!(
+            "<circle class=\"mark marker\" stroke=\"{}\" fill=\"none\" stroke-width=\"2.5\" cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"8\"/>",
+            marker.color
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "<g class=\"marker\" data-marker=\"{}\" data-color=\"{}\"><title>{}</title>{shape}</g>",
+        marker.kind,
+        marker.color,
+        escape(&marker.label)
+    );
 }
 
 /// One panel of [`small_multiples`]: a result's label and colour, and its lines.

@@ -93,18 +93,15 @@ pub fn render_sweep(sweep: &Sweep) -> String {
     out
 }
 
-fn row(index: usize, step: &SweepStep, varied: Varied) -> String {
+/// A step's cells after its number, as both the table and the page show them: load,
+/// throughput, p50, p90, p99, p99.9, errors, server CPU, server RSS.
+pub(super) fn cells(step: &SweepStep, varied: Varied) -> [String; 9] {
     let ms = |us: u64| millis_fixed(us as f64);
     let load = match varied {
         Varied::Connections => group(step.load as u64),
         Varied::Rate => rate(step.load),
     };
-    let cpu = step.server_cpu_percent.map_or_else(|| "-".to_owned(), |cpu| format!("{cpu:.0}%"));
-    let rss = step.server_rss_bytes.map_or_else(|| "-".to_owned(), mib_tight);
-    let note = step.excluded.as_deref().map(|why| format!("  left out: {why}")).unwrap_or_default();
-    format!(
-        "{:>4}  {:>11}  {:>13}  {:>9}  {:>9}  {:>9}  {:>9}  {:>7}  {:>10}  {:>10}{note}\n",
-        index + 1,
+    [
         load,
         rate(step.throughput_per_sec),
         ms(step.latency_us.p50),
@@ -112,8 +109,17 @@ fn row(index: usize, step: &SweepStep, varied: Varied) -> String {
         ms(step.latency_us.p99),
         ms(step.latency_us.p999),
         group(step.errors),
-        cpu,
-        rss
+        step.server_cpu_percent.map_or_else(|| "-".to_owned(), |cpu| format!("{cpu:.0}%")),
+        step.server_rss_bytes.map_or_else(|| "-".to_owned(), mib_tight),
+    ]
+}
+
+fn row(index: usize, step: &SweepStep, varied: Varied) -> String {
+    let [load, per_sec, p50, p90, p99, p999, errors, cpu, rss] = cells(step, varied);
+    let note = step.excluded.as_deref().map(|why| format!("  left out: {why}")).unwrap_or_default();
+    format!(
+        "{:>4}  {load:>11}  {per_sec:>13}  {p50:>9}  {p90:>9}  {p99:>9}  {p999:>9}  {errors:>7}  {cpu:>10}  {rss:>10}{note}\n",
+        index + 1
     )
 }
 

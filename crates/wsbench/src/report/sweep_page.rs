@@ -1,8 +1,8 @@
 //! The HTML page of one sweep or of several overlaid (`compare --sweep`, or `wsbench
 //! report --html` of sweep files): a table of steps per sweep, then two charts, each sweep
-//! in its own colour: throughput against load with the measured steps, the USL curve
+//! in its own colour: the rate of exchanges against load with the measured steps, the USL curve
 //! fitted to them (dashed) and its predicted peak (a diamond); and latency (p99 solid,
-//! p50 dashed) against throughput with each knee ringed. Steps left out of the analysis
+//! p50 dashed) against that rate with each knee ringed. Steps left out of the analysis
 //! (client-bound) are hollow dots. Then the analysis in words, as the terminal has it.
 //! Self-contained and deterministic like the report page (`html`), with whose style it is
 //! drawn.
@@ -13,11 +13,11 @@ use super::escape::escape;
 use super::html::{close_page, figure, open_page};
 use super::palette::{self, SECONDARY_DASH};
 use super::svg::{Axis, Marker, Scale, Series, empty, marked_line_chart};
-use super::sweep::{exchanges, fit_lines, headline, holdout_words, knee_words, load_words};
+use super::sweep::{cells, exchanges, fit_lines, headline, holdout_words, knee_words, load_words};
 use crate::curve::knee::Knee;
 use crate::result::LatencyStats;
 use crate::result::sweep::{Sweep, Varied};
-use crate::units::format::{group, mib_tight, millis_fixed, rate, tick_micros, tick_rate};
+use crate::units::format::{group, rate, tick_micros, tick_rate};
 
 /// Points of a fitted curve drawn between its ends.
 const CURVE_POINTS: usize = 64;
@@ -37,18 +37,20 @@ pub fn render_sweep_page(sweeps: &[Sweep], command: &str) -> String {
     let what = sweeps.first().map_or("exchanges", exchanges);
     figure(
         &mut out,
-        "Throughput against load",
+        &format!("{} per second against load", capitalised(what)),
         &format!(
             "{what} per second at each step (dots; hollow: left out of the fit), the Universal Scalability Law \
              fitted to them (dashed) and its predicted peak N* (diamond)."
         ),
-        &throughput_chart(sweeps),
+        &rate_chart(sweeps),
     );
     figure(
         &mut out,
-        "Latency against throughput",
-        "p99 (solid) and p50 (dashed) of each step against its throughput; the knee Kneedle finds on each is \
-         ringed.",
+        &format!("Latency against {what}/s"),
+        &format!(
+            "p99 (solid) and p50 (dashed) of each step against its {what} per second; the knee Kneedle finds on \
+             each is ringed."
+        ),
         &latency_chart(sweeps),
     );
     out.push_str("</div>\n</section>\n");
@@ -59,6 +61,12 @@ pub fn render_sweep_page(sweeps: &[Sweep], command: &str) -> String {
     out
 }
 
+/// `round trips` → `Round trips`.
+fn capitalised(words: &str) -> String {
+    let mut chars = words.chars();
+    chars.next().map_or_else(String::new, |first| first.to_uppercase().chain(chars).collect())
+}
+
 fn load_axis(sweeps: &[Sweep]) -> Axis {
     let label = match sweeps.first().map(|s| s.varied) {
         Some(Varied::Rate) => "offered rate (/s)",
@@ -67,7 +75,7 @@ fn load_axis(sweeps: &[Sweep]) -> Axis {
     Axis { label: label.to_owned(), scale: Scale::Log, format: tick_rate }
 }
 
-fn throughput_chart(sweeps: &[Sweep]) -> String {
+fn rate_chart(sweeps: &[Sweep]) -> String {
     let mut series = Vec::new();
     let mut markers = Vec::new();
     for (index, sweep) in sweeps.iter().enumerate() {
@@ -101,7 +109,7 @@ fn throughput_chart(sweeps: &[Sweep]) -> String {
             fitted.peak.map_or(measured_top, |p| p.connections.value.clamp(measured_top, measured_top * 4.0));
         let curve: Vec<(f64, f64)> = (0..CURVE_POINTS)
             .map(|i| low * (top / low).powf(i as f64 / (CURVE_POINTS - 1) as f64))
-            .map(|n| (n, model.throughput(n)))
+            .map(|n| (n, model.rate_at(n)))
             .collect();
         series.push(Series {
             label: format!("{} USL fit", sweep.label),
@@ -124,14 +132,14 @@ fn throughput_chart(sweeps: &[Sweep]) -> String {
         }
     }
     if series.iter().all(|s| s.points.is_empty()) {
-        return empty("sweep-throughput", "Throughput against load", "no step was measured");
+        return empty("sweep-rate", "Rate against load", "no step was measured");
     }
     let y = Axis {
         label: format!("{}/s", sweeps.first().map_or("exchanges", exchanges)),
         scale: Scale::Linear,
         format: tick_rate,
     };
-    marked_line_chart("sweep-throughput", "Throughput against load", load_axis(sweeps), y, &series, &markers)
+    marked_line_chart("sweep-rate", "Rate against load", load_axis(sweeps), y, &series, &markers)
 }
 
 fn latency_chart(sweeps: &[Sweep]) -> String {
@@ -172,7 +180,7 @@ fn latency_chart(sweeps: &[Sweep]) -> String {
         }
     }
     if series.iter().all(|s| s.points.is_empty()) {
-        return empty("sweep-latency", "Latency against throughput", "no step measured a latency");
+        return empty("sweep-latency", "Latency against rate", "no step measured a latency");
     }
     let x = Axis {
         label: format!("{}/s", sweeps.first().map_or("exchanges", exchanges)),
@@ -180,7 +188,7 @@ fn latency_chart(sweeps: &[Sweep]) -> String {
         format: tick_rate,
     };
     let y = Axis { label: "latency".to_owned(), scale: Scale::Log, format: tick_micros };
-    marked_line_chart("sweep-latency", "Latency against throughput", x, y, &series, &markers)
+    marked_line_chart("sweep-latency", "Latency against rate", x, y, &series, &markers)
 }
 
 /// One sweep's table of steps (`table.summary`, a row per step) and its analysis in words.
@@ -207,28 +215,13 @@ fn steps_section(out: &mut String, index: usize, sweep: &Sweep) {
         escape(exchanges(sweep))
     );
     for (i, step) in sweep.steps.iter().enumerate() {
-        let ms = |us: u64| millis_fixed(us as f64);
-        let load = match sweep.varied {
-            Varied::Connections => group(step.load as u64),
-            Varied::Rate => rate(step.load),
-        };
-        let errors_class = if step.errors > 0 { "num bad" } else { "num" };
-        let _ = writeln!(
-            out,
-            "<tr><td class=\"num\">{}</td><td class=\"num\">{load}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"{errors_class}\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-            i + 1,
-            rate(step.throughput_per_sec),
-            ms(step.latency_us.p50),
-            ms(step.latency_us.p90),
-            ms(step.latency_us.p99),
-            ms(step.latency_us.p999),
-            group(step.errors),
-            step.server_cpu_percent.map_or_else(|| "-".to_owned(), |c| format!("{c:.0}%")),
-            step.server_rss_bytes.map_or_else(|| "-".to_owned(), mib_tight),
-            escape(step.excluded.as_deref().map(|why| format!("left out: {why}")).as_deref().unwrap_or(""))
-        );
+        let _ = write!(out, "<tr><td class=\"num\">{}</td>", i + 1);
+        for (column, cell) in cells(step, sweep.varied).iter().enumerate() {
+            let class = if column == 6 && step.errors > 0 { "num bad" } else { "num" };
+            let _ = write!(out, "<td class=\"{class}\">{}</td>", escape(cell));
+        }
+        let note = step.excluded.as_deref().map(|why| format!("left out: {why}")).unwrap_or_default();
+        let _ = writeln!(out, "<td>{}</td></tr>", escape(&note));
     }
     out.push_str("</tbody></table></div>\n<ul class=\"notes analysis\">\n");
     let mut lines: Vec<String> = [("p99", &sweep.analysis.knee_p99), ("p50", &sweep.analysis.knee_p50)]

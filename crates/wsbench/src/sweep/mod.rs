@@ -112,36 +112,12 @@ impl SweepSettings {
                 return Err(invalid_setting("connections", "a sweep needs a series of loads: give --connections 1..10000 (closed loop) or --rate 1000/s..200000/s (open loop), or a list such as 1,10,100".to_owned()));
             }
         };
-        if self.steps.is_some() && ![&connections, &rate].iter().any(|g| matches!(g, Some(Given::Series(_))))
-        {
-            return Err(invalid_setting(
-                "steps",
-                "--steps spreads a range: give --connections A..B or --rate A/s..B/s".to_owned(),
-            ));
-        }
         for (setting, path) in [("json", &s.json), ("html", &s.html)] {
             if let Some(path) = path {
                 check_output_file(setting, path)?;
             }
         }
-        let held = |given: &Option<Given>| match given {
-            Some(Given::One(value)) => Some(*value),
-            _ => None,
-        };
-        let steps = loads
-            .iter()
-            .map(|&load| {
-                let mut step = RunSettings { json: None, html: None, threshold: Vec::new(), ..s.clone() };
-                let (connections, rate) = match varied {
-                    Varied::Connections => (Some(load), held(&rate)),
-                    Varied::Rate => (held(&connections), Some(load)),
-                };
-                step.connections = connections.map(|n| n as u64).or(step.connections);
-                step.rate = rate.map(|r| format!("{r}/s")).or(step.rate);
-                let config = step.validate()?;
-                Ok((step, config))
-            })
-            .collect::<Result<Vec<_>, ConfigError>>()?;
+        let steps = self.steps_of(varied, &loads, [&connections, &rate])?;
         let first = &steps[0].1;
         let closed_loop = first.load.message_interval.is_none();
         let (warmup, duration) = (first.load.warmup, first.load.duration);
@@ -160,6 +136,39 @@ impl SweepSettings {
             warmup,
             duration,
         })
+    }
+}
+
+impl SweepSettings {
+    /// Each step's settings and validated configuration: the run's settings with the
+    /// step's load, the held value of the other flag (`held`: connections, rate), and no
+    /// files or thresholds of their own.
+    fn steps_of(
+        &self,
+        varied: Varied,
+        loads: &[f64],
+        held: [&Option<Given>; 2],
+    ) -> Result<Vec<(RunSettings, RunConfig)>, ConfigError> {
+        let value = |given: &Option<Given>| match given {
+            Some(Given::One(value)) => Some(*value),
+            _ => None,
+        };
+        let (connections, rate) = (value(held[0]), value(held[1]));
+        loads
+            .iter()
+            .map(|&load| {
+                let mut step =
+                    RunSettings { json: None, html: None, threshold: Vec::new(), ..self.settings.clone() };
+                let (connections, rate) = match varied {
+                    Varied::Connections => (Some(load), rate),
+                    Varied::Rate => (connections, Some(load)),
+                };
+                step.connections = connections.map(|n| n as u64).or(step.connections);
+                step.rate = rate.map(|r| format!("{r}/s")).or(step.rate);
+                let config = step.validate()?;
+                Ok((step, config))
+            })
+            .collect()
     }
 }
 

@@ -22,7 +22,7 @@ fn drawn(model: &Model, loads: &[f64], share: f64, seed: u64) -> Vec<Point> {
         .map(|&n| {
             let (u1, u2): (f64, f64) = (rng.random::<f64>().max(1e-12), rng.random());
             let normal = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-            Point { n, throughput: model.throughput(n) * (1.0 + share * normal) }
+            Point { n, throughput: model.rate_at(n) * (1.0 + share * normal) }
         })
         .collect()
 }
