@@ -174,7 +174,10 @@ fn judge(points: &[Point], found: &Found) -> Fit {
     if r_squared.is_nan() || r_squared < MIN_R_SQUARED {
         return Fit::refused(format!(
             "R² {r_squared:.2} is under {MIN_R_SQUARED:.2}: the Universal Scalability Law does not \
-             describe these steps (noisy steps, or a server that changes behaviour within the range)"
+             describe these steps ({})",
+            superlinear(points).unwrap_or_else(|| {
+                "noisy steps, or a server that changes behaviour within the range".to_owned()
+            })
         ));
     }
     let dof = points.len() - 3;
@@ -228,6 +231,27 @@ fn judge(points: &[Point], found: &Found) -> Fit {
         ),
     };
     Fit::Fitted(Fitted { points: points.len(), sigma, kappa, lambda, r_squared, peak, no_peak })
+}
+
+/// Past this, throughput per connection at a higher load than the lowest step's is growth
+/// the law (σ ≥ 0) cannot give: superlinear.
+const SUPERLINEAR: f64 = 1.2;
+
+/// Where throughput grew faster than the connections, in words: the step whose rate per
+/// connection most exceeds the lowest step's, when by more than [`SUPERLINEAR`].
+fn superlinear(points: &[Point]) -> Option<String> {
+    let lowest = points.iter().min_by(|a, b| a.n.total_cmp(&b.n))?;
+    let base = lowest.throughput / lowest.n;
+    let (point, ratio) =
+        points.iter().map(|p| (p, p.throughput / p.n / base)).max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (ratio > SUPERLINEAR).then(|| {
+        format!(
+            "throughput grew faster than the connections: per connection, {ratio:.1}× at {} what it was at {}, \
+             a gain the law does not model (on a busy machine, a few connections' round trips wait on the \
+             scheduler and more connections hide it)",
+            point.n, lowest.n
+        )
+    })
 }
 
 /// A converged fit: the model, the sum of squared relative residuals, and the unscaled

@@ -70,6 +70,14 @@ pub fn render_sweep(sweep: &Sweep) -> String {
     for (index, step) in sweep.steps.iter().enumerate() {
         out.push_str(&row(index, step, sweep.varied));
     }
+    if let Some(busy) = busy_machine(sweep) {
+        let _ = writeln!(out, "{busy}");
+    }
+    if !sweep.steps.is_empty() && sweep.usable().next().is_none() {
+        out.push_str(
+            "every step failed: none measured an exchange the analysis could use (see each step's errors)\n",
+        );
+    }
     if sweep.steps.len() < sweep.planned.len() {
         let _ = writeln!(out, "[{} of {} steps measured]", sweep.steps.len(), sweep.planned.len());
     }
@@ -91,6 +99,26 @@ pub fn render_sweep(sweep: &Sweep) -> String {
         out.push_str("[INTERRUPTED: the sweep ended early]\n");
     }
     out
+}
+
+/// How busy the machine was during the steps, when other processes took more than wsbench
+/// tolerates during any of them.
+pub(super) fn busy_machine(sweep: &Sweep) -> Option<String> {
+    let loads: Vec<f64> = sweep
+        .steps
+        .iter()
+        .filter_map(|step| step.result.client.machine_load.as_ref())
+        .filter(|load| load.busy.is_some())
+        .map(|load| load.others_cores)
+        .collect();
+    let low = loads.iter().copied().reduce(f64::min)?;
+    let high = loads.iter().copied().fold(low, f64::max);
+    Some(format!(
+        "the machine was busy during {} of {} steps: other processes used {low:.2} to {high:.2} cores; \
+         the figures include that contention",
+        loads.len(),
+        sweep.steps.len()
+    ))
 }
 
 /// A step's cells after its number, as both the table and the page show them: load,

@@ -224,10 +224,12 @@ fn steps_section(out: &mut String, index: usize, sweep: &Sweep) {
         let _ = writeln!(out, "<td>{}</td></tr>", escape(&note));
     }
     out.push_str("</tbody></table></div>\n<ul class=\"notes analysis\">\n");
-    let mut lines: Vec<String> = [("p99", &sweep.analysis.knee_p99), ("p50", &sweep.analysis.knee_p50)]
-        .iter()
-        .map(|(statistic, knee)| format!("knee of {statistic}: {}", knee_words(sweep, knee, statistic)))
-        .collect();
+    let mut lines: Vec<String> = super::sweep::busy_machine(sweep).into_iter().collect();
+    lines.extend(
+        [("p99", &sweep.analysis.knee_p99), ("p50", &sweep.analysis.knee_p50)]
+            .iter()
+            .map(|(statistic, knee)| format!("knee of {statistic}: {}", knee_words(sweep, knee, statistic))),
+    );
     lines.extend(fit_lines(sweep, &sweep.analysis.usl).lines().map(|line| line.trim().to_owned()));
     lines.extend(sweep.analysis.holdout.as_ref().map(holdout_words));
     lines.extend(

@@ -125,6 +125,25 @@ fn steps_the_model_does_not_describe_are_refused_by_r_squared() {
         why.starts_with("R² ") && why.contains("the Universal Scalability Law does not describe"),
         "{why}"
     );
+    // Per connection, 5,000/s at 2 connections is 2.8× the 900/s of one: said as such.
+    assert!(
+        why.contains("throughput grew faster than the connections: per connection, 2.8× at 2 what"),
+        "{why}"
+    );
+    // A zigzag that never beats one connection's rate per connection is only noisy.
+    let zigzag: Vec<Point> = LOADS
+        .iter()
+        .zip([
+            1_000.0, 1_500.0, 1_200.0, 2_000.0, 1_300.0, 2_100.0, 1_100.0, 1_900.0, 1_000.0, 2_200.0, 900.0,
+        ])
+        .map(|(&n, throughput)| Point { n, throughput })
+        .collect();
+    let why = reason(&zigzag);
+    assert!(
+        why.starts_with("R² ")
+            && why.ends_with("(noisy steps, or a server that changes behaviour within the range)"),
+        "{why}"
+    );
 }
 
 #[test]
