@@ -1,10 +1,12 @@
 //! The built-in server as a child process: `wsbench serve` from this very binary, handed its
 //! [`ServeConfig`] on stdin (never as flags), on a free port, pinned to its CPUs, ready once
 //! it prints its `listening on` line (which names the port it got), stopped through its
-//! [`Supervised`] handle.
+//! [`Supervised`] handle. A recovery run (`--disrupt`) restarts it on the same port, kills
+//! it and starts it again, or has it close every connection (SIGUSR2) as a graceful
+//! restart would.
 
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wsbench_server::ServeConfig;
 use wsbench_supervisor::{Launch, Supervised};
@@ -28,6 +30,9 @@ const STOP_GRACE: Duration = Duration::from_secs(3);
 #[derive(Debug)]
 pub struct BuiltinServer {
     process: Supervised,
+    /// What it was started with, to start it again the same way.
+    cpus: Vec<usize>,
+    config: ServeConfig,
     pub url: String,
     /// Every URL of the `listening on` line (`ws://H:P`, then e.g. `tcp://H:P2`).
     pub urls: Vec<String>,
@@ -42,17 +47,42 @@ impl BuiltinServer {
 
     /// Starts `wsbench serve` on `config`, pinned to `cpus` (none: unpinned).
     pub fn start(cpus: &[usize], config: &ServeConfig) -> Result<BuiltinServer, BuiltinError> {
-        let mut launch = Launch::this_program("the built-in server", "serve", config)?.grace(STOP_GRACE);
-        launch.command_mut().stdout(Stdio::piped()).stderr(Stdio::inherit());
-        crate::affinity::pin_command(launch.command_mut(), cpus);
-        let mut process = launch.start()?;
-        let line = process.wait_for_line("listening on ", START_TIMEOUT)?;
-        let urls: Vec<String> = line["listening on ".len()..].split_whitespace().map(str::to_owned).collect();
-        let url = urls
-            .first()
-            .ok_or_else(|| BuiltinError::Start(format!("unexpected first line {line:?}")))?
-            .clone();
-        Ok(BuiltinServer { process, url, urls })
+        let (process, urls) = launch(cpus, config)?;
+        let url = urls.first().cloned().unwrap_or_default();
+        Ok(BuiltinServer { process, cpus: cpus.to_vec(), config: config.clone(), url, urls })
+    }
+
+    /// Stops the server (SIGTERM, as a deploy does: it closes its connections with 1001;
+    /// or, when `kill`, SIGKILL: they are cut) and starts it again on the same port. Returns
+    /// how long the old one took to exit, and the new one from its start to listening.
+    pub fn restart(&mut self, kill: bool) -> Result<(Duration, Duration), BuiltinError> {
+        let stopping = Instant::now();
+        match kill {
+            true => self.process.kill(),
+            false => self.process.stop(),
+        };
+        let stopped = stopping.elapsed();
+        let port = Target::parse(&self.url).map(|target| target.addr.port()).unwrap_or(self.config.port);
+        let config = ServeConfig { port, ..self.config.clone() };
+        let started = Instant::now();
+        let (process, _) = launch_from_a_lasting_thread(self.cpus.clone(), config)?;
+        let took = started.elapsed();
+        self.process = process;
+        Ok((stopped, took))
+    }
+
+    /// Has every process of the server close every connection with its close code
+    /// (`close_code` of its configuration), going on (SIGUSR2).
+    pub fn close_every_connection(&mut self) {
+        for pid in self.pids() {
+            // SAFETY: signalling the server's own processes, found by the port it listens on.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGUSR2) };
+        }
+    }
+
+    /// The configuration it runs with.
+    pub fn serve_config(&self) -> &ServeConfig {
+        &self.config
     }
 
     pub fn pid(&self) -> u32 {
@@ -77,4 +107,50 @@ impl BuiltinServer {
     pub fn stop(&mut self) {
         self.process.stop();
     }
+}
+
+/// Starts `wsbench serve` on `config`, pinned to `cpus`, and waits for its `listening on`
+/// line: the process and every URL it named.
+fn launch(cpus: &[usize], config: &ServeConfig) -> Result<(Supervised, Vec<String>), BuiltinError> {
+    let mut launch = Launch::this_program("the built-in server", "serve", config)?.grace(STOP_GRACE);
+    launch.command_mut().stdout(Stdio::piped()).stderr(Stdio::inherit());
+    crate::affinity::pin_command(launch.command_mut(), cpus);
+    let mut process = launch.start()?;
+    let line = process.wait_for_line("listening on ", START_TIMEOUT)?;
+    let urls: Vec<String> = line["listening on ".len()..].split_whitespace().map(str::to_owned).collect();
+    if urls.is_empty() {
+        return Err(BuiltinError::Start(format!("unexpected first line {line:?}")));
+    }
+    Ok((process, urls))
+}
+
+/// A start asked of [`launch_from_a_lasting_thread`]'s thread, and where its answer goes.
+type LaunchRequest =
+    (Vec<usize>, ServeConfig, std::sync::mpsc::Sender<Result<(Supervised, Vec<String>), BuiltinError>>);
+
+/// [`launch`], from a thread that lives as long as the process: a child dies with the
+/// thread that started it (`PR_SET_PDEATHSIG` fires when the forking thread exits), and a
+/// restart is asked for by a thread that ends before the run does.
+fn launch_from_a_lasting_thread(
+    cpus: Vec<usize>,
+    config: ServeConfig,
+) -> Result<(Supervised, Vec<String>), BuiltinError> {
+    use std::sync::mpsc::{Sender, channel};
+    use std::sync::{Mutex, OnceLock, PoisonError};
+    static LAUNCHER: OnceLock<Mutex<Sender<LaunchRequest>>> = OnceLock::new();
+    let launcher = LAUNCHER.get_or_init(|| {
+        let (requests, received) = channel::<LaunchRequest>();
+        let _ = std::thread::Builder::new().name("wsbench-launcher".into()).spawn(move || {
+            for (cpus, config, answer) in received {
+                let _ = answer.send(launch(&cpus, &config));
+            }
+            // The senders live in a static: this thread never gets here, nor exits.
+        });
+        Mutex::new(requests)
+    });
+    let (answer, answered) = channel();
+    let sent = launcher.lock().unwrap_or_else(PoisonError::into_inner).send((cpus, config, answer));
+    let gone = || BuiltinError::Start("the launching thread is gone".to_owned());
+    sent.map_err(|_| gone())?;
+    answered.recv().map_err(|_| gone())?
 }

@@ -121,4 +121,6 @@ pub struct RunOutcome {
     pub client_workers: Vec<WorkerCpu>,
     pub client_memory: ClientMemory,
     pub machine: MachineFacts,
+    /// `--disrupt`: each disruption as it happened.
+    pub disruptions: Vec<crate::engine::disruption::DisruptionEvent>,
 }

@@ -160,11 +160,29 @@ pub struct RunSettings {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_addrs: Option<String>,
-    /// Reopen a connection the server closed or reset (after a short pause), counting each
-    /// reconnection; off by default, so a lost connection stays lost.
-    #[arg(long)]
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub reconnect: bool,
+    /// Reopen a connection the server closed or reset, counting each reconnection, by a
+    /// POLICY: immediate, fixed:1s, exponential:base=100ms,cap=30s,factor=2,jitter=full|equal|
+    /// decorrelated|none, or a client library's defaults (socket.io-client, phoenix, grpc,
+    /// signalr); a bare --reconnect is wsbench's own (100 ms doubling to 5 s, jittered). Off
+    /// by default: a lost connection stays lost [default: off; --reconnect alone: wsbench]
+    #[arg(long, value_name = "POLICY", num_args = 0..=1, require_equals = true, default_missing_value = super::reconnect::DEFAULT_POLICY)]
+    #[serde(
+        default,
+        deserialize_with = "super::reconnect::policy_or_switch",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reconnect: Option<String>,
+    /// Disrupt the server or the network at a time from the load's start, once or every D:
+    /// restart@30s, kill@30s,every=2m, close@10s (the built-in server closes every
+    /// connection with 1012), drop@10s (every connection cut, no close), command@10s (runs
+    /// --disrupt-command); needs --reconnect (repeatable)
+    #[arg(long, value_name = "KIND@AT")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disrupt: Vec<String>,
+    /// The shell command a `command` disruption runs (e.g. 'systemctl restart app')
+    #[arg(long, value_name = "CMD")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disrupt_command: Option<String>,
     /// Accept any TLS certificate (for self-signed servers).
     #[arg(long)]
     #[serde(default, skip_serializing_if = "is_false")]
@@ -494,7 +512,9 @@ mod tests {
             server_cpus: some("0"),
             source_addrs: some("127.0.0.2-127.0.0.6"),
             insecure: true,
-            reconnect: true,
+            reconnect: Some("exponential:base=50ms,cap=2s".into()),
+            disrupt: vec!["drop@1s,every=2s".into()],
+            disrupt_command: Some("true".into()),
             server_pid: Some(42),
             json: Some("out dir/r.json".into()),
             print_result: true,
@@ -577,13 +597,14 @@ mod tests {
             connections: Some(25_000),
             ramp: Some("75/s".into()),
             binary: true,
-            reconnect: true,
+            reconnect: Some("phoenix".into()),
             ..RunSettings::default()
         };
         let flags = RunSettings { connections: Some(10), text: true, ..RunSettings::default() };
         let merged = flags.over(file).unwrap();
         assert_eq!(merged.connections, Some(10));
         assert_eq!(merged.ramp.as_deref(), Some("75/s"));
-        assert!(merged.text && !merged.binary && merged.reconnect);
+        assert!(merged.text && !merged.binary);
+        assert_eq!(merged.reconnect.as_deref(), Some("phoenix"));
     }
 }

@@ -14,6 +14,7 @@ use super::bounds::{self, bounded, duration};
 use super::error::{ConfigError, invalid};
 use super::handshake::{HandshakeOptions, HandshakeSettings};
 use super::outputs::check_output_file;
+use super::reconnect::ReconnectPolicy;
 use super::scenario::{Defaults, NoSettings, Pace, Pacing, ScenarioRules};
 use super::settings::RunSettings;
 use super::source_addrs::local_addrs;
@@ -100,7 +101,12 @@ impl RunSettings {
             connect_timeout: duration("connect-timeout", &self.connect_timeout, DEFAULT_CONNECT_TIMEOUT)?,
             reply_timeout: duration("reply-timeout", &self.reply_timeout, DEFAULT_REPLY_TIMEOUT)?,
             source_addrs: self.source_addrs.as_deref().map(local_addrs).transpose()?.unwrap_or_default(),
-            reconnect: self.reconnect,
+            reconnect: self
+                .reconnect
+                .as_deref()
+                .map(ReconnectPolicy::parse)
+                .transpose()
+                .map_err(|problem| invalid("reconnect", problem))?,
             insecure: self.insecure,
             handshake: self.handshake(target.as_ref())?,
             tls: self.tls(target.as_ref())?,
@@ -120,6 +126,17 @@ impl RunSettings {
         let live = self.live()?;
         let run_id = load.run_id.clone();
         let wait_for_target = bounds::wait_for_target(&self.wait_for_target, target.is_some())?;
+        let recovery = super::disrupt::plan(
+            &self.disrupt,
+            self.disrupt_command.as_deref(),
+            super::disrupt::RunShape {
+                load: load.warmup + load.duration,
+                own_server: target.is_none(),
+                reconnect: load.reconnect.is_some(),
+                processes: placement.processes,
+                stages: load.stages.is_some(),
+            },
+        )?;
         Ok(RunConfig {
             open_at_once: rules.open_at_once(&load),
             load,
@@ -133,6 +150,7 @@ impl RunSettings {
             run_id,
             live,
             wait_for_target,
+            recovery,
         })
     }
 

@@ -29,6 +29,7 @@ mod carried;
 mod ending;
 mod frames;
 mod lifecycle;
+mod recovery;
 mod session;
 
 const READ_BUFFER_BYTES: usize = 256 * 1024;
@@ -108,6 +109,8 @@ pub struct Worker {
     open: u64,
     /// Bytes a connection's outbox may hold before it stops reading ([`outbox_bound`]).
     outbox_bound: usize,
+    /// What it has seen of the run's disruptions (`--disrupt`).
+    recovery: recovery::RecoveryWatch,
 }
 
 impl Worker {
@@ -125,7 +128,8 @@ impl Worker {
             plan.connections,
         )
         .with_send_window(job.load.send_window)
-        .with_stages(job.load.stages.clone());
+        .with_stages(job.load.stages.clone())
+        .with_reconnects(job.load.reconnect.clone());
         Ok(Worker {
             io: Io::new()?,
             dial: dial::of(&job),
@@ -148,6 +152,7 @@ impl Worker {
             expiring: Vec::new(),
             open: 0,
             outbox_bound: outbox_bound(&job.load, workload_batch_len),
+            recovery: recovery::RecoveryWatch::default(),
             id: plan.id,
             job,
             control,
@@ -165,7 +170,9 @@ impl Worker {
             if self.rec.tick(now, self.open, awaiting, || self.workload.errors()) {
                 self.workload.each_second(now);
                 self.expire_requests(now);
+                self.check_recovered();
             }
+            self.watch_disruptions(now);
             self.close_due_connections(now);
             self.open_due_connections(now);
             self.expire_connects(now);
@@ -208,6 +215,7 @@ impl Worker {
             self.io.restore(events);
             self.adopt_opened();
         }
+        self.end_recovery();
         let keys: Vec<usize> = self.conns.iter().map(|(key, _)| key).collect();
         for key in keys {
             self.count_left_open(key);

@@ -17,6 +17,7 @@ pub mod input;
 mod memory;
 mod merge;
 mod palette;
+mod recovery;
 mod rtt;
 mod search;
 mod stages;

@@ -226,6 +226,9 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
         text.push_str(&format!(", {} unsent (queued, never taken by the socket)", group(messages.unsent)));
     }
     line(out, "messages:", &text);
+    for (label, text) in super::recovery::recovery_lines(result) {
+        line(out, label, &text);
+    }
     transfer(out, result);
     if let Some(compression) = &summary.compression {
         compression_lines(out, compression);

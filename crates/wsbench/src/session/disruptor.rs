@@ -1,0 +1,196 @@
+//! The disruptions of a recovery run (`--disrupt`), carried out on time: a thread waits for
+//! the load to begin, then, at each planned instant, says on the engine's board that a
+//! disruption begins, does it (restarts or kills and starts again the server this session
+//! owns, has it close every connection, runs the operator's command; a `drop` is the
+//! workers' own act) and says when it is over and how it went. The run never waits for it:
+//! stopped at the run's end, it abandons what is left (a command still running is stopped
+//! as its process group).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::config::{DisruptionKind, RecoveryPlan};
+use crate::engine::disruption::{DisruptionEvent, Disruptions};
+
+/// How often the thread looks whether it should stop (while it waits, and while a command
+/// runs).
+const POLL: Duration = Duration::from_millis(10);
+
+/// A server this session started and may restart (the built-in server; a fleet member).
+pub trait OwnedServer: Send + std::fmt::Debug {
+    /// Stops it (SIGTERM; `kill`: SIGKILL) and starts it again where it listened: how long
+    /// the old one took to exit, and the new one from its start to listening.
+    fn restart(&mut self, kill: bool) -> Result<(Duration, Duration), String>;
+    /// Has it close every connection and go on (as a graceful restart's closes).
+    fn close_every_connection(&mut self) -> Result<(), String>;
+}
+
+impl OwnedServer for crate::builtin::BuiltinServer {
+    fn restart(&mut self, kill: bool) -> Result<(Duration, Duration), String> {
+        crate::builtin::BuiltinServer::restart(self, kill).map_err(|e| crate::causes::with_causes(&e))
+    }
+
+    fn close_every_connection(&mut self) -> Result<(), String> {
+        crate::builtin::BuiltinServer::close_every_connection(self);
+        Ok(())
+    }
+}
+
+/// A server shared between the session and its disruptor.
+pub type SharedServer = Arc<Mutex<dyn OwnedServer>>;
+
+/// The thread carrying out a run's disruptions.
+#[derive(Debug)]
+pub struct Disruptor {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Disruptor {
+    /// Starts carrying out `plan` over a load of `load` (warm-up and window), on `board`,
+    /// against `server` when the session owns one; `None` when the plan is empty.
+    pub fn start(
+        plan: &RecoveryPlan,
+        load: Duration,
+        board: Arc<Disruptions>,
+        server: Option<SharedServer>,
+    ) -> Option<Disruptor> {
+        if plan.is_empty() {
+            return None;
+        }
+        let schedule = plan.schedule(load);
+        let command = plan.command.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("wsbench-disrupt".into())
+            .spawn(move || {
+                let acts = Acts { board: &board, server, command, stop: &stopping };
+                acts.carry_out(&schedule);
+            })
+            .ok();
+        Some(Disruptor { stop, thread })
+    }
+
+    /// The run is over: what is left is abandoned; waits for the thread.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// How long a disruption's action took: in all (a restart: from its signal until the new
+/// server listens; a command: its run), and a restarted server's own start.
+#[derive(Debug, Default)]
+struct Acted {
+    took: Option<Duration>,
+    start: Option<Duration>,
+}
+
+/// The server, locked for one act.
+fn lock(server: &SharedServer) -> std::sync::MutexGuard<'_, dyn OwnedServer + 'static> {
+    server.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What the thread acts with.
+struct Acts<'a> {
+    board: &'a Disruptions,
+    server: Option<SharedServer>,
+    command: Option<String>,
+    stop: &'a AtomicBool,
+}
+
+impl Acts<'_> {
+    fn carry_out(&self, schedule: &[(DisruptionKind, Duration)]) {
+        let Some((run, load)) = self.wait_for(|| self.board.started()) else { return };
+        for &(kind, at) in schedule {
+            if self.sleep_until(load + at).is_none() {
+                return;
+            }
+            let began = Instant::now();
+            let at_us = began.saturating_duration_since(run).as_micros() as u64;
+            let epoch = self.board.begin(kind, at_us);
+            let (took, failed) = match self.act(kind) {
+                Ok(took) => (took, None),
+                Err(why) => (Acted::default(), Some(why)),
+            };
+            let event = DisruptionEvent {
+                kind: kind.name().to_owned(),
+                at_s: at_us as f64 / 1e6,
+                took_s: took.took.map(|took| took.as_secs_f64()),
+                start_s: took.start.map(|start| start.as_secs_f64()),
+                failed,
+            };
+            self.board.end(epoch, event);
+        }
+    }
+
+    /// Does one disruption: how long its action took, when it takes time.
+    fn act(&self, kind: DisruptionKind) -> Result<Acted, String> {
+        let server = || self.server.as_ref().ok_or_else(|| "no server of this session's own".to_owned());
+        let restarted = |(stopped, started): (Duration, Duration)| Acted {
+            took: Some(stopped + started),
+            start: Some(started),
+        };
+        match kind {
+            DisruptionKind::Restart => lock(server()?).restart(false).map(restarted),
+            DisruptionKind::Kill => lock(server()?).restart(true).map(restarted),
+            DisruptionKind::Close => lock(server()?).close_every_connection().map(|()| Acted::default()),
+            // The workers cut their connections when they see its epoch.
+            DisruptionKind::Drop => Ok(Acted::default()),
+            DisruptionKind::Command => self.run_command().map(|took| Acted { took: Some(took), start: None }),
+        }
+    }
+
+    /// Runs the operator's command to its end (or the run's): how long it took.
+    fn run_command(&self) -> Result<Duration, String> {
+        let command = self.command.as_deref().ok_or_else(|| "no --disrupt-command".to_owned())?;
+        let started = Instant::now();
+        let mut launch = wsbench_supervisor::Launch::shell("the --disrupt-command", command);
+        // Its output must not mix with the report on stdout; its errors are shown.
+        launch.command_mut().stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
+        let mut child = launch.start().map_err(|e| crate::causes::with_causes(&e))?;
+        loop {
+            if let Some(status) = child.exited() {
+                return match status.success() {
+                    true => Ok(started.elapsed()),
+                    false => Err(format!("--disrupt-command {}", wsbench_supervisor::describe(status))),
+                };
+            }
+            if self.stop.load(Ordering::Relaxed) {
+                // Dropping the child stops its process group.
+                return Err("the run ended before --disrupt-command did".to_owned());
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Waits until `ready` gives something (or the run stops: `None`).
+    fn wait_for<T>(&self, ready: impl Fn() -> Option<T>) -> Option<T> {
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            if let Some(value) = ready() {
+                return Some(value);
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Sleeps until `at` (or the run stops: `None`).
+    fn sleep_until(&self, at: Instant) -> Option<()> {
+        self.wait_for(|| {
+            let now = Instant::now();
+            if now >= at {
+                return Some(());
+            }
+            std::thread::sleep((at - now).min(POLL));
+            (Instant::now() >= at).then_some(())
+        })
+    }
+}
