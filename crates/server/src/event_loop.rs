@@ -51,8 +51,7 @@ const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
 pub struct Shared {
     pub stopping: AtomicBool,
     /// Raised by one each time every connection is to be closed with the configured close
-    /// code while the server goes on (SIGUSR2: a graceful restart's close, without the
-    /// restart).
+    /// code, the server going on (SIGUSR2: a graceful restart's closes).
     pub close_all: std::sync::atomic::AtomicU64,
     pub connections: AtomicUsize,
     /// Text and binary messages echoed so far, one counter per event loop (each written by
@@ -559,8 +558,7 @@ impl EventLoop {
         self.close_every_connection(SHUTDOWN_CLOSE_CODE);
     }
 
-    /// Sends every WebSocket a close with `code` (their closing watched as any other's) and
-    /// drops the connections not yet upgraded.
+    /// Closes every WebSocket with `code` (watched as any close) and drops the rest.
     fn close_every_connection(&mut self, code: u16) {
         let keys: Vec<usize> = self.conns.iter().map(|(key, _)| key).collect();
         for key in keys {

@@ -53,31 +53,33 @@ impl BuiltinServer {
     }
 
     /// Stops the server (SIGTERM, as a deploy does: it closes its connections with 1001;
-    /// or, when `kill`, SIGKILL: they are cut) and starts it again on the same port. Returns
-    /// how long the old one took to exit, and the new one from its start to listening.
-    pub fn restart(&mut self, kill: bool) -> Result<(Duration, Duration), BuiltinError> {
+    /// or, when `kill`, SIGKILL: they are cut), for [`BuiltinServer::start_again`]: how long
+    /// it took to exit.
+    pub fn stop_for_restart(&mut self, kill: bool) -> Duration {
         let stopping = Instant::now();
         match kill {
             true => self.process.kill(),
             false => self.process.stop(),
         };
-        let stopped = stopping.elapsed();
+        stopping.elapsed()
+    }
+
+    /// Starts the stopped server again on its port: how long the new one took from its start
+    /// to listening.
+    pub fn start_again(&mut self) -> Result<Duration, BuiltinError> {
         let port = Target::parse(&self.url).map(|target| target.addr.port()).unwrap_or(self.config.port);
         let config = ServeConfig { port, ..self.config.clone() };
         let started = Instant::now();
         let (process, _) = launch_from_a_lasting_thread(self.cpus.clone(), config)?;
         let took = started.elapsed();
         self.process = process;
-        Ok((stopped, took))
+        Ok(took)
     }
 
-    /// Has every process of the server close every connection with its close code
-    /// (`close_code` of its configuration), going on (SIGUSR2).
+    /// Has the server close every connection with its close code (`close_code` of its
+    /// configuration), going on (SIGUSR2; a server of one process).
     pub fn close_every_connection(&mut self) {
-        for pid in self.pids() {
-            // SAFETY: signalling the server's own processes, found by the port it listens on.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGUSR2) };
-        }
+        self.process.signal(libc::SIGUSR2);
     }
 
     /// The configuration it runs with.

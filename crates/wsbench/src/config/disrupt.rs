@@ -66,7 +66,13 @@ pub struct Disruption {
     /// `close`: the close code (`code=1001`; 1012, Service Restart, by default).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub close_code: Option<u16>,
+    /// `restart`, `kill`: how long the server stays down before it starts again (`down=3s`).
+    #[serde(serialize_with = "super::as_secs_opt", skip_serializing_if = "Option::is_none")]
+    pub down: Option<Duration>,
 }
+
+/// The longest a restarted server may be kept down.
+pub const MAX_DOWN: Duration = Duration::from_secs(600);
 
 /// The run's disruptions, and the operator's command `command` disruptions run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -97,6 +103,11 @@ impl RecoveryPlan {
         self.disruptions.is_empty()
     }
 
+    /// How long a restarted server stays down (the longest any restart asks).
+    pub fn down(&self) -> Duration {
+        self.disruptions.iter().filter_map(|d| d.down).max().unwrap_or(Duration::ZERO)
+    }
+
     /// The close code the built-in server is to close with, when a `close` disruption asks.
     pub fn close_code(&self) -> Option<u16> {
         self.disruptions.iter().find_map(|d| d.close_code)
@@ -112,7 +123,23 @@ pub struct RunShape {
     pub own_server: bool,
     pub reconnect: bool,
     pub processes: u64,
+    /// The built-in server's processes.
+    pub server_processes: u64,
     pub stages: bool,
+}
+
+impl RunShape {
+    /// The shape of a run of `load` placed by `placement` (`own_server`: no URL given).
+    pub fn of(load: &super::LoadSpec, own_server: bool, placement: &super::Placement) -> RunShape {
+        RunShape {
+            load: load.warmup + load.duration,
+            own_server,
+            reconnect: load.reconnect.is_some(),
+            processes: placement.processes,
+            server_processes: placement.server_processes,
+            stages: load.stages.is_some(),
+        }
+    }
 }
 
 /// `--disrupt` (each) and `--disrupt-command`, checked against the run they are part of.
@@ -153,6 +180,9 @@ pub fn plan(specs: &[String], command: Option<&str>, run: RunShape) -> Result<Re
         }
         _ if run.processes > 1 => Some("runs in one client process: give no --processes"),
         _ if run.stages => Some("does not combine with --stages, whose connections come and go by plan"),
+        _ if run.server_processes > 1 && disruptions.iter().any(|d| d.kind == DisruptionKind::Close) => {
+            Some("close is told to one server process: give no --server-processes")
+        }
         _ => None,
     };
     if let Some(refusal) = refusal {
@@ -172,7 +202,7 @@ fn parse(spec: &str, load: Duration) -> Result<Disruption, ConfigError> {
     })?;
     let mut parts = rest.split(',');
     let at = time(parts.next().unwrap_or_default()).map_err(&bad)?;
-    let (mut every, mut close_code) = (None, None);
+    let (mut every, mut close_code, mut down) = (None, None, None);
     for part in parts {
         match part.trim().split_once('=') {
             Some(("every", value)) => {
@@ -189,11 +219,18 @@ fn parse(spec: &str, load: Duration) -> Result<Disruption, ConfigError> {
                     bad(format!("`{value}` is not a close code a server may send: give e.g. 1012 or 1001"))
                 })?);
             }
+            Some(("down", value)) if matches!(kind, DisruptionKind::Restart | DisruptionKind::Kill) => {
+                let value = time(value).map_err(&bad)?;
+                if value > MAX_DOWN {
+                    return Err(bad(format!("down may be at most {} s", MAX_DOWN.as_secs())));
+                }
+                down = Some(value);
+            }
             _ => {
-                let options = if kind == DisruptionKind::Close {
-                    "every=DURATION and code=CODE"
-                } else {
-                    "every=DURATION"
+                let options = match kind {
+                    DisruptionKind::Close => "every=DURATION and code=CODE",
+                    DisruptionKind::Restart | DisruptionKind::Kill => "every=DURATION and down=DURATION",
+                    DisruptionKind::Drop | DisruptionKind::Command => "every=DURATION",
                 };
                 return Err(bad(format!("`{}`: the options are {options}", part.trim())));
             }
@@ -206,7 +243,7 @@ fn parse(spec: &str, load: Duration) -> Result<Disruption, ConfigError> {
             crate::units::format::seconds(load.as_secs_f64())
         )));
     }
-    Ok(Disruption { kind, at, every, close_code })
+    Ok(Disruption { kind, at, every, close_code, down })
 }
 
 fn time(text: &str) -> Result<Duration, String> {
@@ -222,6 +259,7 @@ mod tests {
         own_server: true,
         reconnect: true,
         processes: 1,
+        server_processes: 1,
         stages: false,
     };
 
@@ -241,6 +279,11 @@ mod tests {
         assert!(planned(&[], None, RUN).unwrap().is_empty());
         assert_eq!(planned(&["close@1s,code=1001"], None, RUN).unwrap().close_code(), Some(1001));
         assert_eq!(planned(&["close@1s"], None, RUN).unwrap().close_code(), None);
+        assert_eq!(planned(&["restart@1s,down=3s"], None, RUN).unwrap().down(), Duration::from_secs(3));
+        assert!(
+            planned(&["drop@1s,down=3s"], None, RUN).unwrap_err().contains("the options are every=DURATION")
+        );
+        assert!(planned(&["kill@1s,down=1h"], None, RUN).unwrap_err().contains("down may be at most 600 s"));
     }
 
     #[test]
@@ -252,6 +295,7 @@ mod tests {
             (&["drop@10s"], None, RunShape { reconnect: false, ..RUN }, "needs --reconnect"),
             (&["drop@10s"], None, RunShape { processes: 2, ..RUN }, "give no --processes"),
             (&["drop@10s"], None, RunShape { stages: true, ..RUN }, "does not combine with --stages"),
+            (&["close@10s"], None, RunShape { server_processes: 2, ..RUN }, "give no --server-processes"),
             (&["command@10s"], None, RUN, "needs --disrupt-command"),
             (&[], Some("true"), RUN, "is run by --disrupt command@AT"),
             (&["restart@90s"], None, RUN, "90.0 s is not within the load's 60.0 s"),

@@ -149,9 +149,7 @@ fn preset(name: &str) -> Option<Backoff> {
     let ms = Duration::from_millis;
     Some(match name {
         "wsbench" => Backoff::Wsbench,
-        "socket.io-client" | "socketio" => {
-            Backoff::SocketIo { min: ms(1_000), max: ms(5_000), randomization: 0.5 }
-        }
+        "socket.io-client" => Backoff::SocketIo { min: ms(1_000), max: ms(5_000), randomization: 0.5 },
         "phoenix" => Backoff::Steps {
             delays: [10, 50, 100, 150, 200, 250, 500, 1_000, 2_000].map(ms).to_vec(),
             then: Some(ms(5_000)),

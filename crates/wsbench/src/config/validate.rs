@@ -101,12 +101,7 @@ impl RunSettings {
             connect_timeout: duration("connect-timeout", &self.connect_timeout, DEFAULT_CONNECT_TIMEOUT)?,
             reply_timeout: duration("reply-timeout", &self.reply_timeout, DEFAULT_REPLY_TIMEOUT)?,
             source_addrs: self.source_addrs.as_deref().map(local_addrs).transpose()?.unwrap_or_default(),
-            reconnect: self
-                .reconnect
-                .as_deref()
-                .map(ReconnectPolicy::parse)
-                .transpose()
-                .map_err(|problem| invalid("reconnect", problem))?,
+            reconnect: self.reconnect_policy()?,
             insecure: self.insecure,
             handshake: self.handshake(target.as_ref())?,
             tls: self.tls(target.as_ref())?,
@@ -126,17 +121,7 @@ impl RunSettings {
         let live = self.live()?;
         let run_id = load.run_id.clone();
         let wait_for_target = bounds::wait_for_target(&self.wait_for_target, target.is_some())?;
-        let recovery = super::disrupt::plan(
-            &self.disrupt,
-            self.disrupt_command.as_deref(),
-            super::disrupt::RunShape {
-                load: load.warmup + load.duration,
-                own_server: target.is_none(),
-                reconnect: load.reconnect.is_some(),
-                processes: placement.processes,
-                stages: load.stages.is_some(),
-            },
-        )?;
+        let recovery = self.recovery(super::disrupt::RunShape::of(&load, target.is_none(), &placement))?;
         Ok(RunConfig {
             open_at_once: rules.open_at_once(&load),
             load,
@@ -152,6 +137,17 @@ impl RunSettings {
             wait_for_target,
             recovery,
         })
+    }
+
+    /// `--disrupt` and `--disrupt-command`, checked against the run's `shape`.
+    fn recovery(&self, shape: super::disrupt::RunShape) -> Result<super::RecoveryPlan, ConfigError> {
+        super::disrupt::plan(&self.disrupt, self.disrupt_command.as_deref(), shape)
+    }
+
+    /// `--reconnect[=POLICY]`, parsed.
+    fn reconnect_policy(&self) -> Result<Option<ReconnectPolicy>, ConfigError> {
+        let policy = self.reconnect.as_deref().map(ReconnectPolicy::parse).transpose();
+        policy.map_err(|problem| invalid("reconnect", problem))
     }
 
     /// A given `--in-flight` within its bound for the connections each client process has.

@@ -323,7 +323,6 @@ pub fn run(
     };
     let phases = staged_phases(job.plan.phases(), job.load.stages.as_ref());
     let from_start = control.begin_load(&phases, &job.load);
-    // Connect phase.
     let all_connected = || control.workers_connected.load(Ordering::SeqCst) == worker_count;
     let connect_deadline = from_start.then(|| control.start + job.load.duration);
     wait_until(connect_deadline, &all_connected, progress);

@@ -33,9 +33,7 @@ pub fn recovery_lines(result: &RunResult) -> Vec<(&'static str, String)> {
             recovery.failures.iter().map(|(kind, n)| format!("{kind} {}", group(*n))).collect();
         lines.push(("", format!("while down (not errors of the run): {}", failures.join(", "))));
     }
-    if let Some(load) = load(recovery) {
-        lines.push(("", load));
-    }
+    lines.extend(load(recovery).into_iter().map(|line| ("", line)));
     lines
 }
 
@@ -88,14 +86,14 @@ fn back(recovery: &RecoveryFigures) -> String {
     )
 }
 
-/// The load before, during and after, and the server during.
-fn load(recovery: &RecoveryFigures) -> Option<String> {
+/// The load before, during and after; the server during.
+fn load(recovery: &RecoveryFigures) -> Vec<String> {
     let stretch = |name: &str, stretch: &Option<Stretch>| {
         stretch.map(|s| {
             format!("{name} {}/s, p99 up to {}", rate(s.exchanges_per_sec), micros(s.p99_us_max as f64))
         })
     };
-    let mut parts: Vec<String> = [
+    let parts: Vec<String> = [
         stretch("before", &recovery.before),
         stretch("during", &recovery.during),
         stretch("after", &recovery.after),
@@ -103,11 +101,12 @@ fn load(recovery: &RecoveryFigures) -> Option<String> {
     .into_iter()
     .flatten()
     .collect();
+    let mut lines: Vec<String> = (!parts.is_empty()).then(|| parts.join("; ")).into_iter().collect();
     let server = &recovery.server;
     if let (Some(cpu), Some(rss)) = (server.cpu_peak_cores, server.rss_peak_bytes) {
-        parts.push(format!("server during: CPU up to {cpu:.2} cores, RSS up to {}", bytes(rss)));
+        lines.push(format!("server during the recovery: CPU up to {cpu:.2} cores, RSS up to {}", bytes(rss)));
     }
-    (!parts.is_empty()).then(|| parts.join("; "))
+    lines
 }
 
 #[cfg(test)]
@@ -166,7 +165,7 @@ mod tests {
             text[2]
         );
         assert_eq!(text[3], "while down (not errors of the run): connection_refused 1,825");
-        assert_eq!(text[4], "server during: CPU up to 0.90 cores, RSS up to 19.0 MiB");
+        assert_eq!(text[4], "server during the recovery: CPU up to 0.90 cores, RSS up to 19.0 MiB");
         assert!(recovery_lines(&RunResult::from_outcome(&fixture::closed_loop())).is_empty());
     }
 

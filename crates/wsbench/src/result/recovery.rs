@@ -97,7 +97,9 @@ impl RecoveryFigures {
             .max_by_key(|second| (second.reconnects, std::cmp::Reverse(second.second)))
             .map_or((0, None), |second| (second.reconnects, Some(second.second)));
         let first = disruptions.iter().map(|event| event.at_s).reduce(f64::min);
-        let recovered = first.map(|at| at + back_after.all_s.or(back_after.p99_s).unwrap_or(0.0));
+        // Until the last connection came back; when some never did, until the run's end.
+        let end_of_run = timeline.last().map_or(0.0, |second| second.second as f64 + 1.0);
+        let recovered = first.map(|at| back_after.all_s.map_or(end_of_run.max(at), |all| at + all));
         let (before, during, after) = match (first, recovered) {
             (Some(from), Some(to)) => stretches(timeline, from as u64, to.ceil() as u64),
             _ => (None, None, None),
@@ -203,7 +205,7 @@ mod tests {
     fn tally(back_after_ms: &[u64], not_back: u64) -> RecoveryTally {
         let mut tally = RecoveryTally::default();
         for &ms in back_after_ms {
-            tally.came_back(ms * 1_000, ms * 1_000 - 50_000, 2);
+            tally.came_back(ms * 1_000, (ms * 1_000).saturating_sub(50_000), 2);
         }
         tally.not_back = not_back;
         tally
@@ -213,21 +215,27 @@ mod tests {
         DisruptionEvent { kind: "restart".into(), at_s, took_s: Some(0.1), start_s: Some(0.05), failed: None }
     }
 
+    /// Seconds to whole milliseconds (the histogram keeps 3 significant digits).
+    fn ms(seconds: Option<f64>) -> Option<u64> {
+        seconds.map(|s| (s * 1e3).round() as u64)
+    }
+
     #[test]
     fn shares_back_count_the_connections_that_never_came_back() {
         let all: Vec<u64> = (1..=100).collect();
         let figures = RecoveryFigures::of(&tally(&all, 0), "immediate", &[event(10.0)], &[], &[]);
         let back = figures.back_after;
         assert_eq!((figures.lost, figures.back, figures.not_back), (100, 100, 0));
-        assert_eq!(back.first_s, Some(0.001));
-        assert_eq!(back.p50_s, Some(0.05));
-        assert_eq!(back.p99_s, Some(0.099));
-        assert_eq!(back.all_s, Some(0.1));
+        let shares = [back.first_s, back.p50_s, back.p90_s, back.p99_s, back.all_s].map(ms);
+        assert_eq!(shares, [Some(1), Some(50), Some(90), Some(99), Some(100)]);
         assert_eq!(figures.attempts_per_connection, Some(2.0));
         // Ten of a hundred never came back: 90 % were, 99 % and all never were.
         let most: Vec<u64> = (1..=90).collect();
         let back = RecoveryFigures::of(&tally(&most, 10), "immediate", &[event(10.0)], &[], &[]).back_after;
-        assert_eq!((back.p50_s, back.p90_s, back.p99_s, back.all_s), (Some(0.05), Some(0.09), None, None));
+        assert_eq!(
+            [back.p50_s, back.p90_s, back.p99_s, back.all_s].map(ms),
+            [Some(50), Some(90), None, None]
+        );
         let none = RecoveryFigures::of(&tally(&[], 5), "immediate", &[event(1.0)], &[], &[]);
         assert_eq!(none.back_after, BackAfter::default());
         assert_eq!(none.attempts_per_connection, None);

@@ -20,16 +20,21 @@ const POLL: Duration = Duration::from_millis(10);
 
 /// A server this session started and may restart (the built-in server; a fleet member).
 pub trait OwnedServer: Send + std::fmt::Debug {
-    /// Stops it (SIGTERM; `kill`: SIGKILL) and starts it again where it listened: how long
-    /// the old one took to exit, and the new one from its start to listening.
-    fn restart(&mut self, kill: bool) -> Result<(Duration, Duration), String>;
+    /// Stops it (SIGTERM; `kill`: SIGKILL): how long it took to exit.
+    fn stop_for_restart(&mut self, kill: bool) -> Duration;
+    /// Starts it again where it listened: how long it took from its start to listening.
+    fn start_again(&mut self) -> Result<Duration, String>;
     /// Has it close every connection and go on (as a graceful restart's closes).
     fn close_every_connection(&mut self) -> Result<(), String>;
 }
 
 impl OwnedServer for crate::builtin::BuiltinServer {
-    fn restart(&mut self, kill: bool) -> Result<(Duration, Duration), String> {
-        crate::builtin::BuiltinServer::restart(self, kill).map_err(|e| crate::causes::with_causes(&e))
+    fn stop_for_restart(&mut self, kill: bool) -> Duration {
+        crate::builtin::BuiltinServer::stop_for_restart(self, kill)
+    }
+
+    fn start_again(&mut self) -> Result<Duration, String> {
+        crate::builtin::BuiltinServer::start_again(self).map_err(|e| crate::causes::with_causes(&e))
     }
 
     fn close_every_connection(&mut self) -> Result<(), String> {
@@ -61,13 +66,14 @@ impl Disruptor {
             return None;
         }
         let schedule = plan.schedule(load);
+        let down = plan.down();
         let command = plan.command.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let thread = std::thread::Builder::new()
             .name("wsbench-disrupt".into())
             .spawn(move || {
-                let acts = Acts { board: &board, server, command, stop: &stopping };
+                let acts = Acts { board: &board, server, command, down, stop: &stopping };
                 acts.carry_out(&schedule);
             })
             .ok();
@@ -101,6 +107,8 @@ struct Acts<'a> {
     board: &'a Disruptions,
     server: Option<SharedServer>,
     command: Option<String>,
+    /// How long a restarted server stays down before it starts again.
+    down: Duration,
     stop: &'a AtomicBool,
 }
 
@@ -132,18 +140,23 @@ impl Acts<'_> {
     /// Does one disruption: how long its action took, when it takes time.
     fn act(&self, kind: DisruptionKind) -> Result<Acted, String> {
         let server = || self.server.as_ref().ok_or_else(|| "no server of this session's own".to_owned());
-        let restarted = |(stopped, started): (Duration, Duration)| Acted {
-            took: Some(stopped + started),
-            start: Some(started),
-        };
         match kind {
-            DisruptionKind::Restart => lock(server()?).restart(false).map(restarted),
-            DisruptionKind::Kill => lock(server()?).restart(true).map(restarted),
+            DisruptionKind::Restart => self.restart(server()?, false),
+            DisruptionKind::Kill => self.restart(server()?, true),
             DisruptionKind::Close => lock(server()?).close_every_connection().map(|()| Acted::default()),
             // The workers cut their connections when they see its epoch.
             DisruptionKind::Drop => Ok(Acted::default()),
             DisruptionKind::Command => self.run_command().map(|took| Acted { took: Some(took), start: None }),
         }
+    }
+
+    /// Stops the server, keeps it down for `down` (less if the run ends), starts it again.
+    fn restart(&self, server: &SharedServer, kill: bool) -> Result<Acted, String> {
+        let began = Instant::now();
+        lock(server).stop_for_restart(kill);
+        self.sleep_until(Instant::now() + self.down);
+        let start = lock(server).start_again()?;
+        Ok(Acted { took: Some(began.elapsed()), start: Some(start) })
     }
 
     /// Runs the operator's command to its end (or the run's): how long it took.

@@ -260,7 +260,9 @@ impl Session {
         let output = engine::run(job, &self.cpus.client, interrupt, &mut |control, seen| {
             tracker.update(control, seen)
         });
-        disruptor.map(Disruptor::stop);
+        if let Some(disruptor) = disruptor {
+            disruptor.stop();
+        }
         let clock = clock.zip(crate::machine_load::CpuClock::now());
         let net = net.zip(crate::machine_net::NetCounters::now());
         // The probe samples on while the server releases the closed connections (a scenario
@@ -292,7 +294,8 @@ impl Session {
             connect_phase_secs: output.connect_phase_secs,
             drain_secs: output.drain_secs,
             interrupted: output.interrupted,
-            connections: output.metrics.counters.connections_established,
+            // Reopened connections are established again: the run's connections are fewer.
+            connections: output.metrics.counters.connections_established.min(config.load.connections),
             in_flight: config.load.in_flight,
             metrics: output.metrics,
             figures,
