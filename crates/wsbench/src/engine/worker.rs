@@ -29,6 +29,7 @@ mod carried;
 mod ending;
 mod frames;
 mod lifecycle;
+mod room;
 mod session;
 
 const READ_BUFFER_BYTES: usize = 256 * 1024;
@@ -163,7 +164,7 @@ impl Worker {
             let now = Instant::now();
             let awaiting = self.workload.awaiting(now);
             if self.rec.tick(now, self.open, awaiting, || self.workload.errors()) {
-                self.workload.each_second(now);
+                self.each_second(now);
                 self.expire_requests(now);
             }
             self.close_due_connections(now);

@@ -407,8 +407,9 @@ impl ServerProbe {
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         let pids = probe.pids.clone();
         let interval = interval.max(Duration::from_millis(1));
+        // Allocated whole here, before the engine measures its own baseline.
+        let mut samples = thinning::Thinned::new();
         let spawned = thread::Builder::new().name(PROBE_THREAD_NAME.to_owned()).spawn(move || {
-            let mut samples = thinning::Thinned::new();
             let mut next = Instant::now() + interval;
             loop {
                 match stop_rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
