@@ -109,6 +109,7 @@ pub fn command() -> clap::Command {
                 .after_help(crate::help::protocols_help())
                 .allow_negative_numbers(true)
         })
+        .mut_subcommand("diff", |diff| diff.long_about(crate::help::diff_about()))
         .mut_subcommand("serve", |serve| serve.allow_negative_numbers(true))
         .mut_subcommand("rtt", |rtt| rtt.allow_negative_numbers(true))
 }
@@ -311,11 +312,13 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 #[command(
+    override_usage = "wsbench diff [OPTIONS] <BASE>... -- <NEW>...",
     after_help = "Example: wsbench diff --fail-on 'p99:+5%' before-*.json -- after-*.json (flags go before `--`)"
 )]
 pub struct DiffArgs {
     /// Result files of the base runs (repeats of one benchmark; 5 or more for the rank test).
-    #[arg(required = true, value_name = "BASE")]
+    // Not required here: the library's refusal of an empty side says which and how to write it.
+    #[arg(value_name = "BASE")]
     pub base: Vec<PathBuf>,
     /// Result files of the new runs, after `--` (every flag goes before it).
     #[arg(last = true, value_name = "NEW")]
@@ -323,7 +326,8 @@ pub struct DiffArgs {
     /// Changes within this share of the base value never count (0% to 50%).
     #[arg(long, default_value = "2%", value_parser = wsbench::diff::parse_noise)]
     pub noise: f64,
-    /// Family-wise error rate over the figures tested (Holm), 0.001 to 0.5; intervals are at 1 − alpha.
+    /// The chance of any false "better" or "worse" in the whole diff (Holm's correction over the
+    /// figures tested), 0.001 to 0.5; intervals are at 1 − alpha.
     #[arg(long, default_value_t = wsbench::diff::DEFAULT_ALPHA, value_parser = wsbench::diff::parse_alpha)]
     pub alpha: f64,
     /// Exit 99 when FIGURE changed past N% (counted changes only), e.g. 'p99:+5%' or

@@ -54,3 +54,6 @@ pub mod scenario;
 pub mod session;
 pub mod thresholds;
 pub mod units;
+
+#[cfg(test)]
+mod test_heap;

@@ -7,6 +7,7 @@
 //! file and no report: it returns numbers.
 
 pub mod batch;
+pub mod capacity;
 mod compression;
 pub mod conn;
 pub mod dial;
@@ -488,3 +489,6 @@ fn wait_for_unix_ms(unix_ms: u64, interrupt: &AtomicBool) {
         std::thread::sleep(Duration::from_millis((unix_ms - now_ms).min(50)));
     }
 }
+
+#[cfg(test)]
+mod tests;

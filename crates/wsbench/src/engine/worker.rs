@@ -30,6 +30,7 @@ mod ending;
 mod frames;
 mod lifecycle;
 mod recovery;
+mod room;
 mod session;
 
 const READ_BUFFER_BYTES: usize = 256 * 1024;
@@ -168,7 +169,7 @@ impl Worker {
             let now = Instant::now();
             let awaiting = self.workload.awaiting(now);
             if self.rec.tick(now, self.open, awaiting, || self.workload.errors()) {
-                self.workload.each_second(now);
+                self.each_second(now);
                 self.expire_requests(now);
                 self.check_recovered();
             }

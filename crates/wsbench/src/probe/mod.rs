@@ -424,9 +424,11 @@ impl ServerProbe {
         let pids = probe.pids.clone();
         let interval = interval.max(Duration::from_millis(1));
         let follow = probe.follow;
-        let spawned = thread::Builder::new()
-            .name(PROBE_THREAD_NAME.to_owned())
-            .spawn(move || sampler::sample_until_stopped(pids, &stop_rx, interval, run_start, follow));
+        // Allocated whole here, before the engine measures its own baseline.
+        let samples = thinning::Thinned::new();
+        let spawned = thread::Builder::new().name(PROBE_THREAD_NAME.to_owned()).spawn(move || {
+            sampler::sample_until_stopped(samples, pids, &stop_rx, (interval, run_start), follow)
+        });
         // Without a thread (out of threads?) the report still gets the baseline and final.
         if let Ok(handle) = spawned {
             probe.stop_tx = Some(stop_tx);

@@ -17,16 +17,16 @@ use crate::samples::ServerSample;
 /// what ended them early (if anything), and the processes it sampled last.
 pub(super) type Sampled = (Vec<ServerSample>, Option<ProbeError>, Vec<u32>);
 
-/// Samples `pids` every `interval` until `stop` says so (or is dropped); with `follow`, a
-/// server that exits is found again on that address.
+/// Samples `pids` every `interval` into `samples` (allocated whole by the caller) until
+/// `stop` says so (or is dropped); with `follow`, a server that exits is found again on that
+/// address.
 pub(super) fn sample_until_stopped(
+    mut samples: thinning::Thinned,
     mut pids: Vec<u32>,
     stop: &Receiver<()>,
-    interval: Duration,
-    run_start: Instant,
+    (interval, run_start): (Duration, Instant),
     follow: Option<SocketAddr>,
 ) -> Sampled {
-    let mut samples = thinning::Thinned::new();
     let mut next = Instant::now() + interval;
     let mut cpu_offset = 0.0;
     let mut last_cpu = 0.0;
