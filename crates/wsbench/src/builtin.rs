@@ -65,12 +65,13 @@ impl BuiltinServer {
     }
 
     /// Starts the stopped server again on its port: how long the new one took from its start
-    /// to listening.
+    /// to listening. (A child dies with the thread that started it: call this from one that
+    /// lives as long as the server must.)
     pub fn start_again(&mut self) -> Result<Duration, BuiltinError> {
         let port = Target::parse(&self.url).map(|target| target.addr.port()).unwrap_or(self.config.port);
         let config = ServeConfig { port, ..self.config.clone() };
         let started = Instant::now();
-        let (process, _) = launch_from_a_lasting_thread(self.cpus.clone(), config)?;
+        let (process, _) = launch(&self.cpus, &config)?;
         let took = started.elapsed();
         self.process = process;
         Ok(took)
@@ -124,35 +125,4 @@ fn launch(cpus: &[usize], config: &ServeConfig) -> Result<(Supervised, Vec<Strin
         return Err(BuiltinError::Start(format!("unexpected first line {line:?}")));
     }
     Ok((process, urls))
-}
-
-/// A start asked of [`launch_from_a_lasting_thread`]'s thread, and where its answer goes.
-type LaunchRequest =
-    (Vec<usize>, ServeConfig, std::sync::mpsc::Sender<Result<(Supervised, Vec<String>), BuiltinError>>);
-
-/// [`launch`], from a thread that lives as long as the process: a child dies with the
-/// thread that started it (`PR_SET_PDEATHSIG` fires when the forking thread exits), and a
-/// restart is asked for by a thread that ends before the run does.
-fn launch_from_a_lasting_thread(
-    cpus: Vec<usize>,
-    config: ServeConfig,
-) -> Result<(Supervised, Vec<String>), BuiltinError> {
-    use std::sync::mpsc::{Sender, channel};
-    use std::sync::{Mutex, OnceLock, PoisonError};
-    static LAUNCHER: OnceLock<Mutex<Sender<LaunchRequest>>> = OnceLock::new();
-    let launcher = LAUNCHER.get_or_init(|| {
-        let (requests, received) = channel::<LaunchRequest>();
-        let _ = std::thread::Builder::new().name("wsbench-launcher".into()).spawn(move || {
-            for (cpus, config, answer) in received {
-                let _ = answer.send(launch(&cpus, &config));
-            }
-            // The senders live in a static: this thread never gets here, nor exits.
-        });
-        Mutex::new(requests)
-    });
-    let (answer, answered) = channel();
-    let sent = launcher.lock().unwrap_or_else(PoisonError::into_inner).send((cpus, config, answer));
-    let gone = || BuiltinError::Start("the launching thread is gone".to_owned());
-    sent.map_err(|_| gone())?;
-    answered.recv().map_err(|_| gone())?
 }

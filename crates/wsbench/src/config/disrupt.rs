@@ -119,8 +119,9 @@ impl RecoveryPlan {
 pub struct RunShape {
     /// The load's warm-up and measured window together.
     pub load: Duration,
-    /// wsbench starts the server (the built-in one).
+    /// wsbench starts the server: the built-in one (`builtin`), or a comparison's fleet member.
     pub own_server: bool,
+    pub builtin: bool,
     pub reconnect: bool,
     pub processes: u64,
     /// The built-in server's processes.
@@ -130,10 +131,16 @@ pub struct RunShape {
 
 impl RunShape {
     /// The shape of a run of `load` placed by `placement` (`own_server`: no URL given).
-    pub fn of(load: &super::LoadSpec, own_server: bool, placement: &super::Placement) -> RunShape {
+    pub fn of(
+        load: &super::LoadSpec,
+        builtin: bool,
+        fleet_member: bool,
+        placement: &super::Placement,
+    ) -> RunShape {
         RunShape {
             load: load.warmup + load.duration,
-            own_server,
+            own_server: builtin || fleet_member,
+            builtin,
             reconnect: load.reconnect.is_some(),
             processes: placement.processes,
             server_processes: placement.server_processes,
@@ -182,6 +189,9 @@ pub fn plan(specs: &[String], command: Option<&str>, run: RunShape) -> Result<Re
         _ if run.stages => Some("does not combine with --stages, whose connections come and go by plan"),
         _ if run.server_processes > 1 && disruptions.iter().any(|d| d.kind == DisruptionKind::Close) => {
             Some("close is told to one server process: give no --server-processes")
+        }
+        _ if !run.builtin && disruptions.iter().any(|d| d.kind == DisruptionKind::Close) => {
+            Some("close is told to the built-in server only: give restart or kill for a fleet member")
         }
         _ => None,
     };
@@ -257,6 +267,7 @@ mod tests {
     const RUN: RunShape = RunShape {
         load: Duration::from_secs(60),
         own_server: true,
+        builtin: true,
         reconnect: true,
         processes: 1,
         server_processes: 1,
@@ -288,7 +299,7 @@ mod tests {
 
     #[test]
     fn what_cannot_run_is_refused_before_any_load() {
-        let external = RunShape { own_server: false, ..RUN };
+        let external = RunShape { own_server: false, builtin: false, ..RUN };
         let cases = [
             (&["restart@10s"][..], None, external, "wsbench can restart only a server it started"),
             (&["close@10s"], None, external, "can close only a server it started"),

@@ -183,6 +183,11 @@ pub struct RunSettings {
     #[arg(long, value_name = "CMD")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disrupt_command: Option<String>,
+    /// Set by `compare`: the target is a server wsbench started, which a disruption may
+    /// restart (never a flag or a key of a file).
+    #[arg(skip)]
+    #[serde(skip)]
+    pub server_owned: bool,
     /// Accept any TLS certificate (for self-signed servers).
     #[arg(long)]
     #[serde(default, skip_serializing_if = "is_false")]

@@ -40,6 +40,8 @@ fn every_setting_survives_the_toml_file() {
         reconnect: Some("exponential:base=50ms,cap=2s".into()),
         disrupt: vec!["drop@1s,every=2s".into()],
         disrupt_command: Some("true".into()),
+        // Set by compare, never from a file.
+        server_owned: false,
         server_pid: Some(42),
         json: Some("out dir/r.json".into()),
         print_result: true,

@@ -121,7 +121,12 @@ impl RunSettings {
         let live = self.live()?;
         let run_id = load.run_id.clone();
         let wait_for_target = bounds::wait_for_target(&self.wait_for_target, target.is_some())?;
-        let recovery = self.recovery(super::disrupt::RunShape::of(&load, target.is_none(), &placement))?;
+        let recovery = self.recovery(super::disrupt::RunShape::of(
+            &load,
+            target.is_none(),
+            self.server_owned,
+            &placement,
+        ))?;
         Ok(RunConfig {
             open_at_once: rules.open_at_once(&load),
             load,

@@ -50,6 +50,16 @@ impl FleetServer {
     /// Starts the server and waits (up to `timeout`) until its port accepts.
     pub fn start(manifest: &Manifest, cpus: &[usize], timeout: Duration) -> Result<FleetServer, StartError> {
         let port = free_port().map_err(|e| StartError::Spawn(crate::causes::with_causes(&e)))?;
+        FleetServer::start_on(manifest, cpus, port, timeout)
+    }
+
+    /// [`FleetServer::start`] on `port` (a restart: where it listened before).
+    pub fn start_on(
+        manifest: &Manifest,
+        cpus: &[usize],
+        port: u16,
+        timeout: Duration,
+    ) -> Result<FleetServer, StartError> {
         let log = std::env::temp_dir().join(format!(
             "wsbench-fleet-{}-{}-{port}.log",
             manifest.name,
@@ -110,5 +120,10 @@ impl FleetServer {
     /// SIGTERM to the process group, SIGKILL after the grace period.
     pub fn stop(&mut self) {
         self.process.stop();
+    }
+
+    /// SIGKILL to the process group (a crash).
+    pub fn kill(&mut self) {
+        self.process.kill();
     }
 }

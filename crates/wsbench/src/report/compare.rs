@@ -89,6 +89,7 @@ pub fn render_compare_table(rows: &[Row]) -> String {
             }
         }
     }
+    out.push_str(&super::compare_recovery::recovery_table(rows).unwrap_or_default());
     out
 }
 

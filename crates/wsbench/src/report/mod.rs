@@ -9,6 +9,7 @@ mod awaited;
 mod bars;
 mod charts;
 mod compare;
+mod compare_recovery;
 mod endpoint;
 mod escape;
 

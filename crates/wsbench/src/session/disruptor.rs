@@ -89,6 +89,33 @@ impl Disruptor {
     }
 }
 
+/// A task for [`on_a_lasting_thread`].
+type Task = Box<dyn FnOnce() + Send>;
+
+/// Runs `task` on a thread that never ends (one for the process), and waits for its answer.
+fn on_a_lasting_thread<T: Send + 'static>(task: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    use std::sync::OnceLock;
+    use std::sync::mpsc::{Sender, channel};
+    static TASKS: OnceLock<Mutex<Sender<Task>>> = OnceLock::new();
+    let tasks = TASKS.get_or_init(|| {
+        let (tasks, received) = channel::<Task>();
+        let _ = std::thread::Builder::new().name("wsbench-starter".into()).spawn(move || {
+            // The sender lives in a static: this loop never ends, nor the thread.
+            for task in received {
+                task();
+            }
+        });
+        Mutex::new(tasks)
+    });
+    let (answer, answered) = channel();
+    let task: Task = Box::new(move || {
+        let _ = answer.send(task());
+    });
+    let gone = || "the starting thread is gone".to_owned();
+    tasks.lock().unwrap_or_else(PoisonError::into_inner).send(task).map_err(|_| gone())?;
+    answered.recv().map_err(|_| gone())
+}
+
 /// How long a disruption's action took: in all (a restart: from its signal until the new
 /// server listens; a command: its run), and a restarted server's own start.
 #[derive(Debug, Default)]
@@ -150,12 +177,15 @@ impl Acts<'_> {
         }
     }
 
-    /// Stops the server, keeps it down for `down` (less if the run ends), starts it again.
+    /// Stops the server, keeps it down for `down` (less if the run ends), starts it again:
+    /// from a thread that lives as long as the process (a child dies with the thread that
+    /// started it, `PR_SET_PDEATHSIG`, and this one ends with the run).
     fn restart(&self, server: &SharedServer, kill: bool) -> Result<Acted, String> {
         let began = Instant::now();
         lock(server).stop_for_restart(kill);
         self.sleep_until(Instant::now() + self.down);
-        let start = lock(server).start_again()?;
+        let server = server.clone();
+        let start = on_a_lasting_thread(move || lock(&server).start_again())??;
         Ok(Acted { took: Some(began.elapsed()), start: Some(start) })
     }
 

@@ -133,8 +133,22 @@ pub fn run(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunReport, 
 /// (in this process, or as `--processes N` shards merged) but with no search: how each
 /// run of a comparison is measured.
 pub fn measure_and_write(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+    measure_and_write_owning(settings, interrupt, None)
+}
+
+/// [`measure_and_write`] against a server the caller started, which a recovery run's
+/// disruptions may restart (`owned`: a comparison's fleet member).
+pub fn measure_and_write_owning(
+    settings: &RunSettings,
+    interrupt: &AtomicBool,
+    owned: Option<disruptor::SharedServer>,
+) -> Result<RunResult, RunError> {
     let config = settings.validate()?;
-    let mut result = measure_in_own_session(settings, &config, interrupt)?;
+    let mut session = Session::start(&config)?;
+    session.owned = owned;
+    let result = session.measure(settings, &config, interrupt);
+    session.finish();
+    let mut result = result?;
     write_outputs(&mut result, &config)?;
     Ok(result)
 }
@@ -183,6 +197,9 @@ pub struct Session {
     pub(crate) cpus: CpuPlan,
     /// Shared with a recovery run's disruptor, which may restart it.
     pub(crate) builtin: Option<Arc<Mutex<BuiltinServer>>>,
+    /// A server the caller started and the disruptor may restart (a comparison's fleet
+    /// member); the built-in server otherwise.
+    pub(crate) owned: Option<disruptor::SharedServer>,
     pub(crate) target: Target,
     /// The live view, metrics endpoint and stream of every measurement of this session.
     pub(crate) live: crate::live::Live,
@@ -215,7 +232,7 @@ impl Session {
                 (Some(Arc::new(Mutex::new(server))), target)
             }
         };
-        Ok(Session { cpus, builtin, target, live })
+        Ok(Session { cpus, builtin, target, live, owned: None })
     }
 
     /// One measured run of `config` (validated from `settings`) against this session's
@@ -324,7 +341,8 @@ impl Session {
         config: &RunConfig,
         board: &Arc<engine::disruption::Disruptions>,
     ) -> Option<Disruptor> {
-        let server = self.builtin.clone().map(|server| server as disruptor::SharedServer);
+        let builtin = || self.builtin.clone().map(|server| server as disruptor::SharedServer);
+        let server = self.owned.clone().or_else(builtin);
         let load = config.load.warmup + config.load.duration;
         Disruptor::start(&config.recovery, load, board.clone(), server)
     }
