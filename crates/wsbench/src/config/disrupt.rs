@@ -201,6 +201,19 @@ pub fn plan(specs: &[String], command: Option<&str>, run: RunShape) -> Result<Re
     Ok(RecoveryPlan { disruptions, command })
 }
 
+impl super::RunSettings {
+    /// `--disrupt` and `--disrupt-command`, checked against the run (`builtin`: no URL).
+    pub(super) fn recovery(
+        &self,
+        load: &super::LoadSpec,
+        builtin: bool,
+        placement: &super::Placement,
+    ) -> Result<RecoveryPlan, ConfigError> {
+        let shape = RunShape::of(load, builtin, self.server_owned, placement);
+        plan(&self.disrupt, self.disrupt_command.as_deref(), shape)
+    }
+}
+
 /// `KIND@AT[,every=D]`.
 fn parse(spec: &str, load: Duration) -> Result<Disruption, ConfigError> {
     let bad = |why: String| invalid("disrupt", format!("`{spec}`: {why}"));

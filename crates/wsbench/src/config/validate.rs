@@ -14,7 +14,6 @@ use super::bounds::{self, bounded, duration};
 use super::error::{ConfigError, invalid};
 use super::handshake::{HandshakeOptions, HandshakeSettings};
 use super::outputs::check_output_file;
-use super::reconnect::ReconnectPolicy;
 use super::scenario::{Defaults, NoSettings, Pace, Pacing, ScenarioRules};
 use super::settings::RunSettings;
 use super::source_addrs::local_addrs;
@@ -121,12 +120,7 @@ impl RunSettings {
         let live = self.live()?;
         let run_id = load.run_id.clone();
         let wait_for_target = bounds::wait_for_target(&self.wait_for_target, target.is_some())?;
-        let recovery = self.recovery(super::disrupt::RunShape::of(
-            &load,
-            target.is_none(),
-            self.server_owned,
-            &placement,
-        ))?;
+        let recovery = self.recovery(&load, target.is_none(), &placement)?;
         Ok(RunConfig {
             open_at_once: rules.open_at_once(&load),
             load,
@@ -144,14 +138,9 @@ impl RunSettings {
         })
     }
 
-    /// `--disrupt` and `--disrupt-command`, checked against the run's `shape`.
-    fn recovery(&self, shape: super::disrupt::RunShape) -> Result<super::RecoveryPlan, ConfigError> {
-        super::disrupt::plan(&self.disrupt, self.disrupt_command.as_deref(), shape)
-    }
-
     /// `--reconnect[=POLICY]`, parsed.
-    fn reconnect_policy(&self) -> Result<Option<ReconnectPolicy>, ConfigError> {
-        let policy = self.reconnect.as_deref().map(ReconnectPolicy::parse).transpose();
+    fn reconnect_policy(&self) -> Result<Option<super::ReconnectPolicy>, ConfigError> {
+        let policy = self.reconnect.as_deref().map(super::ReconnectPolicy::parse).transpose();
         policy.map_err(|problem| invalid("reconnect", problem))
     }
 

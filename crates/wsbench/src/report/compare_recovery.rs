@@ -6,13 +6,10 @@
 
 use std::fmt::Write as _;
 
-use super::compare::{Row, median_run};
 use crate::units::format::{group, mib_tight};
 
-/// The table, when the comparison's runs had a recovery.
-pub fn recovery_table(rows: &[Row]) -> Option<String> {
-    let measured: Vec<(&Row, &crate::result::RunResult)> =
-        rows.iter().filter_map(|row| Some((row, median_run(row)?))).collect();
+/// The table of each server's (name's) median run, when they had a recovery.
+pub fn recovery_table(measured: &[(&str, &crate::result::RunResult)]) -> Option<String> {
     if !measured.iter().any(|(_, run)| run.recovery.is_some()) {
         return None;
     }
@@ -35,14 +32,14 @@ pub fn recovery_table(rows: &[Row]) -> Option<String> {
         "CPU max",
         "RSS max"
     );
-    for (row, run) in measured {
+    for &(name, run) in measured {
         let Some(r) = &run.recovery else { continue };
         let at = |s: Option<f64>| s.map_or("never".to_owned(), |s| format!("{s:.2}"));
         let down: Option<f64> = r.disruptions.iter().filter_map(|e| e.took_s).reduce(f64::max);
         let _ = writeln!(
             out,
             "{:<22} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>9} {:>9} {:>9} {:>8} {:>8}",
-            row.name,
+            name,
             group(r.lost),
             at(r.back_after.p50_s),
             at(r.back_after.p90_s),
@@ -68,16 +65,7 @@ mod tests {
     #[test]
     fn one_row_per_server_and_never_for_a_share_that_never_came_back() {
         let mut run = RunResult::from_outcome(&fixture::closed_loop());
-        assert!(
-            recovery_table(&[Row {
-                name: "a",
-                language: "C",
-                runs: &[run.clone()],
-                problems: &[],
-                skipped: None
-            }])
-            .is_none()
-        );
+        assert!(recovery_table(&[("a", &run)]).is_none());
         run.recovery = Some(RecoveryFigures {
             lost: 10_000,
             not_back: 12,
@@ -85,15 +73,7 @@ mod tests {
             back_after: BackAfter { p50_s: Some(0.4), p90_s: Some(0.9), ..BackAfter::default() },
             ..RecoveryFigures::default()
         });
-        let runs = [run];
-        let table = recovery_table(&[Row {
-            name: "node-ws",
-            language: "JS",
-            runs: &runs,
-            problems: &[],
-            skipped: None,
-        }])
-        .unwrap();
+        let table = recovery_table(&[("node-ws", &run)]).unwrap();
         let line = table.lines().find(|line| line.starts_with("node-ws")).unwrap();
         let cells: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(cells[1..8], ["10,000", "0.40", "0.90", "never", "never", "12", "1.50"], "{table}");
