@@ -294,7 +294,8 @@ impl Counters {
     }
 }
 
-fn is_zero(count: &u64) -> bool {
+/// For `skip_serializing_if`: a count of zero is left out of a file.
+pub(crate) fn is_zero(count: &u64) -> bool {
     *count == 0
 }
 

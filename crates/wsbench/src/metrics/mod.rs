@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 pub use counters::Counters;
+pub(crate) use counters::is_zero;
 pub use recovery::RecoveryTally;
 pub use section::{Section, SectionHistograms};
 pub use stages::{StageTally, add_second as add_stage_second};
