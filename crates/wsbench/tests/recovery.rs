@@ -245,3 +245,81 @@ fn disruptions_that_cannot_run_are_usage_errors_before_any_load() {
     );
     refused(&["run", "--reconnect", "--disrupt", "command@1s"], 2, "needs --disrupt-command");
 }
+
+/// `--disrupt command` restarting a fleet member, node `ws`, from a shell script of the
+/// test's own: the script stops the server by the pid it wrote and starts it again on the
+/// same port. Every connection is lost once and comes back.
+#[test]
+fn a_command_restarting_node_ws_gets_every_connection_back() {
+    let server_dir = wsbench_testpeers::repo_root().join("servers/node-ws");
+    if !server_dir.join("node_modules/ws/package.json").exists() {
+        assert!(
+            !wsbench_testpeers::peers_required(),
+            "node ws is not installed: scripts/install-test-peers.sh"
+        );
+        eprintln!("skipped: node ws is not installed (scripts/install-test-peers.sh)");
+        return;
+    }
+    let dir = fresh_dir("recovery-node-ws");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let pid = dir.join("node-ws.pid");
+    let start = format!(
+        "cd '{}' && setsid node server.js {port} >>'{}' 2>&1 & echo $! >'{}'",
+        server_dir.display(),
+        dir.join("node-ws.log").display(),
+        pid.display()
+    );
+    let script = dir.join("restart.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n# Restarts the test's node ws: stopped by its pid, started again on its port.\n\
+             pid=$(cat '{}'); kill \"$pid\"\n\
+             while grep -qs '^State:[^Z]*$' /proc/$pid/status; do sleep 0.05; done\n{start}\n",
+            pid.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    assert!(Command::new("sh").arg("-c").arg(&start).status().unwrap().success());
+    // Stops the server the test (or its script) started last, by its pid, however the test ends.
+    struct StopByPidFile(std::path::PathBuf);
+    impl Drop for StopByPidFile {
+        fn drop(&mut self) {
+            let _ =
+                Command::new("sh").arg("-c").arg(format!("kill \"$(cat '{}')\"", self.0.display())).status();
+        }
+    }
+    let _stop = StopByPidFile(pid.clone());
+    let url = format!("ws://127.0.0.1:{port}/");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "node ws did not listen on {port}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let args = [
+        url.as_str(),
+        "--connections",
+        "200",
+        "--warmup",
+        "0s",
+        "--duration",
+        "5s",
+        "--reconnect=exponential:base=100ms,cap=1s,jitter=full",
+        "--disrupt",
+        "command@1s",
+        "--disrupt-command",
+        script.to_str().unwrap(),
+    ];
+    let (output, result) = run(&dir, &args);
+    let recovery = &result["recovery"];
+    assert_eq!(recovery["disruptions"][0]["kind"], "command", "{recovery}");
+    assert!(recovery["disruptions"][0]["failed"].is_null(), "{recovery}");
+    assert_eq!(
+        (count(&recovery["lost"]), count(&recovery["not_back"])),
+        (200, 0),
+        "{recovery}\n{}",
+        describe(&output)
+    );
+    assert!(text(&output.stdout).contains("recovery:"), "{}", describe(&output));
+}
