@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::{ConfigError, RunSettings};
 use crate::engine::dial::{DIALS, Dial};
@@ -399,10 +399,18 @@ struct Member {
 
 impl session::disruptor::OwnedServer for Member {
     fn stop_for_restart(&mut self, kill: bool) -> Duration {
-        let stopping = std::time::Instant::now();
+        let stopping = Instant::now();
         match kill {
             true => self.server.kill(),
             false => self.server.stop(),
+        }
+        // The start command's shell may end before the server it started has let go of the
+        // port (closing ten thousand connections takes a while): stopped means the port is free.
+        let deadline = stopping + START_TIMEOUT;
+        while std::net::TcpListener::bind(("127.0.0.1", self.server.port)).is_err()
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
         }
         stopping.elapsed()
     }

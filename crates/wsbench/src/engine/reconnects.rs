@@ -21,7 +21,7 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
 pub struct Outage {
     /// When it was lost (or its first attempt failed).
     pub lost_at: Instant,
-    /// Attempts made to reopen it (the one in progress included).
+    /// Attempts to reopen it made or scheduled (the one in progress or due included).
     pub attempts: u32,
     /// The pause before the last attempt.
     previous: Duration,
@@ -59,11 +59,11 @@ impl Reconnects {
             previous: Duration::ZERO,
             not_before: None,
         });
-        outage.attempts += 1;
-        let Some(pause) = policy.delay(outage.attempts, index, outage.previous) else {
+        let Some(pause) = policy.delay(outage.attempts + 1, index, outage.previous) else {
             self.given_up += 1;
             return false;
         };
+        outage.attempts += 1;
         outage.previous = pause;
         let due = (now + pause).max(outage.not_before.take().unwrap_or(now));
         self.due.push(Reverse((due, index)));
@@ -120,6 +120,18 @@ impl Reconnects {
     /// Every connection still down, with its outage.
     pub fn outages(&self) -> impl Iterator<Item = (&u64, &Outage)> {
         self.outages.iter()
+    }
+
+    /// The attempts the outages of `indexes` have made so far: those scheduled, less those
+    /// still waiting for their time.
+    pub fn attempts_made(&self, indexes: &[u64]) -> u64 {
+        let waiting: std::collections::HashSet<u64> =
+            self.due.iter().map(|Reverse((_, index))| *index).collect();
+        let made = |index: &u64| {
+            let scheduled = self.outages.get(index).map_or(0, |outage| u64::from(outage.attempts));
+            scheduled.saturating_sub(u64::from(waiting.contains(index)))
+        };
+        indexes.iter().map(made).sum()
     }
 }
 

@@ -37,6 +37,9 @@ struct Window {
     failures_before: Counters,
     /// Connections open when it began.
     open_before: u64,
+    /// The last look found it recovered: a second look a second later closes it (what a
+    /// disruption does may reach this worker's sockets after its action is over).
+    looked_recovered: bool,
 }
 
 impl Worker {
@@ -57,6 +60,7 @@ impl Worker {
                         epoch,
                         failures_before: self.rec.metrics.counters.connection_failures(),
                         open_before: self.open,
+                        looked_recovered: false,
                     })
                 }
             }
@@ -80,14 +84,17 @@ impl Worker {
         self.rec.metrics.recovery.came_back(micros(from), micros(outage.lost_at), outage.attempts);
     }
 
-    /// Once a second: a window whose disruption is over, with every connection back, closes.
+    /// Once a second: a window whose disruption is over, with every connection back at two
+    /// looks in a row, closes.
     pub(super) fn check_recovered(&mut self) {
-        let Some(window) = &self.recovery.window else { return };
+        let Some(window) = &mut self.recovery.window else { return };
         let recovered = self.job.disruptions.done(window.epoch)
             && self.pacer.reconnects.down() == 0
             && self.open >= window.open_before;
-        if recovered {
+        if recovered && window.looked_recovered {
             self.close_window();
+        } else {
+            window.looked_recovered = recovered;
         }
     }
 
@@ -97,9 +104,16 @@ impl Worker {
         let down = self.pacer.reconnects.down() as u64;
         self.rec.metrics.counters.not_reconnected += down;
         if let Some(window) = &self.recovery.window {
-            let not_back =
-                self.pacer.reconnects.outages().filter(|(_, outage)| outage.lost_at >= window.began);
-            self.rec.metrics.recovery.not_back += not_back.count() as u64;
+            let reconnects = &self.pacer.reconnects;
+            let not_back: Vec<u64> = reconnects
+                .outages()
+                .filter(|(_, outage)| outage.lost_at >= window.began)
+                .map(|(&index, _)| index)
+                .collect();
+            let recovery = &mut self.rec.metrics.recovery;
+            recovery.not_back += not_back.len() as u64;
+            // Their attempts count too: every attempt made is in `attempts`, back or not.
+            recovery.attempts += reconnects.attempts_made(&not_back);
         }
         self.close_window();
     }
