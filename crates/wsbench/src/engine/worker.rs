@@ -210,9 +210,7 @@ impl Worker {
                     break;
                 }
             };
-            for &event in &events {
-                self.on_io(event);
-            }
+            self.on_events(&events);
             self.io.restore(events);
             self.adopt_opened();
         }
@@ -237,6 +235,15 @@ impl Worker {
             cpu: crate::client_cpu::thread_cpu_self(),
             io,
             drain_secs,
+        }
+    }
+
+    /// What a wait brought. What the sockets say may come of a disruption begun during the
+    /// wait (a server killed): its window opens first, so that what it cost is the recovery's.
+    fn on_events(&mut self, events: &[Event]) {
+        self.watch_disruptions(Instant::now());
+        for &event in events {
+            self.on_io(event);
         }
     }
 

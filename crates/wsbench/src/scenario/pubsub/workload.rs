@@ -22,7 +22,7 @@ use super::settings::{PubSubSpec, Role as PubSubRole};
 use super::share::Published;
 use super::sketch::LatencySketch;
 use crate::config::{LoadSpec, Payload};
-use crate::engine::conn::ClientConn;
+use crate::engine::conn::{ClientConn, State};
 use crate::engine::recorder::Counted;
 use crate::engine::workload::{Cx, Workload};
 use crate::metrics::Section;
@@ -437,10 +437,14 @@ impl PubSub {
         }
     }
 
-    /// Publisher `conn` is gone with publishes the server had not acknowledged (the latest
+    /// Publisher `conn` was lost with publishes the server had not acknowledged (the latest
     /// it sent: acknowledgements come in order): the measured ones among them were never
     /// taken, so they are counted as such and no longer as published.
     fn take_back_unacknowledged(&mut self, conn: &ClientConn) {
+        // Closed by the load (the run's end): what is unacknowledged is still on its way.
+        if conn.state == State::Closing {
+            return;
+        }
         let unacknowledged = conn.session.as_ref().map_or(0, |session| session.unacknowledged_publishes());
         let (Some(state), PubSubRole::Publisher { topic, .. }) =
             (self.publishers.get(&conn.index), self.spec.role(conn.index))
