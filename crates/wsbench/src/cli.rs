@@ -49,6 +49,13 @@ fn max_message(text: &str) -> Result<u64, UnitError> {
     Ok(bytes)
 }
 
+/// `serve --close-code`: a close code a server may send (RFC 6455 §7.4).
+fn close_code(text: &str) -> Result<u16, String> {
+    text.trim().parse::<u16>().ok().filter(|code| wsbench_proto::is_valid_close_code(*code)).ok_or_else(
+        || format!("`{text}` is not a close code a server may send: give 1000–1003, 1007–1014 or 3000–4999"),
+    )
+}
+
 /// `serve --max-message-memory`: a size above zero and at most 64 GiB.
 fn max_message_memory(text: &str) -> Result<u64, UnitError> {
     let bytes = parse_bytes(text)?;
@@ -411,6 +418,11 @@ pub struct ServeArgs {
     /// event-loop thread; other messages are still echoed.
     #[arg(long, conflicts_with_all = ["threads", "processes"])]
     pub pubsub: bool,
+    /// The close code `kill -USR2` closes every connection with, the server going on (as a
+    /// graceful restart closes them): 1012 (Service Restart), 1001 (Going Away), or another
+    /// code a client may be sent (1000–1003, 1007–1014, 3000–4999)
+    #[arg(long, value_parser = close_code, default_value_t = wsbench_server::DEFAULT_CLOSE_CODE)]
+    pub close_code: u16,
     /// Read the whole configuration as JSON from stdin: how wsbench starts a server of its
     /// own (the built-in server of a run, each process of `--processes N`).
     #[arg(long = wsbench_supervisor::SETTINGS_FLAG, hide = true, exclusive = true)]
@@ -451,6 +463,7 @@ impl ServeArgs {
             processes,
             no_deflate,
             pubsub,
+            close_code,
             settings_from_stdin: _,
         } = self;
         let tls = match (cert, key) {
@@ -471,6 +484,7 @@ impl ServeArgs {
             handshake_timeout: handshake_timeout.0,
             deflate: !no_deflate,
             pubsub,
+            close_code,
             ..ServeConfig::default()
         }
     }
