@@ -51,6 +51,13 @@ fn max_message(text: &str) -> Result<u64, UnitError> {
     Ok(bytes)
 }
 
+/// `serve --close-code`: a close code a server may send (RFC 6455 §7.4).
+fn close_code(text: &str) -> Result<u16, String> {
+    text.trim().parse::<u16>().ok().filter(|code| wsbench_proto::is_valid_close_code(*code)).ok_or_else(
+        || format!("`{text}` is not a close code a server may send: give 1000–1003, 1007–1014 or 3000–4999"),
+    )
+}
+
 /// `serve --max-message-memory`: a size above zero and at most 64 GiB.
 fn max_message_memory(text: &str) -> Result<u64, UnitError> {
     let bytes = parse_bytes(text)?;
@@ -109,6 +116,7 @@ pub fn command() -> clap::Command {
                 crate::help::without(crate::help::with_defaults(sweep), &wsbench::sweep::REFUSED_SETTINGS);
             series_help(sweep).after_help(crate::help::protocols_help()).allow_negative_numbers(true)
         })
+        .mut_subcommand("diff", |diff| diff.long_about(crate::help::diff_about()))
         .mut_subcommand("serve", |serve| serve.allow_negative_numbers(true))
         .mut_subcommand("rtt", |rtt| rtt.allow_negative_numbers(true))
 }
@@ -330,11 +338,13 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 #[command(
+    override_usage = "wsbench diff [OPTIONS] <BASE>... -- <NEW>...",
     after_help = "Example: wsbench diff --fail-on 'p99:+5%' before-*.json -- after-*.json (flags go before `--`)"
 )]
 pub struct DiffArgs {
     /// Result files of the base runs (repeats of one benchmark; 5 or more for the rank test).
-    #[arg(required = true, value_name = "BASE")]
+    // Not required here: the library's refusal of an empty side says which and how to write it.
+    #[arg(value_name = "BASE")]
     pub base: Vec<PathBuf>,
     /// Result files of the new runs, after `--` (every flag goes before it).
     #[arg(last = true, value_name = "NEW")]
@@ -342,7 +352,8 @@ pub struct DiffArgs {
     /// Changes within this share of the base value never count (0% to 50%).
     #[arg(long, default_value = "2%", value_parser = wsbench::diff::parse_noise)]
     pub noise: f64,
-    /// Family-wise error rate over the figures tested (Holm), 0.001 to 0.5; intervals are at 1 − alpha.
+    /// The chance of any false "better" or "worse" in the whole diff (Holm's correction over the
+    /// figures tested), 0.001 to 0.5; intervals are at 1 − alpha.
     #[arg(long, default_value_t = wsbench::diff::DEFAULT_ALPHA, value_parser = wsbench::diff::parse_alpha)]
     pub alpha: f64,
     /// Exit 99 when FIGURE changed past N% (counted changes only), e.g. 'p99:+5%' or
@@ -433,6 +444,11 @@ pub struct ServeArgs {
     /// event-loop thread; other messages are still echoed.
     #[arg(long, conflicts_with_all = ["threads", "processes"])]
     pub pubsub: bool,
+    /// The close code `kill -USR2` closes every connection with, the server going on (as a
+    /// graceful restart closes them): 1012 (Service Restart), 1001 (Going Away), or another
+    /// code a client may be sent (1000–1003, 1007–1014, 3000–4999)
+    #[arg(long, value_parser = close_code, default_value_t = wsbench_server::DEFAULT_CLOSE_CODE)]
+    pub close_code: u16,
     /// Read the whole configuration as JSON from stdin: how wsbench starts a server of its
     /// own (the built-in server of a run, each process of `--processes N`).
     #[arg(long = wsbench_supervisor::SETTINGS_FLAG, hide = true, exclusive = true)]
@@ -473,6 +489,7 @@ impl ServeArgs {
             processes,
             no_deflate,
             pubsub,
+            close_code,
             settings_from_stdin: _,
         } = self;
         let tls = match (cert, key) {
@@ -493,6 +510,7 @@ impl ServeArgs {
             handshake_timeout: handshake_timeout.0,
             deflate: !no_deflate,
             pubsub,
+            close_code,
             ..ServeConfig::default()
         }
     }

@@ -9,7 +9,8 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::config::{ConfigError, RunSettings};
 use crate::engine::dial::{DIALS, Dial};
@@ -104,7 +105,12 @@ pub fn compare(
     let fleet = fleet::load(&config.fleet_dir)?;
     let selected = fleet::select(&fleet, &config.servers)?;
     // Check the scenario once before starting anything.
-    RunSettings { target: Some("ws://127.0.0.1:1/".into()), ..config.settings.clone() }.validate()?;
+    let check = RunSettings {
+        target: Some("ws://127.0.0.1:1/".into()),
+        server_owned: true,
+        ..config.settings.clone()
+    };
+    check.validate()?;
     if let Some(out) = &config.out {
         // Already checked by the command when its `--html` goes into it; harmless again.
         crate::config::check_output_folder("out", out)?;
@@ -411,10 +417,18 @@ impl Row {
             // The server measured is the one behind the front.
             settings.server_pid = server.pids().first().copied();
         }
-        let measured = session::measure_and_write(&settings, interrupt);
+        settings.server_owned = true;
+        let member = Arc::new(Mutex::new(Member {
+            manifest: self.manifest.clone(),
+            cpus: server_cpus.to_vec(),
+            server,
+        }));
+        let measured = session::measure_and_write_owning(&settings, interrupt, Some(member.clone()));
         if let Some(front) = front.as_mut() {
             front.stop();
         }
+        let mut member = member.lock().unwrap_or_else(PoisonError::into_inner);
+        let server = &mut member.server;
         // A server that closed every connection is usually on its way out: give it a
         // moment to exit so the row can say it died rather than look merely slow.
         let lost_all = measured.as_ref().is_ok_and(|r| {
@@ -443,6 +457,45 @@ impl Row {
         if let Some(status) = died {
             self.problems.push(format!("died mid-run ({status})"));
         }
+    }
+}
+
+/// A fleet member a comparison started, as its recovery runs (`--disrupt restart|kill`)
+/// restart it: on the same port, by the start command of its manifest.
+#[derive(Debug)]
+struct Member {
+    manifest: Manifest,
+    cpus: Vec<usize>,
+    server: FleetServer,
+}
+
+impl session::disruptor::OwnedServer for Member {
+    fn stop_for_restart(&mut self, kill: bool) -> Duration {
+        let stopping = Instant::now();
+        match kill {
+            true => self.server.kill(),
+            false => self.server.stop(),
+        }
+        // The start command's shell may end before the server it started has let go of the
+        // port (closing ten thousand connections takes a while): stopped means the port is free.
+        let deadline = stopping + START_TIMEOUT;
+        while std::net::TcpListener::bind(("127.0.0.1", self.server.port)).is_err()
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        stopping.elapsed()
+    }
+
+    fn start_again(&mut self) -> Result<Duration, String> {
+        let started = std::time::Instant::now();
+        self.server = FleetServer::start_on(&self.manifest, &self.cpus, self.server.port, START_TIMEOUT)
+            .map_err(|e| crate::causes::with_causes(&e))?;
+        Ok(started.elapsed())
+    }
+
+    fn close_every_connection(&mut self) -> Result<(), String> {
+        Err(format!("{} cannot be told to close its connections", self.manifest.name))
     }
 }
 

@@ -223,6 +223,7 @@ pub fn closed_loop() -> RunOutcome {
             heap_connected_bytes: Some(2 * 1024 * 1024 + 612_000),
         },
         machine: machine(),
+        disruptions: Vec::new(),
         figures: None,
     }
 }
@@ -292,6 +293,7 @@ pub fn open_loop_troubled() -> RunOutcome {
         ],
         client_memory: ClientMemory::default(),
         machine: machine(),
+        disruptions: Vec::new(),
         figures: None,
     }
 }
@@ -331,6 +333,7 @@ pub fn nothing_answered() -> RunOutcome {
         }],
         client_memory: ClientMemory::default(),
         machine: machine(),
+        disruptions: Vec::new(),
         figures: None,
     }
 }
@@ -397,6 +400,7 @@ pub fn pubsub_one_short() -> RunOutcome {
         }],
         client_memory: ClientMemory::default(),
         machine: machine(),
+        disruptions: Vec::new(),
         figures: None,
     })
 }

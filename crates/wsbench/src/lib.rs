@@ -57,3 +57,6 @@ pub mod session;
 pub mod sweep;
 pub mod thresholds;
 pub mod units;
+
+#[cfg(test)]
+mod test_heap;

@@ -269,6 +269,12 @@ fn notes(results: &[(String, RunResult)]) -> Vec<(&'static str, &str, String)> {
                 .collect();
             notes.push(("bad", label.as_str(), format!("errors: {}.", errors.join(", "))));
         }
+        let recovery = super::recovery::recovery_lines(result);
+        if !recovery.is_empty() {
+            let text: Vec<String> = recovery.into_iter().map(|(_, text)| text).collect();
+            let class = if result.recovery.as_ref().is_some_and(|r| r.not_back > 0) { "bad" } else { "info" };
+            notes.push((class, label.as_str(), format!("recovery: {}.", text.join("; "))));
+        }
         if let Some(stalls) = super::awaited::stalls_text(result) {
             notes.push(("bad", label.as_str(), format!("stalls: {stalls}.")));
         }

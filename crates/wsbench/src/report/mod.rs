@@ -9,6 +9,7 @@ mod awaited;
 mod bars;
 mod charts;
 mod compare;
+mod compare_recovery;
 mod endpoint;
 mod escape;
 
@@ -17,6 +18,7 @@ pub mod input;
 mod memory;
 mod merge;
 mod palette;
+mod recovery;
 mod rtt;
 mod search;
 mod stages;
