@@ -18,6 +18,8 @@ use wsbench::report::ReportFormat;
 use wsbench::rtt::RttSettings;
 use wsbench::units::{UnitError, format_duration, parse_bytes, parse_duration};
 
+use crate::series_args::{Series, SweepOptions, series_help};
+
 /// A duration flag: parsed with [`parse_duration`], shown with [`format_duration`] in `--help`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DurationArg(pub Duration);
@@ -105,9 +107,14 @@ pub fn command() -> clap::Command {
             crate::help::with_defaults(run).after_help(after).allow_negative_numbers(true)
         })
         .mut_subcommand("compare", |compare| {
-            crate::help::without_refused(crate::help::with_defaults(compare))
+            series_help(crate::help::without_refused(crate::help::with_defaults(compare)))
                 .after_help(crate::help::protocols_help())
                 .allow_negative_numbers(true)
+        })
+        .mut_subcommand("sweep", |sweep| {
+            let sweep =
+                crate::help::without(crate::help::with_defaults(sweep), &wsbench::sweep::REFUSED_SETTINGS);
+            series_help(sweep).after_help(crate::help::protocols_help()).allow_negative_numbers(true)
         })
         .mut_subcommand("diff", |diff| diff.long_about(crate::help::diff_about()))
         .mut_subcommand("serve", |serve| serve.allow_negative_numbers(true))
@@ -190,8 +197,12 @@ pub enum Command {
     /// The competitor servers under servers/: list or install them.
     #[command(subcommand)]
     Fleet(FleetCommand),
-    /// Run one scenario against several servers of the fleet and print one table.
-    Compare(Box<CompareArgs>),
+    /// Run one scenario at a series of loads (connections or rate): a row per step, the knee
+    /// of the latency curve, and the Universal Scalability Law fitted to it.
+    Sweep(Box<Series<crate::series_args::SweepArgs>>),
+    /// Run one scenario against several servers of the fleet and print one table (or, with
+    /// --sweep, overlay each server's curve).
+    Compare(Box<Series<CompareArgs>>),
     /// Compare repeated runs before and after a change: per figure, the change with a confidence
     /// interval and a verdict (better, worse, no difference).
     Diff(DiffArgs),
@@ -249,6 +260,12 @@ pub struct CompareArgs {
     /// The fleet folder [default: ./servers]
     #[arg(long)]
     pub fleet_dir: Option<PathBuf>,
+    /// Sweep each server over the series that --connections or --rate gives (as `wsbench
+    /// sweep` does) and overlay their curves on one page (--html).
+    #[arg(long)]
+    pub sweep: bool,
+    #[command(flatten)]
+    pub sweep_options: SweepOptions,
     #[command(flatten)]
     pub settings: RunSettings,
 }
@@ -277,23 +294,32 @@ impl RunArgs {
         if self.settings_from_stdin {
             return Ok(wsbench_supervisor::read_settings(std::io::stdin().lock())?);
         }
-        let mut settings = self.settings;
-        for word in self.positional {
-            let slot = if word.contains("://") { &mut settings.target } else { &mut settings.scenario };
-            if slot.replace(word.clone()).is_some() {
-                return Err(CommandError::Config(ConfigError::Invalid {
-                    setting: "scenario",
-                    problem: format!("`{word}`: give at most one scenario and one URL"),
-                }));
-            }
-        }
-        let mut base = match &self.scenario_file {
-            Some(path) => RunSettings::from_scenario(path)?,
-            None => RunSettings::default(),
-        };
-        wsbench::members::secrets_over(&settings.options, &mut base.options);
-        Ok(settings.over(base)?)
+        settings_of(self.positional, self.scenario_file.as_deref(), self.settings)
     }
+}
+
+/// The settings of a run or a sweep: `scenario_file`, overridden by the positional words (a
+/// scenario, a URL) and the flags `settings`.
+pub(crate) fn settings_of(
+    positional: Vec<String>,
+    scenario_file: Option<&std::path::Path>,
+    mut settings: RunSettings,
+) -> Result<RunSettings, CommandError> {
+    for word in positional {
+        let slot = if word.contains("://") { &mut settings.target } else { &mut settings.scenario };
+        if slot.replace(word.clone()).is_some() {
+            return Err(CommandError::Config(ConfigError::Invalid {
+                setting: "scenario",
+                problem: format!("`{word}`: give at most one scenario and one URL"),
+            }));
+        }
+    }
+    let mut base = match scenario_file {
+        Some(path) => RunSettings::from_scenario(path)?,
+        None => RunSettings::default(),
+    };
+    wsbench::members::secrets_over(&settings.options, &mut base.options);
+    Ok(settings.over(base)?)
 }
 
 #[derive(Debug, Args)]

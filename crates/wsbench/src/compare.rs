@@ -172,6 +172,78 @@ pub fn compare(
     Ok(rows)
 }
 
+/// What `compare --sweep` found of one server: its sweep, or what went wrong, in words.
+pub type SweptServer = (String, Result<crate::result::sweep::Sweep, String>);
+
+/// `compare --sweep`: each selected server in turn started fresh, swept over `sweep`'s
+/// series (its URL the target; `SERVER-sweep.json` in `--out`) and stopped. The plan is
+/// checked once before any server starts; a server that is not installed, cannot start
+/// or fails its sweep gets its problem instead of a sweep.
+pub fn compare_sweeps(
+    config: &CompareConfig,
+    sweep: &crate::sweep::SweepSettings,
+    interrupt: &AtomicBool,
+    log: &mut dyn FnMut(&str),
+) -> Result<Vec<SweptServer>, CompareError> {
+    refuse_what_does_not_apply(&config.settings)?;
+    if config.repeat != 1 {
+        let why =
+            "a sweep is measured once per server (its steps are the series): give --repeat 1 with --sweep";
+        return Err(crate::config::invalid_setting("repeat", why.to_owned()).into());
+    }
+    let fleet = fleet::load(&config.fleet_dir)?;
+    let selected = fleet::select(&fleet, &config.servers)?;
+    let for_server = |target: String, json: Option<PathBuf>| crate::sweep::SweepSettings {
+        settings: RunSettings { target: Some(target), json, html: None, ..config.settings.clone() },
+        ..sweep.clone()
+    };
+    for_server("ws://127.0.0.1:1/".to_owned(), None).plan()?;
+    if let Some(out) = &config.out {
+        crate::config::check_output_folder("out", out)?;
+        std::fs::create_dir_all(out).map_err(|source| CompareError::OutDir { path: out.clone(), source })?;
+    }
+    let allowed = crate::affinity::allowed_cpus();
+    let server_cpus: Vec<usize> = if allowed.len() >= 2 { vec![allowed[0]] } else { Vec::new() };
+    let protocol = config.settings.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
+    let mut swept = Vec::new();
+    for manifest in selected {
+        let mut row = Row::new(manifest, Over::default_transport());
+        row.require_protocol(protocol);
+        Feature::needed_by(&config.settings).into_iter().for_each(|feature| row.require(feature));
+        let label = row.label.clone();
+        if !row.available || interrupt.load(Ordering::Relaxed) {
+            let why = row.skipped.clone().or_else(|| row.problems.first().cloned());
+            swept.push((
+                label,
+                Err(why.unwrap_or_else(|| "not measured: interrupted before its turn".to_owned())),
+            ));
+            continue;
+        }
+        let mut server = match FleetServer::start(&row.manifest, &server_cpus, START_TIMEOUT) {
+            Ok(server) => server,
+            Err(error) => {
+                swept.push((label, Err(format!("failed to start: {error}"))));
+                continue;
+            }
+        };
+        let json = config.out.as_ref().map(|out| out.join(format!("{label}-sweep.json")));
+        let mut settings = for_server(server.url(row.manifest.path(protocol)), json);
+        if settings.settings.client_cpus.is_none() && !server_cpus.is_empty() {
+            let client: Vec<usize> = allowed.iter().copied().filter(|c| !server_cpus.contains(c)).collect();
+            settings.settings.client_cpus = Some(crate::affinity::format_cpu_list(&client));
+        }
+        let outcome = settings.plan().map_err(session::RunError::from).and_then(|plan| {
+            session::sweep::sweep(&plan, &label, interrupt, &mut |line| log(&format!("{label}: {line}")))
+        });
+        server.stop();
+        let outcome = outcome
+            .map_err(|e| crate::causes::with_causes(&e))
+            .and_then(|report| report.sweep().cloned().ok_or_else(|| "the sweep gave no steps".to_owned()));
+        swept.push((label, outcome));
+    }
+    Ok(swept)
+}
+
 /// What a run may need from a fleet server beyond echo (permessage-deflate, or what its
 /// scenario needs): the manifest key that says the server has it, the environment variable
 /// that turns it on when the server starts, and why a server without it is skipped.

@@ -149,9 +149,14 @@ pub fn protocols_help() -> String {
 /// `compare` without the flags of `run` it refuses (it still names them if given), nor
 /// `--slo`, which only `--find-max-rate` takes.
 pub fn without_refused(command: Command) -> Command {
-    wsbench::compare::REFUSED_SETTINGS
+    let refused: Vec<&str> = wsbench::compare::REFUSED_SETTINGS.iter().copied().chain(["slo"]).collect();
+    without(command, &refused)
+}
+
+/// `command` without the flags it refuses (`names`, as their flags are written).
+pub fn without(command: Command, names: &[&str]) -> Command {
+    names
         .iter()
-        .chain(&["slo"])
         .map(|setting| setting.replace('-', "_"))
         .fold(command, |command, id| command.mut_arg(id, |arg| arg.hide(true)))
 }

@@ -63,6 +63,20 @@ pub enum Comparison {
 }
 
 impl Comparison {
+    /// The comparison `rest` starts with and the bound after it, trimmed (`<=10ms` →
+    /// `LessOrEqual`, `10ms`); `None` when it starts with none.
+    pub fn split(rest: &str) -> Option<(Comparison, &str)> {
+        [
+            ("<=", Comparison::LessOrEqual),
+            (">=", Comparison::GreaterOrEqual),
+            ("==", Comparison::Equal),
+            ("<", Comparison::Less),
+            (">", Comparison::Greater),
+        ]
+        .into_iter()
+        .find_map(|(op, comparison)| rest.strip_prefix(op).map(|bound| (comparison, bound.trim())))
+    }
+
     /// Whether `value` compared with `bound` holds.
     pub fn holds(self, value: f64, bound: f64) -> bool {
         match self {
@@ -101,16 +115,8 @@ impl std::str::FromStr for Threshold {
             expression.find(['<', '>', '=']).ok_or_else(|| bad("no comparison (<, <=, >, >=, ==)".into()))?;
         let (name, rest) = (expression[..at].trim(), &expression[at..]);
         let (stage, name) = stage_of(name).map_err(bad)?;
-        let (comparison, bound) = [
-            ("<=", Comparison::LessOrEqual),
-            (">=", Comparison::GreaterOrEqual),
-            ("==", Comparison::Equal),
-            ("<", Comparison::Less),
-            (">", Comparison::Greater),
-        ]
-        .into_iter()
-        .find_map(|(op, comparison)| rest.strip_prefix(op).map(|bound| (comparison, bound.trim())))
-        .ok_or_else(|| bad(format!("`{rest}` does not start with <, <=, >, >= or ==")))?;
+        let (comparison, bound) = Comparison::split(rest)
+            .ok_or_else(|| bad(format!("`{rest}` does not start with <, <=, >, >= or ==")))?;
         let metric = metric(name).ok_or_else(|| {
             bad(format!(
                 "unknown figure `{name}` (latency: {}; {CONNECT_NAMES}; errors; stalls; longest_stall; echoes_per_sec; or one of the scenario's)",

@@ -19,6 +19,7 @@ pub mod search;
 mod sends;
 mod stages;
 mod stalls;
+pub mod sweep;
 mod transport;
 mod unanswered;
 

@@ -11,6 +11,7 @@ pub mod cpus;
 pub mod disruptor;
 pub mod interrupt;
 pub mod shards;
+pub mod sweep;
 pub mod target_wait;
 
 use std::path::PathBuf;
@@ -76,12 +77,13 @@ pub enum RunError {
     TargetWait(#[from] target_wait::WaitError),
 }
 
-/// What a `wsbench run` produced: one result, or a rate search.
+/// What a `wsbench run` or `wsbench sweep` produced: one result, a rate search, or a sweep.
 #[derive(Debug)]
 pub enum RunReport {
     /// One result, written where asked.
     Once(Box<RunResult>),
     Search(Search),
+    Sweep(Box<crate::result::sweep::Sweep>),
     /// A result or a search whose file could not be written where asked (`error`): it was
     /// written to `fallback` instead (`None`: not even there). The report is still shown.
     Unsaved {
@@ -96,8 +98,17 @@ impl RunReport {
     pub fn result(&self) -> Option<&RunResult> {
         match self {
             RunReport::Once(result) => Some(result),
-            RunReport::Search(_) => None,
+            RunReport::Search(_) | RunReport::Sweep(_) => None,
             RunReport::Unsaved { report, .. } => report.result(),
+        }
+    }
+
+    /// The sweep, when this is one (written or not).
+    pub fn sweep(&self) -> Option<&crate::result::sweep::Sweep> {
+        match self {
+            RunReport::Sweep(sweep) => Some(sweep),
+            RunReport::Unsaved { report, .. } => report.sweep(),
+            RunReport::Once(_) | RunReport::Search(_) => None,
         }
     }
 
@@ -106,6 +117,7 @@ impl RunReport {
         match self {
             RunReport::Once(result) => result.write_json(path),
             RunReport::Search(search) => write_search_json(search, path),
+            RunReport::Sweep(sweep) => crate::result::sweep::write_sweep_json(sweep, path),
             RunReport::Unsaved { report, .. } => report.write_json(path),
         }
     }
@@ -170,7 +182,7 @@ fn measure_in_own_session(
 /// `report`, whose files were `written`; when that failed (the folder was removed during
 /// the run, the disk is full), it goes to a fallback file in the temporary folder instead
 /// (`$TMPDIR/wsbench-result-PID-MS.json`), so a finished run is never lost.
-fn keep(report: RunReport, written: Result<(), RunError>) -> RunReport {
+pub(crate) fn keep(report: RunReport, written: Result<(), RunError>) -> RunReport {
     let Err(error) = written else { return report };
     let unix_ms = crate::machine::unix_ms();
     let path = std::env::temp_dir().join(format!("wsbench-result-{}-{unix_ms}.json", std::process::id()));
