@@ -162,9 +162,9 @@ pub struct RunSettings {
     pub source_addrs: Option<String>,
     /// Reopen a connection the server closed or reset, counting each reconnection, by a
     /// POLICY: immediate, fixed:1s, exponential:base=100ms,cap=30s,factor=2,jitter=full|equal|
-    /// decorrelated|none, or a client library's defaults (socket.io-client, phoenix, grpc,
-    /// signalr); a bare --reconnect is wsbench's own (100 ms doubling to 5 s, jittered). Off
-    /// by default: a lost connection stays lost [default: off; --reconnect alone: wsbench]
+    /// decorrelated|none, or a client library's own policy (socket.io-client, phoenix, grpc,
+    /// signalr); a bare --reconnect is wsbench's own (100 ms doubling to 5 s, jittered).
+    /// Without it a lost connection stays lost [default: off; --reconnect alone: wsbench]
     #[arg(long, value_name = "POLICY", num_args = 0..=1, require_equals = true, default_missing_value = super::reconnect::DEFAULT_POLICY)]
     #[serde(
         default,
@@ -175,11 +175,12 @@ pub struct RunSettings {
     /// Disrupt the server or the network at a time from the load's start, once or every D:
     /// restart@30s, kill@30s,every=2m, close@10s (the built-in server closes every
     /// connection with 1012), drop@10s (every connection cut, no close), command@10s (runs
-    /// --disrupt-command); needs --reconnect (repeatable)
+    /// --disrupt-command); needs --reconnect (repeatable) [default: none]
     #[arg(long, value_name = "KIND@AT")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disrupt: Vec<String>,
     /// The shell command a `command` disruption runs (e.g. 'systemctl restart app')
+    /// [default: none]
     #[arg(long, value_name = "CMD")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disrupt_command: Option<String>,
