@@ -7,6 +7,7 @@
 //! [`Metrics::merge`]. Nothing here knows a scenario by name.
 
 mod counters;
+mod handshakes;
 mod section;
 mod stages;
 mod timeline;
@@ -16,6 +17,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 pub use counters::Counters;
+pub use handshakes::TlsHandshakes;
 pub use section::{Section, SectionHistograms};
 pub use stages::{StageTally, add_second as add_stage_second};
 pub use timeline::{Interval, TimelineSecond};

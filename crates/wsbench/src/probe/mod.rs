@@ -8,8 +8,10 @@
 //! A long run's samples are thinned to a fixed number ([`thinning`]), peaks kept. With each
 //! sample goes the kernel's slab memory (`/proc/meminfo`), where the kernel keeps the sockets
 //! of both ends; and the client's own memory is read here too: its resident set
-//! ([`own_rss_bytes`]) and the bytes its allocator holds in use ([`own_heap_bytes`]).
+//! ([`own_rss_bytes`]) and the bytes its allocator holds in use ([`own_heap_bytes`]). A
+//! `wsbench serve` is also asked what it did itself ([`serve_counts`]: its TLS handshakes).
 
+mod serve_counts;
 mod thinning;
 
 use std::collections::BTreeSet;
@@ -369,6 +371,8 @@ pub struct ServerProbe {
     /// Set when the baseline could not be taken; nothing is sampled then.
     unprobed_reason: Option<String>,
     baseline: Option<ServerSample>,
+    /// The TLS handshakes a `wsbench serve` had done when the probe started.
+    handshakes_before: Option<crate::metrics::TlsHandshakes>,
     stop_tx: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<(Vec<ServerSample>, Option<ProbeError>)>>,
 }
@@ -385,8 +389,10 @@ impl ServerProbe {
     /// Never fails: if the baseline cannot be taken (the process is gone, `/proc` is not
     /// readable), the report says why in `unprobed_reason` and holds no samples.
     pub fn start(pids: Vec<u32>, found_by: &str, interval: Duration, run_start: Instant) -> ServerProbe {
+        let handshakes_before = serve_counts::tls_handshakes(&pids);
         let mut probe = ServerProbe {
             pids,
+            handshakes_before,
             found_by: found_by.to_owned(),
             run_start,
             unprobed_reason: None,
@@ -442,6 +448,7 @@ impl ServerProbe {
             found_by: None,
             unprobed_reason: Some(reason.to_owned()),
             samples: Vec::new(),
+            tls_handshakes: None,
         }
     }
 
@@ -464,6 +471,7 @@ impl ServerProbe {
             found_by: Some(self.found_by.clone()),
             unprobed_reason: self.unprobed_reason.take(),
             samples: Vec::new(),
+            tls_handshakes: None,
         };
         let Some(baseline) = self.baseline else {
             return (report, None);
@@ -491,6 +499,7 @@ impl ServerProbe {
                 Err(e) => ended_by = Some(e),
             }
         }
+        report.tls_handshakes = serve_counts::during(self.handshakes_before, &self.pids);
         (report, ended_by)
     }
 }
