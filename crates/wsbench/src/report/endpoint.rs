@@ -49,7 +49,7 @@ pub fn endpoint_lines(result: &RunResult) -> Vec<(&'static str, String)> {
         if let Some(server) = &result.server.tls_handshakes {
             text.push_str(&format!("; server {}", kinds(server)));
         }
-        lines.push(("tls handshakes:", text));
+        lines.push(("resumption:", text));
     }
     lines
 }
@@ -114,7 +114,7 @@ mod tests {
                 ),
                 ("tls:", "TLSv1.3 TLS13_AES_256_GCM_SHA384 (1,000)".to_owned()),
                 (
-                    "tls handshakes:",
+                    "resumption:",
                     "client 2 full (820 µs CPU each), 998 resumed (120 µs CPU each) (999 allowed to resume); \
                      server 2 full (500 µs CPU each), 998 resumed (100 µs CPU each)"
                         .to_owned()
