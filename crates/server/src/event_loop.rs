@@ -50,6 +50,9 @@ const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub struct Shared {
     pub stopping: AtomicBool,
+    /// Raised by one each time every connection is to be closed with the configured close
+    /// code, the server going on (SIGUSR2: a graceful restart's closes).
+    pub close_all: std::sync::atomic::AtomicU64,
     pub connections: AtomicUsize,
     /// Text and binary messages echoed so far, one counter per event loop (each written by
     /// its loop alone, so counting needs no locked instruction).
@@ -89,6 +92,8 @@ pub struct EventLoop {
     reserve_fd: Option<File>,
     last_refusal_log: Option<Instant>,
     stop_deadline: Option<Instant>,
+    /// The [`Shared::close_all`] this loop has acted on.
+    closed_all: u64,
     /// `--pubsub`: every subscription (pub/sub runs on one thread), the frame being
     /// delivered, and the subscribers it goes to.
     topics: Topics,
@@ -149,6 +154,7 @@ impl EventLoop {
             reserve_fd: File::open("/dev/null").ok(),
             last_refusal_log: None,
             stop_deadline: None,
+            closed_all: 0,
             topics: Topics::default(),
             frame: Vec::new(),
             deliver_to: Vec::new(),
@@ -194,6 +200,11 @@ impl EventLoop {
             }
             if self.shared.stopping.load(Ordering::Relaxed) && self.stop_deadline.is_none() {
                 self.begin_stop(now);
+            }
+            let close_all = self.shared.close_all.load(Ordering::Relaxed);
+            if close_all != self.closed_all {
+                self.closed_all = close_all;
+                self.close_every_connection(self.config.close_code);
             }
             if let Some(deadline) = self.stop_deadline
                 && (self.conns.is_empty() || now >= deadline)
@@ -553,12 +564,17 @@ impl EventLoop {
         self.stop_deadline = Some(now + SHUTDOWN_GRACE);
         self.websocket_listener = None;
         self.tcp_listener = None;
+        self.close_every_connection(SHUTDOWN_CLOSE_CODE);
+    }
+
+    /// Closes every WebSocket with `code` (watched as any close) and drops the rest.
+    fn close_every_connection(&mut self, code: u16) {
         let keys: Vec<usize> = self.conns.iter().map(|(key, _)| key).collect();
         for key in keys {
             let conn = &mut self.conns[key];
             match conn.state.phase {
                 Phase::WebSocket | Phase::Http2 => {
-                    conn.close_with(SHUTDOWN_CLOSE_CODE, &mut self.out);
+                    conn.close_with(code, &mut self.out);
                     if self.send(key) {
                         self.begin_closing(key);
                     }

@@ -73,8 +73,8 @@ pub mod fuzzing {
 }
 
 pub use config::{
-    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_MESSAGE_MEMORY, DEFAULT_PORT,
-    DEFAULT_PROCESSES, DEFAULT_THREADS, ServeConfig, TlsSource,
+    DEFAULT_CLOSE_CODE, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_MESSAGE_MEMORY,
+    DEFAULT_PORT, DEFAULT_PROCESSES, DEFAULT_THREADS, ServeConfig, TlsSource,
 };
 
 /// Why the server could not start or stopped abnormally.
@@ -163,6 +163,14 @@ impl ShutdownHandle {
         }
     }
 
+    /// Closes every connection with the configured close code; the server goes on.
+    pub fn close_all(&self) {
+        self.shared.close_all.fetch_add(1, Ordering::SeqCst);
+        for waker in self.shared.wakers.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = waker.wake();
+        }
+    }
+
     pub fn shutdown(&self) {
         self.shared.stopping.store(true, Ordering::SeqCst);
         for waker in self.shared.wakers.lock().unwrap_or_else(|e| e.into_inner()).iter() {
@@ -188,6 +196,7 @@ pub fn start(config: &ServeConfig) -> Result<RunningServer, ServeError> {
     let tcp = tcp_listeners.first().map(|l| l.local_addr()).transpose()?;
     let shared = Arc::new(event_loop::Shared {
         stopping: AtomicBool::new(false),
+        close_all: Default::default(),
         connections: AtomicUsize::new(0),
         echoed: Default::default(),
         wakers: Default::default(),
@@ -219,13 +228,14 @@ pub fn start(config: &ServeConfig) -> Result<RunningServer, ServeError> {
 
 /// Runs the server until SIGINT or SIGTERM: prints the `listening on` line, then closes every
 /// connection with 1001 and returns. On SIGUSR1, and once more when it stops, it prints its
-/// counts ([`ServerCounts::line`]) on stdout; it answers them on its abstract socket too
-/// ([`counts::answer_on_socket`]).
+/// counts ([`ServerCounts::line`]) on stdout, and it answers them on its abstract socket too
+/// ([`counts::answer_on_socket`]); on SIGUSR2 it closes every connection with its close code
+/// ([`ServeConfig::close_code`]) and goes on.
 pub fn serve_until_signalled(config: &ServeConfig) -> Result<(), ServeError> {
-    use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
+    use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
     // Handlers go in before the `listening on` line: a starter may signal as soon as it
     // reads it, and the default action would kill the process instead of closing cleanly.
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGUSR1])?;
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGUSR1, SIGUSR2])?;
     let server = start(config)?;
     print_line(&server.endpoints.listening_line());
     let handle = server.shutdown_handle();
@@ -239,6 +249,8 @@ pub fn serve_until_signalled(config: &ServeConfig) -> Result<(), ServeError> {
         for signal in signals.forever() {
             if signal == SIGUSR1 {
                 print_line(&handle.counts().line());
+            } else if signal == SIGUSR2 {
+                handle.close_all();
             } else {
                 handle.shutdown();
                 break;

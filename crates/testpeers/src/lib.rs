@@ -21,7 +21,8 @@ mod process;
 use std::path::PathBuf;
 
 pub use brokers::{
-    add_rabbitmq_user, start_mosquitto, start_mosquitto_with_password, start_nats, start_rabbitmq,
+    add_rabbitmq_user, start_mosquitto, start_mosquitto_restartable, start_mosquitto_with_password,
+    start_nats, start_rabbitmq,
 };
 pub use centrifugo::{
     CENTRIFUGO_API_KEY, CENTRIFUGO_SECRET, centrifugo_token, start_centrifugo, start_centrifugo_pinging_every,

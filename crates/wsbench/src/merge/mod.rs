@@ -192,6 +192,7 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         client_workers: workers,
         client_memory,
         machine: first.result.machine.clone(),
+        disruptions: first.result.recovery.as_ref().map(|r| r.disruptions.clone()).unwrap_or_default(),
     };
     let mut merged = RunResult::from_outcome(&outcome);
     merged.run_id.clone_from(&first.result.run_id);

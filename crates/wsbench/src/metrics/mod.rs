@@ -8,6 +8,7 @@
 
 mod counters;
 mod handshakes;
+mod recovery;
 mod section;
 mod stages;
 mod timeline;
@@ -17,7 +18,9 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 pub use counters::Counters;
+pub(crate) use counters::is_zero;
 pub use handshakes::TlsHandshakes;
+pub use recovery::RecoveryTally;
 pub use section::{Section, SectionHistograms};
 pub use stages::{StageTally, add_second as add_stage_second};
 pub use timeline::{Interval, TimelineSecond};
@@ -57,6 +60,8 @@ pub struct Metrics {
     /// `--stages`: each stage's figures (filled by the engine's coordinator, like the
     /// timeline).
     pub stages: Vec<StageTally>,
+    /// `--disrupt`: how the connections lost came back.
+    pub recovery: RecoveryTally,
 }
 
 impl Clone for Metrics {
@@ -70,6 +75,7 @@ impl Clone for Metrics {
             timeline: self.timeline.clone(),
             section: self.section.as_ref().map(|section| section.boxed()),
             stages: self.stages.clone(),
+            recovery: self.recovery.clone(),
         }
     }
 }
@@ -85,6 +91,7 @@ impl Default for Metrics {
             timeline: Vec::new(),
             section: None,
             stages: Vec::new(),
+            recovery: RecoveryTally::default(),
         }
     }
 }
@@ -108,6 +115,7 @@ impl Metrics {
         self.connect.add(&other.connect).expect("histograms share bounds");
         self.send_lag.add(&other.send_lag).expect("histograms share bounds");
         self.counters += &other.counters;
+        self.recovery.add(&other.recovery);
         for point in &other.timeline {
             self.second(point.second).add(point);
         }
