@@ -159,7 +159,11 @@ impl ShutdownHandle {
                 .map(|count| count.load(Ordering::Relaxed))
                 .sum(),
             connections: self.shared.connections.load(Ordering::Relaxed),
-            tls: self.shared.tls.then(|| *self.shared.handshakes.lock().unwrap_or_else(|e| e.into_inner())),
+            tls: self
+                .shared
+                .handshakes
+                .as_ref()
+                .map(|tally| *tally.lock().unwrap_or_else(|e| e.into_inner())),
         }
     }
 
@@ -200,8 +204,7 @@ pub fn start(config: &ServeConfig) -> Result<RunningServer, ServeError> {
         connections: AtomicUsize::new(0),
         echoed: Default::default(),
         wakers: Default::default(),
-        tls: tls.is_some(),
-        handshakes: Default::default(),
+        handshakes: tls.is_some().then(Default::default),
         message_memory: wsbench_proto::MessageMemory::new(config.max_message_memory),
     });
     let mut handles = Vec::with_capacity(threads);

@@ -7,12 +7,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use rustls::ServerConfig;
+use mio::net::TcpStream;
 use rustls::crypto::ring::Ticketer;
 use rustls::server::ServerSessionMemoryCache;
+use rustls::{ServerConfig, ServerConnection};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use wsbench_transport::{HandshakeTally, take_handshakes};
+use wsbench_transport::{HandshakeTally, Transport, take_handshakes};
 
 use crate::{ServeError, TlsSource};
 
@@ -62,9 +63,22 @@ pub fn server_config(source: &TlsSource) -> Result<Arc<ServerConfig>, ServeError
     Ok(Arc::new(config))
 }
 
-/// Adds the handshakes this thread completed since it last looked to `total` (once per
-/// turn of an event loop, so a handshake costs no lock of its own).
-pub fn add_handshakes(total: &Mutex<HandshakeTally>) {
+/// The TLS stream of an accepted connection, its handshake counted when it completes;
+/// `None` (said on stderr) if rustls cannot set the session up.
+pub fn accepted(stream: TcpStream, config: &Arc<ServerConfig>) -> Option<Transport> {
+    match Transport::tls_counted(stream, false, || ServerConnection::new(config.clone())) {
+        Ok(transport) => Some(transport),
+        Err(e) => {
+            eprintln!("wsbench serve: TLS session set-up failed: {e}");
+            None
+        }
+    }
+}
+
+/// Adds the handshakes this thread completed since it last looked to `total`, when it
+/// serves TLS (once per turn of an event loop, so a handshake costs no lock of its own).
+pub fn add_handshakes(total: &Option<Mutex<HandshakeTally>>) {
+    let Some(total) = total else { return };
     let done = take_handshakes();
     if !done.is_empty() {
         *total.lock().unwrap_or_else(|e| e.into_inner()) += done;

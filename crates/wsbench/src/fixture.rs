@@ -194,9 +194,8 @@ pub fn closed_loop() -> RunOutcome {
         server: ServerReport {
             pids: vec![4242],
             found_by: Some("spawned".to_owned()),
-            unprobed_reason: None,
             samples,
-            tls_handshakes: None,
+            ..ServerReport::default()
         },
         client_workers: vec![
             WorkerCpu {

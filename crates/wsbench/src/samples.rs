@@ -36,7 +36,7 @@ pub struct ServerReport {
     /// The TLS handshakes the server did during the run, by kind, as it counted them (a
     /// `wsbench serve` says; other servers do not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls_handshakes: Option<crate::metrics::TlsHandshakes>,
+    pub tls_handshakes: Option<Box<crate::metrics::TlsHandshakes>>,
 }
 
 /// The client process's own memory before its first connection opened, and once every

@@ -15,7 +15,7 @@ pub struct TlsHandshakes {
     pub resumed: u64,
     /// Client side: of all, those whose connection was allowed to offer a stored session
     /// (`--tls-resume`'s share); one that found none stored still did a full handshake.
-    #[serde(default, skip_serializing_if = "super::is_zero")]
+    #[serde(default)]
     pub tried: u64,
     pub full_cpu_ns: u64,
     pub resumed_cpu_ns: u64,

@@ -504,7 +504,7 @@ impl ServerProbe {
                 Err(e) => ended_by = Some(e),
             }
         }
-        report.tls_handshakes = serve_counts::during(self.handshakes_before, &self.pids);
+        report.tls_handshakes = serve_counts::during(self.handshakes_before, &self.pids).map(Box::new);
         (report, ended_by)
     }
 }

@@ -96,13 +96,14 @@ mod tests {
             full_cpu_ns: 1_640_000,
             resumed_cpu_ns: 119_760_000,
         };
-        used.server.tls_handshakes = Some(TlsHandshakes {
+        let served = TlsHandshakes {
             full: 2,
             resumed: 998,
-            tried: 0,
             full_cpu_ns: 1_000_000,
             resumed_cpu_ns: 99_800_000,
-        });
+            tried: 0,
+        };
+        used.server.tls_handshakes = Some(Box::new(served));
         let lines = endpoint_lines(&RunResult::from_outcome(&used));
         assert_eq!(
             lines,
