@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
-use rustls::{ServerConfig, ServerConnection};
+use rustls::ServerConfig;
 use slab::Slab;
 use wsbench_proto::{MessageMemory, Reservation};
-use wsbench_transport::Transport;
+use wsbench_transport::{HandshakeTally, Transport};
 
 mod deadlines;
 mod fanout;
@@ -58,6 +58,8 @@ pub struct Shared {
     /// its loop alone, so counting needs no locked instruction).
     pub echoed: Mutex<Vec<Arc<AtomicU64>>>,
     pub wakers: Mutex<Vec<Arc<Waker>>>,
+    /// Over TLS: the handshakes completed, full and resumed, with their CPU (each loop adds).
+    pub handshakes: Option<Mutex<HandshakeTally>>,
     /// The process's budget for messages still arriving, drawn on by every connection.
     pub message_memory: Arc<MessageMemory>,
 }
@@ -183,6 +185,7 @@ impl EventLoop {
                 }
             }
             self.uncork();
+            crate::tls::add_handshakes(&self.shared.handshakes);
             let now = Instant::now();
             self.expire_deadlines(now);
             if self.idle_release_at.is_some_and(|at| now >= at) {
@@ -271,12 +274,9 @@ impl EventLoop {
         }
         let _ = stream.set_nodelay(true);
         let transport = match (&self.tls, raw) {
-            (Some(config), false) => match ServerConnection::new(config.clone()) {
-                Ok(session) => Transport::tls(stream, session),
-                Err(e) => {
-                    eprintln!("wsbench serve: TLS session set-up failed: {e}");
-                    return;
-                }
+            (Some(config), false) => match crate::tls::accepted(stream, config) {
+                Some(transport) => transport,
+                None => return,
             },
             _ => Transport::Plain(stream),
         };

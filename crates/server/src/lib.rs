@@ -12,6 +12,7 @@
 mod compression;
 mod config;
 mod conn;
+pub mod counts;
 mod echo_count;
 mod event_loop;
 mod large_buffers;
@@ -142,23 +143,7 @@ impl RunningServer {
     }
 }
 
-/// What a running server has done so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ServerCounts {
-    /// Text and binary messages echoed (pongs, closes and pub/sub deliveries are not
-    /// counted), each counted before its echo is written.
-    pub echoed: u64,
-    /// Connections open now.
-    pub connections: usize,
-}
-
-impl ServerCounts {
-    /// The line `wsbench serve` prints on SIGUSR1 and when it stops, for a benchmark to set
-    /// a client's own count beside what the server saw.
-    pub fn line(&self) -> String {
-        format!("echoed {} messages, {} connections open", self.echoed, self.connections)
-    }
-}
+pub use counts::ServerCounts;
 
 /// Stops a running server from another thread (or a signal handler thread).
 #[derive(Debug, Clone)]
@@ -174,6 +159,11 @@ impl ShutdownHandle {
                 .map(|count| count.load(Ordering::Relaxed))
                 .sum(),
             connections: self.shared.connections.load(Ordering::Relaxed),
+            tls: self
+                .shared
+                .handshakes
+                .as_ref()
+                .map(|tally| *tally.lock().unwrap_or_else(|e| e.into_inner())),
         }
     }
 
@@ -214,6 +204,7 @@ pub fn start(config: &ServeConfig) -> Result<RunningServer, ServeError> {
         connections: AtomicUsize::new(0),
         echoed: Default::default(),
         wakers: Default::default(),
+        handshakes: tls.is_some().then(Default::default),
         message_memory: wsbench_proto::MessageMemory::new(config.max_message_memory),
     });
     let mut handles = Vec::with_capacity(threads);
@@ -240,8 +231,9 @@ pub fn start(config: &ServeConfig) -> Result<RunningServer, ServeError> {
 
 /// Runs the server until SIGINT or SIGTERM: prints the `listening on` line, then closes every
 /// connection with 1001 and returns. On SIGUSR1, and once more when it stops, it prints its
-/// counts ([`ServerCounts::line`]) on stdout; on SIGUSR2 it closes every connection with its
-/// close code ([`ServeConfig::close_code`]) and goes on.
+/// counts ([`ServerCounts::line`]) on stdout, and it answers them on its abstract socket too
+/// ([`counts::answer_on_socket`]); on SIGUSR2 it closes every connection with its close code
+/// ([`ServeConfig::close_code`]) and goes on.
 pub fn serve_until_signalled(config: &ServeConfig) -> Result<(), ServeError> {
     use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
     // Handlers go in before the `listening on` line: a starter may signal as soon as it
@@ -251,6 +243,10 @@ pub fn serve_until_signalled(config: &ServeConfig) -> Result<(), ServeError> {
     print_line(&server.endpoints.listening_line());
     let handle = server.shutdown_handle();
     let counts = server.shutdown_handle();
+    let asked = server.shutdown_handle();
+    if let Err(e) = counts::answer_on_socket(move || asked.counts()) {
+        eprintln!("wsbench serve: no counts socket ({e}); SIGUSR1 still prints them");
+    }
     let signal_handle = signals.handle();
     std::thread::Builder::new().name("serve-signals".into()).spawn(move || {
         for signal in signals.forever() {

@@ -27,7 +27,7 @@ pub use brokers::{
 pub use centrifugo::{
     CENTRIFUGO_API_KEY, CENTRIFUGO_SECRET, centrifugo_token, start_centrifugo, start_centrifugo_pinging_every,
 };
-pub use http2::{NodeH2, start_axum, start_haproxy, start_node_h2};
+pub use http2::{NodeH2, haproxy_show_stat, start_axum, start_haproxy, start_node_h2};
 pub use nats::start_nats_configured;
 pub use node::{
     start_graphql_ws, start_rpc_websockets, start_socketio, start_socketio_app, start_socketio_pinging_every,

@@ -188,8 +188,8 @@ pub enum Command {
     /// Merge the result files of a run's shards (`--shard I/N`) losslessly into one.
     Merge(MergeArgs),
     /// Run the built-in echo server (the benchmark target when no URL is given). On SIGUSR1,
-    /// and when it stops, it prints `echoed N messages, C connections open` (not with
-    /// --processes).
+    /// and when it stops, it prints `echoed N messages, C connections open` (with --tls, then its
+    /// TLS handshakes, full and resumed, and their CPU; not with --processes).
     Serve(ServeArgs),
     /// Single-connection round-trip times (the HTTP/WS client round-trip benchmark): raw TCP,
     /// HTTP, HTTPS, ws, wss, and ws and wss over HTTP/2.

@@ -194,8 +194,8 @@ pub fn closed_loop() -> RunOutcome {
         server: ServerReport {
             pids: vec![4242],
             found_by: Some("spawned".to_owned()),
-            unprobed_reason: None,
             samples,
+            ..ServerReport::default()
         },
         client_workers: vec![
             WorkerCpu {
@@ -286,6 +286,7 @@ pub fn open_loop_troubled() -> RunOutcome {
             found_by: None,
             unprobed_reason: Some("the target is on another host".to_owned()),
             samples: Vec::new(),
+            tls_handshakes: None,
         },
         client_workers: vec![
             WorkerCpu { name: "w0".to_owned(), cpu_seconds: 12.0, share: 0.97, ..WorkerCpu::default() },
@@ -324,6 +325,7 @@ pub fn nothing_answered() -> RunOutcome {
             found_by: Some("listening-port".to_owned()),
             unprobed_reason: None,
             samples: Vec::new(),
+            tls_handshakes: None,
         },
         client_workers: vec![WorkerCpu {
             name: "w0".to_owned(),
@@ -389,6 +391,7 @@ pub fn pubsub_one_short() -> RunOutcome {
             found_by: Some("spawned".to_owned()),
             unprobed_reason: None,
             samples: Vec::new(),
+            tls_handshakes: None,
         },
         client_workers: vec![WorkerCpu {
             name: "w0".to_owned(),

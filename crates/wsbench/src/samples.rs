@@ -33,6 +33,10 @@ pub struct ServerReport {
     pub unprobed_reason: Option<String>,
     /// Sampled every 250 ms; the first is taken before any connection opens.
     pub samples: Vec<ServerSample>,
+    /// The TLS handshakes the server did during the run, by kind, as it counted them (a
+    /// `wsbench serve` says; other servers do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshakes: Option<Box<crate::metrics::TlsHandshakes>>,
 }
 
 /// The client process's own memory before its first connection opened, and once every

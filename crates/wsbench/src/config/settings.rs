@@ -278,6 +278,11 @@ pub struct RunSettings {
     #[arg(long, value_name = "VERSION")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_version: Option<String>,
+    /// wss: resume TLS sessions (tickets, TLS 1.3 PSK, TLS 1.2 ids) on this share of new
+    /// connections, spread evenly: 0.5 = every other one offers a session (alone: all).
+    #[arg(long, value_name = "SHARE", num_args = 0..=1, default_missing_value = "1")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_resume: Option<String>,
     /// Offer permessage-deflate (RFC 7692): `deflate`, or with parameters, e.g.
     /// `deflate; client_no_context_takeover; server_max_window_bits=10`.
     #[arg(long)]

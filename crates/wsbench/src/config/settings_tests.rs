@@ -61,6 +61,7 @@ fn every_setting_survives_the_toml_file() {
         client_key: Some("k.pem".into()),
         sni: some("api.example.com"),
         tls_version: some("1.3"),
+        tls_resume: some("0.5"),
         compression: some("deflate; server_no_context_takeover"),
         max_message: some("16MiB"),
         max_message_memory: some("256MiB"),

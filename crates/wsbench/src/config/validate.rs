@@ -230,6 +230,7 @@ impl RunSettings {
             client_key: self.client_key.as_deref(),
             sni: self.sni.as_deref(),
             version: self.tls_version.as_deref(),
+            resume: self.tls_resume.as_deref(),
             insecure: self.insecure,
             tls_target: target.is_some_and(|t| t.tls),
         }

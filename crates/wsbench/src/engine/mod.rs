@@ -47,8 +47,8 @@ pub struct Job {
     pub load: LoadSpec,
     pub target: Target,
     pub plan: Arc<dyn Plan>,
-    /// For a `wss://` target.
-    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// For a `wss://` target: its configurations, with or without resumption.
+    pub tls: Option<tls::ClientTls>,
     /// The process's budget for messages still arriving (`--max-message-memory`), shared
     /// by every worker's connections.
     pub message_memory: Arc<wsbench_proto::MessageMemory>,
@@ -61,18 +61,10 @@ impl Job {
     pub fn new(load: LoadSpec, target: Target, plan: Arc<dyn Plan>) -> std::io::Result<Job> {
         let alpn = dial::by_name(load.transport.name).map_or(&[][..], |dial| dial.alpn());
         let tls = match target.tls {
-            true => {
-                let config =
-                    tls::client_config_with(load.insecure, &load.tls).map_err(std::io::Error::other)?;
-                Some(match alpn.is_empty() {
-                    true => config,
-                    false => {
-                        let mut config = (*config).clone();
-                        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-                        Arc::new(config)
-                    }
-                })
-            }
+            true => Some(
+                tls::ClientTls::new(load.insecure, &load.tls, alpn, load.connections)
+                    .map_err(std::io::Error::other)?,
+            ),
             false => None,
         };
         let message_memory = wsbench_proto::MessageMemory::new(load.max_message_memory);

@@ -222,6 +222,8 @@ impl Worker {
         let io = self.io.name();
         self.io.close_ring();
         self.conns.clear();
+        // This thread's TLS handshakes (it is the run's own: nothing else ran on it).
+        self.rec.metrics.counters.tls_handshakes += wsbench_transport::take_handshakes().into();
         let errors = self.workload.errors();
         let section = self.workload.finish(self.cut_off);
         let (metrics, measured_exchanges) = self.rec.finish(section, &errors);

@@ -357,6 +357,7 @@ pub(crate) fn server_report(server: &ServerSummary, offset_ms: u64) -> ServerRep
             .iter()
             .map(|s| crate::samples::ServerSample { t_ms: s.t_ms + offset_ms, ..*s })
             .collect(),
+        tls_handshakes: server.tls_handshakes.map(Box::new),
     }
 }
 

@@ -128,6 +128,10 @@ pub struct Counters {
     /// `TLSv1.3 TLS13_AES_256_GCM_SHA384`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tls_negotiated: BTreeMap<String, u64>,
+    /// `wss://`: TLS handshakes the connections completed, full and resumed as rustls told
+    /// the client, with the client's CPU for each kind.
+    #[serde(default, skip_serializing_if = "super::TlsHandshakes::is_empty")]
+    pub tls_handshakes: super::TlsHandshakes,
     /// Message payload bytes, before compression and framing (`bytes_*` are what went over
     /// the socket); with permessage-deflate their ratio is the compression ratio.
     #[serde(default)]
@@ -424,6 +428,7 @@ impl AddAssign<&Counters> for Counters {
         for (session, count) in &other.tls_negotiated {
             *self.tls_negotiated.entry(session.clone()).or_default() += count;
         }
+        self.tls_handshakes += other.tls_handshakes;
         self.payload_bytes_sent += other.payload_bytes_sent;
         self.payload_bytes_received += other.payload_bytes_received;
         self.compressed_messages_received += other.compressed_messages_received;

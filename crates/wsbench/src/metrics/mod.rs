@@ -7,6 +7,7 @@
 //! [`Metrics::merge`]. Nothing here knows a scenario by name.
 
 mod counters;
+mod handshakes;
 mod recovery;
 mod section;
 mod stages;
@@ -18,6 +19,7 @@ use hdrhistogram::Histogram;
 
 pub use counters::Counters;
 pub(crate) use counters::is_zero;
+pub use handshakes::TlsHandshakes;
 pub use recovery::RecoveryTally;
 pub use section::{Section, SectionHistograms};
 pub use stages::{StageTally, add_second as add_stage_second};

@@ -8,9 +8,11 @@
 //! A long run's samples are thinned to a fixed number ([`thinning`]), peaks kept. With each
 //! sample goes the kernel's slab memory (`/proc/meminfo`), where the kernel keeps the sockets
 //! of both ends; and the client's own memory is read here too: its resident set
-//! ([`own_rss_bytes`]) and the bytes its allocator holds in use ([`own_heap_bytes`]).
+//! ([`own_rss_bytes`]) and the bytes its allocator holds in use ([`own_heap_bytes`]). A
+//! `wsbench serve` is also asked what it did itself ([`serve_counts`]: its TLS handshakes).
 
 mod sampler;
+mod serve_counts;
 mod thinning;
 
 use std::collections::BTreeSet;
@@ -370,6 +372,8 @@ pub struct ServerProbe {
     /// Set when the baseline could not be taken; nothing is sampled then.
     unprobed_reason: Option<String>,
     baseline: Option<ServerSample>,
+    /// The TLS handshakes a `wsbench serve` had done when the probe started.
+    handshakes_before: Option<crate::metrics::TlsHandshakes>,
     stop_tx: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<sampler::Sampled>>,
     /// The server's address, when it is followed across restarts.
@@ -400,8 +404,10 @@ impl ServerProbe {
         run_start: Instant,
         follow: Option<SocketAddr>,
     ) -> ServerProbe {
+        let handshakes_before = serve_counts::tls_handshakes(&pids);
         let mut probe = ServerProbe {
             pids,
+            handshakes_before,
             found_by: found_by.to_owned(),
             run_start,
             unprobed_reason: None,
@@ -444,6 +450,7 @@ impl ServerProbe {
             found_by: None,
             unprobed_reason: Some(reason.to_owned()),
             samples: Vec::new(),
+            tls_handshakes: None,
         }
     }
 
@@ -466,6 +473,7 @@ impl ServerProbe {
             found_by: Some(self.found_by.clone()),
             unprobed_reason: self.unprobed_reason.take(),
             samples: Vec::new(),
+            tls_handshakes: None,
         };
         let Some(baseline) = self.baseline else {
             return (report, None);
@@ -496,6 +504,7 @@ impl ServerProbe {
                 Err(e) => ended_by = Some(e),
             }
         }
+        report.tls_handshakes = serve_counts::during(self.handshakes_before, &self.pids).map(Box::new);
         (report, ended_by)
     }
 }

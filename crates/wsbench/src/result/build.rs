@@ -120,6 +120,7 @@ impl ServerSummary {
                 bytes_per_connection: None,
                 kernel_slab_delta_bytes: None,
                 kernel_bytes_per_connection: None,
+                tls_handshakes: None,
             };
         };
         ServerSummary {
@@ -139,6 +140,7 @@ impl ServerSummary {
             bytes_per_connection: report.bytes_per_connection(established),
             kernel_slab_delta_bytes: report.kernel_slab_delta_bytes(),
             kernel_bytes_per_connection: report.kernel_bytes_per_connection(established),
+            tls_handshakes: report.tls_handshakes.as_deref().copied(),
         }
     }
 

@@ -381,6 +381,10 @@ pub struct ServerSummary {
     /// `kernel_slab_delta_bytes` ÷ established connections.
     #[serde(default)]
     pub kernel_bytes_per_connection: Option<f64>,
+    /// The TLS handshakes the server did during the run, full and resumed, with its CPU
+    /// for each kind, as it counted them (only a `wsbench serve` says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshakes: Option<crate::metrics::TlsHandshakes>,
 }
 
 /// Whether the client, rather than the server, limited the result.
