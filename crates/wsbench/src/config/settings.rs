@@ -279,7 +279,8 @@ pub struct RunSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_version: Option<String>,
     /// wss: resume TLS sessions (tickets, TLS 1.3 PSK, TLS 1.2 ids) on this share of new
-    /// connections, spread evenly: 0.5 = every other one offers a session (alone: all).
+    /// connections, spread evenly: 0.5 = every other one offers a session [default: off;
+    /// --tls-resume alone: 1, all]
     #[arg(long, value_name = "SHARE", num_args = 0..=1, default_missing_value = "1")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_resume: Option<String>,
