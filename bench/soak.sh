@@ -8,17 +8,36 @@
 # due while their publisher was cut off and the deliveries lost. A measurement of how
 # wsbench rides out restarts, not a timed test.
 #
+# `bench/soak.sh memory` asks instead whether memory stays flat over a long run: the echo
+# load on both I/O backends at once (`--io uring` and `--io epoll`), each client against a
+# `wsbench serve` of its own, the servers pinned to SERVER_CPU and the clients to
+# CLIENT_CPU; every INTERVAL seconds it reads the four processes' VmRSS, and at the end it
+# prints, for each, the RSS at the fifth minute, at the end and at its highest, and the
+# least-squares slope of the samples after the fifth minute (KiB/s), with the machine, the
+# date and the commands. With STALL_EVERY=N, every N seconds on average one of the four,
+# chosen at random, is stopped (SIGSTOP, by the pid this script started) for 0.2–2 s and
+# continued, as a busy machine stops processes: the bursts that follow are what used to
+# grow a client's memory.
+#
 #   bench/soak.sh echo        # 10 min, 1,000 connections at 2,000 msg/s, 3 restarts, 5 s down
 #   bench/soak.sh pubsub      # 10 min, 100 subscribers / 10 topics / 10 publishers at 200/s
+#   bench/soak.sh memory      # 120 min, 1,000 connections at 2,000 msg/s, uring and epoll
 #
 # Environment: BIN (default target/release/wsbench, built unless NO_BUILD=1), MINUTES
-# (default 10), RESTARTS (default 3), DOWN (default 5), OUT (default bench/.build/soak).
+# (default 10; 120 for memory), RESTARTS (default 3), DOWN (default 5), OUT (default
+# bench/.build/soak); for memory also INTERVAL (default 10), SERVER_CPU (default 0),
+# CLIENT_CPU (default 1), STALL_EVERY (default 0: no stalls of its own).
 # One block, read whole before it runs: editing this file during a run cannot change it.
 {
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 scenario="${1:-echo}"
+if [ "$scenario" = memory ]; then
+    # shellcheck source=bench/soak-memory.sh
+    . bench/soak-memory.sh
+    exit
+fi
 minutes="${MINUTES:-10}"
 restarts="${RESTARTS:-3}"
 down="${DOWN:-5}"
@@ -37,7 +56,7 @@ case "$scenario" in
         connections=110
         ;;
     *)
-        echo "usage: bench/soak.sh echo|pubsub" >&2
+        echo "usage: bench/soak.sh echo|pubsub|memory" >&2
         exit 2
         ;;
 esac

@@ -11,11 +11,9 @@
 // usage: node check-report.mjs REPORT.html SCREENSHOT.png [--charts NAME,NAME,...] [--results N]
 // Prints one line per check and "all checks passed" on success; exits 1 on any failure.
 
-import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 
-import { freshProfile, launch } from './chromium.mjs';
+import { checkCharts, checkPage } from './page-checks.mjs';
 
 // A report of two or more results has all of these.
 const DEFAULT_CHARTS = [
@@ -109,72 +107,9 @@ function inspectOrder() {
   return { problems, charts };
 }
 
-/// In the page: what each expected chart looks like.
-function inspectCharts(names) {
-  return names.map((name) => {
-    const found = document.querySelectorAll(`svg[data-chart="${name}"]`);
-    if (found.length !== 1) {
-      return { name, problems: [`${found.length} elements match svg[data-chart="${name}"]`] };
-    }
-    const svg = found[0];
-    const problems = [];
-    const box = svg.getBoundingClientRect();
-    const style = getComputedStyle(svg);
-    if (box.width < 50 || box.height < 50 || style.display === 'none' || style.visibility !== 'visible') {
-      problems.push(`not visible (${box.width}x${box.height}, display ${style.display}, visibility ${style.visibility})`);
-    }
-    const title = svg.querySelector(':scope > title');
-    if (!title || !title.textContent.trim()) {
-      problems.push('no <title>');
-    }
-    if (svg.dataset.empty === 'true') {
-      problems.push(`drawn as "no data": ${svg.textContent.trim()}`);
-    }
-    const marks = [...svg.querySelectorAll('.mark')].filter((mark) => {
-      const bbox = mark.getBBox();
-      return bbox.width > 0 || bbox.height > 0;
-    });
-    if (marks.length === 0) {
-      problems.push('no drawn marks (lines, dots or bars of non-zero size)');
-    }
-    return { name, problems, marks: marks.length, size: `${Math.round(box.width)}x${Math.round(box.height)}` };
-  });
-}
-
 async function main() {
   const { report, screenshot, charts, results } = parseArgs(process.argv.slice(2));
-  const reportUrl = pathToFileURL(report).href;
-  const failures = [];
-  const userDataDir = freshProfile();
-  let context;
-  try {
-    context = await launch(userDataDir, TIMEOUT_MS);
-    // Only the report itself may load; anything else is a leak.
-    await context.route('**/*', (route) => {
-      const url = route.request().url();
-      if (url === reportUrl) {
-        return route.continue();
-      }
-      failures.push(`request leaving the file: ${url}`);
-      return route.abort('blockedbyclient');
-    });
-    const page = context.pages()[0] ?? (await context.newPage());
-    page.on('console', (message) => {
-      if (message.type() === 'error') {
-        failures.push(`console error: ${message.text()}`);
-      }
-    });
-    page.on('pageerror', (error) => failures.push(`page error: ${error.message}`));
-    page.on('request', (request) => {
-      if (request.url() !== reportUrl && !request.url().startsWith('data:')) {
-        failures.push(`request: ${request.url()}`);
-      }
-    });
-
-    const response = await page.goto(reportUrl, { waitUntil: 'load', timeout: TIMEOUT_MS });
-    if (!response || !response.ok()) {
-      failures.push(`loading ${reportUrl} failed (${response ? response.status() : 'no response'})`);
-    }
+  await checkPage(report, TIMEOUT_MS, async (page, failures) => {
     const title = await page.title();
     console.log(`page: ${title}`);
     if (!title.startsWith('wsbench report')) {
@@ -185,13 +120,7 @@ async function main() {
     if (rows === 0) {
       failures.push('the summary table has no rows');
     }
-    for (const chart of await page.evaluate(inspectCharts, charts)) {
-      if (chart.problems.length === 0) {
-        console.log(`chart ${chart.name}: ok (${chart.size}, ${chart.marks} marks)`);
-      } else {
-        failures.push(`chart ${chart.name}: ${chart.problems.join('; ')}`);
-      }
-    }
+    await checkCharts(page, charts, failures);
     const colours = await page.evaluate(inspectColours, results);
     console.log(`colours: ${JSON.stringify(colours.counts)}`);
     failures.push(...colours.problems.map((problem) => `colours: ${problem}`));
@@ -203,21 +132,7 @@ async function main() {
     failures.push(...order.problems.map((problem) => `bar order: ${problem}`));
     await page.screenshot({ path: screenshot, fullPage: true });
     console.log(`screenshot: ${screenshot}`);
-  } catch (error) {
-    failures.push(`browser: ${error.stack ?? error}`);
-  } finally {
-    if (context) {
-      await context.close();
-    }
-    rmSync(userDataDir, { recursive: true, force: true });
-  }
-  if (failures.length > 0) {
-    for (const failure of failures) {
-      console.error(`FAIL ${failure}`);
-    }
-    process.exit(1);
-  }
-  console.log('all checks passed');
+  });
 }
 
 await main();

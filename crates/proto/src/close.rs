@@ -16,6 +16,10 @@ impl CloseCode {
     pub const POLICY_VIOLATION: u16 = 1008;
     pub const MESSAGE_TOO_BIG: u16 = 1009;
     pub const INTERNAL_ERROR: u16 = 1011;
+    /// The server is restarting: reconnect (IANA WebSocket Close Code registry).
+    pub const SERVICE_RESTART: u16 = 1012;
+    /// The server is overloaded: reconnect later.
+    pub const TRY_AGAIN_LATER: u16 = 1013;
 }
 
 /// Whether a peer may put `code` on the wire: 1000–1003, 1007–1014 and the registered and

@@ -58,7 +58,18 @@ pub struct ServeConfig {
     /// Serve the pub/sub protocol of docs/protocols.md (one event-loop thread, no
     /// permessage-deflate); other messages are still echoed.
     pub pubsub: bool,
+    /// The close code SIGUSR2 closes every connection with, the server going on: 1012
+    /// (Service Restart) as a graceful restart says, or 1001 (Going Away).
+    #[serde(default = "default_close_code")]
+    pub close_code: u16,
 }
+
+fn default_close_code() -> u16 {
+    DEFAULT_CLOSE_CODE
+}
+
+/// The close code of SIGUSR2 by default: 1012, Service Restart.
+pub const DEFAULT_CLOSE_CODE: u16 = 1012;
 
 fn default_max_message_memory() -> u64 {
     DEFAULT_MAX_MESSAGE_MEMORY
@@ -80,6 +91,7 @@ impl Default for ServeConfig {
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             deflate: true,
             pubsub: false,
+            close_code: DEFAULT_CLOSE_CODE,
         }
     }
 }
@@ -105,6 +117,7 @@ mod tests {
             handshake_timeout: Duration::from_millis(2500),
             deflate: false,
             pubsub: true,
+            close_code: 1001,
         };
         let bytes = wsbench_supervisor::encode_settings(&every).unwrap();
         let back: ServeConfig = wsbench_supervisor::read_settings(bytes.as_slice()).unwrap();

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
-use rustls::{ServerConfig, ServerConnection};
+use rustls::ServerConfig;
 use slab::Slab;
 use wsbench_proto::{MessageMemory, Reservation};
-use wsbench_transport::Transport;
+use wsbench_transport::{HandshakeTally, Transport};
 
 mod deadlines;
 mod fanout;
@@ -50,11 +50,16 @@ const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub struct Shared {
     pub stopping: AtomicBool,
+    /// Raised by one each time every connection is to be closed with the configured close
+    /// code, the server going on (SIGUSR2: a graceful restart's closes).
+    pub close_all: std::sync::atomic::AtomicU64,
     pub connections: AtomicUsize,
     /// Text and binary messages echoed so far, one counter per event loop (each written by
     /// its loop alone, so counting needs no locked instruction).
     pub echoed: Mutex<Vec<Arc<AtomicU64>>>,
     pub wakers: Mutex<Vec<Arc<Waker>>>,
+    /// Over TLS: the handshakes completed, full and resumed, with their CPU (each loop adds).
+    pub handshakes: Option<Mutex<HandshakeTally>>,
     /// The process's budget for messages still arriving, drawn on by every connection.
     pub message_memory: Arc<MessageMemory>,
 }
@@ -85,6 +90,8 @@ pub struct EventLoop {
     reserve_fd: Option<File>,
     last_refusal_log: Option<Instant>,
     stop_deadline: Option<Instant>,
+    /// The [`Shared::close_all`] this loop has acted on.
+    closed_all: u64,
     /// `--pubsub`: every subscription (pub/sub runs on one thread), the frame being
     /// delivered, and the subscribers it goes to.
     topics: Topics,
@@ -145,6 +152,7 @@ impl EventLoop {
             reserve_fd: File::open("/dev/null").ok(),
             last_refusal_log: None,
             stop_deadline: None,
+            closed_all: 0,
             topics: Topics::default(),
             frame: Vec::new(),
             deliver_to: Vec::new(),
@@ -177,6 +185,7 @@ impl EventLoop {
                 }
             }
             self.uncork();
+            crate::tls::add_handshakes(&self.shared.handshakes);
             let now = Instant::now();
             self.expire_deadlines(now);
             if self.idle_release_at.is_some_and(|at| now >= at) {
@@ -187,6 +196,11 @@ impl EventLoop {
             }
             if self.shared.stopping.load(Ordering::Relaxed) && self.stop_deadline.is_none() {
                 self.begin_stop(now);
+            }
+            let close_all = self.shared.close_all.load(Ordering::Relaxed);
+            if close_all != self.closed_all {
+                self.closed_all = close_all;
+                self.close_every_connection(self.config.close_code);
             }
             if let Some(deadline) = self.stop_deadline
                 && (self.conns.is_empty() || now >= deadline)
@@ -260,12 +274,9 @@ impl EventLoop {
         }
         let _ = stream.set_nodelay(true);
         let transport = match (&self.tls, raw) {
-            (Some(config), false) => match ServerConnection::new(config.clone()) {
-                Ok(session) => Transport::tls(stream, session),
-                Err(e) => {
-                    eprintln!("wsbench serve: TLS session set-up failed: {e}");
-                    return;
-                }
+            (Some(config), false) => match crate::tls::accepted(stream, config) {
+                Some(transport) => transport,
+                None => return,
             },
             _ => Transport::Plain(stream),
         };
@@ -544,12 +555,17 @@ impl EventLoop {
         self.stop_deadline = Some(now + SHUTDOWN_GRACE);
         self.websocket_listener = None;
         self.tcp_listener = None;
+        self.close_every_connection(SHUTDOWN_CLOSE_CODE);
+    }
+
+    /// Closes every WebSocket with `code` (watched as any close) and drops the rest.
+    fn close_every_connection(&mut self, code: u16) {
         let keys: Vec<usize> = self.conns.iter().map(|(key, _)| key).collect();
         for key in keys {
             let conn = &mut self.conns[key];
             match conn.state.phase {
                 Phase::WebSocket | Phase::Http2 => {
-                    conn.close_with(SHUTDOWN_CLOSE_CODE, &mut self.out);
+                    conn.close_with(code, &mut self.out);
                     if self.send(key) {
                         self.begin_closing(key);
                     }

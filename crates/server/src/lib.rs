@@ -12,6 +12,7 @@
 mod compression;
 mod config;
 mod conn;
+pub mod counts;
 mod echo_count;
 mod event_loop;
 mod large_buffers;
@@ -72,8 +73,8 @@ pub mod fuzzing {
 }
 
 pub use config::{
-    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_MESSAGE_MEMORY, DEFAULT_PORT,
-    DEFAULT_PROCESSES, DEFAULT_THREADS, ServeConfig, TlsSource,
+    DEFAULT_CLOSE_CODE, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_MESSAGE_MEMORY,
+    DEFAULT_PORT, DEFAULT_PROCESSES, DEFAULT_THREADS, ServeConfig, TlsSource,
 };
 
 /// Why the server could not start or stopped abnormally.
@@ -142,23 +143,7 @@ impl RunningServer {
     }
 }
 
-/// What a running server has done so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ServerCounts {
-    /// Text and binary messages echoed (pongs, closes and pub/sub deliveries are not
-    /// counted), each counted before its echo is written.
-    pub echoed: u64,
-    /// Connections open now.
-    pub connections: usize,
-}
-
-impl ServerCounts {
-    /// The line `wsbench serve` prints on SIGUSR1 and when it stops, for a benchmark to set
-    /// a client's own count beside what the server saw.
-    pub fn line(&self) -> String {
-        format!("echoed {} messages, {} connections open", self.echoed, self.connections)
-    }
-}
+pub use counts::ServerCounts;
 
 /// Stops a running server from another thread (or a signal handler thread).
 #[derive(Debug, Clone)]
@@ -174,6 +159,19 @@ impl ShutdownHandle {
                 .map(|count| count.load(Ordering::Relaxed))
                 .sum(),
             connections: self.shared.connections.load(Ordering::Relaxed),
+            tls: self
+                .shared
+                .handshakes
+                .as_ref()
+                .map(|tally| *tally.lock().unwrap_or_else(|e| e.into_inner())),
+        }
+    }
+
+    /// Closes every connection with the configured close code; the server goes on.
+    pub fn close_all(&self) {
+        self.shared.close_all.fetch_add(1, Ordering::SeqCst);
+        for waker in self.shared.wakers.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = waker.wake();
         }
     }
 
@@ -202,9 +200,11 @@ pub fn start(config: &ServeConfig) -> Result<RunningServer, ServeError> {
     let tcp = tcp_listeners.first().map(|l| l.local_addr()).transpose()?;
     let shared = Arc::new(event_loop::Shared {
         stopping: AtomicBool::new(false),
+        close_all: Default::default(),
         connections: AtomicUsize::new(0),
         echoed: Default::default(),
         wakers: Default::default(),
+        handshakes: tls.is_some().then(Default::default),
         message_memory: wsbench_proto::MessageMemory::new(config.max_message_memory),
     });
     let mut handles = Vec::with_capacity(threads);
@@ -231,21 +231,29 @@ pub fn start(config: &ServeConfig) -> Result<RunningServer, ServeError> {
 
 /// Runs the server until SIGINT or SIGTERM: prints the `listening on` line, then closes every
 /// connection with 1001 and returns. On SIGUSR1, and once more when it stops, it prints its
-/// counts ([`ServerCounts::line`]) on stdout.
+/// counts ([`ServerCounts::line`]) on stdout, and it answers them on its abstract socket too
+/// ([`counts::answer_on_socket`]); on SIGUSR2 it closes every connection with its close code
+/// ([`ServeConfig::close_code`]) and goes on.
 pub fn serve_until_signalled(config: &ServeConfig) -> Result<(), ServeError> {
-    use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
+    use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
     // Handlers go in before the `listening on` line: a starter may signal as soon as it
     // reads it, and the default action would kill the process instead of closing cleanly.
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGUSR1])?;
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGUSR1, SIGUSR2])?;
     let server = start(config)?;
     print_line(&server.endpoints.listening_line());
     let handle = server.shutdown_handle();
     let counts = server.shutdown_handle();
+    let asked = server.shutdown_handle();
+    if let Err(e) = counts::answer_on_socket(move || asked.counts()) {
+        eprintln!("wsbench serve: no counts socket ({e}); SIGUSR1 still prints them");
+    }
     let signal_handle = signals.handle();
     std::thread::Builder::new().name("serve-signals".into()).spawn(move || {
         for signal in signals.forever() {
             if signal == SIGUSR1 {
                 print_line(&handle.counts().line());
+            } else if signal == SIGUSR2 {
+                handle.close_all();
             } else {
                 handle.shutdown();
                 break;

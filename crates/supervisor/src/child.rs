@@ -138,7 +138,7 @@ impl Supervised {
     }
 
     /// SIGKILL to what is left of the group (the child alone if it has none), then reaps it.
-    pub(crate) fn kill(&mut self) -> ExitStatus {
+    pub fn kill(&mut self) -> ExitStatus {
         self.signal_group(libc::SIGKILL);
         if let Some(status) = self.exited() {
             return status;

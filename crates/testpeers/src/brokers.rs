@@ -53,6 +53,56 @@ pub fn start_mosquitto() -> Result<Peer, PeerError> {
     Ok(peer)
 }
 
+/// mosquitto that keeps its sessions on disk (`persistence true`: QoS 1 messages queued for
+/// a kept session outlive a restart) and can be restarted by a shell script in its folder,
+/// `restart.sh` (SIGTERM to the pid in `mosquitto.pid`, which saves the sessions; down for
+/// `down`; started again as a daemon writing its pid there). The first broker is the test's
+/// child, a zombie once it exits: the script waits for its exit, not for its pid to go. The broker the script started is
+/// stopped by that pid when the peer drops. Ports: main (WebSocket), `tcp`.
+pub fn start_mosquitto_restartable(down: Duration) -> Result<Peer, PeerError> {
+    const PEER: &str = "mosquitto";
+    installed(PEER, Path::new(MOSQUITTO))?;
+    let dir = temp_dir(PEER)?;
+    // mosquitto started as root runs as its own user, which must write its pid and data here.
+    let _ = std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777));
+    let [port, tcp] = free_ports(PEER)?;
+    let (config, pid, script) =
+        (dir.join("mosquitto.conf"), dir.join("mosquitto.pid"), dir.join("restart.sh"));
+    write(
+        PEER,
+        &config,
+        &format!(
+            "persistence true\npersistence_location {}/\npid_file {}\nlog_dest stderr\nlog_type error\n\
+             max_queued_messages 100000\nlistener {port} 127.0.0.1\nprotocol websockets\nsocket_domain ipv4\n\
+             allow_anonymous true\nlistener {tcp} 127.0.0.1\nsocket_domain ipv4\nallow_anonymous true\n",
+            dir.display(),
+            pid.display()
+        ),
+    )?;
+    write(
+        PEER,
+        &script,
+        &format!(
+            "#!/bin/sh\n# Restarts this folder's mosquitto: SIGTERM (it saves its sessions), down, started again.\n\
+             set -e\npid=$(cat '{pid}')\nkill \"$pid\"\nwhile grep -qs '^State:[^Z]*$' /proc/$pid/status; do sleep 0.05; done\n\
+             sleep {down}\nexec {MOSQUITTO} -c '{config}' -d\n",
+            pid = pid.display(),
+            config = config.display(),
+            down = down.as_secs_f64(),
+        ),
+    )?;
+    let _ = std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755));
+    let command = Launch::new(PEER, MOSQUITTO).arg("-c").arg(&config);
+    let stop_restarted =
+        Launch::shell(PEER, &format!("test -s '{0}' && kill \"$(cat '{0}')\"", pid.display()));
+    let mut peer = Peer::spawn(PEER, command, dir)?
+        .with_port("websocket", port)
+        .with_port("tcp", tcp)
+        .with_clean_up(stop_restarted);
+    peer.wait_for_ports(Duration::from_secs(10))?;
+    Ok(peer)
+}
+
 /// mosquitto whose WebSocket listener takes only `user` with `password`, from a password
 /// file `mosquitto_passwd` writes (no anonymous clients: a wrong password is answered "not
 /// authorized"), beside the MQTT TCP listener mosquitto 2.0.11 needs. Ports: main

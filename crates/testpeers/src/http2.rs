@@ -14,6 +14,8 @@ use crate::process::{Peer, free_ports, installed, io, temp_dir};
 use crate::{PeerError, repo_root};
 
 const HAPROXY: &str = "/usr/sbin/haproxy";
+/// HAProxy's stats socket in its peer's folder: `show info` on it gives its own counts.
+const STATS_SOCKET: &str = "stats.sock";
 
 /// What the node peer does besides echoing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,12 +69,14 @@ pub fn start_haproxy(backend: SocketAddr) -> Result<Peer, PeerError> {
     let config = dir.join("haproxy.cfg");
     let text = format!(
         "global\n    maxconn 9000\n    nbthread 1\n    tune.h2.max-concurrent-streams 1000\n\
+         \x20   stats socket {}\n\
          defaults\n    mode http\n    timeout connect 5s\n    timeout client 60s\n    timeout server 60s\n\
          \x20   timeout tunnel 60s\n    maxconn 9000\n\
          frontend h2c\n    bind 127.0.0.1:{h2c} proto h2\n    default_backend websocket\n\
          frontend tls\n    bind 127.0.0.1:{tls} ssl crt {} alpn h2,http/1.1\n    default_backend websocket\n\
          frontend http1\n    bind 127.0.0.1:{http1}\n    default_backend websocket\n\
          backend websocket\n    server echo {backend} maxconn 9000\n",
+        dir.join(STATS_SOCKET).display(),
         pem.display()
     );
     std::fs::write(&config, text).map_err(|source| io(PEER, "writing haproxy.cfg".into(), source))?;
@@ -94,4 +98,19 @@ pub fn start_axum() -> Result<Peer, PeerError> {
             .find_map(|line| line.strip_prefix("listening on ws://127.0.0.1:")?.trim().parse::<u16>().ok())
     })?;
     Ok(peer.with_port("websocket", port))
+}
+
+/// HAProxy's own `show stat` (CSV, a `# ` header line, a row per frontend, backend and
+/// server), from its stats socket: e.g. a frontend's TLS handshakes, full (`ssl_sess`) and
+/// resumed (`ssl_reused_sess`).
+pub fn haproxy_show_stat(haproxy: &Peer) -> Result<String, PeerError> {
+    use std::io::{Read, Write};
+    let failed = |source| io("haproxy", "asking its stats socket".into(), source);
+    let mut socket =
+        std::os::unix::net::UnixStream::connect(haproxy.dir().join(STATS_SOCKET)).map_err(failed)?;
+    socket.set_read_timeout(Some(Duration::from_secs(5))).map_err(failed)?;
+    socket.write_all(b"show stat\n").map_err(failed)?;
+    let mut info = String::new();
+    socket.read_to_string(&mut info).map_err(failed)?;
+    Ok(info)
 }

@@ -24,12 +24,13 @@ use std::path::PathBuf;
 
 pub use actioncable::{ActionCableSettings, start_actioncable};
 pub use brokers::{
-    add_rabbitmq_user, start_mosquitto, start_mosquitto_with_password, start_nats, start_rabbitmq,
+    add_rabbitmq_user, start_mosquitto, start_mosquitto_restartable, start_mosquitto_with_password,
+    start_nats, start_rabbitmq,
 };
 pub use centrifugo::{
     CENTRIFUGO_API_KEY, CENTRIFUGO_SECRET, centrifugo_token, start_centrifugo, start_centrifugo_pinging_every,
 };
-pub use http2::{NodeH2, start_axum, start_haproxy, start_node_h2};
+pub use http2::{NodeH2, haproxy_show_stat, start_axum, start_haproxy, start_node_h2};
 pub use nats::start_nats_configured;
 pub use node::{
     start_graphql_ws, start_rpc_websockets, start_socketio, start_socketio_app, start_socketio_pinging_every,

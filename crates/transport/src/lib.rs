@@ -7,15 +7,20 @@
 //! A crate of its own so the echo server and the load engine share it without either
 //! depending on the other. The per-event methods are `#[inline]`: both callers are in
 //! other crates, and these calls sit on their hot paths. [`http2`] runs HTTP/2 over such a
-//! stream for both sides too.
+//! stream for both sides too. [`handshakes`] counts the TLS handshakes each thread
+//! completes, full or resumed, with the CPU they cost it.
 
+pub mod handshakes;
 pub mod http2;
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 
 use mio::net::TcpStream;
-use rustls::Connection;
+use rustls::{Connection, HandshakeKind};
+
+use handshakes::{HandshakeClock, thread_cpu_ns};
+pub use handshakes::{HandshakeTally, take_handshakes};
 
 /// Plaintext rustls may buffer per connection before `write` reports it full.
 const TLS_BUFFER_LIMIT: usize = 256 * 1024;
@@ -30,13 +35,27 @@ pub enum Transport {
 pub struct TlsStream {
     socket: TcpStream,
     session: Connection,
+    /// The handshake's CPU so far, while it runs (see [`handshakes`]).
+    clock: Option<HandshakeClock>,
 }
 
 impl Transport {
     pub fn tls(socket: TcpStream, session: impl Into<Connection>) -> Transport {
-        let mut session = session.into();
-        session.set_buffer_limit(Some(TLS_BUFFER_LIMIT));
-        Transport::Tls(Box::new(TlsStream { socket, session }))
+        Transport::Tls(Box::new(TlsStream::new(socket, session.into(), None)))
+    }
+
+    /// A TLS stream whose handshake is counted when it completes ([`handshakes`]), its
+    /// CPU time from `new_session` (making the session: a client's key share and hello) on.
+    /// `tried`: a client allowed to offer a stored session.
+    pub fn tls_counted<C: Into<Connection>, E>(
+        socket: TcpStream,
+        tried: bool,
+        new_session: impl FnOnce() -> Result<C, E>,
+    ) -> Result<Transport, E> {
+        let start = thread_cpu_ns();
+        let session = new_session()?.into();
+        let clock = HandshakeClock { cpu_ns: thread_cpu_ns().saturating_sub(start), tried };
+        Ok(Transport::Tls(Box::new(TlsStream::new(socket, session, Some(clock)))))
     }
 
     #[inline]
@@ -51,7 +70,7 @@ impl Transport {
     pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Transport::Plain(socket) => socket.read(buf),
-            Transport::Tls(tls) => tls.read(buf),
+            Transport::Tls(tls) => tls.timed(|tls| tls.read(buf)),
         }
     }
 
@@ -59,14 +78,14 @@ impl Transport {
     pub fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         match self {
             Transport::Plain(socket) => socket.write(data),
-            Transport::Tls(tls) => {
+            Transport::Tls(tls) => tls.timed(|tls| {
                 let accepted = tls.session.writer().write(data)?;
                 tls.flush_records()?;
                 if accepted == 0 && !data.is_empty() {
                     return Err(io::ErrorKind::WouldBlock.into());
                 }
                 Ok(accepted)
-            }
+            }),
         }
     }
 
@@ -88,7 +107,7 @@ impl Transport {
     pub fn flush(&mut self) -> io::Result<bool> {
         match self {
             Transport::Plain(_) => Ok(true),
-            Transport::Tls(tls) => tls.flush_records(),
+            Transport::Tls(tls) => tls.timed(TlsStream::flush_records),
         }
     }
 
@@ -138,6 +157,31 @@ impl Transport {
 }
 
 impl TlsStream {
+    fn new(socket: TcpStream, mut session: Connection, clock: Option<HandshakeClock>) -> TlsStream {
+        session.set_buffer_limit(Some(TLS_BUFFER_LIMIT));
+        TlsStream { socket, session, clock }
+    }
+
+    /// Runs `call`, adding its CPU time to the handshake's while one is counted, and counts
+    /// the handshake once it is done. Costs one branch once the handshake is over.
+    #[inline]
+    fn timed<T>(&mut self, call: impl FnOnce(&mut TlsStream) -> T) -> T {
+        if self.clock.is_none() {
+            return call(self);
+        }
+        let start = thread_cpu_ns();
+        let result = call(self);
+        let spent = thread_cpu_ns().saturating_sub(start);
+        if let Some(clock) = self.clock.as_mut() {
+            clock.cpu_ns += spent;
+            if !self.session.is_handshaking() {
+                clock.count(self.session.handshake_kind() == Some(HandshakeKind::Resumed));
+                self.clock = None;
+            }
+        }
+        result
+    }
+
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             match self.session.reader().read(buf) {

@@ -8,6 +8,11 @@
 //! under a 64 MiB budget peaked at 155–177 MiB that way, and at 100 MiB with the threshold
 //! pinned at 128 KiB: every buffer from that size on is its own mapping, grown in place by
 //! `mremap` and returned to the kernel when freed.
+//!
+//! Smaller blocks freed in the middle of the heap stay resident until the allocator is told
+//! to hand their pages back: the engine does so every few seconds, after connections gave
+//! back the room a burst took ([`crate::engine::capacity`]), so that a long run's memory
+//! does not keep each burst's high-water mark.
 
 /// The size from which every allocation is its own mapping.
 #[cfg(target_env = "gnu")]
@@ -19,5 +24,15 @@ pub fn return_large_buffers_to_the_kernel() {
     // SAFETY: mallopt only changes a malloc tunable; called before any thread starts.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+    }
+}
+
+/// Hands the allocator's free pages back to the kernel (glibc's `malloc_trim`, every arena);
+/// a no-op with another C library.
+pub fn give_back_free_pages() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only returns memory no allocation uses to the kernel.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

@@ -18,6 +18,8 @@ use wsbench::report::ReportFormat;
 use wsbench::rtt::RttSettings;
 use wsbench::units::{UnitError, format_duration, parse_bytes, parse_duration};
 
+use crate::series_args::{Series, SweepOptions, series_help};
+
 /// A duration flag: parsed with [`parse_duration`], shown with [`format_duration`] in `--help`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DurationArg(pub Duration);
@@ -47,6 +49,13 @@ fn max_message(text: &str) -> Result<u64, UnitError> {
         });
     }
     Ok(bytes)
+}
+
+/// `serve --close-code`: a close code a server may send (RFC 6455 §7.4).
+fn close_code(text: &str) -> Result<u16, String> {
+    text.trim().parse::<u16>().ok().filter(|code| wsbench_proto::is_valid_close_code(*code)).ok_or_else(
+        || format!("`{text}` is not a close code a server may send: give 1000–1003, 1007–1014 or 3000–4999"),
+    )
 }
 
 /// `serve --max-message-memory`: a size above zero and at most 64 GiB.
@@ -98,10 +107,16 @@ pub fn command() -> clap::Command {
             crate::help::with_defaults(run).after_help(after).allow_negative_numbers(true)
         })
         .mut_subcommand("compare", |compare| {
-            crate::help::without_refused(crate::help::with_defaults(compare))
+            series_help(crate::help::without_refused(crate::help::with_defaults(compare)))
                 .after_help(crate::help::protocols_help())
                 .allow_negative_numbers(true)
         })
+        .mut_subcommand("sweep", |sweep| {
+            let sweep =
+                crate::help::without(crate::help::with_defaults(sweep), &wsbench::sweep::REFUSED_SETTINGS);
+            series_help(sweep).after_help(crate::help::protocols_help()).allow_negative_numbers(true)
+        })
+        .mut_subcommand("diff", |diff| diff.long_about(crate::help::diff_about()))
         .mut_subcommand("serve", |serve| serve.allow_negative_numbers(true))
         .mut_subcommand("rtt", |rtt| rtt.allow_negative_numbers(true))
 }
@@ -173,8 +188,8 @@ pub enum Command {
     /// Merge the result files of a run's shards (`--shard I/N`) losslessly into one.
     Merge(MergeArgs),
     /// Run the built-in echo server (the benchmark target when no URL is given). On SIGUSR1,
-    /// and when it stops, it prints `echoed N messages, C connections open` (not with
-    /// --processes).
+    /// and when it stops, it prints `echoed N messages, C connections open` (with --tls, then its
+    /// TLS handshakes, full and resumed, and their CPU; not with --processes).
     Serve(ServeArgs),
     /// Single-connection round-trip times (the HTTP/WS client round-trip benchmark): raw TCP,
     /// HTTP, HTTPS, ws, wss, and ws and wss over HTTP/2.
@@ -182,8 +197,12 @@ pub enum Command {
     /// The competitor servers under servers/: list or install them.
     #[command(subcommand)]
     Fleet(FleetCommand),
-    /// Run one scenario against several servers of the fleet and print one table.
-    Compare(Box<CompareArgs>),
+    /// Run one scenario at a series of loads (connections or rate): a row per step, the knee
+    /// of the latency curve, and the Universal Scalability Law fitted to it.
+    Sweep(Box<Series<crate::series_args::SweepArgs>>),
+    /// Run one scenario against several servers of the fleet and print one table (or, with
+    /// --sweep, overlay each server's curve).
+    Compare(Box<Series<CompareArgs>>),
     /// Compare repeated runs before and after a change: per figure, the change with a confidence
     /// interval and a verdict (better, worse, no difference).
     Diff(DiffArgs),
@@ -241,6 +260,12 @@ pub struct CompareArgs {
     /// The fleet folder [default: ./servers]
     #[arg(long)]
     pub fleet_dir: Option<PathBuf>,
+    /// Sweep each server over the series that --connections or --rate gives (as `wsbench
+    /// sweep` does) and overlay their curves on one page (--html).
+    #[arg(long)]
+    pub sweep: bool,
+    #[command(flatten)]
+    pub sweep_options: SweepOptions,
     #[command(flatten)]
     pub settings: RunSettings,
 }
@@ -269,23 +294,32 @@ impl RunArgs {
         if self.settings_from_stdin {
             return Ok(wsbench_supervisor::read_settings(std::io::stdin().lock())?);
         }
-        let mut settings = self.settings;
-        for word in self.positional {
-            let slot = if word.contains("://") { &mut settings.target } else { &mut settings.scenario };
-            if slot.replace(word.clone()).is_some() {
-                return Err(CommandError::Config(ConfigError::Invalid {
-                    setting: "scenario",
-                    problem: format!("`{word}`: give at most one scenario and one URL"),
-                }));
-            }
-        }
-        let mut base = match &self.scenario_file {
-            Some(path) => RunSettings::from_scenario(path)?,
-            None => RunSettings::default(),
-        };
-        wsbench::members::secrets_over(&settings.options, &mut base.options);
-        Ok(settings.over(base)?)
+        settings_of(self.positional, self.scenario_file.as_deref(), self.settings)
     }
+}
+
+/// The settings of a run or a sweep: `scenario_file`, overridden by the positional words (a
+/// scenario, a URL) and the flags `settings`.
+pub(crate) fn settings_of(
+    positional: Vec<String>,
+    scenario_file: Option<&std::path::Path>,
+    mut settings: RunSettings,
+) -> Result<RunSettings, CommandError> {
+    for word in positional {
+        let slot = if word.contains("://") { &mut settings.target } else { &mut settings.scenario };
+        if slot.replace(word.clone()).is_some() {
+            return Err(CommandError::Config(ConfigError::Invalid {
+                setting: "scenario",
+                problem: format!("`{word}`: give at most one scenario and one URL"),
+            }));
+        }
+    }
+    let mut base = match scenario_file {
+        Some(path) => RunSettings::from_scenario(path)?,
+        None => RunSettings::default(),
+    };
+    wsbench::members::secrets_over(&settings.options, &mut base.options);
+    Ok(settings.over(base)?)
 }
 
 #[derive(Debug, Args)]
@@ -304,11 +338,13 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 #[command(
+    override_usage = "wsbench diff [OPTIONS] <BASE>... -- <NEW>...",
     after_help = "Example: wsbench diff --fail-on 'p99:+5%' before-*.json -- after-*.json (flags go before `--`)"
 )]
 pub struct DiffArgs {
     /// Result files of the base runs (repeats of one benchmark; 5 or more for the rank test).
-    #[arg(required = true, value_name = "BASE")]
+    // Not required here: the library's refusal of an empty side says which and how to write it.
+    #[arg(value_name = "BASE")]
     pub base: Vec<PathBuf>,
     /// Result files of the new runs, after `--` (every flag goes before it).
     #[arg(last = true, value_name = "NEW")]
@@ -316,7 +352,8 @@ pub struct DiffArgs {
     /// Changes within this share of the base value never count (0% to 50%).
     #[arg(long, default_value = "2%", value_parser = wsbench::diff::parse_noise)]
     pub noise: f64,
-    /// Family-wise error rate over the figures tested (Holm), 0.001 to 0.5; intervals are at 1 − alpha.
+    /// The chance of any false "better" or "worse" in the whole diff (Holm's correction over the
+    /// figures tested), 0.001 to 0.5; intervals are at 1 − alpha.
     #[arg(long, default_value_t = wsbench::diff::DEFAULT_ALPHA, value_parser = wsbench::diff::parse_alpha)]
     pub alpha: f64,
     /// Exit 99 when FIGURE changed past N% (counted changes only), e.g. 'p99:+5%' or
@@ -407,6 +444,11 @@ pub struct ServeArgs {
     /// event-loop thread; other messages are still echoed.
     #[arg(long, conflicts_with_all = ["threads", "processes"])]
     pub pubsub: bool,
+    /// The close code `kill -USR2` closes every connection with, the server going on (as a
+    /// graceful restart closes them): 1012 (Service Restart), 1001 (Going Away), or another
+    /// code a client may be sent (1000–1003, 1007–1014, 3000–4999)
+    #[arg(long, value_parser = close_code, default_value_t = wsbench_server::DEFAULT_CLOSE_CODE)]
+    pub close_code: u16,
     /// Read the whole configuration as JSON from stdin: how wsbench starts a server of its
     /// own (the built-in server of a run, each process of `--processes N`).
     #[arg(long = wsbench_supervisor::SETTINGS_FLAG, hide = true, exclusive = true)]
@@ -447,6 +489,7 @@ impl ServeArgs {
             processes,
             no_deflate,
             pubsub,
+            close_code,
             settings_from_stdin: _,
         } = self;
         let tls = match (cert, key) {
@@ -467,6 +510,7 @@ impl ServeArgs {
             handshake_timeout: handshake_timeout.0,
             deflate: !no_deflate,
             pubsub,
+            close_code,
             ..ServeConfig::default()
         }
     }

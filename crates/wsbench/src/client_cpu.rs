@@ -123,12 +123,22 @@ mod tests {
             spin_until(0.15, thread_cpu_seconds_self);
             let after_user = thread_cpu_self();
             // System time: a syscall that does real work in the kernel, many times, until
-            // the thread has used another 0.15 s.
+            // the thread has used another 0.15 s and the kernel has counted some of it as
+            // system time (it splits a thread's time by the clock ticks that found it in the
+            // kernel: on a busy machine, where the thread runs in short slices, that may take
+            // more than 0.15 s), or 5 s of the thread's time have passed.
             let file = std::fs::File::open("/proc/self/stat").unwrap();
             let mut buf = [0u8; 4096];
             let from = thread_cpu_seconds_self();
-            while thread_cpu_seconds_self() - from < 0.15 {
-                let _ = std::os::unix::fs::FileExt::read_at(&file, &mut buf, 0);
+            loop {
+                for _ in 0..1_000 {
+                    let _ = std::os::unix::fs::FileExt::read_at(&file, &mut buf, 0);
+                }
+                let used = thread_cpu_seconds_self() - from;
+                let counted = thread_cpu_self().system_seconds > after_user.system_seconds;
+                if (used >= 0.15 && counted) || used >= 5.0 {
+                    break;
+                }
             }
             (after_user, thread_cpu_self())
         });

@@ -49,7 +49,14 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
         Command::Serve(args) => args.serve().map(|()| Output::success(String::new())).map_err(Into::into),
         Command::Rtt(settings) => Ok(Output::success(report::render_rtt(&wsbench::rtt::command(settings)?))),
         Command::Fleet(command) => fleet_command(command),
-        Command::Compare(args) => compare_servers(*args, &*interrupt(true)?),
+        Command::Sweep(args) => {
+            let settings = args.into_sweep_settings()?;
+            sweep(&settings, &*interrupt(true)?)
+        }
+        Command::Compare(args) => match args.into_compare()? {
+            (args, None) => compare_servers(args, &*interrupt(true)?),
+            (args, Some(sweep)) => compare_sweeps(args, sweep, &*interrupt(true)?),
+        },
         Command::Diff(args) => {
             let format = args.format;
             let diff = wsbench::diff::command(&args.into_settings())?;
@@ -90,11 +97,71 @@ fn run(settings: RunSettings, interrupt: &AtomicBool, color: bool) -> Result<Out
     Ok(output)
 }
 
+/// `wsbench sweep`: every step checked before any load, measured, reported; the page
+/// written where asked.
+fn sweep(settings: &wsbench::sweep::SweepSettings, interrupt: &AtomicBool) -> Result<Output, CommandError> {
+    let report = session::sweep::run(settings, interrupt, &mut |line| eprintln!("wsbench: {line}"))?;
+    let mut output = render_run(&report, interrupt, false);
+    if let (Some(path), Some(sweep)) = (settings.settings.html.as_deref(), report.sweep()) {
+        match report::write_sweep_html(std::slice::from_ref(sweep), path, &command_line()) {
+            Ok(()) => eprintln!("wsbench: wrote {}", path.display()),
+            Err(error) => {
+                eprintln!("wsbench: --html: {}", with_causes(&error));
+                output.code = output.code.max(exit::FAILED);
+            }
+        }
+    }
+    Ok(output)
+}
+
+/// `compare --sweep`: each server swept in turn, one table of steps each, their curves on
+/// one page.
+fn compare_sweeps(
+    args: CompareArgs,
+    sweep: wsbench::sweep::SweepSettings,
+    interrupt: &AtomicBool,
+) -> Result<Output, CommandError> {
+    let html = args.settings.html.clone();
+    if let Some(path) = &html {
+        check_compare_html(path, args.out.as_deref())?;
+    }
+    let config = compare::CompareConfig {
+        servers: args.servers,
+        repeat: args.repeat,
+        fleet_dir: args.fleet_dir.unwrap_or_else(fleet::default_dir),
+        out: args.out,
+        settings: RunSettings { scenario: args.scenario_name, html: None, ..args.settings },
+    };
+    let swept = compare::compare_sweeps(&config, &sweep, interrupt, &mut |line| eprintln!("{line}"))?;
+    let mut text = String::new();
+    let mut failed = false;
+    for (label, outcome) in &swept {
+        match outcome {
+            Ok(sweep) => {
+                text.push_str(&report::render_sweep(sweep));
+                failed |= exit::of_sweep(sweep, false) != exit::SUCCESS;
+            }
+            Err(problem) => {
+                text.push_str(&format!("{label}: {problem}\n"));
+                failed = true;
+            }
+        }
+        text.push('\n');
+    }
+    let sweeps: Vec<_> = swept.into_iter().filter_map(|(_, outcome)| outcome.ok()).collect();
+    if let Some(path) = &html {
+        report::write_sweep_html(&sweeps, path, &command_line())?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(Output { text, code: exit::of_compare(failed, interrupt.load(Ordering::Relaxed)) })
+}
+
 /// The report of a run or a search as text without colours (the live page's last words).
 fn plain_report(report: &RunReport) -> String {
     match report {
         RunReport::Once(result) => report::render_text(result),
         RunReport::Search(search) => report::render_search(search),
+        RunReport::Sweep(sweep) => report::render_sweep(sweep),
         RunReport::Unsaved { report, .. } => plain_report(report),
     }
 }
@@ -135,6 +202,10 @@ fn render_run(report: &RunReport, interrupt: &AtomicBool, color: bool) -> Output
         RunReport::Search(search) => {
             Output { text: report::render_search(search), code: exit::of_search(search) }
         }
+        RunReport::Sweep(sweep) => Output {
+            text: report::render_sweep(sweep),
+            code: exit::of_sweep(sweep, interrupt.load(Ordering::Relaxed)),
+        },
         RunReport::Unsaved { report, error, fallback } => {
             let kept = match fallback {
                 Some(path) => format!("the result was written to {} instead", path.display()),

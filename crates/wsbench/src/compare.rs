@@ -9,7 +9,8 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::config::{ConfigError, RunSettings};
 use crate::engine::dial::{DIALS, Dial};
@@ -104,7 +105,12 @@ pub fn compare(
     let fleet = fleet::load(&config.fleet_dir)?;
     let selected = fleet::select(&fleet, &config.servers)?;
     // Check the scenario once before starting anything.
-    RunSettings { target: Some("ws://127.0.0.1:1/".into()), ..config.settings.clone() }.validate()?;
+    let check = RunSettings {
+        target: Some("ws://127.0.0.1:1/".into()),
+        server_owned: true,
+        ..config.settings.clone()
+    };
+    check.validate()?;
     if let Some(out) = &config.out {
         // Already checked by the command when its `--html` goes into it; harmless again.
         crate::config::check_output_folder("out", out)?;
@@ -164,6 +170,78 @@ pub fn compare(
         }
     }
     Ok(rows)
+}
+
+/// What `compare --sweep` found of one server: its sweep, or what went wrong, in words.
+pub type SweptServer = (String, Result<crate::result::sweep::Sweep, String>);
+
+/// `compare --sweep`: each selected server in turn started fresh, swept over `sweep`'s
+/// series (its URL the target; `SERVER-sweep.json` in `--out`) and stopped. The plan is
+/// checked once before any server starts; a server that is not installed, cannot start
+/// or fails its sweep gets its problem instead of a sweep.
+pub fn compare_sweeps(
+    config: &CompareConfig,
+    sweep: &crate::sweep::SweepSettings,
+    interrupt: &AtomicBool,
+    log: &mut dyn FnMut(&str),
+) -> Result<Vec<SweptServer>, CompareError> {
+    refuse_what_does_not_apply(&config.settings)?;
+    if config.repeat != 1 {
+        let why =
+            "a sweep is measured once per server (its steps are the series): give --repeat 1 with --sweep";
+        return Err(crate::config::invalid_setting("repeat", why.to_owned()).into());
+    }
+    let fleet = fleet::load(&config.fleet_dir)?;
+    let selected = fleet::select(&fleet, &config.servers)?;
+    let for_server = |target: String, json: Option<PathBuf>| crate::sweep::SweepSettings {
+        settings: RunSettings { target: Some(target), json, html: None, ..config.settings.clone() },
+        ..sweep.clone()
+    };
+    for_server("ws://127.0.0.1:1/".to_owned(), None).plan()?;
+    if let Some(out) = &config.out {
+        crate::config::check_output_folder("out", out)?;
+        std::fs::create_dir_all(out).map_err(|source| CompareError::OutDir { path: out.clone(), source })?;
+    }
+    let allowed = crate::affinity::allowed_cpus();
+    let server_cpus: Vec<usize> = if allowed.len() >= 2 { vec![allowed[0]] } else { Vec::new() };
+    let protocol = config.settings.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
+    let mut swept = Vec::new();
+    for manifest in selected {
+        let mut row = Row::new(manifest, Over::default_transport());
+        row.require_protocol(protocol);
+        Feature::needed_by(&config.settings).into_iter().for_each(|feature| row.require(feature));
+        let label = row.label.clone();
+        if !row.available || interrupt.load(Ordering::Relaxed) {
+            let why = row.skipped.clone().or_else(|| row.problems.first().cloned());
+            swept.push((
+                label,
+                Err(why.unwrap_or_else(|| "not measured: interrupted before its turn".to_owned())),
+            ));
+            continue;
+        }
+        let mut server = match FleetServer::start(&row.manifest, &server_cpus, START_TIMEOUT) {
+            Ok(server) => server,
+            Err(error) => {
+                swept.push((label, Err(format!("failed to start: {error}"))));
+                continue;
+            }
+        };
+        let json = config.out.as_ref().map(|out| out.join(format!("{label}-sweep.json")));
+        let mut settings = for_server(server.url(row.manifest.path(protocol)), json);
+        if settings.settings.client_cpus.is_none() && !server_cpus.is_empty() {
+            let client: Vec<usize> = allowed.iter().copied().filter(|c| !server_cpus.contains(c)).collect();
+            settings.settings.client_cpus = Some(crate::affinity::format_cpu_list(&client));
+        }
+        let outcome = settings.plan().map_err(session::RunError::from).and_then(|plan| {
+            session::sweep::sweep(&plan, &label, interrupt, &mut |line| log(&format!("{label}: {line}")))
+        });
+        server.stop();
+        let outcome = outcome
+            .map_err(|e| crate::causes::with_causes(&e))
+            .and_then(|report| report.sweep().cloned().ok_or_else(|| "the sweep gave no steps".to_owned()));
+        swept.push((label, outcome));
+    }
+    Ok(swept)
 }
 
 /// What a run may need from a fleet server beyond echo (permessage-deflate, or what its
@@ -339,10 +417,18 @@ impl Row {
             // The server measured is the one behind the front.
             settings.server_pid = server.pids().first().copied();
         }
-        let measured = session::measure_and_write(&settings, interrupt);
+        settings.server_owned = true;
+        let member = Arc::new(Mutex::new(Member {
+            manifest: self.manifest.clone(),
+            cpus: server_cpus.to_vec(),
+            server,
+        }));
+        let measured = session::measure_and_write_owning(&settings, interrupt, Some(member.clone()));
         if let Some(front) = front.as_mut() {
             front.stop();
         }
+        let mut member = member.lock().unwrap_or_else(PoisonError::into_inner);
+        let server = &mut member.server;
         // A server that closed every connection is usually on its way out: give it a
         // moment to exit so the row can say it died rather than look merely slow.
         let lost_all = measured.as_ref().is_ok_and(|r| {
@@ -371,6 +457,45 @@ impl Row {
         if let Some(status) = died {
             self.problems.push(format!("died mid-run ({status})"));
         }
+    }
+}
+
+/// A fleet member a comparison started, as its recovery runs (`--disrupt restart|kill`)
+/// restart it: on the same port, by the start command of its manifest.
+#[derive(Debug)]
+struct Member {
+    manifest: Manifest,
+    cpus: Vec<usize>,
+    server: FleetServer,
+}
+
+impl session::disruptor::OwnedServer for Member {
+    fn stop_for_restart(&mut self, kill: bool) -> Duration {
+        let stopping = Instant::now();
+        match kill {
+            true => self.server.kill(),
+            false => self.server.stop(),
+        }
+        // The start command's shell may end before the server it started has let go of the
+        // port (closing ten thousand connections takes a while): stopped means the port is free.
+        let deadline = stopping + START_TIMEOUT;
+        while std::net::TcpListener::bind(("127.0.0.1", self.server.port)).is_err()
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        stopping.elapsed()
+    }
+
+    fn start_again(&mut self) -> Result<Duration, String> {
+        let started = std::time::Instant::now();
+        self.server = FleetServer::start_on(&self.manifest, &self.cpus, self.server.port, START_TIMEOUT)
+            .map_err(|e| crate::causes::with_causes(&e))?;
+        Ok(started.elapsed())
+    }
+
+    fn close_every_connection(&mut self) -> Result<(), String> {
+        Err(format!("{} cannot be told to close its connections", self.manifest.name))
     }
 }
 

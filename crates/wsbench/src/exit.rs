@@ -56,6 +56,21 @@ pub fn of_search(search: &crate::result::search::Search) -> u8 {
     }
 }
 
+/// The exit code of `wsbench sweep`: [`INTERRUPTED`] when a signal cut it short,
+/// [`THRESHOLDS_FAILED`] when a `--threshold` on it failed, [`RUN_FAILURES`] when a step
+/// counted errors or no step measured anything, else [`SUCCESS`]. A knee not found or a
+/// fit refused is the sweep's answer, not a failure.
+pub fn of_sweep(sweep: &crate::result::sweep::Sweep, ctrl_c: bool) -> u8 {
+    match (sweep.interrupted, ctrl_c) {
+        (_, true) => INTERRUPTED,
+        (true, false) => FAILED,
+        _ if sweep.thresholds.iter().any(|t| !t.passed) => THRESHOLDS_FAILED,
+        _ if sweep.usable().next().is_none() => RUN_FAILURES,
+        _ if sweep.steps.iter().any(|step| step.errors > 0) => RUN_FAILURES,
+        _ => SUCCESS,
+    }
+}
+
 /// What a command's outcome or error means for the process's exit status.
 pub trait ExitCode {
     fn exit_code(&self) -> u8;

@@ -194,8 +194,8 @@ pub fn closed_loop() -> RunOutcome {
         server: ServerReport {
             pids: vec![4242],
             found_by: Some("spawned".to_owned()),
-            unprobed_reason: None,
             samples,
+            ..ServerReport::default()
         },
         client_workers: vec![
             WorkerCpu {
@@ -223,6 +223,7 @@ pub fn closed_loop() -> RunOutcome {
             heap_connected_bytes: Some(2 * 1024 * 1024 + 612_000),
         },
         machine: machine(),
+        disruptions: Vec::new(),
         figures: None,
     }
 }
@@ -285,6 +286,7 @@ pub fn open_loop_troubled() -> RunOutcome {
             found_by: None,
             unprobed_reason: Some("the target is on another host".to_owned()),
             samples: Vec::new(),
+            tls_handshakes: None,
         },
         client_workers: vec![
             WorkerCpu { name: "w0".to_owned(), cpu_seconds: 12.0, share: 0.97, ..WorkerCpu::default() },
@@ -292,6 +294,7 @@ pub fn open_loop_troubled() -> RunOutcome {
         ],
         client_memory: ClientMemory::default(),
         machine: machine(),
+        disruptions: Vec::new(),
         figures: None,
     }
 }
@@ -322,6 +325,7 @@ pub fn nothing_answered() -> RunOutcome {
             found_by: Some("listening-port".to_owned()),
             unprobed_reason: None,
             samples: Vec::new(),
+            tls_handshakes: None,
         },
         client_workers: vec![WorkerCpu {
             name: "w0".to_owned(),
@@ -331,6 +335,7 @@ pub fn nothing_answered() -> RunOutcome {
         }],
         client_memory: ClientMemory::default(),
         machine: machine(),
+        disruptions: Vec::new(),
         figures: None,
     }
 }
@@ -386,6 +391,7 @@ pub fn pubsub_one_short() -> RunOutcome {
             found_by: Some("spawned".to_owned()),
             unprobed_reason: None,
             samples: Vec::new(),
+            tls_handshakes: None,
         },
         client_workers: vec![WorkerCpu {
             name: "w0".to_owned(),
@@ -397,6 +403,7 @@ pub fn pubsub_one_short() -> RunOutcome {
         }],
         client_memory: ClientMemory::default(),
         machine: machine(),
+        disruptions: Vec::new(),
         figures: None,
     })
 }
@@ -467,4 +474,57 @@ pub fn all() -> Vec<(&'static str, RunOutcome)> {
         ("pubsub_one_short", pubsub_one_short()),
         ("stream_one_missing", stream_one_missing()),
     ]
+}
+
+/// A closed-loop sweep of 1 to 4,096 connections (eleven steps, the last client-bound)
+/// whose throughput follows the Universal Scalability Law (σ 0.03, κ 4e-6, λ 9,000/s,
+/// times a fixed ±2 % wobble) and whose latency follows Little's law, each step the
+/// closed-loop fixture run with those figures; analysed as `wsbench sweep` analyses it,
+/// with `--holdout 2` and two thresholds judged.
+pub fn sweep() -> crate::result::sweep::Sweep {
+    use crate::result::RunResult;
+    use crate::result::sweep::{Sweep, SweepStep, Varied};
+    let loads = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 1024.0, 4096.0];
+    let wobble = [1.0, 1.02, 0.98, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99, 1.0];
+    let model = crate::curve::usl::Model { sigma: 0.03, kappa: 4e-6, lambda: 9_000.0 };
+    let steps: Vec<SweepStep> = loads
+        .iter()
+        .zip(wobble)
+        .enumerate()
+        .map(|(index, (&n, wobble))| {
+            let mut result = RunResult::from_outcome(&closed_loop());
+            let throughput = (model.rate_at(n) * wobble).round();
+            let mean_us = n / throughput * 1e6;
+            let summary = &mut result.summary;
+            summary.exchanges_per_sec = throughput;
+            summary.connections.established = n as u64;
+            let latency = &mut summary.latency_us;
+            latency.mean = mean_us;
+            (latency.p50, latency.p90) = ((mean_us * 0.9) as u64, (mean_us * 1.6) as u64);
+            latency.p99 = (mean_us * (2.0 + index as f64 * 0.4)) as u64;
+            latency.p999 = latency.p99 * 2;
+            result.client.bound = index == loads.len() - 1;
+            result.client.bound_reason =
+                result.client.bound.then(|| "worker w0 used 97% of a core".to_owned());
+            SweepStep::of(n, result)
+        })
+        .collect();
+    let mut sweep = Sweep {
+        label: "builtin".to_owned(),
+        scenario: "echo".to_owned(),
+        varied: Varied::Connections,
+        closed_loop: true,
+        planned: loads.to_vec(),
+        warmup_s: 1.0,
+        duration_s: 10.0,
+        analysis: crate::sweep::analyse(&steps, Varied::Connections, true, Some(2)),
+        steps,
+        thresholds: Vec::new(),
+        interrupted: false,
+    };
+    let thresholds = ["knee_rate>50000".to_owned(), "usl_peak>300".to_owned()];
+    let parsed = crate::sweep::thresholds::parse_all(&thresholds, Varied::Connections, true, true)
+        .expect("valid thresholds");
+    sweep.thresholds = crate::sweep::thresholds::judge(&parsed, &sweep);
+    sweep
 }

@@ -149,11 +149,58 @@ pub fn protocols_help() -> String {
 /// `compare` without the flags of `run` it refuses (it still names them if given), nor
 /// `--slo`, which only `--find-max-rate` takes.
 pub fn without_refused(command: Command) -> Command {
-    wsbench::compare::REFUSED_SETTINGS
+    let refused: Vec<&str> = wsbench::compare::REFUSED_SETTINGS.iter().copied().chain(["slo"]).collect();
+    without(command, &refused)
+}
+
+/// `command` without the flags it refuses (`names`, as their flags are written).
+pub fn without(command: Command, names: &[&str]) -> Command {
+    names
         .iter()
-        .chain(&["slo"])
         .map(|setting| setting.replace('-', "_"))
         .fold(command, |command, id| command.mut_arg(id, |arg| arg.hide(true)))
+}
+
+/// The long help of `diff`, for a newcomer: what is compared, how many runs a side the rank
+/// test needs, what happens with fewer (and when that is too little), what Holm's correction
+/// and the noise band do, and what `--fail-on` gates. The numbers are the library's own.
+pub fn diff_about() -> String {
+    use wsbench::diff::{MIN_BLOCK_SECONDS, MIN_BLOCKS, MIN_RUNS_FOR_RANK_TEST, MIN_SECONDS};
+    let per_second = wsbench::diff::figures_kept_per_second().join(", ");
+    format!(
+        "Compare repeated runs before and after a change: per figure, the change with a confidence
+interval and a verdict (better, worse, no difference).
+
+What is compared: result files of `wsbench run --json`, the base runs before `--` and the new
+runs after it, all of the same benchmark (scenario, settings, wsbench version, machine and
+transport; runs that differ are refused unless --force). For each figure both sides measured
+(the rate, latency p50, p90, p99 and p99.9, connect p99, errors per million messages, server
+CPU per round trip, server RSS peak) the table shows the median of each side's runs, the
+change, its confidence interval at 1 − alpha, the p-value and the verdict.
+
+{MIN_RUNS_FOR_RANK_TEST} or more runs a side: the Mann–Whitney U rank test over the runs, and the Hodges–Lehmann
+interval of the shift. This is the way to a verdict that covers how much runs differ from one
+another: repeat each benchmark {MIN_RUNS_FOR_RANK_TEST} times or more.
+
+Fewer runs: a block bootstrap of each run's per-second values (consecutive seconds resampled
+in blocks of {MIN_BLOCK_SECONDS} s or more, with a fixed seed) around the change of the medians. It tests the
+figures results keep per second ({per_second}); the others are \"untested\".
+Every run needs {MIN_SECONDS} measured seconds ({MIN_BLOCKS} blocks; the warm-up and the last, partial second
+do not count: give --duration 12s or more). With fewer, the verdict is \"too little data\",
+with no interval and no p-value. The bootstrap cannot see how much runs differ from one another.
+
+Holm: with many figures tested at once, some would look changed by chance alone. Holm's
+correction raises the p-values so that the chance of even one false \"better\" or \"worse\"
+anywhere in the diff stays below --alpha.
+
+Noise band: a change counts only when it is significant after Holm and its whole interval lies
+outside ±--noise of the base value; a real but tiny change is \"no difference\".
+
+--fail-on FIGURE:+N% (a rise) or FIGURE:-N% (a drop) makes diff exit 99 when the diff counts
+that figure's change and it went past N% in that direction: a gate for CI, as --threshold is
+for a run. A figure with too little data or untested never fails a gate: its line says \"not
+judged\"."
+    )
 }
 
 /// The completion script of `shell` for the whole command line, as clap defines it.

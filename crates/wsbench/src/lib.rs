@@ -11,7 +11,8 @@
 //! message protocol one of `protocol`: the layers above reach them only through their
 //! registries. Beside them: `fleet` and `compare` (competitor servers), `rtt` (the HTTP/WS client round-trip benchmark),
 //! `merge` (shards into one result), `live` (the live view, `--metrics-addr`, `--stream`),
-//! `find_rate` (the rate search), `probe` (the server process in /proc), `builtin` (the
+//! `find_rate` (the rate search), `sweep` (one scenario at a series of loads) and `curve`
+//! (its knee and Universal Scalability Law fit), `probe` (the server process in /proc), `builtin` (the
 //! built-in server as a child), `units` (parsing and formatting units), `input_file` (every
 //! file a user names, read within a limit), `exit` (what each outcome means as an exit
 //! code), `error` (the error a command ends with) and `causes` (an error and its causes as
@@ -24,6 +25,7 @@ pub mod causes;
 pub mod client_cpu;
 pub mod compare;
 pub mod config;
+pub mod curve;
 pub mod diff;
 pub mod engine;
 pub mod error;
@@ -52,5 +54,9 @@ pub mod rtt;
 pub mod samples;
 pub mod scenario;
 pub mod session;
+pub mod sweep;
 pub mod thresholds;
 pub mod units;
+
+#[cfg(test)]
+mod test_heap;

@@ -8,6 +8,7 @@
 mod cli;
 mod commands;
 mod help;
+mod series_args;
 
 use std::io::Write;
 

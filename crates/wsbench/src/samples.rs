@@ -33,6 +33,10 @@ pub struct ServerReport {
     pub unprobed_reason: Option<String>,
     /// Sampled every 250 ms; the first is taken before any connection opens.
     pub samples: Vec<ServerSample>,
+    /// The TLS handshakes the server did during the run, by kind, as it counted them (a
+    /// `wsbench serve` says; other servers do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshakes: Option<Box<crate::metrics::TlsHandshakes>>,
 }
 
 /// The client process's own memory before its first connection opened, and once every
@@ -121,4 +125,26 @@ pub struct RunOutcome {
     pub client_workers: Vec<WorkerCpu>,
     pub client_memory: ClientMemory,
     pub machine: MachineFacts,
+    /// `--disrupt`: each disruption as it happened.
+    pub disruptions: Vec<DisruptionEvent>,
+}
+
+/// One disruption as it happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DisruptionEvent {
+    /// `restart`, `kill`, `close`, `drop`, `command`.
+    pub kind: String,
+    /// When it began, seconds since the run's start.
+    pub at_s: f64,
+    /// How long its action took: a restart from its signal until the new server listened
+    /// (the service was down that long), a command's run; absent for a close or a drop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub took_s: Option<f64>,
+    /// A restarted server's own start: from its process starting to its listening.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_s: Option<f64>,
+    /// Why the action failed, if it did (the server would not start again, the command
+    /// exited non-zero).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }

@@ -4,7 +4,7 @@
 //! result of a `--processes` run (shards are not given thresholds). A failed threshold
 //! makes `wsbench run` exit 99 (`exit::THRESHOLDS_FAILED`).
 
-use crate::config::{Metric, Statistic, Threshold};
+use crate::config::{BackShare, Metric, RecoveryFigure, Statistic, Threshold};
 use crate::result::{ConnectStats, LatencyStats, RunResult, ThresholdOutcome};
 
 /// Every threshold judged on `result`, in the order given.
@@ -43,6 +43,7 @@ fn value_of(metric: &Metric, result: &RunResult) -> Option<f64> {
         Metric::RoundTripsPerSec => Some(summary.exchanges_per_sec),
         Metric::Stalls => Some(summary.stalls.count as f64),
         Metric::LongestStall => Some(summary.stalls.longest_s() as f64 * 1e6),
+        Metric::Recovery(figure) => recovery_value(figure, result.recovery.as_ref()?),
         Metric::Scenario(ref name) => crate::scenario::of_result(result)?.threshold_value(name, result),
     }
 }
@@ -56,8 +57,28 @@ fn stage_value(metric: &Metric, stage: Option<&crate::result::StageFigures>) -> 
         Metric::Latency(statistic) => Some(latency_value(statistic, &stage.latency_us)),
         Metric::Errors => Some(stage.errors as f64),
         Metric::RoundTripsPerSec => Some(stage.exchanges_per_sec),
-        Metric::Connect(_) | Metric::Scenario(_) | Metric::Stalls | Metric::LongestStall => None,
+        Metric::Connect(_)
+        | Metric::Scenario(_)
+        | Metric::Stalls
+        | Metric::LongestStall
+        | Metric::Recovery(_) => None,
     }
+}
+
+/// A recovery's figure: a time in µs (`None`: that share never came back, which fails the
+/// threshold), attempts per connection, connections not back.
+fn recovery_value(figure: RecoveryFigure, recovery: &crate::result::RecoveryFigures) -> Option<f64> {
+    let after = &recovery.back_after;
+    let seconds = match figure {
+        RecoveryFigure::AttemptsPerConnection => return recovery.attempts_per_connection,
+        RecoveryFigure::NotBack => return Some(recovery.not_back as f64),
+        RecoveryFigure::BackAfter(BackShare::First) => after.first_s,
+        RecoveryFigure::BackAfter(BackShare::P50) => after.p50_s,
+        RecoveryFigure::BackAfter(BackShare::P90) => after.p90_s,
+        RecoveryFigure::BackAfter(BackShare::P99) => after.p99_s,
+        RecoveryFigure::BackAfter(BackShare::All) => after.all_s,
+    };
+    seconds.map(|s| s * 1e6)
 }
 
 /// The value of `statistic` in `stats`, in µs.

@@ -214,6 +214,56 @@ fn html_report_of_sixteen_results_has_one_colour_each_and_ranked_bars() {
     assert!(output.stdout.contains("compare-echoes-per-sec descending (16 bars)"), "{}", output.stdout);
 }
 
+/// A sweep's page in the browser: a real sweep of the built-in server (three steps of one
+/// second) with `--html`, then three sweeps overlaid on one page (`wsbench report --html`
+/// of their files: the deterministic eleven-step fixture sweep, whose USL fit and knees
+/// are known, under three names with their throughput scaled and re-analysed), each
+/// checked by `tests/browser/check-sweep.mjs`: both curves drawn, one table and one colour
+/// per sweep, the fitted curves, knees and predicted peaks drawn inside their charts.
+#[test]
+fn sweep_pages_render_in_chromium() {
+    let Some(script) = require_browser_script("check-sweep.mjs") else { return };
+    let dir = artifacts_dir().join("sweep");
+    std::fs::create_dir_all(&dir).unwrap();
+    let wsbench = env!("CARGO_BIN_EXE_wsbench");
+    let (json, html) = (dir.join("real.json"), dir.join("real.html"));
+    run(Command::new(wsbench)
+        .args(["sweep", "--connections", "1,2,4", "--duration", "1s", "--warmup", "0s", "--quiet", "--json"])
+        .arg(&json)
+        .arg("--html")
+        .arg(&html));
+    let check = |page: &Path, png: &str, wanted: &[&str]| {
+        let output = run(Command::new("node")
+            .arg(&script)
+            .arg(page)
+            .arg(dir.join(png))
+            .args(wanted)
+            .current_dir(script.parent().unwrap()));
+        println!("{}", output.stdout);
+        assert!(output.stdout.contains("all checks passed"), "{}", output.stdout);
+    };
+    check(&html, "real.png", &["--sweeps", "1"]);
+
+    let files: Vec<PathBuf> = [("server-a", 1.0), ("server-b", 0.6), ("server-c", 0.3)]
+        .into_iter()
+        .map(|(label, scale)| {
+            let mut sweep = wsbench::fixture::sweep();
+            sweep.label = label.to_owned();
+            for step in &mut sweep.steps {
+                step.throughput_per_sec *= scale;
+            }
+            sweep.analysis = wsbench::sweep::analyse(&sweep.steps, sweep.varied, sweep.closed_loop, None);
+            sweep.thresholds.clear();
+            let path = dir.join(format!("{label}.json"));
+            wsbench::result::sweep::write_sweep_json(&sweep, &path).unwrap();
+            path
+        })
+        .collect();
+    let overlay = dir.join("overlay.html");
+    run(Command::new(wsbench).arg("report").args(&files).arg("--html").arg(&overlay));
+    check(&overlay, "overlay.png", &["--sweeps", "3", "--fits", "3", "--knees", "3", "--peaks", "3"]);
+}
+
 /// `node SCRIPT ARGS…` started with its stdout read line by line as it comes (to wait for
 /// "browser ready"), and its stderr collected.
 struct Watcher {

@@ -1,7 +1,10 @@
 //! `wsbench diff` on recorded result files of real runs (`tests/diff_fixtures/`): ten trials
 //! of 5 vs 5 runs of the same `wsbench serve` find no difference on every figure in at least
 //! nine, and five trials of 5 vs 5 runs where one side's server holds each echo 200 µs find the
-//! latency worse every time. The fixtures are re-recorded (never in a normal test run) with
+//! latency worse every time. Fewer runs a side: 3 vs 3 runs of 2 s and of 6 s have too little
+//! data for the block bootstrap (no interval, no p-value, no verdict), 3 vs 3 runs of 12 s get
+//! an interval of the change of the medians the columns show, and 1 or 2 runs a side of 12 s
+//! find the 200 µs. The fixtures are re-recorded (never in a normal test run) with
 //! `WSBENCH_RECORD_DIFF_FIXTURES=1 cargo test -p wsbench --test diff record -- --ignored`.
 
 mod support;
@@ -12,8 +15,8 @@ use std::time::Duration;
 
 use support::scripted_server::Script;
 
-/// Where the recorded result files live: `same/trialNN/` and `delay/trialNN/`, each with
-/// `base-K.json` and `new-K.json`.
+/// Where the recorded result files live: `same/trialNN/`, `delay/trialNN/`, `short/2s/`,
+/// `short/6s/`, `short/12s/` and `short/delay-12s/`, each with `base-K.json` and `new-K.json`.
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/diff_fixtures")
 }
@@ -26,6 +29,11 @@ const DELAY_TRIALS: usize = 5;
 const REPEATS: usize = 5;
 /// The delay the new side's server adds to each echo in the `delay` trials.
 const ECHO_DELAY: Duration = Duration::from_micros(200);
+/// The short-run trials of one `wsbench serve`: three runs a side of each duration.
+const SHORT_DURATIONS: [&str; 3] = ["2s", "6s", "12s"];
+const SHORT_REPEATS: usize = 3;
+/// Runs a side of the short delay trial (12 s each).
+const SHORT_DELAY_REPEATS: usize = 2;
 
 /// One short closed-loop run against `url`, its result written to `json`.
 fn record_run(url: &str, json: &Path, probe: bool, duration: &str) {
@@ -45,9 +53,9 @@ fn record_run(url: &str, json: &Path, probe: bool, duration: &str) {
 /// during the trial falls on both sides alike, in the order base, new, new, base, base, …
 /// so that neither side always goes first (a run right after another can differ: sockets
 /// of the last one still closing, a cache warmed).
-fn record_trial(dir: &Path, base_url: &str, new_url: &str, probe: bool, duration: &str) {
+fn record_trial(dir: &Path, base_url: &str, new_url: &str, probe: bool, duration: &str, repeats: usize) {
     std::fs::create_dir_all(dir).unwrap();
-    for k in 1..=REPEATS {
+    for k in 1..=repeats {
         let base = || record_run(base_url, &dir.join(format!("base-{k}.json")), probe, duration);
         let new = || record_run(new_url, &dir.join(format!("new-{k}.json")), probe, duration);
         match k % 2 {
@@ -60,9 +68,11 @@ fn record_trial(dir: &Path, base_url: &str, new_url: &str, probe: bool, duration
 /// Re-records every fixture: the `same` trials against one `wsbench serve --threads 1` per
 /// trial (probed: server CPU and memory are figures too), runs of 1 s; the `delay` trials
 /// against the scripted echo server without and with [`ECHO_DELAY`] (not probed: the server
-/// is this test process), runs of 3 s so that the tail percentiles of a busy machine settle.
-/// `WSBENCH_RECORD_DIFF_ONLY=same` or `=delay` records one kind; `WSBENCH_RECORD_DIFF_DIR`
-/// records elsewhere (a live check of `diff` on fresh runs).
+/// is this test process), runs of 3 s so that the tail percentiles of a busy machine settle;
+/// the `short` trials, 3 vs 3 runs of 2, 6 and 12 s against one `wsbench serve --threads 1`
+/// each (probed), and 2 vs 2 runs of 12 s of the scripted server without and with the delay.
+/// `WSBENCH_RECORD_DIFF_ONLY=same`, `=delay` or `=short` records one kind;
+/// `WSBENCH_RECORD_DIFF_DIR` records elsewhere (a live check of `diff` on fresh runs).
 #[test]
 #[ignore = "records the fixtures; run with WSBENCH_RECORD_DIFF_FIXTURES=1"]
 fn record_fixtures() {
@@ -70,24 +80,41 @@ fn record_fixtures() {
         return;
     }
     let only = std::env::var("WSBENCH_RECORD_DIFF_ONLY").unwrap_or_default();
+    let wanted = |kind: &str| only.is_empty() || only == kind;
     let into = std::env::var_os("WSBENCH_RECORD_DIFF_DIR").map_or_else(fixtures, PathBuf::from);
-    for trial in (1..=SAME_TRIALS).filter(|_| only != "delay") {
+    for trial in (1..=SAME_TRIALS).filter(|_| wanted("same")) {
         let server = support::Server::spawn(&["--threads", "1"]);
         let url = format!("ws://{}/", server.addr);
-        record_trial(&into.join(format!("same/trial{trial:02}")), &url, &url, true, "1s");
+        record_trial(&into.join(format!("same/trial{trial:02}")), &url, &url, true, "1s", REPEATS);
     }
-    for trial in (1..=DELAY_TRIALS).filter(|_| only != "same") {
+    for trial in (1..=DELAY_TRIALS).filter(|_| wanted("delay")) {
         let plain = Script::echo().start();
         let delayed = Script::echo().delay_each_echo(ECHO_DELAY).start();
         let dir = into.join(format!("delay/trial{trial:02}"));
-        record_trial(&dir, &plain.url(), &delayed.url(), false, "3s");
+        record_trial(&dir, &plain.url(), &delayed.url(), false, "3s", REPEATS);
+    }
+    for duration in SHORT_DURATIONS.into_iter().filter(|_| wanted("short")) {
+        let server = support::Server::spawn(&["--threads", "1"]);
+        let url = format!("ws://{}/", server.addr);
+        record_trial(&into.join(format!("short/{duration}")), &url, &url, true, duration, SHORT_REPEATS);
+    }
+    if wanted("short") {
+        let plain = Script::echo().start();
+        let delayed = Script::echo().delay_each_echo(ECHO_DELAY).start();
+        let dir = into.join("short/delay-12s");
+        record_trial(&dir, &plain.url(), &delayed.url(), false, "12s", SHORT_DELAY_REPEATS);
     }
 }
 
 /// The result files of one side of a recorded trial, in order.
 fn side(kind: &str, trial: usize, side: &str) -> Vec<String> {
-    let dir = fixtures().join(format!("{kind}/trial{trial:02}"));
-    (1..=REPEATS).map(|k| dir.join(format!("{side}-{k}.json")).display().to_string()).collect()
+    files(&format!("{kind}/trial{trial:02}"), side, REPEATS)
+}
+
+/// The `count` result files of one side of the fixtures in `dir`, in order.
+fn files(dir: &str, side: &str, count: usize) -> Vec<String> {
+    let dir = fixtures().join(dir);
+    (1..=count).map(|k| dir.join(format!("{side}-{k}.json")).display().to_string()).collect()
 }
 
 /// `wsbench diff FLAGS… BASE… -- NEW…` of a recorded trial: its exit code and stdout.
@@ -220,17 +247,194 @@ fn text_and_markdown_show_each_figure_with_its_interval_and_verdict() {
 
 #[test]
 fn one_run_a_side_is_decided_from_its_seconds_and_says_what_it_cannot_see() {
+    let (base, new) = (files("short/delay-12s", "base", 2), files("short/delay-12s", "new", 2));
+    for runs in [1, 2] {
+        let diff_json = json_diff(&[], &base[..runs], &new[..runs]);
+        let method = |figure: &str| figure_of(&diff_json, figure)["method"].clone();
+        assert_eq!(method("p50"), "block_bootstrap");
+        assert_eq!(method("round_trips_per_sec"), "block_bootstrap");
+        let verdicts = verdicts(&diff_json);
+        for figure in ["p50", "p99", "round_trips_per_sec"] {
+            assert!(verdicts.contains(&(figure.to_owned(), "worse".to_owned())), "{runs}: {verdicts:?}");
+        }
+        assert!(verdicts.contains(&("p90".to_owned(), "untested".to_owned())), "{verdicts:?}");
+        let shift = &figure_of(&diff_json, "p50")["shift"];
+        // The interval holds at least most of the delay: a sleep overshoots, never undershoots.
+        assert!(shift["low"].as_f64().unwrap() > 0.75 * ECHO_DELAY.as_micros() as f64, "{runs}: {shift}");
+        let (_, text, _) = diff(&[], &base[..runs], &new[..runs]);
+        assert!(text.contains("the variation from run to run is not seen"), "{text}");
+    }
+    // One run a side of 3 s (two measured seconds): too little data for any verdict.
     let (base, new) = (side("delay", 1, "base"), side("delay", 1, "new"));
-    let diff_json = json_diff(&[], &base[..1], &new[..1]);
-    let figures = diff_json["figures"].as_array().unwrap();
-    let method = |figure: &str| figures.iter().find(|f| f["figure"] == figure).unwrap()["method"].clone();
-    assert_eq!(method("p50"), "block_bootstrap");
-    assert_eq!(method("round_trips_per_sec"), "block_bootstrap");
-    let verdicts = verdicts(&diff_json);
-    assert!(verdicts.contains(&("p50".to_owned(), "worse".to_owned())), "{verdicts:?}");
-    assert!(verdicts.contains(&("p90".to_owned(), "untested".to_owned())), "{verdicts:?}");
-    let (_, text, _) = diff(&[], &base[..1], &new[..1]);
-    assert!(text.contains("the variation from run to run is not seen"), "{text}");
+    let verdicts = verdicts(&json_diff(&[], &base[..1], &new[..1]));
+    assert!(verdicts.contains(&("p50".to_owned(), "too_little_data".to_owned())), "{verdicts:?}");
+}
+
+/// The figure `key` of a JSON diff.
+fn figure_of<'a>(diff: &'a serde_json::Value, key: &str) -> &'a serde_json::Value {
+    let figures = diff["figures"].as_array().expect("figures");
+    figures.iter().find(|f| f["figure"] == key).unwrap_or_else(|| panic!("no {key} in {diff}"))
+}
+
+/// The figures a result keeps per second, which the block bootstrap tests.
+const PER_SECOND: [&str; 3] = ["round_trips_per_sec", "p50", "p99"];
+
+#[test]
+fn three_runs_a_side_of_two_or_six_seconds_have_too_little_data_for_a_verdict() {
+    for (duration, seconds) in [("2s", "1 measured second"), ("6s", "5 measured seconds")] {
+        let dir = format!("short/{duration}");
+        let (base, new) = (files(&dir, "base", SHORT_REPEATS), files(&dir, "new", SHORT_REPEATS));
+        let diff_json = json_diff(&[], &base, &new);
+        for key in PER_SECOND {
+            let figure = figure_of(&diff_json, key);
+            assert_eq!(figure["verdict"], "too_little_data", "{duration}: {figure}");
+            for field in ["method", "shift", "change", "p_value", "p_holm"] {
+                assert!(figure[field].is_null(), "{duration}: {field} of {figure}");
+            }
+            let reason = figure["reason"].as_str().unwrap_or_else(|| panic!("{figure}"));
+            assert!(reason.contains(&format!("a run of only {seconds}")), "{reason}");
+            assert!(reason.contains("the block bootstrap needs 10 from every run"), "{reason}");
+        }
+        let verdicts = verdicts(&diff_json);
+        assert!(verdicts.iter().all(|(_, v)| v != "better" && v != "worse"), "{duration}: {verdicts:?}");
+        let (code, text, _) = diff(&[], &base, &new);
+        assert_eq!(code, 0, "{text}");
+        let rate = text.lines().find(|l| l.starts_with("round trips/s")).unwrap_or_else(|| panic!("{text}"));
+        assert!(rate.ends_with("too little data") && !rate.contains('%') && !rate.contains('['), "{rate}");
+        assert!(
+            text.contains("too little data (round trips/s, latency p50, latency p99): 3 base runs"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn three_runs_a_side_of_twelve_seconds_get_an_interval_of_the_change_of_the_medians() {
+    let (base, new) = (files("short/12s", "base", SHORT_REPEATS), files("short/12s", "new", SHORT_REPEATS));
+    let diff_json = json_diff(&[], &base, &new);
+    let mut bootstrapped = 0;
+    for key in PER_SECOND {
+        let figure = figure_of(&diff_json, key);
+        if figure["method"] == "identical" {
+            continue; // every run the same (a p50 of whole microseconds): nothing to resample
+        }
+        bootstrapped += 1;
+        assert_eq!(figure["method"], "block_bootstrap", "{figure}");
+        let number = |value: &serde_json::Value| value.as_f64().unwrap_or_else(|| panic!("{figure}"));
+        let (base, new) = (number(&figure["base"]), number(&figure["new"]));
+        let (shift, change) = (&figure["shift"], &figure["change"]);
+        let (estimate, low, high) =
+            (number(&shift["estimate"]), number(&shift["low"]), number(&shift["high"]));
+        // The change is that of the columns, and its interval holds it and has a width.
+        assert!((estimate - (new - base)).abs() <= 1e-9 * base.abs(), "{figure}");
+        assert!((number(&change["estimate"]) - (new - base) / base).abs() < 1e-12, "{figure}");
+        assert!(low <= estimate && estimate <= high && low < high, "{figure}");
+        assert!(figure["p_value"].as_f64().is_some() && figure["reason"].is_null(), "{figure}");
+    }
+    assert!(bootstrapped >= 2, "{diff_json}");
+}
+
+#[test]
+fn a_gate_on_a_figure_with_too_little_data_is_not_judged() {
+    let (base, new) = (files("short/2s", "base", SHORT_REPEATS), files("short/2s", "new", SHORT_REPEATS));
+    let (code, stdout, _) = diff(&["--fail-on", "p99:+0%", "--fail-on", "p90:+0%"], &base, &new);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("--fail-on p99:+0%: passed (not judged: too little data)"), "{stdout}");
+    assert!(stdout.contains("--fail-on p90:+0%: passed (not judged: untested)"), "{stdout}");
+}
+
+/// The text of a diff of recorded runs, compared with `tests/golden/NAME.txt` (rewritten
+/// under `WSBENCH_UPDATE_GOLDEN=1`).
+fn check_golden(name: &str, text: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(format!("{name}.txt"));
+    if support::update_golden() {
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        expected == text,
+        "`wsbench diff` differs from {}; if intended, regenerate with \
+         WSBENCH_UPDATE_GOLDEN=1 cargo test -p wsbench --test diff\n--- golden\n{expected}\n--- now\n{text}",
+        path.display()
+    );
+}
+
+#[test]
+fn short_runs_print_as_the_golden_files_show() {
+    for (dir, golden) in [("short/2s", "diff_two_second_runs"), ("short/12s", "diff_twelve_second_runs")] {
+        let (base, new) = (files(dir, "base", SHORT_REPEATS), files(dir, "new", SHORT_REPEATS));
+        let (code, text, _) = diff(&[], &base, &new);
+        assert_eq!(code, 0, "{text}");
+        check_golden(golden, &text);
+    }
+}
+
+#[test]
+fn a_file_given_on_both_sides_or_twice_is_refused() {
+    let base = side("same", 1, "base");
+    let (one, other) = (base[0].as_str(), base[1].as_str());
+    let dir = support::fresh_dir("diff-same-file");
+    let link = dir.join("link.json");
+    std::os::unix::fs::symlink(one, &link).unwrap();
+    let copy = dir.join("copy.json");
+    std::fs::copy(one, &copy).unwrap();
+    let (link, copy) = (link.display().to_string(), copy.display().to_string());
+    let both = "on both sides of `--`: a run compared with itself shows nothing";
+    support::refused(&["diff", one, "--", one], 2, &format!("`{one}` and `{one}` are the same file, {both}"));
+    support::refused(
+        &["diff", one, "--", &link],
+        2,
+        &format!("`{one}` and `{link}` are the same file, {both}"),
+    );
+    support::refused(&["diff", one, other, one, "--", other], 2, "are the same file, given twice in BASE");
+    support::refused(&["diff", other, "--", one, &link], 2, "are the same file, given twice in NEW");
+    let copied =
+        support::refused(&["diff", one, "--", &copy], 2, &format!("`{one}` and `{copy}` are the same run"));
+    assert!(copied.contains(both), "{copied}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_empty_side_is_named_with_how_to_write_the_command() {
+    let one = side("same", 1, "base")[0].clone();
+    let how = "(`wsbench diff BASE… -- NEW…`)";
+    support::refused(
+        &["diff", "--", &one],
+        2,
+        &format!("the base side is empty: give the base runs' result files before `--` {how}"),
+    );
+    support::refused(&["diff"], 2, "the base side is empty");
+    support::refused(
+        &["diff", &one],
+        2,
+        &format!("the new side is empty: give the new runs' result files after `--` {how}"),
+    );
+}
+
+#[test]
+fn diff_help_tells_a_newcomer_how_it_decides() {
+    let finished = support::run_with_timeout(
+        Command::new(support::wsbench_bin()).args(["diff", "--help"]),
+        Duration::from_secs(30),
+    );
+    let help = finished.stdout;
+    for said in [
+        "5 or more runs a side: the Mann–Whitney U rank test",
+        "Fewer runs: a block bootstrap of each run's per-second values",
+        "(rate, latency p50, latency p99)",
+        "Every run needs 10 measured seconds",
+        "the verdict is \"too little data\"",
+        "correction raises the p-values so that the chance of even one false",
+        "Noise band: a change counts only when",
+        "--fail-on FIGURE:+N% (a rise) or FIGURE:-N% (a drop) makes diff exit 99",
+        "Usage: wsbench diff [OPTIONS] <BASE>... -- <NEW>...",
+    ] {
+        assert!(help.contains(said), "`{said}` not in:\n{help}");
+    }
+    assert!(!help.contains("family-wise"), "{help}");
+    // No repository paths: a newcomer has the binary, not the source.
+    assert!(!help.contains("schema/") && !help.contains("crates/"), "{help}");
 }
 
 #[test]
@@ -241,6 +445,8 @@ fn runs_that_differ_in_settings_are_refused_unless_forced() {
     let mut other: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&base[0]).unwrap()).unwrap();
     other["config"]["connections"] = 8.into();
+    // Another run, as a run with other settings is (a copy of the same run is refused).
+    other["run_id"] = "another-run".into();
     let changed = dir.join("eight-connections.json");
     std::fs::write(&changed, serde_json::to_string_pretty(&other).unwrap()).unwrap();
     let new = vec![changed.display().to_string()];
@@ -261,7 +467,7 @@ fn runs_that_differ_in_settings_are_refused_unless_forced() {
 fn bad_input_is_one_line_and_exit_2() {
     let base = side("same", 1, "base");
     let one = base[0].as_str();
-    support::refused(&["diff", one], 2, "NEW has no result file: give `wsbench diff BASE… -- NEW…`");
+    support::refused(&["diff", one], 2, "the new side is empty: give the new runs' result files after `--`");
     support::refused(&["diff", "--noise", "80%", one, "--", one], 2, "give a percentage from 0% to 50%");
     support::refused(&["diff", "--alpha", "0", one, "--", one], 2, "from 0.001 to 0.5");
     support::refused(&["diff", "--fail-on", "p98:+5%", one, "--", one], 2, "no figure `p98`");

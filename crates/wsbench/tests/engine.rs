@@ -44,3 +44,5 @@ mod pubsub;
 mod scripted;
 #[path = "engine/stream.rs"]
 mod stream;
+#[path = "engine/tls_resume.rs"]
+mod tls_resume;

@@ -73,6 +73,8 @@ mod jsonrpc;
 mod mqtt;
 #[path = "protocols/mqtt_credentials.rs"]
 mod mqtt_credentials;
+#[path = "protocols/mqtt_restart.rs"]
+mod mqtt_restart;
 #[path = "protocols/nats.rs"]
 mod nats;
 #[path = "protocols/pusher.rs"]

@@ -1,6 +1,6 @@
 //! Golden-file tests of the terminal report: `render_text` of each deterministic fixture
 //! run must equal `tests/golden/NAME.txt` byte for byte, so layout changes are reviewed
-//! as diffs. Regenerate after an intended change with
+//! as diffs; so must a sweep's table and page (`sweep.txt`, `sweep.html`). Regenerate after an intended change with
 //! `WSBENCH_UPDATE_GOLDEN=1 cargo test -p wsbench --test report_golden` (only the value `1`
 //! rewrites; `.ci/run` fails when the tests leave a golden file unlike the committed one).
 
@@ -12,8 +12,10 @@ use wsbench::fixture;
 use wsbench::report::render_text;
 use wsbench::result::RunResult;
 
+/// `tests/golden/NAME.txt`, or `tests/golden/NAME` when the name has its extension.
 fn golden_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(format!("{name}.txt"))
+    let file = if name.contains('.') { name.to_owned() } else { format!("{name}.txt") };
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(file)
 }
 
 /// A line-by-line diff of two texts: `-` lines from `expected`, `+` lines from `actual`.
@@ -79,6 +81,15 @@ fn report_from_a_written_file_matches_the_golden_file() {
     if !support::update_golden() {
         check_golden("closed_loop", &rendered);
     }
+}
+
+#[test]
+fn a_sweeps_table_and_page_match_golden_files() {
+    let sweep = fixture::sweep();
+    check_golden("sweep", &wsbench::report::render_sweep(&sweep));
+    let page =
+        wsbench::report::render_sweep_page(&[sweep], "wsbench sweep --connections 1..4096 --holdout 2");
+    check_golden("sweep.html", &page);
 }
 
 #[test]

@@ -152,6 +152,14 @@ fn bad_values_name_their_flag_and_the_rule() {
         (&["run", "--conections", "5"][..], "did you mean '--connections'"),
         (&["run", "--protocol", "mqt"][..], "`mqt` (did you mean `mqtt`?) is not a protocol"),
         (
+            &["run", "churn", "ws://127.0.0.1:1/", "--tls-resume"][..],
+            "--tls-resume: only applies to a wss:// URL",
+        ),
+        (
+            &["run", "churn", "wss://127.0.0.1:1/", "--tls-resume", "1.5"][..],
+            "--tls-resume: `1.5`: give the share of new connections that may resume, from 0 to 1",
+        ),
+        (
             &["run", "--scenario", "uws-thruput"][..],
             "--scenario uws-thruput (did you mean `uws-throughput`?): not a built-in",
         ),

@@ -10,12 +10,14 @@
 pub mod bounds;
 mod compression;
 mod data;
+mod disrupt;
 mod error;
 mod handshake;
 mod io;
 mod lines;
 mod message_limits;
 mod outputs;
+mod reconnect;
 mod scenario;
 mod settings;
 mod slo;
@@ -40,6 +42,7 @@ use crate::units::parse_bytes;
 pub use bounds::{MAX_DURATION, bounded as bounded_duration_setting, duration as duration_setting};
 pub use compression::CompressionOffer;
 pub use data::{DataTable, MAX_DATA_COLUMNS, MAX_DATA_ROWS, fill_data, placeholders};
+pub use disrupt::{Disruption, DisruptionKind, MAX_DISRUPTIONS, RecoveryPlan};
 pub use error::ConfigError;
 use error::invalid;
 pub(crate) use error::invalid as invalid_setting;
@@ -47,6 +50,7 @@ pub use handshake::{CONN_PLACEHOLDER, HandshakeOptions, Header, is_secret};
 pub use io::IoBackend;
 pub use lines::TextLines;
 pub use outputs::{check_output_file, check_output_folder};
+pub use reconnect::{Backoff, DEFAULT_POLICY as DEFAULT_RECONNECT_POLICY, Jitter, ReconnectPolicy, draw};
 pub use scenario::{
     Defaults, Exchange, NoSettings, Pace, Pacing, ScenarioRules, ScenarioSettings, looks_like_host_port,
 };
@@ -55,7 +59,7 @@ pub use slo::{Objective, Slo, Statistic};
 pub use source_addrs::parse_addr_range;
 pub use stages::{MAX_STAGES, Stage, StageKind, StageList, StagePlan, StageSettings};
 pub use target::{REDACTED, Target, redact_password};
-pub use threshold::{Comparison, Metric, Threshold};
+pub use threshold::{BackShare, Comparison, Metric, RecoveryFigure, Threshold};
 pub use tls::{ClientIdentity, ClientKey, TlsOptions, TlsVersion};
 pub use transport::TransportSpec;
 pub use validate::Members;
@@ -206,6 +210,9 @@ pub struct RunConfig {
     /// fewer when connections live briefly): what open files are planned for.
     #[serde(skip)]
     pub open_at_once: u64,
+    /// `--disrupt`, `--disrupt-command`: what happens to the server during the run.
+    #[serde(skip_serializing_if = "RecoveryPlan::is_empty")]
+    pub recovery: RecoveryPlan,
 }
 
 /// The load itself, and all the engine reads of a configuration: how many connections, how
@@ -247,8 +254,9 @@ pub struct LoadSpec {
     pub reply_timeout: Duration,
     /// Source addresses connections are spread over (empty: the kernel picks).
     pub source_addrs: Vec<IpAddr>,
-    /// Reopen connections the server closed or reset.
-    pub reconnect: bool,
+    /// Reopen connections the server closed or reset, by this policy (`--reconnect`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconnect: Option<ReconnectPolicy>,
     /// Accept any TLS certificate.
     pub insecure: bool,
     /// Extra upgrade-request headers and offered subprotocols (`--header`, `--subprotocol`, …).
@@ -405,6 +413,13 @@ fn as_optional_secs<S: serde::Serializer>(
 
 fn as_secs<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_f64(duration.as_secs_f64())
+}
+
+fn as_secs_opt<S: serde::Serializer>(duration: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
+    match duration {
+        Some(duration) => serializer.serialize_some(&duration.as_secs_f64()),
+        None => serializer.serialize_none(),
+    }
 }
 
 #[cfg(test)]

@@ -44,7 +44,11 @@ pub(super) fn apply(
             refuse("clients", settings.clients.is_some(), decided)?;
             refuse("ramp", settings.ramp.is_some(), decided)?;
             refuse("arrival", settings.arrival.is_some(), decided)?;
-            refuse("reconnect", settings.reconnect, "a connection the stages closed is not reopened")?;
+            refuse(
+                "reconnect",
+                settings.reconnect.is_some(),
+                "a connection the stages closed is not reopened",
+            )?;
             staged.connections = Some(plan.peak_connections());
         }
         StageKind::Rate => {

@@ -23,9 +23,33 @@ pub enum Metric {
     Stalls,
     /// The longest stall (`summary.stalls.longest`), in µs.
     LongestStall,
+    /// A recovery's figure (`recovery`): the time after the disruption until a share of the
+    /// lost connections was back (µs), attempts per connection, connections not back.
+    Recovery(RecoveryFigure),
     /// A figure of the scenario's own (a fan-out's `lost`, ping's `unanswered`): which ones
     /// a scenario has is checked with the rest of its settings.
     Scenario(String),
+}
+
+/// The figures of a recovery a threshold can bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecoveryFigure {
+    /// `back_first`, `back_p50`, `back_p90`, `back_p99`, `back_all`: a time.
+    BackAfter(BackShare),
+    /// `attempts_per_connection`.
+    AttemptsPerConnection,
+    /// `not_back`: connections lost after a disruption and not back at the end.
+    NotBack,
+}
+
+/// Which share of the lost connections back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackShare {
+    First,
+    P50,
+    P90,
+    P99,
+    All,
 }
 
 /// How the measured value is compared with the bound.
@@ -39,6 +63,20 @@ pub enum Comparison {
 }
 
 impl Comparison {
+    /// The comparison `rest` starts with and the bound after it, trimmed (`<=10ms` →
+    /// `LessOrEqual`, `10ms`); `None` when it starts with none.
+    pub fn split(rest: &str) -> Option<(Comparison, &str)> {
+        [
+            ("<=", Comparison::LessOrEqual),
+            (">=", Comparison::GreaterOrEqual),
+            ("==", Comparison::Equal),
+            ("<", Comparison::Less),
+            (">", Comparison::Greater),
+        ]
+        .into_iter()
+        .find_map(|(op, comparison)| rest.strip_prefix(op).map(|bound| (comparison, bound.trim())))
+    }
+
     /// Whether `value` compared with `bound` holds.
     pub fn holds(self, value: f64, bound: f64) -> bool {
         match self {
@@ -77,16 +115,8 @@ impl std::str::FromStr for Threshold {
             expression.find(['<', '>', '=']).ok_or_else(|| bad("no comparison (<, <=, >, >=, ==)".into()))?;
         let (name, rest) = (expression[..at].trim(), &expression[at..]);
         let (stage, name) = stage_of(name).map_err(bad)?;
-        let (comparison, bound) = [
-            ("<=", Comparison::LessOrEqual),
-            (">=", Comparison::GreaterOrEqual),
-            ("==", Comparison::Equal),
-            ("<", Comparison::Less),
-            (">", Comparison::Greater),
-        ]
-        .into_iter()
-        .find_map(|(op, comparison)| rest.strip_prefix(op).map(|bound| (comparison, bound.trim())))
-        .ok_or_else(|| bad(format!("`{rest}` does not start with <, <=, >, >= or ==")))?;
+        let (comparison, bound) = Comparison::split(rest)
+            .ok_or_else(|| bad(format!("`{rest}` does not start with <, <=, >, >= or ==")))?;
         let metric = metric(name).ok_or_else(|| {
             bad(format!(
                 "unknown figure `{name}` (latency: {}; {CONNECT_NAMES}; errors; stalls; longest_stall; echoes_per_sec; or one of the scenario's)",
@@ -96,16 +126,25 @@ impl std::str::FromStr for Threshold {
         if stage.is_some()
             && matches!(
                 metric,
-                Metric::Connect(_) | Metric::Scenario(_) | Metric::Stalls | Metric::LongestStall
+                Metric::Connect(_)
+                    | Metric::Scenario(_)
+                    | Metric::Stalls
+                    | Metric::LongestStall
+                    | Metric::Recovery(_)
             )
         {
             return Err(bad(format!("a stage has latency, errors and echoes_per_sec figures, not `{name}`")));
         }
         let bound = match metric {
-            Metric::Latency(_) | Metric::Connect(_) | Metric::LongestStall => {
-                latency_limit_us(bound).map_err(bad)?
-            }
-            Metric::Errors | Metric::RoundTripsPerSec | Metric::Stalls | Metric::Scenario(_) => bound
+            Metric::Latency(_)
+            | Metric::Connect(_)
+            | Metric::LongestStall
+            | Metric::Recovery(RecoveryFigure::BackAfter(_)) => latency_limit_us(bound).map_err(bad)?,
+            Metric::Errors
+            | Metric::RoundTripsPerSec
+            | Metric::Stalls
+            | Metric::Scenario(_)
+            | Metric::Recovery(_) => bound
                 .parse::<f64>()
                 .ok()
                 .filter(|n| n.is_finite() && *n >= 0.0)
@@ -132,6 +171,13 @@ fn metric(name: &str) -> Option<Metric> {
         "errors" => Some(Metric::Errors),
         "stalls" => Some(Metric::Stalls),
         "longest_stall" => Some(Metric::LongestStall),
+        "back_first" => Some(Metric::Recovery(RecoveryFigure::BackAfter(BackShare::First))),
+        "back_p50" => Some(Metric::Recovery(RecoveryFigure::BackAfter(BackShare::P50))),
+        "back_p90" => Some(Metric::Recovery(RecoveryFigure::BackAfter(BackShare::P90))),
+        "back_p99" => Some(Metric::Recovery(RecoveryFigure::BackAfter(BackShare::P99))),
+        "back_all" => Some(Metric::Recovery(RecoveryFigure::BackAfter(BackShare::All))),
+        "attempts_per_connection" => Some(Metric::Recovery(RecoveryFigure::AttemptsPerConnection)),
+        "not_back" => Some(Metric::Recovery(RecoveryFigure::NotBack)),
         // pubsub's headline counts deliveries in the same field.
         "echoes_per_sec" | "round_trips_per_sec" | "deliveries_per_sec" => Some(Metric::RoundTripsPerSec),
         _ => match name.strip_prefix("connect_") {
@@ -179,6 +225,19 @@ mod tests {
             ("out_of_order==0", Metric::Scenario("out_of_order".to_owned()), Comparison::Equal, 0.0),
             ("stalls==0", Metric::Stalls, Comparison::Equal, 0.0),
             ("longest_stall<1s", Metric::LongestStall, Comparison::Less, 1_000_000.0),
+            (
+                "back_p99<5s",
+                Metric::Recovery(RecoveryFigure::BackAfter(BackShare::P99)),
+                Comparison::Less,
+                5_000_000.0,
+            ),
+            (
+                "attempts_per_connection<=3",
+                Metric::Recovery(RecoveryFigure::AttemptsPerConnection),
+                Comparison::LessOrEqual,
+                3.0,
+            ),
+            ("not_back==0", Metric::Recovery(RecoveryFigure::NotBack), Comparison::Equal, 0.0),
         ];
         for (text, metric, comparison, bound) in cases {
             let threshold = parse(text);

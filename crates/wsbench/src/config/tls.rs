@@ -1,6 +1,7 @@
 //! The client's TLS options for a `wss://` target: `--cacert` (trust this CA *instead of*
 //! the built-in Mozilla roots, as curl's `--cacert` does), `--client-cert`/`--client-key`
-//! (mutual TLS), `--sni` (the name sent and verified) and `--tls-version` (pin 1.2 or 1.3).
+//! (mutual TLS), `--sni` (the name sent and verified), `--tls-version` (pin 1.2 or 1.3) and
+//! `--tls-resume` (the share of new connections that offer a stored session to resume).
 //! The PEM files are read and parsed here, at validation, so an unreadable or invalid file
 //! is a one-line usage error before any load; the engine gets the parsed certificates.
 
@@ -65,6 +66,10 @@ pub struct TlsOptions {
     pub sni: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<TlsVersion>,
+    /// `--tls-resume`: the share of new connections (first connects, reconnections, churn's
+    /// cycles) that may offer a stored session, 0 to 1; `None`: none, every handshake full.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume: Option<f64>,
     /// The CAs of `cacert` (empty: the built-in roots).
     #[serde(skip)]
     pub roots: Vec<CertificateDer<'static>>,
@@ -75,7 +80,11 @@ pub struct TlsOptions {
 impl TlsOptions {
     /// No option given.
     pub fn is_default(&self) -> bool {
-        self.cacert.is_none() && self.client_cert.is_none() && self.sni.is_none() && self.version.is_none()
+        self.cacert.is_none()
+            && self.client_cert.is_none()
+            && self.sni.is_none()
+            && self.version.is_none()
+            && self.resume.is_none()
     }
 }
 
@@ -87,6 +96,7 @@ pub struct TlsSettings<'a> {
     pub client_key: Option<&'a Path>,
     pub sni: Option<&'a str>,
     pub version: Option<&'a str>,
+    pub resume: Option<&'a str>,
     pub insecure: bool,
     /// The target is `wss://`.
     pub tls_target: bool,
@@ -101,6 +111,7 @@ impl TlsSettings<'_> {
             ("client-key", self.client_key.is_some()),
             ("sni", self.sni.is_some()),
             ("tls-version", self.version.is_some()),
+            ("tls-resume", self.resume.is_some()),
         ];
         if let Some((setting, _)) = given.iter().find(|(_, set)| *set)
             && !self.tls_target
@@ -132,6 +143,7 @@ impl TlsSettings<'_> {
             client_key: self.client_key.map(Path::to_owned),
             sni: self.sni.map(sni).transpose()?,
             version: self.version.map(version).transpose()?,
+            resume: self.resume.map(resume_share).transpose()?,
             roots,
             identity,
         })
@@ -195,6 +207,25 @@ fn version(text: &str) -> Result<TlsVersion, ConfigError> {
     }
 }
 
+/// `--tls-resume`'s share: 0 to 1, as a fraction (`0.5`) or a percentage (`50%`).
+fn resume_share(text: &str) -> Result<f64, ConfigError> {
+    let trimmed = text.trim();
+    let share = match trimmed.strip_suffix('%') {
+        Some(percent) => percent.trim().parse::<f64>().map(|p| p / 100.0),
+        None => trimmed.parse::<f64>(),
+    };
+    match share {
+        Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
+        _ => Err(invalid(
+            "tls-resume",
+            format!(
+                "`{text}`: give the share of new connections that may resume, from 0 to 1 (e.g. 0.5 \
+                 or 50%), or the flag alone for all of them"
+            ),
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,6 +250,17 @@ mod tests {
             "--tls-version: `1.1`: use 1.2 or 1.3"
         );
         assert!(error(TlsSettings { sni: Some("10.0.0.1"), ..wss() }).contains("is not a DNS name"));
+        let plain = TlsSettings { resume: Some("1"), ..TlsSettings::default() };
+        assert_eq!(error(plain), "--tls-resume: only applies to a wss:// URL");
+        for bad in ["1.5", "-0.1", "NaN", "half", "150%", ""] {
+            let message = error(TlsSettings { resume: Some(bad), ..wss() });
+            assert!(message.starts_with(&format!("--tls-resume: `{bad}`: give the share")), "{message}");
+        }
+        let share = |text| TlsSettings { resume: Some(text), ..wss() }.validate().unwrap().resume;
+        assert_eq!(
+            (share("1"), share("0.25"), share("50%"), share("0")),
+            (Some(1.0), Some(0.25), Some(0.5), Some(0.0))
+        );
         assert_eq!(
             TlsSettings { version: Some("1.2"), ..wss() }.validate().unwrap().version,
             Some(TlsVersion::Tls12)

@@ -100,7 +100,7 @@ impl RunSettings {
             connect_timeout: duration("connect-timeout", &self.connect_timeout, DEFAULT_CONNECT_TIMEOUT)?,
             reply_timeout: duration("reply-timeout", &self.reply_timeout, DEFAULT_REPLY_TIMEOUT)?,
             source_addrs: self.source_addrs.as_deref().map(local_addrs).transpose()?.unwrap_or_default(),
-            reconnect: self.reconnect,
+            reconnect: self.reconnect_policy()?,
             insecure: self.insecure,
             handshake: self.handshake(target.as_ref())?,
             tls: self.tls(target.as_ref())?,
@@ -120,6 +120,7 @@ impl RunSettings {
         let live = self.live()?;
         let run_id = load.run_id.clone();
         let wait_for_target = bounds::wait_for_target(&self.wait_for_target, target.is_some())?;
+        let recovery = self.recovery(&load, target.is_none(), &placement)?;
         Ok(RunConfig {
             open_at_once: rules.open_at_once(&load),
             load,
@@ -133,7 +134,14 @@ impl RunSettings {
             run_id,
             live,
             wait_for_target,
+            recovery,
         })
+    }
+
+    /// `--reconnect[=POLICY]`, parsed.
+    fn reconnect_policy(&self) -> Result<Option<super::ReconnectPolicy>, ConfigError> {
+        let policy = self.reconnect.as_deref().map(super::ReconnectPolicy::parse).transpose();
+        policy.map_err(|problem| invalid("reconnect", problem))
     }
 
     /// A given `--in-flight` within its bound for the connections each client process has.
@@ -222,6 +230,7 @@ impl RunSettings {
             client_key: self.client_key.as_deref(),
             sni: self.sni.as_deref(),
             version: self.tls_version.as_deref(),
+            resume: self.tls_resume.as_deref(),
             insecure: self.insecure,
             tls_target: target.is_some_and(|t| t.tls),
         }

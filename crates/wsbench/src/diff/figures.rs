@@ -39,6 +39,11 @@ impl Figure {
         (self.value)(result)
     }
 
+    /// Whether a result keeps the figure per second (else only per run).
+    pub fn kept_per_second(&self) -> bool {
+        self.per_second.is_some()
+    }
+
     /// The figure's value in each measured second of `result` (warm-up and the last, partial
     /// second left out), when a result keeps it per second.
     pub fn per_second(&self, result: &RunResult) -> Option<Vec<f64>> {

@@ -18,8 +18,15 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use bootstrap::{MIN_BLOCK_SECONDS, MIN_BLOCKS, MIN_SECONDS};
 pub use fail_on::{Gate, GateOutcome};
-pub use verdict::{Criteria, Method, Row, Verdict};
+pub use verdict::{Criteria, MIN_RUNS_FOR_RANK_TEST, Method, Row, Verdict};
+
+/// How reports name the figures a result keeps per second (the only ones the block
+/// bootstrap can test), in the order a diff shows them.
+pub fn figures_kept_per_second() -> Vec<&'static str> {
+    figures::FIGURES.iter().filter(|figure| figure.kept_per_second()).map(|figure| figure.label).collect()
+}
 
 use crate::result::{ResultError, RunResult};
 
@@ -45,8 +52,14 @@ pub const MAX_GATES: usize = 64;
 pub enum DiffError {
     #[error(transparent)]
     Result(#[from] ResultError),
-    #[error("{side} has no result file: give `wsbench diff BASE… -- NEW…`")]
-    EmptySide { side: &'static str },
+    #[error(
+        "the {runs} side is empty: give the {runs} runs' result files {place} `--` (`wsbench diff BASE… -- NEW…`)"
+    )]
+    EmptySide { runs: &'static str, place: &'static str },
+    #[error("`{first}` and `{other}` are the same file, {given}")]
+    SameFile { first: String, other: String, given: &'static str },
+    #[error("`{first}` and `{other}` are the same run (run id {run_id}), {given}")]
+    SameRun { first: String, other: String, run_id: String, given: &'static str },
     #[error("{side} has {count} result files, more than {MAX_FILES_PER_SIDE}: give fewer repeats")]
     TooManyFiles { side: &'static str, count: usize },
     #[error("`--fail-on {expression}`: {problem}")]
@@ -80,7 +93,7 @@ pub enum DiffFormat {
     Text,
     /// A Markdown table for a pull-request comment.
     Md,
-    /// JSON (schema/diff.schema.json).
+    /// JSON, with the same figures, intervals, p-values, verdicts and reasons.
     Json,
 }
 
@@ -96,8 +109,10 @@ pub struct DiffSettings {
     pub gates: Vec<Gate>,
 }
 
-/// The version of `--format json` output (`schema/diff.schema.json`).
-pub const DIFF_SCHEMA_VERSION: u32 = 1;
+/// The version of `--format json` output (`schema/diff.schema.json`): 2 added the verdict
+/// `too_little_data` and each figure's `reason`, and made a bootstrap's shift the change of
+/// the medians the columns show.
+pub const DIFF_SCHEMA_VERSION: u32 = 2;
 
 /// A finished diff, as every format renders it.
 #[derive(Debug, Clone, Serialize)]
@@ -145,8 +160,12 @@ pub fn command(settings: &DiffSettings) -> Result<Diff, DiffError> {
     if settings.gates.len() > MAX_GATES {
         return Err(DiffError::TooManyGates { count: settings.gates.len() });
     }
-    let base = read_side("BASE", &settings.base)?;
-    let new = read_side("NEW", &settings.new)?;
+    check_paths("BASE", &settings.base)?;
+    check_paths("NEW", &settings.new)?;
+    distinct_files(&settings.base, &settings.new)?;
+    let base = read_side(&settings.base)?;
+    let new = read_side(&settings.new)?;
+    distinct_runs(&base, &new)?;
     let paths: Vec<(&Path, &RunResult)> =
         base.iter().chain(&new).map(|(path, run)| (path.as_path(), run)).collect();
     let warnings = compat::mismatches(&paths);
@@ -179,16 +198,78 @@ pub fn command(settings: &DiffSettings) -> Result<Diff, DiffError> {
     })
 }
 
-fn read_side(side: &'static str, paths: &[PathBuf]) -> Result<Vec<(PathBuf, RunResult)>, DiffError> {
+/// Refuses a side with no file, too many, or a flag given after `--`, before any is read.
+fn check_paths(side: &'static str, paths: &[PathBuf]) -> Result<(), DiffError> {
+    let (runs, place) = match side {
+        "BASE" => ("base", "before"),
+        _ => ("new", "after"),
+    };
     match paths.len() {
-        0 => return Err(DiffError::EmptySide { side }),
+        0 => return Err(DiffError::EmptySide { runs, place }),
         count if count > MAX_FILES_PER_SIDE => return Err(DiffError::TooManyFiles { side, count }),
         _ => {}
     }
     if let Some(flag) = paths.iter().find(|p| p.to_string_lossy().starts_with("--") && !p.exists()) {
         return Err(DiffError::FlagAfterSeparator { side, name: flag.display().to_string() });
     }
+    Ok(())
+}
+
+fn read_side(paths: &[PathBuf]) -> Result<Vec<(PathBuf, RunResult)>, DiffError> {
     paths.iter().map(|path| Ok((path.clone(), RunResult::read_json(path)?))).collect()
+}
+
+/// Where the second of two paths of one file or run was given, and what to do: on the other
+/// side (a run compared with itself) or twice on one side (a run counted twice).
+fn sides_of(first: usize, other: usize, base_count: usize) -> &'static str {
+    match (first < base_count, other < base_count) {
+        (true, false) => {
+            "on both sides of `--`: a run compared with itself shows nothing; give the base runs' files \
+             before `--` and the new runs' after it"
+        }
+        (true, true) => "given twice in BASE: a run would count twice; give each run once",
+        _ => "given twice in NEW: a run would count twice; give each run once",
+    }
+}
+
+/// Refuses a file given twice, under any name (`a.json`, `./a.json`, a link to it): the same
+/// device and inode. Files that cannot be read are left to the reading, which names them.
+fn distinct_files(base: &[PathBuf], new: &[PathBuf]) -> Result<(), DiffError> {
+    use std::os::unix::fs::MetadataExt;
+    let every: Vec<&PathBuf> = base.iter().chain(new).collect();
+    let identity: Vec<Option<(u64, u64)>> =
+        every.iter().map(|path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))).collect();
+    for (n, id) in identity.iter().enumerate().filter(|(_, id)| id.is_some()) {
+        if let Some(m) = identity[n + 1..].iter().position(|other| other == id) {
+            return Err(DiffError::SameFile {
+                first: every[n].display().to_string(),
+                other: every[n + 1 + m].display().to_string(),
+                given: sides_of(n, n + 1 + m, base.len()),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Refuses the same run twice under two files (a copy): the same run id, shard and start.
+fn distinct_runs(base: &[(PathBuf, RunResult)], new: &[(PathBuf, RunResult)]) -> Result<(), DiffError> {
+    let every: Vec<&(PathBuf, RunResult)> = base.iter().chain(new).collect();
+    let identity = |run: &RunResult| {
+        let id = run.run_id.clone()?;
+        Some((id, run.config.get("shard").cloned(), run.started_at_unix_ms))
+    };
+    let identities: Vec<_> = every.iter().map(|(_, run)| identity(run)).collect();
+    for (n, id) in identities.iter().enumerate().filter(|(_, id)| id.is_some()) {
+        if let Some(m) = identities[n + 1..].iter().position(|other| other == id) {
+            return Err(DiffError::SameRun {
+                first: every[n].0.display().to_string(),
+                other: every[n + 1 + m].0.display().to_string(),
+                run_id: id.as_ref().map_or(String::new(), |(run_id, _, _)| run_id.clone()),
+                given: sides_of(n, n + 1 + m, base.len()),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// `--noise`: a percentage from 0% to 50% (`2%`), as a fraction.

@@ -87,10 +87,7 @@ fn interval_title(diff: &Diff) -> String {
 /// The cells of one figure's line: label, base, new, change, interval, p (Holm), verdict.
 fn cells(diff: &Diff, row: &Row) -> [String; 7] {
     let unit = row.definition.unit;
-    let label = match row.figure {
-        "round_trips_per_sec" => format!("{}/s", diff.exchanges),
-        _ => row.definition.label.to_owned(),
-    };
+    let label = label(diff, row);
     let (change, interval) = match (row.change, row.shift) {
         (Some(change), _) => (
             signed_percent(change.estimate),
@@ -100,6 +97,7 @@ fn cells(diff: &Diff, row: &Row) -> [String; 7] {
             signed(unit, shift.estimate),
             format!("[{}, {}]", signed(unit, shift.low), signed(unit, shift.high)),
         ),
+        (None, None) if row.verdict == Verdict::TooLittleData => (String::new(), String::new()),
         (None, None) => ("?".to_owned(), String::new()),
     };
     let p = match (row.method, row.p_holm) {
@@ -111,12 +109,21 @@ fn cells(diff: &Diff, row: &Row) -> [String; 7] {
     [label, value(unit, row.base), value(unit, row.new), change, interval, p, verdict.to_owned()]
 }
 
+/// How the table names a figure: the rate by what the scenario's exchanges are called.
+fn label(diff: &Diff, row: &Row) -> String {
+    match row.figure {
+        "round_trips_per_sec" => format!("{}/s", diff.exchanges),
+        _ => row.definition.label.to_owned(),
+    }
+}
+
 fn verdict_word(verdict: Verdict) -> &'static str {
     match verdict {
         Verdict::Better => "better",
         Verdict::Worse => "worse",
         Verdict::NoDifference => "no difference",
         Verdict::Untested => "untested",
+        Verdict::TooLittleData => "too little data",
     }
 }
 
@@ -147,13 +154,16 @@ fn signed_percent(fraction: f64) -> String {
 fn notes(diff: &Diff) -> Vec<String> {
     let tested = diff.rows.iter().filter(|row| row.p_value.is_some()).count();
     let used = |method| diff.rows.iter().any(|row| row.method == Some(method));
-    let mut notes = vec![format!(
-        "a change counts when p < {} (Holm-corrected over {}) and its whole interval lies outside the \
-         noise band of ±{}% of base",
-        diff.alpha,
-        format::plural(tested as u64, "figure", "figures"),
-        diff.noise * 100.0
-    )];
+    let mut notes = vec![match tested {
+        0 => "no figure was tested, so no change counts".to_owned(),
+        _ => format!(
+            "a change counts when p < {} (Holm-corrected over {}) and its whole interval lies outside the \
+             noise band of ±{}% of base",
+            diff.alpha,
+            format::plural(tested as u64, "figure", "figures"),
+            diff.noise * 100.0
+        ),
+    }];
     if used(Method::MannWhitney) {
         notes.push(
             "p: Mann–Whitney U over the runs; interval: Hodges–Lehmann shift; base, new: medians".to_owned(),
@@ -161,18 +171,26 @@ fn notes(diff: &Diff) -> Vec<String> {
     }
     if used(Method::BlockBootstrap) {
         notes.push(format!(
-            "p, interval: block bootstrap of the runs' per-second values ({} resamples, fixed seed); with fewer \
-             than {} runs a side the variation from run to run is not seen: repeat the runs for a verdict that \
-             covers it",
+            "p, interval: block bootstrap of each run's per-second values ({} resamples, fixed seed) around the \
+             medians; with fewer than {} runs a side the variation from run to run is not seen: repeat the runs \
+             for a verdict that covers it",
             format::group(super::bootstrap::RESAMPLES as u64),
             super::verdict::MIN_RUNS_FOR_RANK_TEST
         ));
     }
-    if diff.rows.iter().any(|row| row.verdict == Verdict::Untested) {
-        notes.push(format!(
-            "untested: a figure a result keeps no per-second series of needs {} runs a side",
-            super::verdict::MIN_RUNS_FOR_RANK_TEST
-        ));
+    for verdict in [Verdict::TooLittleData, Verdict::Untested] {
+        let undecided = diff.rows.iter().filter(|row| row.verdict == verdict);
+        let mut reasons: Vec<(&str, Vec<String>)> = Vec::new();
+        for row in undecided {
+            let reason = row.reason.as_deref().unwrap_or("");
+            match reasons.iter_mut().find(|(known, _)| *known == reason) {
+                Some((_, labels)) => labels.push(label(diff, row)),
+                None => reasons.push((reason, vec![label(diff, row)])),
+            }
+        }
+        for (reason, labels) in reasons {
+            notes.push(format!("{} ({}): {reason}", verdict_word(verdict), labels.join(", ")));
+        }
     }
     notes
 }
@@ -184,6 +202,9 @@ fn gates(diff: &Diff) -> String {
         let why = match (gate.change, gate.verdict) {
             (Some(change), Some(verdict)) => {
                 format!("change {}, {}", signed_percent(change), verdict_word(verdict))
+            }
+            (None, Some(verdict @ (Verdict::TooLittleData | Verdict::Untested))) => {
+                format!("not judged: {}", verdict_word(verdict))
             }
             _ => "not measured by these runs".to_owned(),
         };

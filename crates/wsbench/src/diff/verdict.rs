@@ -6,10 +6,11 @@
 
 use serde::Serialize;
 
-use super::bootstrap::block_bootstrap;
+use super::bootstrap::{MIN_BLOCK_SECONDS, MIN_BLOCKS, MIN_SECONDS, RunSeries, TooShort, block_bootstrap};
 use super::figures::{Better, FIGURES, Figure, Unit, is_duplicate};
 use super::rank_test::{Shift, hodges_lehmann, mann_whitney, median_of_sorted};
 use crate::result::RunResult;
+use crate::units::format::plural;
 
 /// Runs a side needs for the rank test; with fewer, the block bootstrap of per-second
 /// values decides (for the figures a result keeps per second).
@@ -33,6 +34,9 @@ pub enum Verdict {
     NoDifference,
     /// Not tested: too few runs for the rank test and no per-second series to resample.
     Untested,
+    /// Too few runs for the rank test and runs too short for the block bootstrap: no
+    /// interval, no p-value, never better or worse (`Row::reason` says what is missing).
+    TooLittleData,
 }
 
 /// How a figure was tested.
@@ -55,13 +59,14 @@ pub struct Row {
     pub definition: &'static Figure,
     pub unit: Unit,
     pub better: Better,
-    /// Median over each side's runs.
+    /// Median over each side's runs of each run's value (what the change is of).
     pub base: f64,
     pub new: f64,
     pub base_runs: usize,
     pub new_runs: usize,
     pub method: Option<Method>,
-    /// The shift new − base, in the figure's unit.
+    /// The shift new − base, in the figure's unit: Hodges–Lehmann (rank test) or the
+    /// difference of the medians `new − base` (block bootstrap); its interval holds it.
     pub shift: Option<Shift>,
     /// The shift and its interval as fractions of the base value (none when that is 0).
     pub change: Option<Shift>,
@@ -69,6 +74,8 @@ pub struct Row {
     /// `p_value` after Holm's correction over every figure tested.
     pub p_holm: Option<f64>,
     pub verdict: Verdict,
+    /// Why the figure is `untested` or has `too_little_data`, and what would decide it.
+    pub reason: Option<String>,
 }
 
 /// Every figure that both sides measured, decided.
@@ -80,7 +87,7 @@ pub fn decide(base: &[&RunResult], new: &[&RunResult], criteria: Criteria) -> Ve
         .filter_map(|figure| test_figure(figure, base, new, criteria.alpha))
         .collect();
     holm(&mut rows);
-    for row in &mut rows {
+    for row in rows.iter_mut().filter(|row| row.verdict != Verdict::TooLittleData) {
         row.verdict = verdict(row, criteria);
     }
     rows
@@ -108,6 +115,7 @@ fn test_figure(figure: &'static Figure, base: &[&RunResult], new: &[&RunResult],
         p_value: None,
         p_holm: None,
         verdict: Verdict::Untested,
+        reason: None,
     };
     let first = base_values[0];
     if base_values.iter().chain(&new_values).all(|&v| v == first) {
@@ -122,31 +130,58 @@ fn test_figure(figure: &'static Figure, base: &[&RunResult], new: &[&RunResult],
         row.shift = hodges_lehmann(&base_values, &new_values, confidence);
         row.p_value = Some(mann_whitney(&base_values, &new_values).p_value);
         row.change = relative(row.shift, row.base);
-    } else if let Some((shift, base_mean, p)) = bootstrap(figure, base, new, confidence) {
-        row.method = Some(Method::BlockBootstrap);
-        row.shift = Some(shift);
-        row.p_value = Some(p);
-        row.change = relative(row.shift, base_mean);
+    } else {
+        bootstrap(&mut row, base, new, confidence);
     }
     Some(row)
 }
 
-/// The bootstrap of a figure kept per second: the shift, the per-second base mean it is
-/// relative to, and the p-value.
-fn bootstrap(
-    figure: &Figure,
-    base: &[&RunResult],
-    new: &[&RunResult],
-    confidence: f64,
-) -> Option<(Shift, f64, f64)> {
-    let series = |runs: &[&RunResult]| -> Option<Vec<Vec<f64>>> {
-        runs.iter().map(|r| figure.per_second(r)).collect()
+/// The block bootstrap of a figure a result keeps per second, over the runs that measured
+/// it; a figure kept only per run is untested, and runs too short for the bootstrap have
+/// too little data. Either way the reason says what would decide it.
+fn bootstrap(row: &mut Row, base: &[&RunResult], new: &[&RunResult], confidence: f64) {
+    let figure = row.definition;
+    let runs = |runs: &[&RunResult]| -> Option<Vec<RunSeries>> {
+        let measured = runs.iter().filter_map(|r| Some((figure.value(r)?, r)));
+        measured.map(|(value, r)| Some(RunSeries { value, seconds: figure.per_second(r)? })).collect()
     };
-    let (base_series, new_series) = (series(base)?, series(new)?);
-    let (shift, p) = block_bootstrap(&base_series, &new_series, confidence)?;
-    let seconds: usize = base_series.iter().map(Vec::len).sum();
-    let base_mean = base_series.iter().flatten().sum::<f64>() / seconds as f64;
-    Some((shift, base_mean, p))
+    let fewer = format!(
+        "{} and {} (the rank test needs {MIN_RUNS_FOR_RANK_TEST} a side)",
+        plural(row.base_runs as u64, "base run", "base runs"),
+        plural(row.new_runs as u64, "new run", "new runs"),
+    );
+    let (Some(base_series), Some(new_series)) = (runs(base), runs(new)) else {
+        row.reason = Some(format!(
+            "{fewer}, and the block bootstrap needs per-second values, which results keep of the {} only: \
+             repeat the runs",
+            in_words(&super::figures_kept_per_second())
+        ));
+        return;
+    };
+    match block_bootstrap(&base_series, &new_series, confidence) {
+        Ok((shift, p)) => {
+            row.method = Some(Method::BlockBootstrap);
+            row.shift = Some(shift);
+            row.p_value = Some(p);
+            row.change = relative(row.shift, row.base);
+        }
+        Err(TooShort { seconds }) => {
+            row.verdict = Verdict::TooLittleData;
+            row.reason = Some(format!(
+                "{fewer}, and a run of only {} (the block bootstrap needs {MIN_SECONDS} from every run: \
+                 {MIN_BLOCKS} blocks of {MIN_BLOCK_SECONDS} s): run longer or repeat the runs",
+                plural(seconds as u64, "measured second", "measured seconds"),
+            ));
+        }
+    }
+}
+
+/// `a, b and c`.
+fn in_words(items: &[&str]) -> String {
+    match items.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => items.join(""),
+    }
 }
 
 /// `shift` as fractions of `reference`; none when the reference is zero.

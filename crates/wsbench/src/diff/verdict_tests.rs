@@ -113,3 +113,55 @@ fn fewer_runs_use_the_per_second_series_or_stay_untested() {
     assert_eq!(row(&rows, "p90").verdict, Verdict::Untested);
     assert_eq!(row(&rows, "round_trips_per_sec").verdict, Verdict::NoDifference);
 }
+
+#[test]
+fn runs_too_short_for_the_bootstrap_have_too_little_data_and_no_p_value() {
+    // Three runs a side whose rates differ clearly, each of three measured seconds: the old
+    // bootstrap gave a zero-width interval and a confident verdict.
+    let short = |rate: u64| {
+        let mut result = run(rate as f64, 100);
+        result.config["warmup"] = 0.into();
+        result.timeline.truncate(4); // the last, partial second is left out: three remain
+        for point in &mut result.timeline {
+            point.exchanges = rate;
+        }
+        result
+    };
+    let base: Vec<RunResult> = [1000, 1010, 990].map(short).into();
+    let new: Vec<RunResult> = [1200, 1210, 1190].map(short).into();
+    let rows = decided(&base, &new);
+    let rate = row(&rows, "round_trips_per_sec");
+    assert_eq!(rate.verdict, Verdict::TooLittleData, "{rate:?}");
+    assert_eq!(
+        (rate.method, rate.shift, rate.change, rate.p_value, rate.p_holm),
+        (None, None, None, None, None)
+    );
+    let reason = rate.reason.as_deref().unwrap_or_default();
+    assert!(reason.starts_with("3 base runs and 3 new runs (the rank test needs 5 a side), and a run of only 3 measured seconds (the block bootstrap needs 10 from every run"), "{reason}");
+    // Not tested, so not counted in Holm's correction of the others.
+    assert!(rows.iter().all(|row| row.p_holm.is_none()), "{rows:#?}");
+}
+
+#[test]
+fn the_bootstraps_change_is_that_of_the_medians_the_columns_show() {
+    let with_timeline = |rate: u64, level: u64| {
+        let mut result = run(rate as f64, 100);
+        result.config["warmup"] = 0.into();
+        for (second, point) in result.timeline.iter_mut().enumerate() {
+            point.exchanges = level + (second as u64 % 4) * 10;
+        }
+        result
+    };
+    // Runs whose per-second values lie far from their headline (a slow first run): the
+    // pooled seconds would say +20 %, the medians of the runs say -1 %.
+    let base = [with_timeline(1000, 500), with_timeline(1000, 1000), with_timeline(1010, 1010)];
+    let new = [with_timeline(990, 1200), with_timeline(990, 1200), with_timeline(995, 1200)];
+    let rows = decided(&base, &new);
+    let rate = row(&rows, "round_trips_per_sec");
+    assert_eq!(rate.method, Some(Method::BlockBootstrap), "{rate:?}");
+    assert_eq!((rate.base, rate.new), (1000.0, 990.0));
+    let (shift, change) = (rate.shift.unwrap(), rate.change.unwrap());
+    assert_eq!(shift.estimate, -10.0, "{rate:?}");
+    assert_eq!(change.estimate, -0.01, "{rate:?}");
+    assert!(change.low <= change.estimate && change.estimate <= change.high, "{rate:?}");
+}

@@ -61,12 +61,14 @@ pub fn attach_answer(
             return Err(HandshakeFailure {
                 cause: "deflate_declined".to_owned(),
                 response: Some("the server did not accept permessage-deflate".to_owned()),
+                retry_after: None,
             });
         }
         Err(error) => {
             return Err(HandshakeFailure {
                 cause: "deflate_bad_answer".to_owned(),
                 response: Some(format!("{error} (answer: {})", answer.unwrap_or_default())),
+                retry_after: None,
             });
         }
     };

@@ -232,7 +232,7 @@ impl ClientConn {
 #[derive(Debug, Default)]
 pub struct Ledger {
     /// Messages in `output`, by the offset their bytes end at (oldest first).
-    marks: VecDeque<Mark>,
+    pub(super) marks: VecDeque<Mark>,
     /// Taken into a send on the ring (or a carrier) that has not finished.
     in_send: Tally,
     /// Written since [`Ledger::take_written`] was last called.
@@ -240,7 +240,7 @@ pub struct Ledger {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Mark {
+pub(super) struct Mark {
     end: usize,
     tally: Tally,
 }

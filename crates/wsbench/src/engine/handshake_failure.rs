@@ -9,6 +9,7 @@
 //! them, and import neither.
 
 use std::io;
+use std::time::Duration;
 
 use wsbench_proto::HandshakeError;
 use wsbench_proto::handshake::parse_response;
@@ -24,6 +25,9 @@ const MAX_TLS_DETAIL: usize = 400;
 pub struct HandshakeFailure {
     pub cause: String,
     pub response: Option<String>,
+    /// A refusal's `Retry-After` (503, 429; delay-seconds): the server asks for no new
+    /// attempt sooner.
+    pub retry_after: Option<Duration>,
 }
 
 /// The server's answer to the upgrade request.
@@ -38,7 +42,7 @@ pub enum Upgrade {
 
 impl HandshakeFailure {
     pub fn of(cause: &str) -> HandshakeFailure {
-        HandshakeFailure { cause: cause.to_owned(), response: None }
+        HandshakeFailure { cause: cause.to_owned(), response: None, retry_after: None }
     }
 
     /// Connected, and no complete answer within the connect timeout; `data` is what came.
@@ -71,7 +75,7 @@ impl HandshakeFailure {
             (_, Some(tls)) => Some(shortened(&tls_detail(tls), MAX_TLS_DETAIL)),
             (_, None) => None,
         };
-        HandshakeFailure { cause: format!("tls_{reason}"), response }
+        HandshakeFailure { cause: format!("tls_{reason}"), response, retry_after: None }
     }
 }
 
@@ -87,19 +91,33 @@ pub fn answer(data: &[u8], key: &str, ended: bool) -> Upgrade {
             line => Upgrade::Refused(HandshakeFailure {
                 cause: format!("http_status_{status}"),
                 response: line.flatten(),
+                retry_after: retry_after(data),
             }),
         },
         Err(HandshakeError::BadAccept) => Upgrade::Refused(HandshakeFailure::of("bad_accept")),
         Err(HandshakeError::HeaderTooLarge(bound)) => Upgrade::Refused(HandshakeFailure {
             cause: "response_too_large".to_owned(),
             response: Some(format!("the answer's head is past {bound} bytes, the most wsbench reads of it")),
+            retry_after: None,
         }),
         Err(HandshakeError::TooManyHeaders(bound)) => Upgrade::Refused(HandshakeFailure {
             cause: "response_too_large".to_owned(),
             response: Some(format!("the answer has more than {bound} header fields, the most wsbench reads")),
+            retry_after: None,
         }),
         Err(_) => Upgrade::Refused(HandshakeFailure::of("not_websocket")),
     }
+}
+
+/// The `Retry-After` of a refusal's head, in delay-seconds (an HTTP date is not read).
+fn retry_after(data: &[u8]) -> Option<Duration> {
+    let end = data.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&data[..end]).ok()?;
+    head.lines().skip(1).find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.trim().eq_ignore_ascii_case("retry-after").then_some(())?;
+        value.trim().parse::<u64>().ok().map(Duration::from_secs)
+    })
 }
 
 /// What went wrong in rustls' words; a certificate for other names, shorter (the report
@@ -226,7 +244,11 @@ mod tests {
     const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
 
     fn refused(cause: &str, response: Option<&str>) -> Upgrade {
-        Upgrade::Refused(HandshakeFailure { cause: cause.to_owned(), response: response.map(str::to_owned) })
+        Upgrade::Refused(HandshakeFailure {
+            cause: cause.to_owned(),
+            response: response.map(str::to_owned),
+            retry_after: None,
+        })
     }
 
     #[test]
@@ -308,5 +330,15 @@ mod tests {
         let Upgrade::Refused(failure) = answer(many.as_bytes(), KEY, false) else { panic!("refused") };
         assert_eq!(failure.cause, "response_too_large");
         assert!(failure.response.unwrap_or_default().contains("more than 64 header fields"));
+    }
+
+    #[test]
+    fn a_refusal_asking_for_a_pause_says_how_long() {
+        let busy = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 3\r\nContent-Length: 4\r\n\r\nbusy";
+        let Upgrade::Refused(failure) = answer(busy.as_bytes(), KEY, false) else { panic!("refused") };
+        assert_eq!(failure.retry_after, Some(Duration::from_secs(3)));
+        let dated = "HTTP/1.1 503 X\r\nretry-after: Wed, 21 Oct 2015 07:28:00 GMT\r\n\r\n";
+        let Upgrade::Refused(failure) = answer(dated.as_bytes(), KEY, true) else { panic!("refused") };
+        assert_eq!(failure.retry_after, None, "an HTTP date is not read");
     }
 }

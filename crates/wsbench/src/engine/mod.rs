@@ -7,13 +7,16 @@
 //! file and no report: it returns numbers.
 
 pub mod batch;
+pub mod capacity;
 mod compression;
 pub mod conn;
 pub mod dial;
+pub mod disruption;
 pub mod handshake_failure;
 mod io;
 mod live_board;
 pub mod pacer;
+pub mod reconnects;
 pub mod recorder;
 mod rx_time;
 pub mod stream;
@@ -44,11 +47,13 @@ pub struct Job {
     pub load: LoadSpec,
     pub target: Target,
     pub plan: Arc<dyn Plan>,
-    /// For a `wss://` target.
-    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// For a `wss://` target: its configurations, with or without resumption.
+    pub tls: Option<tls::ClientTls>,
     /// The process's budget for messages still arriving (`--max-message-memory`), shared
     /// by every worker's connections.
     pub message_memory: Arc<wsbench_proto::MessageMemory>,
+    /// The run's disruptions (`--disrupt`), as the session makes them.
+    pub disruptions: Arc<disruption::Disruptions>,
 }
 
 impl Job {
@@ -56,22 +61,15 @@ impl Job {
     pub fn new(load: LoadSpec, target: Target, plan: Arc<dyn Plan>) -> std::io::Result<Job> {
         let alpn = dial::by_name(load.transport.name).map_or(&[][..], |dial| dial.alpn());
         let tls = match target.tls {
-            true => {
-                let config =
-                    tls::client_config_with(load.insecure, &load.tls).map_err(std::io::Error::other)?;
-                Some(match alpn.is_empty() {
-                    true => config,
-                    false => {
-                        let mut config = (*config).clone();
-                        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-                        Arc::new(config)
-                    }
-                })
-            }
+            true => Some(
+                tls::ClientTls::new(load.insecure, &load.tls, alpn, load.connections)
+                    .map_err(std::io::Error::other)?,
+            ),
             false => None,
         };
         let message_memory = wsbench_proto::MessageMemory::new(load.max_message_memory);
-        Ok(Job { load, target, plan, tls, message_memory })
+        let disruptions = Arc::new(disruption::Disruptions::new());
+        Ok(Job { load, target, plan, tls, message_memory, disruptions })
     }
 }
 
@@ -125,8 +123,8 @@ impl Control {
     /// watch), only when the server took every connection.
     fn nothing_left(&self, load: &LoadSpec, worker_count: usize) -> bool {
         match load.stages.is_some() {
-            true => self.server_took_every_connection(load.reconnect, worker_count),
-            false => self.nothing_open(load.reconnect, worker_count),
+            true => self.server_took_every_connection(load.reconnect.is_some(), worker_count),
+            false => self.nothing_open(load.reconnect.is_some(), worker_count),
         }
     }
 
@@ -318,7 +316,6 @@ pub fn run(
     };
     let phases = staged_phases(job.plan.phases(), job.load.stages.as_ref());
     let from_start = control.begin_load(&phases, &job.load);
-    // Connect phase.
     let all_connected = || control.workers_connected.load(Ordering::SeqCst) == worker_count;
     let connect_deadline = from_start.then(|| control.start + job.load.duration);
     wait_until(connect_deadline, &all_connected, progress);
@@ -326,6 +323,7 @@ pub fn run(
     let (rss_connected_bytes, heap_connected_bytes) = (own_rss_bytes(), own_heap_bytes());
     // Load phase.
     let (measure_start_us, end_us) = control.load_phase(&phases);
+    job.disruptions.load_began(control.start, if from_start { control.start } else { Instant::now() });
     let mut ended_early = None;
     if !control.interrupted.load(Ordering::Relaxed) {
         // With every connection gone (refused, failed, or the server died) there is nothing left
@@ -334,7 +332,7 @@ pub fn run(
         let end = control.start + Duration::from_micros(end_us);
         let nothing_open = || control.nothing_left(&job.load, worker_count);
         wait_until(Some(end), &nothing_open, progress);
-        let lost_all = control.server_took_every_connection(job.load.reconnect, worker_count);
+        let lost_all = control.server_took_every_connection(job.load.reconnect.is_some(), worker_count);
         if !control.interrupted.load(Ordering::Relaxed) && Instant::now() < end && lost_all {
             ended_early = Some(end_us.saturating_sub(measure_start_us) as f64 / 1e6);
         }
@@ -483,3 +481,6 @@ fn wait_for_unix_ms(unix_ms: u64, interrupt: &AtomicBool) {
         std::thread::sleep(Duration::from_millis((unix_ms - now_ms).min(50)));
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,20 +8,14 @@
 //! run, and a late wake-up does not shift the open loop's schedule (coordinated omission).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::time::{Duration, Instant};
 
+use super::reconnects::Reconnects;
 use crate::config::{StageKind, StagePlan};
 
 /// Longest a worker sleeps without checking the run's phase.
 pub const TICK: Duration = Duration::from_millis(20);
-/// `--reconnect`: pause before reopening a lost connection; it doubles after each failed
-/// attempt, up to [`MAX_RECONNECT_DELAY`], and each connection's is drawn longer (up to as
-/// long again, by its number), so that connections lost together (a restarting server) come
-/// back spread out, not as a storm.
-pub const RECONNECT_DELAY: Duration = Duration::from_millis(100);
-/// The longest pause between two attempts to reopen one connection.
-pub const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(5);
 
 /// One open-loop batch: when it is due, and which connection sends it (slab key, and the
 /// connection's start as its identity, since keys are reused).
@@ -45,10 +39,8 @@ pub struct Pacer {
     /// This worker's connections (global numbers), in the order they open.
     connections: Vec<u64>,
     next_connection: usize,
-    /// Connections to reopen: when, connection number.
-    reconnects: BinaryHeap<Reverse<(Instant, u64)>>,
-    /// Per connection being reopened: its failed attempts in a row.
-    reconnect_failures: HashMap<u64, u32>,
+    /// Connections to reopen (`--reconnect`), and when.
+    pub reconnects: Reconnects,
     /// Connect attempts in progress: deadline, slab key, start (the attempt's identity).
     connect_deadlines: VecDeque<(Instant, usize, Instant)>,
     sends: BinaryHeap<Reverse<ScheduledSend>>,
@@ -80,8 +72,7 @@ impl Pacer {
             run_connections,
             connections,
             next_connection: 0,
-            reconnects: BinaryHeap::new(),
-            reconnect_failures: HashMap::new(),
+            reconnects: Reconnects::default(),
             connect_deadlines: VecDeque::new(),
             sends: BinaryHeap::new(),
             send_window: Duration::ZERO,
@@ -89,6 +80,12 @@ impl Pacer {
             closed: 0,
             senders: 1,
         }
+    }
+
+    /// Lost connections are reopened by `policy` (none: they stay lost).
+    pub fn with_reconnects(mut self, policy: Option<crate::config::ReconnectPolicy>) -> Pacer {
+        self.reconnects = Reconnects::new(policy);
+        self
     }
 
     /// The run follows `plan`: connection stages open and close connections, rate stages
@@ -162,33 +159,6 @@ impl Pacer {
         }
         self.closed += 1;
         self.connections.iter().rev().nth(self.closed - 1).copied()
-    }
-
-    /// Schedules connection `index` to be opened again: [`RECONNECT_DELAY`] after `now`,
-    /// doubled for each attempt that failed since it was last open, at most
-    /// [`MAX_RECONNECT_DELAY`], and up to as long again by the connection's number.
-    pub fn reconnect_later(&mut self, index: u64, now: Instant) {
-        let failures = self.reconnect_failures.entry(index).or_insert(0);
-        let delay = RECONNECT_DELAY.saturating_mul(1 << (*failures).min(16)).min(MAX_RECONNECT_DELAY);
-        let spread = delay.mul_f64(spread_of(index, *failures));
-        *failures += 1;
-        self.reconnects.push(Reverse((now + delay + spread, index)));
-    }
-
-    /// Connection `index` is open again: its next loss starts from [`RECONNECT_DELAY`].
-    pub fn reconnected(&mut self, index: u64) {
-        self.reconnect_failures.remove(&index);
-    }
-
-    /// The next connection to reopen, if it is due by `now`.
-    pub fn pop_due_reconnect(&mut self, now: Instant) -> Option<u64> {
-        match self.reconnects.peek() {
-            Some(&Reverse((due, index))) if due <= now => {
-                self.reconnects.pop();
-                Some(index)
-            }
-            _ => None,
-        }
     }
 
     /// A connect attempt began at `started`: it times out after the connect timeout.
@@ -281,24 +251,13 @@ impl Pacer {
             connect,
             self.next_close_due(),
             self.connect_deadlines.front().map(|&(deadline, _, _)| deadline),
-            self.reconnects.peek().map(|&Reverse((due, _))| due),
+            self.reconnects.next_due(),
             self.sends.peek().map(|Reverse(send)| {
                 send.due.checked_sub(self.send_window / 2).map_or(self.start, |early| early.max(self.start))
             }),
         ];
         due.into_iter().flatten().min()
     }
-}
-
-/// A share in `[0, 1)` of a reconnect's delay, fixed by the connection and the attempt:
-/// the same run reconnects the same way (SplitMix64 of both).
-fn spread_of(index: u64, attempt: u32) -> f64 {
-    let mut z =
-        index.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(attempt).wrapping_add(0xD1B5_4A32_D192_ED03);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z % 1000) as f64 / 1000.0
 }
 
 #[cfg(test)]
@@ -402,7 +361,8 @@ mod tests {
         assert_eq!(pacer.next_wakeup(start + 45 * MS, false), TICK);
         pacer.start_sends(1, 5, start, start + 40 * MS);
         assert_eq!(pacer.next_wakeup(start + 40 * MS, true), 4 * MS);
-        pacer.reconnect_later(9, start);
+        pacer.reconnects = Reconnects::new(Some(crate::config::ReconnectPolicy::parse("fixed:1s").unwrap()));
+        pacer.reconnects.lost(9, start);
         assert_eq!(pacer.next_wakeup(start + 40 * MS, true), 4 * MS);
         pacer.watch_connect(3, start + 40 * MS - Duration::from_secs(2) + 2 * MS);
         assert_eq!(pacer.next_wakeup(start + 40 * MS, true), 2 * MS);
@@ -413,59 +373,18 @@ mod tests {
     #[test]
     fn reconnects_and_connect_timeouts_fall_due_in_order() {
         let (mut pacer, start) = pacer(None, None, 2, vec![0, 1]);
-        pacer.reconnect_later(1, start);
-        pacer.reconnect_later(0, start + MS);
-        assert_eq!(pacer.pop_due_reconnect(start + RECONNECT_DELAY - MS), None);
-        let late = start + RECONNECT_DELAY * 2 + MS;
-        let mut due = [pacer.pop_due_reconnect(late), pacer.pop_due_reconnect(late)];
+        pacer.reconnects =
+            Reconnects::new(Some(crate::config::ReconnectPolicy::parse("fixed:100ms").unwrap()));
+        pacer.reconnects.lost(1, start);
+        pacer.reconnects.lost(0, start + MS);
+        assert_eq!(pacer.reconnects.pop_due(start + 99 * MS), None);
+        let late = start + 101 * MS;
+        let mut due = [pacer.reconnects.pop_due(late), pacer.reconnects.pop_due(late)];
         due.sort();
         assert_eq!(due, [Some(0), Some(1)]);
-        assert_eq!(pacer.pop_due_reconnect(late), None);
+        assert_eq!(pacer.reconnects.pop_due(late), None);
         pacer.watch_connect(4, start);
         assert_eq!(pacer.pop_expired_connect(start + Duration::from_millis(1999)), None);
         assert_eq!(pacer.pop_expired_connect(start + Duration::from_secs(2)), Some((4, start)));
-    }
-
-    /// Attempts to reopen one connection while the server is down, until `down` has passed.
-    fn attempts_while_down(pacer: &mut Pacer, index: u64, start: Instant, down: Duration) -> u32 {
-        let mut attempts = 0;
-        let mut now = start;
-        pacer.reconnect_later(index, now);
-        while let Some(Reverse((due, _))) = pacer.reconnects.peek().copied() {
-            now = due;
-            if now >= start + down {
-                break;
-            }
-            assert_eq!(pacer.pop_due_reconnect(now), Some(index));
-            attempts += 1;
-            // Refused: the server is still down.
-            pacer.reconnect_later(index, now);
-        }
-        attempts
-    }
-
-    #[test]
-    fn a_server_that_is_down_is_retried_ever_less_often_and_each_connection_apart() {
-        let (mut pacer, start) = pacer(None, None, 1000, (0..1000).collect());
-        // A fixed 100 ms would make 100 attempts per connection in 10 s; doubling (0.1, 0.2,
-        // … 3.2 s, then 5 s apart, each up to as long again) makes 4 to 7.
-        let attempts = attempts_while_down(&mut pacer, 7, start, Duration::from_secs(10));
-        assert!((4..=7).contains(&attempts), "{attempts} attempts");
-        // Back up: the next loss starts from the shortest pause again.
-        pacer.reconnected(7);
-        pacer.reconnects.clear();
-        pacer.reconnect_later(7, start);
-        let Reverse((due, _)) = *pacer.reconnects.peek().unwrap();
-        assert!(due < start + RECONNECT_DELAY * 2, "{:?}", due - start);
-        // Connections lost at the same instant are spread over the first pause and as long again.
-        pacer.reconnects.clear();
-        pacer.reconnected(7);
-        for index in 0..1000 {
-            pacer.reconnect_later(index, start);
-        }
-        let dues: Vec<Duration> = pacer.reconnects.iter().map(|Reverse((due, _))| *due - start).collect();
-        let in_first_ten_ms = dues.iter().filter(|d| **d < RECONNECT_DELAY + 10 * MS).count();
-        assert!(in_first_ten_ms < 150, "{in_first_ten_ms} of 1,000 in the same 10 ms");
-        assert!(dues.iter().all(|d| *d >= RECONNECT_DELAY && *d < RECONNECT_DELAY * 2));
     }
 }

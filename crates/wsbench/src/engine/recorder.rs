@@ -136,6 +136,16 @@ impl Recorder {
         }
     }
 
+    /// An attempt to reopen a lost connection starts at `now` (the second's count of them).
+    pub fn reconnect_attempt(&mut self, now: Instant) {
+        let second = self.micros(now) / 1_000_000;
+        if second > self.current.second {
+            self.advance(second, self.last_awaiting);
+        }
+        self.current.reconnects += 1;
+        self.metrics.counters.reconnections += 1;
+    }
+
     /// Messages the socket took: how many, their bytes on the wire and of payload (the
     /// worker counts them from the connection's ledger as writes finish, never as messages
     /// are queued).
@@ -192,6 +202,7 @@ impl Recorder {
         self.control.live.publish_second(self.worker, &self.current, second, carried);
         self.current.second = second;
         self.current.exchanges = 0;
+        self.current.reconnects = 0;
         self.current.connections_open = self.last_open;
         self.current.awaiting = awaiting;
         self.current.latency.reset();

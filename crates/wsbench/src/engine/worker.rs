@@ -29,6 +29,8 @@ mod carried;
 mod ending;
 mod frames;
 mod lifecycle;
+mod recovery;
+mod room;
 mod session;
 
 const READ_BUFFER_BYTES: usize = 256 * 1024;
@@ -108,6 +110,8 @@ pub struct Worker {
     open: u64,
     /// Bytes a connection's outbox may hold before it stops reading ([`outbox_bound`]).
     outbox_bound: usize,
+    /// What it has seen of the run's disruptions (`--disrupt`).
+    recovery: recovery::RecoveryWatch,
 }
 
 impl Worker {
@@ -125,7 +129,8 @@ impl Worker {
             plan.connections,
         )
         .with_send_window(job.load.send_window)
-        .with_stages(job.load.stages.clone());
+        .with_stages(job.load.stages.clone())
+        .with_reconnects(job.load.reconnect.clone());
         Ok(Worker {
             io: Io::new()?,
             dial: dial::of(&job),
@@ -148,6 +153,7 @@ impl Worker {
             expiring: Vec::new(),
             open: 0,
             outbox_bound: outbox_bound(&job.load, workload_batch_len),
+            recovery: recovery::RecoveryWatch::default(),
             id: plan.id,
             job,
             control,
@@ -163,9 +169,11 @@ impl Worker {
             let now = Instant::now();
             let awaiting = self.workload.awaiting(now);
             if self.rec.tick(now, self.open, awaiting, || self.workload.errors()) {
-                self.workload.each_second(now);
+                self.each_second(now);
                 self.expire_requests(now);
+                self.check_recovered();
             }
+            self.watch_disruptions(now);
             self.close_due_connections(now);
             self.open_due_connections(now);
             self.expire_connects(now);
@@ -202,12 +210,11 @@ impl Worker {
                     break;
                 }
             };
-            for &event in &events {
-                self.on_io(event);
-            }
+            self.on_events(&events);
             self.io.restore(events);
             self.adopt_opened();
         }
+        self.end_recovery();
         let keys: Vec<usize> = self.conns.iter().map(|(key, _)| key).collect();
         for key in keys {
             self.count_left_open(key);
@@ -215,6 +222,8 @@ impl Worker {
         let io = self.io.name();
         self.io.close_ring();
         self.conns.clear();
+        // This thread's TLS handshakes (it is the run's own: nothing else ran on it).
+        self.rec.metrics.counters.tls_handshakes += wsbench_transport::take_handshakes().into();
         let errors = self.workload.errors();
         let section = self.workload.finish(self.cut_off);
         let (metrics, measured_exchanges) = self.rec.finish(section, &errors);
@@ -228,6 +237,15 @@ impl Worker {
             cpu: crate::client_cpu::thread_cpu_self(),
             io,
             drain_secs,
+        }
+    }
+
+    /// What a wait brought. What the sockets say may come of a disruption begun during the
+    /// wait (a server killed): its window opens first, so that what it cost is the recovery's.
+    fn on_events(&mut self, events: &[Event]) {
+        self.watch_disruptions(Instant::now());
+        for &event in events {
+            self.on_io(event);
         }
     }
 

@@ -34,7 +34,25 @@ pub struct FleetServer {
     pub log: PathBuf,
 }
 
+/// A free loopback port below the kernel's ephemeral range (`ip_local_port_range`), so that
+/// no client connection takes it as its source port: while a restarted server is down, the
+/// clients' many attempts could otherwise connect to themselves on it (a TCP self-connection)
+/// and hold it, and the server could not listen there again. The port 0 gives when none is.
 fn free_port() -> std::io::Result<u16> {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
+    let first_ephemeral =
+        range.split_whitespace().next().and_then(|n| n.parse::<u16>().ok()).unwrap_or(32_768);
+    if first_ephemeral > 2_048 {
+        let span = u32::from(first_ephemeral - 1_024);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        let seed = std::process::id() ^ now.map_or(0, |since| since.subsec_nanos());
+        for step in 0..512u32 {
+            let port = 1_024 + (seed.wrapping_add(step.wrapping_mul(7_919)) % span) as u16;
+            if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return Ok(port);
+            }
+        }
+    }
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
@@ -50,6 +68,16 @@ impl FleetServer {
     /// Starts the server and waits (up to `timeout`) until its port accepts.
     pub fn start(manifest: &Manifest, cpus: &[usize], timeout: Duration) -> Result<FleetServer, StartError> {
         let port = free_port().map_err(|e| StartError::Spawn(crate::causes::with_causes(&e)))?;
+        FleetServer::start_on(manifest, cpus, port, timeout)
+    }
+
+    /// [`FleetServer::start`] on `port` (a restart: where it listened before).
+    pub fn start_on(
+        manifest: &Manifest,
+        cpus: &[usize],
+        port: u16,
+        timeout: Duration,
+    ) -> Result<FleetServer, StartError> {
         let log = std::env::temp_dir().join(format!(
             "wsbench-fleet-{}-{}-{port}.log",
             manifest.name,
@@ -110,5 +138,10 @@ impl FleetServer {
     /// SIGTERM to the process group, SIGKILL after the grace period.
     pub fn stop(&mut self) {
         self.process.stop();
+    }
+
+    /// SIGKILL to the process group (a crash).
+    pub fn kill(&mut self) {
+        self.process.kill();
     }
 }

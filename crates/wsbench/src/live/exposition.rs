@@ -165,6 +165,7 @@ mod tests {
             round_trips: 5,
             connections_open: 1,
             awaiting: false,
+            reconnects: 0,
             stall_s: 0,
             p50_us: 200,
             p90_us: 900,

@@ -67,6 +67,8 @@ pub struct Second {
     pub connections_open: u64,
     /// Replies were awaited when the second began: with no round trip in it, it stalled.
     pub awaiting: bool,
+    /// Attempts to reopen lost connections started in this second (`--reconnect`).
+    pub reconnects: u64,
     /// Seconds the stall going on has lasted, this one included (0: not stalled), as the
     /// [`Publisher`] that wrote the second counted them.
     pub stall_s: u64,
@@ -115,6 +117,7 @@ impl Second {
             round_trips: interval.exchanges,
             connections_open: interval.connections_open,
             awaiting: interval.awaiting,
+            reconnects: interval.reconnects,
             stall_s: 0,
             p50_us: quantile(0.5),
             p90_us: quantile(0.9),

@@ -32,6 +32,8 @@ pub struct ShardSecond {
     pub connections_open: u64,
     /// Replies were awaited when the second began.
     pub awaiting: bool,
+    /// Attempts to reopen lost connections started in this second.
+    pub reconnects: u64,
     pub remaining_secs: Option<u64>,
     /// The shard's counters and errors so far.
     pub counters: Counters,
@@ -52,6 +54,8 @@ struct Wire {
     connections_open: u64,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     awaiting: bool,
+    #[serde(default, skip_serializing_if = "crate::metrics::is_zero")]
+    reconnects: u64,
     remaining_secs: Option<u64>,
     counters: Counters,
     errors: BTreeMap<String, u64>,
@@ -85,6 +89,7 @@ pub fn line(second: &Second, interval: &Interval, step: u64) -> String {
         round_trips: second.round_trips,
         connections_open: second.connections_open,
         awaiting: second.awaiting,
+        reconnects: second.reconnects,
         remaining_secs: second.remaining_secs,
         counters: second.counters.clone(),
         errors: second.errors.clone(),
@@ -105,6 +110,7 @@ pub fn parse(line: &str) -> Option<ShardSecond> {
         round_trips: wire.round_trips,
         connections_open: wire.connections_open,
         awaiting: wire.awaiting,
+        reconnects: wire.reconnects,
         remaining_secs: wire.remaining_secs,
         counters: wire.counters,
         errors: wire.errors,

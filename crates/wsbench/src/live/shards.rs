@@ -109,7 +109,7 @@ impl ShardSeconds {
         let mut latency = new_histogram();
         let mut counters = Counters::default();
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-        let (mut round_trips, mut open, mut awaiting) = (0, 0, false);
+        let (mut round_trips, mut open, mut awaiting, mut reconnects) = (0, 0, false, 0);
         let (mut rates, mut opens) = (Vec::new(), Vec::new());
         for ((report, latest), ended) in reports.iter().zip(&self.latest).zip(&self.ended) {
             let Some(at) = report.as_ref().or(latest.as_ref()) else { continue };
@@ -125,6 +125,7 @@ impl ShardSeconds {
             if let Some(report) = report {
                 round_trips += report.round_trips;
                 awaiting |= report.awaiting;
+                reconnects += report.reconnects;
                 rates.push(report.round_trips);
                 // Both come from wsbench's own bounds.
                 let _ = latency.add(&report.latency);
@@ -142,6 +143,7 @@ impl ShardSeconds {
             round_trips,
             connections_open: open,
             awaiting,
+            reconnects,
             stall_s: 0,
             p50_us: quantile(0.5),
             p90_us: quantile(0.9),
@@ -274,6 +276,7 @@ mod tests {
             round_trips,
             connections_open: 10,
             awaiting: false,
+            reconnects: 0,
             remaining_secs: Some(5 - second),
             counters: Counters {
                 connections_attempted: 10,

@@ -56,6 +56,7 @@ pub fn line(s: &Second, step: u64) -> serde_json::Value {
         "round_trips": s.round_trips,
         "connections_open": s.connections_open,
         "stall_s": s.stall_s,
+        "reconnects": s.reconnects,
         "latency_us": { "p50": s.p50_us, "p90": s.p90_us, "p99": s.p99_us, "max": s.max_us },
         "remaining_secs": s.remaining_secs,
         "counters": {
@@ -96,6 +97,7 @@ mod tests {
             round_trips: 7,
             connections_open: 2,
             awaiting: false,
+            reconnects: 0,
             stall_s: 0,
             p50_us: 100,
             p90_us: 150,

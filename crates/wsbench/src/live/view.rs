@@ -107,10 +107,18 @@ pub fn line(s: &Second, exchanges: &str) -> String {
         up = group(s.connections_open),
         failed = group(s.counters.connect_failures()),
         errors = group(s.error_count()),
-        stall = stall_text(s).map_or(String::new(), |stall| format!("  {stall}")),
+        stall = stall_text(s).map_or(String::new(), |stall| format!("  {stall}")) + &reconnects_text(s),
         left = s.remaining_secs.map_or(String::new(), |left| format!("  {left} s left")),
         shards = s.shards.map_or(String::new(), |spread| format!("  {}", spread_text(&spread, exchanges))),
     )
+}
+
+/// `  reconnecting 2,338/s`: attempts to reopen lost connections this second, when any.
+fn reconnects_text(s: &Second) -> String {
+    match s.reconnects {
+        0 => String::new(),
+        n => format!("  reconnecting {}/s", group(n)),
+    }
 }
 
 /// `STALLED 3 s`: replies awaited and none for that long, this second included.
@@ -155,6 +163,7 @@ pub(super) mod tests {
             round_trips: 12_345,
             connections_open: 10,
             awaiting: true,
+            reconnects: 0,
             stall_s: 0,
             p50_us: 210,
             p90_us: 300,
@@ -215,6 +224,9 @@ pub(super) mod tests {
             block(&stalled, "round trips")
         );
         assert!(!line(&second(), "round trips").contains("STALLED"));
+        let reconnecting = Second { reconnects: 2_338, ..second() };
+        assert!(line(&reconnecting, "round trips").contains("errors 2  reconnecting 2,338/s  3 s left"));
+        assert!(!line(&second(), "round trips").contains("reconnecting"));
     }
 
     #[test]

@@ -192,6 +192,7 @@ pub fn merge(inputs: &[ShardInput]) -> Result<RunResult, MergeError> {
         client_workers: workers,
         client_memory,
         machine: first.result.machine.clone(),
+        disruptions: first.result.recovery.as_ref().map(|r| r.disruptions.clone()).unwrap_or_default(),
     };
     let mut merged = RunResult::from_outcome(&outcome);
     merged.run_id.clone_from(&first.result.run_id);
@@ -356,6 +357,7 @@ pub(crate) fn server_report(server: &ServerSummary, offset_ms: u64) -> ServerRep
             .iter()
             .map(|s| crate::samples::ServerSample { t_ms: s.t_ms + offset_ms, ..*s })
             .collect(),
+        tls_handshakes: server.tls_handshakes.map(Box::new),
     }
 }
 

@@ -117,6 +117,10 @@ pub struct Counters {
     /// attempts while the server was down included.
     #[serde(default)]
     pub reconnections: u64,
+    /// Connections lost (`--reconnect`) and not open again when the run ended: the server
+    /// never took them back, or the policy gave them up (the error `not_reconnected`).
+    #[serde(default)]
+    pub not_reconnected: u64,
     /// Established connections by the subprotocol the server chose (`--subprotocol`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub subprotocols_chosen: BTreeMap<String, u64>,
@@ -124,6 +128,10 @@ pub struct Counters {
     /// `TLSv1.3 TLS13_AES_256_GCM_SHA384`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tls_negotiated: BTreeMap<String, u64>,
+    /// `wss://`: TLS handshakes the connections completed, full and resumed as rustls told
+    /// the client, with the client's CPU for each kind.
+    #[serde(default, skip_serializing_if = "super::TlsHandshakes::is_empty")]
+    pub tls_handshakes: super::TlsHandshakes,
     /// Message payload bytes, before compression and framing (`bytes_*` are what went over
     /// the socket); with permessage-deflate their ratio is the compression ratio.
     #[serde(default)]
@@ -269,6 +277,7 @@ impl Counters {
         put("reply_timeout", self.reply_timeouts);
         put("unanswered_at_end", self.unanswered_at_end);
         put("close_unanswered", self.closes_unanswered);
+        put("not_reconnected", self.not_reconnected);
         for (code, count) in &self.closed_by_server {
             put(&format!("closed_{code}"), *count);
         }
@@ -289,8 +298,73 @@ impl Counters {
     }
 }
 
-fn is_zero(count: &u64) -> bool {
+/// For `skip_serializing_if`: a count of zero is left out of a file.
+pub(crate) fn is_zero(count: &u64) -> bool {
     *count == 0
+}
+
+impl Counters {
+    /// The counts of connections that failed to open or were lost (timeouts, refusals,
+    /// handshake failures, resets, closes), as they are now: what a recovery's failures are
+    /// measured from ([`Counters::take_failures_since`]).
+    pub fn connection_failures(&self) -> Counters {
+        Counters {
+            connect_timeouts: self.connect_timeouts,
+            connections_refused: self.connections_refused,
+            handshake_failures: self.handshake_failures,
+            handshake_failures_by_cause: self.handshake_failures_by_cause.clone(),
+            connect_errors: self.connect_errors,
+            resets: self.resets,
+            closed_by_server: self.closed_by_server.clone(),
+            transport_errors_by_cause: self.transport_errors_by_cause.clone(),
+            ..Counters::default()
+        }
+    }
+
+    /// The connection failures counted since `before` ([`Counters::connection_failures`]),
+    /// taken out of these counters: by error kind.
+    pub fn take_failures_since(&mut self, before: &Counters) -> BTreeMap<String, u64> {
+        let sub = |now: &mut u64, then: u64| {
+            let delta = now.saturating_sub(then);
+            *now -= delta;
+            delta
+        };
+        let sub_map = |now: &mut BTreeMap<String, u64>, then: &BTreeMap<String, u64>| {
+            let mut delta = BTreeMap::new();
+            for (key, count) in now.iter_mut() {
+                let taken = count.saturating_sub(then.get(key).copied().unwrap_or(0));
+                *count -= taken;
+                delta.insert(key.clone(), taken);
+            }
+            now.retain(|_, count| *count > 0);
+            delta
+        };
+        let mut closed = BTreeMap::new();
+        for (code, count) in self.closed_by_server.iter_mut() {
+            let taken = count.saturating_sub(before.closed_by_server.get(code).copied().unwrap_or(0));
+            *count -= taken;
+            closed.insert(*code, taken);
+        }
+        self.closed_by_server.retain(|_, count| *count > 0);
+        let delta = Counters {
+            connect_timeouts: sub(&mut self.connect_timeouts, before.connect_timeouts),
+            connections_refused: sub(&mut self.connections_refused, before.connections_refused),
+            handshake_failures: sub(&mut self.handshake_failures, before.handshake_failures),
+            handshake_failures_by_cause: sub_map(
+                &mut self.handshake_failures_by_cause,
+                &before.handshake_failures_by_cause,
+            ),
+            connect_errors: sub(&mut self.connect_errors, before.connect_errors),
+            resets: sub(&mut self.resets, before.resets),
+            closed_by_server: closed,
+            transport_errors_by_cause: sub_map(
+                &mut self.transport_errors_by_cause,
+                &before.transport_errors_by_cause,
+            ),
+            ..Counters::default()
+        };
+        delta.errors()
+    }
 }
 
 /// The most protocol error causes one worker counts apart.
@@ -347,12 +421,14 @@ impl AddAssign<&Counters> for Counters {
         self.warmup_messages += other.warmup_messages;
         self.connections_in_window += other.connections_in_window;
         self.reconnections += other.reconnections;
+        self.not_reconnected += other.not_reconnected;
         for (protocol, count) in &other.subprotocols_chosen {
             *self.subprotocols_chosen.entry(protocol.clone()).or_default() += count;
         }
         for (session, count) in &other.tls_negotiated {
             *self.tls_negotiated.entry(session.clone()).or_default() += count;
         }
+        self.tls_handshakes += other.tls_handshakes;
         self.payload_bytes_sent += other.payload_bytes_sent;
         self.payload_bytes_received += other.payload_bytes_received;
         self.compressed_messages_received += other.compressed_messages_received;

@@ -7,6 +7,8 @@
 //! [`Metrics::merge`]. Nothing here knows a scenario by name.
 
 mod counters;
+mod handshakes;
+mod recovery;
 mod section;
 mod stages;
 mod timeline;
@@ -16,6 +18,9 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 pub use counters::Counters;
+pub(crate) use counters::is_zero;
+pub use handshakes::TlsHandshakes;
+pub use recovery::RecoveryTally;
 pub use section::{Section, SectionHistograms};
 pub use stages::{StageTally, add_second as add_stage_second};
 pub use timeline::{Interval, TimelineSecond};
@@ -55,6 +60,8 @@ pub struct Metrics {
     /// `--stages`: each stage's figures (filled by the engine's coordinator, like the
     /// timeline).
     pub stages: Vec<StageTally>,
+    /// `--disrupt`: how the connections lost came back.
+    pub recovery: RecoveryTally,
 }
 
 impl Clone for Metrics {
@@ -68,6 +75,7 @@ impl Clone for Metrics {
             timeline: self.timeline.clone(),
             section: self.section.as_ref().map(|section| section.boxed()),
             stages: self.stages.clone(),
+            recovery: self.recovery.clone(),
         }
     }
 }
@@ -83,6 +91,7 @@ impl Default for Metrics {
             timeline: Vec::new(),
             section: None,
             stages: Vec::new(),
+            recovery: RecoveryTally::default(),
         }
     }
 }
@@ -106,6 +115,7 @@ impl Metrics {
         self.connect.add(&other.connect).expect("histograms share bounds");
         self.send_lag.add(&other.send_lag).expect("histograms share bounds");
         self.counters += &other.counters;
+        self.recovery.add(&other.recovery);
         for point in &other.timeline {
             self.second(point.second).add(point);
         }

@@ -22,13 +22,22 @@ pub struct Interval {
     /// Requests were outstanding, awaiting replies, when the second began (on any worker):
     /// with no exchange in it, the second is a stall.
     pub awaiting: bool,
+    /// Attempts to reopen lost connections started in this second (`--reconnect`).
+    pub reconnects: u64,
     pub latency: Histogram<u64>,
 }
 
 impl Interval {
     /// Second `second`, nothing recorded yet.
     pub fn new(second: u64) -> Interval {
-        Interval { second, exchanges: 0, connections_open: 0, awaiting: false, latency: new_histogram() }
+        Interval {
+            second,
+            exchanges: 0,
+            connections_open: 0,
+            awaiting: false,
+            reconnects: 0,
+            latency: new_histogram(),
+        }
     }
 
     /// Adds `other` (the same second, another worker's share) into this one.
@@ -36,6 +45,7 @@ impl Interval {
         self.exchanges += other.exchanges;
         self.connections_open += other.connections_open;
         self.awaiting |= other.awaiting;
+        self.reconnects += other.reconnects;
         self.latency.add(&other.latency).expect("histograms share bounds");
     }
 
@@ -55,6 +65,8 @@ pub struct TimelineSecond {
     pub connections_open: u64,
     /// Requests were outstanding when the second began ([`Interval::awaiting`]).
     pub awaiting: bool,
+    /// Attempts to reopen lost connections started in this second.
+    pub reconnects: u64,
     /// Latency of this second's exchanges, µs (0 when there were none).
     pub p50_us: u64,
     pub p99_us: u64,
@@ -68,6 +80,7 @@ impl TimelineSecond {
             exchanges: interval.exchanges,
             connections_open: interval.connections_open,
             awaiting: interval.awaiting,
+            reconnects: interval.reconnects,
             p50_us: interval.quantile_us(0.5),
             p99_us: interval.quantile_us(0.99),
         }
@@ -86,6 +99,7 @@ impl TimelineSecond {
         self.exchanges += other.exchanges;
         self.connections_open += other.connections_open;
         self.awaiting |= other.awaiting;
+        self.reconnects += other.reconnects;
         self.p50_us = self.p50_us.max(other.p50_us);
         self.p99_us = self.p99_us.max(other.p99_us);
     }

@@ -8,8 +8,11 @@
 //! A long run's samples are thinned to a fixed number ([`thinning`]), peaks kept. With each
 //! sample goes the kernel's slab memory (`/proc/meminfo`), where the kernel keeps the sockets
 //! of both ends; and the client's own memory is read here too: its resident set
-//! ([`own_rss_bytes`]) and the bytes its allocator holds in use ([`own_heap_bytes`]).
+//! ([`own_rss_bytes`]) and the bytes its allocator holds in use ([`own_heap_bytes`]). A
+//! `wsbench serve` is also asked what it did itself ([`serve_counts`]: its TLS handshakes).
 
+mod sampler;
+mod serve_counts;
 mod thinning;
 
 use std::collections::BTreeSet;
@@ -17,7 +20,7 @@ use std::fs;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -369,8 +372,12 @@ pub struct ServerProbe {
     /// Set when the baseline could not be taken; nothing is sampled then.
     unprobed_reason: Option<String>,
     baseline: Option<ServerSample>,
+    /// The TLS handshakes a `wsbench serve` had done when the probe started.
+    handshakes_before: Option<crate::metrics::TlsHandshakes>,
     stop_tx: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<(Vec<ServerSample>, Option<ProbeError>)>>,
+    thread: Option<JoinHandle<sampler::Sampled>>,
+    /// The server's address, when it is followed across restarts.
+    follow: Option<SocketAddr>,
 }
 
 fn ms_since(run_start: Instant) -> u64 {
@@ -385,14 +392,29 @@ impl ServerProbe {
     /// Never fails: if the baseline cannot be taken (the process is gone, `/proc` is not
     /// readable), the report says why in `unprobed_reason` and holds no samples.
     pub fn start(pids: Vec<u32>, found_by: &str, interval: Duration, run_start: Instant) -> ServerProbe {
+        ServerProbe::following(pids, found_by, interval, run_start, None)
+    }
+
+    /// As [`ServerProbe::start`]; with `follow`, a server that exits is sampled again once a
+    /// process listens on that address (a run that restarts its server).
+    pub fn following(
+        pids: Vec<u32>,
+        found_by: &str,
+        interval: Duration,
+        run_start: Instant,
+        follow: Option<SocketAddr>,
+    ) -> ServerProbe {
+        let handshakes_before = serve_counts::tls_handshakes(&pids);
         let mut probe = ServerProbe {
             pids,
+            handshakes_before,
             found_by: found_by.to_owned(),
             run_start,
             unprobed_reason: None,
             baseline: None,
             stop_tx: None,
             thread: None,
+            follow,
         };
         let baseline = match sample(&probe.pids, ms_since(run_start)) {
             Ok(baseline) => baseline,
@@ -407,25 +429,11 @@ impl ServerProbe {
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         let pids = probe.pids.clone();
         let interval = interval.max(Duration::from_millis(1));
+        let follow = probe.follow;
+        // Allocated whole here, before the engine measures its own baseline.
+        let samples = thinning::Thinned::new();
         let spawned = thread::Builder::new().name(PROBE_THREAD_NAME.to_owned()).spawn(move || {
-            let mut samples = thinning::Thinned::new();
-            let mut next = Instant::now() + interval;
-            loop {
-                match stop_rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Ok(()) | Err(RecvTimeoutError::Disconnected) => return (samples.into_samples(), None),
-                }
-                match sample(&pids, ms_since(run_start)) {
-                    Ok(s) => samples.push(s),
-                    Err(e) => return (samples.into_samples(), Some(e)),
-                }
-                // Keep to the grid; if a sample took longer than an interval, skip ticks.
-                next += interval;
-                let now = Instant::now();
-                while next <= now {
-                    next += interval;
-                }
-            }
+            sampler::sample_until_stopped(samples, pids, &stop_rx, (interval, run_start), follow)
         });
         // Without a thread (out of threads?) the report still gets the baseline and final.
         if let Ok(handle) = spawned {
@@ -442,6 +450,7 @@ impl ServerProbe {
             found_by: None,
             unprobed_reason: Some(reason.to_owned()),
             samples: Vec::new(),
+            tls_handshakes: None,
         }
     }
 
@@ -464,6 +473,7 @@ impl ServerProbe {
             found_by: Some(self.found_by.clone()),
             unprobed_reason: self.unprobed_reason.take(),
             samples: Vec::new(),
+            tls_handshakes: None,
         };
         let Some(baseline) = self.baseline else {
             return (report, None);
@@ -471,11 +481,13 @@ impl ServerProbe {
         report.samples.push(baseline);
         drop(self.stop_tx.take());
         let mut ended_by = None;
+        let sampled_by_thread = self.thread.is_some();
         if let Some(handle) = self.thread.take() {
             match handle.join() {
-                Ok((samples, error)) => {
+                Ok((samples, error, pids)) => {
                     report.samples.extend(samples);
                     ended_by = error;
+                    self.pids = pids;
                 }
                 Err(_) => {
                     ended_by = Some(ProbeError::Parse {
@@ -485,12 +497,14 @@ impl ServerProbe {
                 }
             }
         }
-        if ended_by.is_none() {
+        // Without a sampling thread the final sample is taken here.
+        if ended_by.is_none() && !sampled_by_thread {
             match sample(&self.pids, ms_since(self.run_start)) {
                 Ok(last) => report.samples.push(last),
                 Err(e) => ended_by = Some(e),
             }
         }
+        report.tls_handshakes = serve_counts::during(self.handshakes_before, &self.pids).map(Box::new);
         (report, ended_by)
     }
 }

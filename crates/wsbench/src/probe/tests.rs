@@ -327,6 +327,7 @@ fn memory_per_connection_of_the_server_and_the_kernel() {
             slab(at(250, 30, 0.0, 1, 1), 104),
             slab(at(500, 20, 0.0, 1, 1), 103),
         ],
+        tls_handshakes: None,
     };
     // 20 MiB of RSS and 4 MiB of slab over 1,024 connections.
     assert_eq!(report.bytes_per_connection(1024), Some(20_480.0));
@@ -363,6 +364,7 @@ fn derived_figures() {
         found_by: Some("spawned".into()),
         unprobed_reason: None,
         samples: vec![at(0, 10, 1.5, 4, 10), at(250, 30, 2.0, 8, 1010), at(500, 20, 3.5, 6, 900)],
+        tls_handshakes: None,
     };
     assert_eq!(report.rss_baseline_bytes(), Some(10 << 20));
     assert_eq!(report.rss_peak_bytes(), Some(30 << 20));

@@ -283,6 +283,12 @@ pub trait Session: Send + Debug {
     }
     /// That time came: a heartbeat sent, or one missed (an error to `sink`).
     fn on_timer(&mut self, _now: Instant, _sink: &mut dyn Sink) {}
+    /// Publishes sent that the server has not acknowledged yet, the latest sent (a protocol
+    /// whose server acknowledges them: MQTT at QoS 1 and 2). Lost with the connection, they
+    /// were never taken: not published.
+    fn unacknowledged_publishes(&self) -> u64 {
+        0
+    }
     /// The run ends: what the protocol sends before the close (DISCONNECT).
     fn close(&mut self, _out: &mut dyn Outbox) {}
     /// The server ended the connection before the session was ready (`close`: the code and

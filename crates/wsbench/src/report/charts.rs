@@ -285,9 +285,18 @@ struct Metric {
     pick: fn(&RunResult) -> Option<f64>,
 }
 
-/// The comparison charts of results whose exchanges are called `exchange`.
-fn metrics(exchange: Exchange) -> [Metric; 4] {
-    [
+/// The comparison charts of results whose exchanges are called `exchange`; with `recovery`
+/// (a result of a `--disrupt` run), how soon each server had its connections back too.
+fn metrics(exchange: Exchange, recovery: bool) -> Vec<Metric> {
+    let recovered = Metric {
+        name: "compare-recovery-p99",
+        title: "Time to 99 % of the lost connections back".to_owned(),
+        higher_is_better: false,
+        axis: Axis { label: "after the disruption".to_owned(), scale: Scale::Linear, format: tick_micros },
+        value: format::micros,
+        pick: |r| r.recovery.as_ref().and_then(|r| r.back_after.p99_s).map(|s| s * 1e6),
+    };
+    let mut metrics = vec![
         Metric {
             name: "compare-echoes-per-sec",
             title: format!("{} per second", exchange.title()),
@@ -332,7 +341,11 @@ fn metrics(exchange: Exchange) -> [Metric; 4] {
             value: format::rate,
             pick: |r| r.server.exchanges_per_cpu_second,
         },
-    ]
+    ];
+    if recovery {
+        metrics.push(recovered);
+    }
+    metrics
 }
 
 /// The lowest and highest of `values`; `None` when there are none.
@@ -360,7 +373,8 @@ pub(super) fn comparisons(charted: &[Charted]) -> Vec<Comparison> {
     let repeated = charted.iter().map(|c| c.repeats.len()).max().unwrap_or(0);
     let bound = charted.iter().any(|c| c.result.client.bound);
     let exchange = super::exchange_of_all(charted.iter().map(|c| c.result));
-    metrics(exchange)
+    let recovery = charted.iter().any(|c| c.result.recovery.is_some());
+    metrics(exchange, recovery)
         .into_iter()
         .map(|metric| {
             let bars: Vec<Bar> = charted.iter().map(|c| bar(c, &metric)).collect();

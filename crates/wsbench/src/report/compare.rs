@@ -89,6 +89,9 @@ pub fn render_compare_table(rows: &[Row]) -> String {
             }
         }
     }
+    let medians: Vec<(&str, &RunResult)> =
+        rows.iter().filter_map(|row| Some((row.name, median_run(row)?))).collect();
+    out.push_str(&super::compare_recovery::recovery_table(&medians).unwrap_or_default());
     out
 }
 

@@ -1,10 +1,12 @@
 //! The report's lines on how the endpoint was reached, shown only when the run used the
 //! handshake or TLS options or spoke TLS: the extra headers sent (names only: values may be
 //! secrets), the subprotocol the server chose, the TLS version and cipher suite negotiated,
-//! each with how many connections. Reads only the result file (`config` and `counters`).
+//! each with how many connections, and the TLS handshakes, full and resumed, with the CPU
+//! each kind cost the client and, when it said, the server. Reads only the result file.
 
 use std::collections::BTreeMap;
 
+use crate::metrics::TlsHandshakes;
 use crate::result::RunResult;
 use crate::units::format::group;
 
@@ -38,7 +40,31 @@ pub fn endpoint_lines(result: &RunResult) -> Vec<(&'static str, String)> {
     if !result.counters.tls_negotiated.is_empty() {
         lines.push(("tls:", by_value(&result.counters.tls_negotiated)));
     }
+    let client = &result.counters.tls_handshakes;
+    if !client.is_empty() {
+        let mut text = format!("client {}", kinds(client));
+        if client.tried > 0 {
+            text.push_str(&format!(" ({} allowed to resume)", group(client.tried)));
+        }
+        if let Some(server) = &result.server.tls_handshakes {
+            text.push_str(&format!("; server {}", kinds(server)));
+        }
+        lines.push(("resumption:", text));
+    }
     lines
+}
+
+/// `3 full (410 µs CPU each), 9 resumed (120 µs CPU each)`.
+fn kinds(handshakes: &TlsHandshakes) -> String {
+    let (full_us, resumed_us) = handshakes.cpu_us_each();
+    let each = |us: Option<f64>| us.map_or(String::new(), |us| format!(" ({us:.0} µs CPU each)"));
+    format!(
+        "{} full{}, {} resumed{}",
+        group(handshakes.full),
+        each(full_us),
+        group(handshakes.resumed),
+        each(resumed_us)
+    )
 }
 
 /// `a (3), b (1)`: each value with its count of connections.
@@ -63,6 +89,21 @@ mod tests {
         });
         used.metrics.counters.subprotocols_chosen.insert("chat".into(), 1000);
         used.metrics.counters.tls_negotiated.insert("TLSv1.3 TLS13_AES_256_GCM_SHA384".into(), 1000);
+        used.metrics.counters.tls_handshakes = TlsHandshakes {
+            full: 2,
+            resumed: 998,
+            tried: 999,
+            full_cpu_ns: 1_640_000,
+            resumed_cpu_ns: 119_760_000,
+        };
+        let served = TlsHandshakes {
+            full: 2,
+            resumed: 998,
+            full_cpu_ns: 1_000_000,
+            resumed_cpu_ns: 99_800_000,
+            tried: 0,
+        };
+        used.server.tls_handshakes = Some(Box::new(served));
         let lines = endpoint_lines(&RunResult::from_outcome(&used));
         assert_eq!(
             lines,
@@ -73,6 +114,12 @@ mod tests {
                         .to_owned()
                 ),
                 ("tls:", "TLSv1.3 TLS13_AES_256_GCM_SHA384 (1,000)".to_owned()),
+                (
+                    "resumption:",
+                    "client 2 full (820 µs CPU each), 998 resumed (120 µs CPU each) (999 allowed to resume); \
+                     server 2 full (500 µs CPU each), 998 resumed (100 µs CPU each)"
+                        .to_owned()
+                ),
             ]
         );
     }

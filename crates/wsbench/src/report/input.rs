@@ -1,6 +1,7 @@
 //! The files `wsbench report` reads, told apart by their `kind`: a result file of
 //! `wsbench run` has none (it is known by its `schema_version` and `scenario`), an rtt file
-//! says `"kind": "wsbench-rtt"`, a search file `"kind": "wsbench-search"`. Each kind is
+//! says `"kind": "wsbench-rtt"`, a search file `"kind": "wsbench-search"`, a sweep file
+//! `"kind": "wsbench-sweep"`. Each kind is
 //! parsed into its own type, so a file is rendered the way the command that wrote it did.
 
 use std::path::{Path, PathBuf};
@@ -8,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 
 use crate::result::search::{SEARCH_KIND, SEARCH_SCHEMA_VERSION, SearchFile};
+use crate::result::sweep::{SWEEP_KIND, SWEEP_SCHEMA_VERSION, Sweep, SweepFile};
 use crate::result::{ResultError, RunResult};
 use crate::rtt::json::{RTT_KIND, RTT_SCHEMA_VERSION, RttFile};
 
@@ -18,7 +20,7 @@ pub enum ReportError {
     Result(#[from] ResultError),
     #[error(
         "{} has kind `{kind}`, which this wsbench does not read (it reads result files of `wsbench \
-         run`, `wsbench rtt --json` files and `--find-max-rate --json` files)",
+         run`, `wsbench rtt --json` files, `--find-max-rate --json` files and `wsbench sweep --json` files)",
         path.display()
     )]
     UnknownKind { path: PathBuf, kind: String },
@@ -49,6 +51,8 @@ pub enum Input {
     Rtt(Box<RttFile>),
     /// The `--json` file of `wsbench run --find-max-rate`.
     Search(Box<SearchFile>),
+    /// The `--json` file of `wsbench sweep`.
+    Sweep(Box<SweepFile>),
 }
 
 impl Input {
@@ -58,6 +62,7 @@ impl Input {
             Input::Run(_) => "a result",
             Input::Rtt(_) => "an rtt",
             Input::Search(_) => "a search",
+            Input::Sweep(_) => "a sweep",
         }
     }
 
@@ -67,8 +72,17 @@ impl Input {
             Input::Run(result) => serde_json::to_string_pretty(result),
             Input::Rtt(file) => serde_json::to_string_pretty(file),
             Input::Search(file) => serde_json::to_string_pretty(file),
+            Input::Sweep(file) => serde_json::to_string_pretty(file),
         };
         text.expect("a parsed file serializes") + "\n"
+    }
+
+    /// The sweep, when this is a sweep file.
+    pub fn into_sweep(self) -> Option<Sweep> {
+        match self {
+            Input::Sweep(file) => Some(file.sweep),
+            _ => None,
+        }
     }
 
     /// The result of `wsbench run`, or an error saying `what` needs one.
@@ -92,6 +106,10 @@ pub fn read_input(path: &Path) -> Result<Input, ReportError> {
         Some(kind) if kind == SEARCH_KIND => {
             let file = parse(path, &value, &bytes, "wsbench search", SEARCH_SCHEMA_VERSION)?;
             Ok(Input::Search(Box::new(file)))
+        }
+        Some(kind) if kind == SWEEP_KIND => {
+            let file = parse(path, &value, &bytes, "wsbench sweep", SWEEP_SCHEMA_VERSION)?;
+            Ok(Input::Sweep(Box::new(file)))
         }
         Some(kind) => Err(ReportError::UnknownKind {
             path: path.to_owned(),

@@ -9,6 +9,7 @@ mod awaited;
 mod bars;
 mod charts;
 mod compare;
+mod compare_recovery;
 mod endpoint;
 mod escape;
 
@@ -17,10 +18,13 @@ pub mod input;
 mod memory;
 mod merge;
 mod palette;
+mod recovery;
 mod rtt;
 mod search;
 mod stages;
 mod svg;
+mod sweep;
+mod sweep_page;
 mod table;
 mod text;
 
@@ -35,6 +39,8 @@ pub use input::{Input, ReportError, read_input, read_inputs};
 pub use merge::render_merge;
 pub use rtt::{render_rtt, render_rtt_file};
 pub use search::render_search;
+pub use sweep::render_sweep;
+pub use sweep_page::render_sweep_page;
 pub use table::{render_csv, render_md};
 pub use text::{render_text, render_text_with};
 
@@ -100,7 +106,25 @@ pub fn read_labelled(files: &[PathBuf], what: &'static str) -> Result<Vec<(Strin
 /// Renders result `files` as one HTML page (see [`render_html_page`]) whose footer names
 /// `command`, and writes it to `out` atomically.
 pub fn write_html_report(files: &[PathBuf], out: &Path, command: &str) -> Result<(), ReportError> {
+    let inputs = read_inputs(files)?;
+    if inputs.iter().all(|input| matches!(input, Input::Sweep(_))) {
+        let sweeps: Vec<_> = inputs.into_iter().filter_map(Input::into_sweep).collect();
+        return write_sweep_html(&sweeps, out, command);
+    }
     let page = render_html_page(&read_labelled(files, "--html")?, &[], command)?;
+    write_atomically(out, |writer| writer.write_all(page.as_bytes()))?;
+    Ok(())
+}
+
+/// Renders `sweeps` as one page (overlaid when several, see [`render_sweep_page`]) whose
+/// footer names `command`, and writes it to `out` atomically: `sweep --html`,
+/// `compare --sweep --html`.
+pub fn write_sweep_html(
+    sweeps: &[crate::result::sweep::Sweep],
+    out: &Path,
+    command: &str,
+) -> Result<(), ReportError> {
+    let page = render_sweep_page(sweeps, command);
     write_atomically(out, |writer| writer.write_all(page.as_bytes()))?;
     Ok(())
 }
@@ -154,6 +178,7 @@ pub fn report_command_with(
             Input::Run(result) => render_text_with(result, color),
             Input::Rtt(file) => render_rtt_file(file),
             Input::Search(file) => render_search(&file.search),
+            Input::Sweep(file) => render_sweep(&file.sweep),
         });
     }
     Ok(out)

@@ -252,10 +252,34 @@ fn grid_row(out: &mut String, (left, right): (f64, f64), ty: f64, gap: f64, labe
     );
 }
 
+/// A point singled out on a chart (a knee, a predicted peak, a step left out): drawn
+/// over the lines as a ring, a diamond or a hollow dot, with its own `<title>`.
+#[derive(Debug, Clone)]
+pub(super) struct Marker {
+    /// `knee`, `peak`, `excluded`: the `data-marker` attribute.
+    pub kind: &'static str,
+    pub label: String,
+    pub color: &'static str,
+    pub at: (f64, f64),
+}
+
 /// A line chart with one polyline per series (dots too when a series is short).
 pub(super) fn line_chart(name: &str, title: &str, x: Axis, y: Axis, series: &[Series]) -> String {
-    let fx = Fitted::new(x.scale, series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
-    let fy = Fitted::new(y.scale, series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+    marked_line_chart(name, title, x, y, series, &[])
+}
+
+/// [`line_chart`] with `markers` drawn over the lines (the axes cover them too).
+pub(super) fn marked_line_chart(
+    name: &str,
+    title: &str,
+    x: Axis,
+    y: Axis,
+    series: &[Series],
+    markers: &[Marker],
+) -> String {
+    let all = || series.iter().flat_map(|s| s.points.iter().copied()).chain(markers.iter().map(|m| m.at));
+    let fx = Fitted::new(x.scale, all().map(|p| p.0));
+    let fy = Fitted::new(y.scale, all().map(|p| p.1));
     let entries: Vec<(&str, &'static str, Option<&'static str>)> =
         series.iter().map(|s| (s.label.as_str(), s.color, s.dash)).collect();
     let (legend, top) = legend(&entries);
@@ -317,8 +341,41 @@ pub(super) fn line_chart(name: &str, title: &str, x: Axis, y: Axis, series: &[Se
         }
         out.push_str("</g>\n");
     }
+    for marker in markers {
+        draw_marker(&mut out, marker, (px(marker.at.0), py(marker.at.1)));
+    }
     out.push_str("</svg>\n");
     out
+}
+
+/// `marker` at `(cx, cy)` on the plot: a diamond for a peak, a hollow dot for a step left
+/// out, a ring for a knee.
+fn draw_marker(out: &mut String, marker: &Marker, (cx, cy): (f64, f64)) {
+    let shape = match marker.kind {
+        "peak" => format!(
+            "<path class=\"mark marker\" stroke=\"{0}\" fill=\"#fff\" d=\"M{cx:.1} {1:.1}L{2:.1} {cy:.1}L{cx:.1} {3:.1}L{4:.1} {cy:.1}Z\"/>",
+            marker.color,
+            cy - 7.0,
+            cx + 7.0,
+            cy + 7.0,
+            cx - 7.0
+        ),
+        "excluded" => format!(
+            "<circle class=\"mark marker\" stroke=\"{}\" fill=\"#fff\" cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"4\"/>",
+            marker.color
+        ),
+        _ => format!(
+            "<circle class=\"mark marker\" stroke=\"{}\" fill=\"none\" stroke-width=\"2.5\" cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"8\"/>",
+            marker.color
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "<g class=\"marker\" data-marker=\"{}\" data-color=\"{}\"><title>{}</title>{shape}</g>",
+        marker.kind,
+        marker.color,
+        escape(&marker.label)
+    );
 }
 
 /// One panel of [`small_multiples`]: a result's label and colour, and its lines.

@@ -120,6 +120,7 @@ impl ServerSummary {
                 bytes_per_connection: None,
                 kernel_slab_delta_bytes: None,
                 kernel_bytes_per_connection: None,
+                tls_handshakes: None,
             };
         };
         ServerSummary {
@@ -139,6 +140,7 @@ impl ServerSummary {
             bytes_per_connection: report.bytes_per_connection(established),
             kernel_slab_delta_bytes: report.kernel_slab_delta_bytes(),
             kernel_bytes_per_connection: report.kernel_bytes_per_connection(established),
+            tls_handshakes: report.tls_handshakes.as_deref().copied(),
         }
     }
 
@@ -310,6 +312,7 @@ impl TimelinePoint {
             exchanges: second.exchanges,
             connections_open: second.connections_open,
             awaiting: second.awaiting,
+            reconnects: second.reconnects,
             p50_us: second.p50_us,
             p99_us: second.p99_us,
         }
@@ -337,6 +340,16 @@ impl RunResult {
         for sample in &mut server.samples {
             sample.cpu_seconds = finite(sample.cpu_seconds);
         }
+        let recovery = (!outcome.disruptions.is_empty() || !metrics.recovery.is_empty()).then(|| {
+            let policy = outcome.config.get("reconnect").and_then(|p| p.as_str()).unwrap_or_default();
+            super::RecoveryFigures::of(
+                &metrics.recovery,
+                policy,
+                &outcome.disruptions,
+                &metrics.timeline,
+                &server.samples,
+            )
+        });
         RunResult {
             schema_version: SCHEMA_VERSION,
             wsbench_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -369,12 +382,17 @@ impl RunResult {
                 latency_uncorrected: encode_histogram(&metrics.latency_uncorrected),
                 connect: encode_histogram(&metrics.connect),
                 send_lag: encode_histogram(&metrics.send_lag),
+                recovery_back_after: recovery
+                    .as_ref()
+                    .map(|_| encode_histogram(&metrics.recovery.back_after)),
+                recovery_downtime: recovery.as_ref().map(|_| encode_histogram(&metrics.recovery.downtime)),
                 intervals: Vec::new(),
                 scenario: section_histograms(metrics),
             },
             shards: Vec::new(),
             partial: None,
             stages: super::stages::figures(&metrics.stages, &server.samples),
+            recovery,
             scenario_figures: outcome.figures.iter().cloned().collect(),
         }
     }

@@ -246,6 +246,7 @@ impl RunResult {
                 exchanges: point.exchanges,
                 connections_open: point.connections_open,
                 awaiting: point.awaiting,
+                reconnects: point.reconnects,
                 p50_us: point.p50_us,
                 p99_us: point.p99_us,
             })
@@ -262,7 +263,21 @@ impl RunResult {
             timeline,
             section: None,
             stages: Vec::new(),
+            recovery: self.recovery_tally()?,
         })
+    }
+
+    /// The recovery's tally, its histograms decoded (empty without a recovery).
+    fn recovery_tally(&self) -> Result<crate::metrics::RecoveryTally, ResultError> {
+        let Some(figures) = &self.recovery else { return Ok(crate::metrics::RecoveryTally::default()) };
+        let decode = |field: &'static str, encoded: &Option<String>| match encoded {
+            Some(encoded) => decode_histogram(field, encoded),
+            None => Ok(crate::metrics::new_histogram()),
+        };
+        Ok(figures.tally(
+            decode("histograms.recovery_back_after", &self.histograms.recovery_back_after)?,
+            decode("histograms.recovery_downtime", &self.histograms.recovery_downtime)?,
+        ))
     }
 }
 

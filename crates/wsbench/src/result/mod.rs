@@ -14,10 +14,12 @@ mod codec;
 mod compression;
 mod distribution;
 mod ended_early;
+mod recovery;
 pub mod search;
 mod sends;
 mod stages;
 mod stalls;
+pub mod sweep;
 mod transport;
 mod unanswered;
 
@@ -35,6 +37,7 @@ pub use codec::{decode_histogram, encode_histogram};
 pub use compression::CompressionSummary;
 pub use distribution::Distribution;
 pub use ended_early::EndedEarly;
+pub use recovery::{BackAfter, RecoveryFigures, ServerDuringRecovery, Stretch};
 pub use sends::{ACHIEVED_WARNING, SendLedger};
 pub use stages::StageFigures;
 pub use stalls::{STALLS_KEPT, Stall, Stalls};
@@ -132,6 +135,9 @@ pub struct RunResult {
     /// `--processes` run whose shard left no result). Absent when every shard is in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<PartialRun>,
+    /// `--disrupt`: how the run recovered from each disruption. Absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<RecoveryFigures>,
     /// `--stages`: each stage's figures, in order. Absent from runs without stages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<StageFigures>,
@@ -375,6 +381,10 @@ pub struct ServerSummary {
     /// `kernel_slab_delta_bytes` ÷ established connections.
     #[serde(default)]
     pub kernel_bytes_per_connection: Option<f64>,
+    /// The TLS handshakes the server did during the run, full and resumed, with its CPU
+    /// for each kind, as it counted them (only a `wsbench serve` says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshakes: Option<crate::metrics::TlsHandshakes>,
 }
 
 /// Whether the client, rather than the server, limited the result.
@@ -443,6 +453,9 @@ pub struct TimelinePoint {
     /// Requests awaited replies when the second began: with no exchange in it, a stall.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub awaiting: bool,
+    /// Attempts to reopen lost connections started in this second (present only when any).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reconnects: u64,
     pub p50_us: u64,
     pub p99_us: u64,
 }
@@ -455,6 +468,12 @@ pub struct EncodedHistograms {
     pub latency_uncorrected: String,
     pub connect: String,
     pub send_lag: String,
+    /// `--disrupt`: from the disruption to each lost connection back, and each one's
+    /// downtime (µs); absent without a recovery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_back_after: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_downtime: Option<String>,
     /// Per-second latency histograms, in the order of `timeline`: only in files of
     /// schema_version 1 (read, never used). Now `--hlog` has them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -520,6 +539,11 @@ pub(crate) fn parse_json(path: &Path, bytes: &[u8]) -> Result<serde_json::Value,
         true => ResultError::Truncated { path: path.to_owned(), source },
         false => ResultError::NotJson { path: path.to_owned(), source },
     })
+}
+
+/// Whether a count is zero (and left out of the file).
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 #[cfg(test)]

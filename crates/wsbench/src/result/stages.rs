@@ -58,14 +58,8 @@ pub fn figures(tallies: &[StageTally], samples: &[ServerSample]) -> Vec<StageFig
             errors_before = errors_before.max(tally.errors_by_end);
             let seconds = (tally.end_s - tally.start_s).max(1) as f64;
             let (start_ms, end_ms) = (tally.start_s * 1000, tally.end_s * 1000);
-            let first = samples.iter().rfind(|s| s.t_ms <= start_ms).or(samples.first());
             let last = samples.iter().rfind(|s| s.t_ms <= end_ms);
-            let cpu = match (first, last) {
-                (Some(a), Some(b)) if b.t_ms > a.t_ms => Some(
-                    (b.cpu_seconds - a.cpu_seconds).max(0.0) / ((b.t_ms - a.t_ms) as f64 / 1000.0) * 100.0,
-                ),
-                _ => None,
-            };
+            let cpu = cpu_percent_between(samples, start_ms, end_ms);
             StageFigures {
                 name: format!("stage{}", i + 1),
                 stage: tally.label.clone(),
@@ -82,11 +76,25 @@ pub fn figures(tallies: &[StageTally], samples: &[ServerSample]) -> Vec<StageFig
                     seconds => tally.connection_seconds as f64 / seconds as f64,
                 }),
                 server_rss_bytes: last.map(|s| s.rss_bytes),
-                server_cpu_percent: cpu.filter(|c| c.is_finite()),
+                server_cpu_percent: cpu,
                 latency_histogram: encode_histogram(&tally.latency),
             }
         })
         .collect()
+}
+
+/// The server's CPU from `start_ms` to `end_ms` of the run, % of one core, from the
+/// samples nearest each end; `None` without two samples apart in it.
+pub(crate) fn cpu_percent_between(samples: &[ServerSample], start_ms: u64, end_ms: u64) -> Option<f64> {
+    let first = samples.iter().rfind(|s| s.t_ms <= start_ms).or(samples.first());
+    let last = samples.iter().rfind(|s| s.t_ms <= end_ms);
+    match (first, last) {
+        (Some(a), Some(b)) if b.t_ms > a.t_ms => {
+            Some((b.cpu_seconds - a.cpu_seconds).max(0.0) / ((b.t_ms - a.t_ms) as f64 / 1000.0) * 100.0)
+        }
+        _ => None,
+    }
+    .filter(|c| c.is_finite())
 }
 
 #[cfg(test)]

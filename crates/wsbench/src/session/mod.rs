@@ -8,16 +8,20 @@
 //! checks. Results come back as [`RunResult`]s; files are written by [`write_outputs`].
 
 pub mod cpus;
+pub mod disruptor;
 pub mod interrupt;
 pub mod shards;
+pub mod sweep;
 pub mod target_wait;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use crate::builtin::BuiltinServer;
 pub use cpus::{CpuPlan, RESERVED_FILES, check_file_limit, check_server_processes, plan_cpus};
+pub use disruptor::Disruptor;
 
 use crate::config::Slo;
 use crate::config::Target;
@@ -73,12 +77,13 @@ pub enum RunError {
     TargetWait(#[from] target_wait::WaitError),
 }
 
-/// What a `wsbench run` produced: one result, or a rate search.
+/// What a `wsbench run` or `wsbench sweep` produced: one result, a rate search, or a sweep.
 #[derive(Debug)]
 pub enum RunReport {
     /// One result, written where asked.
     Once(Box<RunResult>),
     Search(Search),
+    Sweep(Box<crate::result::sweep::Sweep>),
     /// A result or a search whose file could not be written where asked (`error`): it was
     /// written to `fallback` instead (`None`: not even there). The report is still shown.
     Unsaved {
@@ -93,8 +98,17 @@ impl RunReport {
     pub fn result(&self) -> Option<&RunResult> {
         match self {
             RunReport::Once(result) => Some(result),
-            RunReport::Search(_) => None,
+            RunReport::Search(_) | RunReport::Sweep(_) => None,
             RunReport::Unsaved { report, .. } => report.result(),
+        }
+    }
+
+    /// The sweep, when this is one (written or not).
+    pub fn sweep(&self) -> Option<&crate::result::sweep::Sweep> {
+        match self {
+            RunReport::Sweep(sweep) => Some(sweep),
+            RunReport::Unsaved { report, .. } => report.sweep(),
+            RunReport::Once(_) | RunReport::Search(_) => None,
         }
     }
 
@@ -103,6 +117,7 @@ impl RunReport {
         match self {
             RunReport::Once(result) => result.write_json(path),
             RunReport::Search(search) => write_search_json(search, path),
+            RunReport::Sweep(sweep) => crate::result::sweep::write_sweep_json(sweep, path),
             RunReport::Unsaved { report, .. } => report.write_json(path),
         }
     }
@@ -130,8 +145,22 @@ pub fn run(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunReport, 
 /// (in this process, or as `--processes N` shards merged) but with no search: how each
 /// run of a comparison is measured.
 pub fn measure_and_write(settings: &RunSettings, interrupt: &AtomicBool) -> Result<RunResult, RunError> {
+    measure_and_write_owning(settings, interrupt, None)
+}
+
+/// [`measure_and_write`] against a server the caller started, which a recovery run's
+/// disruptions may restart (`owned`: a comparison's fleet member).
+pub fn measure_and_write_owning(
+    settings: &RunSettings,
+    interrupt: &AtomicBool,
+    owned: Option<disruptor::SharedServer>,
+) -> Result<RunResult, RunError> {
     let config = settings.validate()?;
-    let mut result = measure_in_own_session(settings, &config, interrupt)?;
+    let mut session = Session::start(&config)?;
+    session.owned = owned;
+    let result = session.measure(settings, &config, interrupt);
+    session.finish();
+    let mut result = result?;
     write_outputs(&mut result, &config)?;
     Ok(result)
 }
@@ -153,7 +182,7 @@ fn measure_in_own_session(
 /// `report`, whose files were `written`; when that failed (the folder was removed during
 /// the run, the disk is full), it goes to a fallback file in the temporary folder instead
 /// (`$TMPDIR/wsbench-result-PID-MS.json`), so a finished run is never lost.
-fn keep(report: RunReport, written: Result<(), RunError>) -> RunReport {
+pub(crate) fn keep(report: RunReport, written: Result<(), RunError>) -> RunReport {
     let Err(error) = written else { return report };
     let unix_ms = crate::machine::unix_ms();
     let path = std::env::temp_dir().join(format!("wsbench-result-{}-{unix_ms}.json", std::process::id()));
@@ -178,7 +207,11 @@ pub fn write_outputs(result: &mut RunResult, config: &RunConfig) -> Result<(), R
 #[derive(Debug)]
 pub struct Session {
     pub(crate) cpus: CpuPlan,
-    pub(crate) builtin: Option<BuiltinServer>,
+    /// Shared with a recovery run's disruptor, which may restart it.
+    pub(crate) builtin: Option<Arc<Mutex<BuiltinServer>>>,
+    /// A server the caller started and the disruptor may restart (a comparison's fleet
+    /// member); the built-in server otherwise.
+    pub(crate) owned: Option<disruptor::SharedServer>,
     pub(crate) target: Target,
     /// The live view, metrics endpoint and stream of every measurement of this session.
     pub(crate) live: crate::live::Live,
@@ -202,13 +235,16 @@ impl Session {
                     ..BuiltinServer::config()
                 };
                 crate::scenario::of(&config.load).configure_server(&mut serve);
+                if let Some(code) = config.recovery.close_code() {
+                    serve.close_code = code;
+                }
                 let server = BuiltinServer::start(&cpus.server, &serve)?;
                 let target = Target::parse(&server.url)
                     .map_err(|e| RunError::ServerStart(crate::causes::with_causes(&e)))?;
-                (Some(server), target)
+                (Some(Arc::new(Mutex::new(server))), target)
             }
         };
-        Ok(Session { cpus, builtin, target, live })
+        Ok(Session { cpus, builtin, target, live, owned: None })
     }
 
     /// One measured run of `config` (validated from `settings`) against this session's
@@ -236,11 +272,13 @@ impl Session {
         // Shards given --start-at begin then (the engine waits): their timelines and server
         // samples count from that instant, so merged shards line up.
         let (started_at_unix_ms, run_start) = start_instant(config.load.start_at_unix_ms);
-        let probe = start_probe(config, &self.target, self.builtin.as_ref(), run_start);
+        let probe = start_probe(config, &self.target, self.builtin(), run_start);
         let plan = crate::scenario::plan_of(&config.load);
         let phases = plan.phases();
         let job = Job::new(config.load.clone(), self.target.clone(), plan).map_err(RunError::Engine)?;
         engine::check(&job).map_err(RunError::Transport)?;
+        let board = job.disruptions.clone();
+        let disruptor = self.disruptor(config, &board);
         let pids = probe.as_ref().map_or(Vec::new(), |probe| probe.pids().to_vec());
         let hlog = config.outputs.hlog.as_deref().map(|path| HlogWriter::create(path, started_at_unix_ms));
         let hlog = hlog.transpose()?;
@@ -251,6 +289,9 @@ impl Session {
         let output = engine::run(job, &self.cpus.client, interrupt, &mut |control, seen| {
             tracker.update(control, seen)
         });
+        if let Some(disruptor) = disruptor {
+            disruptor.stop();
+        }
         let clock = clock.zip(crate::machine_load::CpuClock::now());
         let net = net.zip(crate::machine_net::NetCounters::now());
         // The probe samples on while the server releases the closed connections (a scenario
@@ -282,7 +323,8 @@ impl Session {
             connect_phase_secs: output.connect_phase_secs,
             drain_secs: output.drain_secs,
             interrupted: output.interrupted,
-            connections: output.metrics.counters.connections_established,
+            // Reopened connections are established again: the run's connections are fewer.
+            connections: output.metrics.counters.connections_established.min(config.load.connections),
             in_flight: config.load.in_flight,
             metrics: output.metrics,
             figures,
@@ -290,6 +332,7 @@ impl Session {
             client_workers: output.workers,
             client_memory: output.client_memory,
             machine: crate::machine::machine_facts(),
+            disruptions: board.events(),
         });
         result.run_id = Some(config.run_id.clone());
         result.client.machine_load =
@@ -299,9 +342,26 @@ impl Session {
         Ok(result)
     }
 
+    /// The built-in server, locked for a look (its pids, its URL).
+    pub(crate) fn builtin(&self) -> Option<std::sync::MutexGuard<'_, BuiltinServer>> {
+        self.builtin.as_ref().map(|server| server.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// The thread that carries out `config`'s disruptions on `board`, if it has any.
+    fn disruptor(
+        &self,
+        config: &RunConfig,
+        board: &Arc<engine::disruption::Disruptions>,
+    ) -> Option<Disruptor> {
+        let builtin = || self.builtin.clone().map(|server| server as disruptor::SharedServer);
+        let server = self.owned.clone().or_else(builtin);
+        let load = config.load.warmup + config.load.duration;
+        Disruptor::start(&config.recovery, load, board.clone(), server)
+    }
+
     /// The sentence on a local server allowed onto the client's CPUs, if it was.
     fn shared_cpus(&self, server_pids: &[u32]) -> Option<String> {
-        let builtin = self.builtin.as_ref().map(|_| self.cpus.server.as_slice());
+        let builtin = self.builtin.is_some().then_some(self.cpus.server.as_slice());
         crate::machine_load::shared_cpus(builtin, server_pids, &self.cpus.client)
     }
 
@@ -328,8 +388,8 @@ impl Session {
 
     /// Stops the built-in server, if this session started one.
     pub fn finish(mut self) {
-        if let Some(server) = self.builtin.as_mut() {
-            server.stop();
+        if let Some(server) = self.builtin.take() {
+            server.lock().unwrap_or_else(std::sync::PoisonError::into_inner).stop();
         }
     }
 }
@@ -379,7 +439,7 @@ fn find_max_rate(
 pub(crate) fn start_probe(
     config: &RunConfig,
     target: &Target,
-    builtin: Option<&BuiltinServer>,
+    builtin: Option<std::sync::MutexGuard<'_, BuiltinServer>>,
     run_start: Instant,
 ) -> Result<ServerProbe, ServerReport> {
     if config.sampling.no_probe {
@@ -405,7 +465,9 @@ pub(crate) fn start_probe(
     } else {
         return Err(ServerProbe::unprobed("remote target: the probe only sees processes on this machine"));
     };
-    Ok(ServerProbe::start(pids, found_by, SAMPLE_INTERVAL, run_start))
+    // A run that restarts the server follows it to its new processes.
+    let follow = (!config.recovery.is_empty()).then_some(target.addr);
+    Ok(ServerProbe::following(pids, found_by, SAMPLE_INTERVAL, run_start, follow))
 }
 
 #[cfg(test)]

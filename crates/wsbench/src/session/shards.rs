@@ -71,7 +71,7 @@ pub(super) fn run(
     let (start_ms, run_start) = start_instant(Some(start_at));
     let dir = ShardDir::new(config.outputs.json.as_deref(), count)?;
     let source_addrs = auto_source_addrs(config, &session.target);
-    let probe = start_probe(config, &session.target, session.builtin.as_ref(), run_start);
+    let probe = start_probe(config, &session.target, session.builtin(), run_start);
     let exchanges = crate::scenario::of(&config.load).exchange().many;
     let pids = probe.as_ref().map_or(Vec::new(), |probe| probe.pids().to_vec());
     let publisher = session.live.publisher(config.load.connections, pids);

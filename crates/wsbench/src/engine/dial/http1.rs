@@ -93,19 +93,21 @@ fn open(job: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
 }
 
 /// The socket of connection `index` (from its source address), connecting, with its TLS
-/// session (SNI) for a `wss://` target.
+/// session (SNI; a stored session offered when `--tls-resume` picks it) for a `wss://`
+/// target, whose handshake is counted, full or resumed, when it completes.
 pub(super) fn connect(job: &Job, index: u64) -> io::Result<Transport> {
     let target = &job.target;
     let source = (!job.load.source_addrs.is_empty())
         .then(|| job.load.source_addrs[index as usize % job.load.source_addrs.len()]);
     let stream = connect_socket(target.addr, source)?;
     Ok(match &job.tls {
-        Some(config) => {
+        Some(tls) => {
             let host = job.load.tls.sni.as_ref().unwrap_or(&target.host);
             let name = ServerName::try_from(host.clone())
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-            let session = ClientConnection::new(config.clone(), name).map_err(io::Error::other)?;
-            Transport::tls(stream, session)
+            let (config, tried) = tls.next();
+            Transport::tls_counted(stream, tried, || ClientConnection::new(config.clone(), name))
+                .map_err(io::Error::other)?
         }
         None => Transport::Plain(stream),
     })

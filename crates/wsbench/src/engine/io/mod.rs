@@ -186,6 +186,12 @@ impl Io {
         self.opened.pop()
     }
 
+    /// The room a burst took in the ring's buffer for connection `key`, given back
+    /// ([`crate::engine::capacity`]); whether any was. Nothing to give back on epoll.
+    pub fn give_back_room(&mut self, key: usize) -> bool {
+        self.ring.as_mut().is_some_and(|ring| ring.give_back_room(key))
+    }
+
     /// Moves an open, plain connection from epoll onto the ring.
     pub fn adopt(&mut self, key: usize, conn: &mut ClientConn) -> io::Result<()> {
         let Some(ring) = self.ring.as_mut() else { return Ok(()) };

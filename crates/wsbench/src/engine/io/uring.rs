@@ -28,6 +28,7 @@ use io_uring::{IoUring, cqueue, opcode, squeue};
 use slab::Slab;
 
 use super::provided_buffers::{BUFFER_BYTES, BUFFER_GROUP, ProvidedBuffers};
+use crate::engine::capacity;
 use crate::engine::rx_time::{self, RecvMsgHeader};
 
 /// Provided buffers ([`BUFFER_BYTES`] each): how many per worker, shared by all its connections. A
@@ -41,6 +42,9 @@ pub const POOL_BUFFERS: u16 = 256;
 /// Submission and completion queue sizes (the kernel keeps overflowing completions).
 const SQ_ENTRIES: u32 = 4096;
 const CQ_ENTRIES: u32 = 32768;
+/// Bytes a connection's staging buffer keeps whatever bursts came before: a send of a few
+/// usual messages.
+const STAGING_FLOOR: usize = 256;
 /// How long tearing down waits for cancelled operations before it gives up (and keeps
 /// their memory rather than free what the kernel might still touch).
 const TEARDOWN_WAIT: Duration = Duration::from_secs(2);
@@ -241,6 +245,19 @@ impl Ring {
     #[inline]
     pub fn sending(&self, key: usize) -> bool {
         self.slots[self.by_key[key]].sending
+    }
+
+    /// The room a burst took in worker connection `key`'s staging buffer, given back while
+    /// no send is in flight (the kernel reads the buffer then); whether it shrank.
+    pub fn give_back_room(&mut self, key: usize) -> bool {
+        let Some(&slot) = self.by_key.get(key).filter(|&&slot| slot != usize::MAX) else { return false };
+        let entry = &mut self.slots[slot];
+        if entry.sending {
+            return false;
+        }
+        entry.staging.clear();
+        entry.sent = 0;
+        capacity::give_back(&mut entry.staging, STAGING_FLOOR)
     }
 
     /// Queues a send of what `fill` writes into the connection's staging buffer (nothing

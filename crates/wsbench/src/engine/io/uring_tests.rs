@@ -14,6 +14,22 @@ fn byte(key: usize, offset: usize) -> u8 {
     ((key * 7 + offset) % 251) as u8
 }
 
+/// Turns the ring until a completion `wanted` picks comes, for `limit` at most; whether one
+/// came.
+fn wait_for(ring: &mut Ring, limit: Duration, wanted: impl Fn(&Completion) -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        ring.submit_and_wait(Duration::from_millis(10), false).unwrap();
+        let completions = ring.take_completions();
+        let found = completions.iter().any(&wanted);
+        ring.restore_completions(completions);
+        if found {
+            return true;
+        }
+    }
+    false
+}
+
 #[test]
 fn receives_stopped_by_a_short_pool_are_armed_again_and_lose_nothing() {
     const CONNECTIONS: usize = 64;
@@ -157,16 +173,42 @@ fn a_ring_with_arrival_times_dates_each_receive_by_the_kernel_stamp() {
     assert!(ring.times_arrivals());
     // The end of the stream (a recvmsg with no payload) ends the connection.
     drop(server);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mut ended = false;
-    while !ended && Instant::now() < deadline {
-        ring.submit_and_wait(Duration::from_millis(10), false).unwrap();
-        let completions = ring.take_completions();
-        ended = completions.iter().any(|c| matches!(c, Completion::Ended { key: 0 }));
-        ring.restore_completions(completions);
-    }
+    let ended = wait_for(&mut ring, Duration::from_secs(5), |c| matches!(c, Completion::Ended { key: 0 }));
     assert!(ended, "the end of the stream was not reported");
     ring.forget(0);
+    drop(ring);
+    // SAFETY: our own descriptor, no longer used.
+    unsafe { libc::close(epoll) };
+}
+
+/// A burst's send makes a connection's staging buffer large: its room is given back once
+/// the send is done, never while the kernel still reads it, and once only.
+#[test]
+fn a_burst_s_staging_buffer_gives_its_room_back_once_the_send_is_done() {
+    const BURST: usize = 512 * 1024;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let server = listener.accept().unwrap().0;
+    client.set_nonblocking(true).unwrap();
+    // The peer reads the burst whole, so that the send can finish.
+    let reader = std::thread::spawn(move || {
+        let mut bytes = vec![0u8; BURST];
+        std::io::Read::read_exact(&mut &server, &mut bytes).map(|()| bytes.iter().all(|&b| b == 7))
+    });
+    // SAFETY: epoll_create1 has no preconditions; the descriptor is closed at the end.
+    let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    assert!(epoll >= 0);
+    let mut ring = Ring::new(epoll, 1, 4).expect("io_uring is available here");
+    ring.adopt(0, client.as_raw_fd()).unwrap();
+    ring.send(0, |out| out.resize(BURST, 7)).unwrap();
+    let staging = |ring: &Ring| ring.slots[ring.by_key[0]].staging.capacity();
+    assert!(!ring.give_back_room(0) && staging(&ring) >= BURST, "kept while the kernel reads it");
+    let sent = wait_for(&mut ring, Duration::from_secs(20), |c| matches!(c, Completion::Sent { key: 0 }));
+    assert!(sent, "the burst was not sent within 20 s");
+    assert!(reader.join().unwrap().unwrap(), "the peer got the burst");
+    assert!(ring.give_back_room(0), "given back once the send is done");
+    assert!(staging(&ring) <= super::STAGING_FLOOR, "{} bytes kept", staging(&ring));
+    assert!(!ring.give_back_room(0), "nothing more to give back");
     drop(ring);
     // SAFETY: our own descriptor, no longer used.
     unsafe { libc::close(epoll) };

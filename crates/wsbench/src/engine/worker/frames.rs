@@ -105,6 +105,15 @@ impl Worker {
             _ => (0, String::new()),
         };
         *counters.closed_by_server.entry(code).or_default() += 1;
+        if code == wsbench_proto::CloseCode::TRY_AGAIN_LATER {
+            // 1013, Try Again Later: the next attempt waits (at least a second).
+            let now = Instant::now();
+            self.pacer.reconnects.not_before(
+                conn.index,
+                now + crate::engine::reconnects::TRY_AGAIN_LATER,
+                now,
+            );
+        }
         if !reason.is_empty() {
             counters.close_reasons.entry(code).or_insert_with(|| reason.chars().take(200).collect());
         }

@@ -27,8 +27,8 @@ impl Worker {
             self.connect(index, started);
         }
         while self.connecting < MAX_CONNECTING && !self.control.stopping() {
-            let Some(index) = self.pacer.pop_due_reconnect(now) else { break };
-            self.rec.metrics.counters.reconnections += 1;
+            let Some(index) = self.pacer.reconnects.pop_due(now) else { break };
+            self.rec.reconnect_attempt(now);
             self.rec.metrics.counters.connections_attempted += 1;
             self.connect(index, now);
         }
@@ -143,7 +143,9 @@ impl Worker {
         self.open += 1;
         self.control.open_connections.fetch_add(1, Ordering::Relaxed);
         self.rec.metrics.counters.connections_established += 1;
-        self.pacer.reconnected(conn.index);
+        if let Some(outage) = self.pacer.reconnects.reopened(conn.index) {
+            self.came_back(outage, now);
+        }
         record_us(&mut self.rec.metrics.connect, now.duration_since(started).as_micros() as u64);
         self.hook(key, |workload, cx, conn| workload.on_open(cx, conn, now));
         // Once the worker has started traffic; until then the loop starts it for every open
@@ -156,6 +158,12 @@ impl Worker {
 
     /// The handshake failed: counted by its cause, and the connection dropped.
     pub(super) fn on_refused(&mut self, key: usize, failure: HandshakeFailure) {
+        if let (Some(pause), Some(conn)) = (failure.retry_after, self.conns.get(key)) {
+            // The server asked for a pause before the next attempt (503 with Retry-After).
+            let now = Instant::now();
+            let pause = pause.min(crate::engine::reconnects::MAX_RETRY_AFTER);
+            self.pacer.reconnects.not_before(conn.index, now + pause, now);
+        }
         let counters = &mut self.rec.metrics.counters;
         counters.count_handshake_failure(&failure.cause, failure.response.as_deref());
         self.drop_conn(key);
@@ -187,8 +195,8 @@ impl Worker {
 
     /// With `--reconnect`, schedules connection `index` to be opened again.
     pub(super) fn reconnect_later(&mut self, index: u64) {
-        if self.job.load.reconnect && !self.control.stopping() {
-            self.pacer.reconnect_later(index, Instant::now());
+        if !self.control.stopping() {
+            self.pacer.reconnects.lost(index, Instant::now());
         }
     }
 

@@ -107,6 +107,7 @@ mod tests {
             round_trips: 900,
             connections_open: 10,
             awaiting: false,
+            reconnects: 0,
             stall_s: 0,
             p50_us: 100,
             p90_us: 200,

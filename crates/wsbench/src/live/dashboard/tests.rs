@@ -15,6 +15,7 @@ fn second(n: u64) -> (Second, u64) {
         round_trips: 100 + n,
         connections_open: 4,
         awaiting: false,
+        reconnects: 0,
         stall_s: 0,
         p50_us: 10,
         p90_us: 20,

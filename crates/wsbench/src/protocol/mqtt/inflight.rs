@@ -31,6 +31,11 @@ pub(super) struct Outgoing {
 }
 
 impl Outgoing {
+    /// Publishes awaiting their acknowledgement.
+    pub(super) fn len(&self) -> usize {
+        self.sent.len()
+    }
+
     /// `packet_id` sent (carrying echo request `seq`), to be acknowledged.
     pub(super) fn push(&mut self, packet_id: u16, seq: Option<u64>) {
         if self.sent.len() >= MAX_UNACKED {

@@ -516,6 +516,10 @@ impl Session for MqttSession {
         });
     }
 
+    fn unacknowledged_publishes(&self) -> u64 {
+        u64::from(matches!(self.usage, Use::PubSub)) * self.unacked.len() as u64
+    }
+
     fn close(&mut self, out: &mut dyn Outbox) {
         if matches!(self.phase, Phase::Subscribing | Phase::Ready) {
             self.encoding.clear();

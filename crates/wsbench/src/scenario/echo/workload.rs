@@ -37,6 +37,7 @@ use std::time::Instant;
 use super::payload::{CHECK_EVERY, Template, json_seq};
 use crate::config::LoadSpec;
 use crate::engine::batch::{Batch, NUMBER_BYTES, decode_number, wrapped};
+use crate::engine::capacity;
 use crate::engine::conn::{ClientConn, State};
 use crate::engine::recorder::Counted;
 use crate::engine::workload::{Assembly, Cx, Message, Workload};
@@ -200,6 +201,8 @@ pub struct EchoWorkload {
     outstanding: u64,
     /// `--reply-timeout`.
     reply_timeout: std::time::Duration,
+    /// Seconds counted, for [`crate::engine::capacity::look_at`].
+    seconds: u64,
 }
 
 impl EchoWorkload {
@@ -217,6 +220,7 @@ impl EchoWorkload {
             conns: Vec::new(),
             outstanding: 0,
             reply_timeout: load.reply_timeout,
+            seconds: 0,
         }
     }
 
@@ -523,6 +527,15 @@ impl Workload for EchoWorkload {
 
     fn busy(&self, _now: Instant) -> bool {
         self.outstanding > 0
+    }
+
+    /// Every few seconds, the queues a burst grew give their room back (four requests kept).
+    fn each_second(&mut self, _now: Instant) {
+        self.seconds += 1;
+        for state in self.conns.iter_mut().flatten().filter(|_| capacity::look_at(self.seconds)) {
+            capacity::give_back(&mut state.in_flight, 4);
+            capacity::give_back(&mut state.backlog, 4);
+        }
     }
 
     /// A reply may still come until its request's deadline: the end of the run waits for

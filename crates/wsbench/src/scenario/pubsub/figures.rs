@@ -57,11 +57,15 @@ pub struct PubSubSummary {
     #[serde(default)]
     pub slowest_subscribers: Vec<SlowSubscriber>,
     /// With `--reconnect`: measured publishes due while their publisher was disconnected
-    /// (in `published`, their deliveries in `lost`), and subscriptions made again.
+    /// (never sent: not in `published`, no delivery expected), and subscriptions made again.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub not_sent: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub resubscribed: u64,
+    /// Measured publishes lost with their publisher's connection before the server
+    /// acknowledged them (not in `published`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unacknowledged: u64,
 }
 
 fn is_zero(count: &u64) -> bool {
@@ -134,6 +138,7 @@ impl PubSubSummary {
             slowest_subscribers: counters.slowest.clone(),
             not_sent: counters.not_sent,
             resubscribed: counters.resubscribed,
+            unacknowledged: counters.unacknowledged,
         }
     }
 }

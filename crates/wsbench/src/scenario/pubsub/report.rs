@@ -35,13 +35,7 @@ pub fn pubsub_lines(result: &RunResult) -> Vec<(&'static str, String)> {
         ),
         ("", completeness(pubsub, result.config["protocol"].as_str().unwrap_or(crate::protocol::DEFAULT))),
     ];
-    if pubsub.not_sent > 0 || pubsub.resubscribed > 0 {
-        let text = format!(
-            "{} made again; {} fell due while their publisher was disconnected (their deliveries \
-             are in lost)",
-            plural(pubsub.resubscribed, "subscription", "subscriptions"),
-            plural(pubsub.not_sent, "publish", "publishes")
-        );
+    if let Some(text) = reconnects_line(pubsub) {
         lines.push(("reconnects:", text));
     }
     if spread.count > 0 {
@@ -84,6 +78,27 @@ pub fn pubsub_lines(result: &RunResult) -> Vec<(&'static str, String)> {
         lines.push(("slowest:", slowest.join(", ")));
     }
     lines
+}
+
+/// With `--reconnect`: subscriptions made again, and the publishes never sent or never
+/// acknowledged by a server that went away.
+fn reconnects_line(pubsub: &PubSubSummary) -> Option<String> {
+    if pubsub.not_sent == 0 && pubsub.resubscribed == 0 && pubsub.unacknowledged == 0 {
+        return None;
+    }
+    let mut text = format!(
+        "{} made again; {} fell due while their publisher was disconnected (never sent, so \
+         no delivery is expected of them)",
+        plural(pubsub.resubscribed, "subscription", "subscriptions"),
+        plural(pubsub.not_sent, "publish", "publishes")
+    );
+    if pubsub.unacknowledged > 0 {
+        text += &format!(
+            "; {} unacknowledged when the connection was lost (counted as not taken)",
+            plural(pubsub.unacknowledged, "publish", "publishes")
+        );
+    }
+    Some(text)
 }
 
 /// The slowest subscribers the report names (the result keeps more).
@@ -167,6 +182,7 @@ mod tests {
             slowest_subscribers: Vec::new(),
             not_sent: 0,
             resubscribed: 0,
+            unacknowledged: 0,
         };
         assert_eq!(
             completeness(&summary, "raw"),

@@ -50,13 +50,17 @@ pub struct PubSubCounters {
     #[serde(default)]
     pub cut_off: u64,
     /// Measured publishes that fell due while their publisher's connection was down (a
-    /// restarting server, with `--reconnect`): counted as published, so the deliveries they
-    /// would have made count as lost, not as never expected.
+    /// restarting server, with `--reconnect`): never sent, so not published and no
+    /// subscriber's loss.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub not_sent: u64,
     /// Subscriptions made again by subscribers whose connection was reopened.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub resubscribed: u64,
+    /// Measured publishes sent that the server had not acknowledged when their publisher's
+    /// connection was lost (MQTT QoS 1 and 2): never taken, so not published.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unacknowledged: u64,
 }
 
 fn is_zero(count: &u64) -> bool {
@@ -138,6 +142,7 @@ impl AddAssign<&PubSubCounters> for PubSubCounters {
         self.cut_off += other.cut_off;
         self.not_sent += other.not_sent;
         self.resubscribed += other.resubscribed;
+        self.unacknowledged += other.unacknowledged;
     }
 }
 

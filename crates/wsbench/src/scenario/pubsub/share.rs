@@ -23,6 +23,14 @@ impl Published {
         }
     }
 
+    /// `publishes` counted by [`Published::add`] turned out never taken by the server.
+    pub fn take_back(&self, topic: u64, publishes: u64) {
+        if let Some(count) = self.0.get(topic as usize) {
+            let _ = count
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| Some(n.saturating_sub(publishes)));
+        }
+    }
+
     pub fn of(&self, topic: u64) -> u64 {
         self.0.get(topic as usize).map_or(0, |count| count.load(Ordering::Relaxed))
     }

@@ -22,7 +22,7 @@ use super::settings::{PubSubSpec, Role as PubSubRole};
 use super::share::Published;
 use super::sketch::LatencySketch;
 use crate::config::{LoadSpec, Payload};
-use crate::engine::conn::ClientConn;
+use crate::engine::conn::{ClientConn, State};
 use crate::engine::recorder::Counted;
 use crate::engine::workload::{Cx, Workload};
 use crate::metrics::Section;
@@ -79,9 +79,7 @@ pub struct PubSub {
     /// Bytes a publish is padded to (`--payload-bytes`), 0 for none.
     pad_to: usize,
     subscribers: HashMap<u64, Subscriber>,
-    /// Publisher connection index → its next sequence number, and its last publish's due
-    /// time (none before its first).
-    publishers: HashMap<u64, (u64, Option<Instant>)>,
+    publishers: HashMap<u64, Publisher>,
     /// Each publisher's time between two publishes.
     interval: Option<Duration>,
     /// How long a subscription's acknowledgement may take.
@@ -99,6 +97,17 @@ pub struct PubSub {
     published: Option<Arc<Published>>,
     /// When subscribers owed deliveries were last looked for, and whether there were any.
     owed: Cell<(Option<Instant>, bool)>,
+}
+
+/// A publisher connection's schedule and which of its publishes were measured.
+#[derive(Debug, Default)]
+struct Publisher {
+    next_seq: u64,
+    /// Its last publish's due time (none before its first).
+    last_due: Option<Instant>,
+    /// The first and last sequence numbers of its measured publishes (the measured window
+    /// is one stretch of time, so every publish sent between them was measured).
+    measured: Option<(u64, u64)>,
 }
 
 #[derive(Debug)]
@@ -189,7 +198,7 @@ impl PubSub {
                     );
                 }
                 PubSubRole::Publisher { .. } => {
-                    publishers.insert(index, (0, None));
+                    publishers.insert(index, Publisher::default());
                 }
             }
         }
@@ -258,9 +267,13 @@ impl PubSub {
         now: Instant,
         measured: bool,
     ) -> (u64, u64, u64) {
-        let Some((seq, last_due)) = self.publishers.get_mut(&conn.index) else { return (0, 0, 0) };
+        let Some(state) = self.publishers.get_mut(&conn.index) else { return (0, 0, 0) };
         let PubSubRole::Publisher { publisher, topic } = self.spec.role(conn.index) else { return (0, 0, 0) };
-        *last_due = Some(due);
+        state.last_due = Some(due);
+        let seq = &mut state.next_seq;
+        if measured {
+            state.measured = Some(state.measured.map_or((*seq, *seq), |(first, _)| (first, *seq)));
+        }
         let message = &mut self.encoding;
         message.clear();
         let _ = write!(
@@ -294,16 +307,17 @@ impl PubSub {
             (Subscription::Pending(_), Incoming::Subscribed { topic })
                 if topic_of(topic) == Some(subscriber.topic) =>
             {
-                subscriber.state = Subscription::Subscribed;
+                (subscriber.state, self.awaiting) = (Subscription::Subscribed, self.awaiting - 1);
                 tally.resubscribed += u64::from(subscriber.accounted);
                 subscriber.accounted = true;
-                self.awaiting -= 1;
                 return None;
             }
+            // A session the server kept (MQTT's clean session off) delivers what it queued
+            // as soon as the subscriber is back, before the subscription made again is acked.
+            (Subscription::Pending(_), Incoming::Delivery { .. }) if subscriber.accounted => {}
             (Subscription::Pending(_), _) => {
                 // An echo server sends the subscription back: it does not speak pub/sub.
-                subscriber.state = Subscription::Closed;
-                self.awaiting -= 1;
+                (subscriber.state, self.awaiting) = (Subscription::Closed, self.awaiting - 1);
                 tally.subscribe_failures += 1;
                 return None;
             }
@@ -357,11 +371,8 @@ impl PubSub {
             entry.0 = entry.0.min(now_us);
             entry.1 = entry.1.max(now_us);
         }
-        Some(Delivery {
-            latency_us,
-            uncorrected_us: now_us.saturating_sub(fields.sent_us),
-            measured: fields.measured,
-        })
+        let uncorrected_us = now_us.saturating_sub(fields.sent_us);
+        Some(Delivery { latency_us, uncorrected_us, measured: fields.measured })
     }
 
     /// The worker's end: every subscriber that was acknowledged goes into the counters
@@ -415,23 +426,53 @@ impl PubSub {
         owed
     }
 
-    /// Counts `count` measured publishes of connection `index` (a publisher) on its topic;
-    /// those `sent` are owed to its subscribers (the end of the run waits for them).
-    fn count_published(&mut self, index: u64, count: u64, sent: bool) {
+    /// Counts `count` measured publishes sent by connection `index` (a publisher) on its
+    /// topic: owed to its subscribers (the end of the run waits for them).
+    fn count_published(&mut self, index: u64, count: u64) {
         if let PubSubRole::Publisher { topic, .. } = self.spec.role(index) {
             *self.tally.published.entry(topic).or_default() += count;
-            if sent && let Some(published) = &self.published {
+            if let Some(published) = &self.published {
                 published.add(topic, count);
             }
         }
     }
 
+    /// Publisher `conn` was lost with publishes the server had not acknowledged (the latest
+    /// it sent: acknowledgements come in order): the measured ones among them were never
+    /// taken, so they are counted as such and no longer as published.
+    fn take_back_unacknowledged(&mut self, conn: &ClientConn) {
+        // Closed by the load (the run's end): what is unacknowledged is still on its way.
+        if conn.state == State::Closing {
+            return;
+        }
+        let unacknowledged = conn.session.as_ref().map_or(0, |session| session.unacknowledged_publishes());
+        let (Some(state), PubSubRole::Publisher { topic, .. }) =
+            (self.publishers.get(&conn.index), self.spec.role(conn.index))
+        else {
+            return;
+        };
+        let Some((first, last)) = state.measured else { return };
+        let from = state.next_seq.saturating_sub(unacknowledged).max(first);
+        let measured = (last + 1).saturating_sub(from);
+        if measured == 0 {
+            return;
+        }
+        if let Some(published) = self.tally.published.get_mut(&topic) {
+            *published = published.saturating_sub(measured);
+        }
+        if let Some(published) = &self.published {
+            published.take_back(topic, measured);
+        }
+        self.tally.unacknowledged += measured;
+    }
+
     /// A publisher's connection is open again (`--reconnect`): the publishes that fell due
     /// while it was down were never sent. Their sequence numbers are skipped, so
-    /// subscribers see the gap, and the measured ones count as published and not sent: the
-    /// deliveries they would have made are lost, not hidden.
+    /// subscribers see the gap; the measured ones are counted as not sent (`not_sent`), not
+    /// as published: the server never had them, so no subscriber lost them.
     fn skip_missed_publishes(&mut self, cx: &Cx<'_>, index: u64, now: Instant) {
-        let (Some((seq, Some(last_due))), Some(interval)) = (self.publishers.get_mut(&index), self.interval)
+        let Some(interval) = self.interval else { return };
+        let Some(Publisher { next_seq: seq, last_due: Some(last_due), .. }) = self.publishers.get_mut(&index)
         else {
             return;
         };
@@ -440,9 +481,7 @@ impl PubSub {
         let first = *last_due + interval;
         *seq += missed;
         *last_due += interval.saturating_mul(missed.min(u64::from(u32::MAX)) as u32);
-        let measured = cx.rec.in_window_count(first, interval, missed);
-        self.count_published(index, measured, false);
-        self.tally.not_sent += measured;
+        self.tally.not_sent += cx.rec.in_window_count(first, interval, missed);
     }
 }
 
@@ -465,7 +504,7 @@ impl Workload for PubSub {
         let measured = cx.rec.in_window(due);
         self.publish(conn, due, now, measured);
         if measured {
-            self.count_published(conn.index, 1, true);
+            self.count_published(conn.index, 1);
             cx.rec.send_lag(due, now);
         }
     }
@@ -483,6 +522,7 @@ impl Workload for PubSub {
 
     fn on_drop(&mut self, conn: &ClientConn) {
         self.forget(conn.index);
+        self.take_back_unacknowledged(conn);
     }
 
     /// Receipts of publishes done with go to the run's shared receipts.
