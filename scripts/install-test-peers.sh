@@ -25,7 +25,7 @@
 #   - ruby-actioncable and puma (apt-get, only when missing; needs root or sudo): Action Cable
 #     for the fleet member servers/ruby-actioncable, whose config.ru the tests start
 #   - sockudo, a Pusher server, into <repo>/.tools (scripts/install-sockudo.sh: cargo install,
-#     needs protobuf-compiler from apt-get; 30 minutes or more once per machine, its binary
+#     needs protobuf-compiler from apt-get; about 9 minutes at opt-level 1 once per machine, its binary
 #     then kept in ~/.cache/wsbench-tools), also the fleet member servers/sockudo
 # and the HTTP/2 fronts of the RFC 8441 tests (crates/wsbench/tests/engine/http2.rs):
 #   - haproxy (apt-get, only when missing; needs root or sudo); node's own http2 module needs
