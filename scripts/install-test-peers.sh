@@ -22,6 +22,11 @@
 #   - nats-server into <repo>/.tools (scripts/install-nats-server.sh, needs Go)
 #   - centrifugo into <repo>/.tools (scripts/install-centrifugo.sh, needs Go), also the
 #     fleet member servers/centrifugo
+#   - ruby-actioncable and puma (apt-get, only when missing; needs root or sudo): Action Cable
+#     for the fleet member servers/ruby-actioncable, whose config.ru the tests start
+#   - sockudo, a Pusher server, into <repo>/.tools (scripts/install-sockudo.sh: cargo install,
+#     needs protobuf-compiler from apt-get; about 9 minutes at opt-level 1 once per machine, its binary
+#     then kept in ~/.cache/wsbench-tools), also the fleet member servers/sockudo
 # and the HTTP/2 fronts of the RFC 8441 tests (crates/wsbench/tests/engine/http2.rs):
 #   - haproxy (apt-get, only when missing; needs root or sudo); node's own http2 module needs
 #     nothing more than node
@@ -85,16 +90,19 @@ echo "install-test-peers: $(/usr/bin/chromium --version 2>/dev/null)," \
 
 ./scripts/install-toxiproxy.sh
 
-apt_install mosquitto rabbitmq-server haproxy
+apt_install mosquitto rabbitmq-server haproxy ruby-actioncable puma protobuf-compiler
 echo "install-test-peers: mosquitto $(dpkg-query -W -f='${Version}' mosquitto)," \
     "rabbitmq-server $(dpkg-query -W -f='${Version}' rabbitmq-server)," \
-    "haproxy $(dpkg-query -W -f='${Version}' haproxy)"
+    "haproxy $(dpkg-query -W -f='${Version}' haproxy)," \
+    "ruby-actioncable $(dpkg-query -W -f='${Version}' ruby-actioncable)," \
+    "puma $(dpkg-query -W -f='${Version}' puma)"
 echo "install-test-peers: npm ci in tests/peers"
 (cd tests/peers && npm ci --no-audit --no-fund --loglevel=error)
 node -e 'for (const p of ["socket.io", "socket.io-msgpack-parser", "graphql-ws", "graphql", "rpc-websockets"])
     console.log("install-test-peers:", p, require(`./tests/peers/node_modules/${p}/package.json`).version)'
 ./scripts/install-nats-server.sh
 ./scripts/install-centrifugo.sh
+./scripts/install-sockudo.sh
 # The fleet's node.js `ws` server: the stages tests run against it (tests/stages.rs).
 echo "install-test-peers: npm ci in servers/node-ws"
 (cd servers/node-ws && npm ci --no-audit --no-fund --loglevel=error)
