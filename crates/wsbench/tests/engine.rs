@@ -28,6 +28,8 @@ mod compression;
 mod endpoint;
 #[path = "engine/flow.rs"]
 mod flow;
+#[path = "engine/flow_captures.rs"]
+mod flow_captures;
 #[path = "engine/http2.rs"]
 mod http2;
 #[path = "engine/io_backends.rs"]
