@@ -17,6 +17,8 @@ Exits on SIGTERM or SIGINT, or when its stdin closes (so it never outlives its p
 import json
 import secrets
 
+from websockets.exceptions import ConnectionClosed
+
 from echo_server import run_peer
 
 
@@ -36,12 +38,15 @@ def reply(frame, subscriptions):
 
 async def handler(ws):
     subscriptions = set()
-    async for message in ws:
-        try:
-            frame = json.loads(message)
-        except ValueError:
-            frame = None
-        await ws.send(json.dumps(reply(frame, subscriptions)))
+    try:
+        async for message in ws:
+            try:
+                frame = json.loads(message)
+            except ValueError:
+                frame = None
+            await ws.send(json.dumps(reply(frame, subscriptions)))
+    except ConnectionClosed:
+        pass  # a client that ends its run closes without a close frame
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ mod flow;
 mod flow_captures;
 #[path = "engine/http2.rs"]
 mod http2;
+#[path = "engine/import.rs"]
+mod import;
 #[path = "engine/io_backends.rs"]
 mod io_backends;
 #[path = "engine/open_loop.rs"]
