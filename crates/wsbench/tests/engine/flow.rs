@@ -19,19 +19,19 @@ use crate::support::peer_missing;
 /// `tests/interop/jsonrpc_server.py`, or None (after saying why) when python websockets is
 /// not installed and peers are optional.
 fn jsonrpc_peer() -> Option<NodeEchoServer> {
-    python_peer("jsonrpc_server.py")
+    python_peer("jsonrpc_server.py", &[])
 }
 
-/// `tests/interop/SCRIPT` (a Python websockets peer), or None (after saying why) when python
-/// websockets is not installed and peers are optional.
-pub fn python_peer(script: &str) -> Option<NodeEchoServer> {
+/// `tests/interop/SCRIPT ARGS` (a Python websockets peer), or None (after saying why) when
+/// python websockets is not installed and peers are optional.
+pub fn python_peer(script: &str, args: &[&str]) -> Option<NodeEchoServer> {
     let python = repo_root().join(".venv/bin/python");
     if !python.exists() {
         peer_missing(&format!("peer python websockets not installed ({} does not exist)", python.display()));
         return None;
     }
     let mut command = Command::new(&python);
-    command.arg(repo_root().join("tests/interop").join(script));
+    command.arg(repo_root().join("tests/interop").join(script)).args(args);
     Some(NodeEchoServer::spawn(command, &format!("python {script}")))
 }
 

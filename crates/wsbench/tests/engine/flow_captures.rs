@@ -19,7 +19,7 @@ use crate::harness::{
 
 /// `tests/interop/subscription_server.py`, or None when python websockets is not installed.
 fn subscription_peer() -> Option<NodeEchoServer> {
-    python_peer("subscription_server.py")
+    python_peer("subscription_server.py", &[])
 }
 
 /// The flow: subscribe, keep the id the server hands out (`capture`, when given), then publish

@@ -84,7 +84,7 @@ fn replay(
 
 #[test]
 fn a_recorded_session_imports_into_a_flow_that_replays_through_its_capture() {
-    let Some(peer) = python_peer("subscription_server.py") else { return };
+    let Some(peer) = python_peer("subscription_server.py", &[]) else { return };
     let dir = scratch("import-session");
     let har = dir.join("session.har");
     std::fs::write(&har, session_har()).unwrap();
@@ -124,6 +124,42 @@ fn a_recorded_session_imports_into_a_flow_that_replays_through_its_capture() {
     assert_ne!(code, Some(0), "{context}");
     assert_eq!(uint(&result, "/flow/steps/recv4/unmatched"), 50, "every publish refused\n{context}");
     assert_eq!(uint(&result, "/flow/steps/recv4/latency_us/count"), 0, "{context}");
+}
+
+#[test]
+fn the_recorded_authorization_is_filled_per_connection_from_data() {
+    let dir = scratch("import-authorization");
+    let record = dir.join("authorization.txt");
+    let args = ["--bearer", "s3cret-token", "--record-header", "Authorization", "--record", arg(&record)];
+    let Some(peer) = python_peer("auth_server.py", &args) else { return };
+    let message =
+        serde_json::json!({ "type": "send", "time": 5.0, "opcode": 1, "data": "{\"type\":\"hello\"}" });
+    let echoed =
+        serde_json::json!({ "type": "receive", "time": 5.01, "opcode": 1, "data": "{\"type\":\"hello\"}" });
+    let har = serde_json::json!({ "log": { "entries": [{ "_resourceType": "websocket",
+        "request": { "url": "ws://127.0.0.1:9000/", "headers": [{ "name": "Authorization", "value": "Bearer recorded" }] },
+        "_webSocketMessages": [message, echoed] }] } });
+    let file = dir.join("echo.har");
+    std::fs::write(&file, har.to_string()).unwrap();
+    let _slot = heavy(1);
+    for (token, connects) in [("Bearer s3cret-token", true), ("Bearer recorded", false)] {
+        let users = dir.join("users.csv");
+        std::fs::write(&users, format!("authorization\n{token}\n")).unwrap();
+        let json = dir.join("r.json");
+        let args = ["run", "--scenario", arg(&file), &peer.url, "--connections", "10", "--duration", "1s"];
+        let run = wsbench(
+            &[&args[..], &["--data", arg(&users), "--json", arg(&json)]].concat(),
+            Duration::from_secs(30),
+        );
+        let result = read_result(&json);
+        let context = format!("{token}\n{}\n{}", summary_of(&result), run.describe());
+        assert_eq!(run.code == Some(0), connects, "{context}");
+        let established = uint(&result, "/summary/connections/established");
+        assert_eq!(established, if connects { 10 } else { 0 }, "the server checks the token\n{context}");
+    }
+    let recorded = std::fs::read_to_string(&record).unwrap();
+    assert_eq!(recorded.lines().filter(|line| *line == "Bearer s3cret-token").count(), 10, "{recorded}");
+    assert!(!recorded.contains("{data."), "{recorded}");
 }
 
 #[test]
