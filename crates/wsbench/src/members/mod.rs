@@ -229,9 +229,17 @@ impl RunSettings {
     }
 
     /// The settings `--scenario NAME` stands for: the file NAME when there is one, else the
-    /// built-in preset NAME (`scenarios/NAME.toml`), else the scenario NAME (`echo`, …).
+    /// built-in preset NAME (`scenarios/NAME.toml`), else the scenario NAME (`echo`, …); a
+    /// recorded session (`.har`, `.jsonl`) is imported as a flow in memory.
     /// When none exists the error names both the file and the names it looked for.
     pub fn from_scenario(name: &Path) -> Result<RunSettings, ConfigError> {
+        let recorded = matches!(name.extension().and_then(|e| e.to_str()), Some("har" | "jsonl"));
+        if recorded && name.is_file() {
+            // A recorded session runs as the flow `wsbench import` would write of it.
+            let imported = crate::recording::import(name, 1, 1.0, None)
+                .map_err(|e| crate::config::invalid_setting("scenario", e.to_string()))?;
+            return RunSettings::parse_toml(&imported.toml, name);
+        }
         if name.is_file() {
             return RunSettings::from_file(name);
         }
