@@ -138,9 +138,7 @@ pub fn compare(
             row.require(feature);
         }
     }
-    let allowed = crate::affinity::allowed_cpus();
-    let server_cpus: Vec<usize> = if allowed.len() >= 2 { vec![allowed[0]] } else { Vec::new() };
-    let client_cpus: Vec<usize> = allowed.iter().copied().filter(|c| !server_cpus.contains(c)).collect();
+    let (server_cpus, client_cpus) = server_and_client_cpus();
     let total = rows.iter().filter(|r| r.available).count() * config.repeat as usize;
     let mut step = 0;
     for repeat in 1..=config.repeat {
@@ -170,6 +168,15 @@ pub fn compare(
         }
     }
     Ok(rows)
+}
+
+/// The CPUs a comparison pins its servers to (the first allowed one, when there are two or
+/// more) and its client to (the others).
+fn server_and_client_cpus() -> (Vec<usize>, Vec<usize>) {
+    let allowed = crate::affinity::allowed_cpus();
+    let server: Vec<usize> = if allowed.len() >= 2 { vec![allowed[0]] } else { Vec::new() };
+    let client = allowed.iter().copied().filter(|c| !server.contains(c)).collect();
+    (server, client)
 }
 
 /// What `compare --sweep` found of one server: its sweep, or what went wrong, in words.
@@ -202,8 +209,7 @@ pub fn compare_sweeps(
         crate::config::check_output_folder("out", out)?;
         std::fs::create_dir_all(out).map_err(|source| CompareError::OutDir { path: out.clone(), source })?;
     }
-    let allowed = crate::affinity::allowed_cpus();
-    let server_cpus: Vec<usize> = if allowed.len() >= 2 { vec![allowed[0]] } else { Vec::new() };
+    let (server_cpus, client_cpus) = server_and_client_cpus();
     let protocol = config.settings.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
     let mut swept = Vec::new();
     for manifest in selected {
@@ -229,8 +235,7 @@ pub fn compare_sweeps(
         let json = config.out.as_ref().map(|out| out.join(format!("{label}-sweep.json")));
         let mut settings = for_server(server.url(row.manifest.path(protocol)), json);
         if settings.settings.client_cpus.is_none() && !server_cpus.is_empty() {
-            let client: Vec<usize> = allowed.iter().copied().filter(|c| !server_cpus.contains(c)).collect();
-            settings.settings.client_cpus = Some(crate::affinity::format_cpu_list(&client));
+            settings.settings.client_cpus = Some(crate::affinity::format_cpu_list(&client_cpus));
         }
         let outcome = settings.plan().map_err(session::RunError::from).and_then(|plan| {
             session::sweep::sweep(&plan, &label, interrupt, &mut |line| log(&format!("{label}: {line}")))

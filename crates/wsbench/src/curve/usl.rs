@@ -247,8 +247,8 @@ fn superlinear(points: &[Point]) -> Option<String> {
     (ratio > SUPERLINEAR).then(|| {
         format!(
             "throughput grew faster than the connections: per connection, {ratio:.1}× at {} what it was at {}, \
-             a gain the law does not model (on a busy machine, a few connections' round trips wait on the \
-             scheduler and more connections hide it)",
+             a gain the law does not model (with few connections every round trip waits for an idle \
+             process to wake; more connections keep the processes awake)",
             point.n, lowest.n
         )
     })

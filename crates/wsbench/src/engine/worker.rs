@@ -173,7 +173,6 @@ impl Worker {
                 self.expire_requests(now);
                 self.check_recovered();
             }
-            self.watch_disruptions(now);
             self.close_due_connections(now);
             self.open_due_connections(now);
             self.expire_connects(now);
@@ -240,8 +239,9 @@ impl Worker {
         }
     }
 
-    /// What a wait brought. What the sockets say may come of a disruption begun during the
-    /// wait (a server killed): its window opens first, so that what it cost is the recovery's.
+    /// What a wait brought. The disruption board is read here, once a turn: what the sockets
+    /// say may come of a disruption begun during the wait (a server killed), so its window
+    /// opens first and what it cost is the recovery's; the next turn's timers see it too.
     fn on_events(&mut self, events: &[Event]) {
         self.watch_disruptions(Instant::now());
         for &event in events {
