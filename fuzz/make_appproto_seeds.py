@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the hand-made seed corpora of the application-protocol fuzz targets under
 fuzz/corpus/<target>/ (mqtt_decode, stomp_decode, socketio_decode, graphql_ws_decode,
-jsonrpc_decode, centrifugo_decode, nats_decode, actioncable_decode, pusher_decode).
+jsonrpc_decode, centrifugo_decode, nats_decode, actioncable_decode, pusher_decode,
+signalr_decode).
 
 The seeds are committed; this script documents how they were made and regenerates them.
 They are built here by hand from the specifications and from real servers' traffic, not
@@ -191,6 +192,26 @@ def pusher_seeds():
     }
 
 
+def signalr_seeds():
+    # The hub protocol specification's JSON examples and what aiosignalr 0.1.1 sent, each
+    # ended by the record separator; several records in one message.
+    rs = "\x1e"
+    return {
+        "handshake-ok": "{}" + rs,
+        "handshake-error": '{"error":"The protocol \'foo\' is not supported."}' + rs,
+        "invocation": '{"type":1,"invocationId":"123","target":"Send","arguments":[42,"Test Message"]}' + rs,
+        "invocation-headers": '{"type":1,"headers":{"Foo":"Bar"},"invocationId":"123","target":"Send","arguments":[42]}' + rs,
+        "group-message": '{"type":1,"target":"message","arguments":[{"id":"0-1","n":[1]}]}' + rs,
+        "stream-item": '{"type":2,"invocationId":"123","item":42}' + rs,
+        "completion-result": '{"type":3,"invocationId":"7","result":"hi"}' + rs,
+        "completion-error": '{"type":3,"invocationId":"3","error":"An unexpected error occurred invoking \'Fail\' on the server."}' + rs,
+        "completion-both": '{"type":3,"invocationId":"123","result":42,"error":"It didn\'t work!"}' + rs,
+        "ping-close": '{"type":6}' + rs + '{"type":7,"error":"Connection closed because of an error!","allowReconnect":true}' + rs,
+        "ack": '{"type":8,"sequenceId":1394}' + rs,
+        "unterminated": '{"type":6}',
+    }
+
+
 if __name__ == "__main__":
     write("mqtt_decode", mqtt_seeds())
     write("stomp_decode", stomp_seeds())
@@ -201,3 +222,4 @@ if __name__ == "__main__":
     write("nats_decode", nats_seeds())
     write("actioncable_decode", actioncable_seeds())
     write("pusher_decode", pusher_seeds())
+    write("signalr_decode", signalr_seeds())

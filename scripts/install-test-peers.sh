@@ -24,6 +24,8 @@
 #     fleet member servers/centrifugo
 #   - ruby-actioncable and puma (apt-get, only when missing; needs root or sudo): Action Cable
 #     for the fleet member servers/ruby-actioncable, whose config.ru the tests start
+#   - aiosignalr (a SignalR hub server) into <repo>/.venv-signalr (servers/python-signalr/
+#     requirements.txt: it needs websockets 16, .venv pins 17.4), the fleet member's hub
 #   - sockudo, a Pusher server, into <repo>/.tools (scripts/install-sockudo.sh: cargo install,
 #     needs protobuf-compiler from apt-get; about 9 minutes at opt-level 1 once per machine, its binary
 #     then kept in ~/.cache/wsbench-tools), also the fleet member servers/sockudo
@@ -75,6 +77,14 @@ echo "install-test-peers: pip install -r tests/interop/requirements.txt"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/interop/requirements.txt
 .venv/bin/python -c 'import websockets; print("install-test-peers: python websockets", websockets.__version__)'
 .venv/bin/python -c 'import importlib.metadata as m; print("install-test-peers: python prometheus-client", m.version("prometheus-client"))'
+
+# aiosignalr needs websockets 16, which .venv pins at 17.4: the SignalR hub has a venv of its own.
+if [ ! -x .venv-signalr/bin/python ] || ! .venv-signalr/bin/python -c pass 2>/dev/null; then
+    rm -rf .venv-signalr
+    python3 -m venv .venv-signalr
+fi
+.venv-signalr/bin/python -m pip install --quiet --disable-pip-version-check -r servers/python-signalr/requirements.txt
+.venv-signalr/bin/python -c 'import importlib.metadata as m; print("install-test-peers: python aiosignalr", m.version("aiosignalr"))'
 
 echo "install-test-peers: npm ci in tests/interop"
 (cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)

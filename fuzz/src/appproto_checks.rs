@@ -5,7 +5,9 @@
 //! incremental decoders must decode the same items whatever the input's split; views must
 //! answer every question asked of them; and what an encoder writes must decode back.
 
-use wsbench_appproto::{actioncable, centrifugo, graphql_ws, jsonrpc, mqtt, nats, pusher, socketio, stomp};
+use wsbench_appproto::{
+    actioncable, centrifugo, graphql_ws, jsonrpc, mqtt, nats, pusher, signalr, socketio, stomp,
+};
 
 /// Decodes everything `decode` finds in `input` (item, bytes used), stopping at the first
 /// error or incomplete item, after checking every item used some bytes within the input.
@@ -257,4 +259,29 @@ pub fn pusher_decode(data: &[u8]) {
         pusher::decode(succeeded.as_bytes()),
         Ok(pusher::ServerEvent::Subscribed { channel: channel.clone() })
     );
+}
+
+/// The input as a WebSocket message of SignalR's JSON hub protocol: its records as hub
+/// messages and as a handshake answer; then an invocation whose target is the input comes
+/// back as the same target, and an echo's argument as a completion's result.
+pub fn signalr_decode(data: &[u8]) {
+    for record in signalr::records(data).flatten() {
+        let _ = signalr::decode(record);
+        let _ = signalr::decode_handshake(record);
+    }
+    let target = String::from_utf8_lossy(data);
+    let mut argument = Vec::new();
+    wsbench_appproto::json::write_str(&mut argument, &target);
+    let mut wire = Vec::new();
+    signalr::encode_invocation(&mut wire, Some("1"), &target, &[&argument]);
+    let records: Vec<_> = signalr::records(&wire).collect();
+    assert_eq!(records.len(), 1, "one record: the separator is never inside a string written");
+    let record = records[0].clone().expect("a terminated record");
+    match signalr::decode(record) {
+        Ok(signalr::HubMessage::Invocation { target: decoded, arguments, .. }) => {
+            assert_eq!(decoded, target);
+            assert_eq!(arguments.as_bytes(), [b"[", &argument[..], b"]"].concat());
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -28,6 +28,7 @@ pub mod jsonrpc;
 pub mod mqtt;
 pub mod nats;
 pub mod pusher;
+pub mod signalr;
 pub mod socketio;
 pub mod stomp;
 

@@ -55,11 +55,16 @@ fn pusher_decode_corpus() {
     corpus::replay("pusher_decode", appproto_checks::pusher_decode);
 }
 
+#[test]
+fn signalr_decode_corpus() {
+    corpus::replay("signalr_decode", appproto_checks::signalr_decode);
+}
+
 /// Every byte string up to two bytes, and some longer runs, through every check: the
 /// decoders' edges (empty input, lone bytes) without waiting for the fuzzer.
 #[test]
 fn short_inputs_pass_every_check() {
-    let checks: [fn(&[u8]); 9] = [
+    let checks: [fn(&[u8]); 10] = [
         appproto_checks::mqtt_decode,
         appproto_checks::stomp_decode,
         appproto_checks::socketio_decode,
@@ -69,6 +74,7 @@ fn short_inputs_pass_every_check() {
         appproto_checks::nats_decode,
         appproto_checks::actioncable_decode,
         appproto_checks::pusher_decode,
+        appproto_checks::signalr_decode,
     ];
     for check in checks {
         check(&[]);

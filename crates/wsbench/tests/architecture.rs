@@ -490,7 +490,7 @@ const MEMBER_BLIND: [&str; 8] =
 
 /// What a shared layer still names, and why: (the layer, the word, the reason). Each must
 /// still be found (else the exception goes), so the list cannot go stale.
-const STILL_NAMED: [(&str, &str, &str); 8] = [
+const STILL_NAMED: [(&str, &str, &str); 9] = [
     // A header whose name says auth is a secret the result hides: the word, not Socket.IO's
     // `--auth`.
     ("config", "auth", "a secret header's name may say auth (config/handshake.rs)"),
@@ -505,6 +505,9 @@ const STILL_NAMED: [(&str, &str, &str); 8] = [
     ("engine", "params", "permessage-deflate's parameters (`.params`), not jsonrpc's --params"),
     // A header whose name says password holds a secret, whatever protocol MQTT's shares it.
     ("config", "password", "a word that makes a header's value a secret"),
+    // `--reconnect signalr` copies the SignalR client's automatic reconnect delays, whatever
+    // protocol the connections speak.
+    ("config", "signalr", "a --reconnect policy named after SignalR's client (config/reconnect.rs)"),
 ];
 
 /// Whole-word mentions of a member's name: its identifiers and its strings alike.

@@ -79,6 +79,8 @@ mod mqtt_restart;
 mod nats;
 #[path = "protocols/pusher.rs"]
 mod pusher;
+#[path = "protocols/signalr.rs"]
+mod signalr;
 #[path = "protocols/socketio.rs"]
 mod socketio;
 #[path = "protocols/stomp.rs"]

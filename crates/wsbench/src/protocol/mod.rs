@@ -18,6 +18,7 @@ pub mod mqtt;
 pub mod nats;
 pub mod pusher;
 pub mod raw;
+pub mod signalr;
 pub mod socketio;
 pub mod stomp;
 #[cfg(test)]
@@ -46,6 +47,7 @@ pub static PROTOCOLS: &[&dyn Protocol] = &[
     &nats::Nats,
     &actioncable::ActionCable,
     &pusher::Pusher,
+    &signalr::SignalR,
 ];
 
 /// The protocol called `name`.
