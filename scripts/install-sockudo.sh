@@ -4,10 +4,11 @@
 # servers/sockudo. The binary goes to <repo>/.tools/sockudo, built by `cargo install` with
 # the local adapter only (`--no-default-features --features local,v2`: no Redis, NATS or
 # OpenTelemetry). It needs `protoc` (Debian protobuf-compiler) for one of its dependencies.
-# It is built at optimisation level 1 (SOCKUDO_OPT_LEVEL, 0-3), without debug information:
-# 534 s cold on 2 cores (load average 3.6), where a full release build took 30 minutes or more,
-# too long for CI; so `compare` figures of this sockudo understate a release build (set
-# SOCKUDO_OPT_LEVEL=3 and remove the cached binary to measure one). The binary is kept in a
+# It is a release build (optimisation level 3, SOCKUDO_OPT_LEVEL 0-3 to change it) without
+# debug information, so `compare` measures sockudo as shipped. Cold on 2 cores with the crates
+# downloaded: 9 min 31 s at level 3 on a quiet machine (31 min 47 s at a load average of 8.4),
+# 534 s at level 1 (load average 3.6): the lower level saves too little to be worth figures
+# that understate the server. The binary is kept in a
 # cache outside the checkout ($WSBENCH_TOOL_CACHE, else ~/.cache/wsbench-tools/sockudo-VERSION-oN),
 # which a fresh clone on the same machine copies instead of building again. Idempotent: does
 # nothing when the pinned version and level are already in .tools (recorded in
@@ -19,7 +20,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 version=${SOCKUDO_VERSION:-5.2.0}
-level=${SOCKUDO_OPT_LEVEL:-1}
+level=${SOCKUDO_OPT_LEVEL:-3}
 case $level in
     [0-3]) ;;
     *) echo "install-sockudo: SOCKUDO_OPT_LEVEL is $level: give 0, 1, 2 or 3" >&2; exit 2 ;;
@@ -44,7 +45,7 @@ if [ ! -x "$cached" ]; then
     root=$(mktemp -d)
     trap 'rm -rf "$root"' EXIT
     echo "install-sockudo: cargo install sockudo@$version --no-default-features --features local,v2" \
-        "at opt-level $level (about 9 minutes on 2 cores; built once per machine, into $cache)"
+        "at opt-level $level (about 10 minutes on 2 quiet cores; built once per machine, into $cache)"
     env -u CARGO_TARGET_DIR -u RUSTUP_TOOLCHAIN CARGO_INCREMENTAL=0 CARGO_PROFILE_RELEASE_OPT_LEVEL="$level" \
         CARGO_PROFILE_RELEASE_DEBUG=0 cargo install --quiet --locked "sockudo@$version" \
         --no-default-features --features local,v2 --root "$root" --target-dir "$cache/sockudo-build"

@@ -27,7 +27,7 @@
 #   - aiosignalr (a SignalR hub server) into <repo>/.venv-signalr (servers/python-signalr/
 #     requirements.txt: it needs websockets 16, .venv pins 17.4), the fleet member's hub
 #   - sockudo, a Pusher server, into <repo>/.tools (scripts/install-sockudo.sh: cargo install,
-#     needs protobuf-compiler from apt-get; about 9 minutes at opt-level 1 once per machine, its binary
+#     needs protobuf-compiler from apt-get; about 10 minutes once per machine, its binary
 #     then kept in ~/.cache/wsbench-tools), also the fleet member servers/sockudo
 # and the HTTP/2 fronts of the RFC 8441 tests (crates/wsbench/tests/engine/http2.rs):
 #   - haproxy (apt-get, only when missing; needs root or sudo); node's own http2 module needs
