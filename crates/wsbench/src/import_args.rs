@@ -21,9 +21,10 @@ pub struct ImportArgs {
     /// file (what was inferred in its opening comments).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Which recorded connection becomes the flow (from 1).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000))]
-    pub connection: u64,
+    /// Import only this recorded connection (from 1); without it, every connection: those
+    /// whose messages have the same shapes are one flow, and several flows a weighted mix.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub connection: Option<u64>,
     /// Replay this many times faster: recorded pauses are divided by it (0.01 to 100).
     #[arg(long, default_value_t = 1.0, value_parser = speed)]
     pub speed: f64,
@@ -36,7 +37,7 @@ impl ImportArgs {
         }
         let imported = wsbench::recording::import(
             &self.file,
-            self.connection as usize,
+            self.connection.map(|c| c as usize),
             self.speed,
             self.output.as_deref(),
         )?;

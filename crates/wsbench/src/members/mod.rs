@@ -236,7 +236,7 @@ impl RunSettings {
         let recorded = matches!(name.extension().and_then(|e| e.to_str()), Some("har" | "jsonl"));
         if recorded && name.is_file() {
             // A recorded session runs as the flow `wsbench import` would write of it.
-            let imported = crate::recording::import(name, 1, 1.0, None)
+            let imported = crate::recording::import(name, None, 1.0, None)
                 .map_err(|e| crate::config::invalid_setting("scenario", e.to_string()))?;
             return RunSettings::parse_toml(&imported.toml, name);
         }

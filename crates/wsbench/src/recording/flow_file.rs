@@ -1,26 +1,29 @@
-//! A recorded connection turned into a flow scenario file a person can read and edit: each
-//! message the client sent a `send` (after a `sleep` of its recorded pause, divided by the
-//! speed), each message the server sent an `expect-regex` matched by its shape (a JSON
-//! field such as `type` or `event` and its value, else the text's opening). A value the
-//! server sent that the client sent back later (an id, a token) becomes a capture of the
-//! reply and `{var.NAME}` in the sends; identity headers (`Cookie`, `Authorization`) become
-//! `{data.NAME}` placeholders filled from `--data`. What was inferred is listed ([`Imported`]).
+//! A recording turned into a flow scenario file a person can read and edit: each message
+//! the client sent a `send` (text, or `send-binary` in base64; after a `sleep` of its
+//! recorded pause, divided by the speed), each message the server sent an `expect-regex`
+//! matched by its shape (a JSON field such as `type` or `event` and its value, else the
+//! text's opening) with `check-json` of the fields every recorded connection saw the same.
+//! A value the server sent that the client sent back later (an id, a token) becomes a
+//! capture of the reply and `{var.NAME}` in the sends; identity headers (`Cookie`,
+//! `Authorization`) become `{data.NAME}` placeholders filled from `--data`; recorded text
+//! that reads like a template field is escaped (`{lbrace}`), so it is sent as recorded.
+//! Connections whose messages have the same shapes are one flow; several such flows are a
+//! `[[flow.mix]]`, each weighted by its connections. What was inferred is listed
+//! ([`Imported`]).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
 
+use super::inference::{Capture, constant_fields, find_captures, shape, text_of};
 use super::{Connection, Direction, Recorded, Recording};
+use crate::scenario::escape_template;
 
-/// Steps an imported flow may have (the flow scenario's own bound).
+/// Steps an imported flow (a mix's flows together) may have (the flow scenario's bound).
 pub const MAX_IMPORTED_STEPS: usize = 1_000;
-/// Variables captured at most (the flow scenario's bound per connection).
-const MAX_CAPTURES: usize = 16;
 /// How long each imported expectation waits.
 const EXPECT_TIMEOUT: &str = "10s";
-/// JSON fields that say what kind of message a message is, most telling first.
-const SHAPE_FIELDS: [&str; 7] = ["type", "event", "op", "method", "action", "kind", "id"];
 /// Handshake headers that carry who the client is.
 const IDENTITY_HEADERS: [&str; 2] = ["authorization", "cookie"];
 
@@ -38,11 +41,21 @@ struct FlowFile {
     subprotocol: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     header: Vec<String>,
-    flow: Steps,
+    flow: Flows,
 }
 
 #[derive(Serialize)]
-struct Steps {
+struct Flows {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    steps: Vec<Step>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    mix: Vec<MixFlow>,
+}
+
+#[derive(Serialize)]
+struct MixFlow {
+    name: String,
+    weight: u64,
     steps: Vec<Step>,
 }
 
@@ -56,44 +69,59 @@ struct Step {
     #[serde(skip_serializing_if = "Option::is_none")]
     send: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    send_binary: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     expect_regex: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     timeout: Option<String>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    check_json: BTreeMap<String, Value>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     capture: BTreeMap<String, String>,
 }
 
-/// A value the server sent that the client sent back: captured from message `from` at
-/// `pointer` as `name`.
-struct Capture {
-    name: String,
-    value: String,
-    from: usize,
-    pointer: String,
+/// Connections whose messages have the same shapes: their indexes, the first standing for
+/// all.
+struct Group {
+    members: Vec<usize>,
+    steps: Vec<Step>,
 }
 
-/// Connection `index` (from 0) of `recording` as a flow file; pauses divided by `speed`.
-pub fn to_flow(recording: &Recording, index: usize, speed: f64, source: &str) -> Result<Imported, String> {
+/// `recording` as a flow file: connection `only` (from 0) alone, or every connection
+/// (grouped by shape into a mix); pauses divided by `speed`.
+pub fn to_flow(
+    recording: &Recording,
+    only: Option<usize>,
+    speed: f64,
+    source: &str,
+) -> Result<Imported, String> {
     let total = recording.connections.len();
-    let connection = recording
-        .connections
-        .get(index)
-        .ok_or_else(|| format!("the recording has {total} connections: --connection is 1 to {total}"))?;
-    let mut notes = vec![format!(
-        "connection {} of {total}: {} ({} messages)",
-        index + 1,
-        if connection.url.is_empty() { "no URL recorded" } else { &connection.url },
-        connection.messages.len()
-    )];
-    let captures = find_captures(&connection.messages, &mut notes);
-    let steps = steps(connection, &captures, speed, &mut notes)?;
-    let header = placeholders(connection, &mut notes);
-    let file = FlowFile {
-        scenario: "flow",
-        subprotocol: connection.subprotocol.clone(),
-        header,
-        flow: Steps { steps },
+    let chosen: Vec<usize> = match only {
+        Some(index) if index < total => vec![index],
+        Some(_) => {
+            return Err(format!("the recording has {total} connections: --connection is 1 to {total}"));
+        }
+        None => (0..total).filter(|&i| !recording.connections[i].messages.is_empty()).collect(),
     };
+    let mut notes = Vec::new();
+    let groups = groups(recording, &chosen, speed, &mut notes)?;
+    let first = &recording.connections[groups[0].members[0]];
+    let header = placeholders(first, &mut notes);
+    let flows = match groups.len() {
+        1 => Flows { steps: groups.into_iter().next().map(|g| g.steps).unwrap_or_default(), mix: Vec::new() },
+        _ => {
+            let mix = groups
+                .into_iter()
+                .map(|group| MixFlow {
+                    name: format!("c{}", group.members[0] + 1),
+                    weight: group.members.len() as u64,
+                    steps: group.steps,
+                })
+                .collect();
+            Flows { steps: Vec::new(), mix }
+        }
+    };
+    let file = FlowFile { scenario: "flow", subprotocol: first.subprotocol.clone(), header, flow: flows };
     let body = toml::to_string(&file).map_err(|e| format!("cannot write the flow: {e}"))?;
     let mut toml = format!("# Imported by `wsbench import {source}`; what was inferred:\n");
     for note in &notes {
@@ -102,9 +130,80 @@ pub fn to_flow(recording: &Recording, index: usize, speed: f64, source: &str) ->
     Ok(Imported { toml: toml + &body, notes })
 }
 
-/// The steps of `connection`'s messages.
+/// The `chosen` connections grouped by the shapes of their messages, most connections
+/// first, each group's steps made (the first connection's, checked against all of them);
+/// groups past the step bound are left out and said so.
+fn groups(
+    recording: &Recording,
+    chosen: &[usize],
+    speed: f64,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Group>, String> {
+    let mut keyed: Vec<(Vec<String>, Vec<usize>)> = Vec::new();
+    for &index in chosen {
+        let connection = &recording.connections[index];
+        let captures = find_captures(&connection.messages, &mut Vec::new());
+        let key = signature(connection, &captures);
+        match keyed.iter_mut().find(|(known, _)| *known == key) {
+            Some((_, members)) => members.push(index),
+            None => keyed.push((key, vec![index])),
+        }
+    }
+    keyed.sort_by_key(|(_, members)| std::cmp::Reverse(members.len()));
+    let (mut groups, mut steps_so_far, mut left_out) = (Vec::new(), 0, 0);
+    for (_, members) in keyed {
+        let first = &recording.connections[members[0]];
+        let mut group_notes = vec![format!(
+            "connection {} of {}: {} ({} messages){}",
+            members[0] + 1,
+            recording.connections.len(),
+            if first.url.is_empty() { "no URL recorded" } else { &first.url },
+            first.messages.len(),
+            match members.len() {
+                1 => String::new(),
+                n => format!(", standing for {n} connections of the same shape"),
+            }
+        )];
+        let messages: Vec<&[Recorded]> =
+            members.iter().map(|&i| recording.connections[i].messages.as_slice()).collect();
+        let captures = find_captures(&first.messages, &mut group_notes);
+        let steps = steps(first, &messages, &captures, speed, &mut group_notes)?;
+        if !groups.is_empty() && steps_so_far + steps.len() > MAX_IMPORTED_STEPS {
+            left_out += members.len();
+            continue;
+        }
+        steps_so_far += steps.len();
+        notes.extend(group_notes);
+        groups.push(Group { members, steps });
+    }
+    if left_out > 0 {
+        notes.push(format!(
+            "{left_out} connections of other shapes left out: the flows together may have \
+             {MAX_IMPORTED_STEPS} steps; import one with --connection K"
+        ));
+    }
+    if groups.is_empty() {
+        return Err("no connection with WebSocket messages in it".to_owned());
+    }
+    Ok(groups)
+}
+
+/// What a connection's messages look like in order: its group's key.
+fn signature(connection: &Connection, captures: &[Capture]) -> Vec<String> {
+    let messages = connection.messages.iter();
+    messages
+        .map(|message| match message.direction {
+            Direction::Sent => format!("send {}", message.binary),
+            Direction::Received => shape(&text_of(message), captures).pattern,
+        })
+        .collect()
+}
+
+/// The steps of `connection`'s messages; `group`: the messages of every connection it
+/// stands for (itself first), whose common fields become checks.
 fn steps(
     connection: &Connection,
+    group: &[&[Recorded]],
     captures: &[Capture],
     speed: f64,
     notes: &mut Vec<String>,
@@ -112,38 +211,38 @@ fn steps(
     let mut steps = Vec::new();
     let mut last = connection.messages.first().map_or(0.0, |m| m.time);
     for (n, message) in connection.messages.iter().enumerate() {
-        let text = String::from_utf8_lossy(&message.data);
-        match (message.direction, message.binary) {
-            (Direction::Sent, true) => {
-                notes.push(format!("message {}: a binary send is not replayed (flows send text)", n + 1))
-            }
-            (Direction::Sent, false) => {
+        match message.direction {
+            Direction::Sent => {
                 let pause = ((message.time - last).max(0.0) / speed * 1000.0).round() as u64;
                 if pause >= 1 {
                     steps.push(Step { sleep: Some(format!("{pause}ms")), ..Step::default() });
                 }
                 last = message.time;
-                let mut send = text.into_owned();
-                for capture in captures.iter().filter(|c| c.from < n) {
-                    send = send.replace(&capture.value, &format!("{{var.{}}}", capture.name));
-                }
-                steps.push(Step {
-                    name: Some(format!("send{}", n + 1)),
-                    send: Some(send),
-                    ..Step::default()
-                });
+                steps.push(send_step(message, n, captures));
             }
-            (Direction::Received, _) => {
+            Direction::Received => {
                 // The next pause counts from here: the flow has waited for this reply.
                 last = message.time;
-                let (pattern, how) = shape(&text, captures);
-                notes.push(format!("message {}: awaited as recv{}, matched by {how}", n + 1, n + 1));
+                let shape = shape(&text_of(message), captures);
+                let checks = constant_fields(group, n, captures, shape.field.unwrap_or(""));
+                let checked = match checks.len() {
+                    0 => String::new(),
+                    1 => format!(", 1 field checked (the same in all {} connections)", group.len()),
+                    k => format!(", {k} fields checked (the same in all {} connections)", group.len()),
+                };
+                notes.push(format!(
+                    "message {}: awaited as recv{}, matched by {}{checked}",
+                    n + 1,
+                    n + 1,
+                    shape.how
+                ));
                 let capture =
                     captures.iter().filter(|c| c.from == n).map(|c| (c.name.clone(), c.pointer.clone()));
                 steps.push(Step {
                     name: Some(format!("recv{}", n + 1)),
-                    expect_regex: Some(pattern),
+                    expect_regex: Some(shape.pattern),
                     timeout: Some(EXPECT_TIMEOUT.to_owned()),
+                    check_json: checks.into_iter().collect(),
                     capture: capture.collect(),
                     ..Step::default()
                 });
@@ -159,118 +258,19 @@ fn steps(
     Ok(steps)
 }
 
-/// A regex matching `text` by its shape, and how it does, in words.
-fn shape(text: &str, captures: &[Capture]) -> (String, String) {
-    if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(text) {
-        for field in SHAPE_FIELDS {
-            let value = match object.get(field) {
-                Some(Value::String(value)) if !captures.iter().any(|c| c.value == *value) => {
-                    Value::String(value.clone())
-                }
-                Some(number @ Value::Number(_)) => number.clone(),
-                _ => continue,
-            };
-            let pattern =
-                format!("\"{}\"\\s*:\\s*{}", regex::escape(field), regex::escape(&value.to_string()));
-            return (pattern, format!("\"{field}\" = {value}"));
-        }
+/// Sent message `n`: its recorded bytes (base64) when binary, else its text escaped as a
+/// template with the values captured before it as `{var.NAME}`.
+fn send_step(message: &Recorded, n: usize, captures: &[Capture]) -> Step {
+    let name = Some(format!("send{}", n + 1));
+    if message.binary {
+        let base64 = String::from_utf8_lossy(&message.data).into_owned();
+        return Step { name, send_binary: Some(base64), ..Step::default() };
     }
-    // Its opening, up to where a captured value (different each session) starts.
-    let cut = captures.iter().filter_map(|c| text.find(&c.value)).min().unwrap_or(text.len());
-    let opening: String = text[..cut].chars().take(24).collect();
-    (format!("^{}", regex::escape(&opening)), format!("its opening {opening:?}"))
-}
-
-/// Values that came from the server and were sent back later, at most [`MAX_CAPTURES`].
-fn find_captures(messages: &[Recorded], notes: &mut Vec<String>) -> Vec<Capture> {
-    let mut captures: Vec<Capture> = Vec::new();
-    let mut offered: Vec<(String, usize, String)> = Vec::new();
-    let mut client_said = String::new();
-    for (n, message) in messages.iter().enumerate() {
-        let text = String::from_utf8_lossy(&message.data);
-        match message.direction {
-            Direction::Received => {
-                if let Ok(value) = serde_json::from_str::<Value>(&text) {
-                    let mut leaves = Vec::new();
-                    string_leaves(&value, String::new(), &mut leaves);
-                    for (pointer, leaf) in leaves {
-                        let telling =
-                            leaf.len() >= 6 || (leaf.len() >= 4 && leaf.chars().any(|c| c.is_ascii_digit()));
-                        if telling
-                            && !client_said.contains(&leaf)
-                            && !offered.iter().any(|(v, ..)| *v == leaf)
-                        {
-                            offered.push((leaf, n, pointer));
-                        }
-                    }
-                }
-            }
-            Direction::Sent => {
-                for (value, from, pointer) in &offered {
-                    if text.contains(value.as_str()) && !captures.iter().any(|c| c.value == *value) {
-                        if captures.len() == MAX_CAPTURES {
-                            notes.push(format!(
-                                "{value:?} sent back but not captured: at most {MAX_CAPTURES} captures"
-                            ));
-                            continue;
-                        }
-                        let name = var_name(pointer, &captures);
-                        notes.push(format!(
-                            "capture {name}: {pointer} of message {} ({value:?}), sent back from message {}",
-                            from + 1,
-                            n + 1
-                        ));
-                        captures.push(Capture {
-                            name,
-                            value: value.clone(),
-                            from: *from,
-                            pointer: pointer.clone(),
-                        });
-                    }
-                }
-                client_said.push_str(&text);
-                client_said.push('\n');
-            }
-        }
+    let mut send = escape_template(&text_of(message));
+    for capture in captures.iter().filter(|c| c.from < n) {
+        send = send.replace(&escape_template(&capture.value), &format!("{{var.{}}}", capture.name));
     }
-    captures
-}
-
-/// The string leaves of `value` with their JSON pointers.
-fn string_leaves(value: &Value, pointer: String, leaves: &mut Vec<(String, String)>) {
-    match value {
-        Value::String(text) => leaves.push((pointer, text.clone())),
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                string_leaves(item, format!("{pointer}/{i}"), leaves);
-            }
-        }
-        Value::Object(fields) => {
-            for (key, item) in fields {
-                string_leaves(
-                    item,
-                    format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1")),
-                    leaves,
-                );
-            }
-        }
-        _ => {}
-    }
-}
-
-/// A variable name from the pointer's last key (`/data/sub` → `sub`), made unique.
-fn var_name(pointer: &str, captures: &[Capture]) -> String {
-    let last =
-        pointer.rsplit('/').find(|key| key.chars().any(|c| c.is_ascii_alphabetic())).unwrap_or("value");
-    let base: String = last.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(32).collect();
-    let base = if base.is_empty() { "value".to_owned() } else { base };
-    let mut name = base.clone();
-    let mut n = 1;
-    while captures.iter().any(|c| c.name == name) {
-        n += 1;
-        name = format!("{base}{n}");
-    }
-    name
+    Step { name, send: Some(send), ..Step::default() }
 }
 
 /// The handshake's identity headers as `{data.NAME}` placeholders (their recorded values
@@ -313,7 +313,8 @@ mod tests {
                 message(10.5, Direction::Sent, r#"{"type":"publish","sub":"5f0e9c3a","n":1}"#),
             ],
         };
-        let imported = to_flow(&Recording { connections: vec![connection] }, 0, 2.0, "s.jsonl").unwrap();
+        let imported =
+            to_flow(&Recording { connections: vec![connection] }, Some(0), 2.0, "s.jsonl").unwrap();
         let toml = &imported.toml;
         assert!(toml.contains(r#"send = '{"type":"publish","sub":"{var.sub}","n":1}'"#), "{toml}");
         assert!(
@@ -328,5 +329,21 @@ mod tests {
             "{:?}",
             imported.notes
         );
+    }
+
+    fn connection(messages: Vec<Recorded>) -> Connection {
+        Connection { url: "ws://h/".into(), headers: Vec::new(), subprotocol: None, messages }
+    }
+
+    #[test]
+    fn recorded_text_that_reads_like_a_template_is_sent_as_recorded() {
+        let said = r#"{"text":"{seq} {conn} {data.user} {var.sub} {lbrace} {now_us}"}"#;
+        let recording =
+            Recording { connections: vec![connection(vec![message(1.0, Direction::Sent, said)])] };
+        let imported = to_flow(&recording, None, 1.0, "s.jsonl").unwrap();
+        let file: toml::Value = toml::from_str(&imported.toml).unwrap();
+        let send = file["flow"]["steps"][0]["send"].as_str().unwrap();
+        assert_eq!(send, escape_template(said));
+        assert!(send.contains("{lbrace}seq} {lbrace}conn} {lbrace}data.user}"), "{send}");
     }
 }

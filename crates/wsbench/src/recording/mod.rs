@@ -6,6 +6,7 @@
 
 mod flow_file;
 mod har;
+mod inference;
 mod jsonl;
 
 use std::path::{Path, PathBuf};
@@ -86,17 +87,18 @@ impl crate::exit::ExitCode for RecordingError {
     }
 }
 
-/// `wsbench import`: recorded connection `connection` (from 1) of `file` as a flow scenario
-/// file, its pauses divided by `speed`; written to `output` when given.
+/// `wsbench import`: recorded connection `connection` (from 1) of `file`, or all of them
+/// (a mix of flows when they differ in shape), as a flow scenario file, its pauses divided
+/// by `speed`; written to `output` when given.
 pub fn import(
     file: &Path,
-    connection: usize,
+    connection: Option<usize>,
     speed: f64,
     output: Option<&Path>,
 ) -> Result<Imported, RecordingError> {
     let recording = read(file)?;
     let source = file.display().to_string();
-    let imported = to_flow(&recording, connection.saturating_sub(1), speed, &source)
+    let imported = to_flow(&recording, connection.map(|c| c.saturating_sub(1)), speed, &source)
         .map_err(|problem| RecordingError::refused(file, "", problem))?;
     if let Some(output) = output {
         std::fs::write(output, &imported.toml)

@@ -31,6 +31,7 @@ use crate::metrics::{Metrics, Section};
 use crate::result::{ResultError, RunResult};
 use crate::samples::ServerReport;
 
+pub use flow::{MAX_MIX_WEIGHT, escape_template};
 pub use glue::{
     check_thresholds, decode_metrics, figures_for, figures_of, names, or_list, plan_of, settle_protocol,
     unknown_scenario,

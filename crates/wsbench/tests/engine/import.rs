@@ -4,6 +4,8 @@
 //! the flow replays at 200 connections without an error; the same flow with the capture
 //! taken out fails by step. Hostile recordings (a 2 GiB sparse file, deeply nested JSON,
 //! 10^6 messages) are refused in one line naming the file, the place and the bound, exit 2.
+//! A recording of connections of two shapes replays as a weighted mix against `wsbench
+//! serve`, its binary messages as binary and a recorded `{seq}` as written.
 
 use std::time::Duration;
 
@@ -14,6 +16,7 @@ use crate::flow::python_peer;
 use crate::harness::{
     arg, assert_matches_schema, errors, heavy, read_result, scratch, summary_of, uint, wsbench,
 };
+use crate::support::Server;
 
 /// The recorded id, as the server handed it out in the recorded session.
 const RECORDED_SUB: &str = "5f0e9c3a71d2b846";
@@ -185,4 +188,78 @@ fn hostile_recordings_are_refused_naming_the_file_the_place_and_the_bound() {
     std::fs::write(&empty, "{\"log\":{\"entries\":[]}}").unwrap();
     assert_usage_error(&["import", arg(&empty)], "no WebSocket messages");
     assert_usage_error(&["import", arg(&nested), "--speed", "0"], "--speed");
+}
+
+/// Three recorded connections: two that say something reading like a template field and
+/// send binary bytes, one that only says hello.
+fn two_shapes_jsonl() -> String {
+    let said = r#"{"type":"say","text":"{seq} and {conn} are text"}"#;
+    let mut lines = Vec::new();
+    let mut event = |conn: usize, dir: &str, time: f64, opcode: u8, data: &str| {
+        let event = serde_json::json!({ "conn": conn, "event": "message", "dir": dir, "time": time, "opcode": opcode, "data": data });
+        lines.push(event.to_string());
+    };
+    for conn in [0, 1] {
+        event(conn, "send", 1.0, 1, said);
+        event(conn, "receive", 1.001, 1, said);
+        event(conn, "send", 1.01, 2, "AAEC/3g=");
+        event(conn, "receive", 1.011, 2, "AAEC/3g=");
+    }
+    event(2, "send", 2.0, 1, r#"{"type":"hello"}"#);
+    event(2, "receive", 2.001, 1, r#"{"type":"hello"}"#);
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn connections_of_two_shapes_replay_as_a_weighted_mix_sending_what_was_recorded() {
+    let dir = scratch("import-mix");
+    let recording = dir.join("two-shapes.jsonl");
+    std::fs::write(&recording, two_shapes_jsonl()).unwrap();
+    let flow = dir.join("mix.toml");
+    let import = wsbench(&["import", arg(&recording), "-o", arg(&flow)], Duration::from_secs(20));
+    import.assert_success();
+    assert!(import.stdout.contains("standing for 2 connections of the same shape"), "{}", import.describe());
+    assert!(
+        import.stdout.contains("1 field checked (the same in all 2 connections)"),
+        "{}",
+        import.describe()
+    );
+    let text = std::fs::read_to_string(&flow).unwrap();
+    for written in [
+        "[[flow.mix]]",
+        "name = \"c1\"\nweight = 2",
+        "name = \"c3\"\nweight = 1",
+        "send-binary = \"AAEC/3g=\"",
+        "{lbrace}seq}",
+    ] {
+        assert!(text.contains(written), "{written}\n{text}");
+    }
+    let server = Server::spawn(&[]);
+    let _slot = heavy(1);
+    let json = dir.join("r.json");
+    let url = format!("ws://{}/", server.addr);
+    let args = ["run", "--scenario", arg(&flow), &url, "--connections", "30", "--duration", "2s"];
+    let run = wsbench(
+        &[&args[..], &["--connect-timeout", "20s", "--json", arg(&json)]].concat(),
+        Duration::from_secs(60),
+    );
+    let result = read_result(&json);
+    assert_matches_schema(&result);
+    let context = format!("{}\n{}\n{text}", summary_of(&result), run.describe());
+    assert_eq!(run.code, Some(0), "{context}");
+    assert!(errors(&result).is_empty(), "{context}");
+    // Two of every three connections run the first shape: its text checked as recorded
+    // (`{seq}` sent as written), its binary reply matched by its bytes.
+    for (step, count) in [("c1.recv2", 20), ("c1.recv4", 20), ("c3.recv2", 10)] {
+        assert_eq!(
+            uint(&result, &format!("/flow/steps/{step}/latency_us/count")),
+            count,
+            "{step}\n{context}"
+        );
+        assert_eq!(uint(&result, &format!("/flow/steps/{step}/unmatched")), 0, "{step}\n{context}");
+    }
+    // The server echoed what the flows sent, and nothing else.
+    unsafe { libc::kill(server.pid() as i32, libc::SIGUSR1) };
+    let counts = server.lines.recv_timeout(Duration::from_secs(10)).expect("serve's counts after SIGUSR1");
+    assert!(counts.starts_with("echoed 50 messages, "), "{counts}\n{context}");
 }

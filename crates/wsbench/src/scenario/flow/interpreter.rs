@@ -90,7 +90,9 @@ impl FlowWorkload {
                 return;
             };
             match op {
-                FlowOp::Send { .. } if conn.output.len() - conn.output_sent > MAX_QUEUED_SEND_BYTES => {
+                FlowOp::Send { .. } | FlowOp::SendBinary { .. }
+                    if conn.output.len() - conn.output_sent > MAX_QUEUED_SEND_BYTES =>
+                {
                     // The socket has not taken what is queued: the send waits for it.
                     flow.wait = Wait::Sleep(now + SOCKET_RECHECK);
                     cx.wake(conn, now + SOCKET_RECHECK);
@@ -98,6 +100,14 @@ impl FlowWorkload {
                 }
                 FlowOp::Send { name, template, track, .. } => {
                     self.send(conn, flow, (name, template, track), now)
+                }
+                FlowOp::SendBinary { name, bytes } => {
+                    flow.sent(name, now);
+                    conn.write_message(OpCode::Binary, rand::random(), bytes);
+                }
+                FlowOp::End => {
+                    flow.wait = Wait::Done;
+                    return;
                 }
                 FlowOp::ExpectReply { send, timeout } => {
                     if flow.outstanding.iter().any(|o| o.name == *send) {
@@ -353,7 +363,8 @@ impl Workload for FlowWorkload {
         if self.states.len() <= conn.slot {
             self.states.resize_with(conn.slot + 1, || None);
         }
-        self.states[conn.slot] = Some(FlowState::default());
+        let pc = self.program.start(conn.index);
+        self.states[conn.slot] = Some(FlowState { pc, ..FlowState::default() });
     }
     fn start(&mut self, cx: &mut Cx<'_>, conn: &mut ClientConn, now: Instant) {
         self.advance(cx, conn, now);
@@ -419,7 +430,9 @@ fn step_name(program: &FlowProgram, flow: &FlowState) -> String {
         _ => flow.pc.saturating_sub(1),
     };
     match program.ops.get(at) {
-        Some(FlowOp::Send { name, .. } | FlowOp::ExpectRegex { name, .. }) => name.clone(),
+        Some(
+            FlowOp::Send { name, .. } | FlowOp::SendBinary { name, .. } | FlowOp::ExpectRegex { name, .. },
+        ) => name.clone(),
         Some(FlowOp::ExpectReply { send, .. }) => send.clone(),
         _ => match flow.sent_at.iter().max_by_key(|(_, at)| *at) {
             Some((name, _)) => name.clone(),

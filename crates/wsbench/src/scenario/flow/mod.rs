@@ -6,12 +6,16 @@
 mod capture;
 mod figures;
 mod interpreter;
+mod mix;
 mod program;
 mod report;
 mod section;
 mod state;
 mod steps;
 mod template;
+
+pub use mix::MAX_MIX_WEIGHT;
+pub use template::escape_template;
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -80,7 +84,9 @@ impl ScenarioRules for Flow {
         let flow: FlowSettings = table.clone().try_into().map_err(|e: toml::de::Error| {
             ConfigError::Table { table: "flow.steps", problem: e.message().trim_end().to_owned() }
         })?;
-        check_data(&flow.steps, load.handshake.data.as_deref())?;
+        for steps in flow.all_steps() {
+            check_data(steps, load.handshake.data.as_deref())?;
+        }
         Ok(Arc::new(Program(Arc::new(FlowProgram::compile(&flow)?))))
     }
 }

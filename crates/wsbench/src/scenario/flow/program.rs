@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::capture::{Capture, check_variables};
+use super::mix::{Entries, check_mix};
 use super::steps::{FlowSettings, MAX_FLOW_STEPS, StepSettings};
 use super::template::template;
 pub use super::template::{Captured, Pattern, Piece, Vars, render_with};
@@ -129,7 +130,14 @@ pub enum Op {
         since: Option<String>,
         checks: Checks,
     },
+    /// `send-binary`: these bytes as a binary message.
+    SendBinary {
+        name: String,
+        bytes: Vec<u8>,
+    },
     Sleep(Duration),
+    /// The end of one flow of a mix: the connection is done.
+    End,
     /// Start of a block run `times` times (`None`: until the run ends); `end` is the index
     /// of its [`Op::RepeatEnd`].
     Repeat {
@@ -141,10 +149,12 @@ pub enum Op {
     },
 }
 
-/// The flow every connection runs.
+/// The flow every connection runs (or the flows of a mix, one after another, each ending
+/// in [`Op::End`], and where each connection starts).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FlowProgram {
     pub ops: Vec<Op>,
+    pub entries: Entries,
 }
 
 impl PartialEq for FlowProgram {
@@ -156,31 +166,46 @@ impl PartialEq for FlowProgram {
 impl FlowProgram {
     /// Checks every step of `settings` and compiles the program.
     pub fn compile(settings: &FlowSettings) -> Result<FlowProgram, ConfigError> {
-        if settings.steps.is_empty() {
-            return Err(ConfigError::Table {
-                table: "flow.steps",
-                problem: "no steps: add [[flow.steps]] tables".into(),
-            });
-        }
-        let steps = count_steps(&settings.steps, 0);
+        let table = |problem| ConfigError::Table { table: "flow.steps", problem };
+        let flows: Vec<(&str, &[StepSettings])> = match (settings.steps.is_empty(), settings.mix.is_empty()) {
+            (true, true) => return Err(table("no steps: add [[flow.steps]] tables".into())),
+            (false, false) => {
+                return Err(table(
+                    "give [[flow.steps]] (one flow) or [[flow.mix]] (several), not both".into(),
+                ));
+            }
+            (false, true) => vec![("", &settings.steps)],
+            (true, false) => settings.mix.iter().map(|f| (f.name.as_str(), f.steps.as_slice())).collect(),
+        };
+        let steps: usize = flows.iter().map(|(_, steps)| count_steps(steps, 0)).sum();
         if steps > MAX_FLOW_STEPS {
-            return Err(ConfigError::Table {
-                table: "flow.steps",
-                problem: format!(
-                    "{} steps (counting those inside repeats): at most {}; loop with repeat = N \
-                     rather than writing steps out",
-                    group(steps as u64),
-                    group(MAX_FLOW_STEPS as u64)
-                ),
-            });
+            return Err(table(format!(
+                "{} steps (counting those inside repeats{}): at most {}; loop with repeat = N \
+                 rather than writing steps out",
+                group(steps as u64),
+                if settings.mix.is_empty() { "" } else { ", over the mix's flows" },
+                group(MAX_FLOW_STEPS as u64)
+            )));
         }
-        check_variables(&settings.steps)
-            .map_err(|problem| ConfigError::Table { table: "flow.steps", problem })?;
-        let mut compiler = Compiler { ops: Vec::new(), sends: Vec::new(), counter: 0, loops: Vec::new() };
-        compiler
-            .block(&settings.steps, 0, "")
-            .map_err(|problem| ConfigError::Table { table: "flow.steps", problem })?;
-        Ok(FlowProgram { ops: compiler.ops })
+        let entries = check_mix(&settings.mix).map_err(&table)?;
+        let mut compiler = Compiler::default();
+        let mut starts = Vec::new();
+        for (flow, steps) in flows {
+            let within = if flow.is_empty() { String::new() } else { format!("flow `{flow}`: ") };
+            check_variables(steps).map_err(|problem| table(format!("{within}{problem}")))?;
+            starts.push(compiler.ops.len());
+            compiler.start_flow(flow);
+            compiler.block(steps, 0, "").map_err(|problem| table(format!("{within}{problem}")))?;
+            if !flow.is_empty() {
+                compiler.ops.push(Op::End);
+            }
+        }
+        Ok(FlowProgram { ops: compiler.ops, entries: entries.starting_at(starts) })
+    }
+
+    /// Where connection `conn` starts: the first op of its flow of the mix.
+    pub fn start(&self, conn: u64) -> usize {
+        self.entries.start(conn)
     }
 
     /// The send named `name`: its tracked field, replies and checks.
@@ -209,8 +234,11 @@ fn count_steps(steps: &[StepSettings], depth: usize) -> usize {
 /// A repeat block being compiled: where it starts and its rounds (`None`: until the end).
 type OpenLoop = (usize, Option<u64>);
 
+#[derive(Default)]
 struct Compiler {
     ops: Vec<Op>,
+    /// The flow being compiled's name and a dot (a mix's), before each of its step names.
+    prefix: String,
     /// Names of the sends so far, the index of each in `ops`, where the step that expects
     /// it is (`step 2`, `step 1, in its steps, step 2`), and the repeat blocks it is in.
     sends: Vec<(String, usize, Option<String>, Vec<OpenLoop>)>,
@@ -221,6 +249,20 @@ struct Compiler {
 }
 
 impl Compiler {
+    /// The steps that follow are flow `name`'s of a mix (`""`: the one flow): its names are
+    /// its own.
+    fn start_flow(&mut self, name: &str) {
+        self.prefix = if name.is_empty() { String::new() } else { format!("{name}.") };
+        self.sends.clear();
+        self.counter = 0;
+    }
+
+    /// A step's name (given, else made of `kind` and its number) with the flow's prefix.
+    fn name(&self, step: &StepSettings, kind: &str) -> String {
+        let name = step.name.clone().unwrap_or_else(|| format!("{kind}{}", self.counter));
+        format!("{}{name}", self.prefix)
+    }
+
     /// The error names the step by its place in its block (`step 3 `call`: …`; in a
     /// repeat, `step 1: in its steps, step 2: …`); `within` is where the block is
     /// (`step 1, in its steps, `; empty at the top).
@@ -244,13 +286,16 @@ impl Compiler {
     fn step(&mut self, step: &StepSettings, depth: usize, place: &str) -> Result<(), String> {
         let kinds = [
             step.send.is_some(),
+            step.send_binary.is_some(),
             step.expect.is_some(),
             step.expect_regex.is_some(),
             step.sleep.is_some(),
             step.repeat.is_some(),
         ];
         if kinds.iter().filter(|&&k| k).count() != 1 {
-            return Err("give exactly one of send, expect, expect-regex, sleep, repeat".to_owned());
+            return Err(
+                "give exactly one of send, send-binary, expect, expect-regex, sleep, repeat".to_owned()
+            );
         }
         let timeout = || match &step.timeout {
             Some(text) => bounded_duration("timeout", text),
@@ -274,20 +319,13 @@ impl Compiler {
             (step.capture.is_some() || step.capture_regex.is_some()) && !expecting,
             "capture/capture-regex",
         )?;
-        if let Some(text) = &step.send {
-            let name = step.name.clone().unwrap_or_else(|| format!("send{}", self.counter));
+        if step.send.is_some() || step.send_binary.is_some() {
+            let name = self.name(step, "send");
             if self.sends.iter().any(|(known, ..)| *known == name) {
                 return Err(format!("a send named `{name}` comes earlier: names must differ"));
             }
             self.sends.push((name.clone(), self.ops.len(), None, self.loops.clone()));
-            let send = Op::Send {
-                name,
-                template: template(text)?,
-                track: None,
-                replies: Replies::Count(1),
-                checks: Checks::default(),
-            };
-            self.ops.push(send);
+            self.ops.push(send_op(step, name)?);
         } else if let Some(send) = &step.expect {
             self.expect(step, send, timeout()?, place)?;
         } else if let Some(pattern) = &step.expect_regex {
@@ -303,8 +341,9 @@ impl Compiler {
     /// An `expect-regex`: its pattern, what the message must say, and the send its latency
     /// counts from (if not from the wait).
     fn expect_regex(&mut self, step: &StepSettings, pattern: &str, timeout: Duration) -> Result<(), String> {
-        let name = step.name.clone().unwrap_or_else(|| format!("expect{}", self.counter));
-        if let Some(since) = &step.since
+        let name = self.name(step, "expect");
+        let since = step.since.as_ref().map(|since| format!("{}{since}", self.prefix));
+        if let Some(since) = &since
             && !self.sends.iter().any(|(known, ..)| known == since)
         {
             return Err(format!("since `{since}`, but no send of that name comes before it"));
@@ -313,7 +352,7 @@ impl Compiler {
             name,
             pattern: Pattern::compile(pattern)?,
             timeout,
-            since: step.since.clone(),
+            since,
             checks: Checks::compile(step)?,
         });
         Ok(())
@@ -369,10 +408,17 @@ impl Compiler {
     ) -> Result<(), String> {
         let field =
             step.match_field.clone().ok_or("an expect needs match-field, e.g. match-field = \"id\"")?;
+        let send = &format!("{}{send}", self.prefix);
         let Some((_, at, expected_by, send_loops)) = self.sends.iter_mut().find(|(name, ..)| name == send)
         else {
             return Err(format!("expects `{send}`, but no send of that name comes before it"));
         };
+        if matches!(self.ops[*at], Op::SendBinary { .. }) {
+            return Err(format!(
+                "send `{send}` is binary: its replies have no JSON field to match; wait for them \
+                 with expect-regex (since = \"{send}\" times them from it)"
+            ));
+        }
         // The rounds of the blocks the send is in and its expect is not: that many sends
         // await their replies before the expect waits for them.
         let shared = send_loops.iter().zip(&self.loops).take_while(|(a, b)| a == b).count();
@@ -412,6 +458,24 @@ impl Compiler {
         self.ops.push(Op::ExpectReply { send: send.to_owned(), timeout });
         Ok(())
     }
+}
+
+/// A `send` (its template) or `send-binary` (its base64 bytes) named `name`.
+fn send_op(step: &StepSettings, name: String) -> Result<Op, String> {
+    use base64::Engine as _;
+    if let Some(text) = &step.send_binary {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|e| format!("send-binary is not base64: {e}"))?;
+        return Ok(Op::SendBinary { name, bytes });
+    }
+    Ok(Op::Send {
+        name,
+        template: template(step.send.as_deref().unwrap_or_default())?,
+        track: None,
+        replies: Replies::Count(1),
+        checks: Checks::default(),
+    })
 }
 
 /// A step's `key = "…"` duration, at most a week like every duration setting.

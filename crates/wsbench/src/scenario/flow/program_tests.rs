@@ -215,3 +215,68 @@ fn captured_variables_fill_sends_patterns_and_checks_and_unset_ones_stay_as_writ
     assert!(!checks.pass(r#"{"sub":"axb","n":3}"#, &vars, None, &captured), "the regex is escaped");
     assert!(!checks.pass(r#"{"sub":"a.b","n":3}"#, &vars, None, &Captured::default()));
 }
+
+#[test]
+fn an_escaped_template_sends_its_text_as_written() {
+    for text in [
+        "{seq}",
+        r#"{"a":"{conn}{data.x}{var.y}{now_us}{rand_u32}"}"#,
+        "{lbrace}seq}",
+        "{{seq}}",
+        "{data.}",
+        "plain {json}",
+        "{",
+    ] {
+        let escaped = super::super::template::escape_template(text);
+        assert_eq!(template(&escaped).unwrap(), vec![Piece::Text(text.to_owned())], "{text} as {escaped}");
+        assert_eq!(super::super::template::text_of(&template(&escaped).unwrap()), escaped);
+    }
+    assert_eq!(template("{lbrace}seq} {seq}").unwrap(), vec![Piece::Text("{seq} ".into()), Piece::Seq]);
+}
+
+#[test]
+fn a_binary_send_carries_its_bytes_and_cannot_be_expected_by_field() {
+    let program = compile("[[steps]]\nname = \"b\"\nsend-binary = \"AAEC/w==\"\n").unwrap();
+    assert!(
+        matches!(&program.ops[..], [Op::SendBinary { name, bytes }] if name == "b" && bytes == &[0, 1, 2, 255])
+    );
+    let not_base64 = compile("[[steps]]\nsend-binary = \"%%\"\n").unwrap_err();
+    assert!(not_base64.contains("send-binary is not base64"), "{not_base64}");
+    let expected = compile(
+        "[[steps]]\nname = \"b\"\nsend-binary = \"AA==\"\n[[steps]]\nexpect = \"b\"\nmatch-field = \"id\"\n",
+    )
+    .unwrap_err();
+    assert!(expected.contains("send `b` is binary"), "{expected}");
+    let timed = compile(
+        "[[steps]]\nname = \"b\"\nsend-binary = \"AA==\"\n[[steps]]\nexpect-regex = \".\"\nsince = \"b\"\n",
+    );
+    assert!(timed.is_ok(), "{timed:?}");
+}
+
+#[test]
+fn a_mix_compiles_each_flow_with_its_own_names_and_an_end() {
+    let program = compile(
+        "[[mix]]\nname = \"reader\"\nweight = 3\n[[mix.steps]]\nname = \"s\"\nsend = \"r\"\n\
+         [[mix.steps]]\nexpect-regex = \"x\"\nsince = \"s\"\n\
+         [[mix]]\nname = \"writer\"\n[[mix.steps]]\nname = \"s\"\nsend = \"w\"\n",
+    )
+    .unwrap();
+    let names: Vec<String> = program
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Send { name, .. } | Op::ExpectRegex { name, .. } => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, ["reader.s", "reader.expect2", "writer.s"]);
+    assert!(matches!(program.ops[2], Op::End) && matches!(program.ops[4], Op::End), "{:?}", program.ops);
+    let starts: Vec<usize> = (0..4).map(|conn| program.start(conn)).collect();
+    assert_eq!(starts.iter().filter(|&&s| s == 3).count(), 1, "{starts:?}");
+    let both =
+        compile("[[steps]]\nsend = \"x\"\n[[mix]]\nname = \"a\"\n[[mix.steps]]\nsend = \"y\"\n").unwrap_err();
+    assert!(both.contains("not both"), "{both}");
+    let inside = compile("[[mix]]\nname = \"a\"\n[[mix.steps]]\nexpect = \"nope\"\nmatch-field = \"id\"\n")
+        .unwrap_err();
+    assert!(inside.contains("flow `a`: step 1: expects `a.nope`"), "{inside}");
+}

@@ -62,7 +62,7 @@ fn check_step_estimate(text: &str) -> Result<(), TableRefusal> {
 
 /// How many step keys stand where a key may in `text`.
 fn step_keys(text: &str) -> usize {
-    const KEYS: [&str; 5] = ["send", "expect-regex", "expect", "sleep", "repeat"];
+    const KEYS: [&str; 6] = ["send-binary", "send", "expect-regex", "expect", "sleep", "repeat"];
     let bytes = text.as_bytes();
     let mut count = 0;
     for (at, _) in text.match_indices(['s', 'e', 'r']) {
@@ -78,11 +78,37 @@ fn step_keys(text: &str) -> usize {
     count
 }
 
-/// `[flow]` as written in the scenario file.
+/// `[flow]` as written in the scenario file: one flow's `steps` every connection runs, or a
+/// `mix` of flows each connection runs one of, in proportion to their weights.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowSettings {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<StepSettings>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mix: Vec<MixSettings>,
+}
+
+impl FlowSettings {
+    /// Every step table, of the one flow or of each flow of the mix.
+    pub fn all_steps(&self) -> impl Iterator<Item = &[StepSettings]> {
+        std::iter::once(self.steps.as_slice()).chain(self.mix.iter().map(|flow| flow.steps.as_slice()))
+    }
+}
+
+/// One `[[flow.mix]]` table: a flow of its own, run by `weight` connections in every
+/// `weight`s' sum of them.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MixSettings {
+    pub name: String,
+    #[serde(default = "one")]
+    pub weight: u64,
+    pub steps: Vec<StepSettings>,
+}
+
+fn one() -> u64 {
+    1
 }
 
 /// One `[[flow.steps]]` table: exactly one of `send`, `expect`, `expect-regex`, `sleep`,
@@ -93,6 +119,8 @@ pub struct StepSettings {
     pub name: Option<String>,
     /// A text message: `{conn}`, `{seq}`, `{now_us}`, `{rand_u32}` are filled in.
     pub send: Option<String>,
+    /// A binary message, its bytes in base64 (sent as they are: no fields).
+    pub send_binary: Option<String>,
     /// The name of an earlier `send` whose replies to wait for (matched by `match-field`).
     pub expect: Option<String>,
     /// The JSON field (top level) whose value the reply must repeat, e.g. `id`.

@@ -116,7 +116,7 @@ pub fn text_of(pieces: &[Piece]) -> String {
     let mut text = String::new();
     for piece in pieces {
         match piece {
-            Piece::Text(literal) => text.push_str(literal),
+            Piece::Text(literal) => text.push_str(&escape_template(literal)),
             Piece::Conn => text.push_str("{conn}"),
             Piece::Seq => text.push_str("{seq}"),
             Piece::NowUs => text.push_str("{now_us}"),
@@ -128,30 +128,43 @@ pub fn text_of(pieces: &[Piece]) -> String {
     text
 }
 
-/// Splits `{conn}`, `{seq}`, `{now_us}`, `{rand_u32}`, `{data.NAME}` and `{var.NAME}` out
-/// of `text`; other braces (JSON) stay.
-pub fn template(text: &str) -> Result<Vec<Piece>, String> {
-    let fields = [
+/// The literal `{` a template writes as `{lbrace}` where a `{` would otherwise start a
+/// field (a recorded `{seq}` is sent as written when the template says `{lbrace}seq}`).
+pub const LBRACE: &str = "{lbrace}";
+
+/// The field `rest` starts with, if any: its text as written and its piece (`{lbrace}` is
+/// a literal `{`).
+fn field_at(rest: &str) -> Option<(String, Piece)> {
+    const FIELDS: [(&str, Piece); 4] = [
         ("{conn}", Piece::Conn),
         ("{seq}", Piece::Seq),
         ("{now_us}", Piece::NowUs),
         ("{rand_u32}", Piece::RandU32),
     ];
+    if rest.starts_with(LBRACE) {
+        return Some((LBRACE.to_owned(), Piece::Text("{".to_owned())));
+    }
+    let named = |prefix: &str, piece: fn(String) -> Piece| {
+        let (name, _) = rest.strip_prefix(prefix)?.split_once('}')?;
+        Some((format!("{prefix}{name}}}"), piece(name.to_owned())))
+    };
+    named("{data.", Piece::Data).or_else(|| named("{var.", Piece::Var)).or_else(|| {
+        FIELDS.iter().find(|(field, _)| rest.starts_with(field)).map(|(f, p)| ((*f).to_owned(), p.clone()))
+    })
+}
+
+/// Splits `{conn}`, `{seq}`, `{now_us}`, `{rand_u32}`, `{data.NAME}` and `{var.NAME}` out
+/// of `text`; other braces (JSON) stay, and `{lbrace}` is a literal `{`.
+pub fn template(text: &str) -> Result<Vec<Piece>, String> {
     let mut pieces = Vec::new();
     let mut literal = String::new();
     let mut rest = text;
     while !rest.is_empty() {
-        let named = |prefix: &str, piece: fn(String) -> Piece| {
-            let (name, _) = rest.strip_prefix(prefix)?.split_once('}')?;
-            Some((format!("{prefix}{name}}}"), piece(name.to_owned())))
-        };
-        let field = named("{data.", Piece::Data).or_else(|| named("{var.", Piece::Var)).or_else(|| {
-            fields
-                .iter()
-                .find(|(field, _)| rest.starts_with(field))
-                .map(|(f, p)| ((*f).to_owned(), p.clone()))
-        });
-        match field {
+        match field_at(rest) {
+            Some((field, Piece::Text(brace))) => {
+                literal.push_str(&brace);
+                rest = &rest[field.len()..];
+            }
             Some((field, piece)) => {
                 if !literal.is_empty() {
                     pieces.push(Piece::Text(std::mem::take(&mut literal)));
@@ -173,6 +186,19 @@ pub fn template(text: &str) -> Result<Vec<Piece>, String> {
         return Err("send is empty".to_owned());
     }
     Ok(pieces)
+}
+
+/// `text` as a template that sends it as it is: each `{` that would start a field written
+/// `{lbrace}`.
+pub fn escape_template(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for (at, c) in text.char_indices() {
+        match c == '{' && field_at(&text[at..]).is_some() {
+            true => escaped.push_str(LBRACE),
+            false => escaped.push(c),
+        }
+    }
+    escaped
 }
 
 /// The names of the `{var.NAME}` fields of `text`.
