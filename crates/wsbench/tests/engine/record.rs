@@ -1,0 +1,234 @@
+//! `wsbench record`, the recording proxy, in front of real servers: a Python `websockets`
+//! client's session with `tests/interop/subscription_server.py` recorded (its Authorization
+//! redacted), imported and replayed at 100 connections without an error; a wss upstream
+//! (`wsbench serve --tls`) recorded until the message bound, forwarding going on, and the
+//! file complete after SIGTERM; an upstream that is down answered 502 and recorded; bad
+//! flags and an --out that is not a regular file refused before anything listens.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::bad_input::assert_usage_error;
+use crate::flow::python_peer;
+use crate::harness::{arg, errors, heavy, read_result, repo_root, scratch, summary_of, uint, wsbench};
+
+/// A running `wsbench record`; killed on drop if still running.
+pub struct Recorder {
+    child: Child,
+    pub url: String,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Recorder {
+    /// Starts `wsbench record --listen 127.0.0.1:0 ARGS…` and waits for its `listening on`.
+    pub fn start(args: &[&str]) -> Recorder {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wsbench"))
+            .args(["record", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn wsbench record");
+        let (tx, rx) = mpsc::channel();
+        for pipe in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    let _ = tx.send(line);
+                }
+            });
+        }
+        let first = rx.recv_timeout(Duration::from_secs(20)).expect("wsbench record printed nothing");
+        let url =
+            first.strip_prefix("listening on ").unwrap_or_else(|| panic!("first line: {first}")).to_owned();
+        Recorder { child, url, lines: rx }
+    }
+
+    /// Sends `signal` and returns the exit code and everything it printed after the first line.
+    pub fn stop(mut self, signal: libc::c_int) -> (Option<i32>, String) {
+        // SAFETY: signalling a child this test started.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, signal) };
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "wsbench record did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        let printed: Vec<String> = self.lines.try_iter().collect();
+        (status.code(), printed.join("\n"))
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every line of a recording, parsed (a line that is not JSON fails the test).
+pub fn events(file: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(text.ends_with('\n'), "the file ends with a whole line");
+    text.lines().map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))).collect()
+}
+
+/// A real client's session: subscribe, then publish twice with the id the server handed out.
+const CLIENT: &str = r#"
+import json, sys
+from websockets.sync.client import connect
+with connect(sys.argv[1], additional_headers={"Authorization": "Bearer alice-secret"}) as ws:
+    ws.send(json.dumps({"type": "subscribe", "topic": "news"}))
+    sub = json.loads(ws.recv())["sub"]
+    for n in (1, 2):
+        ws.send(json.dumps({"type": "publish", "sub": sub, "n": n}))
+        assert json.loads(ws.recv())["type"] == "ack"
+print("done")
+"#;
+
+#[test]
+fn a_session_recorded_through_the_proxy_imports_and_replays_at_100_connections() {
+    let Some(peer) = python_peer("subscription_server.py", &[]) else { return };
+    let dir = scratch("record-session");
+    let out = dir.join("session.jsonl");
+    let recorder = Recorder::start(&["--upstream", &peer.url, "--out", arg(&out)]);
+    let client = Command::new(repo_root().join(".venv/bin/python"))
+        .args(["-c", CLIENT, &format!("{}/?room=1&access_token=t0ken", recorder.url)])
+        .output()
+        .unwrap();
+    assert!(client.status.success(), "{}", String::from_utf8_lossy(&client.stderr));
+    let (code, printed) = recorder.stop(libc::SIGINT);
+    assert_eq!(code, Some(0), "{printed}");
+    assert!(printed.contains("recorded 1 connections, 6 messages"), "{printed}");
+    let events = events(&out);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!text.contains("alice-secret") && !text.contains("t0ken"), "secrets redacted\n{text}");
+    assert_eq!(events[0]["event"], "open", "{text}");
+    assert_eq!(events[0]["path"], "/?room=1&access_token=<redacted>", "{text}");
+    let messages: Vec<&Value> = events.iter().filter(|e| e["event"] == "message").collect();
+    let dirs: Vec<&str> = messages.iter().map(|m| m["dir"].as_str().unwrap()).collect();
+    assert_eq!(dirs, ["send", "receive", "send", "receive", "send", "receive"], "{text}");
+    assert!(events.iter().any(|e| e["event"] == "close"), "the close handshake is recorded\n{text}");
+    let flow = dir.join("flow.toml");
+    let import = wsbench(&["import", arg(&out), "-o", arg(&flow)], Duration::from_secs(20));
+    import.assert_success();
+    assert!(import.stdout.contains("capture sub: /sub of message 2"), "{}", import.describe());
+    let _slot = heavy(1);
+    let json = dir.join("replay.json");
+    let users = dir.join("users.csv");
+    std::fs::write(&users, "authorization\nBearer alice\n").unwrap();
+    let args =
+        ["run", "--scenario", arg(&flow), &peer.url, "--connections", "100", "--connect-timeout", "20s"];
+    let run = wsbench(
+        &[&args[..], &["--duration", "2s", "--data", arg(&users), "--json", arg(&json)]].concat(),
+        Duration::from_secs(60),
+    );
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(run.code, Some(0), "{context}");
+    assert!(errors(&result).is_empty(), "{context}");
+    assert_eq!(uint(&result, "/flow/steps/recv6/latency_us/count"), 100, "{context}");
+}
+
+#[test]
+fn a_wss_upstream_is_recorded_to_the_message_bound_and_forwarding_goes_on() {
+    let server = crate::support::Server::spawn(&["--tls"]);
+    let upstream = format!("wss://localhost:{}/", server.addr_for("wss").port());
+    let dir = scratch("record-wss");
+    let out = dir.join("wss.jsonl");
+    let recorder =
+        Recorder::start(&["--upstream", &upstream, "--insecure", "--out", arg(&out), "--max-messages", "10"]);
+    let _slot = heavy(1);
+    let json = dir.join("through.json");
+    let run = wsbench(
+        &[
+            "run",
+            &format!("{}/", recorder.url),
+            "--connections",
+            "2",
+            "--duration",
+            "1s",
+            "--json",
+            arg(&json),
+        ],
+        Duration::from_secs(60),
+    );
+    let result = read_result(&json);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert!(
+        uint(&result, "/summary/messages/received") > 10,
+        "forwarding went on past the bound\n{}",
+        summary_of(&result)
+    );
+    let (code, printed) = recorder.stop(libc::SIGTERM);
+    assert_eq!(code, Some(0), "{printed}");
+    assert_eq!(printed.matches("recording stopped, still forwarding").count(), 1, "said once\n{printed}");
+    let events = events(&out);
+    assert_eq!(events.iter().filter(|e| e["event"] == "message").count(), 10);
+    assert_eq!(events.iter().filter(|e| e["event"] == "open").count(), 2);
+    assert!(
+        events
+            .iter()
+            .all(|e| e["event"] != "open" || e["url"].as_str().unwrap().starts_with("wss://localhost:"))
+    );
+    assert_eq!(events.last().unwrap()["event"], "recording_stopped");
+}
+
+#[test]
+fn an_upstream_that_is_down_answers_502_and_is_recorded() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let dir = scratch("record-down");
+    let out = dir.join("down.jsonl");
+    let recorder = Recorder::start(&["--upstream", &format!("ws://{closed}/app"), "--out", arg(&out)]);
+    let mut client = TcpStream::connect(recorder.url.trim_start_matches("ws://")).unwrap();
+    client
+        .write_all(b"GET /chat HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        .unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut answer = String::new();
+    client.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 502 Bad Gateway\r\n"), "{answer}");
+    assert!(answer.contains("cannot connect to"), "{answer}");
+    let (code, printed) = recorder.stop(libc::SIGHUP);
+    assert_eq!(code, Some(0), "{printed}");
+    assert!(printed.contains("1 connections could not reach the upstream (answered 502)"), "{printed}");
+    let events = events(&out);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["event"], "upstream_failed");
+    assert_eq!(events[0]["url"], format!("ws://{closed}/app/chat"));
+}
+
+#[test]
+fn bad_bounds_and_an_out_that_is_not_a_regular_file_are_refused_before_listening() {
+    let dir = scratch("record-refused");
+    let out = dir.join("s.jsonl");
+    let base = ["record", "--listen", "127.0.0.1:0", "--upstream", "ws://127.0.0.1:9/"];
+    assert_usage_error(
+        &[&base[..], &["--out", "/dev/null"]].concat(),
+        "--out: /dev/null is not a regular file",
+    );
+    assert_usage_error(&[&base[..], &["--out", arg(&dir)]].concat(), "--out");
+    for (flag, value) in [
+        ("--max-connections", "0"),
+        ("--max-messages", "100001"),
+        ("--max-message", "2MiB"),
+        ("--max-bytes", "1GiB"),
+    ] {
+        assert_usage_error(&[&base[..], &["--out", arg(&out), flag, value]].concat(), flag);
+    }
+    assert_usage_error(&["record", "--upstream", "http://x/", "--out", arg(&out)], "ws://");
+    assert!(!out.exists(), "nothing was written");
+}
