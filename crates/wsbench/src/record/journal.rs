@@ -139,9 +139,13 @@ impl Journal {
     /// event was refused), and one note on stderr.
     fn stop(&self, state: &mut State, conn: Option<usize>, why: String) {
         if let Some(conn) = conn {
-            let line = json!({"conn": conn, "event": "recording_stopped", "time": now(), "why": why});
-            if state.file.write_all(format!("{line}\n").as_bytes()).is_ok() {
-                state.tally.bytes += line.to_string().len() as u64 + 1;
+            let line = format!(
+                "{}\n",
+                json!({"conn": conn, "event": "recording_stopped", "time": now(), "why": why})
+            );
+            let fits = state.tally.bytes + line.len() as u64 <= self.bounds.bytes;
+            if fits && state.file.write_all(line.as_bytes()).is_ok() {
+                state.tally.bytes += line.len() as u64;
             }
         }
         eprintln!("wsbench record: {why}: recording stopped, still forwarding");

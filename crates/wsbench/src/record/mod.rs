@@ -62,13 +62,20 @@ pub struct RecordConfig {
 pub enum RecordError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("cannot listen on {addr}: {source} (give a free address with --listen)")]
+    #[error("cannot listen on {addr} (give a free address with --listen)")]
     Listen {
         addr: SocketAddr,
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot create --out {}: {source}", path.display())]
+    /// The listener failed while recording (what was recorded is complete).
+    #[error("stopped accepting connections on {addr}")]
+    Accept {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot create --out {}", path.display())]
     Create {
         path: PathBuf,
         #[source]
@@ -79,7 +86,10 @@ pub enum RecordError {
 impl crate::exit::ExitCode for RecordError {
     /// Bad flags, an address taken or a file that cannot be made are the user's to fix.
     fn exit_code(&self) -> u8 {
-        crate::exit::USAGE
+        match self {
+            RecordError::Accept { .. } => crate::exit::FAILED,
+            _ => crate::exit::USAGE,
+        }
     }
 }
 
@@ -140,55 +150,69 @@ pub fn record(
     let tls = config.upstream.tls.then(|| crate::engine::tls::client_config(config.insecure));
     let shared = Arc::new(Shared { config, journal, tls, stop, active: AtomicUsize::new(0) });
     listening(bound);
-    accept_until_stopped(&listener, &shared);
+    let accepted = accept_until_stopped(listener, &shared);
     let deadline = Instant::now() + STOP_WAIT;
     while shared.active.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    Ok(shared.journal.close())
+    let tally = shared.journal.close();
+    accepted.map_err(|source| RecordError::Accept { addr: bound, source })?;
+    Ok(tally)
 }
 
-fn accept_until_stopped(listener: &TcpListener, shared: &Arc<Shared>) {
+fn accept_until_stopped(listener: TcpListener, shared: &Arc<Shared>) -> std::io::Result<()> {
+    let mut listener = mio::net::TcpListener::from_std(listener);
+    let mut poll = mio::Poll::new()?;
+    poll.registry().register(&mut listener, mio::Token(0), mio::Interest::READABLE)?;
+    let mut events = mio::Events::with_capacity(4);
     let mut said_full = false;
     while !shared.stop.load(Ordering::SeqCst) {
-        let (client, _) = match listener.accept() {
-            Ok(accepted) => accepted,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(10));
+        if let Err(error) = poll.poll(&mut events, Some(Duration::from_millis(200)))
+            && error.kind() != std::io::ErrorKind::Interrupted
+        {
+            return Err(error);
+        }
+        // Every connection waiting is taken: readiness is reported once per arrival.
+        while let Ok((client, _)) = listener.accept() {
+            let Ok(client) = blocking(client) else { continue };
+            let most = shared.config.max_connections as usize;
+            if shared.active.load(Ordering::SeqCst) >= most {
+                if !std::mem::replace(&mut said_full, true) {
+                    eprintln!(
+                        "wsbench record: {most} connections at once (--max-connections): answering more with 503"
+                    );
+                }
+                let text = format!("more than {most} connections at once (--max-connections)");
+                refuse(client, "503 Service Unavailable", &text);
                 continue;
             }
-            Err(_) => continue,
-        };
-        let most = shared.config.max_connections as usize;
-        if shared.active.load(Ordering::SeqCst) >= most {
-            if !std::mem::replace(&mut said_full, true) {
-                eprintln!(
-                    "wsbench record: {most} connections at once (--max-connections): answering more with 503"
-                );
+            shared.active.fetch_add(1, Ordering::SeqCst);
+            let thread = shared.clone();
+            let spawned = std::thread::Builder::new().name("record-conn".into()).spawn(move || {
+                connection(client, &thread);
+                thread.active.fetch_sub(1, Ordering::SeqCst);
+            });
+            if spawned.is_err() {
+                shared.active.fetch_sub(1, Ordering::SeqCst);
+                eprintln!("wsbench record: cannot start a thread for a connection: it was closed");
             }
-            refuse(
-                client,
-                "503 Service Unavailable",
-                &format!("more than {most} connections at once (--max-connections)"),
-            );
-            continue;
-        }
-        shared.active.fetch_add(1, Ordering::SeqCst);
-        let shared = shared.clone();
-        let spawned = std::thread::Builder::new().name("record-conn".into()).spawn(move || {
-            connection(client, &shared);
-            shared.active.fetch_sub(1, Ordering::SeqCst);
-        });
-        if spawned.is_err() {
-            eprintln!("wsbench record: cannot start a thread for a connection: it was closed");
         }
     }
+    Ok(())
+}
+
+/// An accepted socket as a blocking std one (the handshake blocks, with timeouts).
+fn blocking(socket: mio::net::TcpStream) -> std::io::Result<TcpStream> {
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    // SAFETY: the descriptor is taken out of the mio socket, which no longer owns it.
+    let socket = unsafe { TcpStream::from_raw_fd(socket.into_raw_fd()) };
+    socket.set_nonblocking(false)?;
+    Ok(socket)
 }
 
 /// Answers `client` with an HTTP error and closes it.
 fn refuse(mut client: TcpStream, status: &str, text: &str) {
     use std::io::Write;
-    let _ = client.set_nonblocking(false);
     let _ = client.set_write_timeout(Some(Duration::from_secs(1)));
     let _ = client.write_all(&upgrade::http_answer(status, text));
 }
@@ -196,7 +220,6 @@ fn refuse(mut client: TcpStream, status: &str, text: &str) {
 /// One client connection, from its upgrade request to its end.
 fn connection(mut client: TcpStream, shared: &Shared) {
     let config = &shared.config;
-    let _ = client.set_nonblocking(false);
     let _ = client.set_nodelay(true);
     let _ = client.set_read_timeout(Some(upgrade::HANDSHAKE_TIMEOUT));
     let request = match upgrade::read_request(&mut client) {

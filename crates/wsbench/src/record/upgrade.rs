@@ -9,7 +9,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::ClientConnection;
 use rustls_pki_types::ServerName;
@@ -63,9 +63,18 @@ pub struct Refusal {
 /// Reads the client's request from `client` (blocking, with a timeout).
 pub fn read_request(client: &mut TcpStream) -> Result<ClientRequest, Refusal> {
     let bad = |text: String| Refusal { status: "400 Bad Request", text };
+    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || client.set_read_timeout(Some(left)).is_err() {
+            let waited = HANDSHAKE_TIMEOUT.as_secs();
+            return Err(Refusal {
+                status: "408 Request Timeout",
+                text: format!("no whole request within {waited} s"),
+            });
+        }
         match parse_request(&buf, DEFAULT_MAX_HEADER_BYTES) {
             Ok(Some((Request::Upgrade(upgrade), used))) => {
                 let headers = header_lines(&buf[..used]);
@@ -202,10 +211,18 @@ pub fn origin(upstream: &Target) -> String {
 fn upgrade_bytes(upstream: &Target, request: &ClientRequest) -> Vec<u8> {
     let host = host_header(upstream);
     let protocols: Vec<&str> = request.upgrade.protocols.iter().map(String::as_str).collect();
+    // Headers the client's `Connection` names are hop-by-hop too (RFC 9110 §7.6.1).
+    let named: Vec<String> = request
+        .headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("connection"))
+        .flat_map(|(_, value)| value.split(',').map(|token| token.trim().to_ascii_lowercase()))
+        .collect();
     let headers: Vec<(&str, &str)> = request
         .headers
         .iter()
         .filter(|(name, _)| !NOT_FORWARDED.contains(&name.to_ascii_lowercase().as_str()))
+        .filter(|(name, _)| !named.contains(&name.to_ascii_lowercase()))
         .filter(|(name, _)| !name.eq_ignore_ascii_case("sec-websocket-key"))
         .map(|(name, value)| (name.as_str(), value.as_str()))
         .collect();
@@ -219,9 +236,13 @@ fn exchange(stream: &mut impl ReadWrite, request: &[u8], key: &str) -> Result<An
         .write_all(request)
         .and_then(|()| stream.flush())
         .map_err(|e| format!("cannot send the upgrade: {e}"))?;
+    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     loop {
+        if Instant::now() > deadline {
+            return Err(format!("no answer to the upgrade within {} s", HANDSHAKE_TIMEOUT.as_secs()));
+        }
         match parse_response(&buf, key) {
             Ok(Some((response, used))) => {
                 let head = without_extensions(&buf[..used]);
@@ -288,8 +309,9 @@ mod tests {
         let upstream = Target::parse("ws://127.0.0.1:9001/api/").unwrap();
         let request = request(&[
             ("Host", "proxy:8080"),
-            ("Connection", "Upgrade, Keep-Alive"),
+            ("Connection", "Upgrade, Keep-Alive, X-Hop"),
             ("Keep-Alive", "300"),
+            ("X-Hop", "1"),
             ("Sec-WebSocket-Extensions", "permessage-deflate; client_max_window_bits"),
             ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
             ("Cookie", "sid=1"),
@@ -299,7 +321,7 @@ mod tests {
         assert!(text.starts_with("GET /api/chat?room=1 HTTP/1.1\r\nHost: 127.0.0.1:9001\r\n"), "{text}");
         assert!(text.contains("Sec-WebSocket-Protocol: graphql-transport-ws\r\n"), "{text}");
         assert!(text.contains("Cookie: sid=1\r\nOrigin: http://app\r\n"), "{text}");
-        for gone in ["proxy:8080", "Keep-Alive", "permessage-deflate"] {
+        for gone in ["proxy:8080", "Keep-Alive", "X-Hop", "permessage-deflate"] {
             assert!(!text.contains(gone), "{gone} forwarded: {text}");
         }
         assert_eq!(text.matches("Sec-WebSocket-Key").count(), 1, "{text}");

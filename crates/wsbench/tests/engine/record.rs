@@ -1,9 +1,12 @@
 //! `wsbench record`, the recording proxy, in front of real servers: a Python `websockets`
 //! client's session with `tests/interop/subscription_server.py` recorded (its Authorization
-//! redacted), imported and replayed at 100 connections without an error; a wss upstream
-//! (`wsbench serve --tls`) recorded until the message bound, forwarding going on, and the
-//! file complete after SIGTERM; an upstream that is down answered 502 and recorded; bad
-//! flags and an --out that is not a regular file refused before anything listens.
+//! and query token redacted), imported and replayed at 100 connections without an error; a
+//! wss upstream (`wsbench serve --tls`) recorded until the message bound, forwarding going
+//! on, and the file complete after SIGTERM; an upstream that is down answered 502 and
+//! recorded; an upstream's 401 passed on as it is, and secrets kept with --record-secrets
+//! (`tests/interop/auth_server.py`); a permessage-deflate offer not forwarded, so node `ws`
+//! sends its 2,000-byte echo uncompressed; bad flags and an --out that is not a regular file
+//! refused before anything listens.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -162,4 +165,113 @@ fn bad_bounds_and_an_out_that_is_not_a_regular_file_are_refused_before_listening
     }
     assert_usage_error(&["record", "--upstream", "http://x/", "--out", arg(&out)], "ws://");
     assert!(!out.exists(), "nothing was written");
+}
+
+/// Sends a masked text frame `hello` on `stream` and reads the 7 bytes of its echo.
+fn echo_hello(stream: &mut TcpStream) -> [u8; 7] {
+    let mut frame = Vec::new();
+    wsbench_proto::write_frame(&mut frame, true, wsbench_proto::OpCode::Text, Some([7, 1, 7, 1]), b"hello");
+    stream.write_all(&frame).unwrap();
+    let mut echo = [0u8; 7];
+    stream.read_exact(&mut echo).unwrap();
+    echo
+}
+
+/// Sends `request` (an upgrade) to `url`'s address; the answer's head and the stream.
+fn upgrade(url: &str, request: &str) -> (String, TcpStream) {
+    let mut stream = TcpStream::connect(url.trim_start_matches("ws://")).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap() == 1 {
+        head.push(byte[0]);
+    }
+    (String::from_utf8_lossy(&head).into_owned(), stream)
+}
+
+#[test]
+fn the_upstream_answer_is_passed_on_and_secrets_kept_when_asked() {
+    let dir = scratch("record-answer");
+    let seen = dir.join("authorization.txt");
+    let args = [
+        "--bearer",
+        "s3cret",
+        "--subprotocol",
+        "chat",
+        "--record-header",
+        "Authorization",
+        "--record",
+        arg(&seen),
+    ];
+    let Some(peer) = python_peer("auth_server.py", &args) else { return };
+    let out = dir.join("answer.jsonl");
+    let recorder = Recorder::start(&["--upstream", &peer.url, "--out", arg(&out), "--record-secrets"]);
+    let request = |authorization: &str| {
+        format!(
+            "GET /room?token=t0ken HTTP/1.1\r\nHost: proxy\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: chat\r\n\
+             Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n{authorization}\r\n"
+        )
+    };
+    let (refused, _) = upgrade(&recorder.url, &request(""));
+    assert!(refused.starts_with("HTTP/1.1 401"), "the upstream's own answer\n{refused}");
+    let (head, mut stream) = upgrade(&recorder.url, &request("Authorization: Bearer s3cret\r\n"));
+    assert!(head.starts_with("HTTP/1.1 101") && head.contains("Sec-WebSocket-Protocol: chat"), "{head}");
+    assert_eq!(echo_hello(&mut stream), *b"\x81\x05hello");
+    drop(stream);
+    std::thread::sleep(Duration::from_millis(300));
+    let (code, printed) = recorder.stop(libc::SIGINT);
+    assert_eq!(code, Some(0), "{printed}");
+    let events = events(&out);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(events.iter().any(|e| e["event"] == "upstream_refused" && e["status"] == 401), "{text}");
+    let open = events.iter().find(|e| e["event"] == "open").unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(open["subprotocol"], "chat", "{text}");
+    assert_eq!(open["path"], "/room?token=t0ken", "kept with --record-secrets\n{text}");
+    assert!(open["headers"].to_string().contains("Bearer s3cret"), "kept with --record-secrets\n{text}");
+    let data: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["event"] == "message")
+        .map(|e| (e["dir"].as_str().unwrap(), e["data"].as_str().unwrap()))
+        .collect();
+    assert_eq!(data, [("send", "hello"), ("receive", "hello")], "{text}");
+    assert_eq!(std::fs::read_to_string(&seen).unwrap().lines().last(), Some("Bearer s3cret"));
+}
+
+#[test]
+fn a_permessage_deflate_offer_is_not_forwarded_so_frames_travel_and_are_recorded_plain() {
+    // node `ws` with perMessageDeflate compresses what it sends from 1 KiB on when agreed.
+    let Some(node) = crate::harness::NodeEchoServer::start_with(&["--deflate"]) else { return };
+    let dir = scratch("record-deflate");
+    let out = dir.join("deflate.jsonl");
+    let recorder = Recorder::start(&["--upstream", &node.url, "--out", arg(&out)]);
+    let request = "GET / HTTP/1.1\r\nHost: proxy\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+        Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+        Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n";
+    let (head, mut stream) = upgrade(&recorder.url, request);
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    assert!(
+        !head.to_ascii_lowercase().contains("sec-websocket-extensions"),
+        "no extension negotiated\n{head}"
+    );
+    let text = "a".repeat(2000);
+    let mut frame = Vec::new();
+    wsbench_proto::write_frame(
+        &mut frame,
+        true,
+        wsbench_proto::OpCode::Text,
+        Some([7, 1, 7, 1]),
+        text.as_bytes(),
+    );
+    stream.write_all(&frame).unwrap();
+    let mut echo = vec![0u8; 4 + text.len()];
+    stream.read_exact(&mut echo).unwrap();
+    assert_eq!(echo[..4], [0x81, 126, 0x07, 0xd0], "the echo uncompressed (no RSV1), 2,000 bytes");
+    drop(stream);
+    std::thread::sleep(Duration::from_millis(300));
+    let (code, printed) = recorder.stop(libc::SIGINT);
+    assert_eq!(code, Some(0), "{printed}");
+    let received: Vec<Value> = events(&out).into_iter().filter(|e| e["dir"] == "receive").collect();
+    assert_eq!(received[0]["data"], text.as_str(), "recorded as sent");
 }
