@@ -5,8 +5,10 @@
 //! on, and the file complete after SIGTERM; an upstream that is down answered 502 and
 //! recorded; an upstream's 401 passed on as it is, and secrets kept with --record-secrets
 //! (`tests/interop/auth_server.py`); a permessage-deflate offer not forwarded, so node `ws`
-//! sends its 2,000-byte echo uncompressed; bad flags and an --out that is not a regular file
-//! refused before anything listens.
+//! sends its 2,000-byte echo uncompressed; a client that never reads pushed back (the
+//! proxy's memory bounded while 256 MiB are offered); connections past --max-connections
+//! answered 503; bad flags and an --out that is not a regular file refused before anything
+//! listens.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -167,11 +169,20 @@ fn bad_bounds_and_an_out_that_is_not_a_regular_file_are_refused_before_listening
     assert!(!out.exists(), "nothing was written");
 }
 
+/// An upgrade request for `/`, as a client without options sends it.
+const PLAIN_UPGRADE: &str = "GET / HTTP/1.1\r\nHost: proxy\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+    Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+
+/// One whole frame as a client sends it (masked).
+fn masked(opcode: wsbench_proto::OpCode, payload: &[u8]) -> Vec<u8> {
+    let mut frame = Vec::new();
+    wsbench_proto::write_frame(&mut frame, true, opcode, Some([7, 1, 7, 1]), payload);
+    frame
+}
+
 /// Sends a masked text frame `hello` on `stream` and reads the 7 bytes of its echo.
 fn echo_hello(stream: &mut TcpStream) -> [u8; 7] {
-    let mut frame = Vec::new();
-    wsbench_proto::write_frame(&mut frame, true, wsbench_proto::OpCode::Text, Some([7, 1, 7, 1]), b"hello");
-    stream.write_all(&frame).unwrap();
+    stream.write_all(&masked(wsbench_proto::OpCode::Text, b"hello")).unwrap();
     let mut echo = [0u8; 7];
     stream.read_exact(&mut echo).unwrap();
     echo
@@ -246,25 +257,16 @@ fn a_permessage_deflate_offer_is_not_forwarded_so_frames_travel_and_are_recorded
     let dir = scratch("record-deflate");
     let out = dir.join("deflate.jsonl");
     let recorder = Recorder::start(&["--upstream", &node.url, "--out", arg(&out)]);
-    let request = "GET / HTTP/1.1\r\nHost: proxy\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-        Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
-        Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n";
-    let (head, mut stream) = upgrade(&recorder.url, request);
+    let offer = "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n";
+    let (head, mut stream) =
+        upgrade(&recorder.url, &PLAIN_UPGRADE.replace("\r\n\r\n", &format!("\r\n{offer}")));
     assert!(head.starts_with("HTTP/1.1 101"), "{head}");
     assert!(
         !head.to_ascii_lowercase().contains("sec-websocket-extensions"),
         "no extension negotiated\n{head}"
     );
     let text = "a".repeat(2000);
-    let mut frame = Vec::new();
-    wsbench_proto::write_frame(
-        &mut frame,
-        true,
-        wsbench_proto::OpCode::Text,
-        Some([7, 1, 7, 1]),
-        text.as_bytes(),
-    );
-    stream.write_all(&frame).unwrap();
+    stream.write_all(&masked(wsbench_proto::OpCode::Text, text.as_bytes())).unwrap();
     let mut echo = vec![0u8; 4 + text.len()];
     stream.read_exact(&mut echo).unwrap();
     assert_eq!(echo[..4], [0x81, 126, 0x07, 0xd0], "the echo uncompressed (no RSV1), 2,000 bytes");
@@ -274,4 +276,53 @@ fn a_permessage_deflate_offer_is_not_forwarded_so_frames_travel_and_are_recorded
     assert_eq!(code, Some(0), "{printed}");
     let received: Vec<Value> = events(&out).into_iter().filter(|e| e["dir"] == "receive").collect();
     assert_eq!(received[0]["data"], text.as_str(), "recorded as sent");
+}
+
+/// A process's peak resident memory (`VmHWM`), bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+#[test]
+fn a_client_that_never_reads_is_pushed_back_and_the_proxy_memory_stays_bounded() {
+    const PUSHED: usize = 256;
+    let server = crate::support::Server::spawn(&[]);
+    let dir = scratch("record-slow-reader");
+    let out = dir.join("slow.jsonl");
+    let recorder = Recorder::start(&["--upstream", &format!("ws://{}", server.addr), "--out", arg(&out)]);
+    let (head, mut stream) = upgrade(&recorder.url, PLAIN_UPGRADE);
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    // 1 MiB binary messages, echoed by the server, never read: without push-back the proxy
+    // would hold every echo.
+    let frame = masked(wsbench_proto::OpCode::Binary, &[7u8; 1 << 20]);
+    stream.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    let pushed = (0..PUSHED).take_while(|_| stream.write_all(&frame).is_ok()).count();
+    let peak = peak_rss(recorder.pid());
+    drop(stream);
+    let (code, printed) = recorder.stop(libc::SIGINT);
+    assert_eq!(code, Some(0), "{printed}");
+    eprintln!("pushed {pushed} MiB unread; the proxy's peak RSS {} MiB", peak >> 20);
+    assert!(pushed >= 8, "the first messages went through ({pushed} MiB)");
+    assert!(peak < 64 << 20, "the proxy held {} MiB after {pushed} MiB pushed", peak >> 20);
+}
+
+#[test]
+fn connections_past_max_connections_are_answered_503_and_said_once() {
+    let server = crate::support::Server::spawn(&[]);
+    let dir = scratch("record-full");
+    let out = dir.join("full.jsonl");
+    let upstream = format!("ws://{}", server.addr);
+    let recorder = Recorder::start(&["--upstream", &upstream, "--out", arg(&out), "--max-connections", "1"]);
+    let (head, mut held) = upgrade(&recorder.url, PLAIN_UPGRADE);
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    for _ in 0..2 {
+        let (refused, _) = upgrade(&recorder.url, PLAIN_UPGRADE);
+        assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    }
+    assert_eq!(echo_hello(&mut held), *b"\x81\x05hello", "the first connection is still forwarded");
+    let (code, printed) = recorder.stop(libc::SIGINT);
+    assert_eq!(code, Some(0), "{printed}");
+    assert_eq!(printed.matches("connections at once (--max-connections)").count(), 1, "{printed}");
 }

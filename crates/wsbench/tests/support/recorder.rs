@@ -46,6 +46,11 @@ impl Recorder {
         Recorder { child, url, lines: rx }
     }
 
+    /// The proxy's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends `signal` and returns the exit code and everything it printed after the first line.
     pub fn stop(mut self, signal: libc::c_int) -> (Option<i32>, String) {
         // SAFETY: signalling a child this test started.
