@@ -112,6 +112,28 @@ impl RecordConfig {
     }
 }
 
+/// Open files each forwarded connection holds: its two sockets and its poll.
+const FILES_PER_CONNECTION: u64 = 3;
+/// Open files kept for the rest (the listener, the file, stdio, the poll).
+const SPARE_FILES: u64 = 32;
+
+/// `max_connections` connections at once fit in the open-file limit (raised as far as the
+/// hard limit lets it first).
+fn check_open_files(max_connections: u64) -> Result<(), ConfigError> {
+    let limit = crate::machine::raise_open_file_limit().unwrap_or(1024);
+    let needed = max_connections * FILES_PER_CONNECTION + SPARE_FILES;
+    if needed <= limit {
+        return Ok(());
+    }
+    let problem = format!(
+        "{} connections at once need {} open files and the limit is {}: give fewer, or raise the limit (ulimit -n)",
+        group(max_connections),
+        group(needed),
+        group(limit)
+    );
+    Err(ConfigError::Invalid { setting: "max-connections", problem })
+}
+
 /// `--out` is a regular file (or none yet) in a folder that may be written: a recording is
 /// written as it goes and read back by import, so a FIFO or a device is refused.
 fn check_out(path: &Path) -> Result<(), ConfigError> {
@@ -140,6 +162,7 @@ pub fn record(
     listening: impl FnOnce(SocketAddr),
 ) -> Result<Tally, RecordError> {
     config.check()?;
+    check_open_files(config.max_connections)?;
     let addr = config.listen;
     let listener = TcpListener::bind(addr).map_err(|source| RecordError::Listen { addr, source })?;
     let bound = listener.local_addr().map_err(|source| RecordError::Listen { addr, source })?;

@@ -166,6 +166,28 @@ fn bad_bounds_and_an_out_that_is_not_a_regular_file_are_refused_before_listening
         assert_usage_error(&[&base[..], &["--out", arg(&out), flag, value]].concat(), flag);
     }
     assert_usage_error(&["record", "--upstream", "http://x/", "--out", arg(&out)], "ws://");
+    // 1,000 connections at once need more open files than a hard limit of 1,000.
+    let limited = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -n 1000 && exec {} \"$@\"", env!("CARGO_BIN_EXE_wsbench")))
+        .args([
+            "sh",
+            "record",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "ws://127.0.0.1:9/",
+            "--out",
+            arg(&out),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&limited.stderr);
+    assert_eq!(limited.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--max-connections: 1,000 connections at once need 3,032 open files"),
+        "{stderr}"
+    );
     assert!(!out.exists(), "nothing was written");
 }
 
