@@ -8,7 +8,8 @@
 #   - Python `prometheus-client` into the same .venv (same file), whose text parser reads
 #     `--metrics-addr` in crates/wsbench/tests/live.rs
 #   - node `ws` into tests/interop/node_modules (pinned in tests/interop/package-lock.json)
-# and what the HTML report's browser test (crates/wsbench/tests/browser.rs) needs:
+# and what the HTML report's browser test (crates/wsbench/tests/browser.rs) and the browser
+# recording test (crates/wsbench/tests/recorded_browser.rs) need:
 #   - `playwright-core` into tests/browser/node_modules (pinned in tests/browser/package-lock.json)
 #   - Chromium at /usr/bin/chromium (apt-get, only when it is missing; needs root or sudo)
 # and the fault tests' proxy (crates/wsbench/tests/faults.rs):

@@ -34,8 +34,8 @@ pub use centrifugo::{
 pub use http2::{NodeH2, haproxy_show_stat, start_axum, start_haproxy, start_node_h2};
 pub use nats::start_nats_configured;
 pub use node::{
-    start_graphql_ws, start_rpc_websockets, start_socketio, start_socketio_app, start_socketio_pinging_every,
-    start_socketio_pinging_with_timeout,
+    start_graphql_app, start_graphql_ws, start_rpc_websockets, start_socketio, start_socketio_app,
+    start_socketio_pinging_every, start_socketio_pinging_with_timeout,
 };
 pub use process::Peer;
 pub use signalr::start_signalr;

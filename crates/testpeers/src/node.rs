@@ -105,3 +105,12 @@ pub fn start_graphql_ws() -> Result<Peer, PeerError> {
 pub fn start_rpc_websockets() -> Result<Peer, PeerError> {
     start_fleet_node("rpc-websockets", "node-rpc-websockets", "rpc-websockets", &[])
 }
+
+/// A graphql-ws 6 application with its own web page (`tests/peers/graphql_app_server.js`):
+/// the page runs the official client against the WebSocket its `ws` query parameter names
+/// (`hello`, then a subscription of five quotes); `GET /counts` says the connections
+/// accepted and the messages received and sent. WebSocket path `/graphql`.
+pub fn start_graphql_app() -> Result<Peer, PeerError> {
+    let script = repo_root().join("tests/peers/graphql_app_server.js");
+    start_node_script("graphql-ws", &script, &["graphql-ws", "graphql", "ws"], &[])
+}

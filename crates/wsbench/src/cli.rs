@@ -210,6 +210,10 @@ pub enum Command {
     /// scenario file: sends with their pauses, replies awaited by their shape, values sent back
     /// captured, identity headers as --data placeholders; prints what it inferred.
     Import(crate::import_args::ImportArgs),
+    /// A recording proxy: forward WebSocket clients (a browser, an app) to a server and write
+    /// each connection's handshake and every message both ways to a JSONL file that `wsbench
+    /// import` reads. Runs until SIGINT, SIGTERM or SIGHUP.
+    Record(crate::record_args::RecordArgs),
     /// Print a shell completion script for wsbench (e.g. `wsbench completions bash >
     /// /etc/bash_completion.d/wsbench`).
     Completions {

@@ -64,6 +64,7 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
         }
         Command::Completions { shell } => Ok(Output::success(crate::help::completions(shell))),
         Command::Import(args) => args.import(),
+        Command::Record(args) => args.record(interrupt(false)?),
         Command::Man => Ok(Output::success(crate::help::man_page().map_err(CommandError::Stdout)?)),
     }
 }

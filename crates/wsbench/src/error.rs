@@ -31,6 +31,8 @@ pub enum CommandError {
     Diff(#[from] crate::diff::DiffError),
     #[error(transparent)]
     Recording(#[from] crate::recording::RecordingError),
+    #[error(transparent)]
+    Record(#[from] crate::record::RecordError),
     /// A shard that could not read the settings its parent handed it.
     #[error(transparent)]
     Child(#[from] wsbench_supervisor::Error),
@@ -94,6 +96,7 @@ impl ExitCode for CommandError {
             CommandError::Run(error) => error.exit_code(),
             CommandError::Diff(error) => error.exit_code(),
             CommandError::Recording(error) => error.exit_code(),
+            CommandError::Record(error) => error.exit_code(),
             _ => FAILED,
         }
     }

@@ -9,6 +9,7 @@ mod cli;
 mod commands;
 mod help;
 mod import_args;
+mod record_args;
 mod series_args;
 
 use std::io::Write;

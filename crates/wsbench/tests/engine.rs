@@ -1,8 +1,8 @@
 //! Integration tests of the load engine: the real `wsbench run` binary against its built-in
 //! server, a scripted server that misbehaves on purpose (`support/scripted_server.rs`), a
 //! `wsbench serve` killed mid-run, the node `ws` echo server, and a Python `websockets` server
-//! guarded by auth, subprotocol and mutual TLS (`endpoint.rs`); plus bad input, the open
-//! file limit and Ctrl-C. Every run is short (2–5 s) and bounded: a run that overstays is
+//! guarded by auth, subprotocol and mutual TLS (`endpoint.rs`), `wsbench record` in front of
+//! real servers (`record.rs`); plus bad input, the open file limit and Ctrl-C. Every run is short (2–5 s) and bounded: a run that overstays is
 //! killed and the test fails.
 //!
 //! Load-generating tests take a slot (`harness::heavy`) so that at most two of them share
@@ -44,6 +44,8 @@ mod peers;
 mod ping;
 #[path = "engine/pubsub.rs"]
 mod pubsub;
+#[path = "engine/record.rs"]
+mod record;
 #[path = "engine/scripted.rs"]
 mod scripted;
 #[path = "engine/stream.rs"]

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 pub mod hostile_server;
 pub mod raw_server;
+pub mod recorder;
 pub mod recording_proxy;
 pub mod scripted_server;
 pub mod silent_server;
