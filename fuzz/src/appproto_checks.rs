@@ -261,10 +261,11 @@ pub fn pusher_decode(data: &[u8]) {
     );
 }
 
-/// The input as a WebSocket message of SignalR's JSON hub protocol: its records as hub
-/// messages and as a handshake answer; then an invocation whose target is the input comes
+/// The input as a negotiate answer's body, and as a WebSocket message of SignalR's JSON hub
+/// protocol: its records as hub messages and as a handshake answer; then an invocation whose target is the input comes
 /// back as the same target, and an echo's argument as a completion's result.
 pub fn signalr_decode(data: &[u8]) {
+    let _ = signalr::negotiate::decode(data, "Text");
     for record in signalr::records(data).flatten() {
         let _ = signalr::decode(record);
         let _ = signalr::decode_handshake(record);

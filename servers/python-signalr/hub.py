@@ -9,7 +9,20 @@ the error "not allowed to join GROUP" (a rejected subscription). When WSBENCH_SI
 is set, a request to /hub without `Authorization: Bearer TOKEN` (or `?access_token=TOKEN`,
 as browsers send it) is refused 401 before the upgrade, as ASP.NET's [Authorize] does.
 `POST /admin/disconnect?group=G&count=N` aborts N members of group G (in connection id
-order), as a hub's `Context.Abort()` does, and answers how many it aborted.
+order), as a hub's `Context.Abort()` does, and answers how many it aborted;
+`POST /admin/negotiations` answers how many negotiate POSTs the hub has answered.
+
+`Ticks(count, interval_ms)` is a streaming method (an async generator, aiosignalr's way):
+it yields `{"seq": N, "ts": MS}` from a ticker all its callers share (N counts from the
+hub's start, MS its Unix time in milliseconds), `count` ticks (0: until cancelled), so that
+every caller sees the same ticks from the one after its call on.
+
+WSBENCH_SIGNALR_NEGOTIATE makes the negotiate misbehave as servers do, for the tests:
+`error` answers `{"error": …}`; `polling` offers long polling alone; `malformed` answers
+text that is no JSON; `close` answers with `Connection: close`; `redirect` answers a
+negotiate without `Authorization: Bearer redirected` with a redirect to this hub with that
+access token (as Azure SignalR Service does), and then requires that bearer of the
+WebSocket too.
 
 aiosignalr 0.1.1 writes every WebSocket frame binary, the JSON protocol's too; SignalR's
 JSON protocol is text frames, and the official JavaScript client (@microsoft/signalr 10)
@@ -22,6 +35,7 @@ type (aiosignalr's rule): `Echo` is.
 import asyncio
 import os
 import sys
+import time
 
 from aiohttp import web
 from aiosignalr.errors import HubException
@@ -44,6 +58,36 @@ async def _send_text_or_binary(self, data: bytes) -> None:
 _AiohttpSocket.send_bytes = _send_text_or_binary
 
 
+class Ticker:
+    """One tick every `interval` seconds, shared by every stream's caller."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.changed = asyncio.Condition()
+        self.task: asyncio.Task | None = None
+        self.interval = 0.1
+
+    def start(self, interval: float) -> None:
+        if self.task is None:
+            self.interval = interval
+            self.task = asyncio.create_task(self.run())
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            async with self.changed:
+                self.seq += 1
+                self.changed.notify_all()
+
+    async def after(self, seq: int) -> int:
+        async with self.changed:
+            await self.changed.wait_for(lambda: self.seq > seq)
+            return self.seq
+
+
+TICKER = Ticker()
+
+
 class BenchHub(Hub):
     async def on_disconnected(self, exception) -> None:
         for members in GROUPS.values():
@@ -61,6 +105,15 @@ class BenchHub(Hub):
 
     async def publish(self, group: str, payload: object) -> None:
         await self.clients.group(group).send("message", payload)
+
+    async def ticks(self, count: int, interval_ms: int):
+        TICKER.start(max(interval_ms, 1) / 1000)
+        seq = TICKER.seq
+        sent = 0
+        while count <= 0 or sent < count:
+            seq = await TICKER.after(seq)
+            yield {"seq": seq, "ts": int(time.time() * 1000)}
+            sent += 1
 
 
 def authorized(request: web.Request, token: str) -> bool:
@@ -83,6 +136,43 @@ async def main() -> None:
         return await handler(request)
 
     app.middlewares.append(bearer)
+    negotiations = 0
+    mode = os.environ.get("WSBENCH_SIGNALR_NEGOTIATE", "")
+
+    @web.middleware
+    async def negotiate(request: web.Request, handler):
+        nonlocal negotiations
+        redirected = request.headers.get("Authorization") == "Bearer redirected"
+        if not request.path.endswith("/negotiate"):
+            if mode == "redirect" and request.path.startswith("/hub") and not redirected:
+                return web.Response(status=401, text="the redirect's access token is missing\n")
+            return await handler(request)
+        negotiations += 1
+        if mode == "error":
+            return web.json_response({"error": "negotiation refused by the test hub"})
+        if mode in ("polling", "close"):
+            transport = "LongPolling" if mode == "polling" else "WebSockets"
+            body = {
+                "negotiateVersion": 1,
+                "connectionId": "c",
+                "connectionToken": "t",
+                "availableTransports": [{"transport": transport, "transferFormats": ["Text", "Binary"]}],
+            }
+            headers = {"Connection": "close"} if mode == "close" else None
+            return web.json_response(body, headers=headers)
+        if mode == "malformed":
+            return web.Response(text="<html>not a negotiate answer</html>")
+        if mode == "redirect" and not redirected:
+            url = f"http://{request.host}/hub"
+            return web.json_response({"url": url, "accessToken": "redirected"})
+        return await handler(request)
+
+    app.middlewares.append(negotiate)
+
+    async def negotiated(request: web.Request) -> web.Response:
+        return web.Response(text=f"{negotiations}\n")
+
+    app.router.add_post("/admin/negotiations", negotiated)
 
     async def disconnect(request: web.Request) -> web.Response:
         group = request.query.get("group", "")

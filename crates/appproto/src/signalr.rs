@@ -14,6 +14,8 @@
 
 use std::borrow::Cow;
 
+pub mod negotiate;
+
 use serde_json::value::RawValue;
 
 use crate::json::{Text, write_str};

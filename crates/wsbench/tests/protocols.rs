@@ -81,6 +81,8 @@ mod nats;
 mod pusher;
 #[path = "protocols/signalr.rs"]
 mod signalr;
+#[path = "protocols/signalr_negotiate.rs"]
+mod signalr_negotiate;
 #[path = "protocols/socketio.rs"]
 mod socketio;
 #[path = "protocols/stomp.rs"]

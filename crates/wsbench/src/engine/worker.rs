@@ -523,6 +523,7 @@ impl Worker {
             let counters = &mut self.rec.metrics.counters;
             match self.dial.answer(&self.job, &mut self.conns[key], data, counters) {
                 Upgrade::Incomplete => return 0,
+                Upgrade::Continue(n) => return n,
                 Upgrade::Accepted(n) => {
                     used = n;
                     if self.start_session(key, now) {

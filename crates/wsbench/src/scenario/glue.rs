@@ -140,16 +140,28 @@ impl Plan for ScenarioPlan {
         self.scenario.workload(&self.load, connections, &self.shared)
     }
     fn session(&self, index: u64) -> Box<dyn Session> {
-        let protocol = crate::protocol::by_name(self.load.protocol).unwrap_or(&crate::protocol::raw::Raw);
-        let setup = Setup {
+        self.protocol().session(&self.setup(index))
+    }
+    fn preflight(&self, index: u64) -> Option<Box<dyn crate::protocol::preflight::Preflight>> {
+        self.protocol().preflight(&self.setup(index))
+    }
+}
+
+impl ScenarioPlan {
+    fn protocol(&self) -> &'static dyn crate::protocol::Protocol {
+        crate::protocol::by_name(self.load.protocol).unwrap_or(&crate::protocol::raw::Raw)
+    }
+
+    /// Connection `index`'s setup, for its session and its preflight.
+    fn setup(&self, index: u64) -> Setup<'_> {
+        Setup {
             index,
             run: &self.load.run_id,
             usage: self.scenario.protocol_use(),
             options: &self.load.protocol_options,
             open_timeout: self.load.connect_timeout,
             data: self.load.handshake.data.as_deref().map(|data| data as &dyn crate::protocol::DataRows),
-        };
-        protocol.session(&setup)
+        }
     }
 }
 

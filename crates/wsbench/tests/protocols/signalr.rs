@@ -37,6 +37,7 @@ fn a_thousand_connections_echo_through_a_signalr_hub() {
     assert_eq!(result["config"]["protocol"], "signalr");
     let url = result["target"]["url"].as_str().unwrap_or_default();
     assert!(url.ends_with("/hub"), "the default path is asked for: {url}");
+    assert_eq!(admin(&server, "negotiations"), "1000", "each connection negotiated first");
 }
 
 #[test]
@@ -51,7 +52,7 @@ fn a_thousand_subscribers_get_every_group_message_once_through_a_signalr_hub() {
 }
 
 /// One POST of the hub's admin route: its answer's body.
-fn admin(server: &Peer, path: &str) -> String {
+pub fn admin(server: &Peer, path: &str) -> String {
     let mut stream = TcpStream::connect(("127.0.0.1", server.port())).expect("the hub's port");
     let request = format!("POST /admin/{path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n");
     stream.write_all(request.as_bytes()).expect("send the admin request");

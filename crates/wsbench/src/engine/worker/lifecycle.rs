@@ -123,7 +123,12 @@ impl Worker {
                     self.drop_conn(key);
                 }
                 State::Upgrading => {
-                    let failure = HandshakeFailure::timed_out(&conn.input, &conn.key);
+                    let failure = match &conn.preflight {
+                        Some(preflight) => {
+                            HandshakeFailure::of_preflight(preflight.unanswered(&conn.input, false))
+                        }
+                        None => HandshakeFailure::timed_out(&conn.input, &conn.key),
+                    };
                     self.on_refused(key, failure);
                 }
                 // Upgraded, but the message protocol's own opening did not finish in time.
@@ -175,7 +180,15 @@ impl Worker {
         let counters = &mut self.rec.metrics.counters;
         match conn.state {
             State::Connecting => counters.connect_errors += 1,
-            State::Upgrading => return self.on_refused(key, HandshakeFailure::ended(&conn.input, &conn.key)),
+            State::Upgrading => {
+                let failure = match &conn.preflight {
+                    Some(preflight) => {
+                        HandshakeFailure::of_preflight(preflight.unanswered(&conn.input, true))
+                    }
+                    None => HandshakeFailure::ended(&conn.input, &conn.key),
+                };
+                return self.on_refused(key, failure);
+            }
             State::Opening => {
                 self.session_ended_early(key, None);
                 return self.on_refused(key, HandshakeFailure::of("protocol_closed"));

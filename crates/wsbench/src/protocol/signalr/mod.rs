@@ -1,9 +1,9 @@
 //! `signalr`: ASP.NET Core SignalR's JSON hub protocol over WebSockets, as the official
-//! clients speak it with `skipNegotiation` (the WebSocket straight to the hub's URL, `/hub`
-//! when the target names no path): the handshake `{"protocol":"json","version":1}` and its
-//! answer, then hub invocations. The negotiate POST (which finds the transport and a
-//! connection token) is not made: the engine opens the WebSocket itself, and every SignalR
-//! server accepts a WebSocket without it unless it runs behind Azure SignalR Service.
+//! clients speak it: the negotiate POST first (`{hub}/negotiate?negotiateVersion=1`, on the
+//! connection the WebSocket then takes, `negotiate.rs`), or with `--skip-negotiate` the
+//! WebSocket straight to the hub's URL (`/hub` when the target names no path), as with the
+//! clients' `skipNegotiation`; then the handshake `{"protocol":"json","version":1}` and its
+//! answer, then hub invocations.
 //!
 //! An echo request invokes `--hub-method` (`Echo`) with the payload as its one argument and
 //! an invocation id (the request's number); its reply is the completion with that id, whose
@@ -12,7 +12,8 @@
 //! `--publish-method` (`Publish`) with the topic and the payload; what the hub sends the
 //! group is an invocation of `--client-method` (`message`) on each member, a delivery.
 //!
-//! Errors by cause: a refused handshake `signalr_handshake_error`, a completion with an
+//! Errors by cause: the negotiate's (`signalr_negotiate_*`, failed handshakes; see
+//! `negotiate.rs`), a refused handshake `signalr_handshake_error`, a completion with an
 //! error `signalr_completion_error` (a subscriber's join refused: its subscription lapses),
 //! the server's close message `signalr_close_error` (with its error) or `signalr_closed`,
 //! the connection ended before the handshake's answer `signalr_no_handshake`. Pings go
@@ -21,11 +22,13 @@
 //! official clients do. The wire format is `wsbench_appproto::signalr`'s; the session lives
 //! in `session.rs`.
 
+mod negotiate;
 mod session;
 
 use wsbench_appproto::signalr::PATH;
 pub use wsbench_appproto::signalr::{KEEP_ALIVE_SECS, SERVER_TIMEOUT_SECS};
 
+use super::preflight::Preflight;
 use super::{Options, Protocol, Session, Setup, Use};
 use crate::options::{Kind, OptionSpec};
 use session::{Methods, SignalRSession};
@@ -87,6 +90,18 @@ pub const CLIENT_METHOD: OptionSpec = OptionSpec {
     scenarios: &["pubsub"],
 };
 
+/// `--skip-negotiate`.
+pub const SKIP_NEGOTIATE: OptionSpec = OptionSpec {
+    flag: "skip-negotiate",
+    key: "skip-negotiate",
+    kind: Kind::Switch,
+    value_name: "",
+    default: "off: each connection negotiates first, as the official clients do",
+    bound: "",
+    help: "open the WebSocket straight at the hub's URL without the negotiate POST (the official clients' skipNegotiation)",
+    scenarios: &[],
+};
+
 #[derive(Debug)]
 pub struct SignalR;
 
@@ -104,7 +119,7 @@ impl Protocol for SignalR {
         (given.is_empty() || given == "/").then(|| PATH.to_owned())
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[HUB_METHOD, JOIN_METHOD, PUBLISH_METHOD, CLIENT_METHOD]
+        &[HUB_METHOD, JOIN_METHOD, PUBLISH_METHOD, CLIENT_METHOD, SKIP_NEGOTIATE]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         if options.binary {
@@ -128,6 +143,10 @@ impl Protocol for SignalR {
             client: fill(&CLIENT_METHOD, DEFAULT_CLIENT_METHOD),
         };
         Box::new(SignalRSession::new(setup.usage, methods, setup.open_timeout))
+    }
+    fn preflight(&self, setup: &Setup<'_>) -> Option<Box<dyn Preflight>> {
+        let skip = setup.options.given.switch(&SKIP_NEGOTIATE);
+        (!skip).then(|| Box::new(negotiate::Negotiate::new("Text")) as Box<dyn Preflight>)
     }
 }
 
