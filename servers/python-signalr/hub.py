@@ -15,7 +15,8 @@ order), as a hub's `Context.Abort()` does, and answers how many it aborted;
 `Ticks(count, interval_ms)` is a streaming method (an async generator, aiosignalr's way):
 it yields `{"seq": N, "ts": MS}` from a ticker all its callers share (N counts from the
 hub's start, MS its Unix time in milliseconds), `count` ticks (0: until cancelled), so that
-every caller sees the same ticks from the one after its call on.
+every caller sees the same ticks from the one after its call on. `Broken_Ticks(count,
+interval_ms)` yields as many, then fails (a completion with the error "the ticker broke").
 
 WSBENCH_SIGNALR_NEGOTIATE makes the negotiate misbehave as servers do, for the tests:
 `error` answers `{"error": …}`; `polling` offers long polling alone; `malformed` answers
@@ -114,6 +115,11 @@ class BenchHub(Hub):
             seq = await TICKER.after(seq)
             yield {"seq": seq, "ts": int(time.time() * 1000)}
             sent += 1
+
+    async def broken_ticks(self, count: int, interval_ms: int):
+        async for tick in self.ticks(count, interval_ms):
+            yield tick
+        raise HubException("the ticker broke")
 
 
 def authorized(request: web.Request, token: str) -> bool:

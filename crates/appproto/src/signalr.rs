@@ -191,6 +191,27 @@ pub fn encode_invocation(out: &mut Vec<u8>, invocation_id: Option<&str>, target:
     out.push(RECORD_SEPARATOR);
 }
 
+/// Appends a stream invocation of `target` whose arguments are `arguments` (a whole JSON
+/// array, raw), its items and completion to carry `invocation_id`.
+pub fn encode_stream_invocation(out: &mut Vec<u8>, invocation_id: &str, target: &str, arguments: &[u8]) {
+    out.extend_from_slice(b"{\"type\":4,\"invocationId\":");
+    write_str(out, invocation_id);
+    out.extend_from_slice(b",\"target\":");
+    write_str(out, target);
+    out.extend_from_slice(b",\"arguments\":");
+    out.extend_from_slice(arguments);
+    out.push(b'}');
+    out.push(RECORD_SEPARATOR);
+}
+
+/// Appends the cancellation of the stream `invocation_id`.
+pub fn encode_cancel_invocation(out: &mut Vec<u8>, invocation_id: &str) {
+    out.extend_from_slice(b"{\"type\":5,\"invocationId\":");
+    write_str(out, invocation_id);
+    out.push(b'}');
+    out.push(RECORD_SEPARATOR);
+}
+
 /// Appends a ping.
 pub fn encode_ping(out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"type\":6}");

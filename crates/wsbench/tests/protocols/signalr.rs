@@ -115,6 +115,35 @@ fn a_wrong_token_and_a_refused_join_are_counted_by_their_cause() {
     assert!(detail.as_str().unwrap_or_default().contains("not allowed to join t"), "{detail}");
 }
 
+/// `run stream` with a stream invocation of the hub's `Ticks` (a tick every 10 ms from a
+/// ticker all callers share): every subscriber gets every tick once; `Broken_Ticks`, which
+/// fails after 5 ticks, is each subscriber's `signalr_stream_error`, exit 3.
+#[test]
+fn every_subscriber_of_a_hub_stream_gets_every_item_once() {
+    let Some(server) = or_skip(start_signalr(None)) else { return };
+    let url = server.url("");
+    let stream = |method: &str, arguments: &str, subscribers: &str| {
+        let mut args = vec!["stream", url.as_str(), "--protocol", "signalr", "--stream-method", method];
+        args.extend(["--stream-arguments", arguments, "--subscribers", subscribers, "--message-id", "/seq"]);
+        args.extend(["--message-time", "/ts", "--warmup", "1s", "--duration", "3s"]);
+        run(&format!("signalr-stream-{method}"), &args, Duration::from_secs(90))
+    };
+    let (finished, result) = stream("Ticks", "[0, 10]", "50");
+    crate::assert_every_stream_subscriber_got_every_id(&finished, &result, 50, 50);
+    assert_eq!(errors(&result), BTreeMap::new(), "{}", summary_of(&result));
+
+    let (finished, result) = stream("Broken_Ticks", "[5, 10]", "10");
+    finished.assert_completed_with_failures();
+    assert_eq!(
+        errors(&result),
+        BTreeMap::from([("signalr_stream_error".to_owned(), 10)]),
+        "{}",
+        summary_of(&result)
+    );
+    let detail = &result["counters"]["protocol_error_details"]["signalr_stream_error"];
+    assert!(detail.as_str().unwrap_or_default().contains("the ticker broke"), "{detail}");
+}
+
 /// A fleet of the repository's `servers/python-signalr` member beside the built-in server:
 /// `compare --protocol signalr` measures it and skips the built-in server.
 #[test]

@@ -12,6 +12,12 @@
 //! `--publish-method` (`Publish`) with the topic and the payload; what the hub sends the
 //! group is an invocation of `--client-method` (`message`) on each member, a delivery.
 //!
+//! A stream (`wsbench run stream`) invokes `--stream-method` with `--stream-arguments` as a
+//! stream invocation (type 4, invocation id `s1`) once the handshake is answered: each of its
+//! stream items is a delivery, the item; its completion ends it (with an error,
+//! `signalr_stream_error`); at the end of the run it is cancelled (type 5). Without
+//! `--stream-method`, the hub's invocations of `--client-method` are the stream.
+//!
 //! Errors by cause: the negotiate's (`signalr_negotiate_*`, failed handshakes; see
 //! `negotiate.rs`), a refused handshake `signalr_handshake_error`, a completion with an
 //! error `signalr_completion_error` (a subscriber's join refused: its subscription lapses),
@@ -90,6 +96,33 @@ pub const CLIENT_METHOD: OptionSpec = OptionSpec {
     scenarios: &["pubsub"],
 };
 
+/// `--stream-method`.
+pub const STREAM_METHOD: OptionSpec = OptionSpec {
+    flag: "stream-method",
+    key: "stream-method",
+    kind: Kind::Text,
+    value_name: "NAME",
+    default: "none: the hub's invocations of --client-method are the stream",
+    bound: "a method name",
+    help: "the streaming hub method a subscriber invokes (a stream invocation); each stream item is a delivery",
+    scenarios: &["stream"],
+};
+
+/// `--stream-arguments`.
+pub const STREAM_ARGUMENTS: OptionSpec = OptionSpec {
+    flag: "stream-arguments",
+    key: "stream-arguments",
+    kind: Kind::Text,
+    value_name: "JSON",
+    default: "[]",
+    bound: "a JSON array, at most 65,536 bytes",
+    help: "the arguments of --stream-method ('[0, 100]')",
+    scenarios: &["stream"],
+};
+
+/// The longest `--stream-arguments`.
+const MAX_STREAM_ARGUMENTS: usize = 65_536;
+
 /// `--skip-negotiate`.
 pub const SKIP_NEGOTIATE: OptionSpec = OptionSpec {
     flag: "skip-negotiate",
@@ -113,34 +146,47 @@ impl Protocol for SignalR {
         "ASP.NET Core SignalR's JSON hub protocol: an echo invokes --hub-method and its completion is the reply; pub/sub joins a group with --join-method and publishes with --publish-method"
     }
     fn serves(&self, usage: Use) -> bool {
-        matches!(usage, Use::Requests | Use::PubSub)
+        matches!(usage, Use::Requests | Use::PubSub | Use::Stream)
     }
     fn path(&self, given: &str) -> Option<String> {
         (given.is_empty() || given == "/").then(|| PATH.to_owned())
     }
     fn options(&self) -> &'static [OptionSpec] {
-        &[HUB_METHOD, JOIN_METHOD, PUBLISH_METHOD, CLIENT_METHOD, SKIP_NEGOTIATE]
+        &[
+            HUB_METHOD,
+            JOIN_METHOD,
+            PUBLISH_METHOD,
+            CLIENT_METHOD,
+            STREAM_METHOD,
+            STREAM_ARGUMENTS,
+            SKIP_NEGOTIATE,
+        ]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
         if options.binary {
             return Err("SignalR's JSON hub protocol is text: leave out --binary (a bytes:N payload is binary unless --text is given)".into());
         }
-        for spec in [&HUB_METHOD, &JOIN_METHOD, &PUBLISH_METHOD, &CLIENT_METHOD] {
+        for spec in [&HUB_METHOD, &JOIN_METHOD, &PUBLISH_METHOD, &CLIENT_METHOD, &STREAM_METHOD] {
             if let Some(name) = options.given.text(spec) {
                 check_name(spec.flag, name)?;
             }
         }
-        Ok(())
+        check_stream_arguments(options)
     }
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session> {
         let given = &setup.options.given;
         let fill =
             |spec: &OptionSpec, default: &str| setup.fill(given.text(spec).unwrap_or(default)).into_owned();
+        let stream = given.text(&STREAM_METHOD).map(|method| {
+            let arguments = setup.fill(given.text(&STREAM_ARGUMENTS).unwrap_or("[]")).into_owned();
+            (setup.fill(method).into_owned(), arguments.into_bytes())
+        });
         let methods = Methods {
             echo: fill(&HUB_METHOD, DEFAULT_HUB_METHOD),
             join: fill(&JOIN_METHOD, DEFAULT_JOIN_METHOD),
             publish: fill(&PUBLISH_METHOD, DEFAULT_PUBLISH_METHOD),
             client: fill(&CLIENT_METHOD, DEFAULT_CLIENT_METHOD),
+            stream,
         };
         Box::new(SignalRSession::new(setup.usage, methods, setup.open_timeout))
     }
@@ -158,6 +204,26 @@ fn check_name(flag: &str, name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// `--stream-arguments`: a JSON array (`{data.NAME}` read as 0), given with `--stream-method`.
+fn check_stream_arguments(options: &Options) -> Result<(), String> {
+    let Some(arguments) = options.given.text(&STREAM_ARGUMENTS) else { return Ok(()) };
+    if options.given.text(&STREAM_METHOD).is_none() {
+        return Err(
+            "--stream-arguments without --stream-method: give the streaming method they are for".into()
+        );
+    }
+    if arguments.len() > MAX_STREAM_ARGUMENTS {
+        return Err(format!(
+            "--stream-arguments is {} bytes: at most {MAX_STREAM_ARGUMENTS}",
+            arguments.len()
+        ));
+    }
+    match super::template::sample_json(arguments, &[], &[]) {
+        Ok(value) if value.is_array() => Ok(()),
+        _ => Err(format!("--stream-arguments {arguments}: give a JSON array (e.g. '[0, 100]')")),
+    }
 }
 
 #[cfg(test)]

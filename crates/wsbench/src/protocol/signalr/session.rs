@@ -42,7 +42,12 @@ pub(super) struct Methods {
     pub(super) join: String,
     pub(super) publish: String,
     pub(super) client: String,
+    /// `--stream-method` and its arguments (a JSON array, filled).
+    pub(super) stream: Option<(String, Vec<u8>)>,
 }
+
+/// The invocation id of a subscriber's stream.
+const STREAM_ID: &str = "s1";
 
 #[derive(Debug)]
 pub(super) struct SignalRSession {
@@ -58,6 +63,8 @@ pub(super) struct SignalRSession {
     silence_due: Instant,
     /// Publishes sent (their invocation ids).
     publishes: u64,
+    /// The stream invoked and not ended (completed or cancelled).
+    streaming: bool,
     /// The message being written, an invocation id, an argument, a reply decoded (kept for their capacity),
     /// and the errors' words.
     encoding: Vec<u8>,
@@ -80,6 +87,7 @@ impl SignalRSession {
             ping_due: now + keep_alive(),
             silence_due: now + server_timeout(),
             publishes: 0,
+            streaming: false,
             encoding: Vec::new(),
             id: String::new(),
             argument: Vec::new(),
@@ -116,11 +124,21 @@ impl SignalRSession {
                 self.on_completion(&invocation_id, result, error.as_deref(), sink)
             }
             Ok(HubMessage::Invocation { target, arguments, .. }) => {
-                if target.eq_ignore_ascii_case(&self.methods.client) && self.usage == Use::PubSub {
+                let delivered = match self.usage {
+                    Use::PubSub => true,
+                    Use::Stream => self.methods.stream.is_none(),
+                    _ => false,
+                };
+                if delivered && target.eq_ignore_ascii_case(&self.methods.client) {
                     sink.incoming(Incoming::Delivery { topic: "", payload: arguments.as_bytes() });
                 } else {
                     sink.incoming(Incoming::Other);
                 }
+            }
+            Ok(HubMessage::StreamItem { invocation_id, item })
+                if self.streaming && invocation_id == STREAM_ID =>
+            {
+                sink.incoming(Incoming::Delivery { topic: "", payload: item.as_bytes() })
             }
             Ok(HubMessage::Close { error, allow_reconnect }) => {
                 self.on_close(error.as_deref(), allow_reconnect, sink)
@@ -152,6 +170,9 @@ impl SignalRSession {
     }
 
     fn on_completion(&mut self, id: &str, result: Option<&str>, error: Option<&str>, sink: &mut dyn Sink) {
+        if self.streaming && id == STREAM_ID {
+            return self.stream_ended(error, sink);
+        }
         if let Some(seq) = id.parse::<u64>().ok().filter(|_| self.usage == Use::Requests) {
             return match (error, result) {
                 (Some(error), _) => self.completion_error(Some(seq), id, error, sink),
@@ -180,6 +201,15 @@ impl SignalRSession {
                 None => sink.incoming(Incoming::Other),
             },
         }
+    }
+
+    /// The hub completed the stream: with an error, counted; else it has no more items.
+    fn stream_ended(&mut self, error: Option<&str>, sink: &mut dyn Sink) {
+        self.streaming = false;
+        let Some(error) = error else { return sink.incoming(Incoming::Other) };
+        self.words.report(sink, format_args!("signalr_stream_error"), None, false, |detail| {
+            let _ = write!(detail, "the hub ended the stream with an error: {error:?}");
+        });
     }
 
     fn completion_error(&mut self, seq: Option<u64>, id: &str, error: &str, sink: &mut dyn Sink) {
@@ -267,6 +297,18 @@ impl Session for SignalRSession {
         write_str(&mut argument, &String::from_utf8_lossy(payload));
         self.invoke(&id, Which::Echo, &[&argument], out);
         (self.id, self.argument) = (id, argument);
+    }
+
+    /// Invokes `--stream-method` as a stream invocation; nothing without one.
+    fn subscribe_stream(&mut self, out: &mut dyn Outbox) {
+        let Some((method, arguments)) = self.methods.stream.as_ref().filter(|_| self.phase == Phase::Ready)
+        else {
+            return;
+        };
+        self.encoding.clear();
+        hub::encode_stream_invocation(&mut self.encoding, STREAM_ID, method, arguments);
+        self.streaming = true;
+        self.send(out);
     }
 
     fn subscribe(&mut self, topic: &str, out: &mut dyn Outbox) {
@@ -358,7 +400,14 @@ impl Session for SignalRSession {
         }
     }
 
-    fn close(&mut self, _out: &mut dyn Outbox) {
+    /// A stream still running is cancelled, as the official clients cancel theirs.
+    fn close(&mut self, out: &mut dyn Outbox) {
+        if self.streaming && self.phase == Phase::Ready {
+            self.streaming = false;
+            self.encoding.clear();
+            hub::encode_cancel_invocation(&mut self.encoding, STREAM_ID);
+            out.text(&self.encoding);
+        }
         self.phase = Phase::Over;
     }
 

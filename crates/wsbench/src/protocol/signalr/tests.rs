@@ -17,7 +17,11 @@ fn receive(session: &mut dyn Session, message: &str, heard: &mut Heard) {
 }
 
 fn handshaken(usage: Use) -> (Box<dyn Session>, Heard) {
-    let mut session = session(usage, &Options::default());
+    handshaken_with(usage, &Options::default())
+}
+
+fn handshaken_with(usage: Use, options: &Options) -> (Box<dyn Session>, Heard) {
+    let mut session = session(usage, options);
     let mut heard = Heard::default();
     session.open(Instant::now(), &mut heard);
     assert_eq!(heard.sent_text(0), format!(r#"{{"protocol":"json","version":1}}{RS}"#));
@@ -157,4 +161,78 @@ fn options_are_checked_before_load() {
     assert!(SignalR.check(&Options::with([("join-method", "AddToGroup".into())])).is_ok());
     assert_eq!(SignalR.path(""), Some("/hub".to_owned()));
     assert_eq!(SignalR.path("/chat"), None);
+}
+
+/// A stream session of `Ticks` with `arguments` (when given), handshaken, its stream
+/// invocation sent and checked.
+fn streaming(arguments: Option<&str>) -> (Box<dyn Session>, Heard) {
+    let mut given = vec![("stream-method", "Ticks".into())];
+    given.extend(arguments.map(|arguments| ("stream-arguments", arguments.into())));
+    let options = Options::with(given);
+    assert_eq!(SignalR.check(&options), Ok(()));
+    let (mut session, mut heard) = handshaken_with(Use::Stream, &options);
+    session.subscribe_stream(&mut heard);
+    let arguments = arguments.unwrap_or("[]");
+    let invocation =
+        format!(r#"{{"type":4,"invocationId":"s1","target":"Ticks","arguments":{arguments}}}{RS}"#);
+    assert_eq!(heard.sent_text(0), invocation);
+    (session, heard)
+}
+
+#[test]
+fn a_stream_invocation_delivers_its_items_and_is_cancelled_at_the_end() {
+    let (mut session, mut heard) = streaming(Some("[0, 100]"));
+    let items = format!(
+        r#"{{"type":2,"invocationId":"s1","item":{{"seq":1}}}}{RS}{{"type":2,"invocationId":"other","item":2}}{RS}{{"type":2,"invocationId":"s1","item":{{"seq":2}}}}{RS}"#
+    );
+    receive(session.as_mut(), &items, &mut heard);
+    let delivered: Vec<&[u8]> = heard.deliveries.iter().map(|(_, item)| item.as_slice()).collect();
+    assert_eq!(delivered, [&br#"{"seq":1}"#[..], br#"{"seq":2}"#]);
+    assert_eq!(heard.other, 1, "another invocation's item");
+    session.close(&mut heard);
+    assert_eq!(heard.sent_text(1), format!(r#"{{"type":5,"invocationId":"s1"}}{RS}"#));
+}
+
+#[test]
+fn a_stream_the_hub_completes_is_not_cancelled_and_its_error_is_counted() {
+    let (mut session, mut heard) = streaming(None);
+    let failed = format!(
+        r#"{{"type":3,"invocationId":"s1","error":"An error occurred on the server while streaming results."}}{RS}"#
+    );
+    receive(session.as_mut(), &failed, &mut heard);
+    assert_eq!(heard.errors.len(), 1);
+    let (cause, detail, _, fatal) = &heard.errors[0];
+    assert_eq!((cause.as_str(), *fatal), ("signalr_stream_error", false));
+    assert!(detail.contains("while streaming results"), "{detail}");
+    receive(session.as_mut(), &format!(r#"{{"type":2,"invocationId":"s1","item":3}}{RS}"#), &mut heard);
+    assert!(heard.deliveries.is_empty(), "an item after the completion is no delivery");
+    session.close(&mut heard);
+    assert_eq!(heard.sent.len(), 1, "nothing to cancel");
+}
+
+#[test]
+fn without_a_stream_method_the_hubs_invocations_are_the_stream() {
+    let (mut session, mut heard) = handshaken(Use::Stream);
+    session.subscribe_stream(&mut heard);
+    assert!(heard.sent.is_empty());
+    receive(
+        session.as_mut(),
+        &format!(r#"{{"type":1,"target":"Message","arguments":[{{"seq":4}}]}}{RS}"#),
+        &mut heard,
+    );
+    assert_eq!(heard.deliveries, [(String::new(), br#"[{"seq":4}]"#.to_vec())]);
+}
+
+#[test]
+fn stream_arguments_are_a_json_array_for_a_stream_method() {
+    let check = |given: &[(&'static str, &str)]| {
+        SignalR.check(&Options::with(given.iter().map(|(key, value)| (*key, (*value).into()))))
+    };
+    assert_eq!(check(&[("stream-method", "Ticks"), ("stream-arguments", "[\"{data.room}\", 1]")]), Ok(()));
+    let not_array = check(&[("stream-method", "Ticks"), ("stream-arguments", "{\"a\":1}")]).unwrap_err();
+    assert!(not_array.contains("give a JSON array"), "{not_array}");
+    let alone = check(&[("stream-arguments", "[]")]).unwrap_err();
+    assert!(alone.contains("without --stream-method"), "{alone}");
+    let spaced = check(&[("stream-method", "Tick s")]).unwrap_err();
+    assert!(spaced.contains("--stream-method"), "{spaced}");
 }
