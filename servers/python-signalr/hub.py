@@ -31,6 +31,13 @@ refuses a binary handshake answer ("Error parsing handshake response: TypeError:
 textData.substring is not a function"). So this app sends a frame that is UTF-8 JSON ended by
 the record separator as text. A method returns a result only when annotated with a return
 type (aiosignalr's rule): `Echo` is.
+
+aiosignalr also writes the headers of its MessagePack completions, stream items and
+cancellations as the number 128 (`_EMPTY_HEADERS = 0x80` packed as an integer, 0xcc 0x80)
+where the protocol has an empty map (0x80); the official JavaScript client refuses those
+messages ("Invalid headers."). So this app sets that constant to an empty map. A MessagePack
+frame is never sent as text: after its length prefix comes an array's marker (0x90-0x9f,
+0xdc, 0xdd), which is no valid UTF-8 after the prefix's bytes.
 """
 
 import asyncio
@@ -40,6 +47,7 @@ import time
 
 from aiohttp import web
 from aiosignalr.errors import HubException
+from aiosignalr.protocol import messagepack_protocol
 from aiosignalr.server import Hub, ServerOptions, SignalRServer
 from aiosignalr.server.aiohttp_server import _AiohttpSocket
 
@@ -57,6 +65,7 @@ async def _send_text_or_binary(self, data: bytes) -> None:
 
 
 _AiohttpSocket.send_bytes = _send_text_or_binary
+messagepack_protocol._EMPTY_HEADERS = {}
 
 
 class Ticker:

@@ -14,6 +14,7 @@
 
 use std::borrow::Cow;
 
+pub mod msgpack;
 pub mod negotiate;
 
 use serde_json::value::RawValue;

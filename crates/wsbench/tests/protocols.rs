@@ -81,6 +81,8 @@ mod nats;
 mod pusher;
 #[path = "protocols/signalr.rs"]
 mod signalr;
+#[path = "protocols/signalr_messagepack.rs"]
+mod signalr_messagepack;
 #[path = "protocols/signalr_negotiate.rs"]
 mod signalr_negotiate;
 #[path = "protocols/socketio.rs"]

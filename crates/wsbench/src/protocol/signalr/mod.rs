@@ -37,7 +37,7 @@ pub use wsbench_appproto::signalr::{KEEP_ALIVE_SECS, SERVER_TIMEOUT_SECS};
 use super::preflight::Preflight;
 use super::{Options, Protocol, Session, Setup, Use};
 use crate::options::{Kind, OptionSpec};
-use session::{Methods, SignalRSession};
+use session::{Codec, Methods, SignalRSession};
 
 /// The echo's hub method when `--hub-method` is not given.
 pub const DEFAULT_HUB_METHOD: &str = "Echo";
@@ -123,6 +123,18 @@ pub const STREAM_ARGUMENTS: OptionSpec = OptionSpec {
 /// The longest `--stream-arguments`.
 const MAX_STREAM_ARGUMENTS: usize = 65_536;
 
+/// `--hub-protocol`.
+pub const HUB_PROTOCOL: OptionSpec = OptionSpec {
+    flag: "hub-protocol",
+    key: "hub-protocol",
+    kind: Kind::Text,
+    value_name: "NAME",
+    default: "json",
+    bound: "json or messagepack",
+    help: "the hub protocol after the handshake: JSON text frames, or MessagePack binary frames",
+    scenarios: &[],
+};
+
 /// `--skip-negotiate`.
 pub const SKIP_NEGOTIATE: OptionSpec = OptionSpec {
     flag: "skip-negotiate",
@@ -159,12 +171,14 @@ impl Protocol for SignalR {
             CLIENT_METHOD,
             STREAM_METHOD,
             STREAM_ARGUMENTS,
+            HUB_PROTOCOL,
             SKIP_NEGOTIATE,
         ]
     }
     fn check(&self, options: &Options) -> Result<(), String> {
-        if options.binary {
-            return Err("SignalR's JSON hub protocol is text: leave out --binary (a bytes:N payload is binary unless --text is given)".into());
+        let codec = codec(options)?;
+        if options.binary && codec == Codec::Json {
+            return Err("SignalR's JSON hub protocol is text: leave out --binary (a bytes:N payload is binary unless --text is given), or give --hub-protocol messagepack".into());
         }
         for spec in [&HUB_METHOD, &JOIN_METHOD, &PUBLISH_METHOD, &CLIENT_METHOD, &STREAM_METHOD] {
             if let Some(name) = options.given.text(spec) {
@@ -188,11 +202,25 @@ impl Protocol for SignalR {
             client: fill(&CLIENT_METHOD, DEFAULT_CLIENT_METHOD),
             stream,
         };
-        Box::new(SignalRSession::new(setup.usage, methods, setup.open_timeout))
+        let codec = codec(setup.options).unwrap_or(Codec::Json);
+        Box::new(SignalRSession::new(setup.usage, codec, setup.options.binary, methods, setup.open_timeout))
     }
     fn preflight(&self, setup: &Setup<'_>) -> Option<Box<dyn Preflight>> {
         let skip = setup.options.given.switch(&SKIP_NEGOTIATE);
-        (!skip).then(|| Box::new(negotiate::Negotiate::new("Text")) as Box<dyn Preflight>)
+        let format = match codec(setup.options) {
+            Ok(Codec::MessagePack) => "Binary",
+            _ => "Text",
+        };
+        (!skip).then(|| Box::new(negotiate::Negotiate::new(format)) as Box<dyn Preflight>)
+    }
+}
+
+/// `--hub-protocol`: the codec it names.
+fn codec(options: &Options) -> Result<Codec, String> {
+    match options.given.text(&HUB_PROTOCOL) {
+        None | Some("json") => Ok(Codec::Json),
+        Some("messagepack") => Ok(Codec::MessagePack),
+        Some(other) => Err(format!("--hub-protocol {other:?}: give json or messagepack")),
     }
 }
 

@@ -236,3 +236,75 @@ fn stream_arguments_are_a_json_array_for_a_stream_method() {
     let spaced = check(&[("stream-method", "Tick s")]).unwrap_err();
     assert!(spaced.contains("--stream-method"), "{spaced}");
 }
+
+/// A session of the MessagePack hub protocol, its handshake answered (as text, as hub.py
+/// sends it).
+fn packed(usage: Use, given: Vec<(&'static str, toml::Value)>) -> (Box<dyn Session>, Heard) {
+    let mut given = given;
+    given.push(("hub-protocol", "messagepack".into()));
+    let options = Options::with(given);
+    assert_eq!(SignalR.check(&options), Ok(()));
+    let mut session = session(usage, &options);
+    let mut heard = Heard::default();
+    session.open(Instant::now(), &mut heard);
+    assert_eq!(heard.sent[0], (false, b"{\"protocol\":\"messagepack\",\"version\":1}\x1e".to_vec()));
+    receive(session.as_mut(), &format!("{{}}{RS}"), &mut heard);
+    assert!(session.ready());
+    (session, Heard::default())
+}
+
+#[test]
+fn messagepack_echoes_are_binary_invocations_answered_by_their_completion() {
+    let (mut session, mut heard) = packed(Use::Requests, Vec::new());
+    session.request(7, b"hi", &mut heard);
+    let body = [0x96, 0x01, 0x80, 0xa1, b'7', 0xa4, b'E', b'c', b'h', b'o', 0x91, 0xa2, b'h', b'i', 0x90];
+    assert_eq!(heard.sent[0], (false, [&[body.len() as u8][..], &body].concat()));
+    let completion = [0x95, 0x03, 0x80, 0xa1, b'7', 0x03, 0xa2, b'h', b'i'];
+    let error = [0x95, 0x03, 0x80, 0xa1, b'8', 0x01, 0xa4, b'b', b'o', b'o', b'm'];
+    let message = [&[9u8][..], &completion, &[2, 0x91, 0x06], &[11], &error].concat();
+    session.receive(&message, true, Instant::now(), &mut heard);
+    assert_eq!(heard.replies, [(Some(7), b"hi".to_vec())]);
+    assert_eq!(heard.other, 1, "the ping");
+    assert_eq!(heard.errors.len(), 1);
+    assert_eq!((heard.errors[0].0.as_str(), heard.errors[0].2), ("signalr_completion_error", Some(8)));
+    session.receive(b"{\"type\":6}\x1e", false, Instant::now(), &mut heard);
+    assert_eq!(heard.errors[1].0, "signalr_malformed", "a text message after the handshake");
+}
+
+#[test]
+fn messagepack_deliveries_and_stream_items_are_read_as_json() {
+    let (mut session, mut heard) = packed(Use::PubSub, Vec::new());
+    session.publish("t1", br#"{"seq":3,"s":"x"}"#, &mut heard);
+    let (text, sent) = &heard.sent[0];
+    assert!(!text);
+    let mut map = Vec::new();
+    wsbench_appproto::signalr::msgpack::write_json(&mut map, &serde_json::json!({"seq": 3, "s": "x"}));
+    assert!(sent.windows(map.len()).any(|w| w == map), "the payload as a map: {sent:?}");
+    let group = [&[0x96, 0x01, 0x80, 0xc0, 0xa7][..], b"message", &[0x91], &map, &[0x90]].concat();
+    session.receive(&[&[group.len() as u8][..], &group].concat(), true, Instant::now(), &mut heard);
+    assert_eq!(heard.deliveries, [(String::new(), br#"[{"s":"x","seq":3}]"#.to_vec())]);
+
+    let given = vec![("stream-method", "Ticks".into()), ("stream-arguments", "[0, 10]".into())];
+    let (mut session, mut heard) = packed(Use::Stream, given);
+    session.subscribe_stream(&mut heard);
+    let body =
+        [0x96, 0x04, 0x80, 0xa2, b's', b'1', 0xa5, b'T', b'i', b'c', b'k', b's', 0x92, 0x00, 0x0a, 0x90];
+    assert_eq!(heard.sent[0], (false, [&[body.len() as u8][..], &body].concat()));
+    let item = [0x94, 0x02, 0x80, 0xa2, b's', b'1', 0x81, 0xa3, b's', b'e', b'q', 0x05];
+    session.receive(&[&[item.len() as u8][..], &item].concat(), true, Instant::now(), &mut heard);
+    assert_eq!(heard.deliveries, [(String::new(), br#"{"seq":5}"#.to_vec())]);
+    session.close(&mut heard);
+    let cancel = [0x93, 0x05, 0x80, 0xa2, b's', b'1'];
+    assert_eq!(heard.sent[1], (false, [&[cancel.len() as u8][..], &cancel].concat()));
+}
+
+#[test]
+fn the_hub_protocol_is_json_or_messagepack_and_binary_needs_messagepack() {
+    let wrong = SignalR.check(&Options::with([("hub-protocol", "protobuf".into())])).unwrap_err();
+    assert!(wrong.contains("give json or messagepack"), "{wrong}");
+    let mut binary = Options::with([("hub-protocol", "messagepack".into())]);
+    binary.binary = true;
+    assert_eq!(SignalR.check(&binary), Ok(()));
+    let json = Options { binary: true, ..Options::default() };
+    assert!(SignalR.check(&json).unwrap_err().contains("--hub-protocol messagepack"));
+}
