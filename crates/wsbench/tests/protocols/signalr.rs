@@ -173,12 +173,19 @@ fn compare_measures_the_fleet_member_that_speaks_signalr() {
 fn bad_signalr_options_are_refused_in_one_line_before_the_run() {
     let _slot = heavy(1);
     let url = "ws://127.0.0.1:9/";
-    let cases: [(&[&str], &str); 2] = [
+    let cases: [(&[&str], &str); 5] = [
         (&["--hub-method", "Send Message"], "--hub-method \"Send Message\": give a method name"),
         (&["--payload", "bytes:16"], "SignalR's JSON hub protocol is text: leave out --binary"),
+        (&["--stream-method", "Ticks"], "--stream-method: applies to the stream scenario only"),
+        (&["stream", "--stream-method", "Ticks", "--stream-arguments", "{}"], "give a JSON array"),
+        (&["stream", "--stream-arguments", "[1]"], "--stream-arguments without --stream-method"),
     ];
     for (options, expected) in cases {
-        let args = [&["run", url, "--protocol", "signalr"][..], options].concat();
+        let (scenario, options) = match options.split_first() {
+            Some((&"stream", rest)) => (&["stream", "--message-id", "/seq"][..], rest),
+            _ => (&[][..], options),
+        };
+        let args = [&["run"][..], scenario, &[url, "--protocol", "signalr"], options].concat();
         let finished = crate::harness::wsbench(&args, Duration::from_secs(60));
         assert_eq!(finished.code, Some(2), "{}", finished.describe());
         assert!(finished.stderr.contains(expected), "{expected}\n{}", finished.describe());

@@ -4,9 +4,11 @@
 //! an access token is followed once, that token the bearer of the second negotiate and of the
 //! WebSocket; and a hub whose negotiate misbehaves as servers do (an `error`, long polling
 //! alone, no JSON, `Connection: close`, a 401) fails every connection by that cause, never a
-//! success, and the run exits 3.
+//! success, and the run exits 3; so does a server that takes the POST and never answers.
 
 use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::TcpListener;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -90,4 +92,32 @@ fn a_misbehaving_negotiate_fails_every_connection_by_its_cause() {
     assert_eq!(causes, BTreeMap::from([("handshake_signalr_negotiate_status_401".to_owned(), 10)]));
     let said = result["counters"]["handshake_responses"]["signalr_negotiate_status_401"].as_str();
     assert!(said.unwrap_or_default().contains("answered 401: Unauthorized"), "{said:?}");
+}
+
+/// A server that reads the negotiate POST and never answers: each connection is given up at
+/// its connect timeout as `signalr_negotiate_timeout`, and the run exits 3.
+#[test]
+fn a_negotiate_never_answered_is_given_up_at_the_connect_timeout() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("its address").port();
+    let (done, run_over) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let mut streams = Vec::new();
+        for stream in listener.incoming().take(5) {
+            let Ok(mut stream) = stream else { break };
+            let mut request = [0u8; 512];
+            let _ = stream.read(&mut request);
+            streams.push(stream);
+        }
+        // The connections stay open, unanswered, until the run is over.
+        let _ = run_over.recv_timeout(Duration::from_secs(120));
+    });
+    let url = format!("ws://127.0.0.1:{port}/hub");
+    let load = ["--protocol", "signalr", "--connections", "5", "--warmup", "0s", "--duration", "1s"];
+    let args = [&[url.as_str()], &load[..], &["--connect-timeout", "2s"]].concat();
+    let (finished, result) = run("signalr-negotiate-timeout", &args, Duration::from_secs(120));
+    finished.assert_completed_with_failures();
+    let expected = BTreeMap::from([("handshake_signalr_negotiate_timeout".to_owned(), 5)]);
+    assert_eq!(errors(&result), expected, "{}", summary_of(&result));
+    let _ = done.send(());
 }

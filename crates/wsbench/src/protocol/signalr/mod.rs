@@ -155,7 +155,7 @@ impl Protocol for SignalR {
         "signalr"
     }
     fn about(&self) -> &'static str {
-        "ASP.NET Core SignalR's JSON hub protocol: an echo invokes --hub-method and its completion is the reply; pub/sub joins a group with --join-method and publishes with --publish-method"
+        "ASP.NET Core SignalR's JSON or MessagePack hub protocol, after the negotiate POST: an echo invokes --hub-method and its completion is the reply; pub/sub joins a group with --join-method and publishes with --publish-method; a stream invokes --stream-method"
     }
     fn serves(&self, usage: Use) -> bool {
         matches!(usage, Use::Requests | Use::PubSub | Use::Stream)
