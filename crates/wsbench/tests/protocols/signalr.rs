@@ -173,7 +173,8 @@ fn compare_measures_the_fleet_member_that_speaks_signalr() {
 fn bad_signalr_options_are_refused_in_one_line_before_the_run() {
     let _slot = heavy(1);
     let url = "ws://127.0.0.1:9/";
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
+        (&["--transport", "h2"], "SignalR's negotiate is an HTTP/1.1 request before the upgrade"),
         (&["--hub-method", "Send Message"], "--hub-method \"Send Message\": give a method name"),
         (&["--payload", "bytes:16"], "SignalR's JSON hub protocol is text: leave out --binary"),
         (&["--stream-method", "Ticks"], "--stream-method: applies to the stream scenario only"),

@@ -92,13 +92,6 @@ impl Dial for Http2 {
     }
 
     fn check(&self, job: &Job) -> Result<(), String> {
-        if let Some(preflight) = job.plan.preflight(0) {
-            return Err(format!(
-                "{} is an HTTP/1.1 request before the upgrade, which --transport h2 does not make: add {} (or leave out --transport h2)",
-                preflight.name(),
-                preflight.skip_flag()
-            ));
-        }
         check::server_allows_websockets(job)
     }
 
