@@ -14,8 +14,9 @@ order), as a hub's `Context.Abort()` does, and answers how many it aborted;
 
 `Ticks(count, interval_ms)` is a streaming method (an async generator, aiosignalr's way):
 it yields `{"seq": N, "ts": MS}` from a ticker all its callers share (N counts from the
-hub's start, MS its Unix time in milliseconds), `count` ticks (0: until cancelled), so that
-every caller sees the same ticks from the one after its call on. `Broken_Ticks(count,
+hub's start, MS its Unix time in milliseconds; the first call's `interval_ms` sets its pace),
+`count` ticks (0: until cancelled), so that every caller sees the same ticks from the one
+after its call on. `Broken_Ticks(count,
 interval_ms)` yields as many, then fails (a completion with the error "the ticker broke").
 
 WSBENCH_SIGNALR_NEGOTIATE makes the negotiate misbehave as servers do, for the tests:
