@@ -21,7 +21,8 @@ interval_ms)` yields as many, then fails (a completion with the error "the ticke
 
 WSBENCH_SIGNALR_NEGOTIATE makes the negotiate misbehave as servers do, for the tests:
 `error` answers `{"error": …}`; `polling` offers long polling alone; `malformed` answers
-text that is no JSON; `close` answers with `Connection: close`; `redirect` answers a
+text that is no JSON; `close` negotiates and then closes the connection (`Connection:
+close`), so that the WebSocket needs a connection of its own; `redirect` answers a
 negotiate without `Authorization: Bearer redirected` with a redirect to this hub with that
 access token (as Azure SignalR Service does), and then requires that bearer of the
 WebSocket too.
@@ -50,7 +51,7 @@ from aiohttp import web
 from aiosignalr.errors import HubException
 from aiosignalr.protocol import messagepack_protocol
 from aiosignalr.server import Hub, ServerOptions, SignalRServer
-from aiosignalr.server.aiohttp_server import _AiohttpSocket
+from aiosignalr.server.aiohttp_server import _AiohttpRequest, _AiohttpSocket
 
 GROUPS: dict[str, set[str]] = {}
 
@@ -166,16 +167,18 @@ async def main() -> None:
         negotiations += 1
         if mode == "error":
             return web.json_response({"error": "negotiation refused by the test hub"})
-        if mode in ("polling", "close"):
-            transport = "LongPolling" if mode == "polling" else "WebSockets"
+        if mode == "polling":
             body = {
                 "negotiateVersion": 1,
                 "connectionId": "c",
                 "connectionToken": "t",
-                "availableTransports": [{"transport": transport, "transferFormats": ["Text", "Binary"]}],
+                "availableTransports": [{"transport": "LongPolling", "transferFormats": ["Text", "Binary"]}],
             }
-            headers = {"Connection": "close"} if mode == "close" else None
-            return web.json_response(body, headers=headers)
+            return web.json_response(body)
+        if mode == "close":
+            response = web.json_response(await server.handle_negotiate(_AiohttpRequest(request)))
+            response.force_close()
+            return response
         if mode == "malformed":
             return web.Response(text="<html>not a negotiate answer</html>")
         if mode == "redirect" and not redirected:

@@ -40,6 +40,9 @@ pub enum Upgrade {
     /// The answer to a request made before the upgrade (a protocol's preflight), of this
     /// many bytes: the next request is queued; its answer is to come.
     Continue(usize),
+    /// The answer to a request made before the upgrade, after which the server closes the
+    /// connection: the upgrade request is queued for a new connection to the same server.
+    Redial,
     Refused(HandshakeFailure),
 }
 
@@ -67,7 +70,7 @@ impl HandshakeFailure {
             _ if data.is_empty() => HandshakeFailure::of("closed"),
             Upgrade::Refused(failure) => failure,
             // A partial answer, or a valid one the worker did not get to: not an upgrade.
-            Upgrade::Incomplete | Upgrade::Accepted(_) | Upgrade::Continue(_) => {
+            Upgrade::Incomplete | Upgrade::Accepted(_) | Upgrade::Continue(_) | Upgrade::Redial => {
                 HandshakeFailure::of("not_websocket")
             }
         }

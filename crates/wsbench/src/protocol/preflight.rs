@@ -27,8 +27,9 @@ pub enum Step {
     /// The answer (these many bytes) asks for another request, written to the output.
     Again(usize),
     /// Done (the answer took these many bytes): ask for the upgrade at `path`, with
-    /// `bearer` as its `Authorization` when given (in place of the run's own).
-    Upgrade { used: usize, path: String, bearer: Option<String> },
+    /// `bearer` as its `Authorization` when given (in place of the run's own), on this
+    /// connection or, when the server closes it after its answer, on a new one.
+    Upgrade { used: usize, path: String, bearer: Option<String>, new_connection: bool },
     /// No WebSocket can follow: the cause a failed handshake is counted by and what the
     /// server said (or why the answer is none).
     Failed { cause: String, detail: String },

@@ -2,9 +2,10 @@
 //! 0.1.1): every connection negotiates before its WebSocket unless `--skip-negotiate` is
 //! given (the hub's own count of negotiate answers says so); a redirect to the same hub with
 //! an access token is followed once, that token the bearer of the second negotiate and of the
-//! WebSocket; and a hub whose negotiate misbehaves as servers do (an `error`, long polling
-//! alone, no JSON, `Connection: close`, a 401) fails every connection by that cause, never a
-//! success, and the run exits 3; so does a server that takes the POST and never answers.
+//! WebSocket; a hub that closes the connection after its answer gets each WebSocket on a new
+//! connection; and a hub whose negotiate misbehaves as servers do (an `error`, long polling
+//! alone, no JSON, a 401) fails every connection by that cause, never a success, and the run
+//! exits 3; so does a server that takes the POST and never answers.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -62,13 +63,25 @@ fn a_redirect_to_the_same_hub_is_followed_once_with_its_access_token() {
     assert_eq!(errors(&result), BTreeMap::from([("handshake_http_status_401".to_owned(), 20)]));
 }
 
+/// A hub that closes the connection after its negotiate answer (`Connection: close`): each
+/// WebSocket goes on a new connection, as the official clients always open one.
+#[test]
+fn a_negotiate_that_closes_its_connection_gets_the_websocket_on_a_new_one() {
+    let Some(server) = or_skip(start_signalr_with(None, Some("close"))) else { return };
+    let (finished, result) = echo("signalr-negotiate-close", &server.url(""), "20", &[]);
+    finished.assert_success();
+    assert_eq!(errors(&result), BTreeMap::new(), "{}", summary_of(&result));
+    assert_eq!(uint(&result, "/summary/connections/established"), 20, "{}", summary_of(&result));
+    assert_eq!(uint(&result, "/counters/tcp_connections"), 40, "two a WebSocket\n{}", summary_of(&result));
+    assert_eq!(negotiations(&server), 20);
+}
+
 #[test]
 fn a_misbehaving_negotiate_fails_every_connection_by_its_cause() {
     let cases = [
         ("error", "handshake_signalr_negotiate_error", "negotiation refused by the test hub"),
         ("polling", "handshake_signalr_negotiate_no_websockets", "offers LongPolling"),
         ("malformed", "handshake_signalr_negotiate_malformed", "not a negotiate answer"),
-        ("close", "handshake_signalr_negotiate_closed", "Connection: close"),
     ];
     for (mode, cause, detail) in cases {
         let Some(server) = or_skip(start_signalr_with(None, Some(mode))) else { return };

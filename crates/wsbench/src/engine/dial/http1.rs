@@ -58,6 +58,12 @@ impl Dial for Http1 {
         }
     }
 
+    fn redial(&self, job: &Job, conn: &mut ClientConn) -> io::Result<()> {
+        conn.transport = connect(job, conn.index)?.into();
+        conn.output_sent = 0;
+        Ok(())
+    }
+
     /// The `101` at the start of `data`, checked: what it agreed is counted and set on the
     /// connection (its permessage-deflate state).
     fn answer(&self, job: &Job, conn: &mut ClientConn, data: &mut [u8], counters: &mut Counters) -> Upgrade {
@@ -109,9 +115,14 @@ fn preflight_answer(job: &Job, conn: &mut ClientConn, data: &[u8]) -> Upgrade {
     match with_target(job, *index, |target| preflight.answer(data, target, output)) {
         Step::Incomplete => Upgrade::Incomplete,
         Step::Again(used) => Upgrade::Continue(used),
-        Step::Upgrade { used, path, bearer } => {
+        Step::Upgrade { used, path, bearer, new_connection } => {
             conn.preflight = None;
             let request = upgrade_request(job, &conn.key, conn.index, Some(&path), bearer.as_deref());
+            if new_connection {
+                conn.output.clear();
+                conn.output.extend_from_slice(&request);
+                return Upgrade::Redial;
+            }
             conn.output.extend_from_slice(&request);
             Upgrade::Continue(used)
         }

@@ -206,6 +206,29 @@ impl Worker {
         self.drop_conn(key);
     }
 
+    /// The upgrade goes on a new connection to the server (the one its protocol's request
+    /// went on closes): the old socket is let go, a new one connects (its connect timeout
+    /// the same, from the first connect on), and the upgrade request queued goes out once
+    /// it is connected; a connect that fails at once is counted by its cause.
+    pub(super) fn redial(&mut self, key: usize) {
+        let Some(conn) = self.conns.get_mut(key) else { return };
+        self.io.forget(key, conn.transport.socket());
+        let reopened = self.dial.redial(&self.job, conn).and_then(|()| match conn.transport.socket() {
+            Some(socket) => self.io.register(key, socket),
+            None => Ok(()),
+        });
+        match reopened {
+            Ok(()) => {
+                conn.state = State::Connecting;
+                conn.input.clear();
+            }
+            Err(error) => {
+                dial::count_error(&mut self.rec.metrics.counters, &error);
+                self.drop_conn(key);
+            }
+        }
+    }
+
     /// With `--reconnect`, schedules connection `index` to be opened again.
     pub(super) fn reconnect_later(&mut self, index: u64) {
         if !self.control.stopping() {

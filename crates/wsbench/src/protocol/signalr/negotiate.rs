@@ -9,8 +9,10 @@
 //! the hub protocol's transfer format), `signalr_negotiate_redirect_elsewhere` (a redirect to
 //! another server), `signalr_negotiate_redirect_loop` (a second redirect),
 //! `signalr_negotiate_malformed` (no HTTP response, or no negotiate answer in it),
-//! `signalr_negotiate_closed` (the connection ended, or is not kept for the WebSocket) and
-//! `signalr_negotiate_timeout`.
+//! `signalr_negotiate_closed` (the connection ended before the answer, or after a redirect)
+//! and `signalr_negotiate_timeout`. A server that closes the connection after its answer
+//! (`Connection: close`) gets the WebSocket on a new connection, as the official clients
+//! always open one.
 
 use wsbench_appproto::signalr::negotiate::{self, NegotiateError, Negotiated};
 use wsbench_proto::http_response;
@@ -116,18 +118,19 @@ impl Preflight for Negotiate {
                 format!("the negotiate POST was answered {}: {}", response.status, cut(line)),
             );
         }
-        if !response.keep_alive {
-            return failed(
-                "signalr_negotiate_closed",
-                "the server closes the connection after its negotiate answer (Connection: close), where wsbench asks for the WebSocket: add --skip-negotiate".into(),
-            );
-        }
         let step = match negotiate::decode(&response.body, self.format) {
             Ok(Negotiated::Connect { token, .. }) => Step::Upgrade {
                 used: response.used,
                 path: negotiate::websocket_path(self.hub(target), &token),
                 bearer: self.bearer().map(str::to_owned),
+                new_connection: !response.keep_alive,
             },
+            Ok(Negotiated::Redirect { .. }) if !response.keep_alive => {
+                return failed(
+                    "signalr_negotiate_closed",
+                    "the server closes the connection after its redirect (Connection: close), where wsbench negotiates again: add --skip-negotiate".into(),
+                );
+            }
             Ok(Negotiated::Redirect { url, access_token }) => {
                 self.redirected(&url, access_token, target, out)
             }
@@ -206,7 +209,12 @@ mod tests {
         assert_eq!(negotiate.answer(&answer[..20], &TARGET, &mut Vec::new()), Step::Incomplete);
         assert_eq!(
             negotiate.answer(&answer, &TARGET, &mut Vec::new()),
-            Step::Upgrade { used: answer.len(), path: "/hub?id=t%2B1".into(), bearer: None }
+            Step::Upgrade {
+                used: answer.len(),
+                path: "/hub?id=t%2B1".into(),
+                bearer: None,
+                new_connection: false
+            }
         );
     }
 
@@ -224,7 +232,8 @@ mod tests {
             Step::Upgrade {
                 used: ok(ANSWER).len(),
                 path: "/other?hub=x&id=t%2B1".into(),
-                bearer: Some("tok".into())
+                bearer: Some("tok".into()),
+                new_connection: false
             }
         );
         let mut twice = Negotiate::new("Text");
@@ -248,8 +257,18 @@ mod tests {
         assert_eq!(answer(&ok(polling)), "signalr_negotiate_no_websockets");
         assert_eq!(answer(&ok("{\"connectionId\":")), "signalr_negotiate_malformed");
         assert_eq!(answer(b"SSH-2.0-OpenSSH_9.6\r\n\r\n"), "signalr_negotiate_malformed");
-        let closing = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}";
-        assert_eq!(answer(closing), "signalr_negotiate_closed");
+        let redirect = r#"{"url":"http://127.0.0.1:5000/hub","accessToken":"t"}"#;
+        let closing = format!(
+            "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{redirect}",
+            redirect.len()
+        );
+        assert_eq!(answer(closing.as_bytes()), "signalr_negotiate_closed");
+        let closed = format!(
+            "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{ANSWER}",
+            ANSWER.len()
+        );
+        let step = Negotiate::new("Text").answer(closed.as_bytes(), &TARGET, &mut Vec::new());
+        assert!(matches!(step, Step::Upgrade { new_connection: true, .. }), "{step:?}");
         let negotiate = Negotiate::new("Text");
         assert_eq!(negotiate.unanswered(b"", true).0, "signalr_negotiate_closed");
         assert_eq!(negotiate.unanswered(b"HTTP/1.1 200", true).0, "signalr_negotiate_malformed");
