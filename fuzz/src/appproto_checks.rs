@@ -261,10 +261,48 @@ pub fn pusher_decode(data: &[u8]) {
     );
 }
 
-/// The input as a WebSocket message of SignalR's JSON hub protocol: its records as hub
-/// messages and as a handshake answer; then an invocation whose target is the input comes
+/// The input as a binary WebSocket message of SignalR's MessagePack hub protocol: each frame
+/// within the message, each decoded and its values turned into JSON text, the whole input as
+/// one value too; then an invocation whose target is the input comes back as that target.
+fn signalr_msgpack(data: &[u8]) {
+    use signalr::msgpack::{self, PackMessage};
+    let mut json = Vec::new();
+    for frame in msgpack::frames(data).flatten() {
+        assert!(frame.len() <= data.len());
+        let values = match msgpack::decode(frame) {
+            Ok(PackMessage::Invocation { arguments, .. }) => vec![arguments],
+            Ok(PackMessage::StreamItem { item, .. }) => vec![item],
+            Ok(PackMessage::Completion { result: Some(result), .. }) => vec![result],
+            _ => Vec::new(),
+        };
+        for value in values {
+            let _ = msgpack::to_json(value, &mut json);
+            let _ = msgpack::as_bytes(value);
+        }
+    }
+    let _ = msgpack::to_json(data, &mut json);
+    let target = String::from_utf8_lossy(data);
+    let (mut wire, mut scratch) = (Vec::new(), Vec::new());
+    let argument = msgpack::Argument::Bin(data);
+    msgpack::encode_invocation(&mut wire, &mut scratch, 1, Some("1"), &target, &[argument]);
+    let frames: Vec<_> = msgpack::frames(&wire).collect();
+    assert_eq!(frames.len(), 1, "one frame, its length prefix right");
+    match msgpack::decode(frames[0].clone().expect("a whole frame")) {
+        Ok(PackMessage::Invocation { target: decoded, arguments }) => {
+            assert_eq!(decoded, target);
+            let mut reread = Vec::new();
+            msgpack::to_json(arguments, &mut reread).expect("our own arguments read back");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The input as a negotiate answer's body, as a MessagePack message, and as a WebSocket
+/// message of SignalR's JSON hub protocol: its records as hub messages and as a handshake answer; then an invocation whose target is the input comes
 /// back as the same target, and an echo's argument as a completion's result.
 pub fn signalr_decode(data: &[u8]) {
+    let _ = signalr::negotiate::decode(data, "Text");
+    signalr_msgpack(data);
     for record in signalr::records(data).flatten() {
         let _ = signalr::decode(record);
         let _ = signalr::decode_handshake(record);

@@ -231,6 +231,7 @@ pub fn handshake_request(data: &[u8]) {
 /// The `handshake_response` target: a client checks a server's answer to a request sent
 /// with [`RESPONSE_KEY`]. An answer must not depend on how many bytes follow its header.
 pub fn handshake_response(data: &[u8]) {
+    http_response(data);
     let Ok(Some((answer, used))) = parse_response(data, RESPONSE_KEY) else { return };
     assert!(used > 0 && used <= data.len(), "used {used} of {}", data.len());
     assert!(
@@ -240,6 +241,16 @@ pub fn handshake_response(data: &[u8]) {
     assert_eq!(parse_response(&data[..used - 1], RESPONSE_KEY), Ok(None), "header ends before `used`");
     let again = parse_response(&data[..used], RESPONSE_KEY).expect("the header alone parses");
     assert_eq!(again, Some((answer, used)), "bytes after the header changed the result");
+}
+
+/// The input as a plain HTTP/1.1 response (a negotiate's answer before the upgrade): a whole
+/// one takes no more than the input, and reads the same from its own bytes alone.
+fn http_response(data: &[u8]) {
+    let Ok(Some(response)) = wsbench_proto::http_response::read(data) else { return };
+    assert!(response.used <= data.len(), "used {} of {}", response.used, data.len());
+    assert!(response.body.len() <= wsbench_proto::http_response::MAX_BODY_BYTES);
+    let again = wsbench_proto::http_response::read(&data[..response.used]);
+    assert_eq!(again, Ok(Some(response)), "bytes after the response changed it");
 }
 
 /// Reads structured values from fuzz input; zeros once it runs out.

@@ -9,7 +9,23 @@ the error "not allowed to join GROUP" (a rejected subscription). When WSBENCH_SI
 is set, a request to /hub without `Authorization: Bearer TOKEN` (or `?access_token=TOKEN`,
 as browsers send it) is refused 401 before the upgrade, as ASP.NET's [Authorize] does.
 `POST /admin/disconnect?group=G&count=N` aborts N members of group G (in connection id
-order), as a hub's `Context.Abort()` does, and answers how many it aborted.
+order), as a hub's `Context.Abort()` does, and answers how many it aborted;
+`POST /admin/negotiations` answers how many negotiate POSTs the hub has answered.
+
+`Ticks(count, interval_ms)` is a streaming method (an async generator, aiosignalr's way):
+it yields `{"seq": N, "ts": MS}` from a ticker all its callers share (N counts from the
+hub's start, MS its Unix time in milliseconds; the first call's `interval_ms` sets its pace),
+`count` ticks (0: until cancelled), so that every caller sees the same ticks from the one
+after its call on. `Broken_Ticks(count,
+interval_ms)` yields as many, then fails (a completion with the error "the ticker broke").
+
+WSBENCH_SIGNALR_NEGOTIATE makes the negotiate misbehave as servers do, for the tests:
+`error` answers `{"error": …}`; `polling` offers long polling alone; `malformed` answers
+text that is no JSON; `close` negotiates and then closes the connection (`Connection:
+close`), so that the WebSocket needs a connection of its own; `redirect` answers a
+negotiate without `Authorization: Bearer redirected` with a redirect to this hub with that
+access token (as Azure SignalR Service does), and then requires that bearer of the
+WebSocket too.
 
 aiosignalr 0.1.1 writes every WebSocket frame binary, the JSON protocol's too; SignalR's
 JSON protocol is text frames, and the official JavaScript client (@microsoft/signalr 10)
@@ -17,16 +33,25 @@ refuses a binary handshake answer ("Error parsing handshake response: TypeError:
 textData.substring is not a function"). So this app sends a frame that is UTF-8 JSON ended by
 the record separator as text. A method returns a result only when annotated with a return
 type (aiosignalr's rule): `Echo` is.
+
+aiosignalr also writes the headers of its MessagePack completions, stream items and
+cancellations as the number 128 (`_EMPTY_HEADERS = 0x80` packed as an integer, 0xcc 0x80)
+where the protocol has an empty map (0x80); the official JavaScript client refuses those
+messages ("Invalid headers."). So this app sets that constant to an empty map. A MessagePack
+frame is never sent as text: after its length prefix comes an array's marker (0x90-0x9f,
+0xdc, 0xdd), which is no valid UTF-8 after the prefix's bytes.
 """
 
 import asyncio
 import os
 import sys
+import time
 
 from aiohttp import web
 from aiosignalr.errors import HubException
+from aiosignalr.protocol import messagepack_protocol
 from aiosignalr.server import Hub, ServerOptions, SignalRServer
-from aiosignalr.server.aiohttp_server import _AiohttpSocket
+from aiosignalr.server.aiohttp_server import _AiohttpRequest, _AiohttpSocket
 
 GROUPS: dict[str, set[str]] = {}
 
@@ -42,6 +67,37 @@ async def _send_text_or_binary(self, data: bytes) -> None:
 
 
 _AiohttpSocket.send_bytes = _send_text_or_binary
+messagepack_protocol._EMPTY_HEADERS = {}
+
+
+class Ticker:
+    """One tick every `interval` seconds, shared by every stream's caller."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.changed = asyncio.Condition()
+        self.task: asyncio.Task | None = None
+        self.interval = 0.1
+
+    def start(self, interval: float) -> None:
+        if self.task is None:
+            self.interval = interval
+            self.task = asyncio.create_task(self.run())
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            async with self.changed:
+                self.seq += 1
+                self.changed.notify_all()
+
+    async def after(self, seq: int) -> int:
+        async with self.changed:
+            await self.changed.wait_for(lambda: self.seq > seq)
+            return self.seq
+
+
+TICKER = Ticker()
 
 
 class BenchHub(Hub):
@@ -61,6 +117,20 @@ class BenchHub(Hub):
 
     async def publish(self, group: str, payload: object) -> None:
         await self.clients.group(group).send("message", payload)
+
+    async def ticks(self, count: int, interval_ms: int):
+        TICKER.start(max(interval_ms, 1) / 1000)
+        seq = TICKER.seq
+        sent = 0
+        while count <= 0 or sent < count:
+            seq = await TICKER.after(seq)
+            yield {"seq": seq, "ts": int(time.time() * 1000)}
+            sent += 1
+
+    async def broken_ticks(self, count: int, interval_ms: int):
+        async for tick in self.ticks(count, interval_ms):
+            yield tick
+        raise HubException("the ticker broke")
 
 
 def authorized(request: web.Request, token: str) -> bool:
@@ -83,6 +153,45 @@ async def main() -> None:
         return await handler(request)
 
     app.middlewares.append(bearer)
+    negotiations = 0
+    mode = os.environ.get("WSBENCH_SIGNALR_NEGOTIATE", "")
+
+    @web.middleware
+    async def negotiate(request: web.Request, handler):
+        nonlocal negotiations
+        redirected = request.headers.get("Authorization") == "Bearer redirected"
+        if not request.path.endswith("/negotiate"):
+            if mode == "redirect" and request.path.startswith("/hub") and not redirected:
+                return web.Response(status=401, text="the redirect's access token is missing\n")
+            return await handler(request)
+        negotiations += 1
+        if mode == "error":
+            return web.json_response({"error": "negotiation refused by the test hub"})
+        if mode == "polling":
+            body = {
+                "negotiateVersion": 1,
+                "connectionId": "c",
+                "connectionToken": "t",
+                "availableTransports": [{"transport": "LongPolling", "transferFormats": ["Text", "Binary"]}],
+            }
+            return web.json_response(body)
+        if mode == "close":
+            response = web.json_response(await server.handle_negotiate(_AiohttpRequest(request)))
+            response.force_close()
+            return response
+        if mode == "malformed":
+            return web.Response(text="<html>not a negotiate answer</html>")
+        if mode == "redirect" and not redirected:
+            url = f"http://{request.host}/hub"
+            return web.json_response({"url": url, "accessToken": "redirected"})
+        return await handler(request)
+
+    app.middlewares.append(negotiate)
+
+    async def negotiated(request: web.Request) -> web.Response:
+        return web.Response(text=f"{negotiations}\n")
+
+    app.router.add_post("/admin/negotiations", negotiated)
 
     async def disconnect(request: web.Request) -> web.Response:
         group = request.query.get("group", "")

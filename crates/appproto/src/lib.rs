@@ -18,6 +18,8 @@
 //!   identifiers, the server's messages.
 //! - [`pusher`]: the Pusher Channels protocol 7 (events, subscriptions signed with HMAC-SHA256,
 //!   signed HTTP API requests).
+//! - [`signalr`]: ASP.NET Core SignalR's JSON hub protocol, its MessagePack hub protocol
+//!   ([`signalr::msgpack`]) and the negotiate step before the WebSocket ([`signalr::negotiate`]).
 //! - [`json`]: the JSON pieces they share (strings written and read without allocating).
 
 pub mod actioncable;

@@ -14,6 +14,9 @@
 
 use std::borrow::Cow;
 
+pub mod msgpack;
+pub mod negotiate;
+
 use serde_json::value::RawValue;
 
 use crate::json::{Text, write_str};
@@ -186,6 +189,27 @@ pub fn encode_invocation(out: &mut Vec<u8>, invocation_id: Option<&str>, target:
         out.extend_from_slice(argument);
     }
     out.extend_from_slice(b"]}");
+    out.push(RECORD_SEPARATOR);
+}
+
+/// Appends a stream invocation of `target` whose arguments are `arguments` (a whole JSON
+/// array, raw), its items and completion to carry `invocation_id`.
+pub fn encode_stream_invocation(out: &mut Vec<u8>, invocation_id: &str, target: &str, arguments: &[u8]) {
+    out.extend_from_slice(b"{\"type\":4,\"invocationId\":");
+    write_str(out, invocation_id);
+    out.extend_from_slice(b",\"target\":");
+    write_str(out, target);
+    out.extend_from_slice(b",\"arguments\":");
+    out.extend_from_slice(arguments);
+    out.push(b'}');
+    out.push(RECORD_SEPARATOR);
+}
+
+/// Appends the cancellation of the stream `invocation_id`.
+pub fn encode_cancel_invocation(out: &mut Vec<u8>, invocation_id: &str) {
+    out.extend_from_slice(b"{\"type\":5,\"invocationId\":");
+    write_str(out, invocation_id);
+    out.push(b'}');
     out.push(RECORD_SEPARATOR);
 }
 

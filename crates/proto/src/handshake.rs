@@ -171,6 +171,20 @@ pub fn client_request_with_headers(
     request.into_bytes()
 }
 
+/// Parses a response head at the start of `buf` into `response`: its length, `Ok(None)`
+/// while incomplete; `Err(None)` past [`DEFAULT_MAX_HEADER_BYTES`], else httparse's error.
+pub(crate) fn response_head<'b>(
+    response: &mut httparse::Response<'_, 'b>,
+    buf: &'b [u8],
+) -> Result<Option<usize>, Option<httparse::Error>> {
+    match response.parse(buf).map_err(Some)? {
+        httparse::Status::Partial if buf.len() >= DEFAULT_MAX_HEADER_BYTES => Err(None),
+        httparse::Status::Partial => Ok(None),
+        httparse::Status::Complete(n) if n > DEFAULT_MAX_HEADER_BYTES => Err(None),
+        httparse::Status::Complete(n) => Ok(Some(n)),
+    }
+}
+
 /// What the server agreed to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UpgradeResponse {
@@ -184,15 +198,11 @@ pub struct UpgradeResponse {
 pub fn parse_response(buf: &[u8], key: &str) -> Result<Option<(UpgradeResponse, usize)>, HandshakeError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut headers);
-    let consumed = match response.parse(buf).map_err(malformed)? {
-        httparse::Status::Partial if buf.len() >= DEFAULT_MAX_HEADER_BYTES => {
-            return Err(HandshakeError::HeaderTooLarge(DEFAULT_MAX_HEADER_BYTES));
-        }
-        httparse::Status::Partial => return Ok(None),
-        httparse::Status::Complete(n) if n > DEFAULT_MAX_HEADER_BYTES => {
-            return Err(HandshakeError::HeaderTooLarge(DEFAULT_MAX_HEADER_BYTES));
-        }
-        httparse::Status::Complete(n) => n,
+    let consumed = match response_head(&mut response, buf) {
+        Ok(Some(n)) => n,
+        Ok(None) => return Ok(None),
+        Err(None) => return Err(HandshakeError::HeaderTooLarge(DEFAULT_MAX_HEADER_BYTES)),
+        Err(Some(error)) => return Err(malformed(error)),
     };
     let status = response.code.unwrap_or(0);
     if status != 101 {

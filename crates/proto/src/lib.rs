@@ -13,6 +13,7 @@ pub mod deflate;
 mod error;
 mod frame;
 pub mod handshake;
+pub mod http_response;
 mod mask;
 mod utf8;
 

@@ -38,7 +38,7 @@ pub use node::{
     start_socketio_pinging_every, start_socketio_pinging_with_timeout,
 };
 pub use process::Peer;
-pub use signalr::start_signalr;
+pub use signalr::{start_signalr, start_signalr_with};
 pub use sockudo::{SOCKUDO_APP_ID, SOCKUDO_APP_KEY, SOCKUDO_APP_SECRET, start_sockudo};
 
 /// Why a peer could not be started.

@@ -14,6 +14,12 @@ use crate::{PeerError, repo_root};
 /// A SignalR hub on `/hub`, with its admin route on `/admin/disconnect`; `token`: the bearer
 /// every request to the hub must carry (none: any client). Port: main.
 pub fn start_signalr(token: Option<&str>) -> Result<Peer, PeerError> {
+    start_signalr_with(token, None)
+}
+
+/// [`start_signalr`] with the hub's negotiate misbehaving as `negotiate` says (hub.py's
+/// `WSBENCH_SIGNALR_NEGOTIATE`: `error`, `polling`, `malformed`, `close`, `redirect`).
+pub fn start_signalr_with(token: Option<&str>, negotiate: Option<&str>) -> Result<Peer, PeerError> {
     const PEER: &str = "signalr";
     let python = repo_root().join(".venv-signalr/bin/python");
     installed(PEER, &python)?;
@@ -25,6 +31,9 @@ pub fn start_signalr(token: Option<&str>) -> Result<Peer, PeerError> {
     env.current_dir(&dir);
     if let Some(token) = token {
         env.env("WSBENCH_SIGNALR_TOKEN", token);
+    }
+    if let Some(mode) = negotiate {
+        env.env("WSBENCH_SIGNALR_NEGOTIATE", mode);
     }
     let mut peer = Peer::spawn(PEER, command, dir)?.with_port("http", port);
     peer.wait_for_ports(Duration::from_secs(30))?;

@@ -81,12 +81,35 @@ mod nats;
 mod pusher;
 #[path = "protocols/signalr.rs"]
 mod signalr;
+#[path = "protocols/signalr_messagepack.rs"]
+mod signalr_messagepack;
+#[path = "protocols/signalr_negotiate.rs"]
+mod signalr_negotiate;
 #[path = "protocols/socketio.rs"]
 mod socketio;
 #[path = "protocols/stomp.rs"]
 mod stomp;
 #[path = "protocols/stream.rs"]
 mod stream;
+
+/// A stream run of `subscribers` succeeded: each joined, and each got every one of more than
+/// `min_ids` ids once, none missing, duplicated, silent or unreadable.
+pub fn assert_every_stream_subscriber_got_every_id(
+    finished: &Finished,
+    result: &Value,
+    subscribers: u64,
+    min_ids: u64,
+) {
+    let context = || format!("{}\n{}", finished.describe(), harness::summary_of(result));
+    assert_eq!(finished.code, Some(0), "{}", context());
+    assert_eq!(uint(result, "/stream/joined"), subscribers, "{}", context());
+    let (ids, delivered) = (uint(result, "/stream/ids"), uint(result, "/stream/delivered"));
+    assert!(ids > min_ids, "more than {min_ids} ids in the measured seconds\n{}", context());
+    assert_eq!(delivered, ids * subscribers, "{}", context());
+    for key in ["missing", "duplicated", "silent", "unreadable"] {
+        assert_eq!(uint(result, &format!("/stream/{key}")), 0, "{key}\n{}", context());
+    }
+}
 
 /// A pub/sub run of 1,000 subscribers on 10 topics, one publisher each, succeeded and every
 /// subscriber got each measured publish of its topic once (each topic's publishes reach 100

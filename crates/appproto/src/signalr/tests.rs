@@ -128,3 +128,16 @@ fn invocations_pings_and_closes_encode_as_the_specification_writes_them() {
     both.extend(record(r#"{"type":7}"#));
     assert_eq!(out, both);
 }
+
+#[test]
+fn stream_invocations_and_cancellations_encode_as_the_specification_writes_them() {
+    let mut out = Vec::new();
+    encode_stream_invocation(&mut out, "123", "Send", br#"[42,"Test Message"]"#);
+    assert_eq!(
+        out,
+        record(r#"{"type":4,"invocationId":"123","target":"Send","arguments":[42,"Test Message"]}"#)
+    );
+    out.clear();
+    encode_cancel_invocation(&mut out, "123");
+    assert_eq!(out, record(r#"{"type":5,"invocationId":"123"}"#));
+}

@@ -73,6 +73,8 @@ pub struct ClientConn {
     pub closing_by_load: bool,
     /// The message protocol's side of this connection, once upgraded.
     pub session: Option<Box<dyn crate::protocol::Session>>,
+    /// The HTTP exchange its protocol makes before the upgrade, while it is under way.
+    pub preflight: Option<Box<dyn crate::protocol::preflight::Preflight>>,
     /// Its messages are the workload's own, unread by the session (the session's
     /// `passthrough`, asked once): the hot path of `raw` echoes asks this field.
     pub passthrough: bool,
@@ -130,6 +132,7 @@ impl ClientConn {
             slot: 0,
             closing_by_load: false,
             session: None,
+            preflight: None,
             passthrough: true,
             session_timer: None,
             deferred: Deferred::default(),

@@ -37,12 +37,23 @@ pub enum Upgrade {
     Incomplete,
     /// A valid `101`, of this many bytes (frames may follow).
     Accepted(usize),
+    /// The answer to a request made before the upgrade (a protocol's preflight), of this
+    /// many bytes: the next request is queued; its answer is to come.
+    Continue(usize),
+    /// The answer to a request made before the upgrade, after which the server closes the
+    /// connection: the upgrade request is queued for a new connection to the same server.
+    Redial,
     Refused(HandshakeFailure),
 }
 
 impl HandshakeFailure {
     pub fn of(cause: &str) -> HandshakeFailure {
         HandshakeFailure { cause: cause.to_owned(), response: None, retry_after: None }
+    }
+
+    /// A protocol's exchange before the upgrade failed: its cause and what it said.
+    pub fn of_preflight((cause, detail): (String, String)) -> HandshakeFailure {
+        HandshakeFailure { cause, response: Some(detail), retry_after: None }
     }
 
     /// Connected, and no complete answer within the connect timeout; `data` is what came.
@@ -59,7 +70,9 @@ impl HandshakeFailure {
             _ if data.is_empty() => HandshakeFailure::of("closed"),
             Upgrade::Refused(failure) => failure,
             // A partial answer, or a valid one the worker did not get to: not an upgrade.
-            Upgrade::Incomplete | Upgrade::Accepted(_) => HandshakeFailure::of("not_websocket"),
+            Upgrade::Incomplete | Upgrade::Accepted(_) | Upgrade::Continue(_) | Upgrade::Redial => {
+                HandshakeFailure::of("not_websocket")
+            }
         }
     }
 

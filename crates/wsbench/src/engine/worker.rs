@@ -511,6 +511,10 @@ impl Worker {
             input.drain(..used);
         }
         let Some(conn) = self.conns.get_mut(key) else { return false };
+        if conn.state == State::Connecting {
+            // The upgrade goes on a new connection (redialled): nothing more is read here.
+            return false;
+        }
         conn.input = input;
         true
     }
@@ -523,6 +527,11 @@ impl Worker {
             let counters = &mut self.rec.metrics.counters;
             match self.dial.answer(&self.job, &mut self.conns[key], data, counters) {
                 Upgrade::Incomplete => return 0,
+                Upgrade::Continue(n) => return n,
+                Upgrade::Redial => {
+                    self.redial(key);
+                    return data.len();
+                }
                 Upgrade::Accepted(n) => {
                     used = n;
                     if self.start_session(key, now) {

@@ -16,6 +16,7 @@ use super::pacer::Pacer;
 use super::recorder::Recorder;
 use super::timers::Timers;
 use crate::metrics::Section;
+use crate::protocol::preflight::Preflight;
 use crate::protocol::{Incoming, Session};
 
 /// How long the end of a run waits, by default, for replies still in flight.
@@ -28,6 +29,11 @@ pub trait Plan: Send + Sync + std::fmt::Debug {
     fn workload(&self, connections: &[u64]) -> Box<dyn Workload>;
     /// Connection `index`'s side of the run's message protocol.
     fn session(&self, index: u64) -> Box<dyn Session>;
+    /// What connection `index` asks of the server before its upgrade, when its protocol
+    /// asks anything.
+    fn preflight(&self, _index: u64) -> Option<Box<dyn Preflight>> {
+        None
+    }
 }
 
 /// When a run measures and when its connections may send.

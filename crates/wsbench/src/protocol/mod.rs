@@ -16,6 +16,7 @@ pub mod graphql_ws;
 pub mod jsonrpc;
 pub mod mqtt;
 pub mod nats;
+pub mod preflight;
 pub mod pusher;
 pub mod raw;
 pub mod signalr;
@@ -209,6 +210,11 @@ pub trait Protocol: Sync + Debug {
     }
     /// Connection `setup.index`'s side of the protocol.
     fn session(&self, setup: &Setup<'_>) -> Box<dyn Session>;
+    /// The HTTP exchange connection `setup.index` makes before its upgrade (SignalR's
+    /// negotiate), when the protocol makes one with these options.
+    fn preflight(&self, _setup: &Setup<'_>) -> Option<Box<dyn preflight::Preflight>> {
+        None
+    }
 }
 
 /// Where a session writes its messages: whole WebSocket messages, framed, masked (and

@@ -62,6 +62,7 @@ pub fn settle_protocol(scenario: &dyn Descriptor, config: &mut RunConfig) -> Res
     }
     protocol.check(&load.protocol_options).map_err(|problem| invalid_setting("protocol", problem))?;
     check_data_options(protocol, &load.protocol_options, load.handshake.data.as_deref())?;
+    check_preflight_transport(protocol, usage, load)?;
     match config.target.as_mut() {
         Some(target) => {
             let given = if target.names_path { target.path.as_str() } else { "" };
@@ -140,17 +141,59 @@ impl Plan for ScenarioPlan {
         self.scenario.workload(&self.load, connections, &self.shared)
     }
     fn session(&self, index: u64) -> Box<dyn Session> {
-        let protocol = crate::protocol::by_name(self.load.protocol).unwrap_or(&crate::protocol::raw::Raw);
-        let setup = Setup {
+        self.protocol().session(&self.setup(index))
+    }
+    fn preflight(&self, index: u64) -> Option<Box<dyn crate::protocol::preflight::Preflight>> {
+        self.protocol().preflight(&self.setup(index))
+    }
+}
+
+impl ScenarioPlan {
+    fn protocol(&self) -> &'static dyn crate::protocol::Protocol {
+        crate::protocol::by_name(self.load.protocol).unwrap_or(&crate::protocol::raw::Raw)
+    }
+
+    /// Connection `index`'s setup, for its session and its preflight.
+    fn setup(&self, index: u64) -> Setup<'_> {
+        Setup {
             index,
             run: &self.load.run_id,
             usage: self.scenario.protocol_use(),
             options: &self.load.protocol_options,
             open_timeout: self.load.connect_timeout,
             data: self.load.handshake.data.as_deref().map(|data| data as &dyn crate::protocol::DataRows),
-        };
-        protocol.session(&setup)
+        }
     }
+}
+
+/// A protocol that makes an HTTP/1.1 request before the upgrade (SignalR's negotiate) cannot
+/// make it over a transport that carries WebSockets as streams of a shared connection: a
+/// usage error naming the option that leaves it out.
+fn check_preflight_transport(
+    protocol: &dyn crate::protocol::Protocol,
+    usage: crate::protocol::Use,
+    load: &LoadSpec,
+) -> Result<(), ConfigError> {
+    if !crate::engine::dial::by_name(load.transport.name).is_some_and(|dial| dial.carries()) {
+        return Ok(());
+    }
+    let setup = Setup {
+        index: 0,
+        run: &load.run_id,
+        usage,
+        options: &load.protocol_options,
+        open_timeout: load.connect_timeout,
+        data: None,
+    };
+    let Some(preflight) = protocol.preflight(&setup) else { return Ok(()) };
+    Err(invalid_setting(
+        "transport",
+        format!(
+            "{} is an HTTP/1.1 request before the upgrade, which this transport does not make: add {} (or leave out --transport)",
+            preflight.name(),
+            preflight.skip_flag()
+        ),
+    ))
 }
 
 /// Every `{data.NAME}` in the protocol's options, its secrets too, names a column of the

@@ -146,15 +146,7 @@ fn every_subscriber_of_an_action_cable_stream_gets_every_tick_once() {
     args.extend(["--message-time", "/ts", "--warmup", "1s", "--duration", "3s"]);
     args.extend(["--threshold", "missing==0", "--threshold", "errors==0"]);
     let (finished, result) = run("actioncable-stream", &args, Duration::from_secs(90));
-    let context = || format!("{}\n{}", finished.describe(), summary_of(&result));
-    assert_eq!(finished.code, Some(0), "{}", context());
-    assert_eq!(uint(&result, "/stream/joined"), 50, "{}", context());
-    let (ids, delivered) = (uint(&result, "/stream/ids"), uint(&result, "/stream/delivered"));
-    assert!(ids > 100, "3 measured seconds of a tick every 10 ms\n{}", context());
-    assert_eq!(delivered, ids * 50, "{}", context());
-    for key in ["missing", "duplicated", "silent", "unreadable"] {
-        assert_eq!(uint(&result, &format!("/stream/{key}")), 0, "{key}\n{}", context());
-    }
+    crate::assert_every_stream_subscriber_got_every_id(&finished, &result, 50, 100);
 }
 
 /// A fleet of the repository's `servers/ruby-actioncable` member twice (Action Cable's

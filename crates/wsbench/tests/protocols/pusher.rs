@@ -215,15 +215,7 @@ fn every_subscriber_of_a_channel_the_api_publishes_to_gets_every_event_once() {
         "errors==0",
     ]);
     let (finished, result) = run("pusher-stream", &args, Duration::from_secs(90));
-    let context = || format!("{}\n{}", finished.describe(), summary_of(&result));
-    assert_eq!(finished.code, Some(0), "{}", context());
-    assert_eq!(uint(&result, "/stream/joined"), 50, "{}", context());
-    let (ids, delivered) = (uint(&result, "/stream/ids"), uint(&result, "/stream/delivered"));
-    assert!(ids > 100, "3 measured seconds of an event every 10 ms\n{}", context());
-    assert_eq!(delivered, ids * 50, "{}", context());
-    for key in ["missing", "duplicated", "silent", "unreadable"] {
-        assert_eq!(uint(&result, &format!("/stream/{key}")), 0, "{key}\n{}", context());
-    }
+    crate::assert_every_stream_subscriber_got_every_id(&finished, &result, 50, 100);
 }
 
 /// The repository's `servers/sockudo` member on one tokio worker thread and on two, beside

@@ -37,6 +37,7 @@ fn a_thousand_connections_echo_through_a_signalr_hub() {
     assert_eq!(result["config"]["protocol"], "signalr");
     let url = result["target"]["url"].as_str().unwrap_or_default();
     assert!(url.ends_with("/hub"), "the default path is asked for: {url}");
+    assert_eq!(admin(&server, "negotiations"), "1000", "each connection negotiated first");
 }
 
 #[test]
@@ -51,7 +52,7 @@ fn a_thousand_subscribers_get_every_group_message_once_through_a_signalr_hub() {
 }
 
 /// One POST of the hub's admin route: its answer's body.
-fn admin(server: &Peer, path: &str) -> String {
+pub fn admin(server: &Peer, path: &str) -> String {
     let mut stream = TcpStream::connect(("127.0.0.1", server.port())).expect("the hub's port");
     let request = format!("POST /admin/{path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n");
     stream.write_all(request.as_bytes()).expect("send the admin request");
@@ -114,6 +115,35 @@ fn a_wrong_token_and_a_refused_join_are_counted_by_their_cause() {
     assert!(detail.as_str().unwrap_or_default().contains("not allowed to join t"), "{detail}");
 }
 
+/// `run stream` with a stream invocation of the hub's `Ticks` (a tick every 10 ms from a
+/// ticker all callers share): every subscriber gets every tick once; `Broken_Ticks`, which
+/// fails after 5 ticks, is each subscriber's `signalr_stream_error`, exit 3.
+#[test]
+fn every_subscriber_of_a_hub_stream_gets_every_item_once() {
+    let Some(server) = or_skip(start_signalr(None)) else { return };
+    let url = server.url("");
+    let stream = |method: &str, arguments: &str, subscribers: &str| {
+        let mut args = vec!["stream", url.as_str(), "--protocol", "signalr", "--stream-method", method];
+        args.extend(["--stream-arguments", arguments, "--subscribers", subscribers, "--message-id", "/seq"]);
+        args.extend(["--message-time", "/ts", "--warmup", "1s", "--duration", "3s"]);
+        run(&format!("signalr-stream-{method}"), &args, Duration::from_secs(90))
+    };
+    let (finished, result) = stream("Ticks", "[0, 10]", "50");
+    crate::assert_every_stream_subscriber_got_every_id(&finished, &result, 50, 50);
+    assert_eq!(errors(&result), BTreeMap::new(), "{}", summary_of(&result));
+
+    let (finished, result) = stream("Broken_Ticks", "[5, 10]", "10");
+    finished.assert_completed_with_failures();
+    assert_eq!(
+        errors(&result),
+        BTreeMap::from([("signalr_stream_error".to_owned(), 10)]),
+        "{}",
+        summary_of(&result)
+    );
+    let detail = &result["counters"]["protocol_error_details"]["signalr_stream_error"];
+    assert!(detail.as_str().unwrap_or_default().contains("the ticker broke"), "{detail}");
+}
+
 /// A fleet of the repository's `servers/python-signalr` member beside the built-in server:
 /// `compare --protocol signalr` measures it and skips the built-in server.
 #[test]
@@ -143,12 +173,20 @@ fn compare_measures_the_fleet_member_that_speaks_signalr() {
 fn bad_signalr_options_are_refused_in_one_line_before_the_run() {
     let _slot = heavy(1);
     let url = "ws://127.0.0.1:9/";
-    let cases: [(&[&str], &str); 2] = [
+    let cases: [(&[&str], &str); 6] = [
+        (&["--transport", "h2"], "SignalR's negotiate is an HTTP/1.1 request before the upgrade"),
         (&["--hub-method", "Send Message"], "--hub-method \"Send Message\": give a method name"),
         (&["--payload", "bytes:16"], "SignalR's JSON hub protocol is text: leave out --binary"),
+        (&["--stream-method", "Ticks"], "--stream-method: applies to the stream scenario only"),
+        (&["stream", "--stream-method", "Ticks", "--stream-arguments", "{}"], "give a JSON array"),
+        (&["stream", "--stream-arguments", "[1]"], "--stream-arguments without --stream-method"),
     ];
     for (options, expected) in cases {
-        let args = [&["run", url, "--protocol", "signalr"][..], options].concat();
+        let (scenario, options) = match options.split_first() {
+            Some((&"stream", rest)) => (&["stream", "--message-id", "/seq"][..], rest),
+            _ => (&[][..], options),
+        };
+        let args = [&["run"][..], scenario, &[url, "--protocol", "signalr"], options].concat();
         let finished = crate::harness::wsbench(&args, Duration::from_secs(60));
         assert_eq!(finished.code, Some(2), "{}", finished.describe());
         assert!(finished.stderr.contains(expected), "{expected}\n{}", finished.describe());

@@ -23,6 +23,7 @@ use crate::engine::compression;
 use crate::engine::conn::ClientConn;
 use crate::engine::handshake_failure::{self, HandshakeFailure, Upgrade};
 use crate::metrics::Counters;
+use crate::protocol::preflight::{Step, Target};
 
 /// The HTTP/1.1 upgrade (the default).
 #[derive(Debug)]
@@ -57,9 +58,18 @@ impl Dial for Http1 {
         }
     }
 
+    fn redial(&self, job: &Job, conn: &mut ClientConn) -> io::Result<()> {
+        conn.transport = connect(job, conn.index)?.into();
+        conn.output_sent = 0;
+        Ok(())
+    }
+
     /// The `101` at the start of `data`, checked: what it agreed is counted and set on the
     /// connection (its permessage-deflate state).
     fn answer(&self, job: &Job, conn: &mut ClientConn, data: &mut [u8], counters: &mut Counters) -> Upgrade {
+        if conn.preflight.is_some() {
+            return preflight_answer(job, conn, data);
+        }
         let n = match handshake_failure::answer(data, &conn.key, false) {
             Upgrade::Accepted(n) => n,
             other => return other,
@@ -88,8 +98,46 @@ fn open(job: &Job, index: u64, now: Instant) -> io::Result<ClientConn> {
     let decoder = Decoder::new(Role::Client, job.load.max_message);
     let mut conn = ClientConn::new(transport.into(), index, client_key(nonce), decoder, now);
     conn.budget = Reservation::new(job.message_memory.clone());
-    conn.output.extend_from_slice(&upgrade_request(job, &conn.key, index));
+    conn.preflight = job.plan.preflight(index);
+    match conn.preflight.as_mut() {
+        Some(preflight) => with_target(job, index, |target| preflight.request(target, &mut conn.output)),
+        None => conn.output.extend_from_slice(&upgrade_request(job, &conn.key, index, None, None)),
+    }
     Ok(conn)
+}
+
+/// The answer to the protocol's request before the upgrade: another request, or the upgrade
+/// request at the path it names (with its bearer), queued; or its failure.
+fn preflight_answer(job: &Job, conn: &mut ClientConn, data: &[u8]) -> Upgrade {
+    let ClientConn { preflight: Some(preflight), output, index, .. } = conn else {
+        return Upgrade::Incomplete;
+    };
+    match with_target(job, *index, |target| preflight.answer(data, target, output)) {
+        Step::Incomplete => Upgrade::Incomplete,
+        Step::Again(used) => Upgrade::Continue(used),
+        Step::Upgrade { used, path, bearer, new_connection } => {
+            conn.preflight = None;
+            let request = upgrade_request(job, &conn.key, conn.index, Some(&path), bearer.as_deref());
+            if new_connection {
+                conn.output.clear();
+                conn.output.extend_from_slice(&request);
+                return Upgrade::Redial;
+            }
+            conn.output.extend_from_slice(&request);
+            Upgrade::Continue(used)
+        }
+        Step::Failed { cause, detail } => Upgrade::Refused(HandshakeFailure::of_preflight((cause, detail))),
+    }
+}
+
+/// `f` given where connection `index` goes: the host, the run's path and extra headers.
+fn with_target<R>(job: &Job, index: u64, f: impl FnOnce(&Target<'_>) -> R) -> R {
+    let target = &job.target;
+    let host = target.host_header();
+    let run_path = job.load.handshake.path_for(&target.path, index);
+    let headers = job.load.handshake.headers_for(index);
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    f(&Target { host: &host, path: &run_path, headers: &headers })
 }
 
 /// The socket of connection `index` (from its source address), connecting, with its TLS
@@ -114,18 +162,23 @@ pub(super) fn connect(job: &Job, index: u64) -> io::Result<Transport> {
 }
 
 /// The upgrade request of connection `index`: the `--subprotocol`s offered and the extra
-/// headers, `{conn}` replaced by `index`.
-fn upgrade_request(job: &Job, key: &str, index: u64) -> Vec<u8> {
+/// headers, `{conn}` replaced by `index`; at `path` instead of the run's when given (a
+/// preflight named it), with `bearer` as its `Authorization` when given.
+fn upgrade_request(job: &Job, key: &str, index: u64, path: Option<&str>, bearer: Option<&str>) -> Vec<u8> {
     let handshake = &job.load.handshake;
     let protocols: Vec<&str> = handshake.subprotocols.iter().map(String::as_str).collect();
     let mut headers = handshake.headers_for(index);
+    if let Some(bearer) = bearer {
+        headers.retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
+        headers.push(("Authorization".to_owned(), format!("Bearer {bearer}")));
+    }
     if let Some(offer) = &job.load.compression {
         headers.push(("Sec-WebSocket-Extensions".to_owned(), offer.header_value()));
     }
     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
     let target = &job.target;
-    let path = handshake.path_for(&target.path, index);
-    client_request_with_headers(&target.host_header(), &path, key, &protocols, &headers)
+    let run_path = handshake.path_for(&target.path, index);
+    client_request_with_headers(&target.host_header(), path.unwrap_or(&run_path), key, &protocols, &headers)
 }
 
 /// Checks what an accepted upgrade (`head`, the `101` response) agreed to and counts it

@@ -92,6 +92,11 @@ pub trait Dial: Sync + std::fmt::Debug {
     /// the connection) or refused and why. A carried WebSocket's answer comes from its
     /// carrier instead ([`StreamEvent::Answered`]).
     fn answer(&self, job: &Job, conn: &mut ClientConn, data: &mut [u8], counters: &mut Counters) -> Upgrade;
+    /// After [`Upgrade::Redial`]: `conn`'s byte stream replaced by a new connection to the
+    /// server, connecting, its output (the upgrade request) kept for it.
+    fn redial(&self, _job: &Job, _conn: &mut ClientConn) -> io::Result<()> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this transport opens no second connection"))
+    }
 }
 
 /// Counts a failed connect attempt by its cause.

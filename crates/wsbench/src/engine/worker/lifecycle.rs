@@ -123,7 +123,12 @@ impl Worker {
                     self.drop_conn(key);
                 }
                 State::Upgrading => {
-                    let failure = HandshakeFailure::timed_out(&conn.input, &conn.key);
+                    let failure = match &conn.preflight {
+                        Some(preflight) => {
+                            HandshakeFailure::of_preflight(preflight.unanswered(&conn.input, false))
+                        }
+                        None => HandshakeFailure::timed_out(&conn.input, &conn.key),
+                    };
                     self.on_refused(key, failure);
                 }
                 // Upgraded, but the message protocol's own opening did not finish in time.
@@ -175,7 +180,15 @@ impl Worker {
         let counters = &mut self.rec.metrics.counters;
         match conn.state {
             State::Connecting => counters.connect_errors += 1,
-            State::Upgrading => return self.on_refused(key, HandshakeFailure::ended(&conn.input, &conn.key)),
+            State::Upgrading => {
+                let failure = match &conn.preflight {
+                    Some(preflight) => {
+                        HandshakeFailure::of_preflight(preflight.unanswered(&conn.input, true))
+                    }
+                    None => HandshakeFailure::ended(&conn.input, &conn.key),
+                };
+                return self.on_refused(key, failure);
+            }
             State::Opening => {
                 self.session_ended_early(key, None);
                 return self.on_refused(key, HandshakeFailure::of("protocol_closed"));
@@ -191,6 +204,29 @@ impl Worker {
             State::Closing => {}
         }
         self.drop_conn(key);
+    }
+
+    /// The upgrade goes on a new connection to the server (the one its protocol's request
+    /// went on closes): the old socket is let go, a new one connects (its connect timeout
+    /// the same, from the first connect on), and the upgrade request queued goes out once
+    /// it is connected; a connect that fails at once is counted by its cause.
+    pub(super) fn redial(&mut self, key: usize) {
+        let Some(conn) = self.conns.get_mut(key) else { return };
+        self.io.forget(key, conn.transport.socket());
+        let reopened = self.dial.redial(&self.job, conn).and_then(|()| match conn.transport.socket() {
+            Some(socket) => self.io.register(key, socket),
+            None => Ok(()),
+        });
+        match reopened {
+            Ok(()) => {
+                conn.state = State::Connecting;
+                conn.input.clear();
+            }
+            Err(error) => {
+                dial::count_error(&mut self.rec.metrics.counters, &error);
+                self.drop_conn(key);
+            }
+        }
     }
 
     /// With `--reconnect`, schedules connection `index` to be opened again.

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use wsbench_appproto::json::{unescape_into, write_str};
+use wsbench_appproto::signalr::msgpack::{self as pack, Argument};
 use wsbench_appproto::signalr::{self as hub, HubMessage};
 
 use super::{KEEP_ALIVE_SECS, SERVER_TIMEOUT_SECS};
@@ -35,6 +36,22 @@ enum Phase {
     Over,
 }
 
+/// The hub protocol spoken after the handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Codec {
+    /// JSON, text frames, each message ended by the record separator.
+    Json,
+    /// MessagePack, binary frames, each message after its VarInt length (`pack.rs`).
+    MessagePack,
+}
+
+/// A completion's result as it came: raw JSON, or a raw MessagePack value.
+#[derive(Debug, Clone, Copy)]
+enum Raw<'a> {
+    Json(&'a str),
+    Pack(&'a [u8]),
+}
+
 /// The hub and client methods the load uses.
 #[derive(Debug)]
 pub(super) struct Methods {
@@ -42,11 +59,19 @@ pub(super) struct Methods {
     pub(super) join: String,
     pub(super) publish: String,
     pub(super) client: String,
+    /// `--stream-method` and its arguments (a JSON array, filled).
+    pub(super) stream: Option<(String, Vec<u8>)>,
 }
+
+/// The invocation id of a subscriber's stream.
+const STREAM_ID: &str = "s1";
 
 #[derive(Debug)]
 pub(super) struct SignalRSession {
     usage: Use,
+    codec: Codec,
+    /// Echo payloads are binary (MessagePack's bin).
+    binary: bool,
     methods: Methods,
     subscriptions: Subscriptions,
     phase: Phase,
@@ -58,20 +83,32 @@ pub(super) struct SignalRSession {
     silence_due: Instant,
     /// Publishes sent (their invocation ids).
     publishes: u64,
+    /// The stream invoked and not ended (completed or cancelled).
+    streaming: bool,
     /// The message being written, an invocation id, an argument, a reply decoded (kept for their capacity),
     /// and the errors' words.
     encoding: Vec<u8>,
     id: String,
     argument: Vec<u8>,
     decoded: Vec<u8>,
+    /// A MessagePack message's body while it is written.
+    scratch: Vec<u8>,
     words: ErrorText,
 }
 
 impl SignalRSession {
-    pub(super) fn new(usage: Use, methods: Methods, open_timeout: Duration) -> SignalRSession {
+    pub(super) fn new(
+        usage: Use,
+        codec: Codec,
+        binary: bool,
+        methods: Methods,
+        open_timeout: Duration,
+    ) -> SignalRSession {
         let now = Instant::now();
         SignalRSession {
             usage,
+            codec,
+            binary,
             methods,
             subscriptions: Subscriptions::default(),
             phase: Phase::Handshaking,
@@ -80,30 +117,41 @@ impl SignalRSession {
             ping_due: now + keep_alive(),
             silence_due: now + server_timeout(),
             publishes: 0,
+            streaming: false,
             encoding: Vec::new(),
             id: String::new(),
             argument: Vec::new(),
             decoded: Vec::new(),
+            scratch: Vec::new(),
             words: ErrorText::default(),
         }
     }
 
-    /// Sends what `self.encoding` holds; the client's keep-alive starts again.
+    /// Sends what `self.encoding` holds, as text for JSON and binary for MessagePack; the
+    /// client's keep-alive starts again.
     fn send(&mut self, out: &mut dyn Outbox) {
-        out.text(&self.encoding);
+        match self.codec {
+            Codec::Json => out.text(&self.encoding),
+            Codec::MessagePack => out.binary(&self.encoding),
+        }
         self.ping_due = self.now + keep_alive();
     }
 
-    /// Invokes `method` with `arguments`, wanting the completion `id`.
+    /// Invokes `method` with `arguments` (JSON), wanting the completion `id`.
     fn invoke(&mut self, id: &str, method: Which, arguments: &[&[u8]], out: &mut dyn Outbox) {
         self.encoding.clear();
-        let target = match method {
-            Which::Echo => &self.methods.echo,
-            Which::Join => &self.methods.join,
-            Which::Publish => &self.methods.publish,
-        };
-        hub::encode_invocation(&mut self.encoding, Some(id), target, arguments);
+        hub::encode_invocation(&mut self.encoding, Some(id), method.of(&self.methods), arguments);
         self.send(out);
+    }
+
+    /// Whether the hub's invocation of `target` is a delivery.
+    fn delivers(&self, target: &str) -> bool {
+        let delivered = match self.usage {
+            Use::PubSub => true,
+            Use::Stream => self.methods.stream.is_none(),
+            _ => false,
+        };
+        delivered && target.eq_ignore_ascii_case(&self.methods.client)
     }
 
     fn on_record(&mut self, record: &[u8], sink: &mut dyn Sink) {
@@ -113,14 +161,19 @@ impl SignalRSession {
         match hub::decode(record) {
             Err(error) => self.malformed(&error.to_string(), record, sink),
             Ok(HubMessage::Completion { invocation_id, result, error }) => {
-                self.on_completion(&invocation_id, result, error.as_deref(), sink)
+                self.on_completion(&invocation_id, result.map(Raw::Json), error.as_deref(), sink)
             }
             Ok(HubMessage::Invocation { target, arguments, .. }) => {
-                if target.eq_ignore_ascii_case(&self.methods.client) && self.usage == Use::PubSub {
+                if self.delivers(&target) {
                     sink.incoming(Incoming::Delivery { topic: "", payload: arguments.as_bytes() });
                 } else {
                     sink.incoming(Incoming::Other);
                 }
+            }
+            Ok(HubMessage::StreamItem { invocation_id, item })
+                if self.streaming && invocation_id == STREAM_ID =>
+            {
+                sink.incoming(Incoming::Delivery { topic: "", payload: item.as_bytes() })
             }
             Ok(HubMessage::Close { error, allow_reconnect }) => {
                 self.on_close(error.as_deref(), allow_reconnect, sink)
@@ -151,18 +204,16 @@ impl SignalRSession {
         }
     }
 
-    fn on_completion(&mut self, id: &str, result: Option<&str>, error: Option<&str>, sink: &mut dyn Sink) {
+    fn on_completion(&mut self, id: &str, result: Option<Raw<'_>>, error: Option<&str>, sink: &mut dyn Sink) {
+        if self.streaming && id == STREAM_ID {
+            return self.stream_ended(error, sink);
+        }
         if let Some(seq) = id.parse::<u64>().ok().filter(|_| self.usage == Use::Requests) {
-            return match (error, result) {
-                (Some(error), _) => self.completion_error(Some(seq), id, error, sink),
-                (None, Some(raw)) if unescape_into(raw.as_bytes(), &mut self.decoded) => {
-                    sink.incoming(Incoming::Reply { seq: Some(seq), payload: &self.decoded })
-                }
-                (None, result) => {
-                    let payload = result.unwrap_or_default().as_bytes();
-                    sink.incoming(Incoming::Reply { seq: Some(seq), payload })
-                }
-            };
+            if let Some(error) = error {
+                return self.completion_error(Some(seq), id, error, sink);
+            }
+            self.decode_result(result);
+            return sink.incoming(Incoming::Reply { seq: Some(seq), payload: &self.decoded });
         }
         if id.starts_with('p') {
             return match error {
@@ -180,6 +231,37 @@ impl SignalRSession {
                 None => sink.incoming(Incoming::Other),
             },
         }
+    }
+
+    /// An echo's result into `self.decoded`: a string's (or MessagePack binary's) bytes,
+    /// anything else as its JSON text; nothing for no result.
+    fn decode_result(&mut self, result: Option<Raw<'_>>) {
+        self.decoded.clear();
+        match result {
+            None => {}
+            Some(Raw::Json(raw)) if !unescape_into(raw.as_bytes(), &mut self.decoded) => {
+                self.decoded.clear();
+                self.decoded.extend_from_slice(raw.as_bytes());
+            }
+            Some(Raw::Json(_)) => {}
+            Some(Raw::Pack(raw)) => match pack::as_bytes(raw) {
+                Some(bytes) => self.decoded.extend_from_slice(bytes),
+                None => {
+                    if pack::to_json(raw, &mut self.decoded).is_err() {
+                        self.decoded.clear();
+                    }
+                }
+            },
+        }
+    }
+
+    /// The hub completed the stream: with an error, counted; else it has no more items.
+    fn stream_ended(&mut self, error: Option<&str>, sink: &mut dyn Sink) {
+        self.streaming = false;
+        let Some(error) = error else { return sink.incoming(Incoming::Other) };
+        self.words.report(sink, format_args!("signalr_stream_error"), None, false, |detail| {
+            let _ = write!(detail, "the hub ended the stream with an error: {error:?}");
+        });
     }
 
     fn completion_error(&mut self, seq: Option<u64>, id: &str, error: &str, sink: &mut dyn Sink) {
@@ -225,12 +307,25 @@ impl SignalRSession {
     }
 }
 
+mod packed;
+
 /// Which of the hub methods an invocation calls.
 #[derive(Debug, Clone, Copy)]
 enum Which {
     Echo,
     Join,
     Publish,
+}
+
+impl Which {
+    /// The hub method's name.
+    fn of(self, methods: &Methods) -> &str {
+        match self {
+            Which::Echo => &methods.echo,
+            Which::Join => &methods.join,
+            Which::Publish => &methods.publish,
+        }
+    }
 }
 
 fn keep_alive() -> Duration {
@@ -246,7 +341,10 @@ impl Session for SignalRSession {
         self.now = now;
         self.silence_due = now + server_timeout();
         self.encoding.clear();
-        hub::encode_handshake(&mut self.encoding);
+        match self.codec {
+            Codec::Json => hub::encode_handshake(&mut self.encoding),
+            Codec::MessagePack => pack::encode_handshake(&mut self.encoding),
+        }
         self.send(out);
     }
 
@@ -262,6 +360,15 @@ impl Session for SignalRSession {
         let mut id = std::mem::take(&mut self.id);
         id.clear();
         let _ = write!(id, "{seq}");
+        if self.codec == Codec::MessagePack {
+            let argument = match std::str::from_utf8(payload) {
+                Ok(text) if !self.binary => Argument::Str(text),
+                _ => Argument::Bin(payload),
+            };
+            self.invoke_packed(Some(&id), Which::Echo, &[argument], out);
+            self.id = id;
+            return;
+        }
         let mut argument = std::mem::take(&mut self.argument);
         argument.clear();
         write_str(&mut argument, &String::from_utf8_lossy(payload));
@@ -269,16 +376,47 @@ impl Session for SignalRSession {
         (self.id, self.argument) = (id, argument);
     }
 
+    /// Invokes `--stream-method` as a stream invocation; nothing without one.
+    fn subscribe_stream(&mut self, out: &mut dyn Outbox) {
+        let Some((method, arguments)) = self.methods.stream.as_ref().filter(|_| self.phase == Phase::Ready)
+        else {
+            return;
+        };
+        self.encoding.clear();
+        match self.codec {
+            Codec::Json => hub::encode_stream_invocation(&mut self.encoding, STREAM_ID, method, arguments),
+            Codec::MessagePack => {
+                let values = serde_json::from_slice::<serde_json::Value>(arguments).unwrap_or_default();
+                let items = values.as_array().map(Vec::as_slice).unwrap_or_default();
+                let arguments: Vec<Argument<'_>> = items.iter().map(Argument::Json).collect();
+                pack::encode_invocation(
+                    &mut self.encoding,
+                    &mut self.scratch,
+                    4,
+                    Some(STREAM_ID),
+                    method,
+                    &arguments,
+                );
+            }
+        }
+        self.streaming = true;
+        self.send(out);
+    }
+
     fn subscribe(&mut self, topic: &str, out: &mut dyn Outbox) {
         if self.phase != Phase::Ready {
             return;
         }
         let id = format!("join-{topic}");
-        let mut argument = std::mem::take(&mut self.argument);
-        argument.clear();
-        write_str(&mut argument, topic);
-        self.invoke(&id, Which::Join, &[&argument], out);
-        self.argument = argument;
+        if self.codec == Codec::MessagePack {
+            self.invoke_packed(Some(&id), Which::Join, &[Argument::Str(topic)], out);
+        } else {
+            let mut argument = std::mem::take(&mut self.argument);
+            argument.clear();
+            write_str(&mut argument, topic);
+            self.invoke(&id, Which::Join, &[&argument], out);
+            self.argument = argument;
+        }
         self.subscriptions.add(id, Purpose::Topic(topic.to_owned()), self.now + self.open_timeout);
     }
 
@@ -291,6 +429,15 @@ impl Session for SignalRSession {
         let mut id = std::mem::take(&mut self.id);
         id.clear();
         let _ = write!(id, "p{}", self.publishes);
+        if self.codec == Codec::MessagePack {
+            // The payload's JSON object as a MessagePack map, as an application sends it.
+            let value = serde_json::from_slice::<serde_json::Value>(payload);
+            let text = String::from_utf8_lossy(payload);
+            let message = value.as_ref().map_or(Argument::Str(&text), Argument::Json);
+            self.invoke_packed(Some(&id), Which::Publish, &[Argument::Str(topic), message], out);
+            self.id = id;
+            return;
+        }
         let mut argument = std::mem::take(&mut self.argument);
         argument.clear();
         write_str(&mut argument, topic);
@@ -304,6 +451,10 @@ impl Session for SignalRSession {
             return;
         }
         self.silence_due = now + server_timeout();
+        if self.codec == Codec::MessagePack {
+            self.receive_packed(message, binary, sink);
+            return self.lapses(now, sink);
+        }
         if binary {
             let why = "a binary message (the JSON hub protocol is text; the official clients refuse it)";
             return self.malformed(why, message, sink);
@@ -353,12 +504,27 @@ impl Session for SignalRSession {
         }
         if self.ping_due <= now {
             self.encoding.clear();
-            hub::encode_ping(&mut self.encoding);
+            match self.codec {
+                Codec::Json => hub::encode_ping(&mut self.encoding),
+                Codec::MessagePack => pack::encode_ping(&mut self.encoding),
+            }
             self.send(sink);
         }
     }
 
-    fn close(&mut self, _out: &mut dyn Outbox) {
+    /// A stream still running is cancelled, as the official clients cancel theirs.
+    fn close(&mut self, out: &mut dyn Outbox) {
+        if self.streaming && self.phase == Phase::Ready {
+            self.streaming = false;
+            self.encoding.clear();
+            match self.codec {
+                Codec::Json => hub::encode_cancel_invocation(&mut self.encoding, STREAM_ID),
+                Codec::MessagePack => {
+                    pack::encode_cancel_invocation(&mut self.encoding, &mut self.scratch, STREAM_ID)
+                }
+            }
+            self.send(out);
+        }
         self.phase = Phase::Over;
     }
 
