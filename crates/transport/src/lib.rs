@@ -12,6 +12,7 @@
 
 pub mod handshakes;
 pub mod http2;
+pub mod http3;
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
