@@ -13,6 +13,7 @@
 pub mod handshakes;
 pub mod http2;
 pub mod http3;
+pub mod quic;
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
