@@ -449,6 +449,12 @@ pub struct ServeArgs {
     /// code a client may be sent (1000–1003, 1007–1014, 3000–4999)
     #[arg(long, value_parser = close_code, default_value_t = wsbench_server::DEFAULT_CLOSE_CODE)]
     pub close_code: u16,
+    /// Also serve WebSockets over HTTP/3 (RFC 9220) on UDP port --port, with --tls's certificate.
+    #[arg(long, conflicts_with_all = ["processes", "pubsub"])]
+    pub h3: bool,
+    /// With --h3, refuse WebSockets as a plain HTTP/3 server (no SETTINGS_ENABLE_CONNECT_PROTOCOL).
+    #[arg(long, requires = "h3")]
+    pub h3_refuse_websockets: bool,
     /// Read the whole configuration as JSON from stdin: how wsbench starts a server of its
     /// own (the built-in server of a run, each process of `--processes N`).
     #[arg(long = wsbench_supervisor::SETTINGS_FLAG, hide = true, exclusive = true)]
@@ -490,6 +496,8 @@ impl ServeArgs {
             no_deflate,
             pubsub,
             close_code,
+            h3,
+            h3_refuse_websockets,
             settings_from_stdin: _,
         } = self;
         let tls = match (cert, key) {
@@ -511,6 +519,8 @@ impl ServeArgs {
             deflate: !no_deflate,
             pubsub,
             close_code,
+            h3,
+            h3_refuse_websockets,
             ..ServeConfig::default()
         }
     }

@@ -30,6 +30,8 @@ mod endpoint;
 mod flow;
 #[path = "engine/http2.rs"]
 mod http2;
+#[path = "engine/http3.rs"]
+mod http3;
 #[path = "engine/io_backends.rs"]
 mod io_backends;
 #[path = "engine/open_loop.rs"]

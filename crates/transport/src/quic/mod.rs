@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
-use quinn_proto::{ConnectionHandle, DatagramEvent, EndpointConfig, TransportConfig, VarInt};
+use quinn_proto::{DatagramEvent, EndpointConfig, TransportConfig, VarInt};
 
-pub use quinn_proto::{ClientConfig, ServerConfig, StreamId};
+pub use quinn_proto::{ClientConfig, ConnectionHandle, ServerConfig, StreamId};
 pub use session::{Cause, Event, Session};
 
 /// The largest UDP payload handed in or out.
@@ -29,7 +29,7 @@ pub const MAX_DATAGRAM: usize = 65_527;
 
 /// The QUIC side of a client from its rustls configuration (TLS 1.3 with ALPN `h3` set by
 /// the caller), allowing `streams` concurrent WebSockets per connection.
-pub fn client_config(tls: rustls::ClientConfig, streams: u32) -> Result<ClientConfig, String> {
+pub fn client_config(tls: Arc<rustls::ClientConfig>, streams: u32) -> Result<ClientConfig, String> {
     let crypto = QuicClientConfig::try_from(tls).map_err(|e| format!("TLS for QUIC: {e}"))?;
     let mut config = ClientConfig::new(Arc::new(crypto));
     config.transport_config(Arc::new(transport(streams)));

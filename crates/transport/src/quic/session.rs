@@ -22,8 +22,8 @@ pub enum Event {
     Ready(Settings),
     /// (Server) an extended CONNECT on `stream`.
     Request(StreamId, http3::ConnectRequest),
-    /// (Client) the answer to the CONNECT on `stream`.
-    Response(StreamId, u16),
+    /// (Client) the answer to the CONNECT on `stream`: its status and fields.
+    Response(StreamId, u16, Vec<qpack::Field>),
     /// DATA payload bytes on `stream`.
     Data(StreamId, Vec<u8>),
     /// The peer ended `stream` cleanly.
@@ -332,7 +332,7 @@ impl Session {
                     self.events.push_back(if self.server {
                         Event::Request(id, http3::connect_request(&fields)?)
                     } else {
-                        Event::Response(id, http3::status(&fields)?)
+                        Event::Response(id, http3::status(&fields)?, fields)
                     });
                 }
                 Piece::Data(bytes) if !state.headers_seen => {
@@ -370,10 +370,15 @@ impl Session {
     /// (Client) opens a WebSocket: a request stream carrying an extended CONNECT. `None`
     /// while the peer allows no more streams.
     pub fn open_websocket(&mut self, scheme: &str, authority: &str, path: &str) -> Option<StreamId> {
+        self.open_request(&http3::websocket_request(scheme, authority, path, &[]))
+    }
+
+    /// (Client) opens a request stream and sends `headers` (a whole HEADERS frame) on it.
+    pub fn open_request(&mut self, headers: &[u8]) -> Option<StreamId> {
         let id = self.conn.streams().open(Dir::Bi)?;
         let reader = FrameReader::new(StreamRole::Request);
         self.requests.insert(id, RequestIn { reader, buf: Vec::new(), headers_seen: false });
-        self.queue(id, &http3::websocket_request(scheme, authority, path, &[]));
+        self.queue(id, headers);
         Some(id)
     }
 

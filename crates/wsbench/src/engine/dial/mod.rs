@@ -2,14 +2,15 @@
 //! ([`DIALS`]): the socket and its connect, the TLS session, the opening handshake and the
 //! check of the server's answer. [`http1`] opens one TCP connection per WebSocket (RFC
 //! 6455's HTTP/1.1 upgrade); [`http2`] opens WebSockets as streams of shared connections
-//! (RFC 8441's extended CONNECT), each such connection a [`Carrier`] that owns the socket
-//! and hands its streams' bytes to the worker. Why a handshake failed is counted the same
+//! (RFC 8441's extended CONNECT), [`http3`] as streams of QUIC connections (RFC 9220), each
+//! such connection a [`Carrier`] that owns the socket and hands its streams' bytes to the worker. Why a handshake failed is counted the same
 //! way for any member ([`failure`]). The worker drives connections and carriers; a member
 //! owns no event loop. Adding a transport is a file or folder here and a line in [`DIALS`].
 
 pub mod carrier;
 mod http1;
 mod http2;
+mod http3;
 
 use std::io;
 use std::time::Instant;
@@ -24,7 +25,7 @@ use crate::options::{OptionSpec, OptionValues};
 pub use carrier::{Carrier, CarrierCx, Carriers, StreamEvent};
 
 /// Every transport, by name (the first is the default).
-pub static DIALS: &[&dyn Dial] = &[&http1::Http1, &http2::Http2];
+pub static DIALS: &[&dyn Dial] = &[&http1::Http1, &http2::Http2, &http3::Http3];
 
 /// The transport a run's connections use (`LoadSpec::transport`, checked by validation).
 pub fn of(job: &Job) -> &'static dyn Dial {
@@ -75,7 +76,8 @@ pub trait Dial: Sync + std::fmt::Debug {
     }
     /// Starts connection `index` (global number), to be the worker's connection `key`: its
     /// connect in progress (its own, or that of the carrier it joins in `carriers`), its TLS
-    /// set up, its opening handshake queued to be written once connected.
+    /// set up, its opening handshake queued to be written once connected. By default a
+    /// stream of the carrier being filled, or of a new one ([`Dial::new_carrier`]).
     fn open(
         &self,
         job: &Job,
@@ -83,15 +85,32 @@ pub trait Dial: Sync + std::fmt::Debug {
         now: Instant,
         key: usize,
         carriers: &mut Carriers,
-    ) -> io::Result<ClientConn>;
+    ) -> io::Result<ClientConn> {
+        carrier::open_carried(job, index, now, key, carriers, |room| self.new_carrier(job, index, room))
+    }
+    /// A new connection for up to `room` WebSockets, the first being connection `index`
+    /// (for a member that [`Dial::carries`]).
+    fn new_carrier(&self, _job: &Job, _index: u64, _room: usize) -> io::Result<Box<dyn Carrier>> {
+        Err(io::Error::other("this transport opens a connection per WebSocket"))
+    }
     /// Whether the connect has completed: `Ok(false)` while in progress, its error when it
-    /// failed.
-    fn connected(&self, conn: &mut ClientConn) -> io::Result<bool>;
+    /// failed. A carried WebSocket is connected when its carrier says so (the default).
+    fn connected(&self, _conn: &mut ClientConn) -> io::Result<bool> {
+        Ok(true)
+    }
     /// The server's answer to the handshake at the start of `data`: incomplete, accepted
     /// (with the bytes it took; frames may follow, and what it agreed is counted and set on
     /// the connection) or refused and why. A carried WebSocket's answer comes from its
-    /// carrier instead ([`StreamEvent::Answered`]).
-    fn answer(&self, job: &Job, conn: &mut ClientConn, data: &mut [u8], counters: &mut Counters) -> Upgrade;
+    /// carrier instead ([`StreamEvent::Answered`]): the default, never complete here.
+    fn answer(
+        &self,
+        _job: &Job,
+        _conn: &mut ClientConn,
+        _data: &mut [u8],
+        _counters: &mut Counters,
+    ) -> Upgrade {
+        Upgrade::Incomplete
+    }
 }
 
 /// Counts a failed connect attempt by its cause.

@@ -1,0 +1,86 @@
+//! `wsbench run --transport h3` (RFC 9220) against `wsbench serve --h3`: WebSockets ride as
+//! streams on a few QUIC connections with no error and the server echoes exactly what the
+//! client counts; a plain HTTP/3 server (one without SETTINGS_ENABLE_CONNECT_PROTOCOL) and a
+//! `ws://` target get one line and no load. The server runs on a free port and is stopped by
+//! the test that started it.
+
+use std::time::Duration;
+
+use crate::harness::{
+    arg, assert_matches_schema, errors, heavy, read_result, scratch, summary_of, uint, wsbench,
+};
+use crate::support::Server;
+
+/// The `wss://` URL of a server's HTTP/3 port (QUIC is always TLS).
+fn h3_url(server: &Server) -> String {
+    format!("wss://{}/", server.addr_for("h3"))
+}
+
+/// What `server` printed when asked for its counts (SIGUSR1).
+fn server_counts(server: &Server) -> String {
+    // SAFETY: kill(2) on the child's own pid.
+    unsafe { libc::kill(server.pid() as i32, libc::SIGUSR1) };
+    server.lines.recv_timeout(Duration::from_secs(20)).expect("the server printed its counts")
+}
+
+#[test]
+fn websockets_ride_on_quic_connections_to_wsbench_serve_and_every_echo_is_counted() {
+    let _slot = heavy(1);
+    let server = Server::spawn(&["--h3"]);
+    let json = scratch("h3-serve").join("r.json");
+    let url = h3_url(&server);
+    let args = [
+        "run",
+        "echo",
+        &url,
+        "--transport",
+        "h3",
+        "--insecure",
+        "--connections",
+        "200",
+        "--streams-per-connection",
+        "50",
+        "--duration",
+        "2s",
+        "--json",
+        arg(&json),
+    ];
+    let run = wsbench(&args, Duration::from_secs(60));
+    run.assert_success();
+    let result = read_result(&json);
+    let context = format!("{}\n{}", summary_of(&result), run.describe());
+    assert_eq!(uint(&result, "/summary/connections/established"), 200, "{context}");
+    assert_eq!(result["summary"]["transport"]["name"], "http3", "{context}");
+    assert_eq!(uint(&result, "/summary/transport/quic_connections"), 4, "{context}");
+    assert_eq!(uint(&result, "/summary/transport/streams_per_connection"), 50, "{context}");
+    assert!(errors(&result).is_empty(), "errors==0\n{context}");
+    assert!(run.stdout.contains("50 per QUIC connection; 4 QUIC connections carried them"), "{context}");
+    assert_matches_schema(&result);
+    let received = uint(&result, "/summary/messages/received");
+    assert!(received >= 200, "every WebSocket echoed\n{context}");
+    assert_eq!(
+        server_counts(&server),
+        format!("echoed {received} messages, 0 connections open"),
+        "the server echoed what the client received\n{context}"
+    );
+}
+
+fn refused_before_load(test: &str, url: &str, expected: &str) {
+    crate::harness::refused_before_load(test, url, &["--transport", "h3", "--insecure"], expected);
+}
+
+#[test]
+fn a_plain_http3_server_without_extended_connect_gets_one_line_and_no_load() {
+    let _slot = heavy(1);
+    let server = Server::spawn(&["--h3", "--h3-refuse-websockets"]);
+    refused_before_load("h3-no-connect", &h3_url(&server), "SETTINGS_ENABLE_CONNECT_PROTOCOL");
+    assert_eq!(server_counts(&server), "echoed 0 messages, 0 connections open");
+}
+
+#[test]
+fn a_ws_url_over_h3_gets_one_line_and_no_load() {
+    let _slot = heavy(1);
+    let server = Server::spawn(&["--h3"]);
+    let url = format!("ws://{}/", server.addr_for("h3"));
+    refused_before_load("h3-ws-url", &url, "use a wss:// URL");
+}
