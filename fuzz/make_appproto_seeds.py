@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the hand-made seed corpora of the application-protocol fuzz targets under
 fuzz/corpus/<target>/ (mqtt_decode, stomp_decode, socketio_decode, graphql_ws_decode,
-jsonrpc_decode, centrifugo_decode, nats_decode).
+jsonrpc_decode, centrifugo_decode, nats_decode, actioncable_decode, pusher_decode,
+signalr_decode).
 
 The seeds are committed; this script documents how they were made and regenerates them.
 They are built here by hand from the specifications and from real servers' traffic, not
@@ -155,6 +156,62 @@ def nats_seeds():
     }
 
 
+def actioncable_seeds():
+    # As Action Cable 6.1 (Debian's ruby-actioncable under puma) sent them.
+    ident = '"{\\"channel\\":\\"BenchChannel\\",\\"room\\":\\"1\\"}"'
+    return {
+        "welcome": '{"type":"welcome"}',
+        "ping": '{"type":"ping","message":1795887365}',
+        "confirm": '{"identifier":' + ident + ',"type":"confirm_subscription"}',
+        "reject": '{"identifier":"{\\"channel\\":\\"GuardedChannel\\"}","type":"reject_subscription"}',
+        "message": '{"identifier":' + ident + ',"message":{"action":"echo","seq":7,"payload":"hi \\"x\\""}}',
+        "broadcast": '{"identifier":' + ident + ',"message":{"action":"broadcast","payload":{"id":"0-1","ts":5}}}',
+        "disconnect": '{"type":"disconnect","reason":"unauthorized","reconnect":false}',
+        "unknown-type": '{"type":"confirm_subscription_v2"}',
+        "no-identifier": '{"type":"confirm_subscription"}',
+        "null-message": '{"identifier":"x","message":null}',
+        "array": '["welcome"]',
+    }
+
+
+def pusher_seeds():
+    # As sockudo 5.2 sent them.
+    return {
+        "established": '{"event":"pusher:connection_established","data":"{\\"socket_id\\":\\"341576051.1131946837\\",\\"activity_timeout\\":120}"}',
+        "succeeded": '{"event":"pusher_internal:subscription_succeeded","channel":"private-t1","data":"{}"}',
+        "presence": '{"event":"pusher_internal:subscription_succeeded","channel":"presence-t2","data":"{\\"presence\\":{\\"hash\\":{\\"u7\\":{}},\\"count\\":1,\\"ids\\":[\\"u7\\"]}}"}',
+        "auth-error": '{"event":"pusher:error","data":{"message":"Authentication error: Channel requires authentication","code":4009}}',
+        "client-event-refused": '{"event":"pusher:error","data":{"code":4301,"message":"Client event error: Client events can only be sent to private or presence channels"}}',
+        "client-event": '{"event":"client-x","channel":"private-t1","data":{"id":"0-1","n":[1]}}',
+        "api-event": '{"event":"tick","channel":"pub-1","data":"{\\"seq\\": 1}"}',
+        "pong": '{"event":"pusher:pong"}',
+        "ping": '{"event":"pusher:ping","data":{}}',
+        "subscription-error": '{"event":"pusher:subscription_error","channel":"private-x","data":{"type":"AuthError","error":"no","status":401}}',
+        "error-string": '{"event":"pusher:error","data":"{\\"code\\":4100,\\"message\\":\\"Over capacity\\"}"}',
+        "no-event": '{"channel":"x"}',
+    }
+
+
+def signalr_seeds():
+    # The hub protocol specification's JSON examples and what aiosignalr 0.1.1 sent, each
+    # ended by the record separator; several records in one message.
+    rs = "\x1e"
+    return {
+        "handshake-ok": "{}" + rs,
+        "handshake-error": '{"error":"The protocol \'foo\' is not supported."}' + rs,
+        "invocation": '{"type":1,"invocationId":"123","target":"Send","arguments":[42,"Test Message"]}' + rs,
+        "invocation-headers": '{"type":1,"headers":{"Foo":"Bar"},"invocationId":"123","target":"Send","arguments":[42]}' + rs,
+        "group-message": '{"type":1,"target":"message","arguments":[{"id":"0-1","n":[1]}]}' + rs,
+        "stream-item": '{"type":2,"invocationId":"123","item":42}' + rs,
+        "completion-result": '{"type":3,"invocationId":"7","result":"hi"}' + rs,
+        "completion-error": '{"type":3,"invocationId":"3","error":"An unexpected error occurred invoking \'Fail\' on the server."}' + rs,
+        "completion-both": '{"type":3,"invocationId":"123","result":42,"error":"It didn\'t work!"}' + rs,
+        "ping-close": '{"type":6}' + rs + '{"type":7,"error":"Connection closed because of an error!","allowReconnect":true}' + rs,
+        "ack": '{"type":8,"sequenceId":1394}' + rs,
+        "unterminated": '{"type":6}',
+    }
+
+
 if __name__ == "__main__":
     write("mqtt_decode", mqtt_seeds())
     write("stomp_decode", stomp_seeds())
@@ -163,3 +220,6 @@ if __name__ == "__main__":
     write("jsonrpc_decode", jsonrpc_seeds())
     write("centrifugo_decode", centrifugo_seeds())
     write("nats_decode", nats_seeds())
+    write("actioncable_decode", actioncable_seeds())
+    write("pusher_decode", pusher_seeds())
+    write("signalr_decode", signalr_seeds())

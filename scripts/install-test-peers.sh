@@ -22,6 +22,13 @@
 #   - nats-server into <repo>/.tools (scripts/install-nats-server.sh, needs Go)
 #   - centrifugo into <repo>/.tools (scripts/install-centrifugo.sh, needs Go), also the
 #     fleet member servers/centrifugo
+#   - ruby-actioncable and puma (apt-get, only when missing; needs root or sudo): Action Cable
+#     for the fleet member servers/ruby-actioncable, whose config.ru the tests start
+#   - aiosignalr (a SignalR hub server) into <repo>/.venv-signalr (servers/python-signalr/
+#     requirements.txt: it needs websockets 16, .venv pins 17.4), the fleet member's hub
+#   - sockudo, a Pusher server, into <repo>/.tools (scripts/install-sockudo.sh: cargo install,
+#     needs protobuf-compiler from apt-get; about 10 minutes once per machine, its binary
+#     then kept in ~/.cache/wsbench-tools), also the fleet member servers/sockudo
 # and the HTTP/2 fronts of the RFC 8441 tests (crates/wsbench/tests/engine/http2.rs):
 #   - haproxy (apt-get, only when missing; needs root or sudo); node's own http2 module needs
 #     nothing more than node
@@ -71,6 +78,14 @@ echo "install-test-peers: pip install -r tests/interop/requirements.txt"
 .venv/bin/python -c 'import websockets; print("install-test-peers: python websockets", websockets.__version__)'
 .venv/bin/python -c 'import importlib.metadata as m; print("install-test-peers: python prometheus-client", m.version("prometheus-client"))'
 
+# aiosignalr needs websockets 16, which .venv pins at 17.4: the SignalR hub has a venv of its own.
+if [ ! -x .venv-signalr/bin/python ] || ! .venv-signalr/bin/python -c pass 2>/dev/null; then
+    rm -rf .venv-signalr
+    python3 -m venv .venv-signalr
+fi
+.venv-signalr/bin/python -m pip install --quiet --disable-pip-version-check -r servers/python-signalr/requirements.txt
+.venv-signalr/bin/python -c 'import importlib.metadata as m; print("install-test-peers: python aiosignalr", m.version("aiosignalr"))'
+
 echo "install-test-peers: npm ci in tests/interop"
 (cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)
 node -e 'console.log("install-test-peers: node", process.version, "ws", require("./tests/interop/node_modules/ws/package.json").version)'
@@ -85,16 +100,19 @@ echo "install-test-peers: $(/usr/bin/chromium --version 2>/dev/null)," \
 
 ./scripts/install-toxiproxy.sh
 
-apt_install mosquitto rabbitmq-server haproxy
+apt_install mosquitto rabbitmq-server haproxy ruby-actioncable puma protobuf-compiler
 echo "install-test-peers: mosquitto $(dpkg-query -W -f='${Version}' mosquitto)," \
     "rabbitmq-server $(dpkg-query -W -f='${Version}' rabbitmq-server)," \
-    "haproxy $(dpkg-query -W -f='${Version}' haproxy)"
+    "haproxy $(dpkg-query -W -f='${Version}' haproxy)," \
+    "ruby-actioncable $(dpkg-query -W -f='${Version}' ruby-actioncable)," \
+    "puma $(dpkg-query -W -f='${Version}' puma)"
 echo "install-test-peers: npm ci in tests/peers"
 (cd tests/peers && npm ci --no-audit --no-fund --loglevel=error)
 node -e 'for (const p of ["socket.io", "socket.io-msgpack-parser", "graphql-ws", "graphql", "rpc-websockets"])
     console.log("install-test-peers:", p, require(`./tests/peers/node_modules/${p}/package.json`).version)'
 ./scripts/install-nats-server.sh
 ./scripts/install-centrifugo.sh
+./scripts/install-sockudo.sh
 # The fleet's node.js `ws` server: the stages tests run against it (tests/stages.rs).
 echo "install-test-peers: npm ci in servers/node-ws"
 (cd servers/node-ws && npm ci --no-audit --no-fund --loglevel=error)

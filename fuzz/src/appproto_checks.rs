@@ -5,7 +5,9 @@
 //! incremental decoders must decode the same items whatever the input's split; views must
 //! answer every question asked of them; and what an encoder writes must decode back.
 
-use wsbench_appproto::{centrifugo, graphql_ws, jsonrpc, mqtt, nats, socketio, stomp};
+use wsbench_appproto::{
+    actioncable, centrifugo, graphql_ws, jsonrpc, mqtt, nats, pusher, signalr, socketio, stomp,
+};
 
 /// Decodes everything `decode` finds in `input` (item, bytes used), stopping at the first
 /// error or incomplete item, after checking every item used some bytes within the input.
@@ -215,4 +217,71 @@ pub fn nats_decode(data: &[u8]) {
         }
     }
     assert_split_decodes_the_same(body, control >> 1, &whole, decode);
+}
+
+/// The input as an Action Cable message (a transmitted message's fields read too); then a
+/// subscription to the input as a channel name comes back confirmed by the identifier it
+/// was sent with, as the server quotes it.
+pub fn actioncable_decode(data: &[u8]) {
+    if let Ok(actioncable::ServerMessage::Message { message, .. }) = actioncable::decode(data) {
+        let _ = actioncable::action_fields(message);
+    }
+    let channel = String::from_utf8_lossy(data);
+    let mut identifier = Vec::new();
+    actioncable::write_identifier(&mut identifier, &channel, "");
+    let identifier = std::str::from_utf8(&identifier).expect("an identifier is UTF-8");
+    let mut command = Vec::new();
+    actioncable::encode_subscribe(&mut command, identifier);
+    let command = std::str::from_utf8(&command).expect("a command is UTF-8");
+    let quoted = &command[command.find(",\"identifier\":").expect("the identifier") + 14..command.len() - 1];
+    let confirmation = format!("{{\"identifier\":{quoted},\"type\":\"confirm_subscription\"}}");
+    assert_eq!(
+        actioncable::decode(confirmation.as_bytes()),
+        Ok(actioncable::ServerMessage::Confirmed { identifier: identifier.into() })
+    );
+}
+
+/// The input as a Pusher message; then a subscription to the input as a channel name comes
+/// back as the server's `subscription_succeeded` for that channel.
+pub fn pusher_decode(data: &[u8]) {
+    let _ = pusher::decode(data);
+    let channel = String::from_utf8_lossy(data);
+    let mut wire = Vec::new();
+    pusher::encode_subscribe(&mut wire, &channel, Some("k:s"), None);
+    let command = std::str::from_utf8(&wire).expect("a command is UTF-8");
+    let start = command.find("{\"channel\":").expect("the channel") + 11;
+    let end = command.rfind(",\"auth\":").expect("the auth");
+    let succeeded = format!(
+        "{{\"event\":\"pusher_internal:subscription_succeeded\",\"channel\":{}}}",
+        &command[start..end]
+    );
+    assert_eq!(
+        pusher::decode(succeeded.as_bytes()),
+        Ok(pusher::ServerEvent::Subscribed { channel: channel.clone() })
+    );
+}
+
+/// The input as a WebSocket message of SignalR's JSON hub protocol: its records as hub
+/// messages and as a handshake answer; then an invocation whose target is the input comes
+/// back as the same target, and an echo's argument as a completion's result.
+pub fn signalr_decode(data: &[u8]) {
+    for record in signalr::records(data).flatten() {
+        let _ = signalr::decode(record);
+        let _ = signalr::decode_handshake(record);
+    }
+    let target = String::from_utf8_lossy(data);
+    let mut argument = Vec::new();
+    wsbench_appproto::json::write_str(&mut argument, &target);
+    let mut wire = Vec::new();
+    signalr::encode_invocation(&mut wire, Some("1"), &target, &[&argument]);
+    let records: Vec<_> = signalr::records(&wire).collect();
+    assert_eq!(records.len(), 1, "one record: the separator is never inside a string written");
+    let record = records[0].clone().expect("a terminated record");
+    match signalr::decode(record) {
+        Ok(signalr::HubMessage::Invocation { target: decoded, arguments, .. }) => {
+            assert_eq!(decoded, target);
+            assert_eq!(arguments.as_bytes(), [b"[", &argument[..], b"]"].concat());
+        }
+        other => panic!("{other:?}"),
+    }
 }

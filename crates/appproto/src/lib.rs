@@ -14,14 +14,21 @@
 //! - [`graphql_ws`]: the graphql-transport-ws protocol of the graphql-ws library.
 //! - [`jsonrpc`]: JSON-RPC 2.0, with rpc-websockets' event notifications.
 //! - [`centrifugo`]: Centrifugo's client protocol v2 in JSON (commands, replies, pushes).
+//! - [`actioncable`]: Rails' Action Cable (`actioncable-v1-json`): commands, subscriptions'
+//!   identifiers, the server's messages.
+//! - [`pusher`]: the Pusher Channels protocol 7 (events, subscriptions signed with HMAC-SHA256,
+//!   signed HTTP API requests).
 //! - [`json`]: the JSON pieces they share (strings written and read without allocating).
 
+pub mod actioncable;
 pub mod centrifugo;
 pub mod graphql_ws;
 pub mod json;
 pub mod jsonrpc;
 pub mod mqtt;
 pub mod nats;
+pub mod pusher;
+pub mod signalr;
 pub mod socketio;
 pub mod stomp;
 

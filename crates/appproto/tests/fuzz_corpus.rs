@@ -45,11 +45,26 @@ fn nats_decode_corpus() {
     corpus::replay("nats_decode", appproto_checks::nats_decode);
 }
 
+#[test]
+fn actioncable_decode_corpus() {
+    corpus::replay("actioncable_decode", appproto_checks::actioncable_decode);
+}
+
+#[test]
+fn pusher_decode_corpus() {
+    corpus::replay("pusher_decode", appproto_checks::pusher_decode);
+}
+
+#[test]
+fn signalr_decode_corpus() {
+    corpus::replay("signalr_decode", appproto_checks::signalr_decode);
+}
+
 /// Every byte string up to two bytes, and some longer runs, through every check: the
 /// decoders' edges (empty input, lone bytes) without waiting for the fuzzer.
 #[test]
 fn short_inputs_pass_every_check() {
-    let checks: [fn(&[u8]); 7] = [
+    let checks: [fn(&[u8]); 10] = [
         appproto_checks::mqtt_decode,
         appproto_checks::stomp_decode,
         appproto_checks::socketio_decode,
@@ -57,6 +72,9 @@ fn short_inputs_pass_every_check() {
         appproto_checks::jsonrpc_decode,
         appproto_checks::centrifugo_decode,
         appproto_checks::nats_decode,
+        appproto_checks::actioncable_decode,
+        appproto_checks::pusher_decode,
+        appproto_checks::signalr_decode,
     ];
     for check in checks {
         check(&[]);

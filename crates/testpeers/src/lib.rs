@@ -1,7 +1,7 @@
 //! Starts the real servers that wsbench's application-protocol tests talk to, on free
 //! loopback ports, and stops them when the returned [`Peer`] is dropped: mosquitto, NATS,
-//! RabbitMQ (web-stomp and web-mqtt), Centrifugo, HAProxy as an HTTP/2 front, the fleet's axum server,
-//! and the small socket.io,
+//! RabbitMQ (web-stomp and web-mqtt), Centrifugo, Action Cable (puma), sockudo (Pusher),
+//! HAProxy as an HTTP/2 front, the fleet's axum server, and the small socket.io,
 //! graphql-ws, rpc-websockets and node `http2` programs under `tests/peers/`. Test-only (`publish = false`): it may block, sleep and
 //! spawn, which the library crates never do.
 //!
@@ -11,15 +11,19 @@
 //! started in a process group of its own and stopped by that group's id, never by name;
 //! each peer's configuration and data live in a fresh temporary folder removed on drop.
 
+mod actioncable;
 mod brokers;
 mod centrifugo;
 mod http2;
 mod nats;
 mod node;
 mod process;
+mod signalr;
+mod sockudo;
 
 use std::path::PathBuf;
 
+pub use actioncable::{ActionCableSettings, start_actioncable};
 pub use brokers::{
     add_rabbitmq_user, start_mosquitto, start_mosquitto_restartable, start_mosquitto_with_password,
     start_nats, start_rabbitmq,
@@ -34,6 +38,8 @@ pub use node::{
     start_socketio_pinging_with_timeout,
 };
 pub use process::Peer;
+pub use signalr::start_signalr;
+pub use sockudo::{SOCKUDO_APP_ID, SOCKUDO_APP_KEY, SOCKUDO_APP_SECRET, start_sockudo};
 
 /// Why a peer could not be started.
 #[derive(Debug, thiserror::Error)]

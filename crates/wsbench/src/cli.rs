@@ -206,6 +206,10 @@ pub enum Command {
     /// Compare repeated runs before and after a change: per figure, the change with a confidence
     /// interval and a verdict (better, worse, no difference).
     Diff(DiffArgs),
+    /// Turn a recorded session (a browser's HAR export, or a JSONL recording) into a flow
+    /// scenario file: sends with their pauses, replies awaited by their shape, values sent back
+    /// captured, identity headers as --data placeholders; prints what it inferred.
+    Import(crate::import_args::ImportArgs),
     /// Print a shell completion script for wsbench (e.g. `wsbench completions bash >
     /// /etc/bash_completion.d/wsbench`).
     Completions {

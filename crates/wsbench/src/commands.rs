@@ -22,7 +22,7 @@ pub struct Output {
 }
 
 impl Output {
-    fn success(text: String) -> Output {
+    pub fn success(text: String) -> Output {
         Output { text, code: exit::SUCCESS }
     }
 }
@@ -63,6 +63,7 @@ pub fn execute(command: Command) -> Result<Output, CommandError> {
             Ok(Output { text: diff.render(format), code: diff.exit_code() })
         }
         Command::Completions { shell } => Ok(Output::success(crate::help::completions(shell))),
+        Command::Import(args) => args.import(),
         Command::Man => Ok(Output::success(crate::help::man_page().map_err(CommandError::Stdout)?)),
     }
 }

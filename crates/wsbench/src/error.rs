@@ -29,6 +29,8 @@ pub enum CommandError {
     Serve(#[from] wsbench_server::ServeError),
     #[error(transparent)]
     Diff(#[from] crate::diff::DiffError),
+    #[error(transparent)]
+    Recording(#[from] crate::recording::RecordingError),
     /// A shard that could not read the settings its parent handed it.
     #[error(transparent)]
     Child(#[from] wsbench_supervisor::Error),
@@ -91,6 +93,7 @@ impl ExitCode for CommandError {
             CommandError::Dashboard(_) => USAGE,
             CommandError::Run(error) => error.exit_code(),
             CommandError::Diff(error) => error.exit_code(),
+            CommandError::Recording(error) => error.exit_code(),
             _ => FAILED,
         }
     }

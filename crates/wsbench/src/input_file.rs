@@ -30,6 +30,9 @@ pub const MAX_RESULT_FILE_BYTES: u64 = 256 << 20;
 /// Bytes of a `--data` CSV file (read whole before the run, a row per connection).
 pub const MAX_DATA_FILE_BYTES: u64 = 64 << 20;
 
+/// Bytes of a recorded session (`wsbench import`: a HAR export or a JSONL recording).
+pub const MAX_RECORDING_FILE_BYTES: u64 = 256 << 20;
+
 /// Bytes read of a file whose length is not known before reading (a pipe, a device, a
 /// `/proc` file), whatever its kind may hold: what can be refused in a moment.
 pub const MAX_UNSIZED_BYTES: u64 = 16 << 20;
@@ -43,6 +46,7 @@ pub enum InputKind {
     PayloadText,
     Result,
     Data,
+    Recording,
 }
 
 impl InputKind {
@@ -55,6 +59,7 @@ impl InputKind {
             InputKind::PayloadText => MAX_PAYLOAD_FILE_BYTES,
             InputKind::Result => MAX_RESULT_FILE_BYTES,
             InputKind::Data => MAX_DATA_FILE_BYTES,
+            InputKind::Recording => MAX_RECORDING_FILE_BYTES,
         }
     }
 
@@ -67,6 +72,7 @@ impl InputKind {
             InputKind::PayloadText => "a text: payload file",
             InputKind::Result => "a wsbench result, rtt or search file",
             InputKind::Data => "a --data CSV file",
+            InputKind::Recording => "a recorded session (HAR or JSONL)",
         }
     }
 
@@ -79,6 +85,7 @@ impl InputKind {
             InputKind::PayloadText => "give a smaller file of messages, one a line",
             InputKind::Result => "give a file wsbench wrote",
             InputKind::Data => "give fewer rows (row i mod rows goes to connection i)",
+            InputKind::Recording => "record a shorter session, or keep only the connections to replay",
         }
     }
 }

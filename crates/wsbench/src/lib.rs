@@ -48,6 +48,7 @@ pub mod output_path;
 pub mod presets;
 pub mod probe;
 pub mod protocol;
+pub mod recording;
 pub mod report;
 pub mod result;
 pub mod rtt;

@@ -8,6 +8,7 @@
 mod cli;
 mod commands;
 mod help;
+mod import_args;
 mod series_args;
 
 use std::io::Write;

@@ -28,10 +28,14 @@ mod compression;
 mod endpoint;
 #[path = "engine/flow.rs"]
 mod flow;
+#[path = "engine/flow_captures.rs"]
+mod flow_captures;
 #[path = "engine/http2.rs"]
 mod http2;
 #[path = "engine/http3.rs"]
 mod http3;
+#[path = "engine/import.rs"]
+mod import;
 #[path = "engine/io_backends.rs"]
 mod io_backends;
 #[path = "engine/open_loop.rs"]

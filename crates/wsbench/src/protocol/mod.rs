@@ -9,16 +9,21 @@
 //! are, and the pub/sub JSON of docs/protocols.md — is the default. Adding a protocol is a
 //! folder and a line in [`PROTOCOLS`] (docs/architecture.md says how).
 
+pub mod actioncable;
 pub mod centrifugo;
+pub mod error_text;
 pub mod graphql_ws;
 pub mod jsonrpc;
 pub mod mqtt;
 pub mod nats;
+pub mod pusher;
 pub mod raw;
+pub mod signalr;
 pub mod socketio;
 pub mod stomp;
 #[cfg(test)]
 mod stream_tests;
+pub mod subscriptions;
 pub mod template;
 
 use std::collections::BTreeMap;
@@ -40,6 +45,9 @@ pub static PROTOCOLS: &[&dyn Protocol] = &[
     &graphql_ws::GraphqlWs,
     &centrifugo::Centrifugo,
     &nats::Nats,
+    &actioncable::ActionCable,
+    &pusher::Pusher,
+    &signalr::SignalR,
 ];
 
 /// The protocol called `name`.
@@ -174,6 +182,11 @@ pub trait Protocol: Sync + Debug {
     /// `given` as it is (`/` when empty). A path the user wrote, `/` too, is theirs.
     fn path(&self, _given: &str) -> Option<String> {
         None
+    }
+    /// [`Protocol::path`] for a protocol whose path holds one of its options (Pusher's
+    /// `/app/<app key>`): the run asks this one, with the options given.
+    fn path_for(&self, given: &str, _options: &Options) -> Option<String> {
+        self.path(given)
     }
     /// Whether it needs a `--target` (the built-in server speaks `raw` alone).
     fn needs_target(&self) -> bool {

@@ -65,7 +65,7 @@ pub fn settle_protocol(scenario: &dyn Descriptor, config: &mut RunConfig) -> Res
     match config.target.as_mut() {
         Some(target) => {
             let given = if target.names_path { target.path.as_str() } else { "" };
-            if let Some(path) = protocol.path(given) {
+            if let Some(path) = protocol.path_for(given, &load.protocol_options) {
                 target.set_path(path);
             }
         }

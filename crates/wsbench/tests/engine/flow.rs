@@ -19,14 +19,20 @@ use crate::support::peer_missing;
 /// `tests/interop/jsonrpc_server.py`, or None (after saying why) when python websockets is
 /// not installed and peers are optional.
 fn jsonrpc_peer() -> Option<NodeEchoServer> {
+    python_peer("jsonrpc_server.py", &[])
+}
+
+/// `tests/interop/SCRIPT ARGS` (a Python websockets peer), or None (after saying why) when
+/// python websockets is not installed and peers are optional.
+pub fn python_peer(script: &str, args: &[&str]) -> Option<NodeEchoServer> {
     let python = repo_root().join(".venv/bin/python");
     if !python.exists() {
         peer_missing(&format!("peer python websockets not installed ({} does not exist)", python.display()));
         return None;
     }
     let mut command = Command::new(&python);
-    command.arg(repo_root().join("tests/interop/jsonrpc_server.py"));
-    Some(NodeEchoServer::spawn(command, "python jsonrpc_server.py"))
+    command.arg(repo_root().join("tests/interop").join(script)).args(args);
+    Some(NodeEchoServer::spawn(command, &format!("python {script}")))
 }
 
 /// Runs `scenarios/NAME` for 1 s against `url`; the result and a description.

@@ -8,10 +8,9 @@
 //! answered; `compare --protocol centrifugo` ranks the fleet members that speak it.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use wsbench_testpeers::{
@@ -19,7 +18,8 @@ use wsbench_testpeers::{
     start_centrifugo_pinging_every,
 };
 
-use crate::harness::{Finished, Wsbench, arg, errors, heavy, read_result, scratch, summary_of, uint};
+use crate::fleet::{Variant, assert_compare_measures, fleet_of};
+use crate::harness::{Finished, arg, errors, heavy, read_result, scratch, summary_of, uint};
 use crate::run;
 
 /// `run` of an echo over Centrifugo: `connections` connections with `--threshold errors==0`.
@@ -81,24 +81,6 @@ fn api(server: &Peer, method: &str, body: &Value) -> Value {
     reply["result"].clone()
 }
 
-/// Waits for the run's `--stream` file to show a measured second.
-fn wait_for_measured_second(stream: &Path, wsbench: &Wsbench) {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while Instant::now() < deadline {
-        if let Ok(file) = std::fs::File::open(stream) {
-            let measured = BufReader::new(file)
-                .lines()
-                .map_while(Result::ok)
-                .any(|line| line.contains(r#""phase":"measured""#));
-            if measured {
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("no measured second in {} within 90 s (wsbench pid {})", stream.display(), wsbench.pid());
-}
-
 /// Mid-run, the server's HTTP API disconnects one of topic 1's subscribers and unsubscribes
 /// another from its channel (both found by the channel's presence). They are the two short
 /// subscribers, each short by exactly what it did not receive; the disconnect is counted by
@@ -106,45 +88,26 @@ fn wait_for_measured_second(stream: &Path, wsbench: &Wsbench) {
 #[test]
 fn subscribers_the_server_disconnects_or_unsubscribes_mid_run_are_short_by_what_they_missed() {
     let Some(server) = or_skip(start_centrifugo()) else { return };
-    let _slot = heavy(1);
-    let dir = scratch("centrifugo-server-faults");
-    let (json, stream) = (dir.join("r.json"), dir.join("stream.jsonl"));
     let token = centrifugo_token(CENTRIFUGO_SECRET, "bench");
     let url = server.url("");
-    // Subscriber i listens to topic i mod 3: ten of them to topic 1, channel wsbench-1.
-    let shape = ["--subscribers", "30", "--topics", "3", "--publishers", "3", "--rate", "150/s"];
-    let load =
-        ["--protocol", "centrifugo", "--connection-token", &token, "--warmup", "1s", "--duration", "4s"];
-    let outputs = ["--stream", arg(&stream), "--json", arg(&json), "--quiet"];
-    let wsbench = Wsbench::spawn(&[&["run", "pubsub", &url], &shape[..], &load, &outputs].concat());
-    wait_for_measured_second(&stream, &wsbench);
-    let presence = api(&server, "presence", &json!({ "channel": "wsbench-1" }));
-    let mut clients: Vec<String> =
-        presence["presence"].as_object().expect("presence").keys().cloned().collect();
-    clients.sort();
-    assert_eq!(clients.len(), 10, "topic 1's ten subscribers are on wsbench-1: {presence}");
-    api(&server, "disconnect", &json!({ "user": "bench", "client": clients[0] }));
-    api(&server, "unsubscribe", &json!({ "user": "bench", "client": clients[1], "channel": "wsbench-1" }));
-    let finished = wsbench.finish(Duration::from_secs(120));
-    let result = read_result(&json);
-    let context = || format!("{}\n{}\n{}", result["pubsub"], summary_of(&result), finished.describe());
-    finished.assert_completed_with_failures();
-
-    let expected = uint(&result, "/counters/pubsub/published/1");
-    let short = result["pubsub"]["short_subscribers"].as_array().cloned().unwrap_or_default();
-    assert_eq!(short.len(), 2, "the two subscribers alone are short\n{}", context());
-    let mut missed = 0;
-    for subscriber in &short {
-        assert_eq!(subscriber["topic"], 1, "{}", context());
-        assert_eq!(subscriber["expected"], expected, "{}", context());
-        let received = subscriber["received"].as_u64().unwrap_or(u64::MAX);
-        assert!(received > 0 && received < expected, "it had deliveries before, none after\n{}", context());
-        missed += expected - received;
-    }
-    assert_eq!(uint(&result, "/pubsub/lost"), missed, "lost is what the two missed\n{}", context());
-    for key in ["duplicated", "unexpected", "subscribe_failures"] {
-        assert_eq!(uint(&result, &format!("/pubsub/{key}")), 0, "{key}\n{}", context());
-    }
+    let options = ["--protocol", "centrifugo", "--connection-token", &token];
+    let faults = || {
+        let presence = api(&server, "presence", &json!({ "channel": "wsbench-1" }));
+        let mut clients: Vec<String> =
+            presence["presence"].as_object().expect("presence").keys().cloned().collect();
+        clients.sort();
+        assert_eq!(clients.len(), 10, "topic 1's ten subscribers are on wsbench-1: {presence}");
+        api(&server, "disconnect", &json!({ "user": "bench", "client": clients[0] }));
+        api(
+            &server,
+            "unsubscribe",
+            &json!({ "user": "bench", "client": clients[1], "channel": "wsbench-1" }),
+        );
+    };
+    let (finished, result) =
+        crate::pubsub_with_a_fault("centrifugo-server-faults", &url, "150/s", &options, faults);
+    let missed = crate::assert_short_by_what_they_missed(&finished, &result, 2);
+    let context = || format!("{}\n{}", summary_of(&result), finished.describe());
     assert_eq!(uint(&result, "/summary/disconnections"), 1, "{}", context());
     let mut errors = errors(&result);
     assert_eq!(errors.remove("pubsub_lost"), Some(missed), "{}", context());
@@ -238,42 +201,13 @@ fn compare_ranks_the_fleet_members_that_speak_centrifugo() {
     }
     let _slot = heavy(1);
     let scratch = scratch("centrifugo-compare");
-    let fleet = scratch.join("fleet");
-    let member = repo.join("servers/centrifugo");
-    for (name, threads) in [("centrifugo", "1"), ("centrifugo-2-threads", "2")] {
-        let dir = fleet.join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::copy(member.join("start.sh"), dir.join("start.sh")).unwrap();
-        std::os::unix::fs::symlink(&binary, dir.join("centrifugo")).unwrap();
-        let manifest = std::fs::read_to_string(member.join("server.toml")).unwrap();
-        let manifest = manifest
-            .replace("name = \"centrifugo\"", &format!("name = \"{name}\""))
-            .replace("GOMAXPROCS = \"1\"", &format!("GOMAXPROCS = \"{threads}\""));
-        std::fs::write(dir.join("server.toml"), manifest).unwrap();
-    }
+    let variants = [
+        Variant { name: "centrifugo", from: "", to: "" },
+        Variant { name: "centrifugo-2-threads", from: "GOMAXPROCS = \"1\"", to: "GOMAXPROCS = \"2\"" },
+    ];
+    let fleet = fleet_of(&scratch, "centrifugo", &["start.sh"], &[("centrifugo", &binary)], &variants);
     let out = scratch.join("results");
-    let servers = "builtin,centrifugo,centrifugo-2-threads";
-    let load = "--protocol centrifugo --connections 50 --warmup 0s --duration 2s --connect-timeout 30s";
-    let mut args = vec!["compare", "--servers", servers, "--fleet-dir", arg(&fleet), "--out", arg(&out)];
-    args.extend(load.split_whitespace());
-    let finished = crate::harness::wsbench(&args, Duration::from_secs(240));
-    assert_eq!(finished.code, Some(0), "{}", finished.describe());
-    let row = |name: &str| {
-        let row = finished.stdout.lines().find(|line| line.starts_with(&format!("{name} ")));
-        row.unwrap_or_else(|| panic!("no row for {name}\n{}", finished.describe())).to_owned()
-    };
-    assert!(
-        row("builtin").contains("skipped: does not speak --protocol centrifugo"),
-        "{}",
-        finished.describe()
-    );
-    for name in ["centrifugo", "centrifugo-2-threads"] {
-        assert!(row(name).contains("50/50"), "{}", finished.describe());
-        let result = read_result(&out.join(format!("{name}-1.json")));
-        assert_eq!(result["config"]["protocol"], "centrifugo", "{}", finished.describe());
-        assert_eq!(errors(&result), BTreeMap::new(), "{name}: {}", summary_of(&result));
-        assert!(uint(&result, "/summary/latency_us/count") > 50, "{name}: {}", summary_of(&result));
-    }
+    assert_compare_measures(&fleet, &out, "centrifugo", &["centrifugo", "centrifugo-2-threads"]);
     // The same members in a pub/sub comparison: every delivery of every subscriber there.
     let out = scratch.join("pubsub-results");
     let shape = "--subscribers 100 --topics 2 --publishers 2 --rate 50/s --warmup 1s --duration 2s";
@@ -321,5 +255,11 @@ fn bad_centrifugo_options_are_refused_in_one_line_before_the_run() {
         Duration::from_secs(60),
     );
     assert_eq!(finished.code, Some(2), "{}", finished.describe());
-    assert!(finished.stderr.contains("applies to --protocol centrifugo only"), "{}", finished.describe());
+    // Every member that declares --channel is named; mqtt is not among them.
+    assert!(
+        finished.stderr.contains("--channel: applies to --protocol centrifugo or")
+            && finished.stderr.contains("only (this run speaks mqtt)"),
+        "{}",
+        finished.describe()
+    );
 }

@@ -13,6 +13,7 @@ use wsbench_appproto::centrifugo::{self, Reply};
 use wsbench_appproto::json::{unescape_into, write_str};
 
 use super::MAX_PING_DELAY;
+use crate::protocol::error_text::ErrorText;
 use crate::protocol::{Incoming, Outbox, Session, Sink, Use};
 
 /// Commands awaiting their reply that a session remembers; beyond, the oldest is given up
@@ -22,9 +23,6 @@ pub const MAX_PENDING: usize = 4096;
 
 /// The name the connect command gives the client.
 pub const CLIENT_NAME: &str = "wsbench";
-
-/// How much of a line that is not Centrifugo's the error's detail quotes.
-const QUOTED: usize = 120;
 
 /// Where the connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,14 +70,13 @@ pub(super) struct CentrifugoSession {
     /// When the server's silence becomes too long.
     ping_due: Option<Instant>,
     /// The command being written, a payload as JSON, a publication's data decoded, a
-    /// channel's topic name, an error's cause and detail (kept for their capacity).
+    /// channel's topic name (kept for their capacity), and the errors' words.
     encoding: Vec<u8>,
     data: Vec<u8>,
     decoded: Vec<u8>,
     channel: String,
     topic: String,
-    cause: String,
-    detail: String,
+    words: ErrorText,
 }
 
 impl CentrifugoSession {
@@ -106,8 +103,7 @@ impl CentrifugoSession {
             decoded: Vec::new(),
             channel: String::new(),
             topic: String::new(),
-            cause: String::new(),
-            detail: String::new(),
+            words: ErrorText::default(),
         }
     }
 
@@ -286,10 +282,10 @@ impl CentrifugoSession {
     /// session is ready the server is no Centrifugo server and the connection cannot go on.
     fn malformed(&mut self, why: &str, line: &[u8], sink: &mut dyn Sink) {
         let fatal = self.phase != Phase::Ready;
-        self.error(sink, format_args!("centrifugo_malformed"), fatal, None, |detail| {
-            let quoted = String::from_utf8_lossy(&line[..line.len().min(QUOTED)]);
-            let _ = write!(detail, "{why}: {quoted:?}");
-        });
+        if fatal {
+            self.phase = Phase::Over;
+        }
+        self.words.malformed(sink, "centrifugo_malformed", why, line, fatal);
     }
 
     /// An error counted by `cause`; a `fatal` one closes the connection.
@@ -304,11 +300,7 @@ impl CentrifugoSession {
         if fatal {
             self.phase = Phase::Over;
         }
-        self.cause.clear();
-        let _ = self.cause.write_fmt(cause);
-        self.detail.clear();
-        detail(&mut self.detail);
-        sink.incoming(Incoming::Error { cause: &self.cause, detail: &self.detail, seq, fatal });
+        self.words.report(sink, cause, seq, fatal, detail);
     }
 }
 

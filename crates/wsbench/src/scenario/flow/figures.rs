@@ -29,6 +29,12 @@ pub struct FlowStep {
     /// Replies the message protocol read as errors.
     #[serde(default)]
     pub refused: u64,
+    /// Matched messages in which a capture found nothing, and sends lacking a variable.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub capture_missing: u64,
+    /// Matched messages whose captured value was longer than the bound.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub capture_too_long: u64,
     /// The opening of the first message that matched nothing at this step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unmatched_sample: Option<String>,
@@ -43,6 +49,8 @@ impl FlowSummary {
             .chain(section.late.keys())
             .chain(section.mismatched.keys())
             .chain(section.refused.keys())
+            .chain(section.capture_missing.keys())
+            .chain(section.capture_too_long.keys())
             .collect();
         let steps = names
             .into_iter()
@@ -56,6 +64,8 @@ impl FlowSummary {
                     late: count(&section.late),
                     mismatched: count(&section.mismatched),
                     refused: count(&section.refused),
+                    capture_missing: count(&section.capture_missing),
+                    capture_too_long: count(&section.capture_too_long),
                     unmatched_sample: section.unmatched_samples.get(name).cloned(),
                 };
                 (name.clone(), step)
@@ -63,6 +73,10 @@ impl FlowSummary {
             .collect();
         FlowSummary { steps }
     }
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 #[cfg(test)]

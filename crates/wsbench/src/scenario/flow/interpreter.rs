@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use wsbench_proto::OpCode;
 
+use super::capture::{self, Capture, Failure};
 use super::program::{FlowProgram, Op as FlowOp, Piece as FlowPiece, Replies, Vars, render_with};
 use super::section::FlowSection;
 use super::state::{FlowState, Outstanding, Wait};
@@ -140,8 +141,13 @@ impl FlowWorkload {
         (name, template, track): (&String, &[FlowPiece], &Option<String>),
         now: Instant,
     ) {
+        if flow.captured.missing(template).is_some() {
+            // A variable an earlier reply should have given is not there: nothing is sent.
+            *self.section.capture_missing.entry(name.clone()).or_default() += 1;
+            return;
+        }
         let vars = Vars::new(conn.index, flow.seq, now);
-        let text = render_with(template, &vars, self.data.as_deref(), false);
+        let text = render_with(template, &vars, self.data.as_deref(), &flow.captured, false);
         flow.seq += 1;
         flow.last_vars = vars;
         flow.sent(name, now);
@@ -197,15 +203,20 @@ impl FlowWorkload {
         let program = self.program.clone();
         if let Wait::Regex(pc, waited_since, _) = flow.wait
             && let FlowOp::ExpectRegex { name, pattern, since, checks, .. } = &program.ops[pc]
-            && pattern.regex(&flow.last_vars, self.data.as_deref()).is_match(&text)
+            && pattern.regex(&flow.last_vars, self.data.as_deref(), &flow.captured).is_match(&text)
         {
             let from = since
                 .as_ref()
                 .and_then(|send| flow.sent_at.iter().find(|(known, _)| known == send))
                 .map_or(waited_since, |&(_, at)| at);
-            match (error, checks.pass(&text, &flow.last_vars, self.data.as_deref())) {
+            match (error, checks.pass(&text, &flow.last_vars, self.data.as_deref(), &flow.captured)) {
                 (true, _) => *self.section.refused.entry(name.clone()).or_default() += 1,
-                (false, true) => self.record(cx, name, now.duration_since(from).as_micros() as u64, now),
+                (false, true) => {
+                    let vars = flow.last_vars;
+                    if self.capture(flow, &checks.captures, &text, &vars, name) {
+                        self.record(cx, name, now.duration_since(from).as_micros() as u64, now);
+                    }
+                }
                 (false, false) => *self.section.mismatched.entry(name.clone()).or_default() += 1,
             }
             flow.wait = Wait::Nothing;
@@ -253,16 +264,18 @@ impl FlowWorkload {
                 true
             }
             (false, Replies::Until(pattern) | Replies::UpTo(_, pattern))
-                if pattern.regex(&outstanding.vars, data).is_match(text) =>
+                if pattern.regex(&outstanding.vars, data, &flow.captured).is_match(text) =>
             {
                 true
             }
             (false, _) => {
-                match checks.pass(text, &outstanding.vars, data) {
+                match checks.pass(text, &outstanding.vars, data, &flow.captured) {
                     true => {
                         let micros = now.duration_since(outstanding.sent).as_micros() as u64;
-                        let name = outstanding.name.clone();
-                        self.record(cx, &name, micros, now);
+                        let (name, vars) = (outstanding.name.clone(), outstanding.vars);
+                        if self.capture(flow, &checks.captures, text, &vars, &name) {
+                            self.record(cx, &name, micros, now);
+                        }
                     }
                     false => *self.section.mismatched.entry(outstanding.name.clone()).or_default() += 1,
                 }
@@ -287,6 +300,26 @@ impl FlowWorkload {
         {
             flow.wait = Wait::Nothing;
         }
+    }
+
+    /// Keeps what `captures` find in the matched `text` as the connection's variables;
+    /// whether they all found their value (else the step `name` counts the failure, and the
+    /// message is no success).
+    fn capture(
+        &mut self,
+        flow: &mut FlowState,
+        captures: &[Capture],
+        text: &str,
+        vars: &Vars,
+        name: &str,
+    ) -> bool {
+        let counts = match capture::apply(captures, text, vars, self.data.as_deref(), &mut flow.captured) {
+            Ok(()) => return true,
+            Err(Failure::Missing) => &mut self.section.capture_missing,
+            Err(Failure::TooLong) => &mut self.section.capture_too_long,
+        };
+        *counts.entry(name.to_owned()).or_default() += 1;
+        false
     }
 
     /// A reply that matched nothing, counted by the step the connection is at (the first
@@ -409,7 +442,8 @@ mod tests {
             FlowPiece::Text("}".into()),
         ];
         let vars = Vars::new(7, 3, Instant::now());
-        assert_eq!(render_with(&template, &vars, None, false), "{\"id\":3,\"c\":7}");
-        assert_eq!(render_with(&[FlowPiece::RandU32], &vars, None, false), vars.rand_u32.to_string());
+        let none = Default::default();
+        assert_eq!(render_with(&template, &vars, None, &none, false), "{\"id\":3,\"c\":7}");
+        assert_eq!(render_with(&[FlowPiece::RandU32], &vars, None, &none, false), vars.rand_u32.to_string());
     }
 }

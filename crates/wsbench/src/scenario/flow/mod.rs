@@ -3,6 +3,7 @@
 //! every matched step's latency is recorded by its name: JSON-RPC calls, graphql-ws
 //! subscriptions, any request/response API. What the headline counts is matched replies.
 
+mod capture;
 mod figures;
 mod interpreter;
 mod program;
@@ -10,6 +11,7 @@ mod report;
 mod section;
 mod state;
 mod steps;
+mod template;
 
 use std::any::Any;
 use std::collections::BTreeMap;

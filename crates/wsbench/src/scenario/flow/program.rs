@@ -9,13 +9,15 @@
 //! and in patterns and checks with the values of the send they answer. A bad step is a
 //! one-line error naming it (exit 2).
 
-use std::borrow::Cow;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
 
+use super::capture::{Capture, check_variables};
 use super::steps::{FlowSettings, MAX_FLOW_STEPS, StepSettings};
+use super::template::template;
+pub use super::template::{Captured, Pattern, Piece, Vars, render_with};
 use crate::config::{ConfigError, DataTable};
 use crate::units::format::group;
 use crate::units::parse_duration;
@@ -31,140 +33,14 @@ pub const MAX_REPEAT: u64 = 1_000_000_000;
 /// Sends one connection may await replies to at once: a send repeated before the
 /// `expect` that waits for it piles up this many at most (as `--in-flight` is bounded).
 pub const MAX_AWAITED_SENDS: u64 = 65_536;
-/// The compiled size a pattern may take (a regex is compiled per send when it has fields).
-const REGEX_SIZE_LIMIT: usize = 1 << 20;
-
-/// A piece of a template.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum Piece {
-    Text(String),
-    Conn,
-    Seq,
-    NowUs,
-    RandU32,
-    /// `{data.NAME}`: the connection's `--data` row's `NAME`.
-    Data(String),
-}
-
-/// The values a send filled into its template; the patterns and checks of the messages that
-/// answer it are filled with the same.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Vars {
-    pub conn: u64,
-    pub seq: u64,
-    pub now_us: u128,
-    pub rand_u32: u32,
-}
-
-impl Vars {
-    /// Connection `conn`'s send number `seq`, made at `now`.
-    pub fn new(conn: u64, seq: u64, now: Instant) -> Vars {
-        Vars { conn, seq, now_us: unix_micros(now), rand_u32: rand::random() }
-    }
-}
-
-/// `pieces` filled in with `vars` and connection `vars.conn`'s row of `data` (a
-/// `{data.NAME}` stays as written without one); every value regex-escaped when `escape`.
-pub fn render_with(pieces: &[Piece], vars: &Vars, data: Option<&DataTable>, escape: bool) -> String {
-    let mut text = String::new();
-    for piece in pieces {
-        match piece {
-            Piece::Text(literal) => text.push_str(literal),
-            Piece::Conn => text.push_str(&vars.conn.to_string()),
-            Piece::Seq => text.push_str(&vars.seq.to_string()),
-            Piece::NowUs => text.push_str(&vars.now_us.to_string()),
-            Piece::RandU32 => text.push_str(&vars.rand_u32.to_string()),
-            Piece::Data(name) => {
-                let placeholder = format!("{{data.{name}}}");
-                let value = data.and_then(|data| data.value(vars.conn, name)).unwrap_or(&placeholder);
-                match escape {
-                    true => text.push_str(&regex::escape(value)),
-                    false => text.push_str(value),
-                }
-            }
-        }
-    }
-    text
-}
-
-/// µs since the Unix epoch at `now`.
-fn unix_micros(now: Instant) -> u128 {
-    let ago = Instant::now().saturating_duration_since(now);
-    let wall = std::time::SystemTime::now().checked_sub(ago).unwrap_or(std::time::SystemTime::now());
-    wall.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros())
-}
-
-/// A regex: compiled once, or (when it holds template fields) per send it answers.
-#[derive(Debug, Clone)]
-pub enum Pattern {
-    Fixed(regex::Regex),
-    Templated(Vec<Piece>),
-}
-
-impl Pattern {
-    fn compile(text: &str) -> Result<Pattern, String> {
-        let pieces = template(text)?;
-        if let [Piece::Text(_)] = pieces.as_slice() {
-            return Ok(Pattern::Fixed(build(text)?));
-        }
-        // The fields are numbers or escaped values: any make a valid regex if these do.
-        build(&render_with(&pieces, &Vars::default(), None, true))?;
-        Ok(Pattern::Templated(pieces))
-    }
-
-    /// The regex for a message answering the send that filled in `vars`.
-    /// `data`: the `--data` table, whose row of `vars.conn` fills `{data.NAME}`.
-    pub fn regex(&self, vars: &Vars, data: Option<&DataTable>) -> Cow<'_, regex::Regex> {
-        match self {
-            Pattern::Fixed(regex) => Cow::Borrowed(regex),
-            Pattern::Templated(pieces) => match build(&render_with(pieces, vars, data, true)) {
-                Ok(regex) => Cow::Owned(regex),
-                // Checked at compile time with other numbers; cannot fail for these.
-                Err(_) => Cow::Owned(regex::Regex::new("$^").expect("a valid regex")),
-            },
-        }
-    }
-
-    fn text(&self) -> String {
-        match self {
-            Pattern::Fixed(regex) => regex.as_str().to_owned(),
-            Pattern::Templated(pieces) => {
-                let mut text = String::new();
-                for piece in pieces {
-                    match piece {
-                        Piece::Text(literal) => text.push_str(literal),
-                        Piece::Conn => text.push_str("{conn}"),
-                        Piece::Seq => text.push_str("{seq}"),
-                        Piece::NowUs => text.push_str("{now_us}"),
-                        Piece::RandU32 => text.push_str("{rand_u32}"),
-                        Piece::Data(name) => text.push_str(&format!("{{data.{name}}}")),
-                    }
-                }
-                text
-            }
-        }
-    }
-}
-
-impl Serialize for Pattern {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.text())
-    }
-}
-
-fn build(text: &str) -> Result<regex::Regex, String> {
-    regex::RegexBuilder::new(text)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .build()
-        .map_err(|e| format!("bad regex: {}", first_line(&e)))
-}
-
 /// What a matched message must say.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Checks {
     /// JSON pointer → the value there (strings with template fields filled in).
     pub json: Vec<(String, Value)>,
     pub regex: Option<Pattern>,
+    /// What the message gives the connection's variables (`capture`, `capture-regex`).
+    pub captures: Vec<Capture>,
 }
 
 impl Checks {
@@ -180,14 +56,15 @@ impl Checks {
             json.push((pointer.clone(), value));
         }
         let regex = step.check_regex.as_deref().map(Pattern::compile).transpose()?;
-        Ok(Checks { json, regex })
+        Ok(Checks { json, regex, captures: Capture::compile(step)? })
     }
 
     /// Whether `message` (parsed once as JSON when there are JSON checks) passes every check.
-    /// `data`: the `--data` table, whose row of `vars.conn` fills `{data.NAME}`.
-    pub fn pass(&self, message: &str, vars: &Vars, data: Option<&DataTable>) -> bool {
+    /// `data`: the `--data` table, whose row of `vars.conn` fills `{data.NAME}`; `captured`:
+    /// the connection's variables.
+    pub fn pass(&self, message: &str, vars: &Vars, data: Option<&DataTable>, captured: &Captured) -> bool {
         if let Some(pattern) = &self.regex
-            && !pattern.regex(vars, data).is_match(message)
+            && !pattern.regex(vars, data, captured).is_match(message)
         {
             return false;
         }
@@ -201,7 +78,7 @@ impl Checks {
                 // A string with fields may stand for a number (`"{conn}"`).
                 Value::String(text) => {
                     let filled = template(text)
-                        .map(|pieces| render_with(&pieces, vars, data, false))
+                        .map(|pieces| render_with(&pieces, vars, data, captured, false))
                         .unwrap_or_default();
                     match found {
                         Some(Value::String(found)) => *found == filled,
@@ -297,6 +174,8 @@ impl FlowProgram {
                 ),
             });
         }
+        check_variables(&settings.steps)
+            .map_err(|problem| ConfigError::Table { table: "flow.steps", problem })?;
         let mut compiler = Compiler { ops: Vec::new(), sends: Vec::new(), counter: 0, loops: Vec::new() };
         compiler
             .block(&settings.steps, 0, "")
@@ -390,6 +269,10 @@ impl Compiler {
         only(
             (step.check_json.is_some() || step.check_regex.is_some()) && !expecting,
             "check-json/check-regex",
+        )?;
+        only(
+            (step.capture.is_some() || step.capture_regex.is_some()) && !expecting,
+            "capture/capture-regex",
         )?;
         if let Some(text) = &step.send {
             let name = step.name.clone().unwrap_or_else(|| format!("send{}", self.counter));
@@ -538,55 +421,6 @@ fn bounded_duration(key: &str, text: &str) -> Result<Duration, String> {
         return Err(format!("{key} `{text}` is longer than 7 days (168h)"));
     }
     Ok(duration)
-}
-
-fn first_line(error: &dyn std::fmt::Display) -> String {
-    error.to_string().lines().last().unwrap_or("").trim().to_owned()
-}
-
-/// Splits `{conn}`, `{seq}`, `{now_us}`, `{rand_u32}` and `{data.NAME}` out of `text`;
-/// other braces (JSON) stay.
-fn template(text: &str) -> Result<Vec<Piece>, String> {
-    let fields = [
-        ("{conn}", Piece::Conn),
-        ("{seq}", Piece::Seq),
-        ("{now_us}", Piece::NowUs),
-        ("{rand_u32}", Piece::RandU32),
-    ];
-    let mut pieces = Vec::new();
-    let mut literal = String::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        let data = rest.strip_prefix("{data.").and_then(|after| after.split_once('}'));
-        let field = match data {
-            Some((name, _)) => Some((format!("{{data.{name}}}"), Piece::Data(name.to_owned()))),
-            None => fields
-                .iter()
-                .find(|(field, _)| rest.starts_with(field))
-                .map(|(f, p)| ((*f).to_owned(), p.clone())),
-        };
-        match field {
-            Some((field, piece)) => {
-                if !literal.is_empty() {
-                    pieces.push(Piece::Text(std::mem::take(&mut literal)));
-                }
-                pieces.push(piece);
-                rest = &rest[field.len()..];
-            }
-            None => {
-                let c = rest.chars().next().unwrap_or_default();
-                literal.push(c);
-                rest = &rest[c.len_utf8()..];
-            }
-        }
-    }
-    if !literal.is_empty() {
-        pieces.push(Piece::Text(literal));
-    }
-    if pieces.is_empty() {
-        return Err("send is empty".to_owned());
-    }
-    Ok(pieces)
 }
 
 #[cfg(test)]

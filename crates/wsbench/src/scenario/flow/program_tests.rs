@@ -41,12 +41,12 @@ fn replies_are_counted_and_checked_with_the_sends_values() {
     .unwrap();
     assert!(matches!(up_to.send("sub").unwrap().1, Replies::UpTo(3, _)));
     let vars = Vars { conn: 4, seq: 9, ..Vars::default() };
-    assert!(checks.pass(r#"{"id":"s9","c":4}"#, &vars, None));
-    assert!(!checks.pass(r#"{"id":"s8","c":4}"#, &vars, None), "another send's reply");
-    assert!(!checks.pass(r#"{"id":"s9","c":5}"#, &vars, None), "another connection's");
-    assert!(!checks.pass("not json \"c\":4", &vars, None));
+    assert!(checks.pass(r#"{"id":"s9","c":4}"#, &vars, None, &Captured::default()));
+    assert!(!checks.pass(r#"{"id":"s8","c":4}"#, &vars, None, &Captured::default()), "another send's reply");
+    assert!(!checks.pass(r#"{"id":"s9","c":5}"#, &vars, None, &Captured::default()), "another connection's");
+    assert!(!checks.pass("not json \"c\":4", &vars, None, &Captured::default()));
     let pattern = Pattern::compile("seq {seq} of {conn}").unwrap();
-    assert!(pattern.regex(&vars, None).is_match("seq 9 of 4"));
+    assert!(pattern.regex(&vars, None, &Captured::default()).is_match("seq 9 of 4"));
     assert_eq!(serde_json::to_value(&pattern).unwrap(), "seq {seq} of {conn}");
 }
 
@@ -173,12 +173,45 @@ fn patterns_and_checks_take_the_connections_data_row_as_literal_text() {
     .unwrap();
     let (_, _, checks) = program.send("hi").unwrap();
     let vars = Vars { conn: 2, seq: 1, ..Vars::default() };
-    assert!(checks.pass(r#"{"id":1,"u":"al.ice","m":"hello al.ice"}"#, &vars, Some(&data)));
+    assert!(checks.pass(
+        r#"{"id":1,"u":"al.ice","m":"hello al.ice"}"#,
+        &vars,
+        Some(&data),
+        &Captured::default()
+    ));
     // The value is matched as written: its `.` is no regex wildcard.
-    assert!(!checks.pass(r#"{"id":1,"u":"al.ice","m":"hello alxice"}"#, &vars, Some(&data)));
+    assert!(!checks.pass(
+        r#"{"id":1,"u":"al.ice","m":"hello alxice"}"#,
+        &vars,
+        Some(&data),
+        &Captured::default()
+    ));
     let bob = Vars { conn: 3, ..vars };
-    assert!(!checks.pass(r#"{"id":1,"u":"al.ice","m":"hello al.ice"}"#, &bob, Some(&data)), "another row's");
+    assert!(
+        !checks.pass(r#"{"id":1,"u":"al.ice","m":"hello al.ice"}"#, &bob, Some(&data), &Captured::default()),
+        "another row's"
+    );
     let pattern = Pattern::compile("^{data.user}:{conn}$").unwrap();
-    assert!(pattern.regex(&bob, Some(&data)).is_match("bob:3"));
+    assert!(pattern.regex(&bob, Some(&data), &Captured::default()).is_match("bob:3"));
     assert_eq!(serde_json::to_value(&pattern).unwrap(), "^{data.user}:{conn}$");
+}
+
+#[test]
+fn captured_variables_fill_sends_patterns_and_checks_and_unset_ones_stay_as_written() {
+    let program = compile(
+        "[[steps]]\nname = \"sub\"\nsend = 's'\n[[steps]]\nexpect-regex = 'subscribed'\ncapture = { sub = \"/sub\" }\n\
+         [[steps]]\nname = \"pub\"\nsend = '{\"sub\":\"{var.sub}\",\"n\":{seq}}'\n[[steps]]\nexpect = \"pub\"\n\
+         match-field = \"n\"\ncheck-json = { \"/sub\" = \"{var.sub}\" }\ncheck-regex = '{var.sub}'\n",
+    )
+    .unwrap();
+    let Op::Send { template, .. } = &program.ops[2] else { panic!("{:?}", program.ops) };
+    let (vars, mut captured) = (Vars { seq: 3, ..Vars::default() }, Captured::default());
+    assert_eq!(captured.missing(template), Some("sub"));
+    captured.set("sub", "a.b".to_owned());
+    assert_eq!(captured.missing(template), None);
+    assert_eq!(render_with(template, &vars, None, &captured, false), r#"{"sub":"a.b","n":3}"#);
+    let (_, _, checks) = program.send("pub").unwrap();
+    assert!(checks.pass(r#"{"sub":"a.b","n":3}"#, &vars, None, &captured));
+    assert!(!checks.pass(r#"{"sub":"axb","n":3}"#, &vars, None, &captured), "the regex is escaped");
+    assert!(!checks.pass(r#"{"sub":"a.b","n":3}"#, &vars, None, &Captured::default()));
 }

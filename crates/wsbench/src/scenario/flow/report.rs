@@ -39,6 +39,12 @@ pub fn flow_lines(result: &RunResult) -> Vec<(&'static str, String)> {
             if step.refused > 0 {
                 text += &format!(", error replies {}", group(step.refused));
             }
+            if step.capture_missing > 0 {
+                text += &format!(", captures missing {}", group(step.capture_missing));
+            }
+            if step.capture_too_long > 0 {
+                text += &format!(", captures too long {}", group(step.capture_too_long));
+            }
             (if index == 0 { "flow steps:" } else { "" }, text)
         })
         .collect();

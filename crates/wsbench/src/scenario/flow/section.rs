@@ -23,12 +23,23 @@ pub struct FlowSection {
     /// Replies the message protocol read as errors (counted by their cause as errors; here
     /// by the step they answered).
     pub refused: BTreeMap<String, u64>,
+    /// Matched messages in which a capture found nothing, and sends that lacked a variable.
+    pub capture_missing: BTreeMap<String, u64>,
+    /// Matched messages whose captured value was longer than the bound.
+    pub capture_too_long: BTreeMap<String, u64>,
     /// The opening of the first unmatched message, by step.
     pub unmatched_samples: BTreeMap<String, String>,
 }
 
 /// The counters a flow writes, by their key in `counters`.
-const COUNTS: [&str; 4] = ["flow_unmatched", "flow_late", "flow_mismatched", "flow_refused"];
+const COUNTS: [&str; 6] = [
+    "flow_unmatched",
+    "flow_late",
+    "flow_mismatched",
+    "flow_refused",
+    "flow_capture_missing",
+    "flow_capture_too_long",
+];
 
 impl FlowSection {
     /// The latency histogram of step `name`, made on first use.
@@ -40,8 +51,15 @@ impl FlowSection {
     }
 
     /// The counts it writes, in the order of [`COUNTS`].
-    fn counts(&self) -> [&BTreeMap<String, u64>; 4] {
-        [&self.unmatched, &self.late, &self.mismatched, &self.refused]
+    fn counts(&self) -> [&BTreeMap<String, u64>; 6] {
+        [
+            &self.unmatched,
+            &self.late,
+            &self.mismatched,
+            &self.refused,
+            &self.capture_missing,
+            &self.capture_too_long,
+        ]
     }
 
     /// Read back from a result file's `counters` and `histograms`.
@@ -71,6 +89,8 @@ impl FlowSection {
             late: counts(COUNTS[1]),
             mismatched: counts(COUNTS[2]),
             refused: counts(COUNTS[3]),
+            capture_missing: counts(COUNTS[4]),
+            capture_too_long: counts(COUNTS[5]),
             unmatched_samples: unmatched_samples.unwrap_or_default(),
         })
     }
@@ -87,6 +107,8 @@ impl Section for FlowSection {
             (&mut self.late, &other.late),
             (&mut self.mismatched, &other.mismatched),
             (&mut self.refused, &other.refused),
+            (&mut self.capture_missing, &other.capture_missing),
+            (&mut self.capture_too_long, &other.capture_too_long),
         ] {
             for (step, count) in theirs {
                 *mine.entry(step.clone()).or_default() += count;
@@ -103,6 +125,8 @@ impl Section for FlowSection {
             ("flow_unmatched", &self.unmatched),
             ("flow_late", &self.late),
             ("flow_mismatch", &self.mismatched),
+            ("flow_capture_missing", &self.capture_missing),
+            ("flow_capture_too_long", &self.capture_too_long),
         ];
         for (kind, counts) in kinds {
             let total: u64 = counts.values().sum();

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::program::Vars;
+use super::program::{Captured, Vars};
 
 /// Timed-out sends remembered so that their late replies are not counted unmatched.
 pub const EXPIRED_KEPT: usize = 64;
@@ -51,6 +51,8 @@ pub struct FlowState {
     pub expired: VecDeque<(String, Value)>,
     /// The latest send's values (an `expect-regex` is filled in with them).
     pub last_vars: Vars,
+    /// What the connection captured from replies (`{var.NAME}`).
+    pub captured: Captured,
     /// When each send name was last sent (`since`).
     pub sent_at: Vec<(String, Instant)>,
 }

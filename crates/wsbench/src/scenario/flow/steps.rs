@@ -111,6 +111,11 @@ pub struct StepSettings {
     pub check_json: Option<toml::Table>,
     /// `expect`, `expect-regex`: a regex the matched message must match (templates filled in).
     pub check_regex: Option<String>,
+    /// `expect`, `expect-regex`: variables kept from the matched message by JSON pointer
+    /// (`sub = "/id"`), used later as `{var.sub}`.
+    pub capture: Option<toml::Table>,
+    /// `expect`, `expect-regex`: variables kept by a regex's first group.
+    pub capture_regex: Option<toml::Table>,
     pub timeout: Option<String>,
     pub sleep: Option<String>,
     /// A count, or `"until-end"`.

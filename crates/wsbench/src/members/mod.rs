@@ -6,12 +6,12 @@
 //! A protocol's secret option ([`Kind::Secret`]) is also a `--NAME-env VAR` flag and key; it
 //! is read when the settings are validated and kept out of everything written
 //! ([`OptionValues::take_secrets`]), and a shard process gets it through its environment
-//! ([`secrets_to_environment`]).
+//! ([`secrets_to_environment`]). The flags themselves are made in `flags.rs`.
+
+mod flags;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-
-use clap::{Arg, ArgAction, ArgMatches, Command};
 
 use crate::config::{ConfigError, Members, RunConfig, RunSettings, ScenarioRules, invalid_setting};
 use crate::engine::dial::{DIALS, Dial};
@@ -140,80 +140,6 @@ fn declaration<'o>(
     options.get(key).or_else(|| options.values().find(|(spec, _)| spec.kind.env_flag() == Some(key)))
 }
 
-/// The flag of a member option: its help says whose it is, its default and its bound.
-fn arg_of(spec: &'static OptionSpec, owners: &[Owner]) -> Arg {
-    let whose: Vec<&str> = owners.iter().map(Owner::name).collect();
-    let mut help = format!("{}: {}", whose.join(", "), spec.help);
-    if !spec.bound.is_empty() {
-        help.push_str(&format!(" ({})", spec.bound));
-    }
-    if !spec.default.is_empty() {
-        help.push_str(&format!(" [default: {}]", spec.default));
-    }
-    let arg = Arg::new(spec.key).long(spec.flag).help(help);
-    match spec.kind {
-        Kind::Count => arg.value_name(spec.value_name).value_parser(clap::value_parser!(u64)),
-        Kind::Text | Kind::Table(_) => arg.value_name(spec.value_name).allow_hyphen_values(true),
-        Kind::Secret { env } => arg.value_name(spec.value_name).allow_hyphen_values(true).conflicts_with(env),
-        Kind::Switch => arg.action(ArgAction::SetTrue),
-    }
-}
-
-/// The `--NAME-env VAR` flag of secret `spec`.
-fn env_arg_of(spec: &'static OptionSpec, env: &'static str, owners: &[Owner]) -> Arg {
-    let whose: Vec<&str> = owners.iter().map(Owner::name).collect();
-    let help = format!(
-        "{}: the environment variable to read --{} from when the run starts, kept out of shell history \
-         [default: none]",
-        whose.join(", "),
-        spec.flag
-    );
-    Arg::new(env).long(env).value_name("VAR").help(help)
-}
-
-impl clap::Args for OptionValues {
-    fn augment_args(mut command: Command) -> Command {
-        for (_, (spec, owners)) in flags() {
-            command = command.arg(arg_of(spec, &owners));
-            if let Some(env) = spec.kind.env_flag() {
-                command = command.arg(env_arg_of(spec, env, &owners));
-            }
-        }
-        command
-    }
-    fn augment_args_for_update(command: Command) -> Command {
-        Self::augment_args(command)
-    }
-}
-
-impl clap::FromArgMatches for OptionValues {
-    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
-        let mut values = OptionValues::default();
-        values.update_from_arg_matches(matches)?;
-        Ok(values)
-    }
-    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
-        for (key, (spec, _)) in flags() {
-            let value = match spec.kind {
-                Kind::Count => matches.get_one::<u64>(key).map(|n| toml::Value::Integer(*n as i64)),
-                Kind::Text | Kind::Table(_) | Kind::Secret { .. } => {
-                    matches.get_one::<String>(key).map(|text| toml::Value::String(text.clone()))
-                }
-                Kind::Switch => matches.get_flag(key).then_some(toml::Value::Boolean(true)),
-            };
-            if let Some(env) = spec.kind.env_flag()
-                && let Some(variable) = matches.get_one::<String>(env)
-            {
-                self.0.insert(env.to_owned(), toml::Value::String(variable.clone()));
-            }
-            if let Some(value) = value {
-                self.0.insert(key.to_owned(), value);
-            }
-        }
-        Ok(())
-    }
-}
-
 impl RunSettings {
     /// Applies defaults and checks every value, by the rules of the scenario the settings
     /// name (`echo` when none), with the protocol and the transport they name and the
@@ -303,9 +229,17 @@ impl RunSettings {
     }
 
     /// The settings `--scenario NAME` stands for: the file NAME when there is one, else the
-    /// built-in preset NAME (`scenarios/NAME.toml`), else the scenario NAME (`echo`, …).
+    /// built-in preset NAME (`scenarios/NAME.toml`), else the scenario NAME (`echo`, …); a
+    /// recorded session (`.har`, `.jsonl`) is imported as a flow in memory.
     /// When none exists the error names both the file and the names it looked for.
     pub fn from_scenario(name: &Path) -> Result<RunSettings, ConfigError> {
+        let recorded = matches!(name.extension().and_then(|e| e.to_str()), Some("har" | "jsonl"));
+        if recorded && name.is_file() {
+            // A recorded session runs as the flow `wsbench import` would write of it.
+            let imported = crate::recording::import(name, 1, 1.0, None)
+                .map_err(|e| crate::config::invalid_setting("scenario", e.to_string()))?;
+            return RunSettings::parse_toml(&imported.toml, name);
+        }
         if name.is_file() {
             return RunSettings::from_file(name);
         }
@@ -392,6 +326,8 @@ pub fn check_applies(
 
 #[cfg(test)]
 mod tests {
+    use clap::Command;
+
     use super::*;
 
     #[test]
@@ -565,16 +501,5 @@ mod tests {
         assert_eq!(merged.options.0.get("password"), Some(&toml::Value::String("hunter2".into())));
         assert!(!merged.options.0.contains_key("password-env"));
         assert_eq!(merged.options.0.get("qos"), Some(&toml::Value::Integer(1)), "the rest is the file's");
-    }
-
-    #[test]
-    fn help_shows_each_member_option_with_its_owner_default_and_bound() {
-        let command = <OptionValues as clap::Args>::augment_args(Command::new("run"));
-        for (_, (spec, owners)) in flags() {
-            let arg = command.get_arguments().find(|arg| arg.get_long() == Some(spec.flag)).unwrap();
-            let help = arg.get_help().unwrap().to_string();
-            assert!(help.starts_with(owners[0].name()), "{help}");
-            assert!(help.contains(spec.default) && help.contains(spec.bound), "{help}");
-        }
     }
 }
