@@ -6,6 +6,10 @@
 //! HTTP/1.1 WebSocket does ([`ConnState`]), its frames in DATA frames. A stream's close
 //! handshake ends that stream, as does the client's end or reset; the connection and its
 //! other streams go on. Echoes are counted with the event loops' ([`Shared::echoed`]).
+//! A client that does not read its echoes gets the event loops' backpressure, per
+//! WebSocket: past [`BACKPRESSURE_BYTES`] queued on its stream, the stream's input is left
+//! unread (QUIC's flow control then stops the client) until the queue has drained, so the
+//! server's memory does not grow with what such a client sends.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -18,7 +22,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use wsbench_transport::quic::{self, ConnectionHandle, Endpoint, Event, StreamId};
 
 use crate::conn::{ConnState, Limits, Next};
-use crate::event_loop::Shared;
+use crate::event_loop::{BACKPRESSURE_BYTES, Shared};
 use crate::{ServeConfig, ServeError};
 
 const SOCKET: Token = Token(0);
@@ -42,6 +46,8 @@ pub struct H3Server {
     socket: UdpSocket,
     endpoint: Endpoint,
     streams: HashMap<(ConnectionHandle, StreamId), Stream>,
+    /// Streams whose input is left unread until their queued echoes have gone.
+    paused: Vec<(ConnectionHandle, StreamId)>,
     limits: Limits,
     shared: Arc<Shared>,
     echoed: Arc<AtomicU64>,
@@ -85,6 +91,7 @@ impl H3Server {
             socket,
             endpoint: Endpoint::server(quic_config, !config.h3_refuse_websockets),
             streams: HashMap::new(),
+            paused: Vec::new(),
             limits,
             shared,
             echoed,
@@ -102,18 +109,25 @@ impl H3Server {
     pub fn run(mut self) -> std::io::Result<()> {
         let mut events = Events::with_capacity(64);
         while !self.shared.stopping.load(Ordering::SeqCst) {
-            let now = Instant::now();
-            let timeout =
-                self.endpoint.next_timeout().map_or(TICK, |at| at.saturating_duration_since(now).min(TICK));
-            self.poll.poll(&mut events, Some(timeout))?;
-            self.receive();
-            self.endpoint.on_timeout(Instant::now());
-            self.serve();
-            self.transmit();
-            let echoed = crate::echo_count::take_echoed();
-            if echoed > 0 {
-                self.echoed.store(self.echoed.load(Ordering::Relaxed) + echoed, Ordering::Relaxed);
-            }
+            self.turn(&mut events, TICK)?;
+        }
+        Ok(())
+    }
+
+    /// One turn: waits up to `longest` for datagrams or a timer, then takes what came,
+    /// answers it and sends what is due.
+    fn turn(&mut self, events: &mut Events, longest: Duration) -> std::io::Result<()> {
+        let now = Instant::now();
+        let timeout =
+            self.endpoint.next_timeout().map_or(longest, |at| at.saturating_duration_since(now).min(longest));
+        self.poll.poll(events, Some(timeout))?;
+        self.receive();
+        self.endpoint.on_timeout(Instant::now());
+        self.serve();
+        self.transmit();
+        let echoed = crate::echo_count::take_echoed();
+        if echoed > 0 {
+            self.echoed.store(self.echoed.load(Ordering::Relaxed) + echoed, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -136,6 +150,7 @@ impl H3Server {
 
     /// Acts on every connection's events.
     fn serve(&mut self) {
+        self.resume_drained();
         for handle in self.endpoint.handles() {
             while let Some(event) = self.endpoint.session(handle).and_then(|s| s.next_event()) {
                 self.on_event(handle, event);
@@ -144,6 +159,24 @@ impl H3Server {
         }
         let live = self.endpoint.handles();
         self.streams.retain(|(handle, _), _| live.contains(handle));
+    }
+
+    /// Reads again the paused streams whose queued echoes have all gone to QUIC; forgets
+    /// those that ended.
+    fn resume_drained(&mut self) {
+        let now = Instant::now();
+        let (endpoint, streams) = (&mut self.endpoint, &self.streams);
+        self.paused.retain(|&(handle, id)| {
+            let Some(session) = endpoint.session(handle) else { return false };
+            if !streams.contains_key(&(handle, id)) {
+                return false;
+            }
+            if session.pending(id) > 0 {
+                return true;
+            }
+            session.resume_reading(now, id);
+            false
+        });
     }
 
     fn on_event(&mut self, handle: ConnectionHandle, event: Event) {
@@ -182,6 +215,13 @@ impl H3Server {
         if next == Next::CloseAfterFlush {
             self.streams.remove(&(handle, id));
             session.finish(id);
+        } else if session.pending(id) > BACKPRESSURE_BYTES && !session.is_paused(id) {
+            session.pause_reading(id);
+            self.paused.push((handle, id));
         }
     }
 }
+
+#[cfg(test)]
+#[path = "h3_tests.rs"]
+mod tests;

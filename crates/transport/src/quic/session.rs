@@ -5,9 +5,11 @@
 //! a zero-capacity table) and turns request streams into [`Event`]s: a client's extended
 //! CONNECT (server side), the answer's status (client side), DATA payloads, a stream's end or
 //! reset, the connection's end with its cause. WebSocket bytes go out as DATA frames, held
-//! per stream while QUIC's flow control holds them back.
+//! per stream while QUIC's flow control holds them back. A stream's input can be left
+//! unread ([`Session::pause_reading`]): QUIC's flow control then holds the peer back, as a
+//! TCP window does for a socket that is not read.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -118,6 +120,8 @@ pub struct Session {
     pending: HashMap<StreamId, Vec<u8>>,
     /// Streams to end once their pending bytes have gone.
     finishing: Vec<StreamId>,
+    /// Streams whose input is left unread for now.
+    paused: HashSet<StreamId>,
     events: VecDeque<Event>,
     closed: bool,
 }
@@ -136,6 +140,7 @@ impl Session {
             requests: HashMap::new(),
             pending: HashMap::new(),
             finishing: Vec::new(),
+            paused: HashSet::new(),
             events: VecDeque::new(),
             closed: false,
         }
@@ -182,6 +187,7 @@ impl Session {
             StreamEvent::Writable { id } => self.flush(id),
             StreamEvent::Stopped { id, error_code } => {
                 self.pending.remove(&id);
+                self.paused.remove(&id);
                 self.events.push_back(Event::Reset(id, error_code.into_inner()));
             }
             _ => {}
@@ -220,6 +226,9 @@ impl Session {
 
     /// Reads what `id` has: every chunk, then the pieces they complete.
     fn read_stream(&mut self, now: Instant, id: StreamId) {
+        if self.paused.contains(&id) {
+            return;
+        }
         let mut input = Vec::new();
         let mut finished = false;
         let mut reset = None;
@@ -348,9 +357,11 @@ impl Session {
         state.buf.drain(..used);
         if let Some(code) = reset {
             self.requests.remove(&id);
+            self.paused.remove(&id);
             self.events.push_back(Event::Reset(id, code));
         } else if finished {
             self.requests.remove(&id);
+            self.paused.remove(&id);
             self.events.push_back(Event::Finished(id));
         }
         Ok(())
@@ -407,6 +418,26 @@ impl Session {
         } else if !self.finishing.contains(&stream) {
             self.finishing.push(stream);
         }
+    }
+
+    /// Leaves `stream`'s input unread until [`Session::resume_reading`]: what the peer sent
+    /// stays in QUIC's receive buffer, whose flow-control window then stops the peer.
+    pub fn pause_reading(&mut self, stream: StreamId) {
+        if self.requests.contains_key(&stream) {
+            self.paused.insert(stream);
+        }
+    }
+
+    /// Reads `stream` again, starting with what waited.
+    pub fn resume_reading(&mut self, now: Instant, stream: StreamId) {
+        if self.paused.remove(&stream) {
+            self.read_stream(now, stream);
+        }
+    }
+
+    /// Whether `stream`'s input is left unread.
+    pub fn is_paused(&self, stream: StreamId) -> bool {
+        self.paused.contains(&stream)
     }
 
     /// Bytes queued on `stream` that QUIC has not taken yet.
