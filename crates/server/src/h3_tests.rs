@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::Events;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use wsbench_proto::{OpCode, write_frame};
 use wsbench_transport::quic::{self, ConnectionHandle, Endpoint, Event, StreamId};
 
@@ -31,26 +30,22 @@ fn shared() -> Arc<Shared> {
     })
 }
 
-/// A server certificate for `localhost` and a client that trusts it, both ALPN `h3`.
+/// The server's TLS (a self-signed certificate, as `serve --h3` without `--tls`) and a
+/// client that trusts that certificate, ALPN `h3`.
 fn tls_pair() -> (rustls::ClientConfig, rustls::ServerConfig) {
-    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let cert: CertificateDer<'static> = generated.cert.der().clone();
-    let key = PrivateKeyDer::try_from(generated.signing_key.serialize_der()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let (cert, key) = crate::tls::self_signed().unwrap();
     let mut roots = rustls::RootCertStore::empty();
     roots.add(cert.clone()).unwrap();
-    let mut client = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    client.alpn_protocols = vec![wsbench_transport::http3::ALPN.to_vec()];
-    let server = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert], key)
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .and_then(|builder| builder.with_no_client_auth().with_single_cert(vec![cert], key))
         .unwrap();
+    let mut client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map(|builder| builder.with_root_certificates(roots).with_no_client_auth())
+        .unwrap();
+    client.alpn_protocols = vec![wsbench_transport::http3::ALPN.to_vec()];
     (client, server)
 }
 

@@ -10,6 +10,7 @@ mod commands;
 mod help;
 mod import_args;
 mod series_args;
+mod serve_args;
 
 use std::io::Write;
 
