@@ -129,10 +129,11 @@ fn pubsub_fans_out_to_streams_of_the_built_in_server() {
     );
 }
 
-/// Runs `wsbench run --http2` against `url` expecting it to be refused before any load:
-/// exit 1, one line on stderr containing `expected`, no result file.
+/// Runs `wsbench run --http2` against `url` expecting the server to refuse it before any
+/// load: exit 3 (as a run whose handshakes were refused), one line on stderr containing
+/// `expected`, no result file.
 fn refused_before_load(test: &str, url: &str, expected: &str) {
-    crate::harness::refused_before_load(test, url, &["--http2"], expected);
+    crate::harness::refused_before_load(test, url, &["--http2"], expected, 3);
 }
 
 #[test]

@@ -65,15 +65,16 @@ fn websockets_ride_on_quic_connections_to_wsbench_serve_and_every_echo_is_counte
     );
 }
 
-fn refused_before_load(test: &str, url: &str, expected: &str) {
-    crate::harness::refused_before_load(test, url, &["--transport", "h3", "--insecure"], expected);
+fn refused_before_load(test: &str, url: &str, expected: &str, code: i32) {
+    crate::harness::refused_before_load(test, url, &["--transport", "h3", "--insecure"], expected, code);
 }
 
 #[test]
 fn a_plain_http3_server_without_extended_connect_gets_one_line_and_no_load() {
     let _slot = heavy(1);
     let server = Server::spawn(&["--h3", "--h3-refuse-websockets"]);
-    refused_before_load("h3-no-connect", &h3_url(&server), "SETTINGS_ENABLE_CONNECT_PROTOCOL");
+    // Refused by the server: exit 3, as a run whose handshakes were refused.
+    refused_before_load("h3-no-connect", &h3_url(&server), "SETTINGS_ENABLE_CONNECT_PROTOCOL", 3);
     assert_eq!(server_counts(&server), "echoed 0 messages, 0 connections open");
 }
 
@@ -82,5 +83,6 @@ fn a_ws_url_over_h3_gets_one_line_and_no_load() {
     let _slot = heavy(1);
     let server = Server::spawn(&["--h3"]);
     let url = format!("ws://{}/", server.addr_for("h3"));
-    refused_before_load("h3-ws-url", &url, "use a wss:// URL");
+    // Nothing was asked of the server: wsbench's own failure, exit 1.
+    refused_before_load("h3-ws-url", &url, "use a wss:// URL", 1);
 }

@@ -24,6 +24,21 @@ use crate::options::{OptionSpec, OptionValues};
 
 pub use carrier::{Carrier, CarrierCx, Carriers, StreamEvent};
 
+/// Why a target is refused before any load ([`Dial::check`]): one line naming the cause and
+/// what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The server answered and does not take WebSockets over this transport (no extended
+    /// CONNECT, another protocol, no answer over it): a refusal by the target, as a failed
+    /// handshake is, so the run exits as one that counted failures.
+    #[error("{0}")]
+    Refused(String),
+    /// The check could not ask the server: a URL the transport cannot use, a socket that
+    /// would not open.
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// Every transport, by name (the first is the default).
 pub static DIALS: &[&dyn Dial] = &[&http1::Http1, &http2::Http2, &http3::Http3];
 
@@ -71,7 +86,7 @@ pub trait Dial: Sync + std::fmt::Debug {
     }
     /// Checked once before any load: that the server speaks this transport at all. The
     /// error is one line naming the cause and what to do.
-    fn check(&self, _job: &Job) -> Result<(), String> {
+    fn check(&self, _job: &Job) -> Result<(), CheckError> {
         Ok(())
     }
     /// Starts connection `index` (global number), to be the worker's connection `key`: its

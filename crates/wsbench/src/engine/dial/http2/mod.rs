@@ -13,7 +13,7 @@ pub use request::{NOT_SENT, agree};
 
 use std::io;
 
-use super::{Carrier, Dial, http1};
+use super::{Carrier, CheckError, Dial, http1};
 use crate::config::{ConfigError, TransportSpec, invalid_setting};
 use crate::engine::Job;
 use crate::options::{Kind, OptionSpec, OptionValues};
@@ -79,7 +79,7 @@ impl Dial for Http2 {
         true
     }
 
-    fn check(&self, job: &Job) -> Result<(), String> {
+    fn check(&self, job: &Job) -> Result<(), CheckError> {
         check::server_allows_websockets(job)
     }
 

@@ -11,23 +11,26 @@ use slab::Slab;
 
 use super::new_carrier;
 use crate::engine::Job;
+use crate::engine::dial::CheckError;
 use crate::engine::dial::carrier::{Carrier, CarrierCx};
 use crate::metrics::Counters;
 
 /// Longest wait for the server's SETTINGS once the connect timeout has passed.
 const SETTINGS_WAIT: Duration = Duration::from_secs(5);
 
-/// `Ok` when the target allows extended CONNECT over HTTP/3; else the one-line cause.
-pub fn server_allows_websockets(job: &Job) -> Result<(), String> {
+/// `Ok` when the target allows extended CONNECT over HTTP/3; else the one-line cause: a
+/// refusal when the server's answer (or its silence) says it does not.
+pub fn server_allows_websockets(job: &Job) -> Result<(), CheckError> {
     let url = &job.target.url;
     if !job.target.tls {
-        return Err(format!("{url}: --transport h3 runs over QUIC, which is always TLS: use a wss:// URL"));
+        return Err(CheckError::Failed(format!(
+            "{url}: --transport h3 runs over QUIC, which is always TLS: use a wss:// URL"
+        )));
     }
-    let mut carrier = new_carrier(job, 0).map_err(|e| format!("{url}: opening a QUIC connection: {e}"))?;
-    let mut poll = Poll::new().map_err(|e| format!("{url}: {e}"))?;
-    poll.registry()
-        .register(carrier.socket(), Token(0), Interest::READABLE)
-        .map_err(|e| format!("{url}: {e}"))?;
+    let failed = |e: std::io::Error| CheckError::Failed(format!("{url}: opening a QUIC connection: {e}"));
+    let mut carrier = new_carrier(job, 0).map_err(failed)?;
+    let mut poll = Poll::new().map_err(failed)?;
+    poll.registry().register(carrier.socket(), Token(0), Interest::READABLE).map_err(failed)?;
     let mut events = Events::with_capacity(8);
     let (mut conns, mut counters, mut stream_events) = (Slab::new(), Counters::default(), Vec::new());
     let wait = job.load.connect_timeout + SETTINGS_WAIT;
@@ -35,12 +38,12 @@ pub fn server_allows_websockets(job: &Job) -> Result<(), String> {
     loop {
         let now = Instant::now();
         if now >= deadline {
-            return Err(format!(
+            return Err(CheckError::Refused(format!(
                 "{url} sent no HTTP/3 SETTINGS within {} s: it does not seem to speak HTTP/3 on UDP port {}; \
                  run with --transport h1 or h2, or check the server's QUIC port",
                 wait.as_secs(),
                 job.target.addr.port()
-            ));
+            )));
         }
         let timer = carrier.next_timer().map_or(deadline, |at| at.min(deadline));
         if poll.poll(&mut events, Some(timer.saturating_duration_since(now))).is_err() {
@@ -55,7 +58,7 @@ pub fn server_allows_websockets(job: &Job) -> Result<(), String> {
         match carrier.verdict() {
             None => {}
             Some(Ok(())) => return Ok(()),
-            Some(Err(cause)) => return Err(refusal(url, &cause)),
+            Some(Err(cause)) => return Err(CheckError::Refused(refusal(url, &cause))),
         }
     }
 }

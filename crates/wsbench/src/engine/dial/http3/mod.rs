@@ -13,7 +13,7 @@ mod request;
 use std::io;
 
 use super::http2::{STREAMS_PER_CONNECTION, shared_spec};
-use super::{Carrier, Dial};
+use super::{Carrier, CheckError, Dial};
 use crate::config::{ConfigError, TransportSpec};
 use crate::engine::Job;
 use crate::options::{OptionSpec, OptionValues};
@@ -49,7 +49,7 @@ impl Dial for Http3 {
         true
     }
 
-    fn check(&self, job: &Job) -> Result<(), String> {
+    fn check(&self, job: &Job) -> Result<(), CheckError> {
         check::server_allows_websockets(job)
     }
 
