@@ -9,7 +9,8 @@
 //! A client that does not read its echoes gets the event loops' backpressure, per
 //! WebSocket: past [`BACKPRESSURE_BYTES`] queued on its stream, the stream's input is left
 //! unread (QUIC's flow control then stops the client) until the queue has drained, so the
-//! server's memory does not grow with what such a client sends.
+//! server's memory does not grow with what such a client sends. When the server stops, its
+//! QUIC connections are closed (H3_NO_ERROR), not left to time out.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -111,7 +112,15 @@ impl H3Server {
         while !self.shared.stopping.load(Ordering::SeqCst) {
             self.turn(&mut events, TICK)?;
         }
+        self.close();
         Ok(())
+    }
+
+    /// Ends every QUIC connection with H3_NO_ERROR, so clients learn it now rather than at
+    /// their idle timeout.
+    fn close(&mut self) {
+        self.endpoint.close_all(Instant::now());
+        self.transmit();
     }
 
     /// One turn: waits up to `longest` for datagrams or a timer, then takes what came,

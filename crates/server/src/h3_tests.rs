@@ -164,3 +164,17 @@ fn a_client_that_does_not_read_its_echoes_is_held_back_and_the_servers_queue_sta
     assert!(peak <= bound, "the server queued {peak} bytes for one WebSocket, past {bound}");
     assert!(peak > BACKPRESSURE_BYTES, "the budget was reached ({peak} bytes queued)");
 }
+
+#[test]
+fn a_stopping_server_closes_its_quic_connections_with_h3_no_error() {
+    let mut rig = Rig::new();
+    rig.open_websocket();
+    rig.server.close();
+    rig.until("the connection's end", |rig| rig.seen.iter().any(|e| matches!(e, Event::Closed(_))));
+    let cause = rig.seen.iter().find_map(|e| match e {
+        Event::Closed(cause) => Some(cause.clone()),
+        _ => None,
+    });
+    // The server's H3_NO_ERROR, not the client's idle timeout.
+    assert_eq!(cause.map(|c| c.name()).as_deref(), Some("h3_peer_closed"), "{:?}", rig.seen);
+}

@@ -184,6 +184,14 @@ impl Endpoint {
         self.settle(now, handle);
     }
 
+    /// Closes every connection not over yet ([`Session::close`]: H3_NO_ERROR); the caller
+    /// then sends what [`Endpoint::transmit`] gives, the closes among it.
+    pub fn close_all(&mut self, now: Instant) {
+        for session in self.sessions.values_mut() {
+            session.close(now);
+        }
+    }
+
     pub fn session(&mut self, handle: ConnectionHandle) -> Option<&mut Session> {
         self.sessions.get_mut(&handle)
     }

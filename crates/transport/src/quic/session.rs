@@ -378,6 +378,18 @@ impl Session {
         self.events.push_back(Event::Closed(Cause::H3(error)));
     }
 
+    /// Ends the connection as HTTP/3 does when it is done (an application CONNECTION_CLOSE
+    /// with H3_NO_ERROR), so the peer lets it go at once instead of at its idle timeout.
+    /// What goes out next carries the close.
+    pub fn close(&mut self, now: Instant) {
+        if self.closed {
+            return;
+        }
+        let code = VarInt::from_u64(Code::NoError.value()).unwrap_or(VarInt::from_u32(0x100));
+        self.conn.close(now, code, Bytes::new());
+        self.closed = true;
+    }
+
     /// (Client) opens a WebSocket: a request stream carrying an extended CONNECT. `None`
     /// while the peer allows no more streams.
     pub fn open_websocket(&mut self, scheme: &str, authority: &str, path: &str) -> Option<StreamId> {

@@ -1,10 +1,17 @@
 //! `wsbench run --transport h3` (RFC 9220) against `wsbench serve --h3`: WebSockets ride as
 //! streams on a few QUIC connections with no error and the server echoes exactly what the
 //! client counts; a plain HTTP/3 server (one without SETTINGS_ENABLE_CONNECT_PROTOCOL) and a
-//! `ws://` target get one line and no load. The server runs on a free port and is stopped by
-//! the test that started it.
+//! `ws://` target get one line and no load, and the QUIC connection of that check is closed
+//! (H3_NO_ERROR), not left to the server's idle timeout. The server runs on a free port and
+//! is stopped by the test that started it.
 
-use std::time::Duration;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use wsbench_transport::quic::{self, Endpoint, Event};
 
 use crate::harness::{
     arg, assert_matches_schema, errors, heavy, read_result, scratch, summary_of, uint, wsbench,
@@ -85,4 +92,55 @@ fn a_ws_url_over_h3_gets_one_line_and_no_load() {
     let url = format!("ws://{}/", server.addr_for("h3"));
     // Nothing was asked of the server: wsbench's own failure, exit 1.
     refused_before_load("h3-ws-url", &url, "use a wss:// URL", 1);
+}
+
+/// A plain HTTP/3 server (no SETTINGS_ENABLE_CONNECT_PROTOCOL) of wsbench's own QUIC layer,
+/// in a thread of the test on a free UDP port: it returns how its first connection ended
+/// (the cause's name), or says that none did within 60 s.
+fn plain_h3_server() -> (SocketAddr, JoinHandle<String>) {
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert: CertificateDer<'static> = generated.cert.der().clone();
+    let key = PrivateKeyDer::try_from(generated.signing_key.serialize_der()).unwrap();
+    let mut tls =
+        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .and_then(|builder| builder.with_no_client_auth().with_single_cert(vec![cert], key))
+            .unwrap();
+    tls.alpn_protocols = vec![wsbench_transport::http3::ALPN.to_vec()];
+    let mut endpoint = Endpoint::server(quic::server_config(tls, 10).unwrap(), false);
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.set_read_timeout(Some(Duration::from_millis(5))).unwrap();
+    let addr = socket.local_addr().unwrap();
+    let thread = std::thread::spawn(move || {
+        let (start, mut datagram, mut out) = (Instant::now(), vec![0; quic::MAX_DATAGRAM], Vec::new());
+        while start.elapsed() < Duration::from_secs(60) {
+            while let Ok((n, from)) = socket.recv_from(&mut datagram) {
+                endpoint.receive(Instant::now(), from, &datagram[..n]);
+            }
+            endpoint.on_timeout(Instant::now());
+            for handle in endpoint.handles() {
+                while let Some(event) = endpoint.session(handle).and_then(|s| s.next_event()) {
+                    if let Event::Closed(cause) = event {
+                        return cause.name();
+                    }
+                }
+                endpoint.touched(Instant::now(), handle);
+            }
+            while let Some(to) = endpoint.transmit(Instant::now(), &mut out) {
+                let _ = socket.send_to(&out, to);
+            }
+        }
+        "no end within 60 s".to_string()
+    });
+    (addr, thread)
+}
+
+#[test]
+fn the_checks_quic_connection_is_closed_with_h3_no_error_not_left_to_time_out() {
+    let _slot = heavy(1);
+    let (addr, server) = plain_h3_server();
+    let url = format!("wss://{addr}/");
+    refused_before_load("h3-check-closes", &url, "SETTINGS_ENABLE_CONNECT_PROTOCOL", 3);
+    // The client's CONNECTION_CLOSE, not the server's idle timeout (30 s).
+    assert_eq!(server.join().unwrap(), "h3_peer_closed");
 }
