@@ -94,10 +94,11 @@ fn a_ws_url_over_h3_gets_one_line_and_no_load() {
     refused_before_load("h3-ws-url", &url, "use a wss:// URL", 1);
 }
 
-/// A plain HTTP/3 server (no SETTINGS_ENABLE_CONNECT_PROTOCOL) of wsbench's own QUIC layer,
-/// in a thread of the test on a free UDP port: it returns how its first connection ended
-/// (the cause's name), or says that none did within 60 s.
-fn plain_h3_server() -> (SocketAddr, JoinHandle<String>) {
+/// An HTTP/3 server of wsbench's own QUIC layer, in a thread of the test on a free UDP
+/// port: with `enable_connect` it accepts every extended CONNECT (and echoes nothing), else
+/// it is a plain HTTP/3 server. It returns how its first `closes` connections ended (the
+/// causes' names), or stops waiting after 60 s.
+fn h3_server(enable_connect: bool, closes: usize) -> (SocketAddr, JoinHandle<Vec<String>>) {
     let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let cert: CertificateDer<'static> = generated.cert.der().clone();
     let key = PrivateKeyDer::try_from(generated.signing_key.serialize_der()).unwrap();
@@ -107,21 +108,26 @@ fn plain_h3_server() -> (SocketAddr, JoinHandle<String>) {
             .and_then(|builder| builder.with_no_client_auth().with_single_cert(vec![cert], key))
             .unwrap();
     tls.alpn_protocols = vec![wsbench_transport::http3::ALPN.to_vec()];
-    let mut endpoint = Endpoint::server(quic::server_config(tls, 10).unwrap(), false);
+    let mut endpoint = Endpoint::server(quic::server_config(tls, 100).unwrap(), enable_connect);
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     socket.set_read_timeout(Some(Duration::from_millis(5))).unwrap();
     let addr = socket.local_addr().unwrap();
     let thread = std::thread::spawn(move || {
         let (start, mut datagram, mut out) = (Instant::now(), vec![0; quic::MAX_DATAGRAM], Vec::new());
-        while start.elapsed() < Duration::from_secs(60) {
+        let mut ended = Vec::new();
+        while start.elapsed() < Duration::from_secs(60) && ended.len() < closes {
             while let Ok((n, from)) = socket.recv_from(&mut datagram) {
                 endpoint.receive(Instant::now(), from, &datagram[..n]);
             }
             endpoint.on_timeout(Instant::now());
             for handle in endpoint.handles() {
-                while let Some(event) = endpoint.session(handle).and_then(|s| s.next_event()) {
-                    if let Event::Closed(cause) = event {
-                        return cause.name();
+                while let Some(session) = endpoint.session(handle)
+                    && let Some(event) = session.next_event()
+                {
+                    match event {
+                        Event::Request(stream, _) => session.respond(stream, 200),
+                        Event::Closed(cause) => ended.push(cause.name()),
+                        _ => {}
                     }
                 }
                 endpoint.touched(Instant::now(), handle);
@@ -130,7 +136,7 @@ fn plain_h3_server() -> (SocketAddr, JoinHandle<String>) {
                 let _ = socket.send_to(&out, to);
             }
         }
-        "no end within 60 s".to_string()
+        ended
     });
     (addr, thread)
 }
@@ -138,9 +144,23 @@ fn plain_h3_server() -> (SocketAddr, JoinHandle<String>) {
 #[test]
 fn the_checks_quic_connection_is_closed_with_h3_no_error_not_left_to_time_out() {
     let _slot = heavy(1);
-    let (addr, server) = plain_h3_server();
+    let (addr, server) = h3_server(false, 1);
     let url = format!("wss://{addr}/");
     refused_before_load("h3-check-closes", &url, "SETTINGS_ENABLE_CONNECT_PROTOCOL", 3);
     // The client's CONNECTION_CLOSE, not the server's idle timeout (30 s).
-    assert_eq!(server.join().unwrap(), "h3_peer_closed");
+    assert_eq!(server.join().unwrap(), ["h3_peer_closed"]);
+}
+
+#[test]
+fn a_finished_runs_quic_connections_are_closed_with_h3_no_error() {
+    let _slot = heavy(1);
+    // The check's connection, then the run's two (3 WebSockets, 2 per connection).
+    let (addr, server) = h3_server(true, 3);
+    let url = format!("wss://{addr}/");
+    let args = ["run", "echo", &url, "--transport", "h3", "--insecure", "--connections", "3"];
+    let more = ["--streams-per-connection", "2", "--duration", "1s", "--quiet"];
+    let run = wsbench(&[&args[..], &more[..]].concat(), Duration::from_secs(60));
+    // The server answers no echo: the run counts its requests unanswered (exit 3).
+    assert_eq!(run.code, Some(3), "{}", run.describe());
+    assert_eq!(server.join().unwrap(), ["h3_peer_closed"; 3], "{}", run.describe());
 }
