@@ -165,7 +165,9 @@ impl Endpoint {
         self.sessions.values_mut().filter_map(|s| s.conn.poll_timeout()).min()
     }
 
-    /// Runs the timers that fell due by `now` and drops connections that are over.
+    /// Runs the timers that fell due by `now` and drops connections that are over and have
+    /// told so (an idle timeout ends a connection within this call: its
+    /// [`Event::Closed`] is read before the session goes, at a later call).
     pub fn on_timeout(&mut self, now: Instant) {
         let handles: Vec<ConnectionHandle> = self.sessions.keys().copied().collect();
         for handle in handles {
@@ -176,7 +178,7 @@ impl Endpoint {
             }
             self.settle(now, handle);
         }
-        self.sessions.retain(|_, s| !(s.conn.is_drained() && s.is_closed()));
+        self.sessions.retain(|_, s| !(s.conn.is_drained() && s.is_closed() && !s.has_events()));
     }
 
     /// After the caller wrote to a session: its output and events catch up.

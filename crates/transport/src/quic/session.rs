@@ -156,6 +156,11 @@ impl Session {
         self.events.pop_front()
     }
 
+    /// Whether events wait to be read.
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// Whether the connection is over (its [`Event::Closed`] given).
     pub fn is_closed(&self) -> bool {
         self.closed

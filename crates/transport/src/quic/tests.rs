@@ -48,6 +48,11 @@ struct Pair {
 
 impl Pair {
     fn new(enable_connect: bool) -> (Pair, ConnectionHandle) {
+        Pair::with_client(enable_connect, |_| {})
+    }
+
+    /// A pair whose client connection's QUIC configuration `tweak` changed.
+    fn with_client(enable_connect: bool, tweak: impl FnOnce(&mut ClientConfig)) -> (Pair, ConnectionHandle) {
         let (client_tls, server_tls) = tls_pair();
         let server_socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         let client_socket = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -57,14 +62,9 @@ impl Pair {
         let server = Endpoint::server(server_config(server_tls, 100).unwrap(), enable_connect);
         let mut client = Endpoint::client();
         let to = server_socket.local_addr().unwrap();
-        let handle = client
-            .connect(
-                Instant::now(),
-                client_config(std::sync::Arc::new(client_tls), 100).unwrap(),
-                to,
-                "localhost",
-            )
-            .unwrap();
+        let mut config = client_config(std::sync::Arc::new(client_tls), 100).unwrap();
+        tweak(&mut config);
+        let handle = client.connect(Instant::now(), config, to, "localhost").unwrap();
         (Pair { client, server, client_socket, server_socket }, handle)
     }
 
@@ -173,4 +173,34 @@ fn a_server_without_extended_connect_says_so_in_its_settings() {
     let Some(Event::Ready(settings)) = events.last() else { panic!("{events:?}") };
     assert!(!settings.enable_connect_protocol);
     assert_eq!(pair.client.session(handle).unwrap().peer_settings(), Some(*settings));
+}
+
+#[test]
+fn a_connection_that_times_out_is_told_before_it_is_dropped() {
+    // A connection whose idle timeout is 1 s, to a server that then goes silent.
+    let (mut pair, handle) = Pair::with_client(true, |config| {
+        let mut short = transport(100);
+        short.max_idle_timeout(Some(Duration::from_secs(1).try_into().unwrap()));
+        config.transport_config(std::sync::Arc::new(short));
+    });
+    pair.run(handle, |_, seen| seen.iter().any(|e| matches!(e, Event::Ready(_))));
+    let start = Instant::now();
+    let mut datagram = vec![0; MAX_DATAGRAM];
+    let cause = loop {
+        assert!(start.elapsed() < PATIENCE, "no end after {PATIENCE:?}");
+        let mut buf = Vec::new();
+        while pair.client.transmit(Instant::now(), &mut buf).is_some() {}
+        // The server reads nothing now: what came is thrown away.
+        while pair.server_socket.recv_from(&mut datagram).is_ok() {}
+        pair.client.on_timeout(Instant::now());
+        let session = pair.client.session(handle).expect("the session stays until its end is read");
+        if let Some(Event::Closed(cause)) = std::iter::from_fn(|| session.next_event()).last() {
+            break cause;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(cause, Cause::TimedOut);
+    // Told, it goes at the next turn of the timers.
+    pair.client.on_timeout(Instant::now());
+    assert!(pair.client.session(handle).is_none());
 }
