@@ -7,6 +7,7 @@
 //! certificate: clients connect with `--insecure`).
 
 use std::net::{SocketAddr, UdpSocket};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use wsbench_supervisor::Launch;
@@ -36,8 +37,9 @@ pub fn start_hypercorn_h3() -> Result<Peer, PeerError> {
     const PEER: &str = "hypercorn";
     let python = repo_root().join(".venv/bin/python");
     installed(PEER, &python)?;
-    let probe = std::process::Command::new(&python).args(["-c", "import hypercorn, aioquic"]).output();
-    if !probe.is_ok_and(|out| out.status.success()) {
+    let mut probe = Launch::new(PEER, &python).arg("-c").arg("import hypercorn, aioquic");
+    probe.command_mut().stdout(Stdio::null()).stderr(Stdio::null());
+    if !probe.run_to_completion(Duration::from_secs(30)).is_ok_and(|status| status.success()) {
         let missing = format!("hypercorn and aioquic in {}", python.display());
         return Err(PeerError::NotInstalled { peer: PEER, missing });
     }
