@@ -2,8 +2,9 @@
 //! `crates/transport/tests/fuzz_corpus.rs` (included there by path, so it may only use
 //! `wsbench_transport` and std): arbitrary bytes as a peer's HTTP/3 stream through the
 //! frame reader, fed in chunks, and every HEADERS block through the static-table QPACK
-//! decoder. Neither may panic; the reader always makes progress and never takes more than
-//! it was given; a field section that decodes re-encodes to the same fields.
+//! decoder (its Huffman-coded strings through the RFC 7541 code). Neither may panic; the
+//! reader always makes progress and never takes more than it was given; a field section
+//! that decodes re-encodes to the same fields.
 
 use wsbench_transport::http3::{FrameReader, Piece, StreamRole, qpack};
 

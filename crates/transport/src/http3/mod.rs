@@ -1,7 +1,7 @@
 //! The few pieces of HTTP/3 (RFC 9114) that WebSockets over it need (RFC 9220), as a
 //! sans-I/O codec beside [`crate::http2`]: the stream types, frames ([`frame`]: DATA,
 //! HEADERS, SETTINGS with SETTINGS_ENABLE_CONNECT_PROTOCOL, GOAWAY; others skipped), QPACK
-//! with the static table only ([`qpack`]) and the extended CONNECT's request and answer.
+//! with the static table only ([`qpack`], reading Huffman-coded strings: [`huffman`]) and the extended CONNECT's request and answer.
 //! It reads and writes byte buffers; the QUIC streams those bytes travel on are the
 //! caller's.
 //!
@@ -11,6 +11,7 @@
 
 pub mod error;
 pub mod frame;
+pub mod huffman;
 pub mod qpack;
 mod static_table;
 pub mod varint;

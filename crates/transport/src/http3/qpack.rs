@@ -2,11 +2,11 @@
 //! capacity 0 (the default) and never uses one, so no encoder or decoder stream carries
 //! anything and a field section stands alone. The encoder names static entries by index
 //! and writes everything else as literals without Huffman coding; the decoder reads any
-//! section a peer may send under a zero-capacity table. Huffman-coded strings are refused
-//! as `qpack_decompression_failed` naming the cause (peers that Huffman-code need the
-//! RFC 7541 code table, not written yet).
+//! section a peer may send under a zero-capacity table, Huffman-coded strings included
+//! ([`super::huffman`]: real stacks such as quic-go and aioquic code theirs).
 
 use super::error::{Code, Error};
+use super::huffman;
 use super::static_table::STATIC;
 
 /// One field line: a name and its value, as bytes.
@@ -97,16 +97,19 @@ fn static_entry(index: u64) -> Result<(&'static [u8], &'static [u8]), Error> {
     Ok((name.as_bytes(), value.as_bytes()))
 }
 
-/// A string literal whose length has a `prefix`-bit integer; the bit above it is H.
+/// A string literal whose length has a `prefix`-bit integer; the bit above it is H (the
+/// string is Huffman-coded).
 fn string(block: &[u8], prefix: u8) -> Result<(Vec<u8>, usize), Error> {
     let first = *block.first().ok_or_else(|| failed("a field line cut short"))?;
-    if first & (1 << prefix) != 0 {
-        return Err(failed("a Huffman-coded string (only raw strings are read)"));
-    }
     let (len, n) = get_int(block, prefix)?;
     let end = usize::try_from(len).ok().and_then(|len| n.checked_add(len));
     let bytes = end.and_then(|end| block.get(n..end)).ok_or_else(|| failed("a string cut short"))?;
-    Ok((bytes.to_vec(), n + bytes.len()))
+    if first & (1 << prefix) == 0 {
+        return Ok((bytes.to_vec(), n + bytes.len()));
+    }
+    let mut decoded = Vec::with_capacity(bytes.len() * 8 / 5);
+    huffman::decode(bytes, &mut decoded).map_err(|e| failed(e.what()))?;
+    Ok((decoded, n + bytes.len()))
 }
 
 fn failed(what: &'static str) -> Error {

@@ -34,6 +34,26 @@ fn rfc_9204_literal_with_name_reference_decodes() {
     assert_eq!(decode(&[0, 0, 0xd9], 1000).unwrap(), fields(&[(":status", "200")]));
 }
 
+/// `bytes` from hex digits.
+fn hex(digits: &str) -> Vec<u8> {
+    (0..digits.len()).step_by(2).map(|i| u8::from_str_radix(&digits[i..i + 2], 16).unwrap()).collect()
+}
+
+#[test]
+fn huffman_coded_names_and_values_decode() {
+    // `:authority: www.example.com` (static name 0, value Huffman-coded as in RFC 7541
+    // C.4.1), then `custom-key: custom-value` with both strings Huffman-coded (C.4.3).
+    let mut block = vec![0, 0, 0x50, 0x80 | 12];
+    block.extend(hex("f1e3c2e5f23a6ba0ab90f4ff"));
+    // 001 N=0 H=1 and a 3-bit length of 8: 7 then one continuation byte.
+    block.extend([0x2f, 0x01]);
+    block.extend(hex("25a849e95ba97d7f"));
+    block.push(0x80 | 9);
+    block.extend(hex("25a849e95bb8e8b4bf"));
+    let want = fields(&[(":authority", "www.example.com"), ("custom-key", "custom-value")]);
+    assert_eq!(decode(&block, 1000).unwrap(), want);
+}
+
 #[test]
 fn long_values_use_continuation_bytes() {
     let value = "x".repeat(300);
@@ -50,7 +70,9 @@ fn what_a_zero_capacity_table_cannot_hold_is_refused() {
         (&[0, 0, 0x41, 0], "dynamic table entry"),
         (&[0, 0, 0x10], "post-base"),
         (&[0, 0, 0xff, 0x30], "past its 99"),
-        (&[0, 0, 0x51, 0x85, 1, 2, 3, 4, 5], "Huffman"),
+        (&[0, 0, 0x51, 0x81, 0x18], "padding"),
+        (&[0, 0, 0x51, 0x84, 0xff, 0xff, 0xff, 0xff], "EOS"),
+        (&[0, 0, 0x51, 0x85, 0xf1], "cut short"),
         (&[0, 0, 0x51, 0x0b, b'/'], "cut short"),
         (&[0, 0, 0xff], "cut short"),
         (&[0], "cut short"),
