@@ -12,6 +12,11 @@ SIGUSR1 prints `echoed N messages, M connections open` (the count of echoes sent
 `wsbench serve` prints it), so a test can compare the server's count with the client's round
 trips. Prints `listening on ws://127.0.0.1:PORT` once both sockets are bound; SIGTERM or
 SIGINT stops it.
+
+hypercorn 0.18.0 as shipped, but for one fix (`handle_h3`: without it a close frame and its
+stream's end arriving together end the whole HTTP/3 server). Left as shipped: an HTTP/3
+WebSocket that the client closes is dropped by hypercorn without telling the application
+(no `websocket.disconnect` comes), so its task stays and `connections open` keeps counting it.
 """
 
 import asyncio
@@ -27,8 +32,11 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from aioquic.h3.events import DataReceived, HeadersReceived
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
+from hypercorn.protocol.events import Body, EndBody
+from hypercorn.protocol.h3 import H3Protocol
 
 # Large enough for 16 MiB messages, capped like wsbench serve's default.
 MAX_MESSAGE = 128 * 1024 * 1024
@@ -62,13 +70,41 @@ async def app(scope, receive, send):
                 message = await receive()
                 if message["type"] != "websocket.receive":
                     break
+                echoed += 1
                 if message.get("bytes") is not None:
                     await send({"type": "websocket.send", "bytes": message["bytes"]})
                 else:
                     await send({"type": "websocket.send", "text": message["text"]})
-                echoed += 1
         finally:
             open_connections -= 1
+
+
+async def handle_h3(self, quic_event):
+    """hypercorn 0.18.0's `H3Protocol.handle`, with each stream looked up once per event.
+
+    A client that ends a WebSocket's stream right after its close frame (as RFC 9220 has it)
+    may have both arrive in one DataReceived: handling the close frame closes the stream and
+    drops it from `self.streams`, and hypercorn's second lookup, for the stream's end, raised
+    KeyError. That ended hypercorn's whole HTTP/3 server, cancelling every application task:
+    every WebSocket still open on any QUIC connection was closed with 1011 and the UDP port
+    answered no more. (Its HTTP/2 code guards the same lookup.)
+    """
+    for event in self.connection.handle_event(quic_event):
+        if isinstance(event, HeadersReceived):
+            if not self.context.terminated.is_set():
+                await self._create_stream(event)
+                if event.stream_ended:
+                    await self.streams[event.stream_id].handle(EndBody(stream_id=event.stream_id))
+        elif isinstance(event, DataReceived):
+            stream = self.streams.get(event.stream_id)
+            if stream is None:
+                continue
+            await stream.handle(Body(stream_id=event.stream_id, data=event.data))
+            if event.stream_ended:
+                await stream.handle(EndBody(stream_id=event.stream_id))
+
+
+H3Protocol.handle = handle_h3
 
 
 def self_signed(folder):

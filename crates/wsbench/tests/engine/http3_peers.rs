@@ -43,15 +43,15 @@ fn run_over_h3(test: &str, h3: SocketAddr) -> (Value, String) {
     (result, context)
 }
 
-/// The count line a server prints on SIGUSR1 (`echoed N messages, M connections open`),
-/// once every WebSocket has gone (the servers count a WebSocket open until its close is
-/// through, which may trail the client's exit).
-fn echo_count_line(pid: u32, next_line: impl Fn() -> Option<String>) -> String {
+/// What `wsbench serve` printed on SIGUSR1 (`echoed N messages, M connections open`), once
+/// every WebSocket has gone (it counts a WebSocket open until its close is through, which may
+/// trail the client's exit).
+fn serve_counts(serve: &Server) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         // SAFETY: kill(2) on a child this test started.
-        unsafe { libc::kill(pid as i32, libc::SIGUSR1) };
-        let line = next_line().expect("the server printed its counts");
+        unsafe { libc::kill(serve.pid() as i32, libc::SIGUSR1) };
+        let line = serve.lines.recv_timeout(Duration::from_secs(20)).expect("serve printed its counts");
         if line.ends_with(" 0 connections open") || Instant::now() > deadline {
             return line;
         }
@@ -59,15 +59,28 @@ fn echo_count_line(pid: u32, next_line: impl Fn() -> Option<String>) -> String {
     }
 }
 
+/// The echo count hypercorn's application printed on SIGUSR1 (`echoed N messages, …`).
+fn hypercorn_echoes(hypercorn: &Peer) -> String {
+    // SAFETY: kill(2) on a child this test started.
+    unsafe { libc::kill(hypercorn.pid() as i32, libc::SIGUSR1) };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Some(line) = hypercorn.log().lines().find(|line| line.starts_with("echoed ")) {
+            return line.to_owned();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("hypercorn printed no count; its log:\n{}", hypercorn.log());
+}
+
 #[test]
 fn a_thousand_websockets_on_ten_quic_connections_through_caddy_are_all_echoed_by_serve() {
     let _slot = heavy(2);
     let serve = Server::spawn(&[]);
     let Some(caddy) = or_skip(start_caddy_h3(serve.addr)) else { return };
-    let h3 = h3_addr(&caddy);
-    let (result, context) = run_over_h3("h3-caddy", h3);
+    let (result, context) = run_over_h3("h3-caddy", h3_addr(&caddy));
     let received = uint(&result, "/summary/messages/received");
-    let counts = echo_count_line(serve.pid(), || serve.lines.recv_timeout(Duration::from_secs(20)).ok());
+    let counts = serve_counts(&serve);
     println!("wsbench serve behind Caddy: {counts}");
     assert_eq!(
         counts,
@@ -83,28 +96,13 @@ fn a_thousand_websockets_on_ten_quic_connections_to_hypercorn_are_all_echoed() {
     let Some(hypercorn) = or_skip(start_hypercorn_h3()) else { return };
     let (result, context) = run_over_h3("h3-hypercorn", h3_addr(&hypercorn));
     let received = uint(&result, "/summary/messages/received");
-    let seen = std::cell::Cell::new(0);
-    let counts = echo_count_line(hypercorn.pid(), || {
-        // The log grows by one count line per SIGUSR1: wait for the next.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let lines: Vec<String> =
-                hypercorn.log().lines().filter(|l| l.starts_with("echoed ")).map(str::to_owned).collect();
-            if lines.len() > seen.get() {
-                seen.set(lines.len());
-                return lines.last().cloned();
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    });
+    let counts = hypercorn_echoes(&hypercorn);
     println!("hypercorn: {counts}");
-    assert_eq!(
-        counts,
-        format!("echoed {received} messages, 0 connections open"),
-        "hypercorn echoed what wsbench received\n{context}\nhypercorn's log:\n{}",
+    // hypercorn never tells the application that an HTTP/3 WebSocket closed: its count of
+    // open connections keeps them (servers/python-hypercorn-h3/server.py).
+    assert!(
+        counts.starts_with(&format!("echoed {received} messages, ")),
+        "hypercorn echoed what wsbench received: {counts}\n{context}\nhypercorn's log:\n{}",
         hypercorn.log()
     );
 }
