@@ -14,7 +14,8 @@ trips. Prints `listening on ws://127.0.0.1:PORT` once both sockets are bound; SI
 SIGINT stops it.
 
 hypercorn 0.18.0 as shipped, but for one fix (`handle_h3`: without it a close frame and its
-stream's end arriving together end the whole HTTP/3 server). Left as shipped: an HTTP/3
+stream's end arriving together end the whole HTTP/3 server) and a deeper datagram queue
+(`UDP_QUEUE`, 10 as shipped). Left as shipped: an HTTP/3
 WebSocket that the client closes is dropped by hypercorn without telling the application
 (no `websocket.disconnect` comes), so its task stays and `connections open` keeps counting it.
 """
@@ -34,6 +35,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from aioquic.h3.events import DataReceived, HeadersReceived
 from hypercorn.asyncio import serve
+from hypercorn.asyncio.udp_server import UDPServer
 from hypercorn.config import Config
 from hypercorn.protocol.events import Body, EndBody
 from hypercorn.protocol.h3 import H3Protocol
@@ -105,6 +107,21 @@ async def handle_h3(self, quic_event):
 
 
 H3Protocol.handle = handle_h3
+
+# Datagrams hypercorn queues between its UDP socket and its QUIC layer: hypercorn drops what
+# comes past 10, so a burst of handshakes or a busy moment lost packets that QUIC then had to
+# resend after its timers (handshakes and replies seconds late). A deep queue, as the fleet's
+# TCP servers get a deep listen backlog.
+UDP_QUEUE = 4096
+_udp_init = UDPServer.__init__
+
+
+def _udp_server_init(self, *args, **kwargs):
+    _udp_init(self, *args, **kwargs)
+    self.protocol_queue = asyncio.Queue(UDP_QUEUE)
+
+
+UDPServer.__init__ = _udp_server_init
 
 
 def self_signed(folder):

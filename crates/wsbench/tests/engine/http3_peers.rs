@@ -23,7 +23,9 @@ const PER_CONNECTION: u64 = 100;
 fn run_over_h3(test: &str, h3: SocketAddr) -> (Value, String) {
     let json = scratch(test).join("r.json");
     let url = format!("wss://{h3}/");
-    let load = format!("--connections {WEBSOCKETS} --streams-per-connection {PER_CONNECTION} --duration 3s");
+    let load = format!(
+        "--connections {WEBSOCKETS} --streams-per-connection {PER_CONNECTION} --ramp 500/s --connect-timeout 10s --duration 3s"
+    );
     let mut args = vec!["run", "echo", &url, "--transport", "h3", "--insecure", "--json", arg(&json)];
     args.extend(load.split(' '));
     let run = wsbench(&args, Duration::from_secs(120));
