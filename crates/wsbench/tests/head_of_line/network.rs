@@ -131,6 +131,33 @@ impl Pair {
     }
 }
 
+impl Pair {
+    /// TCP segments retransmitted in both namespaces so far (`RetransSegs` of
+    /// `/proc/net/snmp`): a data segment was lost and sent again, not only an ACK.
+    pub fn tcp_retransmitted(&self) -> u64 {
+        [&self.server, &self.client]
+            .iter()
+            .map(|netns| {
+                let snmp = run("ip", &["netns", "exec", netns, "cat", "/proc/net/snmp"], None)
+                    .unwrap_or_else(|e| panic!("reading the TCP counters: {e}"));
+                retransmitted_segments(&snmp)
+            })
+            .sum()
+    }
+}
+
+/// `RetransSegs` from the two `Tcp:` lines of `/proc/net/snmp` (names, then values).
+fn retransmitted_segments(snmp: &str) -> u64 {
+    let mut tcp = snmp.lines().filter(|line| line.starts_with("Tcp:"));
+    let (Some(names), Some(values)) = (tcp.next(), tcp.next()) else { return 0 };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(name, _)| *name == "RetransSegs")
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or(0)
+}
+
 impl Drop for Pair {
     fn drop(&mut self) {
         for netns in [&self.server, &self.client] {
@@ -248,4 +275,11 @@ fn remove_leftovers() {
             let _ = run("ip", &["netns", "del", &name], None);
         }
     }
+}
+
+#[test]
+fn retransmitted_segments_are_read_from_the_tcp_lines() {
+    let snmp = "Ip: Forwarding\nIp: 1\nTcp: RtoMin OutSegs RetransSegs InErrs\nTcp: 200 90 7 0\nUdp: InDatagrams\nUdp: 3\n";
+    assert_eq!(retransmitted_segments(snmp), 7);
+    assert_eq!(retransmitted_segments("Ip: 1\n"), 0);
 }
