@@ -34,6 +34,8 @@ mod flow_captures;
 mod http2;
 #[path = "engine/http3.rs"]
 mod http3;
+#[path = "engine/http3_peers.rs"]
+mod http3_peers;
 #[path = "engine/import.rs"]
 mod import;
 #[path = "engine/io_backends.rs"]
