@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzz smoke test for the RFC 6455 codec, the echo server and the application-protocol
 # decoders (mqtt_decode, stomp_decode, socketio_decode, graphql_ws_decode, jsonrpc_decode, centrifugo_decode, nats_decode,
-# actioncable_decode, pusher_decode, signalr_decode),
+# actioncable_decode, pusher_decode, signalr_decode)
+# and the HTTP/3 frame and QPACK decoders (http3_decode),
 # as CI runs it: every cargo-fuzz target in fuzz/
 # for SECONDS seconds each (default 60), starting from the committed seeds and regression
 # inputs in fuzz/corpus/<target>/. Exits non-zero if any target crashes; libFuzzer leaves

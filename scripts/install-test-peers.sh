@@ -35,6 +35,11 @@
 #     nothing more than node
 #   - the fleet's axum server, servers/rust-axum (cargo build --release --locked, from
 #     crates.io; its own Cargo.lock)
+# and the HTTP/3 servers of the RFC 9220 tests (crates/wsbench/tests/engine/http3_peers.rs),
+# both also fleet members:
+#   - Caddy into <repo>/.tools (scripts/install-caddy.sh, needs Go), servers/caddy-h3
+#   - hypercorn and aioquic into <repo>/.venv (servers/python-hypercorn-h3/requirements.txt),
+#     servers/python-hypercorn-h3's ASGI echo application
 # Idempotent: re-running it only re-checks what is already installed.
 set -euo pipefail
 
@@ -78,6 +83,9 @@ echo "install-test-peers: pip install -r tests/interop/requirements.txt"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/interop/requirements.txt
 .venv/bin/python -c 'import websockets; print("install-test-peers: python websockets", websockets.__version__)'
 .venv/bin/python -c 'import importlib.metadata as m; print("install-test-peers: python prometheus-client", m.version("prometheus-client"))'
+echo "install-test-peers: pip install -r servers/python-hypercorn-h3/requirements.txt"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r servers/python-hypercorn-h3/requirements.txt
+.venv/bin/python -c 'import importlib.metadata as m; print("install-test-peers: python hypercorn", m.version("hypercorn"), "aioquic", m.version("aioquic"))'
 
 # aiosignalr needs websockets 16, which .venv pins at 17.4: the SignalR hub has a venv of its own.
 if [ ! -x .venv-signalr/bin/python ] || ! .venv-signalr/bin/python -c pass 2>/dev/null; then
@@ -114,6 +122,7 @@ node -e 'for (const p of ["socket.io", "socket.io-msgpack-parser", "graphql-ws",
 ./scripts/install-nats-server.sh
 ./scripts/install-centrifugo.sh
 ./scripts/install-sockudo.sh
+./scripts/install-caddy.sh
 # The fleet's node.js `ws` server: the stages tests run against it (tests/stages.rs).
 echo "install-test-peers: npm ci in servers/node-ws"
 (cd servers/node-ws && npm ci --no-audit --no-fund --loglevel=error)

@@ -62,6 +62,14 @@ pub struct ServeConfig {
     /// (Service Restart) as a graceful restart says, or 1001 (Going Away).
     #[serde(default = "default_close_code")]
     pub close_code: u16,
+    /// Also serve WebSockets over HTTP/3 (RFC 9220) on the UDP port of the WebSocket port's
+    /// number, with the `tls` certificate (a self-signed one without `tls`).
+    #[serde(default)]
+    pub h3: bool,
+    /// Over HTTP/3, leave SETTINGS_ENABLE_CONNECT_PROTOCOL out: a plain HTTP/3 server, which
+    /// refuses WebSockets (to test clients against one).
+    #[serde(default)]
+    pub h3_refuse_websockets: bool,
 }
 
 fn default_close_code() -> u16 {
@@ -92,6 +100,8 @@ impl Default for ServeConfig {
             deflate: true,
             pubsub: false,
             close_code: DEFAULT_CLOSE_CODE,
+            h3: false,
+            h3_refuse_websockets: false,
         }
     }
 }
@@ -118,6 +128,8 @@ mod tests {
             deflate: false,
             pubsub: true,
             close_code: 1001,
+            h3: true,
+            h3_refuse_websockets: true,
         };
         let bytes = wsbench_supervisor::encode_settings(&every).unwrap();
         let back: ServeConfig = wsbench_supervisor::read_settings(bytes.as_slice()).unwrap();

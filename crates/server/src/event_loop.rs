@@ -37,7 +37,7 @@ const FIRST_CONNECTION: usize = 3;
 
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// Pending output above which the loop stops reading from that peer.
-const BACKPRESSURE_BYTES: usize = 1024 * 1024;
+pub(crate) const BACKPRESSURE_BYTES: usize = 1024 * 1024;
 /// How long a connection that we closed may take to close its side.
 const CLOSING_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long shutdown waits for peers to answer the 1001 close.

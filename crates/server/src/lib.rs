@@ -15,6 +15,7 @@ mod conn;
 pub mod counts;
 mod echo_count;
 mod event_loop;
+mod h3;
 mod large_buffers;
 mod listener;
 mod processes;
@@ -106,6 +107,8 @@ pub struct Endpoints {
     /// The raw TCP echo listener, when asked for.
     pub tcp: Option<SocketAddr>,
     pub tls: bool,
+    /// The UDP address of WebSockets over HTTP/3, when served.
+    pub h3: Option<SocketAddr>,
 }
 
 impl Endpoints {
@@ -115,6 +118,9 @@ impl Endpoints {
         let mut line = format!("listening on {scheme}://{}", self.websocket);
         if let Some(tcp) = self.tcp {
             line.push_str(&format!(" tcp://{tcp}"));
+        }
+        if let Some(h3) = self.h3 {
+            line.push_str(&format!(" h3://{h3}"));
         }
         line
     }
@@ -222,8 +228,21 @@ pub fn start(config: &ServeConfig) -> Result<RunningServer, ServeError> {
             std::thread::Builder::new().name(format!("serve-{index}")).spawn(move || event_loop.run())?,
         );
     }
+    let h3 = match config.h3 {
+        true => {
+            let h3_tls = match &tls {
+                Some(tls) => tls.clone(),
+                None => tls::server_config(&TlsSource::SelfSigned)?,
+            };
+            let server = h3::H3Server::bind(websocket, &h3_tls, config, shared.clone())?;
+            let addr = server.local_addr()?;
+            handles.push(std::thread::Builder::new().name("serve-h3".into()).spawn(move || server.run())?);
+            Some(addr)
+        }
+        false => None,
+    };
     Ok(RunningServer {
-        endpoints: Endpoints { websocket, tcp, tls: tls.is_some() },
+        endpoints: Endpoints { websocket, tcp, tls: tls.is_some(), h3 },
         shared,
         threads: handles,
     })

@@ -23,12 +23,8 @@ pub const SESSION_CACHE_ENTRIES: usize = 4096;
 pub fn server_config(source: &TlsSource) -> Result<Arc<ServerConfig>, ServeError> {
     let (certs, key) = match source {
         TlsSource::SelfSigned => {
-            let names = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
-            let generated =
-                rcgen::generate_simple_self_signed(names).map_err(|e| ServeError::Tls(e.to_string()))?;
-            let key = PrivateKeyDer::try_from(generated.signing_key.serialize_der())
-                .map_err(|e| ServeError::Tls(e.to_string()))?;
-            (vec![generated.cert.der().clone()], key)
+            let (cert, key) = self_signed()?;
+            (vec![cert], key)
         }
         TlsSource::Files { cert, key } => {
             let read = |path: &std::path::Path| {
@@ -61,6 +57,15 @@ pub fn server_config(source: &TlsSource) -> Result<Arc<ServerConfig>, ServeError
     // HTTP/2 first (WebSockets over it, RFC 8441), HTTP/1.1 for everyone else.
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// A certificate for `localhost` and `127.0.0.1`, made now, and its key.
+pub fn self_signed() -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>), ServeError> {
+    let names = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
+    let generated = rcgen::generate_simple_self_signed(names).map_err(|e| ServeError::Tls(e.to_string()))?;
+    let key = PrivateKeyDer::try_from(generated.signing_key.serialize_der())
+        .map_err(|e| ServeError::Tls(e.to_string()))?;
+    Ok((generated.cert.der().clone(), key))
 }
 
 /// The TLS stream of an accepted connection, its handshake counted when it completes;

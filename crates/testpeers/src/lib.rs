@@ -1,9 +1,10 @@
 //! Starts the real servers that wsbench's application-protocol tests talk to, on free
 //! loopback ports, and stops them when the returned [`Peer`] is dropped: mosquitto, NATS,
 //! RabbitMQ (web-stomp and web-mqtt), Centrifugo, Action Cable (puma), sockudo (Pusher),
-//! HAProxy as an HTTP/2 front, the fleet's axum server, and the small socket.io,
-//! graphql-ws, rpc-websockets and node `http2` programs under `tests/peers/`. Test-only (`publish = false`): it may block, sleep and
-//! spawn, which the library crates never do.
+//! HAProxy as an HTTP/2 front, the fleet's axum server, Caddy and hypercorn over HTTP/3, and
+//! the small socket.io, graphql-ws, rpc-websockets and node `http2` programs under
+//! `tests/peers/`. Test-only (`publish = false`): it may block, sleep and spawn, which the
+//! library crates never do.
 //!
 //! Each server is installed by `scripts/install-test-peers.sh`; a missing one is
 //! [`PeerError::NotInstalled`], which [`or_skip`] turns into a skip message, or a test
@@ -15,6 +16,7 @@ mod actioncable;
 mod brokers;
 mod centrifugo;
 mod http2;
+mod http3;
 mod nats;
 mod node;
 mod process;
@@ -32,6 +34,7 @@ pub use centrifugo::{
     CENTRIFUGO_API_KEY, CENTRIFUGO_SECRET, centrifugo_token, start_centrifugo, start_centrifugo_pinging_every,
 };
 pub use http2::{NodeH2, haproxy_show_stat, start_axum, start_haproxy, start_node_h2};
+pub use http3::{start_caddy_h3, start_hypercorn_h3};
 pub use nats::start_nats_configured;
 pub use node::{
     start_graphql_app, start_graphql_ws, start_rpc_websockets, start_socketio, start_socketio_app,

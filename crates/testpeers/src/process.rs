@@ -166,7 +166,7 @@ impl Peer {
         Ok(())
     }
 
-    fn check_alive(&mut self, deadline: Instant, waiting_for: &str) -> Result<(), PeerError> {
+    pub(crate) fn check_alive(&mut self, deadline: Instant, waiting_for: &str) -> Result<(), PeerError> {
         if let Some(reason) = self.exited() {
             return Err(PeerError::DidNotStart { peer: self.name, reason });
         }

@@ -12,6 +12,8 @@
 
 pub mod handshakes;
 pub mod http2;
+pub mod http3;
+pub mod quic;
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;

@@ -54,6 +54,11 @@ impl ExitCode for crate::session::RunError {
             crate::session::RunError::TargetWait(crate::session::target_wait::WaitError::Interrupted {
                 ..
             }) => crate::exit::INTERRUPTED,
+            // The server refused the run's transport before any load: a failure of the
+            // target, as a refused handshake is, not of wsbench.
+            crate::session::RunError::Transport(crate::engine::dial::CheckError::Refused(_)) => {
+                crate::exit::RUN_FAILURES
+            }
             _ => FAILED,
         }
     }

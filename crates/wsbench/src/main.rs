@@ -11,6 +11,7 @@ mod help;
 mod import_args;
 mod record_args;
 mod series_args;
+mod serve_args;
 
 use std::io::Write;
 

@@ -17,8 +17,8 @@ const MAX_FUNCTION_LINES: usize = 80;
 /// Longest `main.rs`, in lines.
 const MAX_MAIN_LINES: usize = 60;
 /// Modules of the binary, not of the library.
-const BINARY_MODULES: [&str; 7] =
-    ["main", "cli", "commands", "help", "series_args", "import_args", "record_args"];
+const BINARY_MODULES: [&str; 8] =
+    ["main", "cli", "commands", "help", "series_args", "import_args", "record_args", "serve_args"];
 
 fn src_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

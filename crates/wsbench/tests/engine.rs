@@ -32,6 +32,10 @@ mod flow;
 mod flow_captures;
 #[path = "engine/http2.rs"]
 mod http2;
+#[path = "engine/http3.rs"]
+mod http3;
+#[path = "engine/http3_peers.rs"]
+mod http3_peers;
 #[path = "engine/import.rs"]
 mod import;
 #[path = "engine/io_backends.rs"]

@@ -43,14 +43,14 @@ fn temp_path(name: &str) -> PathBuf {
 }
 
 #[test]
-fn rtt_prints_seven_rows_with_ratios_to_tcp() {
+fn rtt_prints_eight_rows_with_ratios_to_tcp() {
     let output = rtt(&SMALL);
     let table = stdout(&output);
     assert!(output.status.success(), "{table}\n{}", stderr(&output));
     assert!(table.starts_with("Run on ("), "{table}");
     let rows = rows(&table);
     let names: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
-    assert_eq!(names, ["tcp", "http", "https", "ws", "wss", "ws-h2", "wss-h2"], "{table}");
+    assert_eq!(names, ["tcp", "http", "https", "ws", "wss", "ws-h2", "wss-h2", "wss-h3"], "{table}");
     assert_eq!(rows[0].last().unwrap(), "1.00x", "{table}");
     for row in &rows {
         let ratio = row.last().unwrap().strip_suffix('x').unwrap_or_else(|| panic!("no ratio in {row:?}"));
@@ -78,7 +78,7 @@ fn rtt_json_has_the_documented_fields() {
     let text = std::fs::read_to_string(&path).unwrap();
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     // Protocols come in table order, the tcp baseline first.
-    let at: Vec<usize> = ["tcp", "http", "https", "ws", "wss", "ws-h2", "wss-h2"]
+    let at: Vec<usize> = ["tcp", "http", "https", "ws", "wss", "ws-h2", "wss-h2", "wss-h3"]
         .iter()
         .map(|p| text.find(&format!("\"{p}\": {{")).unwrap())
         .collect();
@@ -90,8 +90,8 @@ fn rtt_json_has_the_documented_fields() {
     assert_eq!(value["config"]["payload_bytes"], 64);
     assert_eq!(value["config"]["builtin_servers"], true);
     let protocols = value["protocols"].as_object().unwrap();
-    assert_eq!(protocols.keys().count(), 7);
-    for name in ["tcp", "http", "https", "ws", "wss", "ws-h2", "wss-h2"] {
+    assert_eq!(protocols.keys().count(), 8);
+    for name in ["tcp", "http", "https", "ws", "wss", "ws-h2", "wss-h2", "wss-h3"] {
         let p = &protocols[name];
         for field in
             ["mean_us", "median_us", "stddev_us", "p50_us", "p99_us", "max_us", "cpu_us", "ratio_to_tcp"]
@@ -136,13 +136,38 @@ fn rtt_against_explicit_targets() {
 }
 
 #[test]
+fn rtt_against_an_explicit_http3_target() {
+    let server = Server::spawn(&["--h3"]);
+    let h3 = server.addr_for("h3");
+    let output =
+        rtt(&["--target", &format!("wss-h3={h3}"), "--insecure", "--repeats", "2", "--iterations", "100"]);
+    let table = stdout(&output);
+    assert!(output.status.success(), "{table}\n{}", stderr(&output));
+    let names: Vec<String> = rows(&table).iter().map(|r| r[0].clone()).collect();
+    assert_eq!(names, ["wss-h3"], "{table}");
+    assert!(table.contains(&format!("wss-h3={h3}")), "the target is named: {table}");
+}
+
+#[test]
+fn an_http3_target_without_extended_connect_fails_at_once_with_its_cause() {
+    let server = Server::spawn(&["--h3", "--h3-refuse-websockets"]);
+    let h3 = server.addr_for("h3");
+    let output = rtt(&["--target", &format!("wss-h3={h3}"), "--insecure"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert_eq!(message.lines().count(), 1, "{message}");
+    assert!(message.contains(&format!("wss-h3 target {h3}: the WebSocket upgrade failed")), "{message}");
+    assert!(message.contains("no SETTINGS_ENABLE_CONNECT_PROTOCOL"), "{message}");
+}
+
+#[test]
 fn unknown_protocol_is_a_usage_error() {
     let output = rtt(&["--protocols", "tcp,quic"]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let message = stderr(&output);
     assert_eq!(message.lines().count(), 1, "{message}");
     assert!(
-        message.contains("unknown protocol `quic`: use tcp, http, https, ws, wss, ws-h2 or wss-h2"),
+        message.contains("unknown protocol `quic`: use tcp, http, https, ws, wss, ws-h2, wss-h2 or wss-h3"),
         "{message}"
     );
     assert!(output.stdout.is_empty());

@@ -262,7 +262,7 @@ fn streams_per_connection_is_bounded_and_needs_http2() {
     refused(
         &["run", "--streams-per-connection", "10"],
         2,
-        "applies to --transport h2 only (this run uses h1)",
+        "applies to --transport h2 or --transport h3 only (this run uses h1)",
     );
 }
 

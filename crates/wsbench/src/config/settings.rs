@@ -338,8 +338,9 @@ pub struct RunSettings {
     #[arg(long, value_name = "NAME")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
-    /// How the WebSockets reach the server: h1 (an HTTP/1.1 upgrade per TCP connection) or h2
-    /// (RFC 8441 extended CONNECT, many per TCP connection).
+    /// How the WebSockets reach the server: h1 (an HTTP/1.1 upgrade per TCP connection), h2
+    /// (RFC 8441 extended CONNECT, many per TCP connection) or h3 (RFC 9220 extended CONNECT,
+    /// many per QUIC connection; wss:// only).
     #[arg(long, value_name = "NAME")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transport: Option<String>,

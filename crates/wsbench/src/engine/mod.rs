@@ -75,7 +75,7 @@ impl Job {
 
 /// Checks once, before any load, that the target speaks the run's transport: `Err` is one
 /// line naming the cause and what to do.
-pub fn check(job: &Job) -> Result<(), String> {
+pub fn check(job: &Job) -> Result<(), dial::CheckError> {
     dial::of(job).check(job)
 }
 

@@ -187,6 +187,7 @@ impl Worker {
                 }
             }
             self.fire_timers(now);
+            self.fire_carrier_timers(now);
             if self.finish_phase(now) {
                 break;
             }
@@ -353,7 +354,14 @@ impl Worker {
     /// the send is due; with one, the worker wakes half the window before the send, which may
     /// go out as soon as it wakes: no spinning.
     fn sleep_time(&mut self, now: Instant, connect_allowed: bool) -> Duration {
-        let timer = self.timers.next().map(|at| at.saturating_duration_since(now));
+        let carrier_timer = self.carriers.next_timer().map(|(at, _)| at);
+        let timer = self
+            .timers
+            .next()
+            .into_iter()
+            .chain(carrier_timer)
+            .min()
+            .map(|at| at.saturating_duration_since(now));
         let wake = self.pacer.next_wakeup(now, connect_allowed).min(timer.unwrap_or(Duration::MAX));
         let spin = self.job.load.send_window.is_zero();
         match self.pacer.next_due(connect_allowed) {

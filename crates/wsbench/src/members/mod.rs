@@ -366,8 +366,10 @@ mod tests {
         let h1 = transport(&[]).unwrap();
         assert_eq!((h1.name, h1.default), (DIALS[0].name(), true));
         assert_eq!(transport(&["--transport", "h1"]).unwrap(), h1);
-        let error = transport(&["--transport", "h3"]).unwrap_err().to_string();
-        assert_eq!(error, "--transport: `h3` is not a transport: use h1 or h2");
+        let h3 = transport(&["--transport", "h3"]).unwrap();
+        assert_eq!((h3.name, h3.streams_per_connection, h3.default), (DIALS[2].name(), 100, false));
+        let error = transport(&["--transport", "h4"]).unwrap_err().to_string();
+        assert_eq!(error, "--transport: `h4` is not a transport: use h1, h2 or h3");
         let error = transport(&["--transport", "h1", "--http2"]).unwrap_err().to_string();
         assert!(error.starts_with("--transport: h1 and the switch of --transport h2 contradict"), "{error}");
     }
@@ -379,7 +381,10 @@ mod tests {
         let error = refusal(&["--topics", "3"]);
         assert_eq!(error, "--topics: applies to the pubsub scenario only");
         let error = refusal(&["--streams-per-connection", "3", "--transport", "h1"]);
-        assert_eq!(error, "--streams-per-connection: applies to --transport h2 only (this run uses h1)");
+        assert_eq!(
+            error,
+            "--streams-per-connection: applies to --transport h2 or --transport h3 only (this run uses h1)"
+        );
         let error = refusal(&["--protocol", "mqtt", "--topic", "a/{topic}"]);
         assert_eq!(error, "--topic: applies to the pubsub scenario only");
         assert!(settings(&["--qos", "x"]).is_err(), "a whole number is parsed as one");

@@ -156,6 +156,9 @@ pub struct Counters {
     /// WebSockets share one; over HTTP/1.1 each has its own).
     #[serde(default)]
     pub tcp_connections: u64,
+    /// QUIC connections that carried the WebSockets and connected (HTTP/3: several share one).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_connections: u64,
     /// WebSockets a transport ended by cause, each its own error kind: `h2_rst_<code>` (the
     /// server reset the stream), `h2_goaway_<code>` (its GOAWAY ended the connection the
     /// stream rode on), `h2_io` (that connection broke).
@@ -438,6 +441,7 @@ impl AddAssign<&Counters> for Counters {
         self.closes_answered += other.closes_answered;
         self.closes_unanswered += other.closes_unanswered;
         self.tcp_connections += other.tcp_connections;
+        self.quic_connections += other.quic_connections;
         for (cause, count) in &other.transport_errors_by_cause {
             *self.transport_errors_by_cause.entry(cause.clone()).or_default() += count;
         }

@@ -196,11 +196,14 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
     line(out, "connections:", &text);
     let transport = &summary.transport;
     if transport.is_shared() {
+        let (kind, carried) = match transport.quic_connections {
+            0 => ("TCP", plural(transport.tcp_connections, "TCP connection", "TCP connections")),
+            n => ("QUIC", plural(n, "QUIC connection", "QUIC connections")),
+        };
         let text = format!(
-            "{}: WebSockets as streams, {} per TCP connection; {} carried them",
+            "{}: WebSockets as streams, {} per {kind} connection; {carried} carried them",
             transport_name(&transport.name),
             group(transport.streams_per_connection),
-            plural(transport.tcp_connections, "TCP connection", "TCP connections"),
         );
         line(out, "transport:", &text);
     }

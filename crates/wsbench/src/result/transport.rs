@@ -1,6 +1,7 @@
 //! How the run's WebSockets reached the server, as its result says it: the transport
 //! (`http1`: RFC 6455's upgrade, one TCP connection each; `http2`: RFC 8441's extended
-//! CONNECT, streams of shared connections), the TCP connections that carried them, and the
+//! CONNECT, streams of shared connections; `http3`: RFC 9220's, streams of QUIC connections),
+//! the TCP or QUIC connections that carried them, and the
 //! WebSockets each was meant to carry. Read from the run's flags and counters only.
 
 use serde::{Deserialize, Serialize};
@@ -14,14 +15,22 @@ pub struct TransportSummary {
     pub name: String,
     /// TCP connections that connected and carried the WebSockets.
     pub tcp_connections: u64,
-    /// WebSockets per TCP connection asked for (`--streams-per-connection`; 1 for `http1`).
+    /// WebSockets per connection asked for (`--streams-per-connection`; 1 for `http1`).
     pub streams_per_connection: u64,
+    /// QUIC connections that connected and carried the WebSockets (`http3`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_connections: u64,
 }
 
 impl Default for TransportSummary {
     /// What a result written before the block existed ran on.
     fn default() -> TransportSummary {
-        TransportSummary { name: default_name().to_owned(), tcp_connections: 0, streams_per_connection: 1 }
+        TransportSummary {
+            name: default_name().to_owned(),
+            tcp_connections: 0,
+            streams_per_connection: 1,
+            quic_connections: 0,
+        }
     }
 }
 
@@ -35,6 +44,7 @@ impl TransportSummary {
             name: field("name").and_then(|n| n.as_str()).unwrap_or(default_name()).to_owned(),
             tcp_connections: counters.tcp_connections,
             streams_per_connection: field("streams_per_connection").and_then(|s| s.as_u64()).unwrap_or(1),
+            quic_connections: counters.quic_connections,
         }
     }
 
@@ -42,6 +52,10 @@ impl TransportSummary {
     pub fn is_shared(&self) -> bool {
         self.name != default_name()
     }
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 /// The default transport's name (the registry's first): the one a run whose `config` has

@@ -1,5 +1,5 @@
 //! The round-trip clients of `wsbench rtt`: raw TCP echo, HTTP and HTTPS `GET /`,
-//! WebSocket and secure WebSocket echo (and over HTTP/2, `h2_client.rs`). Each owns one blocking std socket (TCP_NODELAY,
+//! WebSocket and secure WebSocket echo (and over HTTP/2, `h2_client.rs`, and HTTP/3, `h3_client.rs`). Each owns one blocking std socket (TCP_NODELAY,
 //! 5 s read/write timeouts so nothing ever hangs) and prepares its request bytes once, when
 //! it connects, like the seed's benchmarks ("preparing the data once"): a round trip is then
 //! one write of ready bytes and the reads needed for one complete answer, nothing else.
@@ -20,6 +20,7 @@ use wsbench_proto::{Decoder, OpCode, Role, write_frame};
 
 use super::config::{Protocol, RttTarget};
 use super::h2_client::WsH2Echo;
+use super::h3_client::WsH3Echo;
 
 /// Timeout of every connect, read and write.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -66,44 +67,60 @@ fn at(stage: Stage) -> impl FnOnce(io::Error) -> ConnectError {
 /// A blocking TLS stream (rustls over a std socket).
 pub type TlsStream = StreamOwned<ClientConnection, TcpStream>;
 
-/// Connects a client for `target`'s protocol. `tls` is needed for https and wss.
+/// Connects a client for `target`'s protocol. `tls` is needed for https, wss and the
+/// protocols over HTTP/2 with TLS and HTTP/3.
 pub fn connect(
     target: &RttTarget,
     payload_bytes: usize,
     tls: Option<&Arc<ClientConfig>>,
 ) -> Result<Box<dyn RoundTrip + Send>, ConnectError> {
-    let socket = connect_socket(target)?;
-    let tls_stream = |socket| {
-        let config = tls.expect("a TLS client configuration for https and wss");
-        tls_handshake(socket, &target.host, config).map_err(at(Stage::Tls))
-    };
+    let tcp = || connect_socket(target);
+    let tls_config = || tls.expect("a TLS client configuration for the protocols over TLS");
+    let tls_stream = |socket| tls_handshake(socket, &target.host, tls_config()).map_err(at(Stage::Tls));
     let payload = payload(payload_bytes);
     Ok(match target.protocol {
-        Protocol::Tcp => Box::new(TcpEcho::new(socket, payload)),
-        Protocol::Http => Box::new(HttpGet::new(socket, target)),
-        Protocol::Https => Box::new(HttpGet::new(tls_stream(socket)?, target)),
-        Protocol::Ws => Box::new(WsEcho::upgrade(socket, target, payload).map_err(at(Stage::Upgrade))?),
+        Protocol::Tcp => Box::new(TcpEcho::new(tcp()?, payload)),
+        Protocol::Http => Box::new(HttpGet::new(tcp()?, target)),
+        Protocol::Https => Box::new(HttpGet::new(tls_stream(tcp()?)?, target)),
+        Protocol::Ws => Box::new(WsEcho::upgrade(tcp()?, target, payload).map_err(at(Stage::Upgrade))?),
         Protocol::Wss => {
-            Box::new(WsEcho::upgrade(tls_stream(socket)?, target, payload).map_err(at(Stage::Upgrade))?)
+            Box::new(WsEcho::upgrade(tls_stream(tcp()?)?, target, payload).map_err(at(Stage::Upgrade))?)
         }
         Protocol::WsH2 => {
-            Box::new(WsH2Echo::open(socket, target, payload, false).map_err(at(Stage::Upgrade))?)
+            Box::new(WsH2Echo::open(tcp()?, target, payload, false).map_err(at(Stage::Upgrade))?)
         }
         Protocol::WssH2 => {
-            let config = tls.expect("a TLS client configuration for wss-h2");
-            let mut config = (**config).clone();
+            let mut config = (**tls_config()).clone();
             config.alpn_protocols = vec![b"h2".to_vec()];
-            let stream = tls_handshake(socket, &target.host, &Arc::new(config)).map_err(at(Stage::Tls))?;
+            let stream = tls_handshake(tcp()?, &target.host, &Arc::new(config)).map_err(at(Stage::Tls))?;
             if stream.conn.alpn_protocol() != Some(b"h2") {
                 let refused = invalid("the server did not agree to HTTP/2 in TLS (ALPN h2)");
                 return Err(ConnectError { stage: Stage::Tls, source: refused });
             }
             Box::new(WsH2Echo::open(stream, target, payload, true).map_err(at(Stage::Upgrade))?)
         }
+        Protocol::WssH3 => Box::new(open_h3(target, payload, tls_config())?),
     })
 }
 
+/// The `wss-h3` client: QUIC on a UDP socket of its own, to the target's first address.
+fn open_h3(target: &RttTarget, payload: Vec<u8>, tls: &ClientConfig) -> Result<WsH3Echo, ConnectError> {
+    let mut addrs = (target.host.as_str(), target.port).to_socket_addrs().map_err(at(Stage::Resolve))?;
+    let no_address = || io::Error::new(io::ErrorKind::NotFound, "the name has no address");
+    let server = addrs.next().ok_or_else(no_address).map_err(at(Stage::Resolve))?;
+    let (mut echo, settings) =
+        WsH3Echo::handshake(server, &target.host, payload, tls, IO_TIMEOUT).map_err(at(Stage::Tls))?;
+    echo.upgrade(target, settings).map_err(at(Stage::Upgrade))?;
+    Ok(echo)
+}
+
 impl<S: Read + Write> RoundTrip for WsH2Echo<S> {
+    fn round_trip(&mut self) -> io::Result<()> {
+        self.echo()
+    }
+}
+
+impl RoundTrip for WsH3Echo {
     fn round_trip(&mut self) -> io::Result<()> {
         self.echo()
     }

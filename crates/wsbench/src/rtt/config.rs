@@ -21,8 +21,8 @@ pub struct RttSettings {
     /// Without any, wsbench starts its built-in servers.
     #[arg(long = "target", value_name = "PROTO=HOST:PORT")]
     pub targets: Vec<String>,
-    /// Protocols to measure, comma-separated [default: all seven, or those given a --target]
-    #[arg(long, value_delimiter = ',', value_name = "tcp,http,https,ws,wss,ws-h2,wss-h2")]
+    /// Protocols to measure, comma-separated [default: all eight, or those given a --target]
+    #[arg(long, value_delimiter = ',', value_name = "tcp,http,https,ws,wss,ws-h2,wss-h2,wss-h3")]
     pub protocols: Vec<String>,
     /// Timed repeats per protocol (after one untimed warm-up repeat; at most 10,000).
     #[arg(long, default_value_t = DEFAULT_REPEATS, value_parser = clap::value_parser!(u32).range(1..=10_000))]
@@ -45,7 +45,8 @@ pub struct RttSettings {
 pub const MAX_PAYLOAD_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The five protocols of the seed's round-trip benchmark, in table order (the raw TCP
-/// baseline first), and WebSocket over HTTP/2 (RFC 8441) plain and over TLS.
+/// baseline first), WebSocket over HTTP/2 (RFC 8441) plain and over TLS, and over HTTP/3
+/// (RFC 9220, QUIC: always TLS).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
@@ -65,10 +66,14 @@ pub enum Protocol {
     /// The same over TLS (ALPN h2).
     #[serde(rename = "wss-h2")]
     WssH2,
+    /// A WebSocket opened as an HTTP/3 extended CONNECT stream of a QUIC connection (TLS 1.3,
+    /// ALPN h3), and the same frame.
+    #[serde(rename = "wss-h3")]
+    WssH3,
 }
 
 impl Protocol {
-    pub const ALL: [Protocol; 7] = [
+    pub const ALL: [Protocol; 8] = [
         Protocol::Tcp,
         Protocol::Http,
         Protocol::Https,
@@ -76,6 +81,7 @@ impl Protocol {
         Protocol::Wss,
         Protocol::WsH2,
         Protocol::WssH2,
+        Protocol::WssH3,
     ];
 
     pub fn name(self) -> &'static str {
@@ -87,12 +93,13 @@ impl Protocol {
             Protocol::Wss => "wss",
             Protocol::WsH2 => "ws-h2",
             Protocol::WssH2 => "wss-h2",
+            Protocol::WssH3 => "wss-h3",
         }
     }
 
     /// Whether the protocol runs over TLS.
     pub fn is_tls(self) -> bool {
-        matches!(self, Protocol::Https | Protocol::Wss | Protocol::WssH2)
+        matches!(self, Protocol::Https | Protocol::Wss | Protocol::WssH2 | Protocol::WssH3)
     }
 
     /// Parses a protocol name (case-insensitive); the error says which names exist.
@@ -101,7 +108,7 @@ impl Protocol {
             ConfigError::Invalid {
                 setting,
                 problem: format!(
-                    "unknown protocol `{}`: use tcp, http, https, ws, wss, ws-h2 or wss-h2",
+                    "unknown protocol `{}`: use tcp, http, https, ws, wss, ws-h2, wss-h2 or wss-h3",
                     name.trim()
                 ),
             }
@@ -296,7 +303,7 @@ mod tests {
         let error = RttConfig::from_settings(args(&[], &["tcp", "quic"])).unwrap_err().to_string();
         assert_eq!(
             error,
-            "--protocols: unknown protocol `quic`: use tcp, http, https, ws, wss, ws-h2 or wss-h2"
+            "--protocols: unknown protocol `quic`: use tcp, http, https, ws, wss, ws-h2, wss-h2 or wss-h3"
         );
         let error = RttConfig::from_settings(args(&["tcp=h:1"], &["tcp", "https"])).unwrap_err().to_string();
         assert!(error.contains("https has no target: add --target https=HOST:PORT"), "{error}");

@@ -108,20 +108,26 @@ impl<S: Read + Write> WsH2Echo<S> {
 
     /// Decodes the echo from `input`: `Some` once it is whole (or wrong).
     fn echo_complete(&mut self) -> Option<io::Result<()>> {
-        let chunk = match self.decoder.decode(&mut self.input) {
-            Ok(Some(chunk)) => chunk,
-            Ok(None) => return None,
-            Err(error) => return Some(Err(invalid(error.to_string()))),
-        };
-        let result = match chunk.opcode {
-            OpCode::Binary if chunk.last && self.input[chunk.payload.clone()] == self.payload[..] => Ok(()),
-            OpCode::Binary => Err(invalid("the echo differs from what was sent")),
-            OpCode::Close => Err(invalid("the server closed the WebSocket")),
-            _ => Err(invalid("the server answered a binary message with something else")),
-        };
-        self.input.drain(..chunk.consumed);
-        Some(result)
+        echo_complete(&mut self.decoder, &mut self.input, &self.payload)
     }
+}
+
+/// Decodes an echo of `payload` (one binary frame) from `input`, taking what it used:
+/// `Some` once it is whole (or wrong). Shared by the clients over HTTP/2 and HTTP/3.
+pub fn echo_complete(decoder: &mut Decoder, input: &mut Vec<u8>, payload: &[u8]) -> Option<io::Result<()>> {
+    let chunk = match decoder.decode(input) {
+        Ok(Some(chunk)) => chunk,
+        Ok(None) => return None,
+        Err(error) => return Some(Err(invalid(error.to_string()))),
+    };
+    let result = match chunk.opcode {
+        OpCode::Binary if chunk.last && input[chunk.payload.clone()] == payload[..] => Ok(()),
+        OpCode::Binary => Err(invalid("the echo differs from what was sent")),
+        OpCode::Close => Err(invalid("the server closed the WebSocket")),
+        _ => Err(invalid("the server answered a binary message with something else")),
+    };
+    input.drain(..chunk.consumed);
+    Some(result)
 }
 
 /// The extended CONNECT for the target's path.

@@ -1,6 +1,7 @@
 //! `wsbench rtt`: the single-connection round-trip microbenchmark of the HTTP/WS client round-trip benchmark, done the
 //! google-benchmark way. One connection per protocol — a raw TCP socket (the baseline),
-//! HTTP, HTTPS, ws and wss, and ws and wss over HTTP/2 (RFC 8441: `ws-h2`, `wss-h2`) —
+//! HTTP, HTTPS, ws and wss, ws and wss over HTTP/2 (RFC 8441: `ws-h2`, `wss-h2`) and wss
+//! over HTTP/3 (RFC 9220, QUIC: `wss-h3`) —
 //! sends prepared requests one after another and waits for each
 //! complete answer; repeats of many round trips give the mean, median and standard deviation
 //! of the time and client CPU per round trip, and every protocol is set against the raw TCP
@@ -11,13 +12,14 @@
 //! numbers compare the protocols and not the scheduler.
 //!
 //! The parts: [`config`] (flags → [`RttConfig`]), [`clients`] (the clients; those over
-//! HTTP/2 in `h2_client`), [`bench`] (the timed loop), [`stats`] (mean/median/stddev) and [`json`] (the result
+//! HTTP/2 in `h2_client`, over HTTP/3 in `h3_client`), [`bench`] (the timed loop), [`stats`] (mean/median/stddev) and [`json`] (the result
 //! file); the terminal table is [`crate::report::render_rtt`].
 
 pub mod bench;
 pub mod clients;
 pub mod config;
 mod h2_client;
+mod h3_client;
 pub mod json;
 pub mod stats;
 
@@ -98,6 +100,9 @@ fn round_trip_hint(protocol: Protocol) -> &'static str {
         Protocol::Ws | Protocol::Wss => "; the server must echo binary messages",
         Protocol::WsH2 | Protocol::WssH2 => {
             "; the server must allow WebSockets over HTTP/2 (RFC 8441) and echo binary messages"
+        }
+        Protocol::WssH3 => {
+            "; the server must allow WebSockets over HTTP/3 (RFC 9220) and echo binary messages"
         }
     }
 }
@@ -221,7 +226,8 @@ pub fn summarise(measured: Vec<bench::Measured>) -> Vec<ProtocolResult> {
 }
 
 /// Starts the built-in server(s) the protocols need: a plain one with a raw TCP echo port
-/// (tcp, http, ws) and a `--tls` one (https, wss). Returns one target per protocol.
+/// (tcp, http, ws) and a `--tls` one (https, wss; with `--h3` for wss-h3). Returns one
+/// target per protocol.
 fn start_builtin(
     protocols: &[Protocol],
     server_cpu: Option<usize>,
@@ -236,7 +242,8 @@ fn start_builtin(
         servers.push(server);
     }
     if protocols.iter().any(|p| p.is_tls()) {
-        let config = ServeConfig { tls: Some(TlsSource::SelfSigned), ..BuiltinServer::config() };
+        let h3 = protocols.contains(&Protocol::WssH3);
+        let config = ServeConfig { tls: Some(TlsSource::SelfSigned), h3, ..BuiltinServer::config() };
         let server = BuiltinServer::start(&cpus, &config)?;
         urls.extend(server.urls.iter().cloned());
         servers.push(server);
@@ -247,6 +254,7 @@ fn start_builtin(
             Protocol::Tcp => "tcp",
             Protocol::Http | Protocol::Ws | Protocol::WsH2 => "ws",
             Protocol::Https | Protocol::Wss | Protocol::WssH2 => "wss",
+            Protocol::WssH3 => "h3",
         };
         let url = urls.iter().find(|u| u.starts_with(&format!("{scheme}://"))).ok_or_else(|| {
             BuiltinError::Start(format!(

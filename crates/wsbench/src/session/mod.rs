@@ -58,8 +58,8 @@ pub enum RunError {
     Engine(#[source] std::io::Error),
     /// The target does not speak the run's transport (checked before any load): the cause
     /// and what to do, in one line.
-    #[error("{0}")]
-    Transport(String),
+    #[error(transparent)]
+    Transport(#[from] crate::engine::dial::CheckError),
     #[error(transparent)]
     Result(#[from] crate::result::ResultError),
     #[error("{0}")]
@@ -276,7 +276,7 @@ impl Session {
         let plan = crate::scenario::plan_of(&config.load);
         let phases = plan.phases();
         let job = Job::new(config.load.clone(), self.target.clone(), plan).map_err(RunError::Engine)?;
-        engine::check(&job).map_err(RunError::Transport)?;
+        engine::check(&job)?;
         let board = job.disruptions.clone();
         let disruptor = self.disruptor(config, &board);
         let pids = probe.as_ref().map_or(Vec::new(), |probe| probe.pids().to_vec());
@@ -375,7 +375,7 @@ impl Session {
         let plan = crate::scenario::plan_of(&warmup);
         let mut tracker = self.live.track_warmup(&warmup, scenario.exchange());
         let job = Job::new(warmup, self.target.clone(), plan).map_err(RunError::Engine)?;
-        engine::check(&job).map_err(RunError::Transport)?;
+        engine::check(&job)?;
         let output = engine::run(job, &self.cpus.client, interrupt, &mut |control, seen| {
             tracker.update(control, seen)
         })

@@ -418,3 +418,19 @@ impl Drop for NodeEchoServer {
         let _ = self.child.wait();
     }
 }
+
+/// Runs `wsbench run echo URL --connections 50 TRANSPORT_ARGS… --json` against a server that
+/// must be refused before any load: exit `code` (3 when the server refused, 1 when wsbench
+/// could not ask it), one line on stderr naming `expected`, no result file, no panic.
+pub fn refused_before_load(test: &str, url: &str, transport_args: &[&str], expected: &str, code: i32) {
+    let json = scratch(test).join("r.json");
+    let mut args = vec!["run", "echo", url, "--connections", "50", "--json", arg(&json)];
+    args.extend_from_slice(transport_args);
+    let run = wsbench(&args, Duration::from_secs(30));
+    assert_eq!(run.code, Some(code), "{}", run.describe());
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line\n{}", run.describe());
+    assert!(lines[0].starts_with("wsbench: ") && lines[0].contains(expected), "{}", run.describe());
+    assert!(!run.stderr.contains("panicked"), "{}", run.describe());
+    assert!(!json.exists(), "no load, so no result\n{}", run.describe());
+}

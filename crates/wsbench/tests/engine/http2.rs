@@ -129,20 +129,11 @@ fn pubsub_fans_out_to_streams_of_the_built_in_server() {
     );
 }
 
-/// Runs `wsbench run --http2` against `url` expecting it to be refused before any load:
-/// exit 1, one line on stderr containing `expected`, no result file.
+/// Runs `wsbench run --http2` against `url` expecting the server to refuse it before any
+/// load: exit 3 (as a run whose handshakes were refused), one line on stderr containing
+/// `expected`, no result file.
 fn refused_before_load(test: &str, url: &str, expected: &str) {
-    let json = scratch(test).join("r.json");
-    let run = wsbench(
-        &["run", "echo", url, "--http2", "--connections", "50", "--json", arg(&json)],
-        Duration::from_secs(30),
-    );
-    assert_eq!(run.code, Some(1), "{}", run.describe());
-    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "one line\n{}", run.describe());
-    assert!(lines[0].starts_with("wsbench: ") && lines[0].contains(expected), "{}", run.describe());
-    assert!(!run.stderr.contains("panicked"), "{}", run.describe());
-    assert!(!json.exists(), "no load, so no result\n{}", run.describe());
+    crate::harness::refused_before_load(test, url, &["--http2"], expected, 3);
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! A TCP connection that carries several WebSockets (HTTP/2's streams): the interface the
+//! A connection that carries several WebSockets (HTTP/2's or HTTP/3's streams): the interface the
 //! worker drives it through ([`Carrier`]), what it tells the worker about the WebSockets it
 //! carries ([`StreamEvent`]), and the worker's table of them ([`Carriers`]). A carrier owns
 //! its socket, its TLS session and its protocol state; a carried WebSocket's byte stream is
@@ -10,12 +10,14 @@ use std::io;
 use std::time::Instant;
 
 use bytes::Bytes;
-use mio::net::TcpStream;
 use slab::Slab;
+
+use wsbench_proto::{Decoder, Reservation, Role};
 
 use crate::engine::Job;
 use crate::engine::conn::ClientConn;
 use crate::engine::handshake_failure::{HandshakeFailure, Upgrade};
+use crate::engine::stream::ByteStream;
 use crate::metrics::Counters;
 
 /// What a carrier needs from the worker while it works: the run, the WebSockets (by key),
@@ -48,10 +50,17 @@ pub enum StreamEvent {
     Refused(usize, HandshakeFailure),
 }
 
-/// A TCP connection carrying WebSockets as streams.
+/// A connection carrying WebSockets as streams.
 pub trait Carrier: Send + std::fmt::Debug {
     /// Its socket, to watch.
-    fn socket(&mut self) -> &mut TcpStream;
+    fn socket(&mut self) -> &mut dyn mio::event::Source;
+    /// When it next needs [`Carrier::on_timer`] (a transport with timers of its own, as
+    /// QUIC's loss detection and idle timeout); `None` when it has none due.
+    fn next_timer(&mut self) -> Option<Instant> {
+        None
+    }
+    /// Its timer fell due: it runs it; what happened goes to `events`.
+    fn on_timer(&mut self, _cx: &mut CarrierCx<'_>, _events: &mut Vec<StreamEvent>) {}
     /// Its socket is ready: connects, reads and writes; what happened to its WebSockets
     /// goes to `events`.
     fn on_ready(&mut self, cx: &mut CarrierCx<'_>, events: &mut Vec<StreamEvent>);
@@ -141,6 +150,11 @@ impl Carriers {
         self.table.try_remove(key)
     }
 
+    /// The earliest timer of any carrier, with the carrier's key.
+    pub fn next_timer(&mut self) -> Option<(Instant, usize)> {
+        self.table.iter_mut().filter_map(|(key, c)| c.next_timer().map(|at| (at, key))).min()
+    }
+
     pub fn keys(&self) -> Vec<usize> {
         self.table.iter().map(|(key, _)| key).collect()
     }
@@ -148,4 +162,31 @@ impl Carriers {
     pub fn is_empty(&self) -> bool {
         self.table.is_empty()
     }
+}
+
+/// Opens WebSocket `index` as a stream of the carrier being filled, or of a new one
+/// (`new(room)`) when that is full.
+pub fn open_carried(
+    job: &Job,
+    index: u64,
+    now: Instant,
+    key: usize,
+    carriers: &mut Carriers,
+    new: impl FnOnce(usize) -> io::Result<Box<dyn Carrier>>,
+) -> io::Result<ClientConn> {
+    let carrier = match carriers.with_room() {
+        Some(carrier) => carrier,
+        None => carriers.add(new(job.load.transport.streams_per_connection as usize)?),
+    };
+    let stream = match carriers.get_mut(carrier) {
+        Some(carrier) => carrier.attach(key, index),
+        None => return Err(io::Error::other("the carrier just chosen is gone")),
+    };
+    // A carrier already up sends the CONNECT in the next flush, not at its next read.
+    carriers.touch(carrier);
+    let decoder = Decoder::new(Role::Client, job.load.max_message);
+    let mut conn =
+        ClientConn::new(ByteStream::Carried { carrier, stream }, index, String::new(), decoder, now);
+    conn.budget = Reservation::new(job.message_memory.clone());
+    Ok(conn)
 }

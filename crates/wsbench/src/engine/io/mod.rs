@@ -158,12 +158,12 @@ impl Io {
 
     /// A carrier's socket (connecting), watched on epoll for reads and writes, edge-triggered
     /// (its carrier writes until the socket is full and waits for the next edge).
-    pub fn register_carrier(&self, key: usize, socket: &mut TcpStream) -> io::Result<()> {
+    pub fn register_carrier(&self, key: usize, socket: &mut dyn mio::event::Source) -> io::Result<()> {
         self.poll.registry().register(socket, Token(CARRIER | key), Interest::READABLE | Interest::WRITABLE)
     }
 
     /// A carrier is gone.
-    pub fn forget_carrier(&self, socket: &mut TcpStream) {
+    pub fn forget_carrier(&self, socket: &mut dyn mio::event::Source) {
         let _ = self.poll.registry().deregister(socket);
     }
 

@@ -1,6 +1,7 @@
-//! The worker's side of WebSockets that share a TCP connection (a `dial::Carrier`, e.g. an
-//! HTTP/2 connection): the carrier's readiness handed to it, the output its WebSockets
-//! wrote this turn handed to it once before the wait (one socket write for all of them),
+//! The worker's side of WebSockets that share a connection (a `dial::Carrier`, e.g. an
+//! HTTP/2 or HTTP/3 connection): the carrier's readiness handed to it, the output its WebSockets
+//! wrote this turn handed to it once before the wait (one socket write for all of them), its
+//! timers run when due,
 //! and what it reports acted on exactly as for a WebSocket with a socket of its own —
 //! upgraded, refused by cause, bytes to decode, ended (by the server, or by a stream reset
 //! or lost connection, counted by cause). Names no transport.
@@ -21,6 +22,18 @@ impl Worker {
     pub(super) fn on_carrier(&mut self, key: usize) {
         self.watch_new_carriers();
         self.with_carrier(key, |carrier, cx, events| carrier.on_ready(cx, events));
+    }
+
+    /// Runs the carriers' timers that fell due by `now` (each carrier once a turn).
+    pub(super) fn fire_carrier_timers(&mut self, now: Instant) {
+        if self.carriers.is_empty() {
+            return;
+        }
+        for key in self.carriers.keys() {
+            if self.carriers.get_mut(key).and_then(|c| c.next_timer()).is_some_and(|at| at <= now) {
+                self.with_carrier(key, |carrier, cx, events| carrier.on_timer(cx, events));
+            }
+        }
     }
 
     /// Lets carrier `key` work (`work`), then acts on what it said and drops it if over.

@@ -12,7 +12,6 @@ use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use mio::net::TcpStream;
 use slab::Slab;
 use wsbench_transport::Transport;
 use wsbench_transport::http2::h2::client::{self, ResponseFuture, SendRequest};
@@ -488,7 +487,7 @@ impl H2Carrier {
 }
 
 impl Carrier for H2Carrier {
-    fn socket(&mut self) -> &mut TcpStream {
+    fn socket(&mut self) -> &mut dyn mio::event::Source {
         self.transport.socket()
     }
 

@@ -11,6 +11,7 @@ use slab::Slab;
 
 use super::carrier::H2Carrier;
 use crate::engine::Job;
+use crate::engine::dial::CheckError;
 use crate::engine::dial::carrier::{Carrier, CarrierCx};
 use crate::engine::dial::http1;
 use crate::metrics::Counters;
@@ -19,8 +20,8 @@ use crate::metrics::Counters;
 const SETTINGS_WAIT: Duration = Duration::from_secs(5);
 
 /// `Ok` when the target allows extended CONNECT (or cannot be reached: the run says so);
-/// else the one-line cause.
-pub fn server_allows_websockets(job: &Job) -> Result<(), String> {
+/// else the one-line cause, a refusal by the server.
+pub fn server_allows_websockets(job: &Job) -> Result<(), CheckError> {
     let url = &job.target.url;
     let Ok(transport) = http1::connect(job, 0) else { return Ok(()) };
     let mut carrier = H2Carrier::new(transport, 0);
@@ -37,11 +38,11 @@ pub fn server_allows_websockets(job: &Job) -> Result<(), String> {
     loop {
         let now = Instant::now();
         if now >= deadline {
-            return Err(format!(
+            return Err(CheckError::Refused(format!(
                 "{url} sent no HTTP/2 SETTINGS within {} s: it does not seem to speak HTTP/2; \
                  run without --http2, or put an HTTP/2 front (e.g. HAProxy) before it",
                 (job.load.connect_timeout + SETTINGS_WAIT).as_secs()
-            ));
+            )));
         }
         if poll.poll(&mut events, Some(deadline - now)).is_err() {
             return Ok(());
@@ -57,7 +58,7 @@ pub fn server_allows_websockets(job: &Job) -> Result<(), String> {
 }
 
 /// The one line for a server that refused, by cause.
-fn refusal(url: &str, cause: &str) -> Result<(), String> {
+fn refusal(url: &str, cause: &str) -> Result<(), CheckError> {
     let line = match cause {
         _ if cause.starts_with("connect:") => return Ok(()),
         "h2_no_connect_protocol" => format!(
@@ -75,5 +76,5 @@ fn refusal(url: &str, cause: &str) -> Result<(), String> {
              (e.g. HAProxy) before it"
         ),
     };
-    Err(line)
+    Err(CheckError::Refused(line))
 }

@@ -9,18 +9,13 @@ mod carrier;
 mod check;
 mod request;
 
+pub use request::{NOT_SENT, agree};
+
 use std::io;
-use std::time::Instant;
 
-use wsbench_proto::{Decoder, Reservation, Role};
-
-use super::{Carriers, Dial, http1};
+use super::{Carrier, CheckError, Dial, http1};
 use crate::config::{ConfigError, TransportSpec, invalid_setting};
 use crate::engine::Job;
-use crate::engine::conn::ClientConn;
-use crate::engine::handshake_failure::Upgrade;
-use crate::engine::stream::ByteStream;
-use crate::metrics::Counters;
 use crate::options::{Kind, OptionSpec, OptionValues};
 use carrier::H2Carrier;
 
@@ -42,7 +37,7 @@ pub const STREAMS_PER_CONNECTION: OptionSpec = OptionSpec {
     value_name: "S",
     default: "100",
     bound: "1 to 10,000",
-    help: "WebSockets per TCP connection",
+    help: "WebSockets per TCP or QUIC connection (--transport h2 or h3)",
     scenarios: &[],
 };
 
@@ -73,14 +68,7 @@ impl Dial for Http2 {
     }
     /// `--streams-per-connection`: 1 to [`MAX_STREAMS_PER_CONNECTION`].
     fn spec(&self, given: &OptionValues) -> Result<TransportSpec, ConfigError> {
-        let streams = given.count(&STREAMS_PER_CONNECTION).unwrap_or(DEFAULT_STREAMS_PER_CONNECTION);
-        if !(1..=MAX_STREAMS_PER_CONNECTION).contains(&streams) {
-            return Err(invalid_setting(
-                STREAMS_PER_CONNECTION.flag,
-                format!("{streams} is out of range: use 1 to {MAX_STREAMS_PER_CONNECTION}"),
-            ));
-        }
-        Ok(TransportSpec { name: self.name(), streams_per_connection: streams, default: false })
+        shared_spec(self.name(), given)
     }
 
     fn alpn(&self) -> &'static [&'static [u8]] {
@@ -91,45 +79,24 @@ impl Dial for Http2 {
         true
     }
 
-    fn check(&self, job: &Job) -> Result<(), String> {
+    fn check(&self, job: &Job) -> Result<(), CheckError> {
         check::server_allows_websockets(job)
     }
 
-    fn open(
-        &self,
-        job: &Job,
-        index: u64,
-        now: Instant,
-        key: usize,
-        carriers: &mut Carriers,
-    ) -> io::Result<ClientConn> {
-        let carrier = match carriers.with_room() {
-            Some(carrier) => carrier,
-            None => {
-                let room = job.load.transport.streams_per_connection as usize;
-                carriers.add(Box::new(H2Carrier::new(http1::connect(job, index)?, room)))
-            }
-        };
-        let stream = match carriers.get_mut(carrier) {
-            Some(carrier) => carrier.attach(key, index),
-            None => return Err(io::Error::other("the carrier just chosen is gone")),
-        };
-        // A carrier already up sends the CONNECT in the next flush, not at its next read.
-        carriers.touch(carrier);
-        let decoder = Decoder::new(Role::Client, job.load.max_message);
-        let mut conn =
-            ClientConn::new(ByteStream::Carried { carrier, stream }, index, String::new(), decoder, now);
-        conn.budget = Reservation::new(job.message_memory.clone());
-        Ok(conn)
+    fn new_carrier(&self, job: &Job, index: u64, room: usize) -> io::Result<Box<dyn Carrier>> {
+        Ok(Box::new(H2Carrier::new(http1::connect(job, index)?, room)))
     }
+}
 
-    /// A carried WebSocket is connected when its carrier says so.
-    fn connected(&self, _conn: &mut ClientConn) -> io::Result<bool> {
-        Ok(true)
+/// The transport block of a member whose WebSockets share connections: its name and
+/// `--streams-per-connection`, 1 to [`MAX_STREAMS_PER_CONNECTION`] (HTTP/2 and HTTP/3 alike).
+pub fn shared_spec(name: &'static str, given: &OptionValues) -> Result<TransportSpec, ConfigError> {
+    let streams = given.count(&STREAMS_PER_CONNECTION).unwrap_or(DEFAULT_STREAMS_PER_CONNECTION);
+    if !(1..=MAX_STREAMS_PER_CONNECTION).contains(&streams) {
+        return Err(invalid_setting(
+            STREAMS_PER_CONNECTION.flag,
+            format!("{streams} is out of range: use 1 to {MAX_STREAMS_PER_CONNECTION}"),
+        ));
     }
-
-    /// A carried WebSocket's answer is a HEADERS frame its carrier reads.
-    fn answer(&self, _: &Job, _: &mut ClientConn, _: &mut [u8], _: &mut Counters) -> Upgrade {
-        Upgrade::Incomplete
-    }
+    Ok(TransportSpec { name, streams_per_connection: streams, default: false })
 }

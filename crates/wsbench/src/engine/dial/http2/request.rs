@@ -14,9 +14,10 @@ use crate::engine::conn::ClientConn;
 use crate::engine::handshake_failure::HandshakeFailure;
 use crate::metrics::Counters;
 
-/// Headers HTTP/2 forbids (connection-specific, RFC 9113 §8.2.2) or that RFC 8441 replaces
-/// (`Host` by `:authority`, the key and the upgrade by the CONNECT itself).
-const NOT_SENT: [&str; 8] = [
+/// Headers HTTP/2 and HTTP/3 forbid (connection-specific, RFC 9113 §8.2.2, RFC 9114 §4.2)
+/// or that the extended CONNECT replaces (`Host` by `:authority`, the key and the upgrade by
+/// the CONNECT itself).
+pub const NOT_SENT: [&str; 8] = [
     "connection",
     "upgrade",
     "keep-alive",
@@ -83,12 +84,25 @@ pub fn check_answer(
     }
     let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let chosen = header("sec-websocket-protocol").map(|p| p.trim().to_owned());
+    agree(job, conn, chosen, header("sec-websocket-extensions"), tls, counters)
+}
+
+/// What the server agreed in its answer to an extended CONNECT (HTTP/2 or HTTP/3), checked
+/// and counted: the subprotocol it `chose`, the TLS it negotiated, and its answer to the
+/// permessage-deflate offer (`extensions`), which is set on `conn`.
+pub fn agree(
+    job: &Job,
+    conn: &mut ClientConn,
+    chosen: Option<String>,
+    extensions: Option<String>,
+    tls: Option<(rustls::ProtocolVersion, rustls::CipherSuite)>,
+    counters: &mut Counters,
+) -> Result<(), HandshakeFailure> {
     super::super::http1::check_agreed(job, chosen, tls, counters)?;
     if let Some(offer) = &job.load.compression {
-        let answer = header("sec-websocket-extensions");
         let state = compression::attach_answer(
             offer,
-            answer.as_deref(),
+            extensions.as_deref(),
             job.load.max_message,
             &mut conn.decoder,
             counters,
