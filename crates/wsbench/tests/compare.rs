@@ -411,11 +411,11 @@ fn a_manifest_naming_an_unknown_protocol_is_refused_with_the_known_ones() {
 fn a_manifest_naming_an_unknown_transport_is_refused_with_the_known_ones() {
     let dir = fleet_dir("unknown-transport");
     let manifest = dir.join("healthy").join("server.toml");
-    let text = std::fs::read_to_string(&manifest).unwrap() + "transports = [\"http3\"]\n";
+    let text = std::fs::read_to_string(&manifest).unwrap() + "transports = [\"spdy\"]\n";
     std::fs::write(&manifest, text).unwrap();
     let (code, _, stderr) = wsbench(&["fleet", "list"], &dir);
     assert_ne!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("transport `http3` is not one wsbench opens: use http1, http2"), "{stderr}");
+    assert!(stderr.contains("transport `spdy` is not one wsbench opens: use http1, http2, http3"), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
 
