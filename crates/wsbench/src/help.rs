@@ -150,7 +150,8 @@ pub fn protocols_help() -> String {
 /// `--slo`, which only `--find-max-rate` takes.
 pub fn without_refused(command: Command) -> Command {
     let refused: Vec<&str> = wsbench::compare::REFUSED_SETTINGS.iter().copied().chain(["slo"]).collect();
-    without(command, &refused).mut_arg("transport", |arg| arg.help(compare_transport_help()))
+    without(command, &refused)
+        .mut_arg("transport", |arg| arg.help(compare_transport_help()).value_name("NAME[,NAME…]"))
 }
 
 /// What compare's `--transport` takes: a list of the registry's transports, each a row per
