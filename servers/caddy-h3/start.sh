@@ -3,7 +3,7 @@
 # before a WebSocket echo server that speaks only HTTP/1.1, twice over: the TCP port takes
 # plain HTTP/1.1 (`ws://`, each upgrade proxied as it came), the UDP port of the same number
 # takes HTTP/3 (`wss://`, QUIC with a self-signed certificate for 127.0.0.1 and localhost
-# made here), where Caddy advertises SETTINGS_ENABLE_CONNECT_PROTOCOL and turns each
+# made here, or the one WSBENCH_TLS_CERT and WSBENCH_TLS_KEY name), where Caddy advertises SETTINGS_ENABLE_CONNECT_PROTOCOL and turns each
 # extended CONNECT (`:protocol websocket`, RFC 9220) into an HTTP/1.1 upgrade to the backend.
 #
 # Usage: start.sh PORT [BACKEND]. BACKEND (HOST:PORT) is the echo server to proxy to; without
@@ -40,9 +40,17 @@ if [ -z "$backend" ]; then
     done
 fi
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
-    -subj /CN=localhost -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
-    -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
+if [ -n "${WSBENCH_TLS_CERT:-}" ]; then
+    # `wsbench compare` made this certificate for its rows over HTTP/3, and trusts it alone.
+    cert=$WSBENCH_TLS_CERT
+    key=$WSBENCH_TLS_KEY
+else
+    cert="$dir/cert.pem"
+    key="$dir/key.pem"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+        -subj /CN=localhost -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+        -keyout "$key" -out "$cert" 2>/dev/null
+fi
 
 proxy="\"routes\": [{\"handle\": [{\"handler\": \"reverse_proxy\", \"upstreams\": [{\"dial\": \"$backend\"}]}]}]"
 cat > "$dir/caddy.json" <<CONF
@@ -52,7 +60,7 @@ cat > "$dir/caddy.json" <<CONF
   "storage": { "module": "file_system", "root": "$dir/data" },
   "apps": {
     "tls": { "certificates": { "load_files": [
-      { "certificate": "$dir/cert.pem", "key": "$dir/key.pem" }
+      { "certificate": "$cert", "key": "$key" }
     ] } },
     "http": { "servers": {
       "tcp": {

@@ -4,7 +4,8 @@ aioquic running a tiny ASGI application. Usage: `python server.py PORT`.
 Listens on 127.0.0.1:PORT twice: WebSockets over HTTP/1.1 on the TCP port (plain, `ws://`)
 and WebSockets over HTTP/3 on the UDP port of the same number (QUIC, so always TLS: a
 self-signed certificate for 127.0.0.1 and localhost made at start, `wss://` with
-`--insecure`). aioquic advertises SETTINGS_ENABLE_CONNECT_PROTOCOL; hypercorn takes each
+`--insecure`; or the certificate and key that WSBENCH_TLS_CERT and WSBENCH_TLS_KEY name,
+as `wsbench compare` gives them). aioquic advertises SETTINGS_ENABLE_CONNECT_PROTOCOL; hypercorn takes each
 extended CONNECT as a WebSocket. Every message is echoed with its type; a plain HTTP GET gets
 200. One event loop.
 
@@ -163,7 +164,11 @@ def bound(port):
 
 async def main(port, folder):
     config = Config()
-    config.certfile, config.keyfile = self_signed(folder)
+    if os.environ.get("WSBENCH_TLS_CERT"):
+        # `wsbench compare` made this certificate for its rows over HTTP/3, and trusts it alone.
+        config.certfile, config.keyfile = os.environ["WSBENCH_TLS_CERT"], os.environ["WSBENCH_TLS_KEY"]
+    else:
+        config.certfile, config.keyfile = self_signed(folder)
     config.bind = []
     config.insecure_bind = [f"127.0.0.1:{port}"]
     config.quic_bind = [f"127.0.0.1:{port}"]

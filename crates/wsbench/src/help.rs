@@ -151,6 +151,22 @@ pub fn protocols_help() -> String {
 pub fn without_refused(command: Command) -> Command {
     let refused: Vec<&str> = wsbench::compare::REFUSED_SETTINGS.iter().copied().chain(["slo"]).collect();
     without(command, &refused)
+        .mut_arg("transport", |arg| arg.help(compare_transport_help()).value_name("NAME[,NAME…]"))
+}
+
+/// What compare's `--transport` takes: a list of the registry's transports, each a row per
+/// server beside the default one's.
+fn compare_transport_help() -> String {
+    let dials = wsbench::engine::dial::DIALS;
+    let others: Vec<&str> = dials[1..].iter().map(|dial| dial.flag_name()).collect();
+    format!(
+        "Also measure every server over these transports, comma-separated ({}): a row per server \
+         and transport beside its {} row; natively where its server.toml lists the transport, \
+         else through an HAProxy front (HTTP/2 only; a server without HTTP/3 gets a row saying \
+         so). Rows over QUIC are served with a certificate compare makes, and trusted by it alone",
+        others.join(","),
+        dials[0].flag_name()
+    )
 }
 
 /// `command` without the flags it refuses (`names`, as their flags are written).
@@ -453,6 +469,7 @@ mod tests {
             assert!(help.contains(taken), "{taken} missing from compare --help");
         }
         assert!(help.contains("[default: 1000]"), "compare's core options say their defaults too");
+        assert!(help.contains("Also measure every server over these transports, comma-separated"), "{help}");
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! comparison exits 3 (RUN_FAILURES) when any row failed, 0 when none did.
 
 mod support;
+#[path = "compare/transports.rs"]
+mod transports;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,17 +21,26 @@ fn fleet_dir(test: &str) -> PathBuf {
         ("not-installed", format!("exec {bin} serve --port {{port}}"), "false"),
     ];
     for (name, start, installed) in servers {
-        std::fs::create_dir_all(dir.join(name)).unwrap();
-        std::fs::write(
-            dir.join(name).join("server.toml"),
-            format!(
-                "name = \"{name}\"\nlanguage = \"Rust\"\nlibrary = \"test\"\nversion = \"0\"\ndescription = \"test\"\n\
-                 requires = [\"sh\"]\ninstall = []\ninstalled = \"{installed}\"\nstart = \"{start}\"\nthreads = 1\nhttp = true\n"
-            ),
-        )
-        .unwrap();
+        add_member(&dir, name, &start, &format!("installed = \"{installed}\"\n"));
     }
     dir
+}
+
+/// Writes the manifest of a test server `name` into the fleet `dir`: started by `start`,
+/// in Rust unless `extra` says otherwise, installed unless it says so, with the manifest
+/// lines of `extra` (`transports = …`).
+fn add_member(dir: &Path, name: &str, start: &str, extra: &str) {
+    std::fs::create_dir_all(dir.join(name)).unwrap();
+    let mut text = format!(
+        "name = \"{name}\"\nlibrary = \"test\"\nversion = \"0\"\ndescription = \"test\"\n\
+         requires = [\"sh\"]\ninstall = []\nstart = \"{start}\"\nthreads = 1\nhttp = true\n{extra}"
+    );
+    for (key, default) in [("language", "\"Rust\""), ("installed", "\"true\"")] {
+        if !extra.contains(&format!("{key} = ")) {
+            text.push_str(&format!("{key} = {default}\n"));
+        }
+    }
+    std::fs::write(dir.join(name).join("server.toml"), text).unwrap();
 }
 
 fn wsbench(args: &[&str], dir: &Path) -> (Option<i32>, String, String) {
@@ -411,66 +422,13 @@ fn a_manifest_naming_an_unknown_protocol_is_refused_with_the_known_ones() {
 fn a_manifest_naming_an_unknown_transport_is_refused_with_the_known_ones() {
     let dir = fleet_dir("unknown-transport");
     let manifest = dir.join("healthy").join("server.toml");
-    let text = std::fs::read_to_string(&manifest).unwrap() + "transports = [\"spdy\"]\n";
+    let text = std::fs::read_to_string(&manifest).unwrap() + "transports = [\"http9\"]\n";
     std::fs::write(&manifest, text).unwrap();
     let (code, _, stderr) = wsbench(&["fleet", "list"], &dir);
     assert_ne!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("transport `spdy` is not one wsbench opens: use http1, http2, http3"), "{stderr}");
+    assert!(
+        stderr.contains("transport `http9` is not one wsbench opens: use http1, http2, http3"),
+        "{stderr}"
+    );
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-}
-
-#[test]
-fn a_server_whose_manifest_lists_the_transport_is_measured_over_it_natively() {
-    let dir = fleet_dir("native-transport");
-    let manifest = dir.join("healthy").join("server.toml");
-    let text = std::fs::read_to_string(&manifest).unwrap() + "transports = [\"http2\"]\n";
-    std::fs::write(&manifest, text).unwrap();
-    let out = dir.join("results");
-    let mut args =
-        vec!["compare", "--transport", "h2", "--servers", "healthy", "--out", out.to_str().unwrap()];
-    args.extend("--connections 20 --streams-per-connection 10 --warmup 0s --duration 1s".split_whitespace());
-    let (code, stdout, stderr) = wsbench(&args, &dir);
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    for row in ["healthy ", "healthy/h2 "] {
-        let line =
-            stdout.lines().find(|l| l.starts_with(row)).unwrap_or_else(|| panic!("no {row}row\n{stdout}"));
-        assert!(line.contains("20/20"), "{line}");
-    }
-    assert!(!stdout.contains("haproxy"), "served natively, no front\n{stdout}");
-    let result: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("healthy-h2-1.json")).unwrap()).unwrap();
-    assert_eq!(result["summary"]["transport"]["name"], "http2", "{stdout}");
-    assert_eq!(result["summary"]["transport"]["tcp_connections"], 2, "{stdout}");
-}
-
-#[test]
-fn an_http2_comparison_measures_each_server_over_both_and_fronts_the_h1_only_ones_with_haproxy() {
-    if !Path::new("/usr/sbin/haproxy").is_file() {
-        support::peer_missing("haproxy is not installed");
-        return;
-    }
-    let dir = fleet_dir("http2");
-    let out = dir.join("results");
-    let mut args = vec!["compare", "--http2", "--servers", "builtin,healthy", "--out", out.to_str().unwrap()];
-    args.extend("--connections 20 --streams-per-connection 10 --warmup 0s --duration 1s".split_whitespace());
-    let (code, stdout, stderr) = wsbench(&args, &dir);
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    for row in ["builtin ", "builtin/h2 ", "healthy ", "healthy/h2+haproxy "] {
-        let line =
-            stdout.lines().find(|l| l.starts_with(row)).unwrap_or_else(|| panic!("no {row}row\n{stdout}"));
-        assert!(line.contains("20/20"), "{line}");
-    }
-    assert!(stdout.contains("/h2+haproxy: WebSockets over HTTP/2 to an HAProxy front"), "{stdout}");
-    let read = |name: &str| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(out.join(name)).unwrap()).unwrap()
-    };
-    for (file, transport, tcp) in [
-        ("builtin-1.json", "http1", 20),
-        ("builtin-h2-1.json", "http2", 2),
-        ("healthy-h2+haproxy-1.json", "http2", 2),
-    ] {
-        let result = read(file);
-        assert_eq!(result["summary"]["transport"]["name"], transport, "{file}");
-        assert_eq!(result["summary"]["transport"]["tcp_connections"], tcp, "{file}");
-    }
 }

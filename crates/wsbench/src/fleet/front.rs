@@ -2,7 +2,8 @@
 //! taking WebSockets over HTTP/2 (RFC 8441, h2c with prior knowledge) and passing each to the
 //! server as an HTTP/1.1 upgrade, so that `wsbench compare --http2` measures the same server
 //! over both. The front is a fleet member of its own (a manifest made here), started and
-//! stopped like any server; its configuration lives in a temporary file.
+//! stopped like any server; its configuration lives in a temporary file. HTTP/2 is the one
+//! transport it fronts: HAProxy cannot take WebSockets over HTTP/3 (RFC 9220) to pass on.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,14 @@ use super::Manifest;
 
 /// Debian's HAProxy.
 pub const HAPROXY: &str = "/usr/sbin/haproxy";
+
+/// The transport a front takes (by its name in the registry).
+pub const FRONTED: &str = "http2";
+
+/// Whether a front can take WebSockets over `transport` to a server that lacks it.
+pub fn fronts(transport: &dyn crate::engine::dial::Dial) -> bool {
+    transport.name() == FRONTED
+}
 
 /// Whether HAProxy is installed.
 pub fn available() -> bool {
@@ -38,7 +47,7 @@ pub fn haproxy_before(name: &str, backend_port: u16) -> std::io::Result<Manifest
         threads: 1,
         http: false,
         websocket: true,
-        transports: crate::engine::dial::DIALS[1..].iter().map(|dial| dial.name().to_owned()).collect(),
+        transports: vec![FRONTED.to_owned()],
         env: BTreeMap::new(),
         deflate: true,
         pubsub: true,
@@ -63,6 +72,13 @@ fn config_text(backend_port: u16) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_front_takes_a_transport_of_the_registry() {
+        let fronted = crate::engine::dial::by_name(FRONTED).expect("a transport of the registry");
+        assert!(fronts(fronted));
+        assert!(!fronts(crate::engine::dial::DIALS[0]));
+    }
 
     #[test]
     fn the_front_takes_h2c_and_passes_to_the_server() {

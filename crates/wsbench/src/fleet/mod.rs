@@ -21,6 +21,13 @@ pub use process::{FleetServer, StartError};
 /// The built-in server's name in `--servers` lists and tables.
 pub const BUILTIN: &str = "builtin";
 
+/// A server started for a comparison row over a transport that is always TLS (QUIC) finds
+/// the certificate chain and key `compare` made for it, as PEM files, in these environment
+/// variables, and serves that transport with them: the client trusts that certificate alone.
+pub const TLS_CERT_ENV: &str = "WSBENCH_TLS_CERT";
+/// See [`TLS_CERT_ENV`].
+pub const TLS_KEY_ENV: &str = "WSBENCH_TLS_KEY";
+
 #[derive(Debug, thiserror::Error)]
 pub enum FleetError {
     #[error("cannot read the fleet in {dir} (run wsbench from the repository, or give --fleet-dir)")]
@@ -74,7 +81,9 @@ pub struct Manifest {
     pub deflate: bool,
     /// The transports it serves itself besides the default one, by their names in the
     /// registry (`engine::dial`; e.g. `["http2"]`: RFC 8441, h2c with prior knowledge on its
-    /// port); `compare --transport` puts an HAProxy front before a server without it.
+    /// port; `["http3"]`: RFC 9220 on the UDP port of its port's number, with the certificate
+    /// of [`TLS_CERT_ENV`] when that is set); `compare --transport` puts an HAProxy front
+    /// before a server without HTTP/2, and skips one without HTTP/3 (HAProxy cannot front it).
     #[serde(default)]
     pub transports: Vec<String>,
     /// Speaks the pub/sub protocol of docs/protocols.md when started with `WSBENCH_PUBSUB=1`
@@ -198,8 +207,12 @@ pub fn builtin() -> Manifest {
         requires: Vec::new(),
         install: Vec::new(),
         installed: "true".into(),
-        // `WSBENCH_PUBSUB=1` (compare's pubsub rows) adds `--pubsub`.
-        start: format!("exec '{exe}' serve --port {{port}} ${{WSBENCH_PUBSUB:+--pubsub}}"),
+        // `WSBENCH_PUBSUB=1` (compare's pubsub rows) adds `--pubsub`; a certificate (a row
+        // over HTTP/3) makes it serve wss and HTTP/3 with it.
+        start: format!(
+            "exec '{exe}' serve --port {{port}} ${{WSBENCH_PUBSUB:+--pubsub}} \
+             ${{{TLS_CERT_ENV}:+--h3 --cert \"${TLS_CERT_ENV}\" --key \"${TLS_KEY_ENV}\"}}"
+        ),
         threads: 1,
         http: true,
         websocket: true,

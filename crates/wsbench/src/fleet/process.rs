@@ -2,7 +2,9 @@
 //! its CPUs, in a process group of its own (start commands may be scripts that spawn the
 //! real server), ready once its port accepts connections, and stopped with SIGTERM to the
 //! whole group (SIGKILL after a grace period). Its output goes to a log file whose last
-//! lines explain a failed start.
+//! lines explain a failed start. A server started for a transport over UDP (QUIC) is ready
+//! once it holds the UDP port of its port's number too, as `/proc/net/udp` tells (binding
+//! the port to find out could take it from a server binding at that moment).
 
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -24,6 +26,8 @@ pub enum StartError {
     Exited { status: String, log: String },
     #[error("did not open port {port} within {seconds} s{log}")]
     NotListening { port: u16, seconds: u64, log: String },
+    #[error("did not open UDP port {port} within {seconds} s (it serves no QUIC there){log}")]
+    NoUdpPort { port: u16, seconds: u64, log: String },
 }
 
 #[derive(Debug)]
@@ -54,6 +58,22 @@ fn free_port() -> std::io::Result<u16> {
         }
     }
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Whether some socket of this machine is bound to UDP port `port` (any address).
+fn udp_port_bound(port: u16) -> bool {
+    ["/proc/net/udp", "/proc/net/udp6"]
+        .iter()
+        .any(|table| std::fs::read_to_string(table).is_ok_and(|text| udp_table_has_port(&text, port)))
+}
+
+/// Whether a `/proc/net/udp` table lists a socket whose local address has port `port`.
+fn udp_table_has_port(table: &str, port: u16) -> bool {
+    table.lines().skip(1).any(|line| {
+        let local = line.split_whitespace().nth(1).unwrap_or_default();
+        let local_port = local.rsplit_once(':').and_then(|(_, hex)| u16::from_str_radix(hex, 16).ok());
+        local_port == Some(port)
+    })
 }
 
 /// The last lines of a log, as ": …" for error messages.
@@ -113,7 +133,33 @@ impl FleetServer {
 
     /// Its URL at `path` (`/` for a plain echo server).
     pub fn url(&self, path: &str) -> String {
-        format!("ws://127.0.0.1:{}{path}", self.port)
+        self.url_over(path, false)
+    }
+
+    /// Its URL at `path`, `wss://` when `tls`.
+    pub fn url_over(&self, path: &str, tls: bool) -> String {
+        format!("{}://127.0.0.1:{}{path}", if tls { "wss" } else { "ws" }, self.port)
+    }
+
+    /// Waits (up to `timeout`) until the server holds the UDP port of its port's number; if
+    /// it does not, or exits first, it is stopped and the error says so.
+    pub fn wait_for_udp(&mut self, timeout: Duration) -> Result<(), StartError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if udp_port_bound(self.port) {
+                return Ok(());
+            }
+            if let Some(status) = self.exited() {
+                self.stop();
+                return Err(StartError::Exited { status: status.to_string(), log: log_tail(&self.log) });
+            }
+            if Instant::now() >= deadline {
+                let log = log_tail(&self.log);
+                self.stop();
+                return Err(StartError::NoUdpPort { port: self.port, seconds: timeout.as_secs(), log });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// The processes to measure: whatever listens on the port (the real server even when
@@ -143,5 +189,22 @@ impl FleetServer {
     /// SIGKILL to the process group (a crash).
     pub fn kill(&mut self) {
         self.process.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bound_udp_port_is_found_in_the_kernel_table() {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = socket.local_addr().unwrap().port();
+        assert!(udp_port_bound(port));
+        drop(socket);
+        assert!(!udp_port_bound(port));
+        let table = "  sl  local_address rem_address   st\n  12: 0100007F:1F90 00000000:0000 07\n";
+        assert!(udp_table_has_port(table, 8080));
+        assert!(!udp_table_has_port(table, 8081));
     }
 }

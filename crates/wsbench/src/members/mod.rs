@@ -6,9 +6,11 @@
 //! A protocol's secret option ([`Kind::Secret`]) is also a `--NAME-env VAR` flag and key; it
 //! is read when the settings are validated and kept out of everything written
 //! ([`OptionValues::take_secrets`]), and a shard process gets it through its environment
-//! ([`secrets_to_environment`]). The flags themselves are made in `flags.rs`.
+//! ([`secrets_to_environment`]). The flags themselves are made in `flags.rs`; `--transport`
+//! read as compare's list of transports in `transports.rs`.
 
 mod flags;
+mod transports;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -4,12 +4,15 @@
 //! every figure of the row, and every bar of the page, is that one run's, so they agree.
 //! `compare --repeat` is odd, so the median is one run; when fewer runs were made (a signal,
 //! a server that died), an even count shows the lower of the two middle runs and says so.
+//! `srv µs/rt` and `cli µs/rt` are the server's and the client's CPU time per round trip
+//! (each side's CPU over every echo the client received), so rows over different transports
+//! show what a round trip costs each side.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::result::{ResultError, RunResult, write_atomically};
-use crate::units::format::{group, kib_tight, mib_tight, millis_tight};
+use crate::units::format::{group, kib_tight, mib_tight, millis_tight, sig3};
 
 /// One server of a comparison as the table and the page show it: its runs (one per
 /// repeat), or why it has none.
@@ -57,7 +60,7 @@ pub fn render_compare_table(rows: &[Row]) -> String {
     let headings: String = columns.iter().map(|(heading, width)| format!(" {heading:>width$}")).collect();
     let _ = writeln!(
         out,
-        "{:<22} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>17} {:>6}{}",
+        "{:<22} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>17} {:>9} {:>9} {:>6}{}",
         "server",
         "language",
         format!("{what}/s (min–max)"),
@@ -72,6 +75,8 @@ pub fn render_compare_table(rows: &[Row]) -> String {
         "RSS/conn",
         "CPU s",
         format!("{what}/CPU-s"),
+        "srv µs/rt",
+        "cli µs/rt",
         "client",
         headings
     );
@@ -123,7 +128,7 @@ fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
     };
     let _ = writeln!(
         out,
-        "{:<22} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>17} {:>6}{}",
+        "{:<22} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8} {:>7} {:>9} {:>8} {:>7} {:>17} {:>9} {:>9} {:>6}{}",
         row.name,
         row.language,
         format!("{} ({}–{})", whole(s.exchanges_per_sec), whole(min), whole(max)),
@@ -138,6 +143,8 @@ fn measured_row(out: &mut String, row: &Row, run: &RunResult) {
         per_conn,
         run.server.cpu_seconds.map_or("-".to_owned(), |c| format!("{c:.2}")),
         run.server.exchanges_per_cpu_second.map_or("-".to_owned(), |e| format!("{e:.0}")),
+        run.server.cpu_us_per_round_trip.map_or("-".to_owned(), sig3),
+        run.client.cpu_us_per_round_trip.map_or("-".to_owned(), sig3),
         if run.client.bound { "BOUND" } else { "ok" },
         scenario_cells(run),
     );
@@ -178,6 +185,25 @@ mod tests {
         let table = render_compare_table(&[row]);
         let line = table.lines().find(|line| line.starts_with("srv")).unwrap();
         assert!(line.ends_with("  (repeat 2: reset 1,234)"), "{table}");
+    }
+
+    #[test]
+    fn each_row_shows_the_server_and_client_cpu_per_round_trip() {
+        let mut run = RunResult::from_outcome(&fixture::closed_loop());
+        run.server.cpu_us_per_round_trip = Some(12.34);
+        run.client.cpu_us_per_round_trip = Some(45.67);
+        let mut unprobed = run.clone();
+        unprobed.server.cpu_us_per_round_trip = None;
+        let (problems, runs, others) = (Vec::new(), [run], [unprobed]);
+        let row = Row { name: "srv", language: "C", runs: &runs, problems: &problems, skipped: None };
+        let other = Row { name: "other", language: "C", runs: &others, problems: &problems, skipped: None };
+        let table = render_compare_table(&[row, other]);
+        let heading = table.lines().next().unwrap();
+        assert!(heading.contains("srv µs/rt cli µs/rt"), "{table}");
+        let line = table.lines().find(|line| line.starts_with("srv")).unwrap();
+        assert!(line.contains(" 12.3      45.7 "), "{table}");
+        let line = table.lines().find(|line| line.starts_with("other")).unwrap();
+        assert!(line.contains("         -      45.7 "), "{table}");
     }
 
     #[test]

@@ -84,6 +84,12 @@ pub trait Dial: Sync + std::fmt::Debug {
     fn carries(&self) -> bool {
         false
     }
+    /// Whether its connections are QUIC over UDP, and so always TLS: its target is a `wss://`
+    /// URL whose port is the server's UDP port of that number, and a server is ready for it
+    /// once it holds that UDP port.
+    fn over_udp(&self) -> bool {
+        false
+    }
     /// Checked once before any load: that the server speaks this transport at all. The
     /// error is one line naming the cause and what to do.
     fn check(&self, _job: &Job) -> Result<(), CheckError> {

@@ -49,6 +49,10 @@ impl Dial for Http3 {
         true
     }
 
+    fn over_udp(&self) -> bool {
+        true
+    }
+
     fn check(&self, job: &Job) -> Result<(), CheckError> {
         check::server_allows_websockets(job)
     }

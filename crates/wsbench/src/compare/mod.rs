@@ -2,21 +2,34 @@
 //! Servers take turns within each repeat (interleaved, so machine drift spreads evenly over
 //! them); each is started fresh, pinned to its CPU, measured with the client pinned
 //! elsewhere, and stopped. A server that is not installed, fails to start or dies mid-run
-//! gets a row saying so; the others are still measured. Every result file is kept. With a
-//! `--transport` other than the default (`--transport h2`, `--http2`) each server gets a
-//! second row over it: natively when its manifest lists the transport, else through an
-//! HAProxy front (`fleet::front`, HTTP/2 to HTTP/1.1) that speaks the default one to it.
+//! gets a row saying so; the others are still measured. Every result file is kept.
+//!
+//! With `--transport` naming transports other than the default (`--transport h2,h3`, or
+//! `--http2`), each server gets a row over each of them beside its default one: natively
+//! when its manifest lists the transport, else through an HAProxy front (`fleet::front`,
+//! HTTP/2 to HTTP/1.1) that speaks the default one to it; a transport no front can take
+//! (HTTP/3) skips the servers that lack it, in a row saying so. A row over QUIC, which is
+//! always TLS, is served with a certificate the comparison makes ([`certificate`]) and the
+//! client trusts that certificate alone (`--cacert`; `--insecure`, given, trusts any).
+
+mod certificate;
+mod member;
+mod refusals;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::config::{ConfigError, RunSettings};
 use crate::engine::dial::{DIALS, Dial};
 use crate::fleet::{self, FleetError, FleetServer, Manifest, front};
 use crate::result::RunResult;
 use crate::session;
+use certificate::Certificate;
+use member::Member;
+pub use refusals::REFUSED_SETTINGS;
+use refusals::refuse_what_does_not_apply;
 
 /// How long a server may take to open its port (the JVM and Erlang are slow starters).
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -35,6 +48,12 @@ pub enum CompareError {
     },
     #[error(transparent)]
     Result(#[from] crate::result::ResultError),
+    #[error("cannot make the certificate of the rows over QUIC in {dir}")]
+    Certificate {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// What `wsbench compare` does.
@@ -62,6 +81,11 @@ impl Over {
     /// The registry's first transport, served directly.
     pub fn default_transport() -> Over {
         Over { transport: DIALS[0], front: false }
+    }
+
+    /// Over `transport` to the server of `manifest`: itself when it serves it, else a front.
+    pub fn to(manifest: &Manifest, transport: &'static dyn Dial) -> Over {
+        Over { transport, front: !manifest.serves_transport(transport.name()) }
     }
 
     pub fn is_default(&self) -> bool {
@@ -104,40 +128,14 @@ pub fn compare(
     refuse_what_does_not_apply(&config.settings)?;
     let fleet = fleet::load(&config.fleet_dir)?;
     let selected = fleet::select(&fleet, &config.servers)?;
-    // Check the scenario once before starting anything.
-    let check = RunSettings {
-        target: Some("ws://127.0.0.1:1/".into()),
-        server_owned: true,
-        ..config.settings.clone()
-    };
-    check.validate()?;
+    let transports = transports_checked(&config.settings)?;
     if let Some(out) = &config.out {
         // Already checked by the command when its `--html` goes into it; harmless again.
         crate::config::check_output_folder("out", out)?;
         std::fs::create_dir_all(out).map_err(|source| CompareError::OutDir { path: out.clone(), source })?;
     }
-    // A transport other than the registry's first gets rows of its own, beside the first's.
-    let transport = config.settings.transport_chosen()?;
-    let shared = transport.name() != DIALS[0].name();
-    let mut rows: Vec<Row> = Vec::new();
-    for manifest in selected {
-        rows.push(Row::new(manifest, Over::default_transport()));
-        if shared {
-            rows.push(Row::new(
-                manifest,
-                Over { transport, front: !manifest.serves_transport(transport.name()) },
-            ));
-        }
-    }
-    let protocol = config.settings.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
-    for row in &mut rows {
-        row.require_protocol(protocol);
-    }
-    for feature in Feature::needed_by(&config.settings) {
-        for row in &mut rows {
-            row.require(feature);
-        }
-    }
+    let mut rows = rows_of(&selected, &transports, &config.settings);
+    let certificate = serve_tls(&mut rows)?;
     let (server_cpus, client_cpus) = server_and_client_cpus();
     let total = rows.iter().filter(|r| r.available).count() * config.repeat as usize;
     let mut step = 0;
@@ -147,10 +145,7 @@ pub fn compare(
                 break;
             }
             step += 1;
-            let mut settings = config.settings.clone();
-            if row.over.is_default() {
-                settings.without_transport();
-            }
+            let mut settings = row.settings(&config.settings, certificate.as_ref());
             if !client_cpus.is_empty() && settings.client_cpus.is_none() {
                 settings.client_cpus = Some(crate::affinity::format_cpu_list(&client_cpus));
             }
@@ -168,6 +163,62 @@ pub fn compare(
         }
     }
     Ok(rows)
+}
+
+/// The transports of the rows: the registry's first, then each other one `--transport`
+/// lists, in its order; the scenario checked over each before anything starts.
+fn transports_checked(settings: &RunSettings) -> Result<Vec<&'static dyn Dial>, ConfigError> {
+    let listed = settings.transports_listed()?;
+    let others = listed.into_iter().filter(|dial| dial.name() != DIALS[0].name());
+    let transports: Vec<&'static dyn Dial> = std::iter::once(DIALS[0]).chain(others).collect();
+    for &transport in &transports {
+        let scheme = if transport.over_udp() { "wss" } else { "ws" };
+        let mut check = RunSettings {
+            target: Some(format!("{scheme}://127.0.0.1:1/")),
+            server_owned: true,
+            ..settings.clone()
+        };
+        // Alone, the default is checked as given: an option of a transport not in the run is refused.
+        if transports.len() > 1 {
+            check.over_transport(transport);
+        }
+        check.validate()?;
+    }
+    Ok(transports)
+}
+
+/// A row for each selected server over each transport, skipped where the server lacks what
+/// the run needs (its protocol, a feature, the transport).
+fn rows_of(selected: &[&Manifest], transports: &[&'static dyn Dial], settings: &RunSettings) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::new();
+    for manifest in selected {
+        rows.extend(transports.iter().map(|&transport| Row::new(manifest, Over::to(manifest, transport))));
+    }
+    let protocol = settings.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
+    for row in &mut rows {
+        row.require_protocol(protocol);
+    }
+    for feature in Feature::needed_by(settings) {
+        for row in &mut rows {
+            row.require(feature);
+        }
+    }
+    rows
+}
+
+/// The certificate the rows over QUIC are served with, made when there is such a row to
+/// measure, and each such row's server told where it is.
+fn serve_tls(rows: &mut [Row]) -> Result<Option<Certificate>, CompareError> {
+    let mut quic = rows.iter_mut().filter(|row| row.available && row.over.transport.over_udp()).peekable();
+    if quic.peek().is_none() {
+        return Ok(None);
+    }
+    let certificate = Certificate::make()
+        .map_err(|source| CompareError::Certificate { dir: std::env::temp_dir(), source })?;
+    for row in quic {
+        row.manifest.env.extend(certificate.env());
+    }
+    Ok(Some(certificate))
 }
 
 /// The CPUs a comparison pins its servers to (the first allowed one, when there are two or
@@ -354,7 +405,8 @@ impl Row {
     /// A row for `manifest` over `over`, saying so if the server is not installed or cannot
     /// run here (or needs an HAProxy front that is not installed).
     fn new(manifest: &Manifest, over: Over) -> Row {
-        let label = match (over.is_default(), over.front) {
+        let fronted = over.front && front::fronts(over.transport);
+        let label = match (over.is_default(), fronted) {
             (true, _) => manifest.name.clone(),
             (false, false) => format!("{}/{}", manifest.name, over.transport.flag_name()),
             (false, true) => format!("{}/{}+haproxy", manifest.name, over.transport.flag_name()),
@@ -365,9 +417,18 @@ impl Row {
             label,
             runs: Vec::new(),
             problems: Vec::new(),
-            available: true,
+            available: false,
             skipped: None,
         };
+        if over.front && !fronted {
+            let (flag, name) = (over.transport.flag_name(), over.transport.name());
+            row.skipped = Some(format!(
+                "skipped: does not serve {flag} (its server.toml lists no {name} among its transports, \
+                 and an HAProxy front takes {} only)",
+                crate::engine::dial::by_name(front::FRONTED).map_or(front::FRONTED, |dial| dial.flag_name())
+            ));
+            return row;
+        }
         row.available = fleet::is_installed(manifest);
         if !row.available {
             let missing = fleet::missing_tools(manifest);
@@ -387,6 +448,37 @@ impl Row {
         row
     }
 
+    /// The settings of this row's runs: `base` over its transport alone; over QUIC, the
+    /// comparison's `certificate` the one CA trusted (unless `--insecure` trusts any).
+    fn settings(&self, base: &RunSettings, certificate: Option<&Certificate>) -> RunSettings {
+        let mut settings = base.clone();
+        settings.over_transport(self.over.transport);
+        if self.over.transport.over_udp() && !settings.insecure {
+            settings.cacert = certificate.map(|certificate| certificate.cert.clone());
+        }
+        settings
+    }
+
+    /// Starts the server, ready for this row's transport (its UDP port open too, for one
+    /// over QUIC), and its front if it has one; the error is the row's problem.
+    fn start(&self, server_cpus: &[usize]) -> Result<(FleetServer, Option<FleetServer>), String> {
+        let failed = |error: fleet::StartError| format!("failed to start: {error}");
+        let mut server = FleetServer::start(&self.manifest, server_cpus, START_TIMEOUT).map_err(failed)?;
+        if self.over.transport.over_udp() {
+            server.wait_for_udp(START_TIMEOUT).map_err(failed)?;
+        }
+        if !self.over.front {
+            return Ok((server, None));
+        }
+        match start_front(&self.manifest.name, &server, server_cpus) {
+            Ok(front) => Ok((server, Some(front))),
+            Err(problem) => {
+                server.stop();
+                Err(problem)
+            }
+        }
+    }
+
     /// Starts the server fresh, measures it with `settings` (their target set to it), stops
     /// it, and records the run or what went wrong.
     fn measure(
@@ -396,28 +488,18 @@ impl Row {
         interrupt: &AtomicBool,
         log: &mut dyn FnMut(&str),
     ) {
-        let mut server = match FleetServer::start(&self.manifest, server_cpus, START_TIMEOUT) {
-            Ok(server) => server,
-            Err(error) => {
-                log(&format!("failed to start: {error}"));
-                self.problems.push(format!("failed to start: {error}"));
+        let (server, mut front) = match self.start(server_cpus) {
+            Ok(started) => started,
+            Err(problem) => {
+                log(&problem);
+                self.problems.push(problem);
                 return;
             }
         };
         let protocol = settings.protocol.as_deref().unwrap_or(crate::protocol::DEFAULT);
-        let mut front = match self.over.front {
-            true => match start_front(&self.manifest.name, &server, server_cpus) {
-                Ok(front) => Some(front),
-                Err(problem) => {
-                    server.stop();
-                    log(&problem);
-                    self.problems.push(problem);
-                    return;
-                }
-            },
-            false => None,
-        };
-        settings.target = Some(front.as_ref().unwrap_or(&server).url(self.manifest.path(protocol)));
+        let path = self.manifest.path(protocol);
+        settings.target =
+            Some(front.as_ref().unwrap_or(&server).url_over(path, self.over.transport.over_udp()));
         if front.is_some() && settings.server_pid.is_none() {
             // The server measured is the one behind the front.
             settings.server_pid = server.pids().first().copied();
@@ -427,6 +509,7 @@ impl Row {
             manifest: self.manifest.clone(),
             cpus: server_cpus.to_vec(),
             server,
+            udp: self.over.transport.over_udp(),
         }));
         let measured = session::measure_and_write_owning(&settings, interrupt, Some(member.clone()));
         if let Some(front) = front.as_mut() {
@@ -465,124 +548,9 @@ impl Row {
     }
 }
 
-/// A fleet member a comparison started, as its recovery runs (`--disrupt restart|kill`)
-/// restart it: on the same port, by the start command of its manifest.
-#[derive(Debug)]
-struct Member {
-    manifest: Manifest,
-    cpus: Vec<usize>,
-    server: FleetServer,
-}
-
-impl session::disruptor::OwnedServer for Member {
-    fn stop_for_restart(&mut self, kill: bool) -> Duration {
-        let stopping = Instant::now();
-        match kill {
-            true => self.server.kill(),
-            false => self.server.stop(),
-        }
-        // The start command's shell may end before the server it started has let go of the
-        // port (closing ten thousand connections takes a while): stopped means the port is free.
-        let deadline = stopping + START_TIMEOUT;
-        while std::net::TcpListener::bind(("127.0.0.1", self.server.port)).is_err()
-            && Instant::now() < deadline
-        {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        stopping.elapsed()
-    }
-
-    fn start_again(&mut self) -> Result<Duration, String> {
-        let started = std::time::Instant::now();
-        self.server = FleetServer::start_on(&self.manifest, &self.cpus, self.server.port, START_TIMEOUT)
-            .map_err(|e| crate::causes::with_causes(&e))?;
-        Ok(started.elapsed())
-    }
-
-    fn close_every_connection(&mut self) -> Result<(), String> {
-        Err(format!("{} cannot be told to close its connections", self.manifest.name))
-    }
-}
-
-/// The flags of `wsbench run` that a comparison takes but has no use for, refused before
-/// any server starts: each of its runs is one server's, started by the comparison, with its
-/// result file in `--out`. Taken silently, they did nothing (`--find-max-rate`, `--json`)
-/// or kept only the last run's (`--stream`).
-fn refuse_what_does_not_apply(settings: &RunSettings) -> Result<(), ConfigError> {
-    match refusals(settings).into_iter().find(|(given, ..)| *given) {
-        Some((_, setting, what_to_do)) => {
-            Err(crate::config::invalid_setting(setting, format!("does not apply to compare: {what_to_do}")))
-        }
-        None => Ok(()),
-    }
-}
-
-/// The settings of `wsbench run` that compare refuses (`compare --help` does not list them).
-pub const REFUSED_SETTINGS: [&str; 9] = [
-    "find-max-rate",
-    "json",
-    "print-result",
-    "hlog",
-    "stream",
-    "metrics-addr",
-    "shard",
-    "start-at",
-    "server-pid",
-];
-
-/// Each refused setting: whether `settings` give it, its name, and what to do instead.
-fn refusals(settings: &RunSettings) -> [(bool, &'static str, &'static str); REFUSED_SETTINGS.len()] {
-    const ONE_RUN: &str = "follows one run, and compare makes one per server and repeat: watch its progress \
-                           lines, or give each server its own `wsbench run`";
-    [
-        (
-            settings.find_max_rate,
-            "find-max-rate",
-            "compare measures every server at the same load: search one server with `wsbench run URL \
-             --find-max-rate`",
-        ),
-        (
-            settings.json.is_some(),
-            "json",
-            "compare writes a result file per server and repeat: give --out DIR",
-        ),
-        (
-            settings.print_result,
-            "print-result",
-            "the result files are in --out DIR; compare prints its table",
-        ),
-        (
-            settings.hlog.is_some(),
-            "hlog",
-            "give --out DIR: each run's result file there holds its histograms",
-        ),
-        (settings.stream.is_some(), "stream", ONE_RUN),
-        (settings.metrics_addr.is_some(), "metrics-addr", ONE_RUN),
-        (settings.shard.is_some(), "shard", "compare splits each run itself: give --processes N"),
-        (settings.start_at.is_some(), "start-at", "compare starts each run once its server is up"),
-        (
-            settings.server_pid.is_some(),
-            "server-pid",
-            "compare starts each server and samples the process it started",
-        ),
-    ]
-}
-
 /// HAProxy before `server`, on the server's CPUs; the error is the row's problem.
 fn start_front(name: &str, server: &FleetServer, cpus: &[usize]) -> Result<FleetServer, String> {
     let manifest = front::haproxy_before(name, server.port)
         .map_err(|e| format!("cannot write the HAProxy front's configuration: {e}"))?;
     FleetServer::start(&manifest, cpus, START_TIMEOUT).map_err(|e| format!("its HAProxy front {e}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_refused_settings_listed_are_the_ones_refused() {
-        let named: Vec<&str> = refusals(&RunSettings::default()).iter().map(|(_, name, _)| *name).collect();
-        assert_eq!(named, REFUSED_SETTINGS);
-        assert!(refusals(&RunSettings::default()).iter().all(|(given, ..)| !given));
-    }
 }
