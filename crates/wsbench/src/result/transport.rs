@@ -72,3 +72,26 @@ fn is_zero(count: &u64) -> bool {
 fn default_name() -> &'static str {
     crate::engine::dial::DIALS[0].name()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_counters_add_up_the_quic_connections_packets() {
+        let shard = |sent: u64, lost: u64| Counters {
+            quic_connections: 2,
+            quic_packets_sent: sent,
+            quic_packets_lost: lost,
+            ..Counters::default()
+        };
+        let mut merged = shard(28_000, 1_000);
+        merged += &shard(67, 85);
+        let config = serde_json::json!({ "transport": { "name": "http3", "streams_per_connection": 50 } });
+        let summary = TransportSummary::of(&config, &merged);
+        assert_eq!(
+            (summary.quic_connections, summary.quic_packets_sent, summary.quic_packets_lost),
+            (4, 28_067, 1_085)
+        );
+    }
+}
