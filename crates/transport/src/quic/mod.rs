@@ -22,7 +22,7 @@ use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn_proto::{DatagramEvent, EndpointConfig, TransportConfig, VarInt};
 
 pub use quinn_proto::{ClientConfig, ConnectionHandle, ServerConfig, StreamId};
-pub use session::{Cause, Event, Session};
+pub use session::{Cause, Event, PacketStats, Session};
 
 /// The largest UDP payload handed in or out.
 pub const MAX_DATAGRAM: usize = 65_527;

@@ -105,6 +105,14 @@ struct RequestIn {
     headers_seen: bool,
 }
 
+/// The packets this side sent on a connection since it began, and of those the ones
+/// QUIC's loss detection declared lost (and so resent what they carried).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PacketStats {
+    pub sent: u64,
+    pub lost: u64,
+}
+
 /// One HTTP/3 connection.
 #[derive(Debug)]
 pub struct Session {
@@ -159,6 +167,12 @@ impl Session {
     /// Whether events wait to be read.
     pub fn has_events(&self) -> bool {
         !self.events.is_empty()
+    }
+
+    /// The packets sent and lost on the connection so far (quinn-proto's path statistics).
+    pub fn packet_stats(&self) -> PacketStats {
+        let path = self.conn.stats().path;
+        PacketStats { sent: path.sent_packets, lost: path.lost_packets }
     }
 
     /// Whether the connection is over (its [`Event::Closed`] given).

@@ -167,6 +167,22 @@ fn websockets_share_a_connection_and_their_bytes_come_back() {
 }
 
 #[test]
+fn a_connection_counts_the_packets_it_sent_and_lost() {
+    let (mut pair, handle) = Pair::new(true);
+    pair.run(handle, |_, seen| seen.iter().any(|e| matches!(e, Event::Ready(_))));
+    let before = pair.client.session(handle).unwrap().packet_stats();
+    // The Initial and the handshake's packets went, at least.
+    assert!(before.sent >= 2, "{before:?}");
+    let session = pair.client.session(handle).unwrap();
+    let stream = session.open_websocket("https", "localhost", "/echo").unwrap();
+    session.send_data(stream, b"frame");
+    pair.run(handle, |_, seen| seen.iter().any(|e| matches!(e, Event::Data(..))));
+    let after = pair.client.session(handle).unwrap().packet_stats();
+    assert!(after.sent > before.sent, "{before:?} then {after:?}");
+    assert!(after.lost <= after.sent, "{after:?}");
+}
+
+#[test]
 fn a_server_without_extended_connect_says_so_in_its_settings() {
     let (mut pair, handle) = Pair::new(false);
     let events = pair.run(handle, |_, seen| seen.iter().any(|e| matches!(e, Event::Ready(_))));

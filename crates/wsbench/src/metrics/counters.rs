@@ -159,6 +159,12 @@ pub struct Counters {
     /// QUIC connections that carried the WebSockets and connected (HTTP/3: several share one).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub quic_connections: u64,
+    /// Packets those QUIC connections sent, and of them the ones QUIC declared lost (and
+    /// resent what they carried).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_packets_sent: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_packets_lost: u64,
     /// WebSockets a transport ended by cause, each its own error kind: `h2_rst_<code>` (the
     /// server reset the stream), `h2_goaway_<code>` (its GOAWAY ended the connection the
     /// stream rode on), `h2_io` (that connection broke).
@@ -442,6 +448,8 @@ impl AddAssign<&Counters> for Counters {
         self.closes_unanswered += other.closes_unanswered;
         self.tcp_connections += other.tcp_connections;
         self.quic_connections += other.quic_connections;
+        self.quic_packets_sent += other.quic_packets_sent;
+        self.quic_packets_lost += other.quic_packets_lost;
         for (cause, count) in &other.transport_errors_by_cause {
             *self.transport_errors_by_cause.entry(cause.clone()).or_default() += count;
         }

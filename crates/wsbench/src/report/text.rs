@@ -201,9 +201,10 @@ fn traffic(out: &mut String, result: &RunResult, paint: Paint) {
             n => ("QUIC", plural(n, "QUIC connection", "QUIC connections")),
         };
         let text = format!(
-            "{}: WebSockets as streams, {} per {kind} connection; {carried} carried them",
+            "{}: WebSockets as streams, {} per {kind} connection; {carried} carried them{}",
             transport_name(&transport.name),
             group(transport.streams_per_connection),
+            quic_packets(transport),
         );
         line(out, "transport:", &text);
     }
@@ -253,6 +254,20 @@ pub fn error_with_detail(result: &RunResult, kind: &str, count: u64) -> String {
 
 /// How much of the server's words the errors line shows.
 const WORDS_SHOWN: usize = 100;
+
+/// `; QUIC packets: L lost of S sent (P %)` when QUIC connections carried the run and
+/// counted their packets; empty otherwise.
+fn quic_packets(transport: &crate::result::TransportSummary) -> String {
+    if transport.quic_connections == 0 || transport.quic_packets_sent == 0 {
+        return String::new();
+    }
+    let share = transport.quic_packets_lost as f64 * 100.0 / transport.quic_packets_sent as f64;
+    format!(
+        "; QUIC packets: {} lost of {} sent ({share:.1} %)",
+        group(transport.quic_packets_lost),
+        group(transport.quic_packets_sent),
+    )
+}
 
 /// permessage-deflate: what was negotiated, and wire bytes against payload bytes each way.
 /// A transport as people call it (its registry's title, `HTTP/2 (RFC 8441)`; a name this

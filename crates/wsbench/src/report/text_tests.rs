@@ -102,3 +102,26 @@ fn long_warnings_wrap_under_their_label() {
     let lines = wrap("WARNING: aaa bbb ccc ddd", 12, "  ");
     assert_eq!(lines, ["WARNING: aaa", "  bbb ccc", "  ddd"]);
 }
+
+#[test]
+fn the_transport_line_gives_quic_packets_lost_of_sent_only_over_quic() {
+    let mut result = RunResult::from_outcome(&fixture::closed_loop());
+    let transport = &mut result.summary.transport;
+    transport.name = "http3".into();
+    transport.streams_per_connection = 100;
+    transport.quic_connections = 10;
+    transport.quic_packets_sent = 28_067;
+    transport.quic_packets_lost = 1_085;
+    let text = render_text_with(&result, false);
+    assert!(
+        text.contains("10 QUIC connections carried them; QUIC packets: 1,085 lost of 28,067 sent (3.9 %)\n"),
+        "{text}"
+    );
+    let transport = &mut result.summary.transport;
+    transport.name = "http2".into();
+    transport.quic_connections = 0;
+    transport.tcp_connections = 10;
+    let text = render_text_with(&result, false);
+    assert!(text.contains("10 TCP connections carried them\n"), "{text}");
+    assert!(!text.contains("QUIC packets"), "{text}");
+}

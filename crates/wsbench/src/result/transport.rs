@@ -1,8 +1,8 @@
 //! How the run's WebSockets reached the server, as its result says it: the transport
 //! (`http1`: RFC 6455's upgrade, one TCP connection each; `http2`: RFC 8441's extended
 //! CONNECT, streams of shared connections; `http3`: RFC 9220's, streams of QUIC connections),
-//! the TCP or QUIC connections that carried them, and the
-//! WebSockets each was meant to carry. Read from the run's flags and counters only.
+//! the TCP or QUIC connections that carried them (the QUIC ones' packets sent and lost),
+//! and the WebSockets each was meant to carry. Read from the run's flags and counters only.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +20,11 @@ pub struct TransportSummary {
     /// QUIC connections that connected and carried the WebSockets (`http3`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub quic_connections: u64,
+    /// Packets the QUIC connections sent, and of them the ones QUIC declared lost.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_packets_sent: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_packets_lost: u64,
 }
 
 impl Default for TransportSummary {
@@ -30,6 +35,8 @@ impl Default for TransportSummary {
             tcp_connections: 0,
             streams_per_connection: 1,
             quic_connections: 0,
+            quic_packets_sent: 0,
+            quic_packets_lost: 0,
         }
     }
 }
@@ -45,6 +52,8 @@ impl TransportSummary {
             tcp_connections: counters.tcp_connections,
             streams_per_connection: field("streams_per_connection").and_then(|s| s.as_u64()).unwrap_or(1),
             quic_connections: counters.quic_connections,
+            quic_packets_sent: counters.quic_packets_sent,
+            quic_packets_lost: counters.quic_packets_lost,
         }
     }
 
@@ -62,4 +71,27 @@ fn is_zero(count: &u64) -> bool {
 /// no transport block used.
 fn default_name() -> &'static str {
     crate::engine::dial::DIALS[0].name()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_counters_add_up_the_quic_connections_packets() {
+        let shard = |sent: u64, lost: u64| Counters {
+            quic_connections: 2,
+            quic_packets_sent: sent,
+            quic_packets_lost: lost,
+            ..Counters::default()
+        };
+        let mut merged = shard(28_000, 1_000);
+        merged += &shard(67, 85);
+        let config = serde_json::json!({ "transport": { "name": "http3", "streams_per_connection": 50 } });
+        let summary = TransportSummary::of(&config, &merged);
+        assert_eq!(
+            (summary.quic_connections, summary.quic_packets_sent, summary.quic_packets_lost),
+            (4, 28_067, 1_085)
+        );
+    }
 }

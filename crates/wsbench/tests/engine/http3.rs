@@ -72,6 +72,39 @@ fn websockets_ride_on_quic_connections_to_wsbench_serve_and_every_echo_is_counte
     );
 }
 
+#[test]
+fn quic_packets_sent_and_lost_are_counted_over_h3_and_absent_over_h1() {
+    let _slot = heavy(1);
+    let server = Server::spawn(&["--h3"]);
+    let packets = |result: &serde_json::Value, name: &str| {
+        result.pointer(&format!("/summary/transport/{name}")).and_then(|v| v.as_u64()).unwrap_or(0)
+    };
+    let h3 = ["--transport", "h3", "--insecure", "--streams-per-connection", "10"];
+    for (transport, url, extra) in
+        [("h3", h3_url(&server), &h3[..]), ("h1", format!("ws://{}/", server.addr_for("ws")), &[][..])]
+    {
+        let json = scratch(&format!("quic-packets-{transport}")).join("r.json");
+        let mut args =
+            vec!["run", "echo", &url, "--connections", "20", "--duration", "1s", "--json", arg(&json)];
+        args.extend_from_slice(extra);
+        let run = wsbench(&args, Duration::from_secs(60));
+        run.assert_success();
+        let result = read_result(&json);
+        let context = format!("{transport}\n{}\n{}", summary_of(&result), run.describe());
+        assert_matches_schema(&result);
+        let (sent, lost) = (packets(&result, "quic_packets_sent"), packets(&result, "quic_packets_lost"));
+        if transport == "h3" {
+            assert!(sent > 0, "{context}");
+            assert!(lost <= sent, "{context}");
+            assert!(run.stdout.contains("; QUIC packets: "), "{context}");
+            assert_eq!(uint(&result, "/counters/quic_packets_sent"), sent, "{context}");
+        } else {
+            assert_eq!((sent, lost), (0, 0), "{context}");
+            assert!(!run.stdout.contains("QUIC packets"), "{context}");
+        }
+    }
+}
+
 fn refused_before_load(test: &str, url: &str, expected: &str, code: i32) {
     crate::harness::refused_before_load(test, url, &["--transport", "h3", "--insecure"], expected, code);
 }

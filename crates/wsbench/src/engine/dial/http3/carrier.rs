@@ -16,7 +16,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use mio::net::UdpSocket;
 use slab::Slab;
-use wsbench_transport::quic::{self, ClientConfig, Endpoint, Event, StreamId};
+use wsbench_transport::quic::{self, ClientConfig, Endpoint, Event, PacketStats, StreamId};
 
 use super::request;
 use crate::engine::dial::carrier::{Carrier, CarrierCx, StreamEvent};
@@ -61,6 +61,8 @@ pub struct H3Carrier {
     refusal: Option<String>,
     datagram: Vec<u8>,
     scratch: Vec<u8>,
+    /// The connection's packet figures when last added to the run's counters.
+    counted: PacketStats,
 }
 
 impl H3Carrier {
@@ -94,6 +96,7 @@ impl H3Carrier {
             refusal: None,
             datagram: vec![0; quic::MAX_DATAGRAM],
             scratch: Vec::new(),
+            counted: PacketStats::default(),
         };
         // The client's Initial goes now: nothing else would wake the carrier to send it.
         carrier.transmit();
@@ -138,6 +141,16 @@ impl H3Carrier {
                 break;
             }
         }
+    }
+
+    /// Adds the packets sent and lost since the last look to the run's counters (so the
+    /// run's totals are the connection's, whichever worker or shard holds it).
+    fn count_packets(&mut self, cx: &mut CarrierCx<'_>) {
+        let Some(session) = self.handle.and_then(|h| self.endpoint.session(h)) else { return };
+        let now = session.packet_stats();
+        cx.counters.quic_packets_sent += now.sent.saturating_sub(self.counted.sent);
+        cx.counters.quic_packets_lost += now.lost.saturating_sub(self.counted.lost);
+        self.counted = now;
     }
 
     /// Acts on what the connection said.
@@ -299,6 +312,7 @@ impl Carrier for H3Carrier {
         self.endpoint.on_timeout(Instant::now());
         self.on_events(cx, events);
         self.transmit();
+        self.count_packets(cx);
     }
 
     fn on_ready(&mut self, cx: &mut CarrierCx<'_>, events: &mut Vec<StreamEvent>) {
@@ -307,6 +321,7 @@ impl Carrier for H3Carrier {
         self.open_streams(cx, events);
         self.send_pending(cx);
         self.transmit();
+        self.count_packets(cx);
     }
 
     fn flush(&mut self, cx: &mut CarrierCx<'_>, events: &mut Vec<StreamEvent>) {
@@ -314,6 +329,7 @@ impl Carrier for H3Carrier {
         self.send_pending(cx);
         self.on_events(cx, events);
         self.transmit();
+        self.count_packets(cx);
     }
 
     fn attach(&mut self, key: usize, index: u64) -> usize {
