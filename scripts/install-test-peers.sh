@@ -31,6 +31,8 @@
 #     needs protobuf-compiler from apt-get; about 10 minutes once per machine, its binary
 #     then kept in ~/.cache/wsbench-tools), also the fleet member servers/sockudo
 # and the HTTP/2 fronts of the RFC 8441 tests (crates/wsbench/tests/engine/http2.rs):
+#   - nftables and iproute2 (apt-get, only when missing; needs root or sudo): the head-of-line
+#     test drops packets with nft between network namespaces it makes with ip
 #   - haproxy (apt-get, only when missing; needs root or sudo); node's own http2 module needs
 #     nothing more than node
 #   - the fleet's axum server, servers/rust-axum (cargo build --release --locked, from
@@ -109,7 +111,7 @@ echo "install-test-peers: $(/usr/bin/chromium --version 2>/dev/null)," \
 
 ./scripts/install-toxiproxy.sh
 
-apt_install mosquitto rabbitmq-server haproxy ruby-actioncable puma protobuf-compiler
+apt_install mosquitto rabbitmq-server haproxy ruby-actioncable puma protobuf-compiler nftables iproute2
 echo "install-test-peers: mosquitto $(dpkg-query -W -f='${Version}' mosquitto)," \
     "rabbitmq-server $(dpkg-query -W -f='${Version}' rabbitmq-server)," \
     "haproxy $(dpkg-query -W -f='${Version}' haproxy)," \
