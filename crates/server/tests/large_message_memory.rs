@@ -11,6 +11,8 @@
 //! The test's own side allocates nothing between the two counts: the frame is built, the
 //! receive buffer sized and the writer thread started before the first one.
 
+mod support;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -18,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use wsbench_proto::handshake::{client_key, client_request};
+use support::connect;
 use wsbench_proto::{OpCode, write_frame};
 use wsbench_server::{ServeConfig, start};
 
@@ -58,22 +60,6 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 const MESSAGE: usize = 64 * 1024 * 1024;
-
-/// A connected WebSocket client whose handshake reply has been read whole.
-fn connect(addr: std::net::SocketAddr) -> TcpStream {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let key = client_key([3; 16]);
-    stream.write_all(&client_request(&addr.to_string(), "/", &key, &[])).unwrap();
-    let mut reply = Vec::new();
-    let mut byte = [0u8; 1];
-    while !reply.ends_with(b"\r\n\r\n") {
-        assert_eq!(stream.read(&mut byte).unwrap(), 1, "server closed during the handshake");
-        reply.push(byte[0]);
-    }
-    assert!(reply.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&reply));
-    stream
-}
 
 #[test]
 fn echoing_a_64_mib_message_asks_for_about_one_message_of_memory() {
