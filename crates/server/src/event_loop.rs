@@ -28,6 +28,7 @@ use deadlines::Deadlines;
 
 use crate::ServeConfig;
 use crate::conn::{Conn, Limits, Next, Phase, SHUTDOWN_CLOSE_CODE};
+use crate::large_buffers;
 use crate::pubsub::{Subscriber, Topics};
 
 const WEBSOCKET_LISTENER: Token = Token(0);
@@ -386,7 +387,10 @@ impl EventLoop {
             }
             self.out.clear();
             if self.out.capacity() > BACKPRESSURE_BYTES {
-                self.out = Vec::with_capacity(READ_BUFFER_BYTES);
+                large_buffers::give_back(std::mem::replace(
+                    &mut self.out,
+                    Vec::with_capacity(READ_BUFFER_BYTES),
+                ));
             }
         }
         self.flush(key)
@@ -416,7 +420,7 @@ impl EventLoop {
         if drained && !conn.output.is_empty() {
             // A small buffer is kept for the next deliveries; a large echo's is given back.
             if conn.output.capacity() > READ_BUFFER_BYTES {
-                conn.output = Vec::new();
+                large_buffers::give_back(std::mem::take(&mut conn.output));
             } else {
                 conn.output.clear();
             }
@@ -480,6 +484,7 @@ impl EventLoop {
         if self.out.capacity() > READ_BUFFER_BYTES {
             self.out = touched_buffer(READ_BUFFER_BYTES);
         }
+        large_buffers::release_spare();
         #[cfg(target_env = "gnu")]
         // SAFETY: malloc_trim only returns free heap memory to the system.
         unsafe {

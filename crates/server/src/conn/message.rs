@@ -82,6 +82,9 @@ impl ConnState {
         } else {
             0
         };
+        if self.message.capacity() == 0 {
+            self.message = large_buffers::reuse(room.saturating_add(header_len));
+        }
         if let Err(over) = self.reservation.make_room(&mut self.message, room.saturating_add(header_len)) {
             self.message = Vec::new();
             self.echo_header = 0;
@@ -118,6 +121,7 @@ impl ConnState {
         }
         if header_len == 0 {
             write_frame(out, true, opcode, None, body);
+            large_buffers::give_back(message);
         } else if out.is_empty() {
             *out = message;
         } else {
