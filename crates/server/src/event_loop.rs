@@ -22,6 +22,7 @@ use wsbench_transport::{HandshakeTally, Transport};
 
 mod deadlines;
 mod fanout;
+mod read;
 
 use deadlines::Deadlines;
 
@@ -338,7 +339,10 @@ impl EventLoop {
                 return self.begin_closing(key);
             }
             let conn = &mut self.conns[key];
-            if conn.output.len() > BACKPRESSURE_BYTES {
+            // A frame echoed as it arrives is read no faster than the peer takes its echo.
+            if conn.output.len() > BACKPRESSURE_BYTES
+                || (conn.state.echo_streaming() && !conn.output.is_empty())
+            {
                 conn.reading_paused = true;
                 return;
             }
@@ -346,62 +350,6 @@ impl EventLoop {
                 return;
             }
         }
-    }
-
-    /// One read from `key`'s socket, handed to its state machine: the bytes read, how many
-    /// were asked for, and what the state machine said. `None` when nothing is to be read
-    /// now (reading paused, or the socket is drained) or the connection was closed. The rest
-    /// of a large frame is read straight into its message's buffer (plain sockets; TLS
-    /// records are decrypted into the read buffer).
-    fn read_once(&mut self, key: usize) -> Option<(usize, usize, Next)> {
-        let conn = &mut self.conns[key];
-        if conn.reading_paused {
-            return None;
-        }
-        loop {
-            if conn.input.is_empty()
-                && let Transport::Plain(stream) = &conn.transport
-                && let Some((buf, asked)) = conn.state.payload_buffer()
-            {
-                let from = buf.len();
-                match large_buffers::recv_into_spare(stream, buf, asked) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        let next = conn.state.payload_arrived(from, &mut self.out, self.limits);
-                        return Some((n, asked, next));
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(_) => break,
-                }
-            }
-            let n = match conn.transport.read(&mut self.read_buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            };
-            let next = if conn.input.is_empty() {
-                let (used, next) = conn.process(&mut self.read_buf[..n], &mut self.out, self.limits);
-                if used < n {
-                    conn.input.extend_from_slice(&self.read_buf[used..n]);
-                }
-                next
-            } else {
-                conn.input.extend_from_slice(&self.read_buf[..n]);
-                let mut input = std::mem::take(&mut conn.input);
-                let (used, next) = conn.process(&mut input, &mut self.out, self.limits);
-                input.drain(..used);
-                if !input.is_empty() {
-                    conn.input = input;
-                }
-                next
-            };
-            return Some((n, self.read_buf.len(), next));
-        }
-        self.close(key);
-        None
     }
 
     /// Writes the thread's output buffer for `key`, keeping what the socket refuses.
@@ -439,7 +387,10 @@ impl EventLoop {
             }
             self.out.clear();
             if self.out.capacity() > BACKPRESSURE_BYTES {
-                self.out = Vec::with_capacity(READ_BUFFER_BYTES);
+                large_buffers::give_back(std::mem::replace(
+                    &mut self.out,
+                    Vec::with_capacity(READ_BUFFER_BYTES),
+                ));
             }
         }
         self.flush(key)
@@ -469,7 +420,7 @@ impl EventLoop {
         if drained && !conn.output.is_empty() {
             // A small buffer is kept for the next deliveries; a large echo's is given back.
             if conn.output.capacity() > READ_BUFFER_BYTES {
-                conn.output = Vec::new();
+                large_buffers::give_back(std::mem::take(&mut conn.output));
             } else {
                 conn.output.clear();
             }
@@ -530,6 +481,10 @@ impl EventLoop {
         self.handshake_deadlines.shrink_to_fit();
         self.closing_deadlines.shrink_to_fit();
         self.deliver_to.shrink_to_fit();
+        if self.out.capacity() > READ_BUFFER_BYTES {
+            self.out = touched_buffer(READ_BUFFER_BYTES);
+        }
+        large_buffers::release_spare();
         #[cfg(target_env = "gnu")]
         // SAFETY: malloc_trim only returns free heap memory to the system.
         unsafe {

@@ -10,7 +10,14 @@
 //!
 //! A frame whose buffer is already sized for it is read into that buffer's spare capacity
 //! ([`recv_into_spare`]) instead of into the event loop's read buffer and copied from there.
+//!
+//! Faulting in even huge pages means the kernel zeroing every page first, which costs about
+//! what the copies do, so the buffer of a message that has been echoed is kept for the next
+//! ([`give_back`], [`reuse`]): one per event-loop thread, the most recent, as large as the
+//! message budget let it grow (it is charged to the budget again when reused), and given back
+//! to the kernel when the thread has been idle ([`release_spare`]).
 
+use std::cell::Cell;
 use std::io;
 use std::os::fd::AsRawFd;
 
@@ -18,6 +25,43 @@ use mio::net::TcpStream;
 
 /// Buffers from this capacity on are advised; smaller ones would not fill a huge page.
 const MIN_CAPACITY: usize = 4 * 1024 * 1024;
+
+/// Buffers from this capacity on are kept for the next message; smaller ones come from the
+/// heap, whose pages stay resident anyway.
+const MIN_SPARE: usize = 1024 * 1024;
+
+thread_local! {
+    /// The last large message buffer given back on this thread, empty, for the next message.
+    static SPARE: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// An empty buffer for a message of `needed` bytes: this thread's spare when it fits (at
+/// most twice the size, so the budget is not charged for much more than the message), or a
+/// new, unallocated one.
+pub fn reuse(needed: usize) -> Vec<u8> {
+    SPARE.with(|spare| {
+        let buf = spare.take();
+        if buf.capacity() >= needed && buf.capacity() / 2 <= needed {
+            return buf;
+        }
+        spare.set(buf);
+        Vec::new()
+    })
+}
+
+/// A large buffer whose message has been echoed: kept as this thread's spare (replacing the
+/// one before), or freed when it is small.
+pub fn give_back(mut buf: Vec<u8>) {
+    if buf.capacity() >= MIN_SPARE {
+        buf.clear();
+        SPARE.with(|spare| spare.set(buf));
+    }
+}
+
+/// Frees this thread's spare buffer (the thread is idle).
+pub fn release_spare() {
+    SPARE.with(|spare| drop(spare.take()));
+}
 
 /// Advises the kernel to back `buf`'s capacity with huge pages (a no-op below
 /// [`MIN_CAPACITY`] and off Linux).
@@ -66,6 +110,25 @@ mod tests {
         assert_eq!(&buf[..6], b"header");
         assert!(buf[6..].iter().all(|&b| b == 7));
         assert_eq!(buf.capacity(), capacity);
+    }
+
+    #[test]
+    fn a_spare_is_reused_for_a_message_it_fits_and_released() {
+        release_spare();
+        give_back(Vec::with_capacity(MIN_SPARE - 1));
+        assert_eq!(reuse(1000).capacity(), 0, "a small buffer is not kept");
+        let mut buf = Vec::with_capacity(4 * MIN_SPARE);
+        buf.extend_from_slice(b"old message");
+        let address = buf.as_ptr();
+        give_back(buf);
+        assert_eq!(reuse(MIN_SPARE).capacity(), 0, "more than twice the size asked for is not handed out");
+        assert_eq!(reuse(5 * MIN_SPARE).capacity(), 0, "too small for the message");
+        let again = reuse(3 * MIN_SPARE);
+        assert_eq!((again.as_ptr(), again.len()), (address, 0), "the same buffer, empty");
+        assert_eq!(reuse(3 * MIN_SPARE).capacity(), 0, "handed out once");
+        give_back(again);
+        release_spare();
+        assert_eq!(reuse(3 * MIN_SPARE).capacity(), 0, "released");
     }
 
     #[test]

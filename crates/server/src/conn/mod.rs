@@ -3,26 +3,26 @@
 //! (`conn/http2.rs`, a part of this state machine: its streams are WebSockets of this
 //! same state machine, and an HTTP/2 connection is one of its phases), or raw TCP echo. It turns input bytes into
 //! output bytes and never touches the socket, so the event loop owns all I/O and buffering.
+//! Messages larger than one read are `conn/message.rs`'s.
 //!
 //! Idle connections hold no buffers: `input` keeps only an incomplete header or control
 //! frame, `message` only a message still arriving in pieces, and both are freed when done.
 
 use wsbench_proto::handshake::{Request, add_header, parse_request, server_response};
-use wsbench_proto::{
-    Chunk, CloseCode, Decoder, MAX_HEADER_LEN, OpCode, ProtocolError, Reservation, Role, encode_header,
-    write_frame,
-};
+use wsbench_proto::{CloseCode, Decoder, OpCode, Reservation, Role, write_frame};
 
 use wsbench_transport::Transport;
 
 use crate::compression::Compression;
 use crate::echo_count::count_echo;
-use crate::large_buffers;
 use crate::pubsub;
 use http2::H2Conn;
 use wsbench_transport::http2::PREFACE;
 
 mod http2;
+mod message;
+
+pub use message::PayloadInto;
 
 /// Where a connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +129,10 @@ pub struct ConnState {
     /// one frame starts with its echo's header, of `echo_header` bytes.
     message: Vec<u8>,
     echo_header: u8,
+    /// A binary message of one frame may be echoed as it arrives (HTTP/1.1 WebSockets; see
+    /// `conn/message.rs`), and one is: its echo's header is out and its payload follows.
+    may_stream_echoes: bool,
+    echo_streaming: bool,
     /// permessage-deflate, when negotiated.
     compression: Option<Box<Compression>>,
     /// What `message` and the message being inflated are charged to the process's budget
@@ -148,6 +152,8 @@ impl ConnState {
             decoder: None,
             message: Vec::new(),
             echo_header: 0,
+            may_stream_echoes: false,
+            echo_streaming: false,
             compression: None,
             reservation: Reservation::default(),
             inbox: Vec::new(),
@@ -210,9 +216,12 @@ impl ConnState {
         }
     }
 
-    /// Queues a close frame with `code` (used at shutdown: 1001).
+    /// Queues a close frame with `code` (used at shutdown: 1001). Nothing while a binary
+    /// frame is echoed as it arrives: a close frame would land inside the echo, so the
+    /// connection just ends (its peer sees the frame cut short).
     pub fn close_with(&mut self, code: u16, out: &mut Vec<u8>) {
         match self.phase {
+            Phase::WebSocket if self.echo_streaming => {}
             Phase::WebSocket => write_frame(out, true, OpCode::Close, None, &code.to_be_bytes()),
             Phase::Http2 => {
                 if let Some(h2) = self.h2.as_mut() {
@@ -241,6 +250,7 @@ impl ConnState {
                     }
                     out.extend_from_slice(&response);
                     self.phase = Phase::WebSocket;
+                    self.may_stream_echoes = true;
                     let (more, next) = self.process_frames(&mut data[used..], out, limits);
                     return (used + more, next);
                 }
@@ -307,7 +317,7 @@ impl ConnState {
                     count_echo();
                 }
                 OpCode::Text | OpCode::Binary => {
-                    if let Err(error) = self.reassemble(decoder, &chunk, payload, out, pubsub_mode) {
+                    if let Err(error) = self.message_piece(decoder, &chunk, payload, out, pubsub_mode) {
                         return fail(error.close_code(), &error.to_string(), data.len(), out);
                     }
                 }
@@ -322,111 +332,6 @@ impl ConnState {
             }
             used += chunk.consumed;
         }
-    }
-    /// Adds a piece of a message that arrives in several to the message's buffer, which is
-    /// sized once, at its first piece, for as much as the frame header announces (charged to
-    /// the budget before it is allocated), and never regrown within a frame. A message of one
-    /// frame is laid out as its own echo: the echo's header first, then the payload, so the
-    /// finished buffer becomes the output (or is appended to it) without another copy.
-    fn reassemble(
-        &mut self,
-        decoder: &Decoder,
-        chunk: &Chunk,
-        payload: &[u8],
-        out: &mut Vec<u8>,
-        pubsub_mode: bool,
-    ) -> Result<(), ProtocolError> {
-        let (rest, final_frame) = decoder.frame_remaining().unwrap_or((0, chunk.last));
-        let room = payload.len().saturating_add(usize::try_from(rest).unwrap_or(usize::MAX));
-        let mut header = [0u8; MAX_HEADER_LEN];
-        let header_len = if chunk.first && final_frame {
-            encode_header(&mut header, true, chunk.opcode, None, room as u64)
-        } else {
-            0
-        };
-        if let Err(over) = self.reservation.make_room(&mut self.message, room.saturating_add(header_len)) {
-            self.message = Vec::new();
-            self.echo_header = 0;
-            self.reservation.release();
-            return Err(ProtocolError::OverBudget(over));
-        }
-        if header_len > 0 {
-            large_buffers::advise_huge_pages(&mut self.message);
-            self.message.extend_from_slice(&header[..header_len]);
-            self.echo_header = header_len as u8;
-        }
-        self.message.extend_from_slice(payload);
-        if chunk.last {
-            self.finish_message(chunk.opcode, out, pubsub_mode);
-        }
-        Ok(())
-    }
-
-    /// The message in `message` is complete: echoes it (or queues it as a pub/sub command).
-    fn finish_message(&mut self, opcode: OpCode, out: &mut Vec<u8>, pubsub_mode: bool) {
-        let header_len = usize::from(std::mem::take(&mut self.echo_header));
-        let message = std::mem::take(&mut self.message);
-        self.reservation.release();
-        let body = &message[header_len..];
-        if pubsub_mode && opcode == OpCode::Text && pubsub::parse(body).is_some() {
-            push_command(&mut self.inbox, body);
-            return;
-        }
-        if header_len == 0 {
-            write_frame(out, true, opcode, None, body);
-        } else if out.is_empty() {
-            *out = message;
-        } else {
-            out.extend_from_slice(&message);
-        }
-        count_echo();
-    }
-
-    /// While a frame is being reassembled (its buffer sized for it and started): the buffer,
-    /// whose spare capacity the rest of the frame can be read straight into, and how many
-    /// bytes of it the frame still needs. The caller appends what it reads to the buffer and
-    /// hands it over with [`ConnState::payload_arrived`]; the bytes then go through no other
-    /// buffer on their way to the echo.
-    pub fn payload_buffer(&mut self) -> Option<(&mut Vec<u8>, usize)> {
-        let (rest, _) = self.decoder.as_ref()?.frame_remaining()?;
-        if self.phase != Phase::WebSocket || self.message.is_empty() || rest == 0 {
-            return None;
-        }
-        let room = self.message.capacity() - self.message.len();
-        let wanted = room.min(usize::try_from(rest).unwrap_or(usize::MAX));
-        (wanted > 0).then_some((&mut self.message, wanted))
-    }
-
-    /// Bytes of the frame in progress were appended to the buffer from
-    /// [`ConnState::payload_buffer`], from `from` on: they are unmasked and checked in place,
-    /// and a message they complete is echoed into `out`.
-    pub fn payload_arrived(&mut self, from: usize, out: &mut Vec<u8>, limits: Limits) -> Next {
-        let mut decoder = self.decoder(limits.max_message);
-        let chunk = match decoder.decode(&mut self.message[from..]) {
-            Ok(Some(chunk)) => chunk,
-            Ok(None) => {
-                self.decoder = Some(Box::new(decoder));
-                return Next::Continue;
-            }
-            Err(error) => {
-                self.message = Vec::new();
-                self.echo_header = 0;
-                self.reservation.release();
-                return fail(error.close_code(), &error.to_string(), 0, out).1;
-            }
-        };
-        debug_assert_eq!(
-            chunk.consumed,
-            self.message.len() - from,
-            "payload_buffer bounds the read by the frame"
-        );
-        if chunk.last {
-            self.finish_message(chunk.opcode, out, limits.pubsub);
-        }
-        if !decoder.at_rest() {
-            self.decoder = Some(Box::new(decoder));
-        }
-        Next::Continue
     }
 }
 
@@ -453,11 +358,11 @@ mod tests {
 
     /// The memory goal is well under 1 KB of user space per idle connection; the slab
     /// entry is most of it (idle connections hold no buffers), so keep it small.
-    fn limits() -> Limits {
+    pub(super) fn limits() -> Limits {
         Limits { max_message: 1 << 20, max_header_bytes: 8192, deflate: false, pubsub: false }
     }
 
-    fn masked(fin: bool, opcode: OpCode, payload: &[u8]) -> Vec<u8> {
+    pub(super) fn masked(fin: bool, opcode: OpCode, payload: &[u8]) -> Vec<u8> {
         let mut frame = Vec::new();
         write_frame(&mut frame, fin, opcode, Some([0x37, 0xfa, 0x21, 0x3d]), payload);
         frame
@@ -491,89 +396,6 @@ mod tests {
         write_frame(&mut expected, true, OpCode::Binary, None, b"hello");
         write_frame(&mut expected, true, OpCode::Text, None, b"hello");
         assert_eq!(out, expected);
-    }
-
-    /// A message of one frame arriving in pieces is sized once, at its first piece, laid out
-    /// as its own echo, and echoed in order with what comes before and after it.
-    #[test]
-    fn a_frame_arriving_in_pieces_is_sized_once_and_echoed_in_order() {
-        let mut state = ConnState::websocket(None);
-        let payload: Vec<u8> = (0..70_000u32).map(|i| i as u8).collect();
-        let wire = masked(true, OpCode::Binary, &payload);
-        let mut out = Vec::new();
-        let (used, _) = state.process(&mut wire.clone()[..1000], &mut out, limits());
-        assert_eq!(used, 1000);
-        let capacity = state.message.capacity();
-        assert!(capacity >= 4 + payload.len() && capacity < 2 * payload.len(), "capacity {capacity}");
-        let (more, _) = state.process(&mut wire.clone()[1000..50_000], &mut out, limits());
-        assert_eq!(state.message.capacity(), capacity, "the buffer is not regrown within the frame");
-        let mut rest = wire[1000 + more..].to_vec();
-        rest.extend_from_slice(&masked(true, OpCode::Text, b"after"));
-        state.process(&mut rest, &mut out, limits());
-        let mut expected = Vec::new();
-        write_frame(&mut expected, true, OpCode::Binary, None, &payload);
-        write_frame(&mut expected, true, OpCode::Text, None, b"after");
-        assert!(out == expected, "the echo and the message after it, in order");
-        assert_eq!(state.message.capacity(), 0, "the buffer went with the echo");
-    }
-
-    /// The rest of a frame written straight into the message's buffer (as the event loop
-    /// reads it) is unmasked and checked there: a text message is echoed once complete, and
-    /// invalid UTF-8 fails the connection with 1007 as soon as it arrives.
-    #[test]
-    fn payload_read_into_the_message_buffer_is_unmasked_and_checked_in_place() {
-        for (text, expected_close) in
-            [("κόσμε ".repeat(20_000), None), ("ab\u{0}".repeat(40_000), Some(1007))]
-        {
-            let mut payload = text.into_bytes();
-            if expected_close.is_some() {
-                payload[90_000] = 0xFF;
-            }
-            let wire = masked(true, OpCode::Text, &payload);
-            let mut state = ConnState::websocket(None);
-            let mut out = Vec::new();
-            let (used, _) = state.process(&mut wire.clone()[..5000], &mut out, limits());
-            let mut at = used;
-            let mut next = Next::Continue;
-            while at < wire.len() && next == Next::Continue {
-                let (buf, asked) = state.payload_buffer().expect("a frame in progress has its buffer");
-                let take = asked.min(30_000).min(wire.len() - at);
-                let from = buf.len();
-                buf.extend_from_slice(&wire[at..at + take]);
-                at += take;
-                next = state.payload_arrived(from, &mut out, limits());
-            }
-            match expected_close {
-                None => {
-                    let mut echo = Vec::new();
-                    write_frame(&mut echo, true, OpCode::Text, None, &payload);
-                    assert!(out == echo, "the echo is the text, unmasked");
-                }
-                Some(code) => {
-                    assert_eq!(next, Next::CloseAfterFlush);
-                    assert!(at < wire.len(), "failed before the frame ended");
-                    assert_eq!(out[0], 0x88);
-                    assert_eq!(u16::from_be_bytes([out[2], out[3]]), code);
-                }
-            }
-        }
-    }
-
-    /// A frame header announcing more than the process's budget for messages still arriving
-    /// (and less than `--max-message`) is closed with 1009 at its first piece: the buffer is
-    /// sized from the header, so it is charged before anything is allocated.
-    #[test]
-    fn a_frame_announcing_more_than_the_budget_is_closed_before_its_buffer_is_allocated() {
-        let budget = wsbench_proto::MessageMemory::new(50_000);
-        let mut state = ConnState::websocket(None);
-        state.reservation = Reservation::new(budget.clone());
-        let wire = masked(true, OpCode::Binary, &vec![5u8; 60_000]);
-        let mut out = Vec::new();
-        let (_, next) = state.process(&mut wire.clone()[..2000], &mut out, limits());
-        assert_eq!(next, Next::CloseAfterFlush);
-        assert_eq!(u16::from_be_bytes([out[2], out[3]]), 1009);
-        assert_eq!(state.message.capacity(), 0, "nothing was allocated for it");
-        assert_eq!(budget.held(), 0);
     }
 
     #[test]
