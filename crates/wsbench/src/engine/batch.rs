@@ -6,9 +6,14 @@
 //! bytes on epoll, whose write copies them at once; over the copy on the ring and on a
 //! carrier), so that numbering costs no per-connection copy of the batch and no masking
 //! of the payload. Copies of the batch lie back to back (up to [`COALESCE_BYTES`]) so
-//! that several queued batches go out in one write.
+//! that several queued batches go out in one write. A batch of one frame of
+//! [`LARGE_FRAME_BYTES`] or more is kept in two parts: its head (the frame's header and
+//! number), patched per write, and the rest, shared and never written to, which a send
+//! on the ring reads where it lies instead of from a copy (the copy cost the client as
+//! much as the kernel's own copy of the message).
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 /// Bytes of batch copies written by one call, when several batches are queued.
 pub const COALESCE_BYTES: usize = 64 * 1024;
@@ -18,10 +23,18 @@ const MAX_COPIES: usize = 64;
 /// The bytes that carry a frame's number.
 pub const NUMBER_BYTES: usize = 8;
 
+/// The frame length from which a batch of one frame keeps its bytes past the number
+/// shared ([`Batch::tail`]).
+pub const LARGE_FRAME_BYTES: usize = 64 * 1024;
+
 #[derive(Debug)]
 pub struct Batch {
-    /// `copies` batches back to back; the numbers of the last write patched in.
+    /// `copies` batches back to back (a large frame: its head only); the numbers of the
+    /// last write patched in.
     bytes: RefCell<Vec<u8>>,
+    /// A large frame's bytes after its head (empty otherwise): never written to, so a send
+    /// in flight may read them while other connections number their heads.
+    tail: Arc<[u8]>,
     /// One batch's bytes.
     len: usize,
     copies: usize,
@@ -45,6 +58,20 @@ impl Batch {
         number_at: Option<usize>,
     ) -> Batch {
         let len = frame.len() * frames as usize;
+        if frames == 1 && frame.len() >= LARGE_FRAME_BYTES {
+            let head = number_at.map_or(0, |at| at + NUMBER_BYTES);
+            return Batch {
+                bytes: RefCell::new(frame[..head].to_vec()),
+                tail: frame[head..].into(),
+                len,
+                copies: 1,
+                frames,
+                frame_len: frame.len(),
+                number_at,
+                mask,
+                payload_bytes: payload_len as u64,
+            };
+        }
         let copies = (COALESCE_BYTES / len.max(1)).clamp(1, MAX_COPIES);
         let mut bytes = Vec::with_capacity(len * copies);
         for _ in 0..frames as usize * copies {
@@ -52,6 +79,7 @@ impl Batch {
         }
         Batch {
             bytes: RefCell::new(bytes),
+            tail: Arc::from(&[][..]),
             len,
             copies,
             frames,
@@ -86,14 +114,29 @@ impl Batch {
         self.copies
     }
 
+    /// A large frame's bytes past its head, shared (empty for other batches): what a send of
+    /// one whole batch may read in place after its head.
+    pub fn tail(&self) -> &Arc<[u8]> {
+        &self.tail
+    }
+
     /// Calls `write` with `count` (at most [`Batch::copies`]) whole batches back to back,
-    /// their frames numbered from `first` on.
-    pub fn with_numbered<T>(&self, first: u64, count: usize, write: impl FnOnce(&[u8]) -> T) -> T {
+    /// their frames numbered from `first` on, from byte `from` on: as two parts, the second
+    /// the shared [`Batch::tail`] of a large frame (empty otherwise).
+    pub fn with_numbered<T>(
+        &self,
+        first: u64,
+        count: usize,
+        from: usize,
+        write: impl FnOnce(&[u8], &[u8]) -> T,
+    ) -> T {
         let count = count.min(self.copies);
         let mut bytes = self.bytes.borrow_mut();
-        let bytes = &mut bytes[..count * self.len];
-        self.number(bytes, first);
-        write(bytes)
+        let head_len = bytes.len() / self.copies;
+        let head = &mut bytes[..count * head_len];
+        self.number(head, first);
+        let split = from.min(head.len());
+        write(&head[split..], &self.tail[from - split..])
     }
 
     /// Appends `count` whole batches, numbered from `first` on, to `out`; `from`: the bytes
@@ -102,19 +145,23 @@ impl Batch {
     pub fn append_numbered(&self, mut first: u64, mut count: usize, mut from: usize, out: &mut Vec<u8>) {
         while count > 0 {
             let now = count.min(self.copies);
-            self.with_numbered(first, now, |bytes| out.extend_from_slice(&bytes[from..]));
+            self.with_numbered(first, now, from, |head, tail| {
+                out.extend_from_slice(head);
+                out.extend_from_slice(tail);
+            });
             first += now as u64 * self.frames;
             count -= now;
             from = 0;
         }
     }
 
-    /// Writes the numbers of consecutive batches laid out in `bytes` (whole batches), the
-    /// first frame numbered `first`.
+    /// Writes the numbers of consecutive batches laid out in `bytes` (whole batches, or a
+    /// large frame's head), the first frame numbered `first`.
     fn number(&self, bytes: &mut [u8], first: u64) {
         let Some(at) = self.number_at else { return };
         let mask = mask_word(self.mask);
-        for (index, frame) in bytes.chunks_exact_mut(self.frame_len).enumerate() {
+        let frame_len = self.frame_len.min(bytes.len()).max(1);
+        for (index, frame) in bytes.chunks_exact_mut(frame_len).enumerate() {
             let masked = masked_number(first + index as u64, mask);
             frame[at..at + NUMBER_BYTES].copy_from_slice(&masked);
         }
@@ -216,7 +263,7 @@ mod tests {
     fn every_frame_written_carries_its_number() {
         let batch = batch(b"01234567the rest", 3);
         assert!(batch.copies() > 2);
-        let written = batch.with_numbered(10, 2, <[u8]>::to_vec);
+        let written = batch.with_numbered(10, 2, 0, |head, tail| [head, tail].concat());
         assert_eq!(numbers(written), [10, 11, 12, 13, 14, 15]);
         let mut out = Vec::new();
         batch.append_numbered(100, 2, 0, &mut out);
@@ -224,9 +271,42 @@ mod tests {
     }
 
     #[test]
+    fn a_large_frame_is_numbered_in_its_head_and_shares_the_rest() {
+        let payload: Vec<u8> = (0..LARGE_FRAME_BYTES + 5).map(|i| b'a' + (i % 26) as u8).collect();
+        let batch = batch(&payload, 1);
+        assert_eq!(batch.copies(), 1);
+        let header = batch.len() - payload.len();
+        assert_eq!(batch.tail().len(), batch.len() - header - NUMBER_BYTES, "all past the number is shared");
+        for first in [3, 4] {
+            let whole = batch.with_numbered(first, 1, 0, |head, tail| {
+                assert_eq!(head.len(), header + NUMBER_BYTES);
+                [head, tail].concat()
+            });
+            let number =
+                decode_number(&unmasked(&whole[header..header + NUMBER_BYTES], 0).try_into().unwrap())
+                    .unwrap();
+            assert_eq!(number, first);
+            assert_eq!(unmasked(&whole[header + NUMBER_BYTES..], NUMBER_BYTES), payload[NUMBER_BYTES..]);
+            // Resumed inside the head, and inside the shared bytes, it goes on where it was.
+            for from in [1, header + 3, header + NUMBER_BYTES + 100] {
+                let mut out = whole[..from].to_vec();
+                batch.append_numbered(first, 1, from, &mut out);
+                assert!(out == whole, "resumed at {from}");
+            }
+        }
+    }
+
+    /// `masked` (bytes of a payload masked with the tests' key, `offset` into it), unmasked.
+    fn unmasked(masked: &[u8], offset: usize) -> Vec<u8> {
+        let mut bytes = masked.to_vec();
+        wsbench_proto::apply_mask(&mut bytes, [0x12, 0x34, 0x56, 0x78], offset);
+        bytes
+    }
+
+    #[test]
     fn a_batch_resumed_inside_keeps_its_numbers() {
         let batch = batch(b"01234567the rest", 2);
-        let whole = batch.with_numbered(7, 1, <[u8]>::to_vec);
+        let whole = batch.with_numbered(7, 1, 0, |head, tail| [head, tail].concat());
         let mut out = whole[..5].to_vec();
         batch.append_numbered(7, 2, 5, &mut out);
         assert_eq!(numbers(out), [7, 8, 9, 10]);

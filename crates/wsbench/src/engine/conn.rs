@@ -7,6 +7,7 @@
 
 use std::collections::VecDeque;
 use std::io;
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::batch::Batch;
@@ -167,8 +168,15 @@ impl ClientConn {
                 };
                 let from = self.batch_pos;
                 let transport = &mut self.transport;
-                let written = batch
-                    .with_numbered(self.batch_number, count, |bytes| write_some(transport, &bytes[from..]))?;
+                let written = batch.with_numbered(self.batch_number, count, from, |head, tail| {
+                    taken_now(|| match (head.is_empty(), tail.is_empty()) {
+                        (false, false) => {
+                            transport.write_vectored(&[io::IoSlice::new(head), io::IoSlice::new(tail)])
+                        }
+                        (true, _) => transport.write(tail),
+                        (false, true) => transport.write(head),
+                    })
+                })?;
                 if written == 0 {
                     return Ok(false);
                 }
@@ -348,6 +356,14 @@ impl ClientConn {
     /// (at least one); the batches left stay queued for the next send. What it moved counts
     /// as written once [`Ledger::send_done`] says so.
     pub fn take_pending(&mut self, batch: Option<&Batch>, out: &mut Vec<u8>) {
+        if let Some(tail) = self.take_pending_shared(batch, out) {
+            out.extend_from_slice(&tail);
+        }
+    }
+
+    /// [`ClientConn::take_pending`], except that a whole large frame's shared tail
+    /// ([`Batch::tail`]) is not copied into `out` but returned, to be sent after it.
+    pub fn take_pending_shared(&mut self, batch: Option<&Batch>, out: &mut Vec<u8>) -> Option<Arc<[u8]>> {
         if let Some(batch) = batch.filter(|_| self.batch_pos > 0) {
             batch.append_numbered(self.batch_number, 1, self.batch_pos, out);
             self.batch_pos = 0;
@@ -359,15 +375,18 @@ impl ClientConn {
         self.ledger.output_taken();
         self.output.clear();
         self.output_sent = 0;
-        let Some(batch) = batch.filter(|batch| !batch.is_empty()) else { return };
+        let batch = batch.filter(|batch| !batch.is_empty() && self.batches_pending > 0)?;
+        let shared = !batch.tail().is_empty();
         let room = SEND_BYTES.saturating_sub(out.len()) / batch.len();
-        let count = self.batches_pending.min(room.max(1) as u64);
-        if count > 0 {
-            batch.append_numbered(self.batch_number, count as usize, 0, out);
-            self.batches_pending -= count;
-            self.batch_number += count * batch.frames();
-            self.ledger.in_send.add_batches(batch, count);
+        let count = self.batches_pending.min(if shared { 1 } else { room.max(1) as u64 });
+        match shared {
+            true => batch.with_numbered(self.batch_number, 1, 0, |head, _| out.extend_from_slice(head)),
+            false => batch.append_numbered(self.batch_number, count as usize, 0, out),
         }
+        self.batches_pending -= count;
+        self.batch_number += count * batch.frames();
+        self.ledger.in_send.add_batches(batch, count);
+        shared.then(|| batch.tail().clone())
     }
 
     /// Whether the workload writes its messages as they are now (no protocol session wraps
@@ -490,111 +509,5 @@ fn taken_now(mut write: impl FnMut() -> io::Result<usize>) -> io::Result<usize> 
 }
 
 #[cfg(test)]
-mod tests {
-    use std::io::Read;
-    use std::net::TcpListener;
-    use std::time::Instant;
-
-    use wsbench_proto::{Decoder, Role};
-
-    use super::*;
-
-    /// A connection whose socket is connected to a plain std peer.
-    fn connected() -> (ClientConn, std::net::TcpStream) {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        client.set_nonblocking(true).unwrap();
-        let (peer, _) = listener.accept().unwrap();
-        // Small buffers, so that a few hundred kB fill the socket.
-        small_buffer(&client, libc::SO_SNDBUF);
-        small_buffer(&peer, libc::SO_RCVBUF);
-        let transport = wsbench_transport::Transport::Plain(mio::net::TcpStream::from_std(client)).into();
-        let conn =
-            ClientConn::new(transport, 0, String::new(), Decoder::new(Role::Client, 1 << 20), Instant::now());
-        (conn, peer)
-    }
-
-    #[test]
-    fn an_open_connection_keeps_no_buffer_of_its_handshake() {
-        let (mut conn, mut peer) = connected();
-        conn.key = "dGhlIHNhbXBsZSBub25jZQ==".to_owned();
-        conn.output.extend_from_slice(&[b'x'; 200]);
-        assert!(conn.flush(None).unwrap(), "the request is written whole");
-        let mut request = [0u8; 200];
-        peer.read_exact(&mut request).unwrap();
-        assert!(conn.output.capacity() >= 200);
-        conn.release_handshake();
-        assert_eq!((conn.output.capacity(), conn.key.capacity()), (0, 0));
-        // Nor does it owe anything a deferred-request queue.
-        assert!(conn.deferred.queue.is_none());
-    }
-
-    fn small_buffer(socket: &std::net::TcpStream, option: libc::c_int) {
-        use std::os::fd::AsRawFd;
-        let bytes: libc::c_int = 16 * 1024;
-        // SAFETY: a valid socket and a c_int option value of the size given.
-        let rc = unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                option,
-                (&bytes as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(rc, 0);
-    }
-
-    /// Reads from `peer` until `want` bytes came, flushing `conn` whenever the peer has
-    /// drained what was written (the socket buffer was full).
-    fn drain(conn: &mut ClientConn, peer: &mut std::net::TcpStream, batch: &Batch, want: usize) -> Vec<u8> {
-        let mut got = Vec::new();
-        let mut buf = vec![0u8; 1 << 16];
-        while got.len() < want {
-            let n = peer.read(&mut buf).unwrap();
-            assert!(n > 0, "the peer saw the end of the stream after {} bytes", got.len());
-            got.extend_from_slice(&buf[..n]);
-            conn.flush(Some(batch)).unwrap();
-        }
-        got
-    }
-
-    #[test]
-    fn queued_batches_go_out_whole_and_in_order_in_one_write() {
-        let (mut conn, mut peer) = connected();
-        let bytes: Vec<u8> = (0..26u8).collect();
-        let batch = Batch::new(&bytes, 1, 20, [0; 4], None);
-        conn.batches_pending = 200;
-        assert!(conn.flush(Some(&batch)).unwrap(), "200 small batches fit the socket buffer");
-        assert_eq!(conn.batches_pending, 0);
-        let got = drain(&mut conn, &mut peer, &batch, 200 * batch.len());
-        assert_eq!(got, bytes.repeat(200));
-        assert_eq!(conn.ledger.take_written().messages, 200, "what was written counts as sent");
-    }
-
-    #[test]
-    fn a_batch_cut_by_a_full_socket_is_finished_before_anything_else() {
-        let (mut conn, mut peer) = connected();
-        // Batches of 100,003 bytes: the socket buffer fills in the middle of one.
-        let bytes: Vec<u8> = (0..100_003u32).map(|i| (i % 251) as u8).collect();
-        let batch = Batch::new(&bytes, 1, 100_000, [0; 4], None);
-        conn.batches_pending = 40;
-        assert!(!conn.flush(Some(&batch)).unwrap(), "4 MB do not fit the socket buffers");
-        let written = conn.ledger.take_written().messages;
-        assert!(written < 40, "only the batches the socket took count as sent: {written}");
-        assert!(conn.batches_pending > 0);
-        // A control frame queued meanwhile goes out after the batch being written, not inside it.
-        conn.output.extend_from_slice(b"PONG");
-        let want = 40 * batch.len() + 4;
-        let got = drain(&mut conn, &mut peer, &batch, want);
-        let sent = conn.batches_pending;
-        assert_eq!(sent, 0);
-        let whole: usize = got.len() - 4;
-        let pong_at = got.windows(4).position(|w| w == b"PONG").unwrap();
-        assert_eq!(pong_at % batch.len(), 0, "the pong went out between two batches");
-        let mut without_pong = got.clone();
-        without_pong.drain(pong_at..pong_at + 4);
-        assert_eq!(whole, without_pong.len());
-        assert_eq!(without_pong, bytes.repeat(40));
-    }
-}
+#[path = "conn_tests.rs"]
+mod tests;

@@ -164,7 +164,8 @@ impl Worker {
         // Carried WebSockets and their carriers stay on epoll.
         let on_epoll = self.job.target.tls || self.dial.carries();
         let open_loop = self.job.load.message_interval.is_some();
-        self.io.start_ring(self.job.load.io, on_epoll, self.conns.capacity(), open_loop);
+        let message_bytes = usize::try_from(self.job.load.payload.largest_message()).unwrap_or(usize::MAX);
+        self.io.start_ring(self.job.load.io, on_epoll, (self.conns.capacity(), message_bytes), open_loop);
         loop {
             let now = Instant::now();
             let awaiting = self.workload.awaiting(now);

@@ -151,6 +151,39 @@ fn corrupted_binary_echoes_are_caught_by_sampling() {
     assert!(mismatches >= 10, "{mismatches} mismatches for 10 connections' corrupted echoes\n{context}");
 }
 
+/// Large messages (1 MiB: received 64 KiB at a time on the ring, sent from the payload's shared
+/// bytes) are echoed whole and checked as small ones are, on both I/O backends: a healthy echo
+/// is no mismatch, and a byte changed at the end of each echo is caught at least on each
+/// connection's first.
+#[test]
+fn large_echoes_are_checked_whole_on_io_uring_and_on_epoll() {
+    let _slot = heavy(1);
+    for io in ["uring", "epoll"] {
+        for corrupt in [false, true] {
+            let script = if corrupt { Script::echo().corrupt_echo() } else { Script::echo() };
+            let server = script.start();
+            let json = scratch(&format!("large-echo-{io}-{corrupt}")).join("r.json");
+            let args = ["run", "throughput", &server.url(), "--payload-bytes", "1048576", "--binary"];
+            let tail = ["--frames-per-send", "1", "--connections", "2", "--duration", "2s", "--io", io];
+            let run = wsbench(&[&args[..], &tail, &["--json", arg(&json)]].concat(), Duration::from_secs(60));
+            let result = read_result(&json);
+            let context = format!("{io}, corrupt: {corrupt}\n{}\n{}", summary_of(&result), run.describe());
+            let mismatches = errors(&result).get("payload_mismatch").copied().unwrap_or(0);
+            assert!(uint(&result, "/counters/messages_received") >= 2, "{context}");
+            match corrupt {
+                false => {
+                    run.assert_success();
+                    assert!(errors(&result).is_empty(), "{context}");
+                }
+                true => {
+                    run.assert_completed_with_failures();
+                    assert!(mismatches >= 2, "{mismatches} mismatches for 2 connections\n{context}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn server_stall_shows_in_max_latency_not_as_errors() {
     let _slot = heavy(1);

@@ -88,19 +88,20 @@ impl Io {
     /// On the worker's own thread (the ring admits one submitter): the ring, when `backend`
     /// is io_uring and the connections are plain ws:// of their own (not `on_epoll`); epoll
     /// (with a note on stderr, once) when the kernel refuses io_uring. With `arrival_times`
-    /// (an open loop) what arrives is timed by the kernel's stamps, on either backend.
+    /// (an open loop) what arrives is timed by the kernel's stamps, on either backend. The
+    /// ring's receive buffers are sized for messages of `message_bytes`.
     pub fn start_ring(
         &mut self,
         backend: IoBackend,
         on_epoll: bool,
-        connections: usize,
+        (connections, message_bytes): (usize, usize),
         arrival_times: bool,
     ) {
         self.arrival_times = arrival_times;
         if backend != IoBackend::Uring || on_epoll {
             return;
         }
-        match Ring::new(self.poll.as_raw_fd(), connections, uring::POOL_BUFFERS) {
+        match Ring::new(self.poll.as_raw_fd(), connections, uring::POOL_BUFFERS, message_bytes) {
             Ok(ring) => {
                 self.ring = Some(if arrival_times { ring.with_arrival_times() } else { ring });
                 self.alarm.use_wait_timeout(self.poll.registry());
@@ -211,7 +212,7 @@ impl Io {
             if ring.sending(key) || !conn.has_pending() {
                 return Ok(());
             }
-            return ring.send(key, |out| conn.take_pending(batch, out));
+            return ring.send(key, |out| conn.take_pending_shared(batch, out));
         }
         let done = conn.flush(batch)?;
         let want_write = !done || conn.state == super::conn::State::Connecting;

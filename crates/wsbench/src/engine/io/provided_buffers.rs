@@ -10,8 +10,22 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use io_uring::IoUring;
 use io_uring::types::BufRingEntry;
 
-/// Bytes of each provided buffer.
+/// Bytes of each provided buffer, for messages shorter than [`LARGE_MESSAGE_BYTES`]: a few
+/// small echoes fit one.
 pub(super) const BUFFER_BYTES: usize = 4 * 1024;
+/// Bytes of each provided buffer in a run whose messages are [`LARGE_MESSAGE_BYTES`] or
+/// longer. Each receive completion is one buffer: 4 KiB buffers cut a 1 MiB echo into 256
+/// receives (each a `tcp_recvmsg`, its window update and its completion), which cost the
+/// client twice the kernel's copy; 64 KiB ones, 16. Small messages keep small buffers: the
+/// pool's memory stays in the cache.
+pub(super) const LARGE_BUFFER_BYTES: usize = 64 * 1024;
+/// The message length from which a run's buffers are [`LARGE_BUFFER_BYTES`].
+pub const LARGE_MESSAGE_BYTES: usize = 64 * 1024;
+
+/// The bytes of each provided buffer for a run whose longest message is `message_bytes`.
+pub(super) fn buffer_bytes(message_bytes: usize) -> usize {
+    if message_bytes >= LARGE_MESSAGE_BYTES { LARGE_BUFFER_BYTES } else { BUFFER_BYTES }
+}
 /// The buffer group the ring's receives take from.
 pub(super) const BUFFER_GROUP: u16 = 0;
 
@@ -20,6 +34,8 @@ pub(super) const BUFFER_GROUP: u16 = 0;
 pub(super) struct ProvidedBuffers {
     /// A power of two.
     count: u16,
+    /// Bytes of each buffer (at most 64 KiB, so that an offset into one fits a u16).
+    buffer_bytes: usize,
     entries: *mut BufRingEntry,
     entries_layout: Layout,
     memory: *mut u8,
@@ -34,11 +50,11 @@ pub(super) struct ProvidedBuffers {
 unsafe impl Send for ProvidedBuffers {}
 
 impl ProvidedBuffers {
-    pub(super) fn new(ring: &IoUring, count: u16) -> io::Result<ProvidedBuffers> {
+    pub(super) fn new(ring: &IoUring, count: u16, buffer_bytes: usize) -> io::Result<ProvidedBuffers> {
         let entries_layout = Layout::from_size_align(count as usize * size_of::<BufRingEntry>(), 4096)
             .map_err(io::Error::other)?;
         let memory_layout =
-            Layout::from_size_align(count as usize * BUFFER_BYTES, 4096).map_err(io::Error::other)?;
+            Layout::from_size_align(count as usize * buffer_bytes, 4096).map_err(io::Error::other)?;
         // SAFETY: both layouts have a non-zero size.
         let (entries, memory) = unsafe {
             (
@@ -49,8 +65,16 @@ impl ProvidedBuffers {
         if entries.is_null() || memory.is_null() {
             return Err(io::ErrorKind::OutOfMemory.into());
         }
-        let mut buffers =
-            ProvidedBuffers { count, entries, entries_layout, memory, memory_layout, tail: 0, leaked: false };
+        let mut buffers = ProvidedBuffers {
+            count,
+            buffer_bytes,
+            entries,
+            entries_layout,
+            memory,
+            memory_layout,
+            tail: 0,
+            leaked: false,
+        };
         // SAFETY: the entries are page-aligned, zeroed and live until Drop, which runs only
         // after the ring is gone (the Ring's fields drop in order: `ring` first).
         unsafe {
@@ -65,7 +89,7 @@ impl ProvidedBuffers {
 
     pub(super) fn address(&self, buffer: u16) -> *mut u8 {
         // SAFETY: `buffer` < count, inside the allocation.
-        unsafe { self.memory.add(buffer as usize * BUFFER_BYTES) }
+        unsafe { self.memory.add(buffer as usize * self.buffer_bytes) }
     }
 
     /// Puts `buffer` at the tail (visible to the kernel once published).
@@ -75,7 +99,7 @@ impl ProvidedBuffers {
         // published tail, and this one is past it.
         let entry = unsafe { &mut *self.entries.add(index) };
         entry.set_addr(self.address(buffer) as u64);
-        entry.set_len(BUFFER_BYTES as u32);
+        entry.set_len(self.buffer_bytes as u32);
         entry.set_bid(buffer);
         self.tail = self.tail.wrapping_add(1);
     }
@@ -88,6 +112,11 @@ impl ProvidedBuffers {
             let tail = BufRingEntry::tail(self.entries).cast::<AtomicU16>();
             (*tail).store(self.tail, Ordering::Release);
         }
+    }
+
+    /// Bytes of each buffer.
+    pub(super) fn buffer_bytes(&self) -> usize {
+        self.buffer_bytes
     }
 
     pub(super) fn leak(&mut self) {

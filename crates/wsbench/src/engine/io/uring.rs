@@ -21,17 +21,18 @@
 
 use std::io;
 use std::os::fd::RawFd;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use io_uring::types::{self, CancelBuilder, Fd, SubmitArgs, Timespec};
 use io_uring::{IoUring, cqueue, opcode, squeue};
 use slab::Slab;
 
-use super::provided_buffers::{BUFFER_BYTES, BUFFER_GROUP, ProvidedBuffers};
+use super::provided_buffers::{BUFFER_GROUP, ProvidedBuffers, buffer_bytes};
 use crate::engine::capacity;
 use crate::engine::rx_time::{self, RecvMsgHeader};
 
-/// Provided buffers ([`BUFFER_BYTES`] each): how many per worker, shared by all its connections. A
+/// Provided buffers (4 KiB each, 64 KiB in a run of large messages: `provided_buffers`): how many per worker, shared by all its connections. A
 /// receive takes one buffer per completion; buffers go back to the ring as soon as their
 /// bytes are handled (the same turn). The count is fixed, not per connection: the kernel
 /// takes the ring's buffers in turn, so over a long run it touches every one, and a pool
@@ -87,7 +88,11 @@ struct Slot {
     /// The bytes of the send in flight, and how many the kernel took so far. Never
     /// touched while `sending`: the kernel reads them.
     staging: Vec<u8>,
-    /// At most a send's length, itself a u32.
+    /// A large frame's shared bytes, sent after `staging` where they lie (held here so that
+    /// they outlive the send, and leaked with the slot if the kernel never answers).
+    shared: Option<Arc<[u8]>>,
+    /// Of `staging` then `shared`: at most a message's length (`--max-message`, 1 GiB at
+    /// most) and a send's, which fit a u32.
     sent: u32,
     sending: bool,
 }
@@ -122,14 +127,15 @@ pub struct Ring {
 impl Ring {
     /// A ring for the calling thread (it must be the only one to use it), watching the
     /// worker's epoll instance `epoll_fd`, for a worker of `connections` connections, with
-    /// `pool` provided buffers ([`POOL_BUFFERS`]; a power of two).
-    pub fn new(epoll_fd: RawFd, connections: usize, pool: u16) -> io::Result<Ring> {
+    /// `pool` provided buffers ([`POOL_BUFFERS`]; a power of two), sized for messages of up
+    /// to `message_bytes`.
+    pub fn new(epoll_fd: RawFd, connections: usize, pool: u16, message_bytes: usize) -> io::Result<Ring> {
         let ring = IoUring::builder()
             .setup_cqsize(CQ_ENTRIES)
             .setup_single_issuer()
             .setup_defer_taskrun()
             .build(SQ_ENTRIES)?;
-        let buffers = ProvidedBuffers::new(&ring, pool.next_power_of_two())?;
+        let buffers = ProvidedBuffers::new(&ring, pool.next_power_of_two(), buffer_bytes(message_bytes))?;
         let mut ring = Ring {
             ring,
             buffers,
@@ -179,6 +185,7 @@ impl Ring {
             paused: false,
             // Allocated by the first send: a connection that only holds costs no buffer.
             staging: Vec::new(),
+            shared: None,
             sent: 0,
             sending: false,
         });
@@ -256,20 +263,26 @@ impl Ring {
             return false;
         }
         entry.staging.clear();
+        entry.shared = None;
         entry.sent = 0;
         capacity::give_back(&mut entry.staging, STAGING_FLOOR)
     }
 
-    /// Queues a send of what `fill` writes into the connection's staging buffer (nothing
-    /// is queued when it writes nothing). Only when no send is in flight.
-    pub fn send(&mut self, key: usize, fill: impl FnOnce(&mut Vec<u8>)) -> io::Result<()> {
+    /// Queues a send of what `fill` writes into the connection's staging buffer, followed by
+    /// the shared bytes it returns, read where they lie (nothing is queued when there is
+    /// nothing). Only when no send is in flight.
+    pub fn send(
+        &mut self,
+        key: usize,
+        fill: impl FnOnce(&mut Vec<u8>) -> Option<Arc<[u8]>>,
+    ) -> io::Result<()> {
         let slot = self.by_key[key];
         let entry = &mut self.slots[slot];
         debug_assert!(!entry.sending);
         entry.staging.clear();
         entry.sent = 0;
-        fill(&mut entry.staging);
-        if entry.staging.is_empty() {
+        entry.shared = fill(&mut entry.staging).filter(|shared| !shared.is_empty());
+        if entry.staging.is_empty() && entry.shared.is_none() {
             return Ok(());
         }
         self.send_rest(slot)
@@ -313,7 +326,7 @@ impl Ring {
     /// it. The kernel does not touch a buffer between its completion and its recycling, and
     /// the memory lives as long as the ring.
     pub unsafe fn received<'a>(&self, buffer: u16, offset: u16, len: usize) -> &'a mut [u8] {
-        // SAFETY: as the caller promises; `buffer` < count, `offset + len` ≤ BUFFER_BYTES.
+        // SAFETY: as the caller promises; `buffer` < count, `offset + len` ≤ the buffer's bytes.
         unsafe { std::slice::from_raw_parts_mut(self.buffers.address(buffer).add(offset as usize), len) }
     }
 
@@ -407,8 +420,9 @@ impl Ring {
         let Some(header) = self.recvmsg.as_ref() else { return Some((0, len, None)) };
         // SAFETY: the kernel wrote `len` bytes into this buffer and is done with it until it
         // is recycled.
-        let bytes =
-            unsafe { std::slice::from_raw_parts(self.buffers.address(buffer), len.min(BUFFER_BYTES)) };
+        let bytes = unsafe {
+            std::slice::from_raw_parts(self.buffers.address(buffer), len.min(self.buffers.buffer_bytes()))
+        };
         let out = types::RecvMsgOut::parse(bytes, header.get()).ok()?;
         let stamp = rx_time::stamp(out.control_data());
         if !out.payload_data().is_empty() {
@@ -429,9 +443,11 @@ impl Ring {
             }
         } else {
             entry.sent += result as u32;
-            if (entry.sent as usize) < entry.staging.len() && live {
+            let total = entry.staging.len() + entry.shared.as_ref().map_or(0, |shared| shared.len());
+            if (entry.sent as usize) < total && live {
                 return self.send_rest(slot);
             }
+            entry.shared = None;
             if live {
                 self.completions.push(Completion::Sent { key });
             }
@@ -440,12 +456,20 @@ impl Ring {
         Ok(())
     }
 
-    /// Queues the unsent part of a slot's staging buffer.
+    /// Queues the unsent part of a slot's staging buffer, or once that is sent, of its
+    /// shared bytes (one after the other: the second starts only once the first completed).
     fn send_rest(&mut self, slot: usize) -> io::Result<()> {
         let entry = &mut self.slots[slot];
-        let rest = &entry.staging[entry.sent as usize..];
+        let sent = entry.sent as usize;
+        let (rest, more) = match (sent.checked_sub(entry.staging.len()), entry.shared.as_deref()) {
+            (Some(past), Some(shared)) => (&shared[past..], 0),
+            // The shared bytes follow: the kernel holds a short head back for them instead of
+            // sending it as a packet of its own (which the server would wake up for).
+            (None, Some(_)) => (&entry.staging[sent..], libc::MSG_MORE),
+            (_, None) => (&entry.staging[sent..], 0),
+        };
         let send = opcode::Send::new(Fd(entry.fd), rest.as_ptr(), rest.len() as u32)
-            .flags(libc::MSG_NOSIGNAL)
+            .flags(libc::MSG_NOSIGNAL | more)
             .build()
             .user_data(user_data(slot, OP_SEND));
         entry.sending = true;
@@ -490,7 +514,7 @@ impl Ring {
 
     /// Adds a submission entry, submitting what is queued first if the queue is full.
     fn push(&mut self, entry: &squeue::Entry) -> io::Result<()> {
-        // SAFETY: every buffer an entry points at (staging, provided buffers) stays alive
+        // SAFETY: every buffer an entry points at (staging, shared, provided buffers) stays alive
         // and unmoved until its completion: slots are freed only when idle, and the ring
         // cancels and waits for everything before its memory goes (Drop).
         if unsafe { self.ring.submission().push(entry) }.is_ok() {

@@ -1,6 +1,7 @@
 //! Unit tests of the ring on real loopback sockets: a buffer pool smaller than the
 //! connections receiving at once runs out, and every byte still arrives, in order; a ring that
-//! times arrivals dates each receive by the kernel's stamp.
+//! times arrivals dates each receive by the kernel's stamp; a send with shared bytes arrives
+//! after its staging, whole.
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
@@ -12,6 +13,23 @@ use super::{Completion, Ring};
 /// The byte at `offset` of what connection `key` is sent.
 fn byte(key: usize, offset: usize) -> u8 {
     ((key * 7 + offset) % 251) as u8
+}
+
+/// A loopback connection: its client side (non-blocking, for the ring) and its server side.
+fn connected() -> (TcpStream, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let server = listener.accept().unwrap().0;
+    client.set_nonblocking(true).unwrap();
+    (client, server)
+}
+
+/// An epoll instance for a ring to watch (the caller closes it).
+fn epoll_instance() -> i32 {
+    // SAFETY: epoll_create1 has no preconditions; the caller closes the descriptor.
+    let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    assert!(epoll >= 0);
+    epoll
 }
 
 /// Turns the ring until a completion `wanted` picks comes, for `limit` at most; whether one
@@ -39,10 +57,8 @@ fn receives_stopped_by_a_short_pool_are_armed_again_and_lose_nothing() {
     let clients: Vec<TcpStream> =
         (0..CONNECTIONS).map(|_| TcpStream::connect(listener.local_addr().unwrap()).unwrap()).collect();
     let mut servers: Vec<TcpStream> = (0..CONNECTIONS).map(|_| listener.accept().unwrap().0).collect();
-    // SAFETY: epoll_create1 has no preconditions; the descriptor is closed at the end.
-    let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-    assert!(epoll >= 0);
-    let mut ring = Ring::new(epoll, CONNECTIONS, POOL).expect("io_uring is available here");
+    let epoll = epoll_instance();
+    let mut ring = Ring::new(epoll, CONNECTIONS, POOL, 20).expect("io_uring is available here");
     // Accepted in any order: each server side learns its client's key from the first byte.
     for (key, client) in clients.iter().enumerate() {
         (&*client).write_all(&[key as u8]).unwrap();
@@ -115,14 +131,9 @@ fn receives_stopped_by_a_short_pool_are_armed_again_and_lose_nothing() {
 #[test]
 fn a_ring_with_arrival_times_dates_each_receive_by_the_kernel_stamp() {
     let _on = crate::engine::rx_time::stamping_on();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let mut server = listener.accept().unwrap().0;
-    client.set_nonblocking(true).unwrap();
-    // SAFETY: epoll_create1 has no preconditions; the descriptor is closed at the end.
-    let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-    assert!(epoll >= 0);
-    let mut ring = Ring::new(epoll, 1, 4).expect("io_uring is available here").with_arrival_times();
+    let (client, mut server) = connected();
+    let epoll = epoll_instance();
+    let mut ring = Ring::new(epoll, 1, 4, 20).expect("io_uring is available here").with_arrival_times();
     ring.adopt(0, client.as_raw_fd()).unwrap();
     assert!(!ring.times_arrivals(), "no receive has shown a stamp yet");
     // A first receive shows that stamps come: only then may a wait be deferred.
@@ -186,21 +197,20 @@ fn a_ring_with_arrival_times_dates_each_receive_by_the_kernel_stamp() {
 #[test]
 fn a_burst_s_staging_buffer_gives_its_room_back_once_the_send_is_done() {
     const BURST: usize = 512 * 1024;
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let server = listener.accept().unwrap().0;
-    client.set_nonblocking(true).unwrap();
+    let (client, server) = connected();
     // The peer reads the burst whole, so that the send can finish.
     let reader = std::thread::spawn(move || {
         let mut bytes = vec![0u8; BURST];
         std::io::Read::read_exact(&mut &server, &mut bytes).map(|()| bytes.iter().all(|&b| b == 7))
     });
-    // SAFETY: epoll_create1 has no preconditions; the descriptor is closed at the end.
-    let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-    assert!(epoll >= 0);
-    let mut ring = Ring::new(epoll, 1, 4).expect("io_uring is available here");
+    let epoll = epoll_instance();
+    let mut ring = Ring::new(epoll, 1, 4, 20).expect("io_uring is available here");
     ring.adopt(0, client.as_raw_fd()).unwrap();
-    ring.send(0, |out| out.resize(BURST, 7)).unwrap();
+    ring.send(0, |out| {
+        out.resize(BURST, 7);
+        None
+    })
+    .unwrap();
     let staging = |ring: &Ring| ring.slots[ring.by_key[0]].staging.capacity();
     assert!(!ring.give_back_room(0) && staging(&ring) >= BURST, "kept while the kernel reads it");
     let sent = wait_for(&mut ring, Duration::from_secs(20), |c| matches!(c, Completion::Sent { key: 0 }));
@@ -212,4 +222,67 @@ fn a_burst_s_staging_buffer_gives_its_room_back_once_the_send_is_done() {
     drop(ring);
     // SAFETY: our own descriptor, no longer used.
     unsafe { libc::close(epoll) };
+}
+
+/// A send of a staging buffer and shared bytes (a large frame's head, then its tail read
+/// where it lies) arrives whole and in order, through a socket buffer too small to take it
+/// in one piece, and holds the shared bytes only until it is done.
+#[test]
+fn a_send_with_shared_bytes_arrives_after_its_staging_whole_and_in_order() {
+    const SHARED: usize = 3 << 20;
+    let (client, server) = connected();
+    let reader = std::thread::spawn(move || {
+        let mut bytes = vec![0u8; 10 + SHARED];
+        std::io::Read::read_exact(&mut &server, &mut bytes).map(|()| bytes)
+    });
+    let epoll = epoll_instance();
+    let mut ring = Ring::new(epoll, 1, 4, 20).expect("io_uring is available here");
+    ring.adopt(0, client.as_raw_fd()).unwrap();
+    let shared: std::sync::Arc<[u8]> = (0..SHARED).map(|i| byte(1, i)).collect();
+    ring.send(0, |out| {
+        out.extend_from_slice(b"head bytes");
+        Some(shared.clone())
+    })
+    .unwrap();
+    let sent = wait_for(&mut ring, Duration::from_secs(20), |c| matches!(c, Completion::Sent { key: 0 }));
+    assert!(sent, "the send did not finish within 20 s");
+    let got = reader.join().unwrap().unwrap();
+    assert_eq!(&got[..10], b"head bytes");
+    assert!(got[10..] == shared[..], "the shared bytes arrived whole and in order after the head");
+    assert_eq!(std::sync::Arc::strong_count(&shared), 1, "the ring let go of them once sent");
+    drop(ring);
+    // SAFETY: our own descriptor, no longer used.
+    unsafe { libc::close(epoll) };
+}
+
+/// A ring for large messages receives in large buffers (each completion up to 64 KiB), one
+/// for small messages in 4 KiB ones.
+#[test]
+fn a_ring_for_large_messages_receives_more_than_4_kib_at_a_time() {
+    for (message_bytes, most) in [(20, 4096), (1 << 20, 64 * 1024)] {
+        let (client, mut server) = connected();
+        let epoll = epoll_instance();
+        let mut ring = Ring::new(epoll, 1, 64, message_bytes).expect("io_uring is available here");
+        ring.adopt(0, client.as_raw_fd()).unwrap();
+        server.write_all(&vec![1u8; 256 * 1024]).unwrap();
+        let (mut received, mut longest) = (0, 0);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while received < 256 * 1024 && Instant::now() < deadline {
+            ring.submit_and_wait(Duration::from_millis(10), false).unwrap();
+            let completions = ring.take_completions();
+            for completion in &completions {
+                if let Completion::Received { buffer, len, .. } = *completion {
+                    (received, longest) = (received + len, longest.max(len));
+                    ring.recycle(buffer);
+                }
+            }
+            ring.restore_completions(completions);
+        }
+        assert_eq!(received, 256 * 1024, "everything arrived");
+        assert!(longest <= most, "{longest} bytes in one buffer of {most}");
+        assert!(longest > most / 2, "receives of up to {longest} bytes for messages of {message_bytes}");
+        drop(ring);
+        // SAFETY: our own descriptor, no longer used.
+        unsafe { libc::close(epoll) };
+    }
 }

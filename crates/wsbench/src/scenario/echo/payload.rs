@@ -156,7 +156,7 @@ mod tests {
         let template = Template::new(&Payload::Bytes(20), MessageKind::Binary, 10);
         let Template::Fixed { payload, batch, .. } = &template else { panic!("fixed payload expected") };
         assert_eq!(batch.len(), 10 * 26);
-        let bytes = batch.with_numbered(30, 1, <[u8]>::to_vec);
+        let bytes = batch.with_numbered(30, 1, 0, |head, tail| [head, tail].concat());
         for (index, frame) in bytes.chunks(26).enumerate() {
             let key: [u8; 4] = frame[2..6].try_into().unwrap();
             let mut sent = frame[6..26].to_vec();
