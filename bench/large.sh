@@ -22,13 +22,13 @@
 # A measurement, not a timed test: a MISS does not fail the script; a failed run does (its row
 # says FAILED, exit 1).
 #
-#   bench/large.sh [SIZES...]       (default: 65536 1048576 16777216 104857600)
-#   Environment: DURATION (default 4; doubled at 100 MB), WARMUP (default 1), REPEATS (default 3),
-#                SERVER_CPU (default 0), CLIENT_CPU (default 1), SERVERS (which to run, in the
-#                rotation's order: default "serve uws floor bun $OTHER"), OTHER (the fleet
-#                server in the default SERVERS: go-gws (default) or rust-fastwebsockets),
-#                BEFORE (the path of an earlier wsbench binary: its server is measured too, as
-#                "serve-before").
+#   bench/large.sh [SIZES...]   (bytes, 1 to 1073741824; default 65536 1048576 16777216 104857600)
+#   Environment: DURATION (whole seconds, default 4; doubled at 100 MB), WARMUP (whole seconds,
+#                default 1), REPEATS (default 3), SERVER_CPU (default 0), CLIENT_CPU (default
+#                1), SERVERS (which to run, in the rotation's order: default "serve uws floor
+#                bun $OTHER"), OTHER (the fleet server in the default SERVERS: go-gws (default)
+#                or rust-fastwebsockets), BEFORE (the path of an earlier wsbench binary: its
+#                server is measured too, as "serve-before").
 # The C peers and uws are built into bench/.build/large when missing or older than their source
 # (cc; gcc, g++ and zlib's headers for uws). Bun and OTHER must be installed first (`wsbench
 # fleet install bun go-gws`), or left out: SERVERS="serve uws floor" bench/large.sh.
@@ -42,6 +42,19 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 OTHER=${OTHER:-go-gws}
 read -r -a servers <<<"${SERVERS:-serve uws floor bun $OTHER}"
+# bounded NAME VALUE MIN MAX: exits 2 unless VALUE is a whole number from MIN to MAX.
+bounded() {
+    if ! [[ $2 =~ ^[0-9]+$ ]] || [ "$2" -lt "$3" ] || [ "$2" -gt "$4" ]; then
+        echo "large.sh: $1 must be a whole number from $3 to $4, not '$2'" >&2
+        exit 2
+    fi
+}
+for size in "${sizes[@]}"; do bounded "a message size (bytes)" "$size" 1 1073741824; done
+bounded DURATION "$DURATION" 1 3600
+bounded WARMUP "$WARMUP" 0 3600
+bounded REPEATS "$REPEATS" 1 100
+bounded SERVER_CPU "$SERVER_CPU" 0 4095
+bounded CLIENT_CPU "$CLIENT_CPU" 0 4095
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/bench/.build/large
 peers=$root/bench/peers
@@ -211,7 +224,7 @@ for size in "${sizes[@]}"; do
 done
 # goal TEXT VALUE OP BOUND: one verdict line; none when VALUE is "-" (a server left out or failed).
 goal() {
-    [ "$2" = - ] || printf '  %-50s %5s (goal %s %s)  %s\n' "$1" "$2" "$3" "$4" "$(verdict "$2" "$3" "$4")"
+    [ "$2" = - ] || printf '  %-50s %5s (goal %s %s)  %s\n' "$1" "$2" "$([ "$3" = '<=' ] && echo ≤ || echo ≥)" "$4" "$(verdict "$2" "$3" "$4")"
 }
 echo "goals:"
 for size in "${sizes[@]}"; do
