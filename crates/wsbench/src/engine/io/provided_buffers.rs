@@ -21,10 +21,25 @@ pub(super) const BUFFER_BYTES: usize = 4 * 1024;
 pub(super) const LARGE_BUFFER_BYTES: usize = 64 * 1024;
 /// The message length from which a run's buffers are [`LARGE_BUFFER_BYTES`].
 pub const LARGE_MESSAGE_BYTES: usize = 64 * 1024;
+/// Bytes of each provided buffer in a run whose messages are [`HUGE_MESSAGE_BYTES`] or
+/// longer: with 64 KiB ones a 16 MiB echo still cost the client 1.6 times the floor's CPU per
+/// MB (each receive's window update is an ACK the loopback processes on the client's time),
+/// with 256 KiB ones 1.2–1.3 times. Not below that: at 1 MiB larger receives made no
+/// difference to the client and cost the server more (measured with bench/large.sh).
+pub(super) const HUGE_BUFFER_BYTES: usize = 256 * 1024;
+/// The message length from which a run's buffers are [`HUGE_BUFFER_BYTES`].
+pub const HUGE_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+/// The most memory a pool of buffers takes: fewer buffers when they are large (a turn with
+/// more receives than buffers waits for them, see `uring.rs`).
+pub(super) const POOL_BYTES: usize = 16 * 1024 * 1024;
 
 /// The bytes of each provided buffer for a run whose longest message is `message_bytes`.
 pub(super) fn buffer_bytes(message_bytes: usize) -> usize {
-    if message_bytes >= LARGE_MESSAGE_BYTES { LARGE_BUFFER_BYTES } else { BUFFER_BYTES }
+    match message_bytes {
+        HUGE_MESSAGE_BYTES.. => HUGE_BUFFER_BYTES,
+        LARGE_MESSAGE_BYTES.. => LARGE_BUFFER_BYTES,
+        _ => BUFFER_BYTES,
+    }
 }
 /// The buffer group the ring's receives take from.
 pub(super) const BUFFER_GROUP: u16 = 0;
@@ -34,7 +49,8 @@ pub(super) const BUFFER_GROUP: u16 = 0;
 pub(super) struct ProvidedBuffers {
     /// A power of two.
     count: u16,
-    /// Bytes of each buffer (at most 64 KiB, so that an offset into one fits a u16).
+    /// Bytes of each buffer (a receive's payload starts past recvmsg's header, at an offset
+    /// that fits a u16 whatever the buffer's size).
     buffer_bytes: usize,
     entries: *mut BufRingEntry,
     entries_layout: Layout,
@@ -102,6 +118,12 @@ impl ProvidedBuffers {
         entry.set_len(self.buffer_bytes as u32);
         entry.set_bid(buffer);
         self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// The memory the buffers take.
+    #[cfg(test)]
+    pub(super) fn memory_bytes(&self) -> usize {
+        usize::from(self.count) * self.buffer_bytes
     }
 
     /// Tells the kernel about every buffer recycled so far.

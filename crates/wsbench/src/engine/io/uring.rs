@@ -28,11 +28,13 @@ use io_uring::types::{self, CancelBuilder, Fd, SubmitArgs, Timespec};
 use io_uring::{IoUring, cqueue, opcode, squeue};
 use slab::Slab;
 
-use super::provided_buffers::{BUFFER_GROUP, ProvidedBuffers, buffer_bytes};
+use super::provided_buffers::{BUFFER_GROUP, POOL_BYTES, ProvidedBuffers, buffer_bytes};
 use crate::engine::capacity;
 use crate::engine::rx_time::{self, RecvMsgHeader};
 
-/// Provided buffers (4 KiB each, 64 KiB in a run of large messages: `provided_buffers`): how many per worker, shared by all its connections. A
+/// Provided buffers (4 KiB each, 64 KiB or 256 KiB in a run of large messages, fewer of those
+/// when their memory would pass 16 MiB: `provided_buffers`): how many per worker, shared by all
+/// its connections. A
 /// receive takes one buffer per completion; buffers go back to the ring as soon as their
 /// bytes are handled (the same turn). The count is fixed, not per connection: the kernel
 /// takes the ring's buffers in turn, so over a long run it touches every one, and a pool
@@ -135,7 +137,9 @@ impl Ring {
             .setup_single_issuer()
             .setup_defer_taskrun()
             .build(SQ_ENTRIES)?;
-        let buffers = ProvidedBuffers::new(&ring, pool.next_power_of_two(), buffer_bytes(message_bytes))?;
+        let bytes = buffer_bytes(message_bytes);
+        let count = pool.next_power_of_two().min(u16::try_from(POOL_BYTES / bytes).unwrap_or(u16::MAX));
+        let buffers = ProvidedBuffers::new(&ring, count, bytes)?;
         let mut ring = Ring {
             ring,
             buffers,

@@ -286,3 +286,22 @@ fn a_ring_for_large_messages_receives_more_than_4_kib_at_a_time() {
         unsafe { libc::close(epoll) };
     }
 }
+
+/// Runs of messages of 4 MiB or more receive in 256 KiB buffers, fewer of them, so that the
+/// pool's memory stays what it is for 64 KiB ones.
+#[test]
+fn a_ring_for_huge_messages_has_fewer_larger_buffers_in_the_same_memory() {
+    let epoll = epoll_instance();
+    let mut memory = Vec::new();
+    for (message_bytes, bytes) in
+        [(20, 4096), (1 << 20, 64 * 1024), (16 << 20, 256 * 1024), (100_000_000, 256 * 1024)]
+    {
+        let ring =
+            Ring::new(epoll, 1, super::POOL_BUFFERS, message_bytes).expect("io_uring is available here");
+        assert_eq!(ring.buffers.buffer_bytes(), bytes, "buffers for messages of {message_bytes} bytes");
+        memory.push(ring.buffers.memory_bytes());
+    }
+    assert_eq!(memory, [1 << 20, 16 << 20, 16 << 20, 16 << 20], "the pools' memory");
+    // SAFETY: our own descriptor, no longer used.
+    unsafe { libc::close(epoll) };
+}
