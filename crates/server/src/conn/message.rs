@@ -86,9 +86,7 @@ impl ConnState {
             self.message = large_buffers::reuse(room.saturating_add(header_len));
         }
         if let Err(over) = self.reservation.make_room(&mut self.message, room.saturating_add(header_len)) {
-            self.message = Vec::new();
-            self.echo_header = 0;
-            self.reservation.release();
+            self.abandon_message();
             return Err(ProtocolError::OverBudget(over));
         }
         if header_len > 0 {
@@ -101,6 +99,14 @@ impl ConnState {
             self.finish_message(chunk.opcode, out, pubsub_mode);
         }
         Ok(())
+    }
+
+    /// The message being reassembled is given up (the connection is failing): its buffer is
+    /// freed and its charge goes back to the budget.
+    fn abandon_message(&mut self) {
+        self.message = Vec::new();
+        self.echo_header = 0;
+        self.reservation.release();
     }
 
     /// The frame in progress is a binary message echoed as it arrives: a close frame now would
@@ -180,9 +186,7 @@ impl ConnState {
                 return Next::Continue;
             }
             Err(error) => {
-                self.message = Vec::new();
-                self.echo_header = 0;
-                self.reservation.release();
+                self.abandon_message();
                 if std::mem::take(&mut self.echo_streaming) {
                     // Inside the echo's frame no close frame can be sent: end the connection.
                     return Next::CloseAfterFlush;

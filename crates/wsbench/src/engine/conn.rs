@@ -379,9 +379,10 @@ impl ClientConn {
         let shared = !batch.tail().is_empty();
         let room = SEND_BYTES.saturating_sub(out.len()) / batch.len();
         let count = self.batches_pending.min(if shared { 1 } else { room.max(1) as u64 });
-        match shared {
-            true => batch.with_numbered(self.batch_number, 1, 0, |head, _| out.extend_from_slice(head)),
-            false => batch.append_numbered(self.batch_number, count as usize, 0, out),
+        if shared {
+            batch.with_numbered(self.batch_number, 1, 0, |head, _| out.extend_from_slice(head));
+        } else {
+            batch.append_numbered(self.batch_number, count as usize, 0, out);
         }
         self.batches_pending -= count;
         self.batch_number += count * batch.frames();
