@@ -82,7 +82,7 @@ done
 built_from() { [ -x "$1" ] && ! find "${@:2}" -newer "$1" | grep -q .; }
 if [[ " ${servers[*]} " == *" floor "* ]]; then
     for peer in large-floor-server large-floor-client; do
-        built_from "$build/$peer" "$peers/$peer.c" && continue
+        built_from "$build/$peer" "$peers/$peer.c" "$peers/floor-client.h" && continue
         command -v cc >/dev/null || { echo "large.sh: cc not found: install a C compiler (Debian: apt-get install build-essential) to build bench/peers/$peer.c" >&2; exit 2; }
         cc -O2 -Wall -o "$build/$peer" "$peers/$peer.c"
     done

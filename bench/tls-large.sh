@@ -53,7 +53,7 @@ for tool in taskset python3 cargo cc openssl; do
 done
 mkdir -p "$build"
 for peer in tls-floor-server tls-floor-client; do
-    if [ ! -x "$build/$peer" ] || [ "$peers/$peer.c" -nt "$build/$peer" ]; then
+    if [ ! -x "$build/$peer" ] || [ "$peers/$peer.c" -nt "$build/$peer" ] || [ "$peers/floor-client.h" -nt "$build/$peer" ]; then
         cc -O2 -Wall -o "$build/$peer" "$peers/$peer.c" -lssl -lcrypto ||
             { echo "tls-large.sh: building bench/peers/$peer.c failed (OpenSSL 3's headers: apt-get install libssl-dev)" >&2; exit 2; }
     fi

@@ -48,6 +48,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define PROGRAM "tls-floor-client"
+#include "floor-client.h"
+
 #define SCRATCH (1 << 20)
 /* OpenSSL's record buffer: it reads ahead this much at most. Larger costs more: OpenSSL moves
  * the partial record left at its end to its start before each read (a 1 MiB one spent 44 % of
@@ -70,24 +73,6 @@ static size_t message;
 static char *block;
 static char scratch[SCRATCH];
 static unsigned long long round_trips, bytes_in; /* counted from the window's start */
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void die(const char *what, int i) {
-    if (i >= 0) fprintf(stderr, "tls-floor-client: connection %d: %s\n", i, what);
-    else fprintf(stderr, "tls-floor-client: %s\n", what);
-    exit(1);
-}
-
-static void die_errno(const char *what, int i) {
-    char msg[256];
-    snprintf(msg, sizeof msg, "%s: %s", what, strerror(errno));
-    die(msg, i);
-}
 
 /* After an SSL call on connection i returned r <= 0: 1 if it only has to wait for the socket
  * (write_blocked says which way), else it dies naming the cause. */
@@ -149,37 +134,6 @@ static void on_readable(int i, int counting) {
         c->got = c->sent = 0;
         on_writable(i);
     }
-}
-
-static double cpu_self(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-/* Process PID's CPU seconds (utime + stime of /proc/PID/stat), or -1 if unreadable. */
-static double cpu_of(long pid) {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')'); /* the command name may hold spaces */
-    unsigned long long utime, stime;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2) return -1;
-    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
-}
-
-static double number(const char *s, const char *name, double lo, double hi) {
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || end == s || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "tls-floor-client: %s must be %g to %g, not %s\n", name, lo, hi, s);
-        exit(2);
-    }
-    return v;
 }
 
 static SSL_CTX *context(int ktls) {
