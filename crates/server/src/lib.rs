@@ -40,6 +40,10 @@ pub mod fuzzing {
     pub const MAX_MESSAGE: u64 = 64 * 1024;
     /// The request header limit `feed_connection` uses (the server's default).
     pub const MAX_HEADER_BYTES: usize = wsbench_proto::handshake::DEFAULT_MAX_HEADER_BYTES;
+    /// The least of a binary frame still to come, after its first piece, for its echo to
+    /// start before it has all arrived: only such an echo can be cut short by input that
+    /// ends inside its frame.
+    pub const MIN_STREAMED_REST: u64 = crate::conn::MIN_STREAMED_REST;
 
     /// Feeds `chunks` to a new WebSocket-port connection one after the other, the way the
     /// event loop hands over socket reads (keeping unused input for the next read), and

@@ -24,7 +24,7 @@ use crate::pubsub;
 
 /// The least of a binary frame still to come for its echo to start before it is all in: a
 /// frame that overshoots a read by a few bytes is cheaper echoed in one write than in two.
-const MIN_STREAMED_REST: u64 = 16 * 1024;
+pub(crate) const MIN_STREAMED_REST: u64 = 16 * 1024;
 
 /// Where the rest of the frame in progress is to be read: see [`ConnState::payload_target`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

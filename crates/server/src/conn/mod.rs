@@ -21,6 +21,7 @@ use wsbench_transport::http2::PREFACE;
 
 mod http2;
 mod message;
+pub(crate) use message::MIN_STREAMED_REST;
 
 pub use message::PayloadInto;
 
