@@ -39,9 +39,22 @@ thread_local! {
 /// most twice the size, so the budget is not charged for much more than the message), or a
 /// new, unallocated one.
 pub fn reuse(needed: usize) -> Vec<u8> {
+    take_spare(|capacity| capacity >= needed && capacity / 2 <= needed)
+}
+
+/// An empty buffer for a fragmented message whose first frame needs `needed` bytes: its
+/// length is not known until its last frame, so this thread's spare (the last large message's
+/// size, the best guess) is taken whenever it holds the first frame, and the buffer is not
+/// regrown frame by frame; or a new, unallocated one.
+pub fn reuse_for_fragments(needed: usize) -> Vec<u8> {
+    take_spare(|capacity| capacity >= needed)
+}
+
+/// This thread's spare if `fits` its capacity, or a new, unallocated buffer.
+fn take_spare(fits: impl Fn(usize) -> bool) -> Vec<u8> {
     SPARE.with(|spare| {
         let buf = spare.take();
-        if buf.capacity() >= needed && buf.capacity() / 2 <= needed {
+        if fits(buf.capacity()) {
             return buf;
         }
         spare.set(buf);
@@ -127,6 +140,10 @@ mod tests {
         assert_eq!((again.as_ptr(), again.len()), (address, 0), "the same buffer, empty");
         assert_eq!(reuse(3 * MIN_SPARE).capacity(), 0, "handed out once");
         give_back(again);
+        assert_eq!(reuse_for_fragments(5 * MIN_SPARE).capacity(), 0, "too small for the first frame");
+        let fragmented = reuse_for_fragments(MIN_SPARE / 4);
+        assert_eq!(fragmented.as_ptr(), address, "a fragmented message takes it, whatever its first frame");
+        give_back(fragmented);
         release_spare();
         assert_eq!(reuse(3 * MIN_SPARE).capacity(), 0, "released");
     }

@@ -59,11 +59,21 @@ static GLOBAL: Counting = Counting;
 
 const MESSAGE: usize = 64 * 1024 * 1024;
 
-/// Echoes one `opcode` message of `payload` on `stream` and returns how many bytes of memory
-/// the process asked for meanwhile.
-fn requested_for_echo(stream: &mut std::net::TcpStream, opcode: OpCode, payload: &[u8]) -> u64 {
+/// Echoes one `opcode` message of `payload`, sent as `frames` frames, on `stream` and returns
+/// how many bytes of memory the process asked for meanwhile.
+fn requested_for_echo(
+    stream: &mut std::net::TcpStream,
+    opcode: OpCode,
+    payload: &[u8],
+    frames: usize,
+) -> u64 {
     let mut frame = Vec::new();
-    write_frame(&mut frame, true, opcode, Some([0x5a, 0x13, 0xc7, 0x81]), payload);
+    let pieces = payload.chunks(payload.len().div_ceil(frames));
+    let last = pieces.len() - 1;
+    for (i, piece) in pieces.enumerate() {
+        let opcode = if i == 0 { opcode } else { OpCode::Continuation };
+        write_frame(&mut frame, i == last, opcode, Some([0x5a, 0x13, 0xc7, 0x81]), piece);
+    }
     let mut expected = Vec::new();
     write_frame(&mut expected, true, opcode, None, payload);
     let mut echo = vec![0u8; expected.len()];
@@ -86,7 +96,8 @@ fn requested_for_echo(stream: &mut std::net::TcpStream, opcode: OpCode, payload:
 
 /// A text message is reassembled (its UTF-8 is checked whole before it is echoed): one
 /// message's buffer, and none for the next, which reuses it. A binary one is echoed as it
-/// arrives: no buffer for it at all.
+/// arrives: no buffer for it at all. A fragmented one is reassembled in the buffer kept from
+/// before, which then becomes its echo: nothing new either.
 #[test]
 fn echoing_a_64_mib_message_asks_for_at_most_one_message_of_memory() {
     let config = ServeConfig { port: 0, ..ServeConfig::default() };
@@ -95,12 +106,13 @@ fn echoing_a_64_mib_message_asks_for_at_most_one_message_of_memory() {
     let payload: Vec<u8> = (0..MESSAGE).map(|i| b' ' + (i % 95) as u8).collect();
     // The small buffers a read or a write may take on the way.
     let small = MESSAGE as u64 / 8;
-    for (opcode, allowed, what) in [
-        (OpCode::Text, MESSAGE as u64 + small, "a text message: one buffer"),
-        (OpCode::Text, small, "the next text message: the same buffer again"),
-        (OpCode::Binary, small, "a binary message: no buffer for it"),
+    for (opcode, frames, allowed, what) in [
+        (OpCode::Text, 1, MESSAGE as u64 + small, "a text message: one buffer"),
+        (OpCode::Text, 1, small, "the next text message: the same buffer again"),
+        (OpCode::Binary, 1, small, "a binary message: no buffer for it"),
+        (OpCode::Binary, 4, small, "a binary message in 4 frames: the same buffer again, as its echo"),
     ] {
-        let requested = requested_for_echo(&mut stream, opcode, &payload);
+        let requested = requested_for_echo(&mut stream, opcode, &payload, frames);
         assert!(
             requested <= allowed,
             "{what}: echoing one {MESSAGE}-byte message asked for {requested} bytes of memory \

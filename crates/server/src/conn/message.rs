@@ -26,6 +26,10 @@ use crate::pubsub;
 /// frame that overshoots a read by a few bytes is cheaper echoed in one write than in two.
 pub(crate) const MIN_STREAMED_REST: u64 = 16 * 1024;
 
+/// The longest header of an unmasked frame (2 bytes and an 8-byte length): the room left at
+/// the front of a fragmented message, whose length is known only at its last frame.
+const LONGEST_ECHO_HEADER: usize = 10;
+
 /// Where the rest of the frame in progress is to be read: see [`ConnState::payload_target`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PayloadInto {
@@ -70,29 +74,35 @@ impl ConnState {
             self.echo_streaming = true;
             return Ok(());
         }
-        // Reassembled: the buffer is sized once, at the message's first piece, for as much as
-        // the frame header announces (charged to the budget before it is allocated), and never
-        // regrown within a frame. A message of one frame is laid out as its own echo (its
-        // header first), so the finished buffer becomes the output without another copy.
+        // Reassembled: the buffer is sized once per frame, at the frame's first piece, for as
+        // much as the frame header announces (charged to the budget before it is allocated),
+        // and never regrown within a frame. The message is laid out as its own echo: room for
+        // the echo's header first (its exact length for a message of one frame, the longest
+        // for a fragmented one, whose length is not known yet), so the finished buffer becomes
+        // the output without another copy.
         let (rest, final_frame) = decoder.frame_remaining().unwrap_or((0, chunk.last));
         let room = payload.len().saturating_add(usize::try_from(rest).unwrap_or(usize::MAX));
-        let mut header = [0u8; MAX_HEADER_LEN];
-        let header_len = if chunk.first && final_frame {
-            encode_header(&mut header, true, chunk.opcode, None, room as u64)
-        } else {
-            0
+        let header_room = match (chunk.first, final_frame) {
+            (true, true) => encode_header(&mut [0u8; MAX_HEADER_LEN], true, chunk.opcode, None, room as u64),
+            (true, false) => LONGEST_ECHO_HEADER,
+            (false, _) => 0,
         };
         if self.message.capacity() == 0 {
-            self.message = large_buffers::reuse(room.saturating_add(header_len));
+            let needed = room.saturating_add(header_room);
+            self.message = if final_frame {
+                large_buffers::reuse(needed)
+            } else {
+                large_buffers::reuse_for_fragments(needed)
+            };
         }
-        if let Err(over) = self.reservation.make_room(&mut self.message, room.saturating_add(header_len)) {
+        if let Err(over) = self.reservation.make_room(&mut self.message, room.saturating_add(header_room)) {
             self.abandon_message();
             return Err(ProtocolError::OverBudget(over));
         }
-        if header_len > 0 {
+        if header_room > 0 {
             large_buffers::advise_huge_pages(&mut self.message);
-            self.message.extend_from_slice(&header[..header_len]);
-            self.echo_header = header_len as u8;
+            self.message.extend_from_slice(&[0u8; LONGEST_ECHO_HEADER][..header_room]);
+            self.echo_header = header_room as u8;
         }
         self.message.extend_from_slice(payload);
         if chunk.last {
@@ -116,22 +126,30 @@ impl ConnState {
     }
 
     /// The message in `message` is complete: echoes it (or queues it as a pub/sub command).
+    /// Its echo's header goes into the room left for it when it fits exactly (always for a
+    /// message of one frame; for a fragmented one, when it is 64 KiB or more), and the buffer
+    /// becomes the echo; otherwise the payload is copied into a new frame.
     fn finish_message(&mut self, opcode: OpCode, out: &mut Vec<u8>, pubsub_mode: bool) {
-        let header_len = usize::from(std::mem::take(&mut self.echo_header));
-        let message = std::mem::take(&mut self.message);
+        let header_room = usize::from(std::mem::take(&mut self.echo_header));
+        let mut message = std::mem::take(&mut self.message);
         self.reservation.release();
-        let body = &message[header_len..];
+        let body = &message[header_room..];
         if pubsub_mode && opcode == OpCode::Text && pubsub::parse(body).is_some() {
             push_command(&mut self.inbox, body);
             return;
         }
-        if header_len == 0 {
+        let mut header = [0u8; MAX_HEADER_LEN];
+        let header_len = encode_header(&mut header, true, opcode, None, body.len() as u64);
+        if header_len != header_room {
             write_frame(out, true, opcode, None, body);
             large_buffers::give_back(message);
-        } else if out.is_empty() {
-            *out = message;
         } else {
-            out.extend_from_slice(&message);
+            message[..header_len].copy_from_slice(&header[..header_len]);
+            if out.is_empty() {
+                *out = message;
+            } else {
+                out.extend_from_slice(&message);
+            }
         }
         count_echo();
     }
@@ -290,6 +308,42 @@ mod tests {
             assert!(out.is_empty() && !state.echo_streaming(), "nothing echoed before the message is whole");
             let (_, _) = state.process(&mut wire[used..].to_vec(), &mut out, limits);
             assert!(out == expected, "may_stream {may_stream}, pubsub {pubsub}: one frame, whole");
+        }
+    }
+
+    /// A fragmented message is laid out as its own echo too: room for the longest header is
+    /// left at its front, and once its length is known the header goes there when it fills
+    /// that room exactly (64 KiB or more), so the buffer becomes the echo; a shorter message
+    /// is copied into its frame.
+    #[test]
+    fn a_fragmented_message_becomes_its_echo_when_its_header_fills_the_room_left() {
+        for (len, in_place) in [(100_000usize, true), (65_536, true), (65_535, false), (3_000, false)] {
+            for opcode in [OpCode::Binary, OpCode::Text] {
+                let payload: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+                let third = len / 3;
+                let mut wire = masked(false, opcode, &payload[..third]);
+                wire.extend(masked(false, OpCode::Continuation, &payload[third..2 * third]));
+                wire.extend(masked(true, OpCode::Continuation, &payload[2 * third..]));
+                let mut state = ConnState::websocket(None);
+                state.may_stream_echoes = true;
+                let mut out = Vec::new();
+                let last_piece = wire.len() - 100;
+                let (used, _) = state.process(&mut wire[..last_piece].to_vec(), &mut out, limits());
+                assert!(
+                    out.is_empty() && !state.echo_streaming(),
+                    "nothing echoed before the message is whole"
+                );
+                let buffer = state.message.as_ptr();
+                state.process(&mut wire[used..].to_vec(), &mut out, limits());
+                let mut expected = Vec::new();
+                write_frame(&mut expected, true, opcode, None, &payload);
+                assert!(out == expected, "{opcode:?} of {len} bytes: one frame, whole");
+                assert_eq!(
+                    out.as_ptr() == buffer,
+                    in_place,
+                    "{opcode:?} of {len} bytes: the buffer is the echo"
+                );
+            }
         }
     }
 

@@ -126,8 +126,8 @@ pub struct ConnState {
     /// to a new one, so it is dropped then: an idle connection holds none, and the next input
     /// starts a new one on the stack (see [`ConnState::decoder`]).
     decoder: Option<Box<Decoder>>,
-    /// A message arriving in several pieces, reassembled before it is echoed; a message of
-    /// one frame starts with its echo's header, of `echo_header` bytes.
+    /// A message arriving in several pieces, reassembled before it is echoed, after room for
+    /// its echo's header of `echo_header` bytes.
     message: Vec<u8>,
     echo_header: u8,
     /// A binary message of one frame may be echoed as it arrives (HTTP/1.1 WebSockets; see
