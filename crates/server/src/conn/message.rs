@@ -12,8 +12,10 @@
 //! the meantime cannot be sent (see [`ConnState::close_with`]).
 //!
 //! Text (whose UTF-8 may fail half-way, which must close the connection with 1007 instead of
-//! an echo), fragmented and compressed messages are reassembled: sized once from the frame
-//! header and charged to the message budget before any allocation.
+//! an echo), fragmented and compressed messages are reassembled: sized from each frame header
+//! and charged to the message budget before any allocation. Text and fragmented ones are laid
+//! out as their own echo (room for its header at the front), so the finished buffer is written
+//! as it is.
 
 use wsbench_proto::{Chunk, Decoder, MAX_HEADER_LEN, OpCode, ProtocolError, encode_header, write_frame};
 
