@@ -8,13 +8,14 @@ a benchmark never reports a run "under attack" that no attack reached. Standard 
 
 usage: abuse.py HOST PORT SECONDS
 """
-import base64
 import os
 import socket
 import struct
 import sys
 import threading
 import time
+
+import wsraw
 
 HOST, PORT, SECONDS = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 DEADLINE = time.monotonic() + SECONDS
@@ -35,30 +36,12 @@ def connect(timeout=5.0):
 
 
 def upgrade(s):
-    key = base64.b64encode(os.urandom(16)).decode()
-    s.sendall(
-        f"GET / HTTP/1.1\r\nHost: {HOST}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
-    )
-    response = b""
-    while b"\r\n\r\n" not in response:
-        chunk = s.recv(4096)
-        if not chunk:
-            raise ConnectionError("closed during the handshake")
-        response += chunk
+    response = wsraw.upgrade(s, HOST)
     assert response.startswith(b"HTTP/1.1 101"), response[:40]
 
 
 def frame(opcode, payload, fin=True, masked=True, length=None):
-    n = len(payload) if length is None else length
-    head = bytes([(0x80 if fin else 0) | opcode])
-    bit = 0x80 if masked else 0
-    if n < 126:
-        head += bytes([bit | n])
-    elif n < 65536:
-        head += bytes([bit | 126]) + struct.pack(">H", n)
-    else:
-        head += bytes([bit | 127]) + struct.pack(">Q", n)
+    head = wsraw.frame_header(fin, opcode, len(payload) if length is None else length, masked)
     if not masked:
         return head + payload
     key = os.urandom(4)

@@ -16,12 +16,13 @@ Usage: fragmented.py PORT SERVER_PID MESSAGE FRAMES SECONDS [CONNECTIONS]
   MESSAGE 1 to 1073741824 bytes, FRAMES 1 to 1024 (at most MESSAGE), SECONDS 1 to 3600,
   CONNECTIONS 1 to 64 (default 4). Exit 1 on a refused or closed connection, 2 on bad input.
 """
-import base64
 import os
 import selectors
 import socket
 import sys
 import time
+
+import wsraw
 
 
 def die(message, code=1):
@@ -47,15 +48,6 @@ def server_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def frame_header(fin, opcode, length):
-    first = (0x80 if fin else 0) | opcode
-    if length < 126:
-        return bytes([first, 0x80 | length])
-    if length < 65536:
-        return bytes([first, 0x80 | 126]) + length.to_bytes(2, "big")
-    return bytes([first, 0x80 | 127]) + length.to_bytes(8, "big")
-
-
 def fragmented_message(size, frames):
     payload = bytes(i % 251 for i in range(min(size, 1 << 20))) * (size // (1 << 20) + 1)
     step = -(-size // frames)
@@ -63,7 +55,7 @@ def fragmented_message(size, frames):
     for i, at in enumerate(range(0, size, step)):
         piece = payload[at:min(at + step, size)]
         last = at + step >= size
-        wire += frame_header(last, 0x2 if i == 0 else 0x0, len(piece)) + bytes(4) + piece
+        wire += wsraw.frame_header(last, 0x2 if i == 0 else 0x0, len(piece)) + bytes(4) + piece
     return memoryview(bytes(wire))
 
 
@@ -72,17 +64,10 @@ def connect(port):
         sock = socket.create_connection(("127.0.0.1", port))
     except OSError as error:
         die(f"cannot connect to 127.0.0.1:{port}: {error}")
-    key = base64.b64encode(os.urandom(16)).decode()
-    sock.sendall(
-        f"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
-    )
-    response = b""
-    while b"\r\n\r\n" not in response:
-        more = sock.recv(4096)
-        if not more:
-            die("the server closed the connection during the handshake")
-        response += more
+    try:
+        response = wsraw.upgrade(sock, "127.0.0.1")
+    except ConnectionError:
+        die("the server closed the connection during the handshake")
     if not response.startswith(b"HTTP/1.1 101"):
         die(f"the server refused the upgrade: {response.splitlines()[0]!r}")
     sock.setblocking(False)
@@ -99,7 +84,7 @@ def main(argv):
     seconds = number(argv[5], "SECONDS", 1, 3600)
     connections = number(argv[6], "CONNECTIONS", 1, 64) if len(argv) == 7 else 4
     wire = fragmented_message(size, frames)
-    echo_bytes = len(frame_header(True, 0x2, size)) + size
+    echo_bytes = len(wsraw.frame_header(True, 0x2, size, masked=False)) + size
     scratch = bytearray(1 << 20)
     selector = selectors.DefaultSelector()
     progress = {}
